@@ -1,0 +1,31 @@
+# Two commands for a fresh machine:  `make run` (install + main job)  and  `make test` (install + tests).
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+
+.PHONY: install run test leaderboard bench clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml scripts/install-torch.sh
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	bash scripts/install-torch.sh $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $@
+
+run: install
+	$(BIN)/harness run --models be --tasks senteval
+
+test: install
+	$(BIN)/python -m pytest -q
+
+leaderboard: install
+	$(BIN)/harness leaderboard
+
+bench: install
+	$(BIN)/python -m pip install --quiet -e ".[bench]"
+	$(BIN)/python benchmarks/encode_speed.py
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,117 @@
+"""Capabilities a model can have, and the adapters that let most models run on most tasks (DESIGN.md).
+
+- ``embedder``: ``encode(texts) -> float32 [n, d]``
+- ``pair_scorer``: ``score(first, second) -> float [n]``
+- ``multi_vector_embedder``: ``encode_multi(texts) -> list of float32 [k_i, d]`` (compared with MaxSim)
+- ``span_encoder``: ``encode_spans(items) -> float32 [n, d]``; an item is ``(text, [(start, end), ...])``
+- ``trainable``: ``fit(splits, ctx)``, ``save(dir)``, ``load(dir)`` (safetensors only)
+"""
+from __future__ import annotations
+
+from typing import Iterable, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+EMBEDDER = "embedder"
+PAIR_SCORER = "pair_scorer"
+MULTI_VECTOR_EMBEDDER = "multi_vector_embedder"
+SPAN_ENCODER = "span_encoder"
+TRAINABLE = "trainable"
+CAPABILITIES = (EMBEDDER, PAIR_SCORER, MULTI_VECTOR_EMBEDDER, SPAN_ENCODER, TRAINABLE)
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class PairScorer(Protocol):
+    def score(self, first: Sequence[str], second: Sequence[str]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class MultiVectorEmbedder(Protocol):
+    def encode_multi(self, texts: Sequence[str]) -> list[np.ndarray]: ...
+
+
+@runtime_checkable
+class SpanEncoder(Protocol):
+    def encode_spans(self, items: Sequence[tuple[str, Sequence[tuple[int, int]]]]) -> np.ndarray: ...
+
+
+def reachable_capabilities(declared: Iterable[str]) -> set[str]:
+    """What a model with ``declared`` capabilities can serve once the core's adapters are applied."""
+    reachable = set(declared)
+    if SPAN_ENCODER in reachable:
+        reachable.add(EMBEDDER)
+    if EMBEDDER in reachable or MULTI_VECTOR_EMBEDDER in reachable:
+        reachable.add(PAIR_SCORER)
+    return reachable
+
+
+def cosine_rows(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Row-wise cosine similarity of two [n, d] arrays (zero vectors give 0, not NaN)."""
+    first = np.asarray(first, dtype=np.float64)
+    second = np.asarray(second, dtype=np.float64)
+    norms = np.linalg.norm(first, axis=1) * np.linalg.norm(second, axis=1)
+    dots = np.einsum("ij,ij->i", first, second)
+    return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+
+
+def maxsim(query_vectors: np.ndarray, document_vectors: np.ndarray) -> float:
+    """One-sided MaxSim averaged over query vectors: (1/I) sum_i max_j cos(q_i, d_j)."""
+    q = query_vectors / np.maximum(np.linalg.norm(query_vectors, axis=1, keepdims=True), 1e-12)
+    d = document_vectors / np.maximum(np.linalg.norm(document_vectors, axis=1, keepdims=True), 1e-12)
+    return float((q @ d.T).max(axis=1).mean())
+
+
+class SpanEncoderAsEmbedder:
+    """Encodes a whole sentence as one proposition spanning all of it."""
+
+    def __init__(self, model: SpanEncoder):
+        self.model = model
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return self.model.encode_spans([(text, [(0, len(text))]) for text in texts])
+
+
+class EmbedderAsPairScorer:
+    """Cosine of the two embeddings; every distinct text is encoded once."""
+
+    def __init__(self, model: Embedder):
+        self.model = model
+
+    def score(self, first: Sequence[str], second: Sequence[str]) -> np.ndarray:
+        distinct = list(dict.fromkeys([*first, *second]))
+        row_of = {text: row for row, text in enumerate(distinct)}
+        embeddings = np.asarray(self.model.encode(distinct))
+        return cosine_rows(embeddings[[row_of[t] for t in first]], embeddings[[row_of[t] for t in second]])
+
+
+class MultiVectorAsPairScorer:
+    def __init__(self, model: MultiVectorEmbedder):
+        self.model = model
+
+    def score(self, first: Sequence[str], second: Sequence[str]) -> np.ndarray:
+        distinct = list(dict.fromkeys([*first, *second]))
+        row_of = {text: row for row, text in enumerate(distinct)}
+        vectors = self.model.encode_multi(distinct)
+        return np.array([maxsim(vectors[row_of[a]], vectors[row_of[b]]) for a, b in zip(first, second)])
+
+
+def as_embedder(model: object) -> Embedder:
+    if isinstance(model, Embedder):
+        return model
+    if isinstance(model, SpanEncoder):
+        return SpanEncoderAsEmbedder(model)
+    raise TypeError(f"{type(model).__name__} is not an embedder")
+
+
+def as_pair_scorer(model: object) -> PairScorer:
+    """The model's own ``score`` when it has one (cross-encoders), else cosine / MaxSim over its embeddings."""
+    if isinstance(model, PairScorer):
+        return model
+    if isinstance(model, MultiVectorEmbedder):
+        return MultiVectorAsPairScorer(model)
+    return EmbedderAsPairScorer(as_embedder(model))

@@ -1,0 +1,267 @@
+"""The ``harness`` command line."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from .errors import HarnessError, invalid_choice
+from .profiles import PROFILES
+
+DEFAULT_RESULTS = "results"
+DEFAULT_LEADERBOARDS = "leaderboards"
+
+
+def _split(text: str | None) -> list[str]:
+    """Comma-separated names; commas inside ``name:k=v,k=v`` options are kept with their spec when the next
+    item contains '=' (it is an option, not a name)."""
+    if not text:
+        return []
+    items: list[str] = []
+    for piece in text.split(","):
+        piece = piece.strip()
+        if not piece:
+            continue
+        if items and "=" in piece and ":" in items[-1]:
+            items[-1] += "," + piece
+        else:
+            items.append(piece)
+    return items
+
+
+def _seeds(text: str) -> list[int]:
+    try:
+        seeds = [int(s) for s in _split(text)]
+    except ValueError:
+        raise HarnessError(f"--seeds takes comma-separated integers such as 42,43,44; got {text!r}.") from None
+    if not seeds:
+        raise HarnessError("--seeds needs at least one integer, e.g. --seeds 42.")
+    return seeds
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="harness", description="Benchmark harness for sentence-embedding methods.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    commands.add_parser("list", help="list model and task plugins, their packages and plugins that failed to load")
+
+    describe = commands.add_parser("describe", help="show a model's or task's metadata and options")
+    describe.add_argument("name")
+
+    run = commands.add_parser("run", help="train what needs training, evaluate, store and print results")
+    run.add_argument("--models", help="comma-separated model specs, e.g. be,ce or be:pooling=cls")
+    run.add_argument("--tasks", help="comma-separated tasks or task families, e.g. senteval")
+    run.add_argument("--matrix", type=Path, help="a YAML matrix file (models, tasks, seeds, ...)")
+    run.add_argument("--seeds", default=None, help="comma-separated seeds (default 42)")
+    run.add_argument("--backbone", default=None, help="Hugging Face id or local folder (default: the profile's)")
+    run.add_argument("--profile", default=None, help=f"budget profile: {', '.join(PROFILES)} (default quick)")
+    run.add_argument("--train-on", default=None, help="training source task for trainable models, e.g. stsb")
+    run.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+    run.add_argument("--results", type=Path, default=None, help=f"result store (default ./{DEFAULT_RESULTS})")
+    run.add_argument("--data-dir", type=Path, default=None, help="folder with datasets (or HARNESS_DATA_DIR)")
+    run.add_argument("--batch-size", type=int, default=None, help="encoding batch size (default: the profile's)")
+    run.add_argument("--overwrite", action="store_true", help="recompute cells that are already stored")
+    run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    run.add_argument("--leaderboards", type=Path, default=None,
+                     help="also rebuild leaderboards into this folder after the run")
+
+    validate = commands.add_parser("validate", help="check specs or a matrix without running anything")
+    validate.add_argument("--models")
+    validate.add_argument("--tasks")
+    validate.add_argument("--matrix", type=Path)
+    validate.add_argument("--profile", default=None)
+    validate.add_argument("--train-on", default=None)
+    validate.add_argument("--backbone", default=None)
+    validate.add_argument("--data-dir", type=Path, default=None)
+
+    board = commands.add_parser("leaderboard", help="rebuild leaderboards/ from the result store")
+    board.add_argument("--results", type=Path, default=None, help=f"result store (default ./{DEFAULT_RESULTS})")
+    board.add_argument("--output", type=Path, default=Path(DEFAULT_LEADERBOARDS))
+    board.add_argument("--formats", default="md,csv", help="any of md, csv, tex, html")
+    return parser
+
+
+def _results_dir(value: Path | None) -> Path:
+    return value or Path(os.environ.get("HARNESS_RESULTS_DIR", DEFAULT_RESULTS))
+
+
+def _run_config(args, for_validation: bool = False):
+    from .matrix import load_matrix
+    from .runner import ModelEntry, RunConfig
+
+    base: dict = {}
+    if args.matrix is not None:
+        base = load_matrix(args.matrix)
+    models = [ModelEntry(m) for m in _split(args.models)] or base.get("models", [])
+    tasks = _split(args.tasks) or base.get("tasks", [])
+    profile = args.profile or base.get("profile", "quick")
+    if profile not in PROFILES:
+        raise invalid_choice("--profile", profile, PROFILES)
+    config = RunConfig(
+        models=models,
+        tasks=tasks,
+        seeds=_seeds(args.seeds) if getattr(args, "seeds", None) else base.get("seeds", [42]),
+        profile=profile,
+        backbone=args.backbone or base.get("backbone"),
+        train_on=args.train_on or base.get("train_on"),
+        device=getattr(args, "device", "auto"),
+        results_dir=_results_dir(getattr(args, "results", None)),
+        data_dir=args.data_dir or base.get("data_dir"),
+        overwrite=getattr(args, "overwrite", False),
+        progress=not getattr(args, "no_progress", False) and sys.stderr.isatty(),
+        batch_size=getattr(args, "batch_size", None),
+    )
+    return config
+
+
+def cmd_list(registry) -> int:
+    print("Models:")
+    for name, plugin in sorted(registry.models.items()):
+        aliases = f" (aliases: {', '.join(plugin.aliases)})" if plugin.aliases else ""
+        print(f"  {name:<14} {', '.join(plugin.capabilities):<28} [{registry.package_of('model', name)}]"
+              f"{aliases}  {plugin.description}")
+    print("Tasks:")
+    for family, members in sorted(registry.families().items()):
+        print(f"  {family} (family): {', '.join(sorted(members))}")
+        for name in sorted(members):
+            metadata = registry.task(name).metadata
+            print(f"    {name:<14} main score {metadata.main_score:<16} [{registry.package_of('task', name)}]"
+                  f"  {metadata.description}")
+    kinds = sorted({kind for kind, _ in registry.components})
+    if kinds:
+        print("Components:")
+        for kind in kinds:
+            print(f"  {kind}: {', '.join(registry.component_names(kind))}")
+    failed = [p for p in registry.plugins if p.error]
+    if failed:
+        print("Plugins that failed to load:")
+        for info in failed:
+            print(f"  {info.name} ({info.package}, {info.module}): {info.error}")
+    return 0
+
+
+def cmd_describe(registry, name: str) -> int:
+    from .options import describe_options
+
+    if name in registry.models or name in registry.model_aliases:
+        plugin = registry.model(name)
+        print(f"model {plugin.name}  [{registry.package_of('model', plugin.name)}]")
+        print(f"  {plugin.description}")
+        print(f"  capabilities: {', '.join(plugin.capabilities)}")
+        print(f"  learns from: {', '.join(plugin.training_kinds) or '(not trainable)'}")
+        if plugin.requires_training:
+            print(f"  needs training; default source: {plugin.default_train_on}")
+        if plugin.reference:
+            print(f"  reference: {plugin.reference}")
+        for line in describe_options(plugin.options):
+            print(f"  option {line}")
+        return 0
+    members = registry.expand_task(name)
+    for member in members:
+        plugin = registry.task(member)
+        print(f"task {member}  [{registry.package_of('task', member)}]")
+        for key, value in plugin.metadata.as_record().items():
+            if key != "name":
+                print(f"  {key}: {value}")
+        for line in describe_options(plugin.options):
+            print(f"  option {line}")
+    return 0
+
+
+def cmd_run(registry, args) -> int:
+    from tabulate import tabulate
+
+    from .leaderboard import write_leaderboards
+    from .runner import Runner, summary_rows
+
+    config = _run_config(args)
+    runner = Runner(registry, config)
+    plan = runner.plan()
+    outcomes = runner.run(plan)
+    headers, rows = summary_rows(outcomes)
+    print()
+    print(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
+    counts = {status: sum(o.status == status for o in outcomes) for status in ("ok", "cached", "missing")}
+    print(f"\n{counts['ok']} cells computed, {counts['cached']} from the store, {counts['missing']} missing data; "
+          f"records in {config.results_dir}")
+    for outcome in outcomes:
+        if outcome.status == "missing":
+            print(f"missing: {outcome.task.label}: {outcome.message}")
+    if args.leaderboards is not None:
+        from .store import Store
+
+        for path in write_leaderboards(Store(config.results_dir), args.leaderboards):
+            print(f"wrote {path}")
+    return 0
+
+
+def cmd_validate(registry, args) -> int:
+    from .runner import Runner
+
+    config = _run_config(args, for_validation=True)
+    config.device = "cpu"
+    plan = Runner(registry, config).plan()
+    for planned in plan.models:
+        print(f"model {planned.spec.label}: key {planned.spec.key}, backbone {planned.spec.backbone}, "
+              f"train on {planned.spec.train_on or '-'}")
+    for task_spec in plan.tasks:
+        task = registry.task(task_spec.name).factory(task_spec.options, config.data_dir)
+        checksum = task.check_data()
+        print(f"task {task_spec.label}: data ok (sha256 {checksum[:16]})")
+    print(f"ok: {plan.cells} cells")
+    return 0
+
+
+def cmd_leaderboard(args) -> int:
+    from .leaderboard import FORMATS, write_leaderboards
+    from .store import Store
+
+    formats = tuple(_split(args.formats))
+    for fmt in formats:
+        if fmt not in FORMATS:
+            raise invalid_choice("--formats", fmt, FORMATS)
+    store = Store(_results_dir(args.results))
+    if not store.root.is_dir():
+        raise HarnessError(f"no result store at {store.root}; run `harness run` first or pass --results.")
+    written = write_leaderboards(store, args.output, formats)
+    for path in written:
+        print(f"wrote {path}")
+    if not written:
+        print(f"no records in {store.root}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        if args.command == "leaderboard":
+            return cmd_leaderboard(args)
+        from .registry import default_registry
+
+        registry = default_registry()
+        if args.command == "list":
+            return cmd_list(registry)
+        if args.command == "describe":
+            return cmd_describe(registry, args.name)
+        if args.command == "run":
+            return cmd_run(registry, args)
+        if args.command == "validate":
+            return cmd_validate(registry, args)
+    except HarnessError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished cells are stored; run the same command again to resume.", file=sys.stderr)
+        return 130
+    parser.error(f"unknown command {args.command!r}")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""Training-data kinds, dataset resolution and checksums.
+
+Datasets resolve in this order (DESIGN.md "Data"): an explicit ``--data-dir`` / ``HARNESS_DATA_DIR``, then the copy
+bundled with the plugin package, then (where a task offers it) ``harness data download``.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .errors import MissingDataError
+
+# Training-data kinds a model can learn from and a task can offer.
+SCORED_PAIRS = "scored_pairs"
+UNLABELED_SENTENCES = "unlabeled_sentences"
+LABELED_SENTENCES = "labeled_sentences"
+PROPOSITION_PAIRS = "proposition_pairs"
+TRAINING_KINDS = (SCORED_PAIRS, UNLABELED_SENTENCES, LABELED_SENTENCES, PROPOSITION_PAIRS)
+
+
+@dataclass
+class ScoredPairs:
+    """Sentence pairs with a gold similarity normalised to [0, 1]."""
+
+    first: list[str]
+    second: list[str]
+    scores: np.ndarray
+
+    kind = SCORED_PAIRS
+
+    def __post_init__(self) -> None:
+        self.scores = np.asarray(self.scores, dtype=np.float32)
+        if not (len(self.first) == len(self.second) == len(self.scores)):
+            raise ValueError("ScoredPairs: first, second and scores must have the same length")
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    def subset(self, indices: Sequence[int]) -> "ScoredPairs":
+        return ScoredPairs([self.first[i] for i in indices], [self.second[i] for i in indices], self.scores[list(indices)])
+
+    def sentences(self) -> list[str]:
+        """Distinct sentences in order of first appearance."""
+        return list(dict.fromkeys([*self.first, *self.second]))
+
+
+@dataclass
+class UnlabeledSentences:
+    sentences: list[str]
+    kind = UNLABELED_SENTENCES
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    def subset(self, indices: Sequence[int]) -> "UnlabeledSentences":
+        return UnlabeledSentences([self.sentences[i] for i in indices])
+
+
+@dataclass
+class LabeledSentences:
+    sentences: list[str]
+    labels: list[str]
+    kind = LABELED_SENTENCES
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    def subset(self, indices: Sequence[int]) -> "LabeledSentences":
+        return LabeledSentences([self.sentences[i] for i in indices], [self.labels[i] for i in indices])
+
+
+@dataclass
+class TrainingSplits:
+    """What a task offers for training: a train split and, where it has one, a dev split for model selection."""
+
+    source: str  # the task that offered it, e.g. the name given to --train-on
+    train: object
+    dev: object | None = None
+    checksum: str = ""
+
+    @property
+    def kind(self) -> str:
+        return self.train.kind  # type: ignore[attr-defined]
+
+
+def data_dir_override() -> Path | None:
+    value = os.environ.get("HARNESS_DATA_DIR")
+    return Path(value).expanduser() if value else None
+
+
+def resolve_dataset_dir(name: str, bundled: Path | None, how_to_get: str = "", data_dir: Path | None = None) -> Path:
+    """The folder holding dataset ``name``: ``<data_dir>/<name>`` if present, else the bundled copy."""
+    data_dir = data_dir or data_dir_override()
+    tried: list[str] = []
+    if data_dir is not None:
+        candidate = Path(data_dir) / name
+        if candidate.is_dir():
+            return candidate
+        tried.append(str(candidate))
+    if bundled is not None:
+        if bundled.is_dir():
+            return bundled
+        tried.append(str(bundled))
+    hint = f" {how_to_get}" if how_to_get else " Put it under --data-dir / HARNESS_DATA_DIR."
+    raise MissingDataError(f"dataset {name!r} is not available (looked in: {', '.join(tried) or 'nowhere'}).{hint}")
+
+
+def files_checksum(paths: Iterable[Path]) -> str:
+    """sha256 over the names and bytes of the given files, in sorted order."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(p) for p in paths):
+        digest.update(path.name.encode())
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def read_text_lines(path: Path) -> list[str]:
+    """Lines of a UTF-8 file without their newline; a missing file is a MissingDataError naming it."""
+    if not Path(path).is_file():
+        raise MissingDataError(f"{path}: data file not found.")
+    with open(path, encoding="utf-8") as handle:
+        return handle.read().splitlines()

@@ -1,0 +1,57 @@
+"""Errors a user can cause. The CLI prints their message without a traceback and exits with status 2."""
+from __future__ import annotations
+
+import difflib
+from typing import Iterable
+
+
+class HarnessError(Exception):
+    """Base class for every error caused by input the user can change."""
+
+
+class UnknownNameError(HarnessError):
+    """A model, task, option or component name that nothing registered."""
+
+
+class DuplicateNameError(HarnessError):
+    """Two plugins registered the same name."""
+
+
+class InvalidOptionError(HarnessError):
+    """An option value that is not allowed."""
+
+
+class DataFileError(HarnessError):
+    """A data file that is missing or malformed."""
+
+
+class MissingDataError(DataFileError):
+    """A dataset that is not available locally; the message says how to get it."""
+
+
+class IncompatibleError(HarnessError):
+    """A model/task/training-data combination that cannot run."""
+
+
+def close_matches_hint(name: str, candidates: Iterable[str]) -> str:
+    """' Did you mean: a, b?' or '' when nothing is close."""
+    matches = difflib.get_close_matches(name, list(candidates), n=3, cutoff=0.5)
+    return f" Did you mean: {', '.join(matches)}?" if matches else ""
+
+
+def unknown_name(kind: str, name: str, candidates: Iterable[str]) -> UnknownNameError:
+    candidates = sorted(set(candidates))
+    return UnknownNameError(
+        f"unknown {kind} {name!r}.{close_matches_hint(name, candidates)} "
+        f"Known {kind}s: {', '.join(candidates) or '(none)'}. `harness list` shows them all."
+    )
+
+
+def invalid_choice(option: str, value: object, allowed: Iterable[object]) -> InvalidOptionError:
+    allowed_text = ", ".join(str(a) for a in allowed)
+    return InvalidOptionError(f"invalid value {value!r} for {option}; allowed values: {allowed_text}.")
+
+
+def data_error(path: object, line: int | None, problem: str) -> DataFileError:
+    where = f"{path}:{line}" if line is not None else f"{path}"
+    return DataFileError(f"{where}: {problem}")

@@ -1,0 +1,192 @@
+"""Leaderboards rebuilt from the store alone: one table per task family.
+
+Rows are model specs (with their training source, backbone and profile), columns the family's member tasks plus
+the average; a cell is mean ± std of the main score over seeds. A row's expected seeds are all seeds it has any
+record for in that family: a cell with fewer seeds is marked incomplete (``*``), a cell without records shows
+``-`` (or ``missing`` when the data was not available), and the average is given only when every cell is complete.
+Rows with an average are ranked.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .store import Store, atomic_write_text
+
+FORMATS = ("md", "csv", "tex", "html")
+
+
+@dataclass
+class Cell:
+    values: dict[int, float] = field(default_factory=dict)  # seed -> main score
+    missing_seeds: set[int] = field(default_factory=set)
+
+    def mean(self) -> float:
+        return statistics.mean(self.values.values())
+
+    def std(self) -> float:
+        return statistics.stdev(self.values.values()) if len(self.values) > 1 else 0.0
+
+
+@dataclass
+class Row:
+    label: str
+    model_key: str
+    train_on: str | None
+    backbone: str
+    profile: str
+    cells: dict[str, Cell] = field(default_factory=lambda: defaultdict(Cell))
+    seeds: set[int] = field(default_factory=set)
+    hardware: set[str] = field(default_factory=set)
+
+    def complete(self, column: str) -> bool:
+        cell = self.cells.get(column)
+        return cell is not None and set(cell.values) == self.seeds
+
+    def average(self, columns: list[str]) -> float | None:
+        if not columns or not all(self.complete(c) for c in columns):
+            return None
+        return statistics.mean(self.cells[c].mean() for c in columns)
+
+
+@dataclass
+class Table:
+    family: str
+    columns: list[str]
+    rows: list[Row]
+
+    def ranked(self) -> list[tuple[int | None, Row, float | None]]:
+        scored = [(row, row.average(self.columns)) for row in self.rows]
+        scored.sort(key=lambda item: (item[1] is None, -(item[1] or 0.0), item[0].label))
+        ranked, rank = [], 0
+        for row, average in scored:
+            if average is not None:
+                rank += 1
+            ranked.append((rank if average is not None else None, row, average))
+        return ranked
+
+    def cell_text(self, row: Row, column: str) -> str:
+        cell = row.cells.get(column)
+        if cell is None or not cell.values:
+            return "missing" if cell is not None and cell.missing_seeds else "-"
+        text = f"{cell.mean():.2f}" + (f" ± {cell.std():.2f}" if len(row.seeds) > 1 else "")
+        return text + ("*" if not row.complete(column) else "")
+
+
+def collect_tables(store: Store) -> list[Table]:
+    rows_by_family: dict[str, dict[str, Row]] = defaultdict(dict)
+    columns_by_family: dict[str, list[str]] = defaultdict(list)
+    for record in store.records():
+        task = record["task"]
+        family = task.get("family") or task["name"]
+        model = record["model"]
+        row_id = record["model_key"]
+        rows = rows_by_family[family]
+        if row_id not in rows:
+            label = model["label"] + (f" [train: {model['train_on']}]" if model.get("train_on") else "")
+            rows[row_id] = Row(label, row_id, model.get("train_on"), model["backbone"], model["profile"])
+        row = rows[row_id]
+        column = task["label"]
+        if column not in columns_by_family[family]:
+            columns_by_family[family].append(column)
+        row.seeds.add(record["seed"])
+        row.hardware.add(record.get("hardware", "?"))
+        if record.get("status") == "ok":
+            row.cells[column].values[record["seed"]] = record["main_score"]
+        elif record.get("status") == "missing":
+            row.cells[column].missing_seeds.add(record["seed"])
+    return [
+        Table(family, sorted(columns_by_family[family]), list(rows_by_family[family].values()))
+        for family in sorted(rows_by_family)
+    ]
+
+
+def _header(table: Table) -> list[str]:
+    return ["rank", "model", "backbone", "profile", "seeds", *table.columns, "average"]
+
+
+def _body(table: Table) -> list[list[str]]:
+    body = []
+    for rank, row, average in table.ranked():
+        body.append(
+            [
+                str(rank) if rank is not None else "",
+                row.label,
+                row.backbone,
+                row.profile,
+                ",".join(str(s) for s in sorted(row.seeds)),
+                *(table.cell_text(row, column) for column in table.columns),
+                f"{average:.2f}" if average is not None else "incomplete",
+            ]
+        )
+    return body
+
+
+def render_markdown(table: Table) -> str:
+    from tabulate import tabulate
+
+    hardware = sorted({h for row in table.rows for h in row.hardware})
+    lines = [
+        f"# Leaderboard: {table.family}",
+        "",
+        "Generated by `harness leaderboard` from the result store; do not edit by hand.",
+        "Cells: main score x100, mean ± std over seeds. `*` = not every seed of the row has this cell; "
+        "`-` = not run; `missing` = data not available when it ran. Average and rank only for complete rows.",
+        "",
+        f"Hardware: {'; '.join(hardware)}",
+        "",
+        tabulate(_body(table), headers=_header(table), tablefmt="github", disable_numparse=True),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def render_csv(table: Table) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["rank", "model", "model_key", "train_on", "backbone", "profile", "seeds", "hardware",
+                     *[f"{c}_mean" for c in table.columns], *[f"{c}_std" for c in table.columns],
+                     *[f"{c}_n" for c in table.columns], "average"])
+    for rank, row, average in table.ranked():
+        means, stds, counts = [], [], []
+        for column in table.columns:
+            cell = row.cells.get(column)
+            has = cell is not None and cell.values
+            means.append(f"{cell.mean():.4f}" if has else "")
+            stds.append(f"{cell.std():.4f}" if has else "")
+            counts.append(str(len(cell.values)) if cell is not None else "0")
+        writer.writerow([rank or "", row.label, row.model_key, row.train_on or "", row.backbone, row.profile,
+                         " ".join(str(s) for s in sorted(row.seeds)), "; ".join(sorted(row.hardware)),
+                         *means, *stds, *counts, f"{average:.4f}" if average is not None else ""])
+    return buffer.getvalue()
+
+
+def render_latex(table: Table) -> str:
+    from tabulate import tabulate
+
+    return tabulate(_body(table), headers=_header(table), tablefmt="latex_booktabs", disable_numparse=True) + "\n"
+
+
+def render_html(table: Table) -> str:
+    from tabulate import tabulate
+
+    return f"<h1>{table.family}</h1>\n" + tabulate(
+        _body(table), headers=_header(table), tablefmt="html", disable_numparse=True
+    ) + "\n"
+
+
+RENDERERS = {"md": render_markdown, "csv": render_csv, "tex": render_latex, "html": render_html}
+
+
+def write_leaderboards(store: Store, output_dir: Path, formats: tuple[str, ...] = ("md", "csv")) -> list[Path]:
+    written = []
+    for table in collect_tables(store):
+        for fmt in formats:
+            path = Path(output_dir) / f"{table.family}.{fmt}"
+            atomic_write_text(path, RENDERERS[fmt](table))
+            written.append(path)
+    return written

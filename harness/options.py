@@ -1,0 +1,79 @@
+"""Typed, validated options for models and tasks (``name:key=value,key=value`` specs)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from .errors import InvalidOptionError, close_matches_hint, invalid_choice
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option a model or task accepts."""
+
+    default: Any
+    help: str = ""
+    choices: tuple[Any, ...] | None = None
+    type: type | None = None  # inferred from the default when None
+
+    def parse(self, owner: str, key: str, raw: Any) -> Any:
+        wanted = self.type or (type(self.default) if self.default is not None else str)
+        value = raw
+        if isinstance(raw, str) and wanted is not str:
+            try:
+                if wanted is bool:
+                    lowered = raw.lower()
+                    if lowered not in ("true", "false", "1", "0", "yes", "no"):
+                        raise ValueError(raw)
+                    value = lowered in ("true", "1", "yes")
+                else:
+                    value = wanted(raw)
+            except ValueError:
+                raise InvalidOptionError(
+                    f"option {key!r} of {owner} expects a {wanted.__name__}, got {raw!r}."
+                ) from None
+        if self.choices is not None and value not in self.choices:
+            raise invalid_choice(f"option {key!r} of {owner}", value, self.choices)
+        return value
+
+
+def parse_spec_text(text: str) -> tuple[str, dict[str, str]]:
+    """Split ``name:key=value,key=value`` into the name and raw option strings."""
+    text = text.strip()
+    name, _, rest = text.partition(":")
+    options: dict[str, str] = {}
+    if rest:
+        for item in rest.split(","):
+            key, eq, value = item.partition("=")
+            if not eq or not key.strip():
+                raise InvalidOptionError(
+                    f"cannot read option {item!r} in {text!r}; write options as name:key=value,key=value."
+                )
+            options[key.strip()] = value.strip()
+    return name.strip(), options
+
+
+def resolve_options(owner: str, declared: Mapping[str, Option], given: Mapping[str, Any]) -> dict[str, Any]:
+    """Defaults merged with validated user values; unknown keys are an error listing the allowed ones."""
+    resolved = {key: option.default for key, option in declared.items()}
+    for key, raw in given.items():
+        if key not in declared:
+            allowed = ", ".join(sorted(declared)) or "(none)"
+            raise InvalidOptionError(
+                f"{owner} has no option {key!r}.{close_matches_hint(key, declared)} Allowed options: {allowed}."
+            )
+        resolved[key] = declared[key].parse(owner, key, raw)
+    return resolved
+
+
+def format_options(options: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> str:
+    """``k=v,k=v`` of the options that differ from their defaults, sorted for stable names."""
+    defaults = defaults or {}
+    items = [(k, v) for k, v in sorted(options.items()) if k not in defaults or defaults[k] != v]
+    return ",".join(f"{k}={v}" for k, v in items)
+
+
+def describe_options(declared: Mapping[str, Option]) -> Iterable[str]:
+    for key, option in sorted(declared.items()):
+        choices = f" (one of: {', '.join(map(str, option.choices))})" if option.choices else ""
+        yield f"{key}={option.default}{choices}  {option.help}".rstrip()

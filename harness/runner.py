@@ -1,0 +1,393 @@
+"""Runs a matrix of cells (model spec x seed x task): trains or loads each spec once per seed, evaluates every
+task, and stores one record per cell. Finished cells are skipped, so an interrupted run resumes where it stopped.
+
+Everything that can be checked without computing (names, options, capabilities, training sources, data files) is
+checked in ``plan`` before the first cell runs.
+"""
+from __future__ import annotations
+
+import gc
+import json
+import statistics
+import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .capabilities import TRAINABLE, reachable_capabilities
+from .data import TrainingSplits
+from .device import hardware_description, resolve_device, seed_everything
+from .environment import environment_record
+from .errors import DataFileError, HarnessError, IncompatibleError, MissingDataError
+from .plugin_api import EvalContext, ModelContext, Task
+from .profiles import Profile, get_profile
+from .registry import Registry
+from .spec import ModelSpec, TaskSpec, resolve_model_spec, resolve_task_specs, stable_hash
+from .store import Store, atomic_write_json, build_checkpoint, checkpoint_complete
+
+
+@dataclass
+class ModelEntry:
+    """One model of a matrix: its spec text and, optionally, its own training source and backbone."""
+
+    spec: str
+    train_on: str | None = None
+    backbone: str | None = None
+
+
+@dataclass
+class RunConfig:
+    models: list[ModelEntry]
+    tasks: list[str]
+    seeds: list[int] = field(default_factory=lambda: [42])
+    profile: str = "quick"
+    backbone: str | None = None
+    train_on: str | None = None
+    device: str = "auto"
+    results_dir: Path = Path("results")
+    data_dir: Path | None = None
+    overwrite: bool = False
+    progress: bool = True
+    batch_size: int | None = None
+
+
+@dataclass
+class PlannedModel:
+    spec: ModelSpec
+    entry: ModelEntry
+
+
+@dataclass
+class Plan:
+    models: list[PlannedModel]
+    tasks: list[TaskSpec]
+    seeds: list[int]
+    profile: Profile
+    device: str
+
+    @property
+    def cells(self) -> int:
+        return len(self.models) * len(self.tasks) * len(self.seeds)
+
+
+@dataclass
+class CellOutcome:
+    spec: ModelSpec
+    seed: int
+    task: TaskSpec
+    status: str  # ok | cached | missing | failed
+    main_score: float | None = None
+    message: str = ""
+
+
+def _data_dir_text(path: Path | None) -> str | None:
+    return str(path) if path else None
+
+
+class Runner:
+    def __init__(self, registry: Registry, config: RunConfig, log: Callable[[str], None] = print):
+        self.registry = registry
+        self.config = config
+        self.log = log
+        self.store = Store(config.results_dir)
+        self._tasks: dict[str, Task] = {}
+        self._loaded: dict[tuple[str, int], Any] = {}  # in-process cache of trained models (teachers)
+
+    # -- planning --------------------------------------------------------------------------------------------------
+    def plan(self) -> Plan:
+        profile = get_profile(self.config.profile)
+        device = resolve_device(self.config.device)
+        if not self.config.models:
+            raise HarnessError("no models given; use --models NAME[,NAME] (see `harness list`).")
+        if not self.config.tasks:
+            raise HarnessError("no tasks given; use --tasks NAME[,NAME] (see `harness list`).")
+        task_specs: list[TaskSpec] = []
+        for text in self.config.tasks:
+            for spec in resolve_task_specs(self.registry, text):
+                if spec.key not in {t.key for t in task_specs}:
+                    task_specs.append(spec)
+        planned = []
+        for entry in self.config.models:
+            backbone = entry.backbone or self.config.backbone
+            train_on = entry.train_on or self.config.train_on
+            spec = resolve_model_spec(self.registry, entry.spec, profile, backbone, train_on)
+            self._check_training(spec)
+            for task_spec in task_specs:
+                self._check_compatible(spec, task_spec)
+            planned.append(PlannedModel(spec, entry))
+        return Plan(planned, task_specs, list(dict.fromkeys(self.config.seeds)), profile, device)
+
+    def _check_compatible(self, spec: ModelSpec, task_spec: TaskSpec) -> None:
+        plugin = self.registry.model(spec.name)
+        metadata = self.registry.task(task_spec.name).metadata
+        available = reachable_capabilities(plugin.capabilities)
+        if not set(metadata.requires) <= available:
+            raise IncompatibleError(
+                f"model {spec.label!r} cannot run task {task_spec.name!r}: the task needs "
+                f"{', '.join(metadata.requires)}, the model offers {', '.join(sorted(available))}. "
+                "Leave this pair out of the matrix."
+            )
+
+    def _check_training(self, spec: ModelSpec) -> None:
+        plugin = self.registry.model(spec.name)
+        if spec.train_on is None:
+            return
+        if TRAINABLE not in plugin.capabilities or not plugin.training_kinds:
+            raise IncompatibleError(f"model {spec.name!r} cannot be trained; drop --train-on for it.")
+        source_specs = resolve_task_specs(self.registry, spec.train_on)
+        if len(source_specs) != 1:
+            raise IncompatibleError(
+                f"--train-on {spec.train_on!r} names a task family; name one task of it: "
+                f"{', '.join(s.name for s in source_specs)}."
+            )
+        offered = self.registry.task(source_specs[0].name).metadata.training_kinds
+        if not set(offered) & set(plugin.training_kinds):
+            sources = sorted(
+                name
+                for name, task_plugin in self.registry.tasks.items()
+                if set(task_plugin.metadata.training_kinds) & set(plugin.training_kinds)
+            )
+            raise IncompatibleError(
+                f"model {spec.name!r} learns from {', '.join(plugin.training_kinds)}, but task {spec.train_on!r} "
+                f"offers {', '.join(offered) or 'no training data'}. Training sources that would work: "
+                f"{', '.join(sources) or '(none installed)'}."
+            )
+
+    # -- tasks and training data ------------------------------------------------------------------------------------
+    def task(self, task_spec: TaskSpec) -> Task:
+        if task_spec.key not in self._tasks:
+            plugin = self.registry.task(task_spec.name)
+            self._tasks[task_spec.key] = plugin.factory(task_spec.options, self.config.data_dir)
+        return self._tasks[task_spec.key]
+
+    def eval_context(self, profile: Profile, device: str, seed: int) -> EvalContext:
+        return EvalContext(
+            profile=profile,
+            device=device,
+            seed=seed,
+            batch_size=self.config.batch_size or profile.eval_batch_size,
+            progress=self.config.progress,
+            data_dir=self.config.data_dir,
+        )
+
+    def training_splits(self, source: str, kinds: tuple[str, ...], profile: Profile, seed: int) -> TrainingSplits:
+        (task_spec,) = resolve_task_specs(self.registry, source)
+        task = self.task(task_spec)
+        for kind in kinds:
+            splits = task.training_data(kind, self.eval_context(profile, "cpu", seed))
+            if splits is not None:
+                return subsample(splits, profile, seed)
+        raise IncompatibleError(f"task {source!r} offers no training data of kind {', '.join(kinds)}.")
+
+    # -- models -----------------------------------------------------------------------------------------------------
+    def model_context(self, spec: ModelSpec, profile: Profile, device: str, seed: int) -> ModelContext:
+        backbone_path = self.resolve_backbone(spec.backbone)
+        return ModelContext(
+            options=dict(spec.options),
+            backbone=backbone_path,
+            profile=profile,
+            device=device,
+            seed=seed,
+            progress=self.config.progress,
+            trained_model=lambda text, train_on=None, backbone=None: self.trained_model(
+                resolve_model_spec(self.registry, text, profile, backbone or spec.backbone, train_on),
+                profile,
+                device,
+                seed,
+            ),
+            training_data=lambda source, kind: self.training_splits(source, (kind,), profile, seed),
+            component=self.registry.component,
+            work_dir=self.store.artifact_dir(spec.key, seed),
+        )
+
+    def resolve_backbone(self, name: str) -> str:
+        """A registered backbone alias (e.g. a model shipped inside a package) or the name itself."""
+        if ("backbone", name) in self.registry.components:
+            return str(self.registry.component("backbone", name)())
+        return name
+
+    def trained_model(self, spec: ModelSpec, profile: Profile, device: str, seed: int) -> Any:
+        """Build the model; if it is trained, load its checkpoint or train it and save one (shared by all cells)."""
+        cache_key = (spec.hash, seed)
+        if cache_key in self._loaded:
+            return self._loaded[cache_key]
+        plugin = self.registry.model(spec.name)
+        seed_everything(seed)
+        model = plugin.factory(self.model_context(spec, profile, device, seed))
+        if spec.train_on is not None:
+            checkpoint = self.store.checkpoint_dir(spec.key, seed)
+            if checkpoint_complete(checkpoint) and not self.config.overwrite:
+                self.log(f"  loading checkpoint {checkpoint}")
+                model.load(checkpoint)
+                model.training_report = json.loads((checkpoint / "training.json").read_text()).get("report")
+            else:
+                splits = self.training_splits(spec.train_on, plugin.training_kinds, profile, seed)
+                self.log(
+                    f"  training {spec.label} on {spec.train_on} ({len(splits.train)} examples, seed {seed}, "
+                    f"profile {profile.name})"
+                )
+                seed_everything(seed)
+                report = model.fit(splits, self.model_context(spec, profile, device, seed))
+                report_record = report.as_record() if hasattr(report, "as_record") else report
+                model.training_report = report_record
+
+                def save(directory: Path) -> None:
+                    model.save(directory)
+                    atomic_write_json(
+                        directory / "training.json",
+                        {"spec": spec.as_record(), "seed": seed, "source_checksum": splits.checksum,
+                         "train_examples": len(splits.train), "report": report_record},
+                    )
+
+                build_checkpoint(checkpoint, save)
+        else:
+            model.training_report = None
+        self._loaded[cache_key] = model
+        return model
+
+    def release(self) -> None:
+        self._loaded.clear()
+        gc.collect()
+
+    # -- running ----------------------------------------------------------------------------------------------------
+    def run(self, plan: Plan | None = None) -> list[CellOutcome]:
+        plan = plan or self.plan()
+        outcomes: list[CellOutcome] = []
+        hardware = hardware_description(plan.device)
+        self.log(
+            f"{plan.cells} cells: {len(plan.models)} models x {len(plan.tasks)} tasks x {len(plan.seeds)} seeds "
+            f"(profile {plan.profile.name}, device {plan.device}, results in {self.store.root})"
+        )
+        for planned in plan.models:
+            spec = planned.spec
+            for seed in plan.seeds:
+                pending = [
+                    t for t in plan.tasks if self.config.overwrite or not self.store.has(spec.key, seed, t.key)
+                ]
+                for task_spec in plan.tasks:
+                    if task_spec not in pending:
+                        record = json.loads(self.store.record_path(spec.key, seed, task_spec.key).read_text())
+                        outcomes.append(CellOutcome(spec, seed, task_spec, "cached", record.get("main_score")))
+                if not pending:
+                    continue
+                train_started = time.perf_counter()
+                try:
+                    model = self.trained_model(spec, plan.profile, plan.device, seed)
+                except (MissingDataError, DataFileError) as exc:
+                    for task_spec in pending:
+                        outcomes.append(self._write_missing(spec, seed, task_spec, plan, str(exc), hardware))
+                    continue
+                train_seconds = time.perf_counter() - train_started
+                for task_spec in pending:
+                    outcomes.append(self._run_cell(spec, seed, task_spec, model, plan, hardware, train_seconds))
+                self.release()
+        return outcomes
+
+    def _base_record(self, spec: ModelSpec, seed: int, task_spec: TaskSpec, plan: Plan, hardware: str) -> dict:
+        metadata = self.registry.task(task_spec.name).metadata
+        return {
+            "model": spec.as_record(),
+            "model_key": spec.key,
+            "model_package": self.registry.package_of("model", spec.name),
+            "seed": seed,
+            "task": {
+                "name": task_spec.name,
+                "key": task_spec.key,
+                "label": task_spec.label,
+                "options": task_spec.options,
+                "family": metadata.family,
+                "version": metadata.version,
+                "main_score": metadata.main_score,
+                "package": self.registry.package_of("task", task_spec.name),
+            },
+            "profile": plan.profile.as_record(),
+            "device": plan.device,
+            "hardware": hardware,
+            "environment": environment_record(),
+            "config_hash": stable_hash(
+                {"model": spec.hash, "seed": seed, "task": task_spec.name, "task_options": task_spec.options,
+                 "task_version": metadata.version}
+            ),
+            "data_dir": _data_dir_text(self.config.data_dir),
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+
+    def _write_missing(self, spec, seed, task_spec, plan, message, hardware) -> CellOutcome:
+        record = {**self._base_record(spec, seed, task_spec, plan, hardware), "status": "missing", "message": message}
+        self.store.write(spec.key, seed, task_spec.key, record)
+        self.log(f"  {task_spec.label}: data missing: {message}")
+        return CellOutcome(spec, seed, task_spec, "missing", None, message)
+
+    def _run_cell(self, spec, seed, task_spec, model, plan, hardware, train_seconds) -> CellOutcome:
+        task = self.task(task_spec)
+        metadata = task.metadata
+        started = time.perf_counter()
+        seed_everything(seed)
+        try:
+            result = task.evaluate(model, self.eval_context(plan.profile, plan.device, seed))
+        except MissingDataError as exc:
+            return self._write_missing(spec, seed, task_spec, plan, str(exc), hardware)
+        eval_seconds = time.perf_counter() - started
+        if metadata.main_score not in result.scores:
+            raise HarnessError(
+                f"task {task_spec.name!r} returned no {metadata.main_score!r} score (it returned "
+                f"{', '.join(result.scores)}); this is a bug in the task plugin."
+            )
+        record = {
+            **self._base_record(spec, seed, task_spec, plan, hardware),
+            "status": "ok",
+            "scores": {k: float(v) for k, v in result.scores.items()},
+            "main_score": float(result.scores[metadata.main_score]),
+            "details": result.details,
+            "dataset_checksum": result.dataset_checksum,
+            "training": getattr(model, "training_report", None),
+            "timings": {"model_seconds": round(train_seconds, 3), "eval_seconds": round(eval_seconds, 3)},
+        }
+        self.store.write(spec.key, seed, task_spec.key, record)
+        self.log(f"  {spec.label} seed {seed} {task_spec.label}: {record['main_score']:.2f} ({eval_seconds:.1f}s)")
+        return CellOutcome(spec, seed, task_spec, "ok", record["main_score"])
+
+
+def subsample(splits: TrainingSplits, profile: Profile, seed: int) -> TrainingSplits:
+    """Seeded subsample of the train split to the profile's budget (and of dev to its eval budget)."""
+    def cut(data, limit):
+        if data is None or limit is None or len(data) <= limit:
+            return data
+        rng = np.random.default_rng(seed)
+        return data.subset(sorted(rng.choice(len(data), size=limit, replace=False).tolist()))
+
+    return TrainingSplits(
+        source=splits.source,
+        train=cut(splits.train, profile.max_train_examples),
+        dev=cut(splits.dev, profile.max_eval_examples),
+        checksum=splits.checksum,
+    )
+
+
+def summary_rows(outcomes: list[CellOutcome]) -> tuple[list[str], list[list[str]]]:
+    """A table of this run: one row per model spec, one column per task, mean ± std over seeds."""
+    task_labels = list(dict.fromkeys(o.task.label for o in outcomes))
+    specs = list(dict.fromkeys((o.spec.key, o.spec.label, o.spec.train_on) for o in outcomes))
+    rows = []
+    for key, label, train_on in specs:
+        row = [label + (f" (trained on {train_on})" if train_on else "")]
+        for task_label in task_labels:
+            values = [
+                o.main_score
+                for o in outcomes
+                if o.spec.key == key and o.task.label == task_label and o.main_score is not None
+            ]
+            statuses = {o.status for o in outcomes if o.spec.key == key and o.task.label == task_label}
+            row.append(format_mean_std(values) if values else ("missing" if "missing" in statuses else "-"))
+        rows.append(row)
+    return ["model", *task_labels], rows
+
+
+def format_mean_std(values: list[float]) -> str:
+    if len(values) == 1:
+        return f"{values[0]:.2f}"
+    return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"

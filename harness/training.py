@@ -1,0 +1,201 @@
+"""The shared training loop (thesis 5.1): AdamW (lr 2e-5, weight decay 0.01 except biases and LayerNorm weights),
+linear warm-up over 10% of the steps then linear decay, a dev evaluation after every epoch, the best epoch's weights
+kept, seeded shuffling. Mixed precision on CUDA; ``torch.nn.DataParallel`` when several GPUs are visible.
+
+A plugin supplies a module whose ``forward(**batch)`` returns the scalar loss, a ``collate`` that turns a list of
+examples into that batch of tensors, and optionally ``dev_score`` (higher is better).
+"""
+from __future__ import annotations
+
+import copy
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import torch
+from torch import nn
+
+from .device import autocast_dtype, seed_everything
+
+
+@dataclass
+class TrainConfig:
+    epochs: int = 1
+    batch_size: int = 16
+    learning_rate: float = 2e-5
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1
+    max_grad_norm: float = 1.0
+    max_steps: int | None = None
+    schedule: str = "linear"  # "linear" (warm-up + decay) or "constant" (TSDAE)
+    seed: int = 42
+    device: str = "cpu"
+    progress: bool = True
+    description: str = "training"
+
+
+@dataclass
+class TrainReport:
+    steps: int = 0
+    seconds: float = 0.0  # time spent optimising (throughput is computed from it)
+    wall_seconds: float = 0.0  # including dev evaluations
+    examples_seen: int = 0
+    best_epoch: int | None = None
+    best_dev_score: float | None = None
+    dev_history: list[float] = field(default_factory=list)
+    loss_history: list[float] = field(default_factory=list)
+
+    @property
+    def examples_per_second(self) -> float:
+        return self.examples_seen / self.seconds if self.seconds else 0.0
+
+    def as_record(self) -> dict:
+        return {
+            "steps": self.steps,
+            "seconds": round(self.seconds, 3),
+            "wall_seconds": round(self.wall_seconds, 3),
+            "examples_seen": self.examples_seen,
+            "examples_per_second": round(self.examples_per_second, 3),
+            "best_epoch": self.best_epoch,
+            "best_dev_score": self.best_dev_score,
+            "dev_history": self.dev_history,
+            "mean_loss_per_epoch": self.loss_history,
+        }
+
+
+def parameter_groups(module: nn.Module, weight_decay: float) -> list[dict]:
+    no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight", "LayerNorm.bias", "norm.weight")
+    decay, plain = [], []
+    for name, parameter in module.named_parameters():
+        if not parameter.requires_grad:
+            continue
+        (plain if any(token in name for token in no_decay) else decay).append(parameter)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": plain, "weight_decay": 0.0}]
+
+
+def linear_schedule(optimizer, warmup_steps: int, total_steps: int, schedule: str):
+    def factor(step: int) -> float:
+        if schedule == "constant":
+            return 1.0
+        if step < warmup_steps:
+            return (step + 1) / max(1, warmup_steps)
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def fit(
+    module: nn.Module,
+    examples: Sequence[Any],
+    collate: Callable[[list[Any]], dict[str, torch.Tensor]],
+    config: TrainConfig,
+    dev_score: Callable[[], float] | None = None,
+) -> TrainReport:
+    """Train ``module`` in place; at the end it holds the weights of the best dev epoch (or the last epoch)."""
+    from tqdm.auto import tqdm
+
+    seed_everything(config.seed)
+    device = torch.device(config.device)
+    module.to(device)
+    runner: nn.Module = module
+    if device.type == "cuda" and torch.cuda.device_count() > 1:
+        runner = nn.DataParallel(module)
+    optimizer = torch.optim.AdamW(parameter_groups(module, config.weight_decay), lr=config.learning_rate)
+    steps_per_epoch = math.ceil(len(examples) / config.batch_size)
+    total_steps = steps_per_epoch * config.epochs
+    if config.max_steps is not None:
+        total_steps = min(total_steps, config.max_steps)
+    scheduler = linear_schedule(optimizer, int(total_steps * config.warmup_ratio), total_steps, config.schedule)
+    amp_dtype = autocast_dtype(str(device))
+    scaler = torch.amp.GradScaler("cuda") if amp_dtype == torch.float16 else None
+    generator = torch.Generator().manual_seed(config.seed)
+
+    report = TrainReport()
+    best_state: dict[str, torch.Tensor] | None = None
+    started = time.perf_counter()
+    bar = tqdm(total=total_steps, desc=config.description, disable=not config.progress, leave=False, unit="step")
+    try:
+        for epoch in range(config.epochs):
+            if report.steps >= total_steps:
+                break
+            module.train()
+            order = torch.randperm(len(examples), generator=generator).tolist()
+            epoch_losses = []
+            epoch_started = time.perf_counter()
+            for start in range(0, len(order), config.batch_size):
+                if report.steps >= total_steps:
+                    break
+                batch_examples = [examples[i] for i in order[start : start + config.batch_size]]
+                batch = to_device(collate(batch_examples), device)
+                with torch.autocast(device_type="cuda", dtype=amp_dtype) if amp_dtype else _null():
+                    loss = runner(**batch)
+                loss = loss.mean()  # DataParallel returns one loss per replica
+                optimizer.zero_grad(set_to_none=True)
+                if scaler is not None:
+                    scaler.scale(loss).backward()
+                    scaler.unscale_(optimizer)
+                    torch.nn.utils.clip_grad_norm_(module.parameters(), config.max_grad_norm)
+                    scaler.step(optimizer)
+                    scaler.update()
+                else:
+                    loss.backward()
+                    torch.nn.utils.clip_grad_norm_(module.parameters(), config.max_grad_norm)
+                    optimizer.step()
+                scheduler.step()
+                report.steps += 1
+                report.examples_seen += len(batch_examples)
+                epoch_losses.append(float(loss.detach()))
+                bar.update(1)
+                bar.set_postfix(loss=f"{epoch_losses[-1]:.4f}")
+            report.seconds += time.perf_counter() - epoch_started  # optimisation only, not dev evaluation
+            report.loss_history.append(sum(epoch_losses) / max(1, len(epoch_losses)))
+            if dev_score is not None:
+                module.eval()
+                score = float(dev_score())
+                report.dev_history.append(score)
+                if report.best_dev_score is None or score > report.best_dev_score:
+                    report.best_dev_score, report.best_epoch = score, epoch
+                    best_state = copy.deepcopy({k: v.detach().cpu() for k, v in module.state_dict().items()})
+            else:
+                report.best_epoch = epoch
+    finally:
+        bar.close()
+    report.wall_seconds = time.perf_counter() - started
+    if best_state is not None and report.best_epoch != len(report.loss_history) - 1:
+        module.load_state_dict(best_state)
+    module.eval()
+    return report
+
+
+def to_device(value: Any, device: torch.device) -> Any:
+    """Tensors, and tensors inside dicts/lists, moved to ``device``."""
+    if torch.is_tensor(value):
+        return value.to(device, non_blocking=True)
+    if isinstance(value, dict):
+        return {k: to_device(v, device) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_device(v, device) for v in value)
+    return value
+
+
+def config_from_profile(profile, seed: int, device: str, progress: bool = True, **overrides) -> TrainConfig:
+    """The profile's budgets; a method's own hyperparameters (lr, schedule) come in ``overrides``."""
+    values = dict(
+        epochs=profile.epochs,
+        batch_size=profile.batch_size,
+        max_steps=profile.max_steps,
+        seed=seed,
+        device=device,
+        progress=progress,
+    )
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return TrainConfig(**values)
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False

@@ -1,0 +1,355 @@
+"""SentEval STS family: STS12, STS13 (no SMT), STS14, STS15, STS16, STS-B and SICK-R.
+
+Protocol (METHODS.md "SentEval STS"; SentEval's ``STSEval``; SimCSE's evaluation): the model's pair score (cosine
+of two embeddings, or a cross-encoder's score) against the gold score, Spearman x100.
+
+- STS12-16: pairs with an empty gold line are dropped, as SentEval does. Both aggregations are stored:
+  ``spearman_all`` (all pairs of the year pooled: SimCSE, PaSeR, mteb) and ``spearman_mean`` (unweighted mean over
+  the sub-datasets: SentEval, the thesis), plus ``spearman_wmean`` and each sub-dataset. The main score
+  ``spearman`` is the one chosen by the option ``aggregation`` (default ``all``).
+- STS-B: test split (1379 pairs). SICK-R: test split (4927 pairs); ``split=all`` gives the 9927-pair variant
+  (train + trial + test, the mteb convention).
+- ``text=senteval`` (default) reads SentEval's Moses-tokenised copies and, like SentEval, splits on whitespace and
+  re-joins with single spaces; ``text=raw`` reads the original releases. SICK has one version only.
+- STS-B train/dev and SICK-R train/trial are offered as scored-pair training data (gold / 5, (gold - 1) / 4).
+
+Data: bundled under ``tasks/data/`` with each dataset's SOURCE.md (origin and license); ``--data-dir`` overrides.
+"""
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from harness import (
+    SCORED_PAIRS,
+    EvalResult,
+    Option,
+    ScoredPairs,
+    Task,
+    TaskMetadata,
+    TaskPlugin,
+    TrainingSplits,
+    as_pair_scorer,
+    hookimpl,
+)
+from harness.data import files_checksum, read_text_lines, resolve_dataset_dir
+from harness.errors import data_error
+from harness.metrics import pearson, spearman
+
+DATA_ROOT = Path(__file__).resolve().parent / "data"
+FAMILY = "senteval"
+
+
+@dataclass
+class PairSet:
+    """Evaluation pairs of one sub-dataset."""
+
+    name: str
+    first: list[str]
+    second: list[str]
+    gold: np.ndarray
+
+
+def _normalise(text: str, tokenized: bool) -> str:
+    return " ".join(text.split()) if tokenized else text
+
+
+def _eval_sample(pairs: PairSet, limit: int | None) -> PairSet:
+    """The smoke profile's cut: a fixed sample (seed 0) so every model sees the same pairs."""
+    if limit is None or len(pairs.gold) <= limit:
+        return pairs
+    keep = sorted(np.random.default_rng(0).choice(len(pairs.gold), size=limit, replace=False).tolist())
+    return PairSet(pairs.name, [pairs.first[i] for i in keep], [pairs.second[i] for i in keep], pairs.gold[keep])
+
+
+def read_sts_year(folder: Path, prefix: str, subset: str, tokenized: bool) -> tuple[PairSet, list[Path]]:
+    """``STS.input.<subset>.txt`` (tab-separated sentence pairs) with ``STS.gs.<subset>.txt`` (a score per line)."""
+    base = folder / "senteval_tokenized" if tokenized else folder
+    if tokenized:
+        prefix = "STS"
+    input_path = base / f"{prefix}.input.{subset}.txt"
+    gold_path = base / f"{prefix}.gs.{subset}.txt"
+    input_lines = read_text_lines(input_path)
+    gold_lines = read_text_lines(gold_path)
+    if len(input_lines) != len(gold_lines):
+        raise data_error(gold_path, None, f"has {len(gold_lines)} lines but {input_path.name} has {len(input_lines)}.")
+    first, second, gold = [], [], []
+    for number, (line, gold_line) in enumerate(zip(input_lines, gold_lines), start=1):
+        if not gold_line.strip():
+            continue  # unscored pair, dropped as in SentEval
+        fields = line.split("\t")
+        if len(fields) < 2:
+            raise data_error(input_path, number, "expected 'sentence1<TAB>sentence2'.")
+        try:
+            score = float(gold_line)
+        except ValueError:
+            raise data_error(gold_path, number, f"gold score {gold_line!r} is not a number.") from None
+        first.append(_normalise(fields[0], tokenized))
+        second.append(_normalise(fields[1], tokenized))
+        gold.append(score)
+    return PairSet(subset, first, second, np.array(gold)), [input_path, gold_path]
+
+
+def read_stsb(folder: Path, split: str, tokenized: bool) -> tuple[PairSet, list[Path]]:
+    """STS-B csv: genre, file, year, id, score, sentence1, sentence2[, extra fields]."""
+    path = (folder / "senteval_tokenized" if tokenized else folder) / f"sts-{split}.csv"
+    first, second, gold = [], [], []
+    for number, line in enumerate(read_text_lines(path), start=1):
+        fields = line.split("\t")  # QUOTE_NONE: quotes are part of the text
+        if len(fields) < 7:
+            raise data_error(path, number, f"expected at least 7 tab-separated fields, found {len(fields)}.")
+        try:
+            score = float(fields[4])
+        except ValueError:
+            raise data_error(path, number, f"score {fields[4]!r} is not a number.") from None
+        first.append(_normalise(fields[5], tokenized))
+        second.append(_normalise(fields[6], tokenized))
+        gold.append(score)
+    return PairSet(f"stsb-{split}", first, second, np.array(gold)), [path]
+
+
+SICK_FILES = {"train": "SICK_train.txt", "trial": "SICK_trial.txt", "test": "SICK_test_annotated.txt"}
+
+
+def read_sick(folder: Path, split: str) -> tuple[PairSet, list[Path]]:
+    path = folder / SICK_FILES[split]
+    lines = read_text_lines(path)
+    first, second, gold = [], [], []
+    for number, line in enumerate(lines[1:], start=2):  # line 1 is the header
+        fields = line.split("\t")
+        if len(fields) < 4:
+            raise data_error(path, number, "expected pair_ID, sentence_A, sentence_B, relatedness_score, ...")
+        try:
+            score = float(fields[3])
+        except ValueError:
+            raise data_error(path, number, f"relatedness score {fields[3]!r} is not a number.") from None
+        first.append(_normalise(fields[1], True))
+        second.append(_normalise(fields[2], True))
+        gold.append(score)
+    return PairSet(f"sick-{split}", first, second, np.array(gold)), [path]
+
+
+def score_pairsets(model, pairsets: list[PairSet]) -> list[np.ndarray]:
+    """One scoring call for all sub-datasets, so an embedder encodes each distinct sentence once."""
+    first = [s for p in pairsets for s in p.first]
+    second = [s for p in pairsets for s in p.second]
+    predicted = np.asarray(as_pair_scorer(model).score(first, second), dtype=np.float64)
+    pieces, start = [], 0
+    for pairset in pairsets:
+        pieces.append(predicted[start : start + len(pairset.gold)])
+        start += len(pairset.gold)
+    return pieces
+
+
+class STSTask(Task):
+    dataset_name: str
+
+    def bundled_dir(self) -> Path:
+        return DATA_ROOT / self.metadata.dataset
+
+    def folder(self) -> Path:
+        return resolve_dataset_dir(self.metadata.dataset, self.bundled_dir(), data_dir=self.data_dir)
+
+    def tokenized(self) -> bool:
+        return self.options.get("text", "senteval") == "senteval"
+
+    def load(self) -> tuple[list[PairSet], list[Path]]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def check_data(self) -> str:
+        _, paths = self.load()
+        return files_checksum(paths)
+
+    def evaluate(self, model, ctx) -> EvalResult:
+        pairsets, paths = self.load()
+        pairsets = [_eval_sample(p, ctx.profile.max_eval_examples) for p in pairsets]
+        predictions = score_pairsets(model, pairsets)
+        scores = self.aggregate(pairsets, predictions)
+        return EvalResult(
+            scores=scores,
+            dataset_checksum=files_checksum(paths),
+            details={"pairs": {p.name: len(p.gold) for p in pairsets}, "options": self.options},
+        )
+
+    def aggregate(self, pairsets: list[PairSet], predictions: list[np.ndarray]) -> dict[str, float]:
+        gold_all = np.concatenate([p.gold for p in pairsets])
+        predicted_all = np.concatenate(predictions)
+        scores = {"spearman_all": 100 * spearman(predicted_all, gold_all),
+                  "pearson_all": 100 * pearson(predicted_all, gold_all)}
+        if len(pairsets) > 1:
+            per_subset = [100 * spearman(pred, p.gold) for p, pred in zip(pairsets, predictions)]
+            sizes = np.array([len(p.gold) for p in pairsets], dtype=np.float64)
+            scores["spearman_mean"] = float(np.mean(per_subset))
+            scores["spearman_wmean"] = float(np.average(per_subset, weights=sizes))
+            scores["pearson_mean"] = float(np.mean([100 * pearson(pred, p.gold) for p, pred in zip(pairsets, predictions)]))
+            for pairset, value in zip(pairsets, per_subset):
+                scores[f"spearman.{pairset.name}"] = value
+            scores["spearman"] = scores["spearman_mean" if self.options.get("aggregation") == "mean" else "spearman_all"]
+        else:
+            scores["spearman"] = scores["spearman_all"]
+        return scores
+
+
+class SemEvalSTS(STSTask):
+    subsets: tuple[str, ...] = ()
+    file_prefix = "STS"
+
+    def load(self):
+        pairsets, paths = [], []
+        folder = self.folder()
+        for subset in self.subsets:
+            pairset, read = read_sts_year(folder, self.file_prefix, subset, self.tokenized())
+            pairsets.append(pairset)
+            paths.extend(read)
+        return pairsets, paths
+
+
+class STSBenchmark(STSTask):
+    def load(self):
+        pairset, paths = read_stsb(self.folder(), "test", self.tokenized())
+        return [pairset], paths
+
+    def training_data(self, kind, ctx=None):
+        if kind != SCORED_PAIRS:
+            return None
+        folder = self.folder()
+        train, train_paths = read_stsb(folder, "train", self.tokenized())
+        dev, dev_paths = read_stsb(folder, "dev", self.tokenized())
+        return TrainingSplits(
+            source=self.metadata.name,
+            train=ScoredPairs(train.first, train.second, train.gold / 5.0),
+            dev=ScoredPairs(dev.first, dev.second, dev.gold / 5.0),
+            checksum=files_checksum(train_paths + dev_paths),
+        )
+
+
+class SICKRelatedness(STSTask):
+    def load(self):
+        folder = self.folder()
+        splits = ("train", "trial", "test") if self.options.get("split") == "all" else ("test",)
+        pairsets, paths = [], []
+        for split in splits:
+            pairset, read = read_sick(folder, split)
+            pairsets.append(pairset)
+            paths.extend(read)
+        merged = PairSet(
+            "sickr",
+            [s for p in pairsets for s in p.first],
+            [s for p in pairsets for s in p.second],
+            np.concatenate([p.gold for p in pairsets]),
+        )
+        return [merged], paths
+
+    def training_data(self, kind, ctx=None):
+        if kind != SCORED_PAIRS:
+            return None
+        folder = self.folder()
+        train, train_paths = read_sick(folder, "train")
+        dev, dev_paths = read_sick(folder, "trial")
+        return TrainingSplits(
+            source=self.metadata.name,
+            train=ScoredPairs(train.first, train.second, (train.gold - 1.0) / 4.0),
+            dev=ScoredPairs(dev.first, dev.second, (dev.gold - 1.0) / 4.0),
+            checksum=files_checksum(train_paths + dev_paths),
+        )
+
+
+YEARS = {
+    # name: (dataset folder, raw file prefix, SentEval's sub-dataset list, reference, license)
+    "sts12": ("sts12", "STS", ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"),
+              "Agirre et al. 2012, SemEval-2012 Task 6", "Microsoft Research license terms for MSRpar/MSRvid"),
+    "sts13": ("sts13", "STS", ("FNWN", "headlines", "OnWN"),
+              "Agirre et al. 2013, *SEM 2013 shared task (SMT subset not redistributable)", "not stated"),
+    "sts14": ("sts14", "STS", ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"),
+              "Agirre et al. 2014, SemEval-2014 Task 10", "per source; images CC BY-SA"),
+    "sts15": ("sts15", "STS", ("answers-forums", "answers-students", "belief", "headlines", "images"),
+              "Agirre et al. 2015, SemEval-2015 Task 2", "answers-forums CC BY-SA 3.0; others not stated"),
+    "sts16": ("sts16", "STS2016", ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"),
+              "Agirre et al. 2016, SemEval-2016 Task 1", "per source (CC BY-SA 3.0, CC BY 4.0, ...)"),
+}
+
+TEXT_OPTION = Option("senteval", "SentEval's tokenised copy or the original release", choices=("senteval", "raw"))
+AGGREGATION_OPTION = Option(
+    "all", "main score: 'all' pools every pair (SimCSE/mteb), 'mean' averages sub-datasets (SentEval/thesis)",
+    choices=("all", "mean"),
+)
+
+
+def _year_factory(subsets: tuple[str, ...], prefix: str, metadata: TaskMetadata):
+    def build(options, data_dir):
+        task = SemEvalSTS(options, data_dir)
+        task.metadata, task.subsets, task.file_prefix = metadata, subsets, prefix
+        return task
+
+    return build
+
+
+def _simple_factory(cls, metadata: TaskMetadata):
+    def build(options, data_dir):
+        task = cls(options, data_dir)
+        task.metadata = metadata
+        return task
+
+    return build
+
+
+def task_plugins() -> list[TaskPlugin]:
+    plugins = []
+    for name, (dataset, prefix, subsets, reference, license_text) in YEARS.items():
+        metadata = TaskMetadata(
+            name=name,
+            family=FAMILY,
+            description=f"SemEval STS {name[-2:]} English test sets ({', '.join(subsets)})",
+            main_score="spearman",
+            metric="Spearman x100 of pair scores vs gold; 'all' (pooled) and 'mean' (over sub-datasets) both stored",
+            reference=reference,
+            dataset=dataset,
+            dataset_source="SentEval STS data (see tasks/data/%s/SOURCE.md)" % dataset,
+            license=license_text,
+            version="1",
+        )
+        plugins.append(TaskPlugin(metadata, _year_factory(subsets, prefix, metadata),
+                                  {"text": TEXT_OPTION, "aggregation": AGGREGATION_OPTION}))
+    stsb = TaskMetadata(
+        name="stsb",
+        family=FAMILY,
+        description="STS Benchmark test split (1379 pairs); train/dev offered as scored pairs",
+        main_score="spearman",
+        metric="Spearman x100 of pair scores vs gold on the test split",
+        reference="Cer et al. 2017, SemEval-2017 Task 1",
+        dataset="stsb",
+        dataset_source="STS Benchmark release (see tasks/data/stsb/SOURCE.md)",
+        license="scores CC BY-SA 4.0; sentences under their sources' licenses (LICENSE.txt)",
+        training_kinds=(SCORED_PAIRS,),
+    )
+    plugins.append(TaskPlugin(stsb, _simple_factory(STSBenchmark, stsb), {"text": TEXT_OPTION}, aliases=("sts-b",)))
+    sick = TaskMetadata(
+        name="sickr",
+        family=FAMILY,
+        description="SICK relatedness, test split (4927 pairs) or split=all (9927); train/trial as scored pairs",
+        main_score="spearman",
+        metric="Spearman x100 of pair scores vs relatedness",
+        reference="Marelli et al. 2014, SemEval-2014 Task 1",
+        dataset="sick",
+        dataset_source="SICK SemEval-2014 split files (see tasks/data/sick/SOURCE.md)",
+        license="CC BY-NC-SA 3.0 (SICK authors); not stated by the hosting repository",
+        training_kinds=(SCORED_PAIRS,),
+    )
+    plugins.append(
+        TaskPlugin(
+            sick,
+            _simple_factory(SICKRelatedness, sick),
+            {"split": Option("test", "test (SentEval, 4927) or all (mteb, 9927)", choices=("test", "all"))},
+            aliases=("sick-r",),
+        )
+    )
+    return plugins
+
+
+@hookimpl
+def register_tasks(register):
+    for plugin in task_plugins():
+        register(plugin)
