@@ -76,6 +76,19 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--backbone", default=None)
     validate.add_argument("--data-dir", type=Path, default=None)
 
+    data = commands.add_parser("data", help="list or download datasets that plugins offer")
+    data_commands = data.add_subparsers(dest="data_command", metavar="ACTION")
+    data_commands.add_parser("list", help="datasets that can be downloaded, and where they would go")
+    download = data_commands.add_parser("download", help="download, verify and unpack a dataset")
+    download.add_argument("name")
+    download.add_argument("--data-dir", type=Path, default=None,
+                          help="target folder (default: HARNESS_DATA_DIR, else ~/.cache/harness/data)")
+
+    plot = commands.add_parser("plot", help="draw a plot that a plugin offers, from stored results and artifacts")
+    plot.add_argument("name", help="plot name (see `harness list`, components of kind 'plot')")
+    plot.add_argument("--results", type=Path, default=None, help=f"result store (default ./{DEFAULT_RESULTS})")
+    plot.add_argument("--output", type=Path, default=Path(DEFAULT_LEADERBOARDS), help="folder for the PNG files")
+
     board = commands.add_parser("leaderboard", help="rebuild leaderboards/ from the result store")
     board.add_argument("--results", type=Path, default=None, help=f"result store (default ./{DEFAULT_RESULTS})")
     board.add_argument("--output", type=Path, default=Path(DEFAULT_LEADERBOARDS))
@@ -233,6 +246,35 @@ def cmd_leaderboard(args) -> int:
     return 0
 
 
+def cmd_data(registry, args) -> int:
+    """Datasets are ``dataset`` components: objects with ``description`` and ``download(target_dir, progress)``."""
+    from .data import default_download_dir
+
+    if args.data_command in (None, "list"):
+        names = registry.component_names("dataset")
+        target = default_download_dir()
+        print(f"data dir: {target}")
+        for name in names:
+            source = registry.component("dataset", name)
+            print(f"  {name:<14} {getattr(source, 'description', '')}")
+        if not names:
+            print("  (no plugin offers downloadable datasets)")
+        return 0
+    source = registry.component("dataset", args.name)
+    target = args.data_dir or default_download_dir()
+    for path in source.download(Path(target), progress=sys.stderr.isatty()):
+        print(f"ready: {path}")
+    return 0
+
+
+def cmd_plot(registry, args) -> int:
+    """Plots are ``plot`` components: callables ``(results_dir, output_dir) -> list of written paths``."""
+    draw = registry.component("plot", args.name)
+    for path in draw(_results_dir(args.results), args.output):
+        print(f"wrote {path}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -253,6 +295,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_run(registry, args)
         if args.command == "validate":
             return cmd_validate(registry, args)
+        if args.command == "data":
+            return cmd_data(registry, args)
+        if args.command == "plot":
+            return cmd_plot(registry, args)
     except HarnessError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

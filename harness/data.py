@@ -93,8 +93,14 @@ def data_dir_override() -> Path | None:
     return Path(value).expanduser() if value else None
 
 
+def default_download_dir() -> Path:
+    """Where ``harness data download`` puts datasets when no data dir is given."""
+    return data_dir_override() or Path.home() / ".cache" / "harness" / "data"
+
+
 def resolve_dataset_dir(name: str, bundled: Path | None, how_to_get: str = "", data_dir: Path | None = None) -> Path:
-    """The folder holding dataset ``name``: ``<data_dir>/<name>`` if present, else the bundled copy."""
+    """The folder holding dataset ``name``: ``<data_dir>/<name>`` if present, else the bundled copy, else the
+    download folder's copy."""
     data_dir = data_dir or data_dir_override()
     tried: list[str] = []
     if data_dir is not None:
@@ -106,6 +112,10 @@ def resolve_dataset_dir(name: str, bundled: Path | None, how_to_get: str = "", d
         if bundled.is_dir():
             return bundled
         tried.append(str(bundled))
+    downloaded = Path.home() / ".cache" / "harness" / "data" / name
+    if downloaded.is_dir():
+        return downloaded
+    tried.append(str(downloaded))
     hint = f" {how_to_get}" if how_to_get else " Put it under --data-dir / HARNESS_DATA_DIR."
     raise MissingDataError(f"dataset {name!r} is not available (looked in: {', '.join(tried) or 'nowhere'}).{hint}")
 
