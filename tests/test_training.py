@@ -1,0 +1,85 @@
+"""The Bi-Encoder and the shared training loop on a tiny random transformer."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from harness import ScoredPairs, TrainingSplits
+from harness.plugin_api import ModelContext
+from harness.profiles import get_profile
+from harness.training import TrainConfig, fit, linear_schedule
+
+
+def _pairs(n: int = 48) -> ScoredPairs:
+    rng = np.random.default_rng(0)
+    words = "man woman dog cat plays runs eats guitar food park ball red blue".split()
+    first = [" ".join(rng.choice(words, 5)) for _ in range(n)]
+    second = [" ".join(rng.choice(words, 5)) for _ in range(n)]
+    scores = np.array([len(set(a.split()) & set(b.split())) / 5 for a, b in zip(first, second)])
+    return ScoredPairs(first, second, scores)
+
+
+def _be(registry, tiny_bert, seed=1):
+    plugin = registry.model("be")
+    ctx = ModelContext(options={"pooling": "mean", "lr": 1e-3}, backbone=tiny_bert, profile=get_profile("smoke"),
+                       device="cpu", seed=seed, progress=False)
+    torch.manual_seed(seed)
+    return plugin.factory(ctx), ctx
+
+
+def test_be_training_lowers_loss_and_keeps_best_epoch(registry, tiny_bert):
+    model, ctx = _be(registry, tiny_bert)
+    pairs = _pairs()
+    splits = TrainingSplits("synthetic", pairs, pairs)
+    profile = get_profile("smoke")
+    ctx.profile = type(profile)(**{**profile.__dict__, "epochs": 4, "max_steps": None})
+    report = model.fit(splits, ctx)
+    assert report.steps == 4 * 6
+    assert report.loss_history[-1] < report.loss_history[0]
+    assert len(report.dev_history) == 4 and report.best_dev_score == max(report.dev_history)
+    from harness.metrics import scored_pairs_dev_score
+
+    assert scored_pairs_dev_score(model, pairs) == np.float64(report.best_dev_score)
+
+
+def test_save_load_round_trip_is_exact(registry, tiny_bert, tmp_path):
+    model, ctx = _be(registry, tiny_bert)
+    pairs = _pairs(16)
+    model.fit(TrainingSplits("synthetic", pairs, None), ctx)
+    model.save(tmp_path)
+    assert (tmp_path / "model.safetensors").is_file()
+    fresh, _ = _be(registry, tiny_bert, seed=99)
+    fresh.load(tmp_path)
+    texts = ["a man plays guitar", "the dog runs in the park"]
+    np.testing.assert_array_equal(model.encode(texts), fresh.encode(texts))
+
+
+def test_same_seed_same_weights(registry, tiny_bert):
+    pairs = _pairs(16)
+    vectors = []
+    for _ in range(2):
+        model, ctx = _be(registry, tiny_bert, seed=7)
+        model.fit(TrainingSplits("synthetic", pairs, None), ctx)
+        vectors.append(model.encode(["a red ball"]))
+    np.testing.assert_allclose(vectors[0], vectors[1], rtol=0, atol=1e-6)
+
+
+def test_encoding_dedups_and_keeps_order(registry, tiny_bert):
+    model, _ = _be(registry, tiny_bert)
+    texts = ["short", "a much longer sentence than the first one", "short", "mid length text"]
+    together = model.encode(texts)
+    alone = np.stack([model.encode([t])[0] for t in texts])
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+    np.testing.assert_array_equal(together[0], together[2])
+
+
+def test_warmup_then_linear_decay():
+    parameter = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.AdamW([parameter], lr=1.0)
+    schedule = linear_schedule(optimizer, warmup_steps=2, total_steps=10, schedule="linear")
+    rates = []
+    for _ in range(10):
+        rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        schedule.step()
+    assert rates[:3] == [0.5, 1.0, 1.0] and rates[-1] == 0.125
