@@ -12,6 +12,7 @@ $(VENV)/.installed: pyproject.toml scripts/install-torch.sh
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	bash scripts/install-torch.sh $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet --no-deps useb==0.0.1
 	touch $@
 
 run: install

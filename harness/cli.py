@@ -205,7 +205,8 @@ def cmd_run(registry, args) -> int:
     if args.leaderboards is not None:
         from .store import Store
 
-        for path in write_leaderboards(Store(config.results_dir), args.leaderboards):
+        for path in write_leaderboards(Store(config.results_dir), args.leaderboards, ("md", "csv"),
+                                       registry.families()):
             print(f"wrote {path}")
     return 0
 
@@ -238,7 +239,13 @@ def cmd_leaderboard(args) -> int:
     store = Store(_results_dir(args.results))
     if not store.root.is_dir():
         raise HarnessError(f"no result store at {store.root}; run `harness run` first or pass --results.")
-    written = write_leaderboards(store, args.output, formats)
+    try:
+        from .registry import default_registry
+
+        family_members = default_registry().families()
+    except HarnessError:
+        family_members = {}  # ordering only; the tables come from the store alone
+    written = write_leaderboards(store, args.output, formats, family_members)
     for path in written:
         print(f"wrote {path}")
     if not written:

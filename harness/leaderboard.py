@@ -77,7 +77,18 @@ class Table:
         return text + ("*" if not row.complete(column) else "")
 
 
-def collect_tables(store: Store) -> list[Table]:
+def _ordered(columns: list[str], preferred: list[str]) -> list[str]:
+    """Columns in the family's registration order (task labels start with the task name), others sorted after."""
+    def position(column: str) -> tuple[int, str]:
+        name = column.split(":")[0]
+        return (preferred.index(name) if name in preferred else len(preferred), column)
+
+    return sorted(columns, key=position)
+
+
+def collect_tables(store: Store, family_members: dict[str, list[str]] | None = None) -> list[Table]:
+    """Tables per family. ``family_members`` (from the registry, when available) only orders the columns."""
+    family_members = family_members or {}
     rows_by_family: dict[str, dict[str, Row]] = defaultdict(dict)
     columns_by_family: dict[str, list[str]] = defaultdict(list)
     for record in store.records():
@@ -100,7 +111,8 @@ def collect_tables(store: Store) -> list[Table]:
         elif record.get("status") == "missing":
             row.cells[column].missing_seeds.add(record["seed"])
     return [
-        Table(family, sorted(columns_by_family[family]), list(rows_by_family[family].values()))
+        Table(family, _ordered(columns_by_family[family], family_members.get(family, [])),
+              list(rows_by_family[family].values()))
         for family in sorted(rows_by_family)
     ]
 
@@ -182,9 +194,12 @@ def render_html(table: Table) -> str:
 RENDERERS = {"md": render_markdown, "csv": render_csv, "tex": render_latex, "html": render_html}
 
 
-def write_leaderboards(store: Store, output_dir: Path, formats: tuple[str, ...] = ("md", "csv")) -> list[Path]:
+def write_leaderboards(
+    store: Store, output_dir: Path, formats: tuple[str, ...] = ("md", "csv"),
+    family_members: dict[str, list[str]] | None = None,
+) -> list[Path]:
     written = []
-    for table in collect_tables(store):
+    for table in collect_tables(store, family_members):
         for fmt in formats:
             path = Path(output_dir) / f"{table.family}.{fmt}"
             atomic_write_text(path, RENDERERS[fmt](table))

@@ -34,6 +34,7 @@ class ModelContext:
     training_data: Callable[[str, str], TrainingSplits] | None = None
     component: Callable[[str, str], Any] | None = None
     work_dir: Path | None = None  # a folder for this spec+seed's artifacts (silver pairs, plots inputs)
+    train_on: str | None = None  # the spec's training source as given (task name with its options), or None
 
 
 @dataclass
@@ -48,6 +49,9 @@ class ModelPlugin:
     requires_training: bool = False  # cannot be evaluated untrained (e.g. a cross-encoder's fresh head)
     default_train_on: str | None = None  # training source used when it requires training and none is given
     reference: str = ""
+    # Optional plan-time check of a resolved spec: validate(spec, registry) raises a HarnessError saying what would
+    # work (e.g. a distillation teacher that cannot score pairs), so a bad combination fails before anything trains.
+    validate: Callable[[Any, Any], None] | None = None
 
     def __post_init__(self) -> None:
         _check_name("model", self.name)

@@ -59,6 +59,8 @@ class RunConfig:
 class PlannedModel:
     spec: ModelSpec
     entry: ModelEntry
+    tasks: list[TaskSpec] = field(default_factory=list)  # the plan's tasks this model can run
+    skipped: list[tuple[TaskSpec, str]] = field(default_factory=list)  # family members it cannot run, and why
 
 
 @dataclass
@@ -71,7 +73,7 @@ class Plan:
 
     @property
     def cells(self) -> int:
-        return len(self.models) * len(self.tasks) * len(self.seeds)
+        return sum(len(m.tasks) for m in self.models) * len(self.seeds)
 
 
 @dataclass
@@ -106,31 +108,48 @@ class Runner:
         if not self.config.tasks:
             raise HarnessError("no tasks given; use --tasks NAME[,NAME] (see `harness list`).")
         task_specs: list[TaskSpec] = []
+        from_family: set[str] = set()  # tasks reached only through a family name
         for text in self.config.tasks:
-            for spec in resolve_task_specs(self.registry, text):
+            resolved = resolve_task_specs(self.registry, text)
+            for spec in resolved:
                 if spec.key not in {t.key for t in task_specs}:
                     task_specs.append(spec)
+                    if len(resolved) > 1:
+                        from_family.add(spec.key)
+                elif len(resolved) == 1:
+                    from_family.discard(spec.key)
         planned = []
         for entry in self.config.models:
             backbone = entry.backbone or self.config.backbone
             train_on = entry.train_on or self.config.train_on
             spec = resolve_model_spec(self.registry, entry.spec, profile, backbone, train_on)
             self._check_training(spec)
+            validate = self.registry.model(spec.name).validate
+            if validate is not None:
+                validate(spec, self.registry)
+            model_plan = PlannedModel(spec, entry)
             for task_spec in task_specs:
-                self._check_compatible(spec, task_spec)
-            planned.append(PlannedModel(spec, entry))
+                problem = self._incompatibility(spec, task_spec)
+                if problem is None:
+                    model_plan.tasks.append(task_spec)
+                elif task_spec.key in from_family:
+                    # A family may mix capabilities (e.g. a pair task and an embedding probe): run what fits.
+                    model_plan.skipped.append((task_spec, problem))
+                else:
+                    raise IncompatibleError(problem + " Leave this pair out of the matrix.")
+            planned.append(model_plan)
         return Plan(planned, task_specs, list(dict.fromkeys(self.config.seeds)), profile, device)
 
-    def _check_compatible(self, spec: ModelSpec, task_spec: TaskSpec) -> None:
+    def _incompatibility(self, spec: ModelSpec, task_spec: TaskSpec) -> str | None:
         plugin = self.registry.model(spec.name)
         metadata = self.registry.task(task_spec.name).metadata
         available = reachable_capabilities(plugin.capabilities)
-        if not set(metadata.requires) <= available:
-            raise IncompatibleError(
-                f"model {spec.label!r} cannot run task {task_spec.name!r}: the task needs "
-                f"{', '.join(metadata.requires)}, the model offers {', '.join(sorted(available))}. "
-                "Leave this pair out of the matrix."
-            )
+        if set(metadata.requires) <= available:
+            return None
+        return (
+            f"model {spec.label!r} cannot run task {task_spec.name!r}: the task needs "
+            f"{', '.join(metadata.requires)}, the model offers {', '.join(sorted(available))}."
+        )
 
     def _check_training(self, spec: ModelSpec) -> None:
         plugin = self.registry.model(spec.name)
@@ -202,6 +221,7 @@ class Runner:
             training_data=lambda source, kind: self.training_splits(source, (kind,), profile, seed),
             component=self.registry.component,
             work_dir=self.store.artifact_dir(spec.key, seed),
+            train_on=spec.train_on,
         )
 
     def resolve_backbone(self, name: str) -> str:
@@ -264,11 +284,13 @@ class Runner:
         )
         for planned in plan.models:
             spec = planned.spec
+            for task_spec, problem in planned.skipped:
+                self.log(f"  skipping {task_spec.label} for {spec.label}: {problem}")
             for seed in plan.seeds:
                 pending = [
-                    t for t in plan.tasks if self.config.overwrite or not self.store.has(spec.key, seed, t.key)
+                    t for t in planned.tasks if self.config.overwrite or not self.store.has(spec.key, seed, t.key)
                 ]
-                for task_spec in plan.tasks:
+                for task_spec in planned.tasks:
                     if task_spec not in pending:
                         record = json.loads(self.store.record_path(spec.key, seed, task_spec.key).read_text())
                         outcomes.append(CellOutcome(spec, seed, task_spec, "cached", record.get("main_score")))

@@ -6,6 +6,9 @@ regression training on scored pairs with the MSE between cos(u, v) and the gold 
 warm-up, per-epoch dev Spearman, best epoch kept). Without a training source it evaluates its backbone as is.
 
 Deviations: none in the method. Budgets (epochs, training-set size, max sequence length) come from the profile.
+
+With ``teacher=...`` the Bi-Encoder is the student of Augmented SBERT (options ``sampler``, ``mode``, ...):
+training is delegated to plugins/augmented_sbert.py, which calls ``fit_pairs`` on gold and/or silver pairs.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from harness import SCORED_PAIRS, ModelPlugin, Option, hookimpl
 from harness.encoding import POOLING_CHOICES, SentenceEncoder
 from harness.metrics import scored_pairs_dev_score
 from harness.training import config_from_profile, fit
+from plugins import augmented_sbert
 
 
 class CosineRegression(nn.Module):
@@ -49,7 +53,13 @@ class BiEncoder:
         return self.encoder.encode(texts, batch_size=self.batch_size, progress=self.progress)
 
     def fit(self, splits, ctx):
-        train = splits.train
+        if ctx.options.get("teacher"):
+            # Augmented SBERT: the pipeline samples and annotates silver pairs, then calls fit_pairs.
+            return augmented_sbert.distill(self, splits, ctx)
+        return self.fit_pairs(splits.train, splits.dev, ctx)
+
+    def fit_pairs(self, train, dev, ctx, description: str = "training be"):
+        """MSE-on-cosine regression on ScoredPairs ``train``; ``dev`` (or None) selects the best epoch."""
         tokenize = self.encoder.tokenize
 
         def collate(rows):
@@ -59,9 +69,9 @@ class BiEncoder:
         examples = list(zip(train.first, train.second, train.scores.tolist()))
         config = config_from_profile(
             ctx.profile, ctx.seed, ctx.device, ctx.progress, learning_rate=self.learning_rate,
-            description="training be",
+            description=description,
         )
-        dev_score = (lambda: scored_pairs_dev_score(self, splits.dev)) if splits.dev is not None else None
+        dev_score = (lambda: scored_pairs_dev_score(self, dev)) if dev is not None else None
         return fit(CosineRegression(self.encoder), examples, collate, config, dev_score)
 
     def save(self, directory: Path) -> None:
@@ -91,7 +101,9 @@ def register_models(register):
             options={
                 "pooling": Option("mean", "how token states become one vector", choices=POOLING_CHOICES),
                 "lr": Option(2e-5, "AdamW learning rate (thesis 5.1)", type=float),
+                **augmented_sbert.OPTIONS,  # distillation from a teacher (plugins/augmented_sbert.py)
             },
+            validate=augmented_sbert.validate,
             training_kinds=(SCORED_PAIRS,),
             reference="Reimers & Gurevych 2019 (SBERT); thesis 4.1.2",
         )

@@ -1,0 +1,269 @@
+"""Cross-Encoder (CE): both sentences in one input, full cross-attention, a regression head on the CLS state.
+
+Thesis 4.1.2 ("Cross-Encoder"), 5.2.1 and table 6.2: the pair is tokenised as ``[CLS] s1 [SEP] s2 [SEP]`` (the
+tokenizer's own pair encoding, so RoBERTa gets ``<s> s1 </s></s> s2 </s>`` and BERT gets token types 0/1); the last
+hidden state of the first token goes through ``Linear(d, 1)`` and an activation. The activation is the option
+``activation``: ``sigmoid`` (default, scores in (0, 1)), ``tanh`` (-1, 1) or ``none`` (unbounded), the three variants
+of table 6.2. Training on scored pairs (gold in [0, 1]) with the shared loop of thesis 5.1 (AdamW 2e-5, 10% linear
+warm-up then linear decay, per-epoch dev Spearman, best epoch kept).
+
+Loss (option ``loss``): ``mse`` (default) is the MSE between the activated output and the gold score, the thesis'
+"simple regression setting"; ``bce`` is binary cross-entropy with logits on the raw logit (allowed only with
+``activation=sigmoid``), the default of sentence-transformers' ``CrossEncoder`` for one label, which the AugSBERT code
+used. Both have their minimum where sigmoid(logit) equals the gold score.
+
+Deviations and choices:
+- Head: ``Dropout(p) -> Linear(d, 1)`` on the CLS state, as thesis 4.1.2 describes. Hugging Face's
+  ``*ForSequenceClassification`` (used by sentence-transformers) puts an extra dense+tanh layer in front (BERT's
+  pretrained pooler; a fresh one for RoBERTa); that layer is not used here. The dropout probability is the backbone's
+  ``hidden_dropout_prob`` (as in Hugging Face's head), the linear layer is initialised N(0, initializer_range).
+- Sequence length: the profile's ``max_seq_length`` limits each sentence, as it does for the Bi-Encoder, so the pair
+  may use up to twice that (capped by the backbone's position table); longer pairs are cut longest-first.
+- ``score`` runs over distinct pairs, sorted by token length, under ``torch.inference_mode`` (autocast on CUDA).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+from safetensors.torch import load_model, save_model
+from torch import nn
+
+from harness import SCORED_PAIRS, InvalidOptionError, ModelPlugin, Option, hookimpl
+from harness.device import autocast
+from harness.encoding import length_sorted_batches, load_tokenizer, load_transformer, max_sequence_length, progress_bar
+from harness.errors import invalid_choice
+from harness.metrics import scored_pairs_dev_score
+from harness.training import TrainReport, config_from_profile, fit
+
+ACTIVATIONS = ("sigmoid", "tanh", "none")
+LOSSES = ("mse", "bce")
+MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def position_limit(tokenizer, config) -> int:
+    """The longest sequence the backbone can take at all: its position table and the tokenizer's limit."""
+    limits = [512]
+    if getattr(tokenizer, "model_max_length", None) and tokenizer.model_max_length < 100_000:
+        limits.append(int(tokenizer.model_max_length))
+    positions = getattr(config, "max_position_embeddings", None)
+    if positions:
+        # RoBERTa-style models reserve padding_idx + 1 positions (as harness.encoding.max_sequence_length).
+        roberta_like = config.model_type in ("roberta", "xlm-roberta", "camembert")
+        limits.append(int(positions) - ((getattr(config, "pad_token_id", 0) or 0) + 1 if roberta_like else 0))
+    return min(limits)
+
+
+def pair_sequence_limits(path: str, tokenizer, config, profile_limit: int | None) -> tuple[int, int]:
+    """(limit for one sentence with its special tokens, limit for a whole pair sequence)."""
+    single = max_sequence_length(path, tokenizer, config, profile_limit)
+    return single, min(2 * single, position_limit(tokenizer, config))
+
+
+def score_in_length_sorted_batches(
+    features: Sequence[dict[str, list[int]]],
+    collate: Callable[[list[dict[str, list[int]]]], dict[str, torch.Tensor]],
+    forward: Callable[[dict[str, torch.Tensor]], torch.Tensor],
+    device: str,
+    batch_size: int,
+    progress: bool,
+    description: str,
+) -> np.ndarray:
+    """``forward`` (a padded batch -> one score per row) over per-pair token features, longest first so batches
+    carry little padding; scores come back in input order."""
+    scores = np.zeros(len(features), dtype=np.float32)
+    lengths = [len(feature["input_ids"]) for feature in features]
+    with torch.inference_mode(), progress_bar(len(features), description, progress) as bar:
+        for batch_indices in length_sorted_batches(lengths, batch_size):
+            batch = {key: value.to(device) for key, value in collate([features[i] for i in batch_indices]).items()}
+            with autocast(device):
+                batch_scores = forward(batch)
+            scores[batch_indices] = batch_scores.float().cpu().numpy()
+            bar.update(len(batch_indices))
+    return scores
+
+
+def distinct_pairs(first: Sequence[str], second: Sequence[str]) -> tuple[list[tuple[str, str]], list[int]]:
+    """The distinct (first, second) pairs in order of appearance and, per input pair, its row among them."""
+    if len(first) != len(second):
+        raise ValueError(f"score(): {len(first)} first sentences but {len(second)} second sentences")
+    row_of: dict[tuple[str, str], int] = {}
+    rows = [row_of.setdefault(pair, len(row_of)) for pair in zip(first, second)]
+    return list(row_of), rows
+
+
+class CrossEncoderNetwork(nn.Module):
+    """Transformer + ``Dropout -> Linear(d, 1)`` on the first token's last hidden state."""
+
+    def __init__(self, transformer: nn.Module, activation: str):
+        super().__init__()
+        if activation not in ACTIVATIONS:
+            raise invalid_choice("option 'activation' of model 'ce'", activation, ACTIVATIONS)
+        config = transformer.config
+        self.transformer = transformer
+        self.activation = activation
+        self.dropout = nn.Dropout(getattr(config, "hidden_dropout_prob", 0.1))
+        self.head = nn.Linear(config.hidden_size, 1)
+        nn.init.normal_(self.head.weight, std=getattr(config, "initializer_range", 0.02))
+        nn.init.zeros_(self.head.bias)
+
+    def logits(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
+        inputs = {key: value for key, value in features.items() if key in MODEL_INPUTS}
+        cls_state = self.transformer(**inputs).last_hidden_state[:, 0]
+        return self.head(self.dropout(cls_state)).squeeze(-1).float()
+
+    def activate(self, logits: torch.Tensor) -> torch.Tensor:
+        if self.activation == "sigmoid":
+            return torch.sigmoid(logits)
+        if self.activation == "tanh":
+            return torch.tanh(logits)
+        return logits
+
+    def forward(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.activate(self.logits(features))
+
+
+class CrossEncoderRegression(nn.Module):
+    """The training objective: MSE on the activated score, or BCE-with-logits on the logit."""
+
+    def __init__(self, network: CrossEncoderNetwork, loss: str):
+        super().__init__()
+        self.network = network
+        self.loss = loss
+
+    def forward(self, features: dict[str, torch.Tensor], scores: torch.Tensor) -> torch.Tensor:
+        logits = self.network.logits(features)
+        if self.loss == "bce":
+            return nn.functional.binary_cross_entropy_with_logits(logits, scores.float())
+        return nn.functional.mse_loss(self.network.activate(logits), scores.float())
+
+
+class CrossEncoder:
+    """A PairScorer: ``score(first, second)`` gives the activated head output for each pair."""
+
+    def __init__(
+        self,
+        network: CrossEncoderNetwork,
+        tokenizer,
+        max_length: int,
+        device: str,
+        batch_size: int,
+        progress: bool,
+        learning_rate: float,
+        loss: str,
+    ):
+        if loss not in LOSSES:
+            raise invalid_choice("option 'loss' of model 'ce'", loss, LOSSES)
+        if loss == "bce" and network.activation != "sigmoid":
+            raise InvalidOptionError(
+                f"model 'ce': loss=bce needs activation=sigmoid (got activation={network.activation}); "
+                "use loss=mse with tanh or none."
+            )
+        self.network = network.to(device)
+        self.network.eval()
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+        self.device = device
+        self.batch_size = batch_size
+        self.progress = progress
+        self.learning_rate = learning_rate
+        self.loss = loss
+
+    def tokenize_pairs(self, first: Sequence[str], second: Sequence[str], padding: bool) -> dict:
+        return self.tokenizer(
+            list(first), list(second), truncation="longest_first", max_length=self.max_length,
+            padding=padding, return_tensors="pt" if padding else None,
+        )
+
+    def score(self, first: Sequence[str], second: Sequence[str]) -> np.ndarray:
+        pairs, rows = distinct_pairs(first, second)
+        if not pairs:
+            return np.zeros(0, dtype=np.float32)
+        encoded = self.tokenize_pairs([a for a, _ in pairs], [b for _, b in pairs], padding=False)
+        features = [{key: encoded[key][i] for key in encoded.keys()} for i in range(len(pairs))]
+        was_training = self.network.training
+        self.network.eval()
+        try:
+            scores = score_in_length_sorted_batches(
+                features,
+                lambda batch: self.tokenizer.pad(batch, return_tensors="pt"),
+                self.network,
+                self.device,
+                self.batch_size,
+                self.progress,
+                "scoring pairs (ce)",
+            )
+        finally:
+            self.network.train(was_training)
+        return scores[rows]
+
+    def fit(self, splits, ctx) -> TrainReport:
+        train = splits.train
+
+        def collate(rows):
+            first, second, scores = zip(*rows)
+            # A plain dict, so the training loop's to_device reaches the tensors (BatchEncoding is not a dict).
+            features = dict(self.tokenize_pairs(first, second, padding=True))
+            return {"features": features, "scores": torch.tensor(scores)}
+
+        examples = list(zip(train.first, train.second, train.scores.tolist()))
+        config = config_from_profile(
+            ctx.profile, ctx.seed, ctx.device, ctx.progress, learning_rate=self.learning_rate,
+            description="training ce",
+        )
+        dev_score = (lambda: scored_pairs_dev_score(self, splits.dev)) if splits.dev is not None else None
+        return fit(CrossEncoderRegression(self.network, self.loss), examples, collate, config, dev_score)
+
+    def save(self, directory: Path) -> None:
+        save_model(self.network, str(Path(directory) / "model.safetensors"))
+        (Path(directory) / "config.json").write_text(
+            json.dumps({"activation": self.network.activation, "loss": self.loss, "max_length": self.max_length})
+        )
+
+    def load(self, directory: Path) -> None:
+        load_model(self.network, str(Path(directory) / "model.safetensors"), device=str(self.device))
+        self.network.eval()
+
+
+def build(ctx) -> CrossEncoder:
+    tokenizer = load_tokenizer(ctx.backbone)
+    transformer = load_transformer(ctx.backbone)
+    _, pair_limit = pair_sequence_limits(ctx.backbone, tokenizer, transformer.config, ctx.profile.max_seq_length)
+    network = CrossEncoderNetwork(transformer, ctx.options["activation"])
+    if ctx.options.get("freeze_embeddings"):
+        from plugins.domain_mlm import freeze_embedding_layer  # here: domain_mlm imports this module
+
+        freeze_embedding_layer(transformer)
+    return CrossEncoder(
+        network, tokenizer, pair_limit, ctx.device, ctx.profile.eval_batch_size, ctx.progress, ctx.options["lr"],
+        ctx.options["loss"],
+    )
+
+
+@hookimpl
+def register_models(register):
+    register(
+        ModelPlugin(
+            name="ce",
+            aliases=("cross-encoder",),
+            description="Cross-Encoder: [CLS] s1 [SEP] s2 [SEP], CLS -> Linear -> activation; a pair scorer",
+            factory=build,
+            capabilities=("pair_scorer", "trainable"),
+            options={
+                "activation": Option("sigmoid", "head activation (thesis table 6.2)", choices=ACTIVATIONS),
+                "loss": Option("mse", "mse on the activated score, or bce with logits (sigmoid only)", choices=LOSSES),
+                "lr": Option(2e-5, "AdamW learning rate (thesis 5.1)", type=float),
+                "freeze_embeddings": Option(
+                    False, "freeze the embedding layer during training (Augmented SBERT after domain MLM, thesis "
+                    "4.3.1)", type=bool,
+                ),
+            },
+            training_kinds=(SCORED_PAIRS,),
+            requires_training=True,
+            default_train_on="stsb",
+            reference="thesis 4.1.2, 5.2.1, table 6.2; Thakur et al. 2021 (AugSBERT)",
+        )
+    )

@@ -1,0 +1,349 @@
+"""Silver-pair samplers for Augmented SBERT (Thakur et al. 2021, section 4 "Selecting sentence pairs"; thesis 2.4.7,
+4.3.2, 5.3, 6.2). Each sampler is a ``Component(kind="sampler", ...)``, so a third-party package can add its own and
+use it as ``be:teacher=cbe,sampler=NAME``.
+
+A sampler works in two stages, because some strategies need the teacher's scores to decide what to keep:
+
+1. ``propose(inputs)`` returns candidate pairs as index pairs ``(i, j)`` into ``inputs.sentences`` (never ``i == j``,
+   never the same unordered pair twice, never a gold pair unless the sampler re-annotates gold pairs; as in the
+   AugSBERT examples, a neighbour pair that is a repeat or a gold pair is dropped, not replaced by the next one);
+2. the pipeline lets the teacher score every candidate, then ``select(candidate_scores, gold_scores, rng)`` returns
+   the indices of the candidates that become silver pairs (all of them for most samplers).
+
+Samplers:
+
+- ``none``: the gold pairs themselves, re-annotated by the teacher (self-distillation, thesis tables 6.4/6.5).
+- ``random``: ``top_k`` random partners per sentence (Thakur "RS").
+- ``bm25``: the ``top_k`` lexical neighbours of each sentence by Okapi BM25 (``rank_bm25``; lower-cased word tokens).
+  Thakur et al. used Elasticsearch's BM25; scores differ slightly, the ranking idea is the same.
+- ``semantic-search``: the ``top_k`` nearest sentences by cosine of a Bi-Encoder's embeddings (the pipeline passes
+  a pretrained or a fine-tuned Bi-Encoder, option ``search_model``).
+- ``bm25+semantic-search``: the union of both.
+- ``kde``: Thakur et al.'s KDE sampling: candidates are random pairs; with Gaussian KDEs ``F_gold`` of the gold scores
+  and ``F_silver`` of all candidate teacher scores, a candidate with score s is kept with probability
+  Q(s) = 1 if F_gold(s) >= F_silver(s), else F_gold(s) / F_silver(s) (thesis eq. 2.9).
+- ``kde-iterative``: thesis Algorithm 1 (4.3.2): shuffle the candidates, start the silver set with the first two,
+  then pass over the remaining candidates and add one whenever the gold density at its score exceeds the silver
+  density, refitting the silver KDE after each addition; stop after a pass that adds nothing. Candidates come from
+  semantic search plus random pairs, as the thesis settled on in 6.2 ("otherwise there are not enough positive
+  candidates"); the pipeline option ``candidates`` changes that (e.g. ``candidates=random``, for figure 6.4).
+
+Deviations: the KDEs are 1-D Gaussian with Scott's bandwidth (what ``scipy.stats.gaussian_kde`` computes, which both
+public implementations use), implemented here so that a degenerate set (e.g. two equal scores) gets a small
+bandwidth floor instead of a singular-matrix error.
+"""
+from __future__ import annotations
+
+import math
+import re
+import zlib
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from harness import Component, hookimpl
+
+Pair = tuple[int, int]
+
+# Bandwidth floor for a KDE whose points all have the same score (scores live in [-1, 1]).
+MIN_BANDWIDTH = 1e-3
+
+
+@dataclass
+class SamplingInput:
+    """What a sampler sees: the target sentences and the gold pairs between them."""
+
+    sentences: list[str]  # distinct target sentences
+    gold_pairs: list[Pair]  # gold pairs as indices into ``sentences``, in the gold data's order
+    top_k: int = 3  # partners per sentence for neighbour / random sampling
+    seed: int = 42
+    # Embeds texts with the semantic-search Bi-Encoder; built lazily by the pipeline (only semantic search needs it).
+    embed: Callable[[Sequence[str]], np.ndarray] | None = None
+    # Looks up another sampler by name (selection samplers draw their candidates from proposal samplers).
+    sampler: Callable[[str], "PairSampler"] | None = None
+    # Names of the proposal samplers a selection sampler should draw candidates from; None: its own default.
+    candidates: tuple[str, ...] | None = None
+    _gold_keys: set[frozenset] = field(default_factory=set, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._gold_keys = {frozenset(pair) for pair in self.gold_pairs}
+
+    def is_gold(self, pair: Pair) -> bool:
+        return frozenset(pair) in self._gold_keys
+
+    def rng(self, salt: str) -> np.random.Generator:
+        """A generator per purpose, so one sampler's draws never shift another's (same seed, same pairs)."""
+        return np.random.default_rng([self.seed, zlib.crc32(salt.encode())])
+
+
+def distinct_new_pairs(pairs: Iterable[Pair], inputs: SamplingInput) -> list[Pair]:
+    """Pairs in their given order without self-pairs, gold pairs or repeats (in either order)."""
+    seen: set[frozenset] = set()
+    kept: list[Pair] = []
+    for first, second in pairs:
+        key = frozenset((first, second))
+        if first == second or key in seen or inputs.is_gold((first, second)):
+            continue
+        seen.add(key)
+        kept.append((int(first), int(second)))
+    return kept
+
+
+class PairSampler:
+    """Base class of samplers. Subclasses set ``name`` and implement ``propose``; selection samplers also override
+    ``select`` and set ``uses_gold_scores``."""
+
+    name = ""
+    uses_gold_scores = False  # select() compares against the gold score distribution
+    # propose() draws candidates from other (proposal) samplers, chosen by inputs.candidates or a default
+    selects_from_candidates = False
+    needs_embedder = False  # propose() calls inputs.embed
+
+    def propose(self, inputs: SamplingInput) -> list[Pair]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def select(self, candidate_scores: np.ndarray, gold_scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Indices of the candidates to keep (all of them unless a subclass filters)."""
+        return np.arange(len(candidate_scores))
+
+    def uses_embedder(self, inputs: SamplingInput) -> bool:
+        return self.needs_embedder
+
+
+class NoSampling(PairSampler):
+    """The gold pairs themselves, for the teacher to re-annotate (self-distillation / AugSBERT-None)."""
+
+    name = "none"
+
+    def propose(self, inputs: SamplingInput) -> list[Pair]:
+        return list(inputs.gold_pairs)
+
+
+class RandomSampling(PairSampler):
+    """``top_k`` random partners per sentence (Thakur et al. 2021, "random sampling")."""
+
+    name = "random"
+
+    def propose(self, inputs: SamplingInput) -> list[Pair]:
+        count = len(inputs.sentences)
+        if count < 2:
+            return []
+        rng = inputs.rng(self.name)
+        proposed: list[Pair] = []
+        for anchor in range(count):
+            # Draw a few more than needed: some draws hit the anchor itself, a gold pair or a repeat.
+            partners = rng.choice(count, size=min(count, 3 * inputs.top_k + 2), replace=False)
+            proposed.extend((anchor, int(partner)) for partner in partners)
+        return _first_k_per_anchor(distinct_new_pairs(proposed, inputs), inputs.top_k)
+
+
+def _first_k_per_anchor(pairs: list[Pair], k: int) -> list[Pair]:
+    taken: dict[int, int] = {}
+    kept = []
+    for pair in pairs:
+        if taken.get(pair[0], 0) < k:
+            taken[pair[0]] = taken.get(pair[0], 0) + 1
+            kept.append(pair)
+    return kept
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def bm25_tokens(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+class BM25Sampling(PairSampler):
+    """The ``top_k`` most similar other sentences of each sentence by Okapi BM25 (Thakur et al. 2021, "BM25")."""
+
+    name = "bm25"
+
+    def propose(self, inputs: SamplingInput) -> list[Pair]:
+        from rank_bm25 import BM25Okapi
+
+        tokenized = [bm25_tokens(text) or ["<empty>"] for text in inputs.sentences]
+        if len(tokenized) < 2:
+            return []
+        index = BM25Okapi(tokenized)
+        proposed: list[Pair] = []
+        for anchor, query in enumerate(tokenized):
+            scores = np.asarray(index.get_scores(query), dtype=np.float64)
+            scores[anchor] = -np.inf
+            proposed.extend((anchor, int(j)) for j in _top_indices(scores, inputs.top_k))
+        return distinct_new_pairs(proposed, inputs)
+
+
+def _top_indices(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k largest finite scores, best first (ties broken by index, for determinism)."""
+    k = min(k, int(np.isfinite(scores).sum()))
+    if k <= 0:
+        return np.zeros(0, dtype=int)
+    order = np.lexsort((np.arange(len(scores)), -scores))
+    return order[:k]
+
+
+class SemanticSearchSampling(PairSampler):
+    """The ``top_k`` nearest other sentences of each sentence by cosine of Bi-Encoder embeddings (Thakur et al.
+    2021, "semantic search sampling")."""
+
+    name = "semantic-search"
+    needs_embedder = True
+
+    def propose(self, inputs: SamplingInput) -> list[Pair]:
+        if inputs.embed is None:
+            raise ValueError("semantic-search sampling needs an embedder (inputs.embed)")
+        if len(inputs.sentences) < 2:
+            return []
+        embeddings = np.asarray(inputs.embed(inputs.sentences), dtype=np.float32)
+        embeddings /= np.maximum(np.linalg.norm(embeddings, axis=1, keepdims=True), 1e-12)
+        proposed: list[Pair] = []
+        block = 1024  # rows of the similarity matrix held at once
+        for start in range(0, len(embeddings), block):
+            similarities = embeddings[start : start + block] @ embeddings.T
+            for row, scores in enumerate(similarities.astype(np.float64)):
+                anchor = start + row
+                scores[anchor] = -np.inf
+                proposed.extend((anchor, int(j)) for j in _top_indices(scores, inputs.top_k))
+        return distinct_new_pairs(proposed, inputs)
+
+
+class UnionSampling(PairSampler):
+    """The union of other samplers' proposals, in order (e.g. ``bm25+semantic-search``)."""
+
+    def __init__(self, name: str, members: tuple[str, ...]):
+        self.name = name
+        self.members = members
+
+    def uses_embedder(self, inputs: SamplingInput) -> bool:
+        return any(_lookup(inputs, member).uses_embedder(inputs) for member in self.members)
+
+    def propose(self, inputs: SamplingInput) -> list[Pair]:
+        return distinct_new_pairs(
+            [pair for member in self.members for pair in _lookup(inputs, member).propose(inputs)], inputs
+        )
+
+
+def _lookup(inputs: SamplingInput, name: str) -> PairSampler:
+    if inputs.sampler is not None:
+        return inputs.sampler(name)
+    return BUILT_IN[name]
+
+
+class GaussianKde:
+    """1-D Gaussian kernel density estimate with Scott's bandwidth, as ``scipy.stats.gaussian_kde`` computes it
+    (bandwidth = sample std (ddof=1) * n ** (-1/5)), with a floor for degenerate samples."""
+
+    def __init__(self, points: Sequence[float]):
+        self.points = np.asarray(points, dtype=np.float64)
+        if self.points.size == 0:
+            raise ValueError("a KDE needs at least one point")
+        spread = float(self.points.std(ddof=1)) if self.points.size > 1 else 0.0
+        self.bandwidth = max(spread * self.points.size ** (-1.0 / 5.0), MIN_BANDWIDTH)
+
+    def __call__(self, values: Sequence[float] | float) -> np.ndarray:
+        values = np.atleast_1d(np.asarray(values, dtype=np.float64))
+        out = np.empty(values.shape, dtype=np.float64)
+        norm = self.points.size * self.bandwidth * math.sqrt(2.0 * math.pi)
+        block = max(1, 2_000_000 // self.points.size)
+        for start in range(0, values.size, block):
+            offsets = (values[start : start + block, None] - self.points[None, :]) / self.bandwidth
+            out[start : start + block] = np.exp(-0.5 * offsets**2).sum(axis=1) / norm
+        return out
+
+
+def kde_sampling_probabilities(candidate_scores: np.ndarray, gold_scores: np.ndarray) -> np.ndarray:
+    """Thakur et al.'s Q(s) (thesis eq. 2.9): 1 where F_gold(s) >= F_silver(s), else F_gold(s) / F_silver(s);
+    F_silver is the density of all candidate scores."""
+    candidate_scores = np.asarray(candidate_scores, dtype=np.float64)
+    gold_density = GaussianKde(gold_scores)(candidate_scores)
+    silver_density = GaussianKde(candidate_scores)(candidate_scores)
+    ratio = np.divide(gold_density, silver_density, out=np.ones_like(gold_density), where=silver_density > 0)
+    return np.minimum(1.0, ratio)
+
+
+def iterative_kde_selection(
+    candidate_scores: np.ndarray, gold_scores: np.ndarray, rng: np.random.Generator, initial: int = 2
+) -> list[int]:
+    """Thesis Algorithm 1: indices of the candidates kept, in the order they were added."""
+    candidate_scores = np.asarray(candidate_scores, dtype=np.float64)
+    if len(candidate_scores) <= initial:
+        return list(range(len(candidate_scores)))
+    gold_density = GaussianKde(gold_scores)(candidate_scores)  # the gold KDE never changes: evaluate once
+    order = rng.permutation(len(candidate_scores)).tolist()
+    selected = order[:initial]
+    remaining = order[initial:]
+    silver = list(candidate_scores[selected])
+    silver_kde = GaussianKde(silver)
+    added = True
+    while added and remaining:
+        added = False
+        still_remaining = []
+        for index in remaining:
+            if gold_density[index] > silver_kde(candidate_scores[index])[0]:
+                selected.append(index)
+                silver.append(candidate_scores[index])
+                silver_kde = GaussianKde(silver)
+                added = True
+            else:
+                still_remaining.append(index)
+        remaining = still_remaining
+    return selected
+
+
+class KdeSampling(PairSampler):
+    """Thakur et al. 2021 KDE sampling: random candidates kept with probability Q(s) (thesis eq. 2.9)."""
+
+    name = "kde"
+    uses_gold_scores = True
+    selects_from_candidates = True
+    default_candidates: tuple[str, ...] = ("random",)
+
+    def candidate_sources(self, inputs: SamplingInput) -> tuple[str, ...]:
+        return inputs.candidates or self.default_candidates
+
+    def uses_embedder(self, inputs: SamplingInput) -> bool:
+        return any(_lookup(inputs, name).uses_embedder(inputs) for name in self.candidate_sources(inputs))
+
+    def propose(self, inputs: SamplingInput) -> list[Pair]:
+        sources = self.candidate_sources(inputs)
+        return distinct_new_pairs(
+            [pair for name in sources for pair in _lookup(inputs, name).propose(inputs)], inputs
+        )
+
+    def select(self, candidate_scores: np.ndarray, gold_scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        if len(candidate_scores) == 0:
+            return np.zeros(0, dtype=int)
+        probabilities = kde_sampling_probabilities(candidate_scores, gold_scores)
+        return np.flatnonzero(rng.random(len(probabilities)) < probabilities)
+
+
+class IterativeKdeSampling(KdeSampling):
+    """Thesis Algorithm 1 (iterative KDE) over semantic-search + random candidates."""
+
+    name = "kde-iterative"
+    default_candidates = ("semantic-search", "random")
+
+    def select(self, candidate_scores: np.ndarray, gold_scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return np.asarray(iterative_kde_selection(candidate_scores, gold_scores, rng), dtype=int)
+
+
+BUILT_IN: dict[str, PairSampler] = {
+    sampler.name: sampler
+    for sampler in (
+        NoSampling(),
+        RandomSampling(),
+        BM25Sampling(),
+        SemanticSearchSampling(),
+        UnionSampling("bm25+semantic-search", ("bm25", "semantic-search")),
+        KdeSampling(),
+        IterativeKdeSampling(),
+    )
+}
+
+
+@hookimpl
+def register_components(register):
+    for name, sampler in BUILT_IN.items():
+        register(Component("sampler", name, sampler, (type(sampler).__doc__ or "").strip().splitlines()[0]))

@@ -1,0 +1,410 @@
+"""BWS Argument Similarity family: cross-topic and in-topic argument similarity, and a frozen-encoder topic probe.
+
+Thesis 3.5, 5.2.2, 5.5 and table 5.1 (METHODS.md "BWS Argument Similarity"); corpus of Thakur et al. 2021 (AugSBERT):
+3400 argument pairs, 8 topics of 425 pairs, a Best-Worst-Scaling similarity score in [0, 1].
+
+- ``bws-cross-topic``: topics T1-T5 train, T6 dev, T7-T8 test, with T1..T8 the topics in the corpus' (alphabetical)
+  order: Abortion, Cloning, Death penalty, Gun control, Marijuana legalization | Minimum wage | Nuclear energy, School
+  uniforms. The bundled data gives 2125 / 425 / 850 pairs, exactly the thesis' table 5.1.
+- ``bws-in-topic``: every topic's pairs are shuffled (seeded, option ``split_seed``, default 0) and cut into
+  train/dev/test with the same counts per topic. Table 5.1 reports 2471 / 478 / 451 pairs, totals that cannot be
+  split equally over 8 topics; we apply its ratios to each topic (round(425 * 2471/3400) = 309, round(425 *
+  478/3400) = 60, the remaining 56), i.e. 2472 / 480 / 448 pairs. Pairs are split, not sentences, so (as in the
+  thesis' random pair sampling) a sentence may occur in a train pair and in a test pair.
+- Both report Spearman x100 of the model's pair scores against the gold score (main score ``spearman``) plus Pearson,
+  and offer their train/dev splits as scored-pair training data. The BWS scores are already in [0, 1] and are used
+  unchanged.
+- ``bws-topic`` (thesis 5.2.2: "the encoder weights are frozen, and a classification head is added to the sentence
+  embedding ... trained on the topics ... for ten epochs with an increased learning rate of 1e-3, and the F1 macro score
+  is determined on the test split"): the 4290 distinct sentences, each labelled with its topic, are split per topic
+  (seeded, ``split_seed``) 80% / 10% / 10% into train / dev / test; the thesis does not state its sentence split and
+  its cross-topic test split holds only 2 topics, so a per-topic split is the only one that can test all 8. A single
+  ``Linear(d, 8)`` on the frozen, unnormalised embeddings is trained with cross-entropy by the shared loop (AdamW
+  lr 1e-3, weight decay 0.01, batch 16, 10 epochs, 10% warm-up then linear decay, seeded), the epoch with the best dev
+  macro-F1 is kept, and macro-F1 x100 on test (scikit-learn's ``f1_score(average="macro")``) is the main score
+  ``f1_macro``; accuracy is stored too. Its train/dev sentences are offered as labelled-sentence training data.
+
+Texts are stripped of surrounding white space (some sentences end in a space). The smoke profile's
+``max_eval_examples`` cuts every evaluated split (and the probe's train and dev splits) to a fixed seeded sample.
+Data: bundled under ``tasks/data/bws/`` with its SOURCE.md; ``--data-dir`` overrides.
+"""
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from sklearn.metrics import f1_score
+from torch import nn
+
+from harness import (
+    LABELED_SENTENCES,
+    SCORED_PAIRS,
+    EvalResult,
+    LabeledSentences,
+    Option,
+    ScoredPairs,
+    Task,
+    TaskMetadata,
+    TaskPlugin,
+    TrainingSplits,
+    as_embedder,
+    as_pair_scorer,
+    hookimpl,
+)
+from harness.data import files_checksum, resolve_dataset_dir
+from harness.device import seed_everything
+from harness.errors import MissingDataError, data_error
+from harness.metrics import pearson, spearman
+from harness.training import TrainConfig, fit
+
+DATA_ROOT = Path(__file__).resolve().parent / "data"
+FAMILY = "bws"
+DATASET = "bws"
+FILE_NAME = "BWS_corpus.csv"
+REQUIRED_COLUMNS = ("topic", "sentence_1", "sentence_2", "regression_label")
+
+# T1..T8 in the corpus' order (Thakur et al. 2021; thesis 3.5).
+TOPICS = (
+    "Abortion",
+    "Cloning",
+    "Death penalty",
+    "Gun control",
+    "Marijuana legalization",
+    "Minimum wage",
+    "Nuclear energy",
+    "School uniforms",
+)
+CROSS_TOPIC_SPLITS = {"train": TOPICS[:5], "dev": TOPICS[5:6], "test": TOPICS[6:]}
+# Thesis table 5.1 (in-topic): 2471 / 478 / 451 of 3400 pairs; applied to every topic.
+IN_TOPIC_FRACTIONS = {"train": 2471 / 3400, "dev": 478 / 3400}
+# Topic probe: sentences of every topic split 80 / 10 / 10.
+PROBE_FRACTIONS = {"train": 0.8, "dev": 0.1}
+PROBE_EPOCHS = 10
+PROBE_LEARNING_RATE = 1e-3
+PROBE_BATCH_SIZE = 16
+
+LICENSE = "no data license stated; original corpus distributed by TU Darmstadt (tudatalib 2496), see SOURCE.md"
+SOURCE = "BWS_corpus.csv from TamaraAtanasoska/AMRArgumentSimilarity (see tasks/data/bws/SOURCE.md)"
+REFERENCE = "Thakur et al. 2021 (Augmented SBERT), NAACL; thesis 3.5, table 5.1"
+
+
+@dataclass
+class ArgumentPairs:
+    topics: list[str]
+    first: list[str]
+    second: list[str]
+    gold: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.gold)
+
+    def subset(self, indices) -> "ArgumentPairs":
+        indices = list(indices)
+        return ArgumentPairs(
+            [self.topics[i] for i in indices],
+            [self.first[i] for i in indices],
+            [self.second[i] for i in indices],
+            self.gold[indices],
+        )
+
+    def scored_pairs(self) -> ScoredPairs:
+        return ScoredPairs(list(self.first), list(self.second), self.gold.copy())
+
+
+def read_bws(path: Path) -> ArgumentPairs:
+    """The corpus csv (header ``topic,sentence_1,sentence_2,...,regression_label``); malformed rows are a
+    DataFileError naming the file and line."""
+    if not path.is_file():
+        raise MissingDataError(f"{path}: data file not found.")
+    topics, first, second, gold = [], [], [], []
+    with open(path, encoding="utf-8", newline="") as handle:
+        reader = csv.reader(handle)
+        try:
+            header = next(reader)
+        except StopIteration:
+            raise data_error(path, 1, "the file is empty; expected a header row.") from None
+        except csv.Error as exc:
+            raise data_error(path, reader.line_num, f"not readable as CSV ({exc}).") from None
+        missing = [column for column in REQUIRED_COLUMNS if column not in header]
+        if missing:
+            raise data_error(
+                path, 1, f"header lacks column(s) {', '.join(missing)}; expected {', '.join(REQUIRED_COLUMNS)}."
+            )
+        column = {name: header.index(name) for name in REQUIRED_COLUMNS}
+        while True:
+            try:
+                fields = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                raise data_error(path, reader.line_num, f"not readable as CSV ({exc}).") from None
+            line = reader.line_num
+            if not fields:
+                continue
+            if len(fields) != len(header):
+                raise data_error(path, line, f"expected {len(header)} comma-separated fields, found {len(fields)}.")
+            topic = fields[column["topic"]].strip()
+            if topic not in TOPICS:
+                raise data_error(path, line, f"unknown topic {topic!r}; the BWS topics are: {', '.join(TOPICS)}.")
+            raw_score = fields[column["regression_label"]]
+            try:
+                score = float(raw_score)
+            except ValueError:
+                raise data_error(path, line, f"regression_label {raw_score!r} is not a number.") from None
+            if not 0.0 <= score <= 1.0:
+                raise data_error(path, line, f"regression_label {score} is outside [0, 1].")
+            sentence_a = fields[column["sentence_1"]].strip()
+            sentence_b = fields[column["sentence_2"]].strip()
+            if not sentence_a or not sentence_b:
+                raise data_error(path, line, "empty sentence_1 or sentence_2.")
+            topics.append(topic)
+            first.append(sentence_a)
+            second.append(sentence_b)
+            gold.append(score)
+    absent = [topic for topic in TOPICS if topic not in set(topics)]
+    if absent:
+        raise data_error(path, None, f"no pairs for topic(s) {', '.join(absent)}; the task needs all 8 topics.")
+    return ArgumentPairs(topics, first, second, np.array(gold, dtype=np.float64))
+
+
+def split_counts(total: int, fractions: dict[str, float]) -> dict[str, int]:
+    """Rounded train/dev counts; test gets the rest."""
+    train = int(round(total * fractions["train"]))
+    dev = int(round(total * fractions["dev"]))
+    return {"train": train, "dev": dev, "test": total - train - dev}
+
+
+def per_topic_split(labels: list[str], fractions: dict[str, float], seed: int) -> dict[str, list[int]]:
+    """Indices of train/dev/test: each topic's items shuffled (seeded) and cut with the same fractions."""
+    rng = np.random.default_rng(seed)
+    splits: dict[str, list[int]] = {"train": [], "dev": [], "test": []}
+    for topic in TOPICS:
+        members = [index for index, label in enumerate(labels) if label == topic]
+        members = [members[i] for i in rng.permutation(len(members))]
+        counts = split_counts(len(members), fractions)
+        splits["train"] += members[: counts["train"]]
+        splits["dev"] += members[counts["train"] : counts["train"] + counts["dev"]]
+        splits["test"] += members[counts["train"] + counts["dev"] :]
+    return {name: sorted(indices) for name, indices in splits.items()}
+
+
+def eval_sample(size: int, limit: int | None) -> list[int]:
+    """All indices, or the smoke profile's fixed sample (seed 0) so every model sees the same items."""
+    if limit is None or size <= limit:
+        return list(range(size))
+    return sorted(np.random.default_rng(0).choice(size, size=limit, replace=False).tolist())
+
+
+def macro_f1(predicted, gold) -> float:
+    """scikit-learn's macro-averaged F1 over the labels present in gold or predictions (0 for an undefined F1)."""
+    return float(f1_score(gold, predicted, average="macro", zero_division=0))
+
+
+class BWSTask(Task):
+    def folder(self) -> Path:
+        return resolve_dataset_dir(DATASET, DATA_ROOT / DATASET, data_dir=self.data_dir)
+
+    def path(self) -> Path:
+        return self.folder() / FILE_NAME
+
+    def load(self) -> ArgumentPairs:
+        return read_bws(self.path())
+
+    def check_data(self) -> str:
+        self.load()
+        return files_checksum([self.path()])
+
+
+class ArgumentSimilarityTask(BWSTask):
+    """Spearman of pair scores on the test split; train/dev offered as scored pairs."""
+
+    def splits(self, pairs: ArgumentPairs) -> dict[str, list[int]]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def split_pairs(self) -> dict[str, ArgumentPairs]:
+        pairs = self.load()
+        return {name: pairs.subset(indices) for name, indices in self.splits(pairs).items()}
+
+    def evaluate(self, model, ctx) -> EvalResult:
+        splits = self.split_pairs()
+        test = splits["test"]
+        test = test.subset(eval_sample(len(test), ctx.profile.max_eval_examples))
+        predicted = np.asarray(as_pair_scorer(model).score(test.first, test.second), dtype=np.float64)
+        return EvalResult(
+            scores={"spearman": 100 * spearman(predicted, test.gold), "pearson": 100 * pearson(predicted, test.gold)},
+            dataset_checksum=files_checksum([self.path()]),
+            details={
+                "pairs": {name: len(split) for name, split in splits.items()},
+                "evaluated_pairs": len(test),
+                "test_topics": sorted(set(test.topics)),
+                "options": self.options,
+            },
+        )
+
+    def training_data(self, kind, ctx=None):
+        if kind != SCORED_PAIRS:
+            return None
+        splits = self.split_pairs()
+        return TrainingSplits(
+            source=self.metadata.name,
+            train=splits["train"].scored_pairs(),
+            dev=splits["dev"].scored_pairs(),
+            checksum=files_checksum([self.path()]),
+        )
+
+
+class CrossTopicTask(ArgumentSimilarityTask):
+    def splits(self, pairs):
+        return {
+            name: [i for i, topic in enumerate(pairs.topics) if topic in topics]
+            for name, topics in CROSS_TOPIC_SPLITS.items()
+        }
+
+
+class InTopicTask(ArgumentSimilarityTask):
+    def splits(self, pairs):
+        return per_topic_split(pairs.topics, IN_TOPIC_FRACTIONS, int(self.options.get("split_seed", 0)))
+
+
+class TopicClassifier(nn.Module):
+    """A linear layer over frozen sentence embeddings, trained with cross-entropy."""
+
+    def __init__(self, dimension: int, classes: int):
+        super().__init__()
+        self.linear = nn.Linear(dimension, classes)
+
+    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return nn.functional.cross_entropy(self.linear(embeddings), labels)
+
+    @torch.inference_mode()
+    def predict(self, embeddings: torch.Tensor) -> np.ndarray:
+        return self.linear(embeddings).argmax(dim=-1).cpu().numpy()
+
+
+class TopicProbeTask(BWSTask):
+    """Frozen-encoder topic classification, macro-F1 on the test sentences."""
+
+    def labelled_sentences(self) -> tuple[list[str], list[str], int]:
+        """Distinct sentences with their topic; sentences found under two topics are left out (counted)."""
+        pairs = self.load()
+        topic_of: dict[str, str] = {}
+        conflicting: set[str] = set()
+        for topic, sentence_a, sentence_b in zip(pairs.topics, pairs.first, pairs.second):
+            for sentence in (sentence_a, sentence_b):
+                if topic_of.setdefault(sentence, topic) != topic:
+                    conflicting.add(sentence)
+        sentences = [sentence for sentence in topic_of if sentence not in conflicting]
+        return sentences, [topic_of[sentence] for sentence in sentences], len(conflicting)
+
+    def split_sentences(self) -> tuple[dict[str, LabeledSentences], int]:
+        sentences, labels, conflicting = self.labelled_sentences()
+        everything = LabeledSentences(sentences, labels)
+        indices = per_topic_split(labels, PROBE_FRACTIONS, int(self.options.get("split_seed", 0)))
+        return {name: everything.subset(split) for name, split in indices.items()}, conflicting
+
+    def training_data(self, kind, ctx=None):
+        if kind != LABELED_SENTENCES:
+            return None
+        splits, _ = self.split_sentences()
+        return TrainingSplits(self.metadata.name, splits["train"], splits["dev"], files_checksum([self.path()]))
+
+    def evaluate(self, model, ctx) -> EvalResult:
+        splits, conflicting = self.split_sentences()
+        splits = {
+            name: split.subset(eval_sample(len(split), ctx.profile.max_eval_examples)) for name, split in splits.items()
+        }
+        all_sentences = [sentence for split in splits.values() for sentence in split.sentences]
+        embeddings = np.asarray(as_embedder(model).encode(all_sentences), dtype=np.float32)
+        vectors, start = {}, 0
+        for name, split in splits.items():
+            vectors[name] = torch.from_numpy(embeddings[start : start + len(split)])
+            start += len(split)
+        label_ids = {name: torch.tensor([TOPICS.index(label) for label in split.labels]) for name, split in splits.items()}
+
+        seed_everything(ctx.seed)  # the classifier's initial weights depend on the seed only
+        classifier = TopicClassifier(embeddings.shape[1], len(TOPICS))
+        config = TrainConfig(
+            epochs=PROBE_EPOCHS, batch_size=PROBE_BATCH_SIZE, learning_rate=PROBE_LEARNING_RATE, seed=ctx.seed,
+            device=ctx.device, progress=ctx.progress, description="topic probe",
+        )
+
+        def collate(rows):
+            indices = torch.tensor(rows)
+            return {"embeddings": vectors["train"][indices], "labels": label_ids["train"][indices]}
+
+        def predict(name: str) -> np.ndarray:
+            return classifier.predict(vectors[name].to(next(classifier.parameters()).device))
+
+        report = fit(
+            classifier, list(range(len(splits["train"]))), collate, config,
+            dev_score=lambda: macro_f1(predict("dev"), label_ids["dev"].numpy()),
+        )
+        predicted = predict("test")
+        gold = label_ids["test"].numpy()
+        return EvalResult(
+            scores={"f1_macro": 100 * macro_f1(predicted, gold), "accuracy": 100 * float(np.mean(predicted == gold))},
+            dataset_checksum=files_checksum([self.path()]),
+            details={
+                "sentences": {name: len(split) for name, split in splits.items()},
+                "sentences_with_conflicting_topics": conflicting,
+                "probe": {"best_epoch": report.best_epoch, "dev_f1_macro_history": report.dev_history},
+                "options": self.options,
+            },
+        )
+
+
+SPLIT_SEED_OPTION = Option(0, "seed of the per-topic random split", type=int)
+
+
+def _factory(cls, metadata: TaskMetadata):
+    def build(options, data_dir):
+        task = cls(options, data_dir)
+        task.metadata = metadata
+        return task
+
+    return build
+
+
+def task_plugins() -> list[TaskPlugin]:
+    common = dict(
+        family=FAMILY, reference=REFERENCE, dataset=DATASET, dataset_source=SOURCE, license=LICENSE, version="1"
+    )
+    cross_topic = TaskMetadata(
+        name="bws-cross-topic",
+        description="BWS argument similarity, unseen topics: train T1-T5 (2125), dev T6 (425), test T7-T8 (850)",
+        main_score="spearman",
+        metric="Spearman x100 of pair scores vs the BWS score on the test topics",
+        training_kinds=(SCORED_PAIRS,),
+        **common,
+    )
+    in_topic = TaskMetadata(
+        name="bws-in-topic",
+        description="BWS argument similarity, every topic split 309/60/56 pairs (train 2472, dev 480, test 448)",
+        main_score="spearman",
+        metric="Spearman x100 of pair scores vs the BWS score on the in-topic test split",
+        training_kinds=(SCORED_PAIRS,),
+        **common,
+    )
+    topic_probe = TaskMetadata(
+        name="bws-topic",
+        description="frozen-encoder linear topic probe on BWS sentences (8 topics, per-topic 80/10/10 split)",
+        main_score="f1_macro",
+        metric="macro-F1 x100 of a linear classifier (10 epochs, lr 1e-3) on frozen embeddings, test sentences",
+        requires=("embedder",),
+        training_kinds=(LABELED_SENTENCES,),
+        **common,
+    )
+    return [
+        TaskPlugin(cross_topic, _factory(CrossTopicTask, cross_topic)),
+        TaskPlugin(in_topic, _factory(InTopicTask, in_topic), {"split_seed": SPLIT_SEED_OPTION}),
+        TaskPlugin(topic_probe, _factory(TopicProbeTask, topic_probe), {"split_seed": SPLIT_SEED_OPTION}),
+    ]
+
+
+@hookimpl
+def register_tasks(register):
+    for plugin in task_plugins():
+        register(plugin)

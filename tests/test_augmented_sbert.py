@@ -1,0 +1,258 @@
+"""Augmented SBERT (plugins/augmented_sbert.py, plugins/domain_mlm.py) end to end on a tiny random BERT."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from safetensors.torch import load_file
+
+from harness import Component, IncompatibleError, ModelPlugin, as_pair_scorer, hookimpl
+from harness.errors import HarnessError
+from harness.profiles import get_profile
+from harness.registry import build_registry
+from harness.runner import ModelEntry, RunConfig, Runner
+from harness.spec import resolve_model_spec
+from plugins.augmented_sbert import ARTIFACT, draw_silver_density, read_silver_artifacts
+from plugins.domain_mlm import freeze_embedding_layer, mask_tokens, maskable_positions, pairwise_features
+from plugins.samplers import PairSampler
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """Tiny models run fastest on one thread, and the CPU is shared with other test processes."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _matrix(tmp_path: Path, backbone: str, models: list, train_on: str, tasks: list[str]) -> Path:
+    path = tmp_path / "matrix.yaml"
+    path.write_text(yaml.safe_dump(
+        {"profile": "smoke", "seeds": [42], "backbone": backbone, "train_on": train_on, "tasks": tasks,
+         "models": models}
+    ))
+    return path
+
+
+def _ok_records(results: Path) -> dict[str, dict]:
+    records = [json.loads(p.read_text()) for p in results.glob("*/seed-*/*.json")]
+    return {r["model"]["label"]: r for r in records if r.get("status") == "ok"}
+
+
+def _artifact(results: Path, record: dict) -> dict:
+    return json.loads((results / "artifacts" / record["model_key"] / "seed-42" / ARTIFACT).read_text())
+
+
+def test_semi_supervised_and_self_distillation_share_one_teacher(run_cli, tiny_bert, tmp_path):
+    results = tmp_path / "results"
+    matrix = _matrix(tmp_path, tiny_bert, [
+        "be:teacher=cbe,sampler=bm25",
+        "be:teacher=cbe,sampler=kde-iterative",
+        "be:teacher=cbe,mode=self-distillation",
+    ], "stsb", ["stsb"])
+    code, out, err = run_cli("run", "--matrix", matrix, "--device", "cpu", "--results", results, "--no-progress")
+    assert code == 0, err
+    assert out.count("training cbe on stsb") == 1  # the teacher checkpoint is trained once and shared
+    records = _ok_records(results)
+    assert len(records) == 3
+
+    bm25 = records["be:sampler=bm25,teacher=cbe"]
+    details = bm25["training"]["augmented_sbert"]
+    assert details["teacher"] == "cbe" and details["teacher_train_on"] == "stsb"
+    assert details["student_examples"] == details["gold"] + details["silver"]  # gold + silver
+    assert 0 < details["silver"] <= 64  # capped at the smoke profile's training budget
+    artifact = _artifact(results, bm25)
+    rows = artifact["pairs"]
+    assert len(rows) == details["candidates"] and sum(row[3] for row in rows) == details["silver"]
+    assert all(i != j for i, j, _, _ in rows)
+    assert len({frozenset((i, j)) for i, j, _, _ in rows}) == len(rows)
+    assert all(-1.0001 <= score <= 1.0001 for _, _, score, _ in rows)  # a CBE teacher scores cosines
+    assert len(artifact["gold_scores"]) == details["gold"] == 64
+
+    self_distilled = records["be:mode=self-distillation,teacher=cbe"]
+    details = self_distilled["training"]["augmented_sbert"]
+    assert details["sampler"] == "none" and details["student_examples"] == details["silver"] == details["gold"]
+    artifact = _artifact(results, self_distilled)
+    sentences = artifact["sentences"]
+    gold_pairs = [(sentences[i], sentences[j]) for i, j, _, _ in artifact["pairs"]]
+    assert len(gold_pairs) == 64 and all(row[3] == 1 for row in artifact["pairs"])
+
+    kde = records["be:sampler=kde-iterative,teacher=cbe"]["training"]["augmented_sbert"]
+    assert 2 <= kde["silver"] <= kde["candidates"]
+
+    # Figure 6.4 from the store, through the CLI's generic plot command.
+    code, out, err = run_cli("plot", "silver-density", "--results", results, "--output", tmp_path / "plots")
+    assert code == 0, err
+    pngs = sorted((tmp_path / "plots").glob("*.png"))
+    assert len(pngs) == 2  # (stsb, cbe, semi-supervised) and (stsb, cbe, self-distillation)
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    assert len(read_silver_artifacts(results)) == 3
+
+
+def test_domain_transfer_with_mlm_adapted_teacher(run_cli, tiny_bert, tmp_path):
+    results = tmp_path / "results"
+    spec = ("be:teacher=ce,mode=domain-transfer,teacher_train_on=stsb,sampler=random,teacher_mlm=true,"
+            "student_from_mlm=true")
+    matrix = _matrix(tmp_path, tiny_bert, [spec], "bws-cross-topic", ["bws-cross-topic"])
+    code, out, err = run_cli("run", "--matrix", matrix, "--device", "cpu", "--results", results, "--no-progress")
+    assert code == 0, err
+    (record,) = _ok_records(results).values()
+    details = record["training"]["augmented_sbert"]
+    assert details["student_examples"] == details["silver"]  # the target's gold scores never train the student
+    assert details["teacher"] == "ce:freeze_embeddings=true" and details["teacher_train_on"] == "stsb"
+    mlm_dir = Path(details["domain_mlm_backbone"])
+    assert json.loads((mlm_dir / "domain_mlm.json").read_text())["pairs"] == details["candidates"]
+
+    (teacher_dir,) = (results / "checkpoints").glob("ce-*/seed-42")
+    teacher_record = json.loads((teacher_dir / "training.json").read_text())
+    assert teacher_record["spec"]["train_on"] == "stsb"
+    assert teacher_record["spec"]["backbone"] == str(mlm_dir)
+    assert teacher_record["spec"]["options"]["freeze_embeddings"] is True
+    # The teacher was fine-tuned from the MLM checkpoint with its embedding layer frozen.
+    teacher_weights = load_file(str(teacher_dir / "model.safetensors"))
+    mlm_weights = load_file(str(mlm_dir / "model.safetensors"))
+    word = "embeddings.word_embeddings.weight"
+    assert torch.equal(teacher_weights[f"transformer.{word}"], mlm_weights[word])
+    layer = "encoder.layer.0.attention.self.query.weight"
+    assert not torch.equal(teacher_weights[f"transformer.{layer}"], mlm_weights[layer])
+    original = load_file(str(Path(tiny_bert) / "model.safetensors"))
+    assert not torch.equal(original[word], mlm_weights[word])  # the MLM itself did train
+    assert _artifact(results, record)["teacher_train_on"] == "stsb"
+
+
+@pytest.mark.parametrize(
+    ("spec", "train_on", "expected"),
+    [
+        ("be:teacher=cbe,sampler=kde-iterativ", "stsb", "Did you mean: kde-iterative"),
+        ("be:teacher=cbe,sampler=kde-iterativ", "stsb", "Known samplers: bm25, bm25+semantic-search"),
+        ("be:teacher=cbe", None, "add --train-on TASK"),
+        ("be:teacher=cbe,mode=domain-transfer", "bws-cross-topic", "add teacher_train_on=TASK"),
+        ("be:teacher=cbe,mode=domain-transfer,teacher_train_on=bws-topic", "bws-cross-topic",
+         "offers no scored sentence pairs"),
+        ("be:teacher=cbe,teacher_train_on=stsb", "bws-cross-topic", "only applies to mode=domain-transfer"),
+        ("be:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb,sampler=kde", "bws-cross-topic",
+         "matches the target's gold score distribution"),
+        ("be:teacher=cbe,student_from_mlm=true", "stsb", "add teacher_mlm=true"),
+        ("be:sampler=bm25", "stsb", "only apply to distillation; add teacher=ce"),
+        ("be:teacher=cbe,sampler=bm25,candidates=random", "stsb", "only applies to samplers that select"),
+        ("be:teacher=cbe,sampler=kde,candidates=kde-iterative", "stsb", "candidates must be proposal samplers"),
+        ("be:teacher=nope", "stsb", "unknown model 'nope'"),
+        ("be:teacher=cbe", "bws-topic", "Training sources that would work"),
+    ],
+)
+def test_refused_before_training_with_a_message_that_helps(run_cli, tiny_bert, tmp_path, spec, train_on, expected):
+    argv = ["validate", "--models", spec, "--tasks", "stsb", "--profile", "smoke", "--backbone", tiny_bert]
+    if train_on:
+        argv += ["--train-on", train_on]
+    code, out, err = run_cli(*argv)
+    assert code == 2 and expected in err, err
+    assert not (tmp_path / "results").exists()
+
+
+class _ThirdParty:
+    """An in-process plugin: a model that cannot score pairs, and a sampler of its own."""
+
+    class EveryOtherGoldPair(PairSampler):
+        name = "every-other"
+
+        def propose(self, inputs):
+            return inputs.gold_pairs[::2]
+
+    @staticmethod
+    @hookimpl
+    def register_models(register):
+        register(ModelPlugin(name="classifier-only", description="trainable, but scores no pairs",
+                             factory=lambda ctx: None, capabilities=("trainable",), training_kinds=("scored_pairs",)))
+
+    @staticmethod
+    @hookimpl
+    def register_components(register):
+        register(Component("sampler", "every-other", _ThirdParty.EveryOtherGoldPair(), "every other gold pair"))
+
+
+def _runner(tiny_bert, tmp_path, spec: str) -> Runner:
+    registry = build_registry(extra_plugins=[_ThirdParty])
+    config = RunConfig(models=[ModelEntry(spec)], tasks=["stsb"], profile="smoke", backbone=tiny_bert,
+                       train_on="stsb", device="cpu", results_dir=tmp_path / "results", progress=False)
+    return Runner(registry, config, log=lambda message: None)
+
+
+def test_a_teacher_that_cannot_score_pairs_is_refused(tiny_bert, tmp_path):
+    with pytest.raises(IncompatibleError, match="cannot score sentence pairs.*use a pair scorer: .*cbe.*ce"):
+        _runner(tiny_bert, tmp_path, "be:teacher=classifier-only").plan()
+
+
+def test_third_party_sampler_and_be_as_a_stand_in_teacher(tiny_bert, tmp_path):
+    runner = _runner(tiny_bert, tmp_path, "be:teacher=be,sampler=every-other,mode=self-distillation")
+    (outcome,) = runner.run(runner.plan())
+    assert outcome.status == "ok"
+    record = json.loads(runner.store.record_path(outcome.spec.key, 42, "stsb").read_text())
+    details = record["training"]["augmented_sbert"]
+    assert details["candidates"] == details["silver"] == details["student_examples"] == 32
+    # A Bi-Encoder teacher's scores are its cosines: the artifact holds exactly the stand-in teacher's scores.
+    artifact = _artifact(tmp_path / "results", record)
+    profile = get_profile("smoke")
+    teacher = runner.trained_model(resolve_model_spec(runner.registry, "be", profile, tiny_bert, "stsb"), profile,
+                                   "cpu", 42)
+    sentences = artifact["sentences"]
+    first = [sentences[i] for i, _, _, _ in artifact["pairs"]]
+    second = [sentences[j] for _, j, _, _ in artifact["pairs"]]
+    np.testing.assert_allclose(as_pair_scorer(teacher).score(first, second), [row[2] for row in artifact["pairs"]],
+                               atol=1e-5)
+
+
+def test_silver_density_plot_without_artifacts_says_what_to_run(tmp_path):
+    with pytest.raises(HarnessError, match="no silver-pair artifacts.*harness run --models be:teacher=cbe"):
+        draw_silver_density(tmp_path, tmp_path / "plots")
+
+
+# -- domain-adaptive MLM pieces ---------------------------------------------------------------------------------------
+def test_pairwise_mlm_input_is_cls_s1_sep_cls_s2_sep(tiny_bert):
+    from harness.encoding import load_tokenizer, load_transformer
+
+    tokenizer = load_tokenizer(tiny_bert)
+    config = load_transformer(tiny_bert).config
+    builder, (row,) = pairwise_features(tokenizer, ["a man plays"], ["the cat sits"], tiny_bert, config,
+                                        get_profile("smoke").max_seq_length)
+    tokens = tokenizer.convert_ids_to_tokens(row["input_ids"])
+    assert tokens == ["[CLS]", "a", "man", "plays", "[SEP]", "[CLS]", "the", "cat", "sits", "[SEP]"]
+    batch = builder.collate([row])
+    assert batch["token_type_ids"].tolist() == [[0] * 5 + [1] * 5]
+    assert maskable_positions(batch["segments"]).tolist() == [[False, True, True, True, False] * 2]
+
+
+def test_mask_tokens_masks_only_content_and_at_least_one_per_pair():
+    input_ids = torch.arange(100, 140).reshape(4, 10)
+    maskable = torch.zeros(4, 10, dtype=torch.bool)
+    maskable[:, 1:4] = True
+    maskable[:, 6:9] = True
+    maskable[3] = False  # a row with nothing to mask
+    generator = torch.Generator().manual_seed(0)
+    masked, labels = mask_tokens(input_ids, maskable, mask_token_id=1, vocab_size=50, generator=generator)
+    predicted = labels != -100
+    assert not (predicted & ~maskable).any()
+    assert predicted[:3].any(dim=1).all() and not predicted[3].any()
+    assert torch.equal(labels[predicted], input_ids[predicted])
+    assert torch.equal(masked[~predicted], input_ids[~predicted])
+    big_ids = torch.arange(20000).reshape(100, 200) + 100
+    big_mask = torch.ones(100, 200, dtype=torch.bool)
+    masked, labels = mask_tokens(big_ids, big_mask, 1, 50, torch.Generator().manual_seed(1))
+    share = (labels != -100).float().mean().item()
+    assert 0.13 < share < 0.17
+    to_mask_token = (masked == 1) & (labels != -100)
+    assert 0.75 < to_mask_token.sum().item() / (labels != -100).sum().item() < 0.85
+
+
+def test_freeze_embedding_layer_freezes_only_embeddings(tiny_bert):
+    from harness.encoding import load_transformer
+
+    transformer = load_transformer(tiny_bert)
+    frozen = freeze_embedding_layer(transformer)
+    assert frozen == sum(p.numel() for p in transformer.embeddings.parameters())
+    assert all(not p.requires_grad for p in transformer.embeddings.parameters())
+    assert all(p.requires_grad for p in transformer.encoder.parameters())

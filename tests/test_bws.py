@@ -1,0 +1,212 @@
+"""BWS argument similarity tasks and the topic probe, on the bundled real corpus."""
+from __future__ import annotations
+
+import csv
+import hashlib
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+from harness import DataFileError, LABELED_SENTENCES, SCORED_PAIRS
+from harness.options import resolve_options
+from harness.plugin_api import EvalContext
+from harness.profiles import get_profile
+from tasks.bws import DATA_ROOT, TOPICS, macro_f1
+
+CORPUS = DATA_ROOT / "bws" / "BWS_corpus.csv"
+
+
+def _task(registry, name, data_dir=None, **options):
+    plugin = registry.task(name)
+    return plugin.factory(resolve_options(name, plugin.options, options), data_dir)
+
+
+def _ctx(profile="quick", seed=42):
+    return EvalContext(profile=get_profile(profile), device="cpu", seed=seed, batch_size=32, progress=False)
+
+
+def _rows() -> list[dict]:
+    with open(CORPUS, encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+class WordOverlapScorer:
+    """A deterministic pair scorer: Jaccard overlap of lower-cased words."""
+
+    def score(self, first, second):
+        def words(text):
+            return set(text.lower().split())
+
+        return np.array([len(words(a) & words(b)) / len(words(a) | words(b)) for a, b in zip(first, second)])
+
+
+class HashingEmbedder:
+    """Bag of hashed words (256 dims): carries topic words, so a linear probe can find the topic."""
+
+    def encode(self, texts):
+        vectors = np.zeros((len(texts), 256), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                vectors[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % 256] += 1.0
+        return vectors
+
+
+class ConstantEmbedder:
+    def encode(self, texts):
+        return np.ones((len(texts), 8), dtype=np.float32)
+
+
+def test_bundled_corpus_has_3400_pairs_in_8_topics():
+    rows = _rows()
+    assert len(rows) == 3400
+    assert Counter(row["topic"] for row in rows) == {topic: 425 for topic in TOPICS}
+    assert (DATA_ROOT / "bws" / "SOURCE.md").is_file()
+
+
+def test_cross_topic_split_matches_thesis_table_5_1(registry):
+    task = _task(registry, "bws-cross-topic")
+    splits = task.split_pairs()
+    assert {name: len(split) for name, split in splits.items()} == {"train": 2125, "dev": 425, "test": 850}
+    assert set(splits["train"].topics) == set(TOPICS[:5])
+    assert set(splits["dev"].topics) == {"Minimum wage"}
+    assert set(splits["test"].topics) == {"Nuclear energy", "School uniforms"}
+
+
+def test_in_topic_split_has_equal_shares_per_topic_and_is_seeded(registry):
+    task = _task(registry, "bws-in-topic")
+    splits = task.split_pairs()
+    assert {name: len(split) for name, split in splits.items()} == {"train": 2472, "dev": 480, "test": 448}
+    for name, per_topic in (("train", 309), ("dev", 60), ("test", 56)):
+        assert Counter(splits[name].topics) == {topic: per_topic for topic in TOPICS}
+    keys = {name: set(zip(split.first, split.second)) for name, split in splits.items()}
+    assert not (keys["train"] & keys["test"]) and not (keys["train"] & keys["dev"]) and not (keys["dev"] & keys["test"])
+    assert sum(len(k) for k in keys.values()) == 3400
+    again = _task(registry, "bws-in-topic").split_pairs()
+    assert again["test"].first == splits["test"].first
+    other = _task(registry, "bws-in-topic", split_seed=1).split_pairs()
+    assert other["test"].first != splits["test"].first
+
+
+def test_cross_topic_spearman_equals_scipy_on_the_test_topics(registry):
+    task = _task(registry, "bws-cross-topic")
+    result = task.evaluate(WordOverlapScorer(), _ctx())
+    test_rows = [row for row in _rows() if row["topic"] in ("Nuclear energy", "School uniforms")]
+    predicted = WordOverlapScorer().score(
+        [row["sentence_1"].strip() for row in test_rows], [row["sentence_2"].strip() for row in test_rows]
+    )
+    expected = 100 * spearmanr(predicted, [float(row["regression_label"]) for row in test_rows])[0]
+    assert result.scores["spearman"] == pytest.approx(expected, abs=1e-9)
+    assert result.details["evaluated_pairs"] == 850
+    assert len(result.dataset_checksum) == 64
+
+
+def test_smoke_profile_cuts_the_evaluation(registry):
+    result = _task(registry, "bws-in-topic").evaluate(WordOverlapScorer(), _ctx("smoke"))
+    assert result.details["evaluated_pairs"] == 200
+
+
+@pytest.mark.parametrize("name, sizes", [("bws-cross-topic", (2125, 425)), ("bws-in-topic", (2472, 480))])
+def test_pair_tasks_offer_scored_pairs(registry, name, sizes):
+    task = _task(registry, name)
+    assert task.training_data(LABELED_SENTENCES) is None
+    splits = task.training_data(SCORED_PAIRS)
+    assert (len(splits.train), len(splits.dev)) == sizes
+    assert splits.train.scores.min() >= 0 and splits.train.scores.max() <= 1
+    assert splits.source == name and splits.checksum
+
+
+def test_macro_f1_by_hand():
+    # class 0: P=1, R=1/2 -> 2/3; class 1: P=2/3, R=1 -> 4/5; class 2: 1.
+    assert macro_f1([0, 1, 1, 1, 2], [0, 0, 1, 1, 2]) == pytest.approx((2 / 3 + 4 / 5 + 1) / 3)
+
+
+def test_topic_probe_split_covers_every_distinct_sentence(registry):
+    task = _task(registry, "bws-topic")
+    splits, conflicting = task.split_sentences()
+    assert conflicting == 0
+    assert sum(len(split) for split in splits.values()) == 4290
+    assert not set(splits["train"].sentences) & set(splits["test"].sentences)
+    assert set(splits["test"].labels) == set(TOPICS)
+    assert 0.79 < len(splits["train"]) / 4290 < 0.81
+    offered = task.training_data(LABELED_SENTENCES)
+    assert offered.train.sentences == splits["train"].sentences and offered.dev.labels == splits["dev"].labels
+
+
+def test_topic_probe_separates_informative_from_constant_embeddings(registry):
+    task = _task(registry, "bws-topic")
+    informative = task.evaluate(HashingEmbedder(), _ctx())
+    assert informative.scores["f1_macro"] > 60
+    assert informative.details["sentences"]["test"] == len(task.split_sentences()[0]["test"]) == 427
+    assert len(informative.details["probe"]["dev_f1_macro_history"]) == 10  # 10 epochs, best one kept
+    constant = task.evaluate(ConstantEmbedder(), _ctx("smoke"))
+    assert constant.scores["f1_macro"] < 10  # one class predicted for all: F1 about 2/9 for 1 of 8 classes
+    assert constant.details["sentences"] == {"train": 200, "dev": 200, "test": 200}
+
+
+def test_topic_probe_is_seeded(registry):
+    task = _task(registry, "bws-topic")
+    first = task.evaluate(HashingEmbedder(), _ctx("smoke", seed=1))
+    assert task.evaluate(HashingEmbedder(), _ctx("smoke", seed=1)).scores == first.scores
+
+
+def _write_corpus(folder: Path, rows: list[list[str]]) -> Path:
+    (folder / "bws").mkdir(parents=True, exist_ok=True)
+    path = folder / "bws" / "BWS_corpus.csv"
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["topic", "sentence_1", "sentence_2", "regression_label_binary", "regression_label"])
+        writer.writerows(rows)
+    return path
+
+
+def _valid_rows() -> list[list[str]]:
+    return [[topic, f"{topic} is good", f"{topic} is bad", "0", "0.25"] for topic in TOPICS]
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda rows: rows[2].__setitem__(4, "high"), r"BWS_corpus.csv:4: regression_label 'high' is not a number"),
+        (lambda rows: rows[0].__setitem__(4, "1.5"), r"BWS_corpus.csv:2: regression_label 1.5 is outside"),
+        (lambda rows: rows[1].__setitem__(0, "Cloningg"), r"BWS_corpus.csv:3: unknown topic 'Cloningg'"),
+        (lambda rows: rows[3].pop(), r"BWS_corpus.csv:5: expected 5 comma-separated fields, found 4"),
+        (lambda rows: rows.pop(), r"no pairs for topic\(s\) School uniforms"),
+    ],
+)
+def test_malformed_corpus_names_file_and_line(registry, tmp_path, edit, message):
+    rows = _valid_rows()
+    edit(rows)
+    _write_corpus(tmp_path, rows)
+    with pytest.raises(DataFileError, match=message):
+        _task(registry, "bws-cross-topic", data_dir=tmp_path).check_data()
+
+
+def test_missing_column_is_reported(registry, tmp_path):
+    (tmp_path / "bws").mkdir()
+    (tmp_path / "bws" / "BWS_corpus.csv").write_text("topic,sentence_1,sentence_2\nAbortion,a,b\n")
+    with pytest.raises(DataFileError, match=r"BWS_corpus.csv:1: header lacks column\(s\) regression_label"):
+        _task(registry, "bws-in-topic", data_dir=tmp_path).check_data()
+
+
+def test_valid_override_corpus_is_used(registry, tmp_path):
+    _write_corpus(tmp_path, _valid_rows())
+    splits = _task(registry, "bws-cross-topic", data_dir=tmp_path).split_pairs()
+    assert len(splits["train"]) == 5 and splits["test"].first == ["Nuclear energy is good", "School uniforms is good"]
+
+
+def test_topic_probe_needs_an_embedder(run_cli):
+    code, _, err = run_cli("validate", "--models", "ce", "--tasks", "bws-topic")
+    assert code != 0 and "bws-topic" in err and "embedder" in err
+
+
+def test_be_runs_the_bws_family_through_the_cli(run_cli, tiny_bert, tmp_path):
+    code, out, err = run_cli(
+        "run", "--models", "be", "--tasks", "bws", "--profile", "smoke", "--backbone", tiny_bert, "--device", "cpu",
+        "--results", tmp_path, "--no-progress",
+    )
+    assert code == 0, err
+    for name in ("bws-cross-topic", "bws-in-topic", "bws-topic"):
+        assert name in out
