@@ -24,7 +24,9 @@ def _split(text: str | None) -> list[str]:
         piece = piece.strip()
         if not piece:
             continue
-        if items and "=" in piece and ":" in items[-1]:
+        # "key=value" continues the previous spec's options; "name" or "name:key=value" starts a new spec.
+        continues = "=" in piece and ":" not in piece.split("=", 1)[0]
+        if items and continues and ":" in items[-1]:
             items[-1] += "," + piece
         else:
             items.append(piece)

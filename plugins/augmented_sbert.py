@@ -8,7 +8,9 @@ delegates its ``fit`` here when ``teacher`` is set), with the run's ``--train-on
     harness run --models be:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb --train-on bws-cross-topic ...
 
 Pipeline (``distill``):
-1. Target sentences: the distinct sentences of the gold source's train pairs; the gold pairs between them.
+1. Target sentences: the distinct sentences of the gold source's train pairs and the gold pairs between them; or,
+   in domain transfer, the sentences of a source that offers only unlabeled sentences (e.g. a USEB domain, for the
+   DomainSBERT / FullDomainSBERT rows of table 6.10, with ``sampler=semantic-search+random`` as in thesis 5.4.3).
 2. A sampler (``plugins/samplers.py``, option ``sampler``) proposes candidate pairs (``top_k`` per sentence).
 3. Optional domain adaptation (``teacher_mlm=true``, thesis 4.3.1, plugins/domain_mlm.py): MLM on the candidate
    pairs in the pairwise format, then the teacher is fine-tuned from that checkpoint with its embedding layer frozen
@@ -45,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from harness import SCORED_PAIRS, Component, ScoredPairs, as_pair_scorer, hookimpl
+from harness import SCORED_PAIRS, UNLABELED_SENTENCES, Component, ScoredPairs, as_pair_scorer, hookimpl
 from harness.capabilities import PAIR_SCORER, TRAINABLE, reachable_capabilities
 from harness.errors import IncompatibleError, InvalidOptionError, close_matches_hint
 from harness.options import Option
@@ -97,12 +99,19 @@ def validate(spec, registry) -> None:
 
     options = spec.options
     owner = f"model {spec.name!r}"
+    target_has_gold = spec.train_on is None or SCORED_PAIRS in _offered_kinds(registry, spec.train_on)
     if not options["teacher"]:
         changed = [key for key in DISTILLATION_ONLY if options[key] != OPTIONS[key].default]
         if changed:
             raise InvalidOptionError(
                 f"{owner}: option(s) {', '.join(changed)} only apply to distillation; add teacher=ce or teacher=cbe "
                 f"(any pair-scoring model), e.g. {spec.name}:teacher=cbe,{changed[0]}={options[changed[0]]}."
+            )
+        if not target_has_gold:
+            raise IncompatibleError(
+                f"{spec.label} trains on scored pairs, and {spec.train_on!r} offers only unlabeled sentences; to "
+                f"distil into those sentences use {spec.name}:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb,"
+                "sampler=semantic-search+random (thesis 5.4.3), or train on a task with scored pairs, e.g. stsb."
             )
         return
     if spec.train_on is None:
@@ -155,6 +164,16 @@ def validate(spec, registry) -> None:
                 f"{spec.label}: candidates must be proposal samplers; {name!r} selects among candidates itself. "
                 f"Use some of: {', '.join(proposal_samplers)}."
             )
+    if not target_has_gold and mode != DOMAIN_TRANSFER:
+        raise IncompatibleError(
+            f"{spec.label}: {spec.train_on!r} offers unlabeled sentences only, so mode={mode} has no gold pairs to "
+            "train the teacher on; use mode=domain-transfer,teacher_train_on=stsb (or another scored-pair source)."
+        )
+    if not target_has_gold and options["sampler"] == "none":
+        raise IncompatibleError(
+            f"{spec.label}: sampler none re-annotates gold pairs, and {spec.train_on!r} has none; pair its sentences "
+            "with sampler=semantic-search+random (thesis 5.4.3), semantic-search, bm25 or random."
+        )
     if getattr(sampler, "uses_gold_scores", False) and mode == DOMAIN_TRANSFER:
         raise IncompatibleError(
             f"{spec.label}: sampler {options['sampler']!r} matches the target's gold score distribution, which "
@@ -202,6 +221,13 @@ def _selection_samplers(registry) -> list[str]:
     return [name for name in names if _selects_from_candidates(registry.component("sampler", name))]
 
 
+def _offered_kinds(registry, source: str) -> tuple[str, ...]:
+    from harness.spec import resolve_task_specs
+
+    specs = resolve_task_specs(registry, source)
+    return registry.task(specs[0].name).metadata.training_kinds if len(specs) == 1 else ()
+
+
 def _check_scored_pair_source(registry, source: str, option: str) -> None:
     from harness.spec import resolve_task_specs
 
@@ -240,12 +266,17 @@ def distill(student, splits, ctx) -> DistillationReport:
 
     options = ctx.options
     mode = options["mode"]
-    gold: ScoredPairs = splits.train
     gold_source = ctx.train_on or splits.source
     teacher_source = options["teacher_train_on"] or gold_source
     started = time.perf_counter()
 
-    sentences = gold.sentences()
+    if splits.kind == UNLABELED_SENTENCES:
+        # Domain transfer into unlabeled target sentences (validate allows nothing else): no gold pairs or scores.
+        gold = ScoredPairs([], [], np.zeros(0, dtype=np.float32))
+        sentences = list(dict.fromkeys(splits.train.sentences))
+    else:
+        gold = splits.train
+        sentences = gold.sentences()
     row_of = {text: row for row, text in enumerate(sentences)}
     gold_pairs = [(row_of[a], row_of[b]) for a, b in zip(gold.first, gold.second)]
     sampler = ctx.component("sampler", options["sampler"])
@@ -300,7 +331,7 @@ def distill(student, splits, ctx) -> DistillationReport:
     if options["student_from_mlm"]:
         from harness.encoding import load_transformer
 
-        # FullDomainSBERT: the student's transformer takes the MLM checkpoint's weights (its MLM head is dropped).
+        # FullDomainSBERT: the student starts from the MLM-adapted encoder (saved without its MLM head).
         adapted = load_transformer(str(mlm_dir))
         student.encoder.transformer.load_state_dict(adapted.state_dict())
     train = _concat(gold, silver) if mode == SEMI_SUPERVISED else silver
@@ -440,9 +471,12 @@ def draw_silver_density(results_dir: Path, output_dir: Path) -> list[Path]:
             gold_scores.setdefault(artifact["seed"], artifact["gold_scores"])
         gold = [s for scores in gold_scores.values() for s in scores]
         everything = gold + [s for scores in series.values() for s in scores]
+        if len(everything) < 2:
+            continue
         grid = np.linspace(min(everything) - 0.1, max(everything) + 0.1, 400)
         figure, axes = plt.subplots(figsize=(7, 4.5))
-        axes.plot(grid, GaussianKde(gold)(grid), color="black", linewidth=2.5, label=f"gold ({len(gold)} pairs)")
+        if len(gold) >= 2:  # unlabeled targets (domain transfer into plain sentences) have no gold scores
+            axes.plot(grid, GaussianKde(gold)(grid), color="black", linewidth=2.5, label=f"gold ({len(gold)} pairs)")
         for label, scores in sorted(series.items()):
             if len(scores) >= 2:
                 axes.plot(grid, GaussianKde(scores)(grid), linewidth=1.5, label=f"{label} ({len(scores)} pairs)")

@@ -20,7 +20,7 @@ import torch
 from safetensors.torch import load_model, save_model
 from torch import nn
 
-from harness import SCORED_PAIRS, ModelPlugin, Option, hookimpl
+from harness import SCORED_PAIRS, UNLABELED_SENTENCES, ModelPlugin, Option, hookimpl
 from harness.encoding import POOLING_CHOICES, SentenceEncoder
 from harness.metrics import scored_pairs_dev_score
 from harness.training import config_from_profile, fit
@@ -104,7 +104,8 @@ def register_models(register):
                 **augmented_sbert.OPTIONS,  # distillation from a teacher (plugins/augmented_sbert.py)
             },
             validate=augmented_sbert.validate,
-            training_kinds=(SCORED_PAIRS,),
+            # Unlabeled sentences only as the target of Augmented SBERT domain transfer (validate refuses the rest).
+            training_kinds=(SCORED_PAIRS, UNLABELED_SENTENCES),
             reference="Reimers & Gurevych 2019 (SBERT); thesis 4.1.2",
         )
     )

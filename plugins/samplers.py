@@ -19,6 +19,8 @@ Samplers:
 - ``semantic-search``: the ``top_k`` nearest sentences by cosine of a Bi-Encoder's embeddings (the pipeline passes
   a pretrained or a fine-tuned Bi-Encoder, option ``search_model``).
 - ``bm25+semantic-search``: the union of both.
+- ``semantic-search+random``: the union of both: similar and dissimilar pairs, the pairs thesis 5.4.3 pre-trains
+  (MLM) on and annotates for unsupervised domain adaptation, and the candidate set of ``kde-iterative``.
 - ``kde``: Thakur et al.'s KDE sampling: candidates are random pairs; with Gaussian KDEs ``F_gold`` of the gold scores
   and ``F_silver`` of all candidate teacher scores, a candidate with score s is kept with probability
   Q(s) = 1 if F_gold(s) >= F_silver(s), else F_gold(s) / F_silver(s) (thesis eq. 2.9).
@@ -337,6 +339,7 @@ BUILT_IN: dict[str, PairSampler] = {
         BM25Sampling(),
         SemanticSearchSampling(),
         UnionSampling("bm25+semantic-search", ("bm25", "semantic-search")),
+        UnionSampling("semantic-search+random", ("semantic-search", "random")),
         KdeSampling(),
         IterativeKdeSampling(),
     )

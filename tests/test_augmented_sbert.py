@@ -10,7 +10,19 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
-from harness import Component, IncompatibleError, ModelPlugin, as_pair_scorer, hookimpl
+from harness import (
+    UNLABELED_SENTENCES,
+    Component,
+    IncompatibleError,
+    ModelPlugin,
+    Task,
+    TaskMetadata,
+    TaskPlugin,
+    TrainingSplits,
+    UnlabeledSentences,
+    as_pair_scorer,
+    hookimpl,
+)
 from harness.errors import HarnessError
 from harness.profiles import get_profile
 from harness.registry import build_registry
@@ -154,8 +166,27 @@ def test_refused_before_training_with_a_message_that_helps(run_cli, tiny_bert, t
     assert not (tmp_path / "results").exists()
 
 
+class _UnlabeledTask(Task):
+    """A domain that offers only unlabeled sentences (like a USEB domain); it is never evaluated here."""
+
+    metadata = TaskMetadata(
+        name="toy-unlabeled", family="toy", description="unlabeled sentences only", main_score="spearman",
+        metric="none", reference="test", dataset="toy", dataset_source="in code", license="CC0",
+        training_kinds=(UNLABELED_SENTENCES,),
+    )
+
+    def training_data(self, kind, ctx=None):
+        words = "argument nuclear energy school uniform wage cloning abortion gun death penalty law".split()
+        rng = np.random.default_rng(0)
+        sentences = [" ".join(rng.choice(words, 6)) for _ in range(40)]
+        return TrainingSplits("toy-unlabeled", UnlabeledSentences(sentences)) if kind == UNLABELED_SENTENCES else None
+
+    def check_data(self) -> str:
+        return "toy"
+
+
 class _ThirdParty:
-    """An in-process plugin: a model that cannot score pairs, and a sampler of its own."""
+    """An in-process plugin: a model that cannot score pairs, a sampler of its own, an unlabeled-only domain."""
 
     class EveryOtherGoldPair(PairSampler):
         name = "every-other"
@@ -171,14 +202,19 @@ class _ThirdParty:
 
     @staticmethod
     @hookimpl
+    def register_tasks(register):
+        register(TaskPlugin(_UnlabeledTask.metadata, lambda options, data_dir: _UnlabeledTask(options, data_dir)))
+
+    @staticmethod
+    @hookimpl
     def register_components(register):
         register(Component("sampler", "every-other", _ThirdParty.EveryOtherGoldPair(), "every other gold pair"))
 
 
-def _runner(tiny_bert, tmp_path, spec: str) -> Runner:
+def _runner(tiny_bert, tmp_path, spec: str, train_on: str = "stsb") -> Runner:
     registry = build_registry(extra_plugins=[_ThirdParty])
     config = RunConfig(models=[ModelEntry(spec)], tasks=["stsb"], profile="smoke", backbone=tiny_bert,
-                       train_on="stsb", device="cpu", results_dir=tmp_path / "results", progress=False)
+                       train_on=train_on, device="cpu", results_dir=tmp_path / "results", progress=False)
     return Runner(registry, config, log=lambda message: None)
 
 
@@ -204,6 +240,34 @@ def test_third_party_sampler_and_be_as_a_stand_in_teacher(tiny_bert, tmp_path):
     second = [sentences[j] for _, j, _, _ in artifact["pairs"]]
     np.testing.assert_allclose(as_pair_scorer(teacher).score(first, second), [row[2] for row in artifact["pairs"]],
                                atol=1e-5)
+
+
+def test_domain_transfer_into_unlabeled_sentences(tiny_bert, tmp_path):
+    """Thesis 5.4.3 / table 6.10 (AugSBERT on a USEB domain): semantic-search + random pairs of plain sentences."""
+    spec = "be:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb,sampler=semantic-search+random"
+    runner = _runner(tiny_bert, tmp_path, spec, train_on="toy-unlabeled")
+    (outcome,) = runner.run(runner.plan())
+    assert outcome.status == "ok"
+    record = json.loads(runner.store.record_path(outcome.spec.key, 42, "stsb").read_text())
+    details = record["training"]["augmented_sbert"]
+    assert details["candidates"] > 64  # ~3 neighbours + ~3 random partners per sentence, minus repeats
+    assert details["gold"] == 0 and details["student_examples"] == details["silver"] == 64  # smoke budget
+    artifact = _artifact(tmp_path / "results", record)
+    assert artifact["gold_scores"] == [] and len(artifact["sentences"]) == 40
+    assert draw_silver_density(tmp_path / "results", tmp_path / "plots")  # drawn without a gold curve
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("be", "offers only unlabeled sentences; to distil into those sentences use be:teacher=cbe"),
+        ("be:teacher=cbe", "has no gold pairs to train the teacher on"),
+        ("be:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb", "sampler none re-annotates gold pairs"),
+    ],
+)
+def test_unlabeled_targets_need_domain_transfer(tiny_bert, tmp_path, spec, expected):
+    with pytest.raises(HarnessError, match=expected):
+        _runner(tiny_bert, tmp_path, spec, train_on="toy-unlabeled").plan()
 
 
 def test_silver_density_plot_without_artifacts_says_what_to_run(tmp_path):

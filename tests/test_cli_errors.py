@@ -79,3 +79,13 @@ def test_validate_accepts_a_good_matrix(run_cli, tmp_path):
     code, out, err = run_cli("validate", "--matrix", matrix)
     assert code == 0, err
     assert "ok: 28 cells" in out
+
+
+def test_model_list_splitting_keeps_options_with_their_spec():
+    from harness.cli import _split
+
+    assert _split("be:teacher=ce,be:teacher=cbe") == ["be:teacher=ce", "be:teacher=cbe"]
+    assert _split("be:teacher=cbe,sampler=kde-iterative,ce") == ["be:teacher=cbe,sampler=kde-iterative", "ce"]
+    assert _split("be:teacher=ce:activation=tanh,mode=self-distillation") == [
+        "be:teacher=ce:activation=tanh,mode=self-distillation"
+    ]
