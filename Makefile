@@ -15,8 +15,10 @@ $(VENV)/.installed: pyproject.toml scripts/install-torch.sh
 	$(BIN)/python -m pip install --quiet --no-deps useb==0.0.1
 	touch $@
 
+# The main job: the pretrained Bi-Encoder, and Cross-Encoder / Cross-Bi-Encoder trained on STS-B (their default
+# source), on SentEval STS and every available USEB member (quick profile).
 run: install
-	$(BIN)/harness run --models be --tasks senteval
+	$(BIN)/harness run --models be,ce,cbe --tasks senteval,useb
 
 test: install
 	$(BIN)/python -m pytest -q
