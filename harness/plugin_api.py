@@ -145,6 +145,17 @@ class TaskPlugin:
         return self.metadata.name
 
 
+def task_factory(cls: type[Task], metadata: TaskMetadata) -> Callable[..., Task]:
+    """A TaskPlugin factory for a Task subclass shared by several tasks that differ only in their metadata."""
+
+    def build(options: Mapping[str, Any], data_dir: Path | None) -> Task:
+        task = cls(options, data_dir)
+        task.metadata = metadata
+        return task
+
+    return build
+
+
 @dataclass
 class Component:
     """A named piece other plugins look up by kind (e.g. kind="sampler")."""

@@ -54,6 +54,7 @@ from harness import (
     as_pair_scorer,
     hookimpl,
 )
+from harness.plugin_api import task_factory
 from harness.data import files_checksum, resolve_dataset_dir
 from harness.device import seed_everything
 from harness.errors import MissingDataError, data_error
@@ -359,14 +360,6 @@ class TopicProbeTask(BWSTask):
 SPLIT_SEED_OPTION = Option(0, "seed of the per-topic random split", type=int)
 
 
-def _factory(cls, metadata: TaskMetadata):
-    def build(options, data_dir):
-        task = cls(options, data_dir)
-        task.metadata = metadata
-        return task
-
-    return build
-
 
 def task_plugins() -> list[TaskPlugin]:
     common = dict(
@@ -398,9 +391,9 @@ def task_plugins() -> list[TaskPlugin]:
         **common,
     )
     return [
-        TaskPlugin(cross_topic, _factory(CrossTopicTask, cross_topic)),
-        TaskPlugin(in_topic, _factory(InTopicTask, in_topic), {"split_seed": SPLIT_SEED_OPTION}),
-        TaskPlugin(topic_probe, _factory(TopicProbeTask, topic_probe), {"split_seed": SPLIT_SEED_OPTION}),
+        TaskPlugin(cross_topic, task_factory(CrossTopicTask, cross_topic)),
+        TaskPlugin(in_topic, task_factory(InTopicTask, in_topic), {"split_seed": SPLIT_SEED_OPTION}),
+        TaskPlugin(topic_probe, task_factory(TopicProbeTask, topic_probe), {"split_seed": SPLIT_SEED_OPTION}),
     ]
 
 

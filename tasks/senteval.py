@@ -35,6 +35,7 @@ from harness import (
     as_pair_scorer,
     hookimpl,
 )
+from harness.plugin_api import task_factory
 from harness.data import files_checksum, read_text_lines, resolve_dataset_dir
 from harness.errors import data_error
 from harness.metrics import pearson, spearman
@@ -287,14 +288,6 @@ def _year_factory(subsets: tuple[str, ...], prefix: str, metadata: TaskMetadata)
     return build
 
 
-def _simple_factory(cls, metadata: TaskMetadata):
-    def build(options, data_dir):
-        task = cls(options, data_dir)
-        task.metadata = metadata
-        return task
-
-    return build
-
 
 def task_plugins() -> list[TaskPlugin]:
     plugins = []
@@ -325,7 +318,7 @@ def task_plugins() -> list[TaskPlugin]:
         license="scores CC BY-SA 4.0; sentences under their sources' licenses (LICENSE.txt)",
         training_kinds=(SCORED_PAIRS,),
     )
-    plugins.append(TaskPlugin(stsb, _simple_factory(STSBenchmark, stsb), {"text": TEXT_OPTION}, aliases=("sts-b",)))
+    plugins.append(TaskPlugin(stsb, task_factory(STSBenchmark, stsb), {"text": TEXT_OPTION}, aliases=("sts-b",)))
     sick = TaskMetadata(
         name="sickr",
         family=FAMILY,
@@ -341,7 +334,7 @@ def task_plugins() -> list[TaskPlugin]:
     plugins.append(
         TaskPlugin(
             sick,
-            _simple_factory(SICKRelatedness, sick),
+            task_factory(SICKRelatedness, sick),
             {"split": Option("test", "test (SentEval, 4927) or all (mteb, 9927)", choices=("test", "all"))},
             aliases=("sick-r",),
         )

@@ -74,6 +74,7 @@ from harness import (
     hookimpl,
 )
 from harness.capabilities import Embedder, PairScorer, SpanEncoder
+from harness.plugin_api import task_factory
 from harness.data import data_dir_override, default_download_dir, files_checksum
 from harness.download import Archive, ArchiveDataset
 from harness.errors import data_error
@@ -738,14 +739,6 @@ FIRST_STAGE_OPTION = Option(
 )
 
 
-def _factory(cls: type[UsebTask], metadata: TaskMetadata) -> Callable[..., Task]:
-    def build(options, data_dir):
-        task = cls(options, data_dir)
-        task.metadata = metadata
-        return task
-
-    return build
-
 
 def task_plugins() -> list[TaskPlugin]:
     specs = [
@@ -790,7 +783,7 @@ def task_plugins() -> list[TaskPlugin]:
             version="1",
             training_kinds=(UNLABELED_SENTENCES,),
         )
-        plugins.append(TaskPlugin(metadata, _factory(cls, metadata), options))
+        plugins.append(TaskPlugin(metadata, task_factory(cls, metadata), options))
     return plugins
 
 
