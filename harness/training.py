@@ -202,6 +202,28 @@ def config_from_profile(profile, seed: int, device: str, progress: bool = True, 
     return TrainConfig(**values)
 
 
+def fit_scored_pairs(
+    model: Any,
+    loss_module: nn.Module,
+    collate: Callable[[list[tuple[str, str, float]]], dict],
+    train: Any,
+    dev: Any,
+    ctx: Any,
+    learning_rate: float,
+    description: str,
+) -> TrainReport:
+    """Regression on ScoredPairs ``train`` (rows are (first, second, score) tuples for ``collate``) with the
+    profile's budgets; after each epoch the Spearman of ``model``'s pair scores on ``dev`` (if any) picks the best."""
+    from .metrics import scored_pairs_dev_score
+
+    examples = list(zip(train.first, train.second, train.scores.tolist()))
+    config = config_from_profile(
+        ctx.profile, ctx.seed, ctx.device, ctx.progress, learning_rate=learning_rate, description=description
+    )
+    dev_score = (lambda: scored_pairs_dev_score(model, dev)) if dev is not None else None
+    return fit(loss_module, examples, collate, config, dev_score)
+
+
 class _null:
     def __enter__(self):
         return self

@@ -22,8 +22,7 @@ from torch import nn
 
 from harness import SCORED_PAIRS, UNLABELED_SENTENCES, ModelPlugin, Option, hookimpl
 from harness.encoding import POOLING_CHOICES, SentenceEncoder
-from harness.metrics import scored_pairs_dev_score
-from harness.training import config_from_profile, fit
+from harness.training import fit_scored_pairs
 from plugins import augmented_sbert
 
 
@@ -66,13 +65,9 @@ class BiEncoder:
             first, second, scores = zip(*rows)
             return {"first": tokenize(first), "second": tokenize(second), "scores": torch.tensor(scores)}
 
-        examples = list(zip(train.first, train.second, train.scores.tolist()))
-        config = config_from_profile(
-            ctx.profile, ctx.seed, ctx.device, ctx.progress, learning_rate=self.learning_rate,
-            description=description,
+        return fit_scored_pairs(
+            self, CosineRegression(self.encoder), collate, train, dev, ctx, self.learning_rate, description
         )
-        dev_score = (lambda: scored_pairs_dev_score(self, dev)) if dev is not None else None
-        return fit(CosineRegression(self.encoder), examples, collate, config, dev_score)
 
     def save(self, directory: Path) -> None:
         save_model(self.encoder, str(Path(directory) / "model.safetensors"))

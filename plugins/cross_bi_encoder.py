@@ -34,8 +34,7 @@ from torch import nn
 from harness import SCORED_PAIRS, HarnessError, ModelPlugin, Option, hookimpl
 from harness.encoding import load_tokenizer, load_transformer, mean_pool
 from harness.errors import invalid_choice
-from harness.metrics import scored_pairs_dev_score
-from harness.training import TrainReport, config_from_profile, fit
+from harness.training import TrainReport, fit_scored_pairs
 from plugins.cross_encoder import distinct_pairs, pair_sequence_limits, score_in_length_sorted_batches
 
 SEGMENT_POOLING = ("boundaries", "content")
@@ -201,13 +200,9 @@ class CrossBiEncoder:
             first, second, scores = zip(*rows)
             return {"batch": self.inputs.collate(self.inputs.features(first, second)), "scores": torch.tensor(scores)}
 
-        examples = list(zip(train.first, train.second, train.scores.tolist()))
-        config = config_from_profile(
-            ctx.profile, ctx.seed, ctx.device, ctx.progress, learning_rate=self.learning_rate,
-            description="training cbe",
+        return fit_scored_pairs(
+            self, CosineRegression(self.network), collate, train, splits.dev, ctx, self.learning_rate, "training cbe"
         )
-        dev_score = (lambda: scored_pairs_dev_score(self, splits.dev)) if splits.dev is not None else None
-        return fit(CosineRegression(self.network), examples, collate, config, dev_score)
 
     def save(self, directory: Path) -> None:
         save_model(self.network, str(Path(directory) / "model.safetensors"))

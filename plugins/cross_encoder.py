@@ -36,8 +36,7 @@ from harness import SCORED_PAIRS, InvalidOptionError, ModelPlugin, Option, hooki
 from harness.device import autocast
 from harness.encoding import length_sorted_batches, load_tokenizer, load_transformer, max_sequence_length, progress_bar
 from harness.errors import invalid_choice
-from harness.metrics import scored_pairs_dev_score
-from harness.training import TrainReport, config_from_profile, fit
+from harness.training import TrainReport, fit_scored_pairs
 
 ACTIVATIONS = ("sigmoid", "tanh", "none")
 LOSSES = ("mse", "bce")
@@ -209,13 +208,9 @@ class CrossEncoder:
             features = dict(self.tokenize_pairs(first, second, padding=True))
             return {"features": features, "scores": torch.tensor(scores)}
 
-        examples = list(zip(train.first, train.second, train.scores.tolist()))
-        config = config_from_profile(
-            ctx.profile, ctx.seed, ctx.device, ctx.progress, learning_rate=self.learning_rate,
-            description="training ce",
+        return fit_scored_pairs(
+            self, CrossEncoderRegression(self.network, self.loss), collate, train, splits.dev, ctx, self.learning_rate, "training ce"
         )
-        dev_score = (lambda: scored_pairs_dev_score(self, splits.dev)) if splits.dev is not None else None
-        return fit(CrossEncoderRegression(self.network, self.loss), examples, collate, config, dev_score)
 
     def save(self, directory: Path) -> None:
         save_model(self.network, str(Path(directory) / "model.safetensors"))
