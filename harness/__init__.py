@@ -1,29 +1,21 @@
 """harness: a plugin-based benchmark harness for sentence-embedding methods.
 
-Plugins implement the hooks in :mod:`harness.hookspecs` and register the types exported here.
+Plugins implement the hooks in :mod:`harness.hookspecs` and use the names exported here (see :mod:`harness.api`
+and docs/writing-plugins.md).
 """
-from .capabilities import as_embedder, as_pair_scorer, cosine_rows, maxsim
-from .data import (
-    LABELED_SENTENCES,
-    PROPOSITION_PAIRS,
-    SCORED_PAIRS,
-    UNLABELED_SENTENCES,
-    LabeledSentences,
-    ScoredPairs,
-    TrainingSplits,
-    UnlabeledSentences,
-)
-from .errors import DataFileError, HarnessError, IncompatibleError, InvalidOptionError, MissingDataError
-from .hookspecs import hookimpl
-from .options import Option
-from .plugin_api import Component, EvalContext, EvalResult, ModelContext, ModelPlugin, Task, TaskMetadata, TaskPlugin
+from __future__ import annotations
 
-__version__ = "0.1.0"
+from importlib.metadata import PackageNotFoundError, version
 
-__all__ = [
-    "Component", "DataFileError", "EvalContext", "EvalResult", "HarnessError", "IncompatibleError",
-    "InvalidOptionError", "LABELED_SENTENCES", "LabeledSentences", "MissingDataError", "ModelContext", "ModelPlugin",
-    "Option", "PROPOSITION_PAIRS", "SCORED_PAIRS", "ScoredPairs", "Task", "TaskMetadata", "TaskPlugin",
-    "TrainingSplits", "UNLABELED_SENTENCES", "UnlabeledSentences", "as_embedder", "as_pair_scorer", "cosine_rows",
-    "hookimpl", "maxsim",
-]
+from .api import *  # noqa: F401,F403  (the public API)
+from .api import __all__ as _api_names
+
+try:
+    __version__ = version("sentence-harness")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0+unknown"
+
+# Version of the plugin API (hooks, contexts, capabilities); bumped on incompatible changes (CHANGELOG.md).
+PLUGIN_API_VERSION = 2
+
+__all__ = [*_api_names, "__version__", "PLUGIN_API_VERSION"]

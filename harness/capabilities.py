@@ -4,11 +4,14 @@
 - ``pair_scorer``: ``score(first, second) -> float [n]``
 - ``multi_vector_embedder``: ``encode_multi(texts) -> list of float32 [k_i, d]`` (compared with MaxSim)
 - ``span_encoder``: ``encode_spans(items) -> float32 [n, d]``; an item is ``(text, [(start, end), ...])``
-- ``trainable``: ``fit(splits, ctx)``, ``save(dir)``, ``load(dir)`` (safetensors only)
+- ``trainable``: ``fit(splits, ctx) -> report``, ``save(dir)``, ``load(dir)`` (safetensors only)
+
+Recipes additionally ask their student for a small learning protocol (``ScoredPairLearner``, ...).
 """
 from __future__ import annotations
 
-from typing import Iterable, Protocol, Sequence, runtime_checkable
+from pathlib import Path
+from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -38,6 +41,55 @@ class MultiVectorEmbedder(Protocol):
 @runtime_checkable
 class SpanEncoder(Protocol):
     def encode_spans(self, items: Sequence[tuple[str, Sequence[tuple[int, int]]]]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class Trainable(Protocol):
+    def fit(self, splits: Any, ctx: Any) -> Any:
+        """Train in place on ``splits`` (a TrainingSplits); return the training report (a TrainReport or a dict)."""
+
+    def save(self, directory: Path) -> None: ...
+
+    def load(self, directory: Path) -> None: ...
+
+
+@runtime_checkable
+class ScoredPairLearner(Protocol):
+    """What a recipe such as Augmented SBERT needs from its student."""
+
+    def fit_scored_pairs(self, train: Any, dev: Any, ctx: Any) -> Any:
+        """Regression on ScoredPairs ``train``; ``dev`` (ScoredPairs or None) selects the best epoch; returns the
+        training report."""
+
+
+# The Protocol each capability name stands for.
+PROTOCOLS: dict[str, type] = {
+    EMBEDDER: Embedder,
+    PAIR_SCORER: PairScorer,
+    MULTI_VECTOR_EMBEDDER: MultiVectorEmbedder,
+    SPAN_ENCODER: SpanEncoder,
+    TRAINABLE: Trainable,
+}
+
+
+def _protocol_methods(protocol: type) -> list[str]:
+    return sorted(
+        name for name in getattr(protocol, "__protocol_attrs__", None) or vars(protocol)
+        if not name.startswith("_") and callable(getattr(protocol, name, None))
+    )
+
+
+def missing_methods(candidate: Any, capabilities: Iterable[str]) -> dict[str, list[str]]:
+    """Per declared capability, the methods of its Protocol that ``candidate`` (a class or an object) lacks."""
+    missing: dict[str, list[str]] = {}
+    for capability in capabilities:
+        protocol = PROTOCOLS.get(capability)
+        if protocol is None:
+            continue
+        lacking = [m for m in _protocol_methods(protocol) if not callable(getattr(candidate, m, None))]
+        if lacking:
+            missing[capability] = lacking
+    return missing
 
 
 def reachable_capabilities(declared: Iterable[str]) -> set[str]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from pathlib import Path
@@ -43,8 +44,34 @@ def _seeds(text: str) -> list[int]:
     return seeds
 
 
+class _CliHandler(logging.StreamHandler):
+    """The handler the CLI installs on the ``harness`` logger (replaced, not stacked, on every call of main)."""
+
+
+def configure_logging(verbosity: int = 0) -> None:
+    """Library modules log; the CLI decides what the user sees: INFO messages as plain lines on stdout (progress
+    bars stay on stderr), warnings and errors on stderr; ``-v`` adds debug output, ``-q`` keeps warnings only."""
+    package_logger = logging.getLogger("harness")
+    for handler in [h for h in package_logger.handlers if isinstance(h, _CliHandler)]:
+        package_logger.removeHandler(handler)
+    level = logging.DEBUG if verbosity > 0 else logging.WARNING if verbosity < 0 else logging.INFO
+    info = _CliHandler(sys.stdout)
+    info.setFormatter(logging.Formatter("%(message)s"))
+    info.addFilter(lambda record: record.levelno < logging.WARNING)
+    problems = _CliHandler(sys.stderr)
+    problems.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+    problems.setLevel(logging.WARNING)
+    package_logger.addHandler(info)
+    package_logger.addHandler(problems)
+    package_logger.setLevel(level)
+    package_logger.propagate = False
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="harness", description="Benchmark harness for sentence-embedding methods.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug output")
+    parser.add_argument("-q", "--quiet", action="store_true", help="warnings and errors only")
+    parser.add_argument("--version", action="store_true", help="print the harness version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     commands.add_parser("list", help="list model and task plugins, their packages and plugins that failed to load")
@@ -137,6 +164,12 @@ def cmd_list(registry) -> int:
         aliases = f" (aliases: {', '.join(plugin.aliases)})" if plugin.aliases else ""
         print(f"  {name:<14} {', '.join(plugin.capabilities):<28} [{registry.package_of('model', name)}]"
               f"{aliases}  {plugin.description}")
+    if registry.recipes:
+        print("Recipes (train a student model; written like a model spec):")
+        for name, recipe in sorted(registry.recipes.items()):
+            aliases = f" (aliases: {', '.join(recipe.aliases)})" if recipe.aliases else ""
+            print(f"  {name:<14} student {recipe.default_student:<20} [{registry.package_of('recipe', name)}]"
+                  f"{aliases}  {recipe.description}")
     print("Tasks:")
     for family, members in sorted(registry.families().items()):
         print(f"  {family} (family): {', '.join(sorted(members))}")
@@ -160,6 +193,16 @@ def cmd_list(registry) -> int:
 def cmd_describe(registry, name: str) -> int:
     from .options import describe_options
 
+    if registry.is_recipe(name):
+        recipe = registry.recipe(name)
+        print(f"recipe {recipe.name}  [{registry.package_of('recipe', recipe.name)}]")
+        print(f"  {recipe.description}")
+        print(f"  trains on: {', '.join(recipe.training_kinds)}; student learns from: {', '.join(recipe.student_kinds)}")
+        if recipe.reference:
+            print(f"  reference: {recipe.reference}")
+        for line in describe_options(recipe.options):
+            print(f"  option {line}")
+        return 0
     if name in registry.models or name in registry.model_aliases:
         plugin = registry.model(name)
         print(f"model {plugin.name}  [{registry.package_of('model', plugin.name)}]")
@@ -287,6 +330,12 @@ def cmd_plot(registry, args) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    configure_logging(1 if args.verbose else -1 if args.quiet else 0)
+    if args.version:
+        from . import PLUGIN_API_VERSION, __version__
+
+        print(f"harness {__version__} (plugin API {PLUGIN_API_VERSION})")
+        return 0
     if args.command is None:
         parser.print_help()
         return 0

@@ -13,7 +13,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .errors import MissingDataError
+from .errors import DataFileError, MissingDataError, data_error
 
 # Training-data kinds a model can learn from and a task can offer.
 SCORED_PAIRS = "scored_pairs"
@@ -131,9 +131,40 @@ def files_checksum(paths: Iterable[Path]) -> str:
     return digest.hexdigest()
 
 
-def read_text_lines(path: Path) -> list[str]:
-    """Lines of a UTF-8 file without their newline; a missing file is a MissingDataError naming it."""
-    if not Path(path).is_file():
+def read_text_lines(path: Path, allow_empty: bool = False) -> list[str]:
+    """Lines of a UTF-8 file without their newline.
+
+    A missing file is a MissingDataError naming it; a file that is not UTF-8 text (e.g. binary) or, unless
+    ``allow_empty``, has no non-blank line is a DataFileError naming the file (and the line of the first bad byte).
+    """
+    path = Path(path)
+    if not path.is_file():
         raise MissingDataError(f"{path}: data file not found.")
-    with open(path, encoding="utf-8") as handle:
-        return handle.read().splitlines()
+    raw = path.read_bytes()
+    if b"\x00" in raw:
+        line = raw.count(b"\n", 0, raw.index(b"\x00")) + 1
+        raise data_error(path, line, "not a text file (contains NUL bytes); expected UTF-8 text.")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise data_error(path, line, f"not valid UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+                                     "save the file as UTF-8.") from None
+    lines = text.splitlines()
+    if not allow_empty and not any(line.strip() for line in lines):
+        raise data_error(path, None, "the data file is empty.")
+    return lines
+
+
+def check_data_dir(path: Path | str | None, source: str = "--data-dir") -> Path | None:
+    """``path`` as a Path if it is an existing folder; a DataFileError saying so otherwise (a data dir that does not
+    exist must never fall back silently to the bundled copy)."""
+    if path is None:
+        return None
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise DataFileError(f"{source} {path} does not exist; create it with the datasets in it, or leave it out "
+                            "to use the bundled and downloaded data.")
+    if not path.is_dir():
+        raise DataFileError(f"{source} {path} is a file; it must be a folder holding <dataset>/ folders.")
+    return path

@@ -11,6 +11,10 @@ as one or more zip / tar archives. What it guarantees:
   table's ``size``; the sha256 against the table's ``sha256`` when the publisher's checksum is known (when it is not,
   the table says so and the archive's own integrity check is all there is: every zip member's CRC-32, every tar member
   read through). A failed check deletes the file and raises :class:`ChecksumError`, leaving nothing behind.
+- **No silent hang.** Connecting has its own timeout (``connect_timeout``, 10 s) and so has every read
+  (``read_timeout``, 30 s): a black-holed network fails each attempt within seconds, saying so, instead of hanging.
+  The command says where it connects before the first byte, and reports progress from the first byte (a bar on a
+  terminal, a line every few seconds otherwise).
 - **Atomic unpacking.** All archives of a dataset are unpacked into a temporary folder next to the target, which is
   renamed to ``<target>/<name>`` only when everything succeeded, so a half-unpacked dataset never looks complete.
   A manifest (``.harness-download.json``) records the URLs, sizes and sha256 of what was unpacked.
@@ -25,6 +29,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import sys
 import tarfile
 import tempfile
@@ -41,6 +46,9 @@ from .errors import HarnessError
 
 MANIFEST_NAME = ".harness-download.json"
 CHUNK_BYTES = 1 << 16
+CONNECT_TIMEOUT = 10.0  # seconds to establish the connection (TCP and TLS)
+READ_TIMEOUT = 30.0  # seconds any single read may wait for bytes
+PROGRESS_EVERY_SECONDS = 5.0  # without a progress bar: one progress line this often
 _CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)")
 
 
@@ -70,6 +78,36 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _opener(read_timeout: float) -> urllib.request.OpenerDirector:
+    """urllib with separate timeouts: the request's ``timeout`` bounds connecting, ``read_timeout`` every read."""
+
+    class ReadTimeoutHTTPConnection(http.client.HTTPConnection):
+        def connect(self):
+            super().connect()
+            self.sock.settimeout(read_timeout)
+
+    class ReadTimeoutHTTPSConnection(http.client.HTTPSConnection):
+        def connect(self):
+            super().connect()
+            self.sock.settimeout(read_timeout)
+
+    class HTTPHandler(urllib.request.HTTPHandler):
+        def http_open(self, request):
+            return self.do_open(ReadTimeoutHTTPConnection, request)
+
+    class HTTPSHandler(urllib.request.HTTPSHandler):
+        def https_open(self, request):
+            return self.do_open(ReadTimeoutHTTPSConnection, request, context=getattr(self, "_context", None))
+
+    return urllib.request.build_opener(HTTPHandler(), HTTPSHandler())
+
+
+def _size_text(size: int | None) -> str:
+    if size is None:
+        return "unknown size"
+    return f"{size / 1e6:.1f} MB" if size >= 100_000 else f"{size} bytes"
+
+
 def _total_size(response: http.client.HTTPResponse, offset: int) -> int | None:
     """The full size of the resource, from Content-Range (206) or Content-Length (200)."""
     content_range = response.headers.get("Content-Range")
@@ -86,15 +124,20 @@ def fetch(
     part_path: Path,
     progress: bool = False,
     attempts: int = 3,
-    timeout: float = 60.0,
+    timeout: float = READ_TIMEOUT,
     retry_wait: float = 1.0,
+    connect_timeout: float = CONNECT_TIMEOUT,
+    log: Callable[[str], None] | None = None,
 ) -> int:
     """Download ``url`` into ``part_path``, resuming what is already there; returns the file's size.
 
-    Each broken attempt is resumed with an HTTP Range request; after ``attempts`` failures the ``.part`` file is
-    kept so that running the command again resumes it.
+    ``connect_timeout`` bounds connecting, ``timeout`` every read. Each broken attempt is resumed with an HTTP Range
+    request; after ``attempts`` failures the ``.part`` file is kept so that running the command again resumes it.
     """
+    log = log or _log
     part_path.parent.mkdir(parents=True, exist_ok=True)
+    host = urllib.request.urlparse(url).netloc
+    opener = _opener(timeout)
     last_problem = ""
     for attempt in range(1, attempts + 1):
         offset = part_path.stat().st_size if part_path.exists() else 0
@@ -102,8 +145,10 @@ def fetch(
         if offset:
             headers["Range"] = f"bytes={offset}-"
         request = urllib.request.Request(url, headers=headers)
+        log(f"connecting to {host} (attempt {attempt} of {attempts}; gives up after {connect_timeout:g} s without "
+            f"a connection or {timeout:g} s without data)")
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
+            with opener.open(request, timeout=connect_timeout) as response:
                 if offset and response.status == 206:
                     match = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
                     if not match or int(match.group(1)) != offset:
@@ -113,7 +158,8 @@ def fetch(
                 else:
                     offset, mode = 0, "wb"  # the server ignored Range: start over rather than append
                 total = _total_size(response, offset)
-                _copy_body(response, part_path, mode, offset, total, progress, url)
+                log(f"receiving {_size_text(total)}" + (f" from byte {offset}" if offset else ""))
+                _copy_body(response, part_path, mode, offset, total, progress, url, log)
         except urllib.error.HTTPError as error:
             if error.code == 416 and offset:
                 # Nothing left to send from this offset: the .part file is complete (verification decides).
@@ -124,8 +170,9 @@ def fetch(
                 continue
             raise DownloadError(f"{url}: the server answered HTTP {error.code} ({error.reason}).") from None
         except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
-            last_problem = f"{type(error).__name__}: {error}"
+            last_problem = _network_problem(error, host, connect_timeout, timeout)
             if attempt < attempts:
+                log(f"{last_problem}; retrying in {retry_wait * attempt:g} s")
                 time.sleep(retry_wait * attempt)
             continue
         size = part_path.stat().st_size
@@ -144,10 +191,23 @@ def fetch(
     raise DownloadError(f"{url}: download failed after {attempts} attempts ({last_problem}). {what_now}")
 
 
-def _copy_body(response, part_path: Path, mode: str, offset: int, total: int | None, progress: bool, url: str) -> None:
+def _network_problem(error: BaseException, host: str, connect_timeout: float, read_timeout: float) -> str:
+    reason = getattr(error, "reason", error)
+    if isinstance(reason, (socket.timeout, TimeoutError)):
+        text = str(reason) or "timed out"
+        if "connect" in text or isinstance(error, urllib.error.URLError):
+            return f"no connection to {host} within {connect_timeout:g} s"
+        return f"{host} sent no data for {read_timeout:g} s"
+    return f"{type(reason).__name__}: {reason}"
+
+
+def _copy_body(response, part_path: Path, mode: str, offset: int, total: int | None, progress: bool, url: str,
+               log: Callable[[str], None] = _log) -> None:
     from tqdm.auto import tqdm
 
     name = PurePosixPath(urllib.request.urlparse(url).path).name
+    received = offset
+    last_report = time.monotonic()
     with open(part_path, mode) as handle, tqdm(
         total=total, initial=offset, unit="B", unit_scale=True, desc=name, disable=not progress, leave=False
     ) as bar:
@@ -157,6 +217,11 @@ def _copy_body(response, part_path: Path, mode: str, offset: int, total: int | N
                 break
             handle.write(block)
             bar.update(len(block))
+            received += len(block)
+            if not progress and time.monotonic() - last_report >= PROGRESS_EVERY_SECONDS:
+                last_report = time.monotonic()
+                share = f" ({100 * received / total:.0f}%)" if total else ""
+                log(f"{name}: {_size_text(received)} of {_size_text(total)}{share}")
 
 
 def sha256_of(path: Path) -> str:
@@ -233,8 +298,9 @@ class ArchiveDataset:
     license: str = ""
     keep_archives: bool = False  # keep the verified archives in <target>/.downloads after unpacking
     attempts: int = 3
-    timeout: float = 60.0
+    timeout: float = READ_TIMEOUT  # per read
     retry_wait: float = 1.0
+    connect_timeout: float = CONNECT_TIMEOUT
     log: Callable[[str], None] = field(default=_log, repr=False)
 
     def path(self, target_dir: Path) -> Path:
@@ -277,7 +343,8 @@ class ArchiveDataset:
         if not final.exists():
             resumed = part.stat().st_size if part.exists() else 0
             self.log(f"{self.name}: downloading {archive.url}" + (f" (resuming at byte {resumed})" if resumed else ""))
-            fetch(archive.url, part, progress, self.attempts, self.timeout, self.retry_wait)
+            fetch(archive.url, part, progress, self.attempts, self.timeout, self.retry_wait, self.connect_timeout,
+                  self.log)
             try:
                 record = self._verify(archive, part)
             except ChecksumError:

@@ -13,10 +13,39 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import DataFileError, data_error
+from .errors import DataFileError, HarnessError, data_error
 
 ALLOWED_KEYS = {"description", "profile", "seeds", "tasks", "models", "backbone", "train_on", "data_dir"}
 MODEL_KEYS = {"model", "train_on", "backbone"}
+
+
+def check_seeds(seeds: object, where: str = "--seeds") -> list[int]:
+    """A non-empty list of integer seeds in 0..2**32-1 (numpy's range); an InvalidOptionError saying what is wrong
+    otherwise. Booleans are not seeds."""
+    from .errors import InvalidOptionError
+    from .store import MAX_SEED
+
+    example = "e.g. 42 or 42,43,44" if where == "--seeds" else "e.g. [42, 43, 44]"
+    if not isinstance(seeds, (list, tuple)):
+        raise InvalidOptionError(f"{where} must be a list of integers, {example}; got {seeds!r}.")
+    if not seeds:
+        raise InvalidOptionError(f"{where} is empty: nothing would run. Give at least one seed, {example}.")
+    for seed in seeds:
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise InvalidOptionError(f"{where}: seed {seed!r} is not an integer; {example}.")
+        if not 0 <= seed <= MAX_SEED:
+            raise InvalidOptionError(f"{where}: seed {seed} is outside 0..{MAX_SEED} (the range numpy and torch "
+                                     "accept).")
+    return list(seeds)
+
+
+def _optional_text(path: Path, document: dict, key: str, example: str) -> str | None:
+    value = document.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise data_error(path, None, f"{key} must be a text such as {example}; got {value!r}.")
+    return value
 
 
 def load_matrix(path: Path) -> dict:
@@ -29,6 +58,8 @@ def load_matrix(path: Path) -> dict:
         raise DataFileError(f"{path}: matrix file not found.")
     try:
         document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise data_error(path, None, "not UTF-8 text; a matrix file is YAML.") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -38,27 +69,39 @@ def load_matrix(path: Path) -> dict:
     unknown = set(document) - ALLOWED_KEYS
     if unknown:
         raise data_error(path, None, f"unknown key(s) {sorted(unknown)}; allowed keys: {sorted(ALLOWED_KEYS)}.")
+    raw_models = document.get("models") or []
+    if not isinstance(raw_models, list):
+        raise data_error(path, None, f"models must be a list, e.g. models: [be, ce]; got {raw_models!r}.")
     models = []
-    for position, item in enumerate(document.get("models") or [], start=1):
-        if isinstance(item, str):
+    for position, item in enumerate(raw_models, start=1):
+        if isinstance(item, str) and item.strip():
             models.append(ModelEntry(item))
-        elif isinstance(item, dict) and "model" in item and set(item) <= MODEL_KEYS:
-            models.append(ModelEntry(str(item["model"]), item.get("train_on"), item.get("backbone")))
+        elif isinstance(item, dict) and isinstance(item.get("model"), str) and set(item) <= MODEL_KEYS:
+            for key in ("train_on", "backbone"):
+                if item.get(key) is not None and not isinstance(item[key], str):
+                    raise data_error(path, None, f"models entry {position}: {key} must be a text such as "
+                                                 f"{'stsb' if key == 'train_on' else 'bert-base-uncased'}; got "
+                                                 f"{item[key]!r}.")
+            models.append(ModelEntry(item["model"], item.get("train_on"), item.get("backbone")))
         else:
             raise data_error(
                 path, None, f"models entry {position} ({item!r}) must be a spec string or a mapping with keys "
-                f"{sorted(MODEL_KEYS)} ('model' required)."
+                f"{sorted(MODEL_KEYS)} ('model' required, a text)."
             )
     tasks = document.get("tasks") or []
-    if not isinstance(tasks, list) or not all(isinstance(t, str) for t in tasks):
-        raise data_error(path, None, "tasks must be a list of task or family names.")
+    if not isinstance(tasks, list) or not all(isinstance(t, str) and t.strip() for t in tasks):
+        raise data_error(path, None, f"tasks must be a list of task or family names, e.g. tasks: [stsb]; got {tasks!r}.")
     seeds = document.get("seeds", [42])
-    if not isinstance(seeds, list) or not all(isinstance(s, int) for s in seeds):
-        raise data_error(path, None, "seeds must be a list of integers, e.g. [42, 43, 44].")
+    try:
+        seeds = check_seeds(seeds, "seeds")
+    except HarnessError as exc:
+        raise data_error(path, None, str(exc)) from None
     result = {"models": models, "tasks": tasks, "seeds": seeds}
-    for key in ("profile", "backbone", "train_on", "data_dir"):
-        if document.get(key) is not None:
-            result[key] = document[key]
+    for key, example in (("profile", "quick"), ("backbone", "bert-base-uncased"), ("train_on", "stsb"),
+                         ("data_dir", "~/data")):
+        value = _optional_text(path, document, key, example)
+        if value is not None:
+            result[key] = value
     if "data_dir" in result:
-        result["data_dir"] = Path(result["data_dir"])
+        result["data_dir"] = Path(result["data_dir"]).expanduser()
     return result

@@ -1,4 +1,9 @@
-"""Metrics shared by tasks and by dev-set model selection."""
+"""Metrics shared by tasks and by dev-set model selection.
+
+A correlation is only computed on input it is defined for: at least two pairs, finite predictions and gold scores,
+and neither side constant. Anything else raises :class:`ScoreError` (the runner stores the cell as ``failed`` with
+the message), never a made-up 0: a broken model or a broken data file must not look like a bad but real score.
+"""
 from __future__ import annotations
 
 from typing import Sequence
@@ -6,20 +11,76 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
+from .errors import HarnessError
+
+
+class ScoreError(HarnessError):
+    """A score that cannot be computed from this input (empty, non-finite or constant); the message says which."""
+
+
+class ConstantPredictionError(ScoreError):
+    """Every prediction is the same value: the model collapsed, a correlation with it is undefined."""
+
+
+def _checked(predicted: Sequence[float], gold: Sequence[float], metric: str) -> tuple[np.ndarray, np.ndarray]:
+    predicted_array = np.asarray(predicted, dtype=np.float64).ravel()
+    gold_array = np.asarray(gold, dtype=np.float64).ravel()
+    if len(predicted_array) != len(gold_array):
+        raise ScoreError(f"{metric}: {len(predicted_array)} predictions for {len(gold_array)} gold scores.")
+    if len(gold_array) < 2:
+        raise ScoreError(
+            f"{metric}: needs at least 2 scored pairs, got {len(gold_array)}; the evaluation data is empty or was "
+            "cut to nothing (check the data file)."
+        )
+    bad_gold = int(np.count_nonzero(~np.isfinite(gold_array)))
+    if bad_gold:
+        raise ScoreError(
+            f"{metric}: {bad_gold} of {len(gold_array)} gold scores are NaN or infinite; fix the data file."
+        )
+    bad_predicted = int(np.count_nonzero(~np.isfinite(predicted_array)))
+    if bad_predicted:
+        raise ScoreError(
+            f"{metric}: {bad_predicted} of {len(predicted_array)} predicted scores are NaN or infinite; the model is "
+            "broken (e.g. training diverged: lower the learning rate)."
+        )
+    if np.all(gold_array == gold_array[0]):
+        raise ScoreError(f"{metric}: every gold score is {gold_array[0]:g}; a correlation is undefined. Check the data.")
+    if np.all(predicted_array == predicted_array[0]):
+        raise ConstantPredictionError(
+            f"{metric}: the model gave every pair the same score ({predicted_array[0]:g}); a correlation with a "
+            "constant is undefined (the model collapsed)."
+        )
+    return predicted_array, gold_array
+
 
 def spearman(predicted: Sequence[float], gold: Sequence[float]) -> float:
-    """Spearman's rho (scipy, ties averaged: SentEval's and mteb's convention); NaN input gives 0."""
-    value = stats.spearmanr(np.asarray(predicted, dtype=np.float64), np.asarray(gold, dtype=np.float64))[0]
-    return 0.0 if np.isnan(value) else float(value)
+    """Spearman's rho (scipy, ties averaged: SentEval's and mteb's convention); raises ScoreError on input it is
+    undefined for (see the module docstring)."""
+    predicted_array, gold_array = _checked(predicted, gold, "Spearman")
+    return _finite(stats.spearmanr(predicted_array, gold_array)[0], "Spearman")
 
 
 def pearson(predicted: Sequence[float], gold: Sequence[float]) -> float:
-    value = stats.pearsonr(np.asarray(predicted, dtype=np.float64), np.asarray(gold, dtype=np.float64))[0]
-    return 0.0 if np.isnan(value) else float(value)
+    """Pearson's r; raises ScoreError on input it is undefined for."""
+    predicted_array, gold_array = _checked(predicted, gold, "Pearson")
+    return _finite(stats.pearsonr(predicted_array, gold_array)[0], "Pearson")
+
+
+def _finite(value: float, metric: str) -> float:
+    value = float(value)
+    if not np.isfinite(value):  # pragma: no cover - guarded by _checked; kept so no NaN can ever leave here
+        raise ScoreError(f"{metric} is {value} for this input.")
+    return value
 
 
 def scored_pairs_dev_score(model, dev) -> float:
-    """Spearman of the model's pair scores on a ScoredPairs dev split (model selection after each epoch)."""
+    """Spearman of the model's pair scores on a ScoredPairs dev split (model selection after each epoch).
+
+    Constant predictions count as no correlation (0.0), so such an epoch is never selected over a real one; NaN or
+    infinite predictions raise ScoreError (the training has diverged)."""
     from .capabilities import as_pair_scorer
 
-    return spearman(as_pair_scorer(model).score(dev.first, dev.second), dev.scores)
+    try:
+        return spearman(as_pair_scorer(model).score(dev.first, dev.second), dev.scores)
+    except ConstantPredictionError:
+        return 0.0

@@ -1,66 +1,198 @@
-"""What plugins register: model plugins, task plugins (with metadata as validated data) and components."""
+"""What plugins register: model plugins, recipe plugins, task plugins (a Task class with its metadata and options)
+and components, plus the contexts the core hands to them.
+
+Everything here is re-exported by :mod:`harness.api` (and so by ``harness``); docs/writing-plugins.md explains each
+field. Registration-time checks raise :class:`PluginContractError`; the registry turns that into "plugin failed to
+load" for the one plugin at fault, so a broken plugin never breaks the others.
+"""
 from __future__ import annotations
 
+import logging
 import re
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, ClassVar, Mapping, Protocol
 
 from .capabilities import CAPABILITIES
-from .data import TRAINING_KINDS, TrainingSplits
+from .data import SCORED_PAIRS, TRAINING_KINDS, TrainingSplits
+from .errors import HarnessError, close_matches_hint
+from .options import Option, resolve_options
 from .profiles import Profile
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")
 
 
+class PluginContractError(HarnessError, ValueError):
+    """A plugin registered something that breaks the plugin contract (bad name, unknown capability, ...)."""
+
+
 def _check_name(kind: str, name: str) -> None:
-    if not _NAME.match(name):
-        raise ValueError(f"{kind} name {name!r} must be lower-case letters, digits, '-', '_' or '.'")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise PluginContractError(
+            f"{kind} name {name!r} must be lower-case letters, digits, '-', '_' or '.', starting with a letter or "
+            "digit."
+        )
+
+
+def _check_known(owner: str, what: str, values: tuple[str, ...], known: tuple[str, ...]) -> None:
+    """``what`` is the singular noun, e.g. "capability"."""
+    if isinstance(values, str):
+        raise PluginContractError(f"{owner}: the {what} list must be a tuple of names, got the string {values!r}.")
+    for value in values:
+        if value not in known:
+            raise PluginContractError(
+                f"{owner}: unknown {what} {value!r}.{close_matches_hint(str(value), known)} Known: {', '.join(known)}."
+            )
+
+
+def _check_options(owner: str, options: Mapping[str, Any]) -> None:
+    for key, option in options.items():
+        if not isinstance(option, Option):
+            raise PluginContractError(f"{owner}: option {key!r} must be a harness.Option, got {type(option).__name__}.")
+
+
+# -- callables the runner puts into contexts (typed, so a plugin author need not read runner.py) ---------------------
+class TrainedModelLookup(Protocol):
+    def __call__(self, spec: str, *, train_on: str | None = None, backbone: str | None = None) -> Any:
+        """The model of ``spec`` (e.g. ``"ce"`` or ``"cbe:lr=3e-5"``), trained on ``train_on`` (default: the spec's
+        own default source) from ``backbone`` (default: the caller's backbone), for the caller's seed and profile;
+        its checkpoint is cached and shared with every other cell that needs it."""
+
+
+class TrainingDataLookup(Protocol):
+    def __call__(self, source: str, kind: str) -> TrainingSplits:
+        """Training data of ``kind`` offered by the task ``source`` (a task spec text), cut to the profile."""
+
+
+class ComponentLookup(Protocol):
+    def __call__(self, kind: str, name: str) -> Any:
+        """The registered component object of ``kind`` called ``name`` (an error lists the known names)."""
+
+
+class EmbedderLookup(Protocol):
+    def __call__(self, spec: str) -> Any:
+        """A model for ``spec`` (untrained unless the spec says so), e.g. a first-stage retriever of a task."""
 
 
 @dataclass
 class ModelContext:
-    """Everything a model factory may need; built by the runner."""
+    """Everything a model factory (and ``fit``) may use; built by the runner.
 
-    options: dict[str, Any]
-    backbone: str
+    Plugins must honour ``profile`` (``max_seq_length``, ``epochs``, ``batch_size``, ``max_steps``) and
+    ``eval_batch_size``, write only under ``artifact_dir`` / ``cache_dir``, and log through ``logger``.
+    """
+
+    options: dict[str, Any]  # the spec's options, resolved: every declared option is present
+    backbone: str  # a local folder or Hugging Face id (backbone aliases already resolved)
     profile: Profile
     device: str
     seed: int
     progress: bool = True
-    # Returns a trained model for another spec (e.g. a distillation teacher), from the shared checkpoint cache.
-    trained_model: Callable[..., Any] | None = None
-    # Resolves ``--train-on`` style names to TrainingSplits of a kind, for plugins that need extra data.
-    training_data: Callable[[str, str], TrainingSplits] | None = None
-    component: Callable[[str, str], Any] | None = None
-    work_dir: Path | None = None  # a folder for this spec+seed's artifacts (silver pairs, plots inputs)
+    trained_model: TrainedModelLookup | None = None
+    training_data: TrainingDataLookup | None = None
+    component: ComponentLookup | None = None
+    artifact_dir: Path | None = None  # this spec+seed's own files (silver pairs, plot inputs)
+    cache_dir: Path | None = None  # shared by every spec in the store: content-addressed artifacts (MLM checkpoints)
     train_on: str | None = None  # the spec's training source as given (task name with its options), or None
+    eval_batch_size: int = 64  # --batch-size, else the profile's eval batch size
+    logger: logging.Logger = field(default_factory=lambda: logging.getLogger("harness.plugin"))
+
+    @property
+    def work_dir(self) -> Path | None:
+        """Deprecated spelling of ``artifact_dir`` (harness 0.1)."""
+        warnings.warn("ModelContext.work_dir is deprecated; use ModelContext.artifact_dir", DeprecationWarning, 2)
+        return self.artifact_dir
+
+
+@dataclass
+class RecipeContext(ModelContext):
+    """A ModelContext for a recipe; ``options`` are the recipe's own options (``student`` included)."""
+
+    student: str = ""  # the student's spec text, e.g. "be" or "be:pooling=cls"
+    # A fresh (untrained) student built from its spec; ``backbone`` starts it from another checkpoint folder.
+    build_student: Callable[..., Any] | None = None
 
 
 @dataclass
 class ModelPlugin:
+    """A model: a factory ``factory(ctx: ModelContext) -> model`` plus what the model can do.
+
+    ``capabilities`` are checked against the Protocols in :mod:`harness.capabilities`: at registration when the
+    model's class is known (``model_class``, a class given as ``factory``, or the factory's return annotation), and
+    always when the runner builds the model.
+    """
+
     name: str
     description: str
     factory: Callable[[ModelContext], Any]
     capabilities: tuple[str, ...]
-    options: Mapping[str, Any] = field(default_factory=dict)  # name -> harness.Option
+    options: Mapping[str, Option] = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
     training_kinds: tuple[str, ...] = ()  # kinds of training data it can learn from
     requires_training: bool = False  # cannot be evaluated untrained (e.g. a cross-encoder's fresh head)
     default_train_on: str | None = None  # training source used when it requires training and none is given
     reference: str = ""
     # Optional plan-time check of a resolved spec: validate(spec, registry) raises a HarnessError saying what would
-    # work (e.g. a distillation teacher that cannot score pairs), so a bad combination fails before anything trains.
+    # work, so a bad combination fails before anything trains.
     validate: Callable[[Any, Any], None] | None = None
+    model_class: type | None = None
 
     def __post_init__(self) -> None:
         _check_name("model", self.name)
-        for capability in self.capabilities:
-            if capability not in CAPABILITIES:
-                raise ValueError(f"model {self.name!r}: unknown capability {capability!r}; known: {CAPABILITIES}")
-        for kind in self.training_kinds:
-            if kind not in TRAINING_KINDS:
-                raise ValueError(f"model {self.name!r}: unknown training kind {kind!r}; known: {TRAINING_KINDS}")
+        owner = f"model {self.name!r}"
+        for alias in self.aliases:
+            _check_name("model alias", alias)
+        _check_known(owner, "capability", tuple(self.capabilities), CAPABILITIES)
+        _check_known(owner, "training kind", tuple(self.training_kinds), TRAINING_KINDS)
+        _check_options(owner, self.options)
+        if not callable(self.factory):
+            raise PluginContractError(f"{owner}: factory must be callable, got {type(self.factory).__name__}.")
+        self.capabilities = tuple(self.capabilities)
+        self.training_kinds = tuple(self.training_kinds)
+        self.aliases = tuple(self.aliases)
+
+
+@dataclass
+class RecipePlugin:
+    """A training procedure applied to a student model (Augmented SBERT, domain MLM, topic distillation, ...).
+
+    A recipe spec reads like a model spec (``augsbert:teacher=cbe,sampler=bm25``); the core adds the option
+    ``student`` (a model spec text, default ``default_student``). ``train(splits, ctx: RecipeContext)`` returns
+    ``(student_model, report)``; the runner saves and loads the student with the student's own ``save``/``load``,
+    and the recipe spec has the student's capabilities.
+    """
+
+    name: str
+    description: str
+    train: Callable[[TrainingSplits, RecipeContext], tuple[Any, Any]]
+    options: Mapping[str, Option] = field(default_factory=dict)
+    training_kinds: tuple[str, ...] = (SCORED_PAIRS,)  # what --train-on may offer the recipe
+    student_kinds: tuple[str, ...] = (SCORED_PAIRS,)  # what the student must be able to learn from
+    default_student: str = "be"
+    aliases: tuple[str, ...] = ()
+    reference: str = ""
+    validate: Callable[[Any, Any], None] | None = None
+
+    def __post_init__(self) -> None:
+        _check_name("recipe", self.name)
+        owner = f"recipe {self.name!r}"
+        for alias in self.aliases:
+            _check_name("recipe alias", alias)
+        _check_known(owner, "training kind", tuple(self.training_kinds), TRAINING_KINDS)
+        _check_known(owner, "student training kind", tuple(self.student_kinds), TRAINING_KINDS)
+        _check_options(owner, self.options)
+        if "student" in self.options:
+            raise PluginContractError(f"{owner}: the option 'student' is added by the core; do not declare it.")
+        if not callable(self.train):
+            raise PluginContractError(f"{owner}: train must be callable.")
+        self.options = {
+            "student": Option(self.default_student, "the student model spec the recipe trains", type=str),
+            **self.options,
+        }
+        self.training_kinds = tuple(self.training_kinds)
+        self.student_kinds = tuple(self.student_kinds)
+        self.aliases = tuple(self.aliases)
 
 
 @dataclass(frozen=True)
@@ -68,41 +200,52 @@ class TaskMetadata:
     """Task metadata as data (mteb's TaskMetadata in spirit); validated on registration."""
 
     name: str
-    family: str
+    family: str  # tasks of one family share a leaderboard table; ``--tasks FAMILY`` runs all members
     description: str
-    main_score: str
+    main_score: str  # the key of EvalResult.scores that leaderboards rank by
     metric: str  # the protocol in one sentence
     reference: str  # paper or URL defining the task
     dataset: str  # dataset name, e.g. the folder under the data dir
     dataset_source: str  # where the data comes from
     license: str
-    version: str = "1"
-    eval_splits: tuple[str, ...] = ("test",)
-    requires: tuple[str, ...] = ("pair_scorer",)  # the capability the task evaluates through
+    version: str = "1"  # bump when the task's numbers change: stored results of other versions are recomputed
+    eval_splits: tuple[str, ...] | None = None  # deprecated (harness 0.1), unused
+    requires: tuple[str, ...] = ("pair_scorer",)  # the capabilities the task evaluates through
     training_kinds: tuple[str, ...] = ()  # training data it can offer (for --train-on)
+    details: Mapping[str, Any] = field(default_factory=dict)  # task-specific facts recorded with every result
 
     def __post_init__(self) -> None:
         _check_name("task", self.name)
         _check_name("task family", self.family)
         for key in ("description", "main_score", "metric", "reference", "dataset", "dataset_source", "license"):
             if not getattr(self, key):
-                raise ValueError(f"task {self.name!r}: metadata field {key!r} is empty")
-        for capability in self.requires:
-            if capability not in CAPABILITIES:
-                raise ValueError(f"task {self.name!r}: unknown capability {capability!r}")
+                raise PluginContractError(f"task {self.name!r}: metadata field {key!r} is empty")
+        _check_known(f"task {self.name!r}", "capability", tuple(self.requires), CAPABILITIES)
+        _check_known(f"task {self.name!r}", "training kind", tuple(self.training_kinds), TRAINING_KINDS)
+        if self.eval_splits is not None:
+            warnings.warn("TaskMetadata.eval_splits is unused and deprecated; drop it", DeprecationWarning, 3)
 
     def as_record(self) -> dict:
-        return asdict(self)
+        record = asdict(self)
+        record.pop("eval_splits", None)
+        if not record["details"]:
+            record.pop("details")
+        return record
 
 
 @dataclass
 class EvalContext:
-    profile: Profile
+    """What a task's ``evaluate`` gets besides the model."""
+
+    profile: Profile  # honour ``max_eval_examples`` (the smoke cut) through harness.evaluation's sample helper
     device: str
     seed: int
     batch_size: int
     progress: bool = True
-    data_dir: Path | None = None
+    data_dir: Path | None = None  # the ROOT data dir (--data-dir); a task resolves its own folder under it
+    component: ComponentLookup | None = None
+    embedder: EmbedderLookup | None = None  # builds another model by spec (e.g. a first-stage retriever)
+    logger: logging.Logger = field(default_factory=lambda: logging.getLogger("harness.task"))
 
 
 @dataclass
@@ -113,44 +256,90 @@ class EvalResult:
 
 
 class Task:
-    """Base class for tasks. Subclasses set ``metadata`` and implement ``evaluate``."""
+    """Base class for tasks: one class carries the metadata, the options and the code.
 
-    metadata: TaskMetadata
+    Subclasses set ``metadata`` and ``options`` as class attributes and implement ``check_data`` and ``evaluate``
+    (and ``training_data`` if they offer training data). Register the class itself: ``register(MyTask)``. The core
+    always constructs a task with resolved options (every declared option present, defaults filled).
+    """
+
+    metadata: ClassVar[TaskMetadata]
+    options: ClassVar[Mapping[str, Option]] = {}
 
     def __init__(self, options: Mapping[str, Any] | None = None, data_dir: Path | None = None):
-        self.options = dict(options or {})
+        declared = type(self).options
+        given = dict(options or {})
+        if declared:
+            # Already-resolved options pass through unchanged; raw strings are parsed; defaults are filled.
+            given = resolve_options(f"task {self._name()!r}", declared, given)
+        self.options = given  # type: ignore[misc]  # the instance holds resolved values, the class declarations
         self.data_dir = data_dir
+
+    @classmethod
+    def _name(cls) -> str:
+        metadata = getattr(cls, "metadata", None)
+        return metadata.name if metadata is not None else cls.__name__
+
+    @classmethod
+    def variant(cls, metadata: TaskMetadata, **class_attributes: Any) -> type["Task"]:
+        """A subclass that differs only in metadata (and the given class attributes), e.g. one STS year."""
+        name = "".join(part.capitalize() for part in re.split(r"[^a-z0-9]+", metadata.name)) or "Variant"
+        return type(name, (cls,), {"metadata": metadata, **class_attributes, "__module__": cls.__module__})
 
     def evaluate(self, model: Any, ctx: EvalContext) -> EvalResult:  # pragma: no cover - interface
         raise NotImplementedError
 
     def training_data(self, kind: str, ctx: EvalContext | None = None) -> TrainingSplits | None:
-        """Training data of ``kind`` this task offers (for ``--train-on``), or None."""
+        """Training data of ``kind`` this task offers (for ``--train-on``), or None. ``ctx`` is always given by the
+        core (its ``profile`` and ``seed``)."""
         return None
 
     def check_data(self) -> str:
-        """Load the data (raising DataFileError/MissingDataError) and return its checksum."""
+        """Load the data (raising DataFileError/MissingDataError) and return its checksum; `harness validate` and
+        the runner's plan call it before anything is computed."""
         raise NotImplementedError
 
 
 @dataclass
 class TaskPlugin:
+    """A registered task. Prefer ``register(MyTaskClass)``; this form (metadata + factory) remains supported."""
+
     metadata: TaskMetadata
-    factory: Callable[..., Task]  # factory(options, data_dir) -> Task
-    options: Mapping[str, Any] = field(default_factory=dict)  # name -> harness.Option
+    factory: Callable[..., Task]  # factory(options, data_dir) -> Task, options already resolved
+    options: Mapping[str, Option] = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.metadata, TaskMetadata):
+            raise PluginContractError(f"TaskPlugin needs a harness.TaskMetadata, got {type(self.metadata).__name__}.")
+        if not callable(self.factory):
+            raise PluginContractError(f"task {self.metadata.name!r}: factory must be callable.")
+        _check_options(f"task {self.metadata.name!r}", self.options)
+        for alias in self.aliases:
+            _check_name("task alias", alias)
+        self.aliases = tuple(self.aliases)
 
     @property
     def name(self) -> str:
         return self.metadata.name
 
+    @classmethod
+    def from_class(cls, task_class: type[Task], aliases: tuple[str, ...] = ()) -> "TaskPlugin":
+        metadata = getattr(task_class, "metadata", None)
+        if not isinstance(metadata, TaskMetadata):
+            raise PluginContractError(
+                f"task class {task_class.__name__} has no `metadata = harness.TaskMetadata(...)` class attribute."
+            )
+        return cls(metadata, task_class, dict(getattr(task_class, "options", {}) or {}),
+                   tuple(getattr(task_class, "aliases", ()) or aliases))
+
 
 def task_factory(cls: type[Task], metadata: TaskMetadata) -> Callable[..., Task]:
-    """A TaskPlugin factory for a Task subclass shared by several tasks that differ only in their metadata."""
+    """Deprecated (harness 0.1): use ``cls.variant(metadata)`` and register the class."""
 
     def build(options: Mapping[str, Any], data_dir: Path | None) -> Task:
         task = cls(options, data_dir)
-        task.metadata = metadata
+        task.metadata = metadata  # type: ignore[misc]
         return task
 
     return build
@@ -164,3 +353,20 @@ class Component:
     name: str
     obj: Any
     description: str = ""
+
+    def __post_init__(self) -> None:
+        _check_name("component kind", self.kind)
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise PluginContractError(f"component of kind {self.kind!r} needs a non-empty name.")
+
+
+@dataclass
+class ComponentKind:
+    """Declares a component kind and the Protocol its objects must satisfy (checked at registration)."""
+
+    name: str
+    protocol: type | None
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        _check_name("component kind", self.name)

@@ -2,27 +2,58 @@
 
 - Every entry point in the group is imported; one that fails to import is recorded (``harness list`` shows it with
   its error) and the others keep working.
-- ``HARNESS_PLUGINS=a,b`` allow-lists entry-point names; ``HARNESS_DISABLE_PLUGIN_AUTOLOAD=1`` loads none of them.
+- Registration is checked and isolated the same way: a plugin whose hook implementation has a misspelled name or a
+  wrong signature, or registers something that breaks the contract (a bad name, an unknown capability, a model class
+  without the methods of its declared capabilities, a component that does not satisfy its kind's Protocol), is
+  listed as failed with one line; nothing it registered is kept, and every other plugin keeps working.
+- ``HARNESS_PLUGINS=a,b`` allow-lists entry-point names (a distribution name is accepted too and means all of its
+  entry points); ``HARNESS_DISABLE_PLUGIN_AUTOLOAD=1`` loads none of them.
 - ``HARNESS_EXTRA_PLUGINS=pkg.module,...`` also loads these modules (handy for tests and local experiments).
-- Two plugins registering one name is an error naming both packages.
+- Two plugins registering one name is an error naming both packages (which one would win is not a thing to guess).
 """
 from __future__ import annotations
 
 import importlib
 import importlib.metadata as importlib_metadata
+import inspect
+import logging
 import os
 import traceback
+import typing
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import pluggy
 
 from . import hookspecs
-from .errors import DuplicateNameError, unknown_name
-from .plugin_api import Component, ModelPlugin, TaskPlugin
+from .capabilities import missing_methods
+from .errors import DuplicateNameError, HarnessError, UnknownNameError, close_matches_hint, unknown_name
+from .plugin_api import (
+    Component,
+    ComponentKind,
+    ModelPlugin,
+    PluginContractError,
+    RecipePlugin,
+    Task,
+    TaskPlugin,
+)
+
+logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "harness"
+
+
+class _Callable(typing.Protocol):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
+# Component kinds the core itself consumes, with what their objects must be.
+CORE_COMPONENT_KINDS = {
+    "backbone": ComponentKind("backbone", _Callable, "a callable returning a local folder or Hugging Face id"),
+    "plot": ComponentKind("plot", _Callable, "a callable (results_dir, output_dir) -> list of written paths"),
+    "dataset": ComponentKind("dataset", None, "an object with download(target_dir, progress) (harness data)"),
+}
 
 
 @dataclass
@@ -31,23 +62,61 @@ class PluginInfo:
     package: str  # distribution that declared it ("(local)" for HARNESS_EXTRA_PLUGINS)
     module: str
     error: str | None = None
+    error_traceback: str | None = None
+    names: list[tuple[str, str]] = field(default_factory=list)  # (kind, name) it registered or tried to
 
 
 @dataclass
 class Registry:
     models: dict[str, ModelPlugin] = field(default_factory=dict)
+    recipes: dict[str, RecipePlugin] = field(default_factory=dict)
     tasks: dict[str, TaskPlugin] = field(default_factory=dict)
     components: dict[tuple[str, str], Component] = field(default_factory=dict)
+    component_kinds: dict[str, ComponentKind] = field(default_factory=lambda: dict(CORE_COMPONENT_KINDS))
     plugins: list[PluginInfo] = field(default_factory=list)
     model_aliases: dict[str, str] = field(default_factory=dict)
+    recipe_aliases: dict[str, str] = field(default_factory=dict)
     task_aliases: dict[str, str] = field(default_factory=dict)
     origin: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, name) -> package
 
     # -- lookups -----------------------------------------------------------------------------------------------
+    def _unknown(self, kind: str, name: str, candidates: Iterable[str]) -> HarnessError:
+        """An unknown name; if a plugin that failed to load claimed it (or any failed), say so."""
+        for info in self.plugins:
+            if info.error and any(n == name for _, n in info.names):
+                return UnknownNameError(
+                    f"{kind} {name!r} comes from plugin {info.name!r} ({info.package}), which failed to load: "
+                    f"{info.error}. Fix or uninstall that plugin; `harness list` shows every failed plugin."
+                )
+        error = unknown_name(kind, name, candidates)
+        failed = [info for info in self.plugins if info.error]
+        if failed:
+            listed = "; ".join(f"{info.name} ({info.package}): {info.error}" for info in failed)
+            return UnknownNameError(f"{error} Plugins that failed to load (it may come from one of them): {listed}")
+        return error
+
     def model(self, name: str) -> ModelPlugin:
         name = self.model_aliases.get(name, name)
         if name not in self.models:
-            raise unknown_name("model", name, [*self.models, *self.model_aliases])
+            raise self._unknown("model", name, [*self.models, *self.model_aliases, *self.recipes])
+        return self.models[name]
+
+    def recipe(self, name: str) -> RecipePlugin:
+        name = self.recipe_aliases.get(name, name)
+        if name not in self.recipes:
+            raise self._unknown("recipe", name, [*self.recipes, *self.recipe_aliases])
+        return self.recipes[name]
+
+    def is_recipe(self, name: str) -> bool:
+        return self.recipe_aliases.get(name, name) in self.recipes
+
+    def spec_plugin(self, name: str) -> ModelPlugin | RecipePlugin:
+        """What a model spec's name refers to: a model or a recipe."""
+        if self.is_recipe(name):
+            return self.recipe(name)
+        name = self.model_aliases.get(name, name)
+        if name not in self.models:
+            raise self._unknown("model", name, [*self.models, *self.model_aliases, *self.recipes, *self.recipe_aliases])
         return self.models[name]
 
     def families(self) -> dict[str, list[str]]:
@@ -64,17 +133,17 @@ class Registry:
         families = self.families()
         if name in families:
             return families[name]
-        raise unknown_name("task", name, [*self.tasks, *families, *self.task_aliases])
+        raise self._unknown("task", name, [*self.tasks, *families, *self.task_aliases])
 
     def task(self, name: str) -> TaskPlugin:
         name = self.task_aliases.get(name, name)
         if name not in self.tasks:
-            raise unknown_name("task", name, [*self.tasks, *self.families(), *self.task_aliases])
+            raise self._unknown("task", name, [*self.tasks, *self.families(), *self.task_aliases])
         return self.tasks[name]
 
     def component(self, kind: str, name: str) -> Any:
         if (kind, name) not in self.components:
-            raise unknown_name(kind, name, [n for k, n in self.components if k == kind])
+            raise self._unknown(kind, name, [n for k, n in self.components if k == kind])
         return self.components[(kind, name)].obj
 
     def component_names(self, kind: str) -> list[str]:
@@ -100,22 +169,34 @@ def _entry_points() -> list[importlib_metadata.EntryPoint]:
     return found
 
 
+def _allowed(entry_points: list[importlib_metadata.EntryPoint]) -> list[importlib_metadata.EntryPoint]:
+    allow = [n.strip() for n in os.environ.get("HARNESS_PLUGINS", "").split(",") if n.strip()]
+    if not allow:
+        return entry_points
+    kept = [ep for ep in entry_points if ep.name in allow or _distribution_of(ep) in allow]
+    known = {ep.name for ep in entry_points} | {_distribution_of(ep) for ep in entry_points}
+    for name in allow:
+        if name not in known:
+            logger.warning(
+                "HARNESS_PLUGINS names %r, which is neither an entry-point name nor a distribution.%s", name,
+                close_matches_hint(name, known),
+            )
+    return kept
+
+
 def _load_modules() -> list[tuple[PluginInfo, Any]]:
     loaded: list[tuple[PluginInfo, Any]] = []
     if os.environ.get("HARNESS_DISABLE_PLUGIN_AUTOLOAD", "") not in ("", "0"):
         entry_points = []
     else:
-        entry_points = _entry_points()
-        allow = [n.strip() for n in os.environ.get("HARNESS_PLUGINS", "").split(",") if n.strip()]
-        if allow:
-            entry_points = [ep for ep in entry_points if ep.name in allow]
+        entry_points = _allowed(_entry_points())
     for entry_point in entry_points:
         info = PluginInfo(entry_point.name, _distribution_of(entry_point), entry_point.value)
         try:
             module = entry_point.load()
         except Exception as exc:  # a broken plugin must not take the others down
-            info.error = f"{type(exc).__name__}: {exc}"
-            info.error_traceback = traceback.format_exc()  # type: ignore[attr-defined]
+            info.error = " ".join(f"{type(exc).__name__}: {exc}".split())
+            info.error_traceback = traceback.format_exc()
             module = None
         loaded.append((info, module))
     for module_path in [m.strip() for m in os.environ.get("HARNESS_EXTRA_PLUGINS", "").split(",") if m.strip()]:
@@ -123,10 +204,124 @@ def _load_modules() -> list[tuple[PluginInfo, Any]]:
         try:
             module = importlib.import_module(module_path)
         except Exception as exc:
-            info.error = f"{type(exc).__name__}: {exc}"
+            info.error = " ".join(f"{type(exc).__name__}: {exc}".split())
+            info.error_traceback = traceback.format_exc()
             module = None
         loaded.append((info, module))
     return loaded
+
+
+def _misspelled_hooks(manager: pluggy.PluginManager, plugin: Any) -> list[str]:
+    """Hook implementations of ``plugin`` whose name is no hook of harness."""
+    problems = []
+    for caller in manager.get_hookcallers(plugin) or []:
+        if caller.name not in hookspecs.HOOK_NAMES:
+            problems.append(
+                f"hook {caller.name!r} is not a harness hook.{close_matches_hint(caller.name, hookspecs.HOOK_NAMES)}"
+            )
+    return problems
+
+
+def _model_class(plugin: ModelPlugin) -> type | None:
+    """The class a model factory builds, when it can be known without building a model."""
+    if plugin.model_class is not None:
+        return plugin.model_class
+    if inspect.isclass(plugin.factory):
+        return plugin.factory
+    try:
+        hints = typing.get_type_hints(plugin.factory)
+    except Exception:  # unresolvable annotations: the runner checks the built object instead
+        return None
+    returned = hints.get("return")
+    return returned if inspect.isclass(returned) and returned is not type(None) else None
+
+
+def check_model_object(plugin: ModelPlugin, model: Any) -> None:
+    """The built model has the methods of every capability its plugin declares (run by the runner)."""
+    missing = missing_methods(model, plugin.capabilities)
+    if missing:
+        raise PluginContractError(_missing_text(f"model {plugin.name!r}", type(model).__name__, missing))
+
+
+def _missing_text(owner: str, class_name: str, missing: dict[str, list[str]]) -> str:
+    parts = [f"{capability} needs {', '.join(methods)}" for capability, methods in missing.items()]
+    return f"{owner} declares capabilities its class {class_name} lacks: {'; '.join(parts)}."
+
+
+def _check_item(item: Any, kinds: dict[str, ComponentKind]) -> Any:
+    """Validate one registered item; returns it (a Task subclass becomes a TaskPlugin)."""
+    if inspect.isclass(item) and issubclass(item, Task):
+        return TaskPlugin.from_class(item)
+    if isinstance(item, ModelPlugin):
+        model_class = _model_class(item)
+        if model_class is not None:
+            missing = missing_methods(model_class, item.capabilities)
+            if missing:
+                raise PluginContractError(_missing_text(f"model {item.name!r}", model_class.__name__, missing))
+        return item
+    if isinstance(item, (TaskPlugin, RecipePlugin, ComponentKind)):
+        return item
+    if isinstance(item, Component):
+        kind = kinds.get(item.kind)
+        if kind is not None and kind.protocol is not None:
+            protocol = kind.protocol
+            if protocol is _Callable:
+                ok = callable(item.obj)
+            else:
+                ok = not missing_methods_of_protocol(item.obj, protocol)
+            if not ok:
+                raise PluginContractError(
+                    f"component {item.name!r} of kind {item.kind!r} does not satisfy the kind's protocol "
+                    f"({kind.description or protocol.__name__})."
+                )
+        return item
+    raise PluginContractError(f"registered {item!r}, which is not a harness type (ModelPlugin, TaskPlugin, Task "
+                              "subclass, RecipePlugin, Component, ComponentKind).")
+
+
+def missing_methods_of_protocol(candidate: Any, protocol: type) -> list[str]:
+    names = getattr(protocol, "__protocol_attrs__", None) or [n for n in vars(protocol) if not n.startswith("_")]
+    return sorted(n for n in names if not n.startswith("_") and not hasattr(candidate, n))
+
+
+def _names_of(item: Any) -> list[tuple[str, str]]:
+    if isinstance(item, ModelPlugin):
+        return [("model", n) for n in (item.name, *item.aliases)]
+    if isinstance(item, RecipePlugin):
+        # Models and recipes share one namespace: both are written as a model spec.
+        return [("model", n) for n in (item.name, *item.aliases)]
+    if isinstance(item, TaskPlugin):
+        return [("task", n) for n in (item.name, *item.aliases)]
+    if isinstance(item, Component):
+        return [(item.kind, item.name)]
+    if isinstance(item, ComponentKind):
+        return [("component kind", item.name)]
+    return []
+
+
+def _collect(plugin_hooks: list[tuple[str, Callable]], info: PluginInfo, kinds: dict[str, ComponentKind]) -> list:
+    """Call one plugin's hook implementations; every item is checked. Raises on the first problem."""
+    items: list[Any] = []
+    for hook_name, function in plugin_hooks:
+        raw: list[Any] = []
+        try:
+            function(raw.append)
+        finally:
+            for item in raw:  # remembered even on failure, so a lookup can say "its plugin failed"
+                try:
+                    info.names.extend(_names_of(item) or (_names_of(TaskPlugin.from_class(item))
+                                                          if inspect.isclass(item) and issubclass(item, Task) else []))
+                except Exception:
+                    pass
+        for item in raw:
+            checked = _check_item(item, kinds)
+            if isinstance(checked, ComponentKind):
+                kinds[checked.name] = checked
+            items.append(checked)
+    return items
+
+
+_HOOK_ORDER = {name: index for index, name in enumerate(hookspecs.HOOK_NAMES)}
 
 
 def build_registry(extra_plugins: Iterable[Any] = ()) -> Registry:
@@ -134,23 +329,63 @@ def build_registry(extra_plugins: Iterable[Any] = ()) -> Registry:
     manager = pluggy.PluginManager(ENTRY_POINT_GROUP)
     manager.add_hookspecs(hookspecs)
     registry = Registry()
-    package_of_plugin: dict[str, str] = {}
-    for info, module in _load_modules():
+    candidates: list[tuple[PluginInfo, Any]] = list(_load_modules())
+    for index, extra in enumerate(extra_plugins):
+        candidates.append((PluginInfo(f"(in-process):{index}", "(in-process)", repr(extra)), extra))
+
+    registered: list[tuple[PluginInfo, Any]] = []
+    for info, module in candidates:
         registry.plugins.append(info)
-        if module is None:
+        if module is None or info.error:
             continue
-        plugin_name = f"{info.package}:{info.name}"
         if manager.is_registered(module):
             continue
-        manager.register(module, name=plugin_name)
-        package_of_plugin[plugin_name] = info.package
-    for index, extra in enumerate(extra_plugins):
-        plugin_name = f"(in-process):{index}"
-        manager.register(extra, name=plugin_name)
-        package_of_plugin[plugin_name] = "(in-process)"
-        registry.plugins.append(PluginInfo(plugin_name, "(in-process)", repr(extra)))
+        try:
+            manager.register(module, name=f"{info.package}:{info.name}")
+        except pluggy.PluginValidationError as exc:  # e.g. a hook implementation with the wrong arguments
+            info.error = "wrong hook signature: " + " ".join(str(exc).split()) + " (hooks take `register`)"
+            continue
+        problems = _misspelled_hooks(manager, module)
+        if problems:
+            info.error = "; ".join(problems)
+            manager.unregister(module)
+            continue
+        registered.append((info, module))
 
-    def claim(kind: str, name: str, package: str) -> None:
+    # Kinds first: every plugin's ComponentKind declarations are known before components are checked.
+    pending: list[tuple[PluginInfo, list[Any]]] = []
+    for info, module in registered:
+        hooks = sorted(
+            ((caller.name, impl.function) for caller in manager.get_hookcallers(module) or []
+             for impl in caller.get_hookimpls() if impl.plugin is module),
+            key=lambda pair: _HOOK_ORDER.get(pair[0], 99),
+        )
+        try:
+            items = _collect(hooks, info, registry.component_kinds)
+        except Exception as exc:  # the plugin at fault fails; the others keep working
+            message = str(exc) if isinstance(exc, HarnessError) else f"{type(exc).__name__}: {exc}"
+            info.error = " ".join(message.split())  # one line
+            info.error_traceback = traceback.format_exc()
+            logger.debug("plugin %s failed to register:\n%s", info.name, info.error_traceback)
+            continue
+        pending.append((info, items))
+
+    for info, items in pending:
+        for item in items:
+            _add(registry, item, info.package)
+
+    families = registry.families()
+    for name in set(families) & set(registry.tasks):
+        if families[name] != [name]:
+            raise DuplicateNameError(
+                f"{name!r} is both a task (from {registry.package_of('task', name)!r}) and a task family; "
+                "rename one of them."
+            )
+    return registry
+
+
+def _add(registry: Registry, item: Any, package: str) -> None:
+    def claim(kind: str, name: str) -> None:
         if (kind, name) in registry.origin:
             raise DuplicateNameError(
                 f"{kind} name {name!r} is registered by two packages: {registry.origin[(kind, name)]!r} and "
@@ -158,37 +393,22 @@ def build_registry(extra_plugins: Iterable[Any] = ()) -> Registry:
             )
         registry.origin[(kind, name)] = package
 
-    for hook_name in ("register_models", "register_tasks", "register_components"):
-        hook_caller = getattr(manager.hook, hook_name)
-        for implementation in hook_caller.get_hookimpls():
-            package = package_of_plugin.get(implementation.plugin_name, "?")
-            collected: list[Any] = []
-            implementation.function(collected.append)
-            for item in collected:
-                if isinstance(item, ModelPlugin):
-                    for name in (item.name, *item.aliases):
-                        claim("model", name, package)
-                    registry.models[item.name] = item
-                    registry.model_aliases.update({alias: item.name for alias in item.aliases})
-                elif isinstance(item, TaskPlugin):
-                    for name in (item.name, *item.aliases):
-                        claim("task", name, package)
-                    registry.tasks[item.name] = item
-                    registry.task_aliases.update({alias: item.name for alias in item.aliases})
-                elif isinstance(item, Component):
-                    claim(item.kind, item.name, package)
-                    registry.components[(item.kind, item.name)] = item
-                else:
-                    raise TypeError(f"{hook_name} in {package} registered {item!r}, which is not a harness type")
-    overlap = set(registry.families()) & set(registry.tasks)
-    for name in overlap:
-        members = registry.families()[name]
-        if members != [name]:
-            raise DuplicateNameError(
-                f"{name!r} is both a task (from {registry.package_of('task', name)!r}) and a task family; "
-                "rename one of them."
-            )
-    return registry
+    for kind, name in _names_of(item):
+        claim(kind, name)
+    if isinstance(item, ModelPlugin):
+        registry.models[item.name] = item
+        registry.model_aliases.update({alias: item.name for alias in item.aliases})
+    elif isinstance(item, RecipePlugin):
+        registry.recipes[item.name] = item
+        registry.recipe_aliases.update({alias: item.name for alias in item.aliases})
+        registry.origin[("recipe", item.name)] = package
+    elif isinstance(item, TaskPlugin):
+        registry.tasks[item.name] = item
+        registry.task_aliases.update({alias: item.name for alias in item.aliases})
+    elif isinstance(item, Component):
+        registry.components[(item.kind, item.name)] = item
+    elif isinstance(item, ComponentKind):
+        registry.component_kinds[item.name] = item
 
 
 @lru_cache(maxsize=1)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import json
+import logging
 import statistics
 import time
 import traceback
@@ -23,10 +24,10 @@ from .data import TrainingSplits
 from .device import hardware_description, resolve_device, seed_everything
 from .environment import environment_record
 from .errors import DataFileError, HarnessError, IncompatibleError, MissingDataError
-from .plugin_api import EvalContext, ModelContext, Task
+from .plugin_api import EvalContext, ModelContext, RecipeContext, RecipePlugin, Task
 from .profiles import Profile, get_profile
-from .registry import Registry
-from .spec import ModelSpec, TaskSpec, resolve_model_spec, resolve_task_specs, stable_hash
+from .registry import Registry, check_model_object
+from .spec import ModelSpec, TaskSpec, resolve_model_spec, resolve_task_specs, stable_hash, student_spec
 from .store import Store, atomic_write_json, build_checkpoint, checkpoint_complete
 
 
@@ -90,14 +91,19 @@ def _data_dir_text(path: Path | None) -> str | None:
     return str(path) if path else None
 
 
+logger = logging.getLogger(__name__)
+CACHE = "cache"  # store folder shared by every spec: content-addressed artifacts (e.g. domain-MLM checkpoints)
+
+
 class Runner:
-    def __init__(self, registry: Registry, config: RunConfig, log: Callable[[str], None] = print):
+    def __init__(self, registry: Registry, config: RunConfig, log: Callable[[str], None] | None = None):
         self.registry = registry
         self.config = config
-        self.log = log
+        self.log = log or logger.info
         self.store = Store(config.results_dir)
         self._tasks: dict[str, Task] = {}
         self._loaded: dict[tuple[str, int], Any] = {}  # in-process cache of trained models (teachers)
+        self._reports: dict[tuple[str, int], Any] = {}  # training report per (spec hash, seed)
 
     # -- planning --------------------------------------------------------------------------------------------------
     def plan(self) -> Plan:
@@ -124,7 +130,7 @@ class Runner:
             train_on = entry.train_on or self.config.train_on
             spec = resolve_model_spec(self.registry, entry.spec, profile, backbone, train_on)
             self._check_training(spec)
-            validate = self.registry.model(spec.name).validate
+            validate = self.registry.spec_plugin(spec.name).validate
             if validate is not None:
                 validate(spec, self.registry)
             model_plan = PlannedModel(spec, entry)
@@ -140,10 +146,15 @@ class Runner:
             planned.append(model_plan)
         return Plan(planned, task_specs, list(dict.fromkeys(self.config.seeds)), profile, device)
 
+    def capabilities(self, spec: ModelSpec) -> tuple[str, ...]:
+        """A model's declared capabilities; a recipe's are its student's."""
+        if spec.recipe:
+            return self.registry.model(student_spec(self.registry, spec, get_profile(spec.profile)).name).capabilities
+        return self.registry.model(spec.name).capabilities
+
     def _incompatibility(self, spec: ModelSpec, task_spec: TaskSpec) -> str | None:
-        plugin = self.registry.model(spec.name)
         metadata = self.registry.task(task_spec.name).metadata
-        available = reachable_capabilities(plugin.capabilities)
+        available = reachable_capabilities(self.capabilities(spec))
         if set(metadata.requires) <= available:
             return None
         return (
@@ -152,10 +163,19 @@ class Runner:
         )
 
     def _check_training(self, spec: ModelSpec) -> None:
-        plugin = self.registry.model(spec.name)
+        plugin = self.registry.spec_plugin(spec.name)
         if spec.train_on is None:
+            if spec.recipe:
+                sources = sorted(
+                    name for name, task_plugin in self.registry.tasks.items()
+                    if set(task_plugin.metadata.training_kinds) & set(plugin.training_kinds)
+                )
+                raise IncompatibleError(
+                    f"recipe {spec.label!r} trains on a source; add --train-on TASK (or train_on in the matrix), "
+                    f"e.g. {', '.join(sources[:4]) or '(no installed task offers its data)'}."
+                )
             return
-        if TRAINABLE not in plugin.capabilities or not plugin.training_kinds:
+        if not spec.recipe and (TRAINABLE not in plugin.capabilities or not plugin.training_kinds):
             raise IncompatibleError(f"model {spec.name!r} cannot be trained; drop --train-on for it.")
         source_specs = resolve_task_specs(self.registry, spec.train_on)
         if len(source_specs) != 1:
@@ -191,6 +211,11 @@ class Runner:
             batch_size=self.config.batch_size or profile.eval_batch_size,
             progress=self.config.progress,
             data_dir=self.config.data_dir,
+            component=self.registry.component,
+            embedder=lambda text: self.trained_model(
+                resolve_model_spec(self.registry, text, profile), profile, device, seed
+            ),
+            logger=logging.getLogger("harness.task"),
         )
 
     def training_splits(self, source: str, kinds: tuple[str, ...], profile: Profile, seed: int) -> TrainingSplits:
@@ -204,25 +229,52 @@ class Runner:
 
     # -- models -----------------------------------------------------------------------------------------------------
     def model_context(self, spec: ModelSpec, profile: Profile, device: str, seed: int) -> ModelContext:
-        backbone_path = self.resolve_backbone(spec.backbone)
-        return ModelContext(
+        values = self._context_values(spec, profile, device, seed)
+        if not spec.recipe:
+            return ModelContext(**values)
+        student = student_spec(self.registry, spec, profile)
+
+        def build_student(backbone: str | None = None) -> Any:
+            started_from = student if backbone is None else ModelSpec(
+                student.name, student.options, backbone, student.profile, None, student.label
+            )
+            return self._build(started_from, profile, device, seed)
+
+        return RecipeContext(**values, student=spec.options["student"], build_student=build_student)
+
+    def _context_values(self, spec: ModelSpec, profile: Profile, device: str, seed: int) -> dict[str, Any]:
+        def trained_model(text: str, *, train_on: str | None = None, backbone: str | None = None) -> Any:
+            resolved = resolve_model_spec(self.registry, text, profile, backbone or spec.backbone, train_on)
+            return self.trained_model(resolved, profile, device, seed)
+
+        return dict(
             options=dict(spec.options),
-            backbone=backbone_path,
+            backbone=self.resolve_backbone(spec.backbone),
             profile=profile,
             device=device,
             seed=seed,
             progress=self.config.progress,
-            trained_model=lambda text, train_on=None, backbone=None: self.trained_model(
-                resolve_model_spec(self.registry, text, profile, backbone or spec.backbone, train_on),
-                profile,
-                device,
-                seed,
-            ),
+            trained_model=trained_model,
             training_data=lambda source, kind: self.training_splits(source, (kind,), profile, seed),
             component=self.registry.component,
-            work_dir=self.store.artifact_dir(spec.key, seed),
+            artifact_dir=self.store.artifact_dir(spec.key, seed),
+            cache_dir=self.store.root / CACHE,
             train_on=spec.train_on,
+            eval_batch_size=self.config.batch_size or profile.eval_batch_size,
+            logger=logging.getLogger(f"harness.model.{spec.name}"),
         )
+
+    def _build(self, spec: ModelSpec, profile: Profile, device: str, seed: int) -> Any:
+        """A fresh model of a (non-recipe) spec, checked against the capabilities its plugin declares."""
+        plugin = self.registry.model(spec.name)
+        seed_everything(seed)
+        model = plugin.factory(self.model_context(spec, profile, device, seed))
+        check_model_object(plugin, model)
+        return model
+
+    def training_report(self, spec: ModelSpec, seed: int) -> Any:
+        """The report of the training that produced the (spec, seed) model in this process, or None."""
+        return self._reports.get((spec.hash, seed))
 
     def resolve_backbone(self, name: str) -> str:
         """A registered backbone alias (e.g. a model shipped inside a package) or the name itself."""
@@ -231,32 +283,36 @@ class Runner:
         return name
 
     def trained_model(self, spec: ModelSpec, profile: Profile, device: str, seed: int) -> Any:
-        """Build the model; if it is trained, load its checkpoint or train it and save one (shared by all cells)."""
+        """Build the model; if it is trained, load its checkpoint or train it and save one (shared by all cells).
+        A recipe spec builds its student, and trains it with the recipe."""
         cache_key = (spec.hash, seed)
         if cache_key in self._loaded:
             return self._loaded[cache_key]
-        plugin = self.registry.model(spec.name)
-        seed_everything(seed)
-        model = plugin.factory(self.model_context(spec, profile, device, seed))
+        if spec.recipe:
+            model = self._build(student_spec(self.registry, spec, profile), profile, device, seed)
+            kinds = self.registry.recipe(spec.name).training_kinds
+        else:
+            model = self._build(spec, profile, device, seed)
+            kinds = self.registry.model(spec.name).training_kinds
+        report_record = None
         if spec.train_on is not None:
             checkpoint = self.store.checkpoint_dir(spec.key, seed)
             if checkpoint_complete(checkpoint) and not self.config.overwrite:
                 self.log(f"  loading checkpoint {checkpoint}")
                 model.load(checkpoint)
-                model.training_report = json.loads((checkpoint / "training.json").read_text()).get("report")
+                report_record = json.loads((checkpoint / "training.json").read_text()).get("report")
             else:
-                splits = self.training_splits(spec.train_on, plugin.training_kinds, profile, seed)
+                splits = self.training_splits(spec.train_on, kinds, profile, seed)
                 self.log(
                     f"  training {spec.label} on {spec.train_on} ({len(splits.train)} examples, seed {seed}, "
                     f"profile {profile.name})"
                 )
-                seed_everything(seed)
-                report = model.fit(splits, self.model_context(spec, profile, device, seed))
+                model, report = self._fit(spec, model, splits, profile, device, seed)
                 report_record = report.as_record() if hasattr(report, "as_record") else report
-                model.training_report = report_record
+                trained = model
 
                 def save(directory: Path) -> None:
-                    model.save(directory)
+                    trained.save(directory)
                     atomic_write_json(
                         directory / "training.json",
                         {"spec": spec.as_record(), "seed": seed, "source_checksum": splits.checksum,
@@ -264,10 +320,35 @@ class Runner:
                     )
 
                 build_checkpoint(checkpoint, save)
-        else:
-            model.training_report = None
+        self._reports[cache_key] = report_record
         self._loaded[cache_key] = model
         return model
+
+    def _fit(self, spec: ModelSpec, model: Any, splits: TrainingSplits, profile: Profile, device: str,
+             seed: int) -> tuple[Any, Any]:
+        """Train a model with its own ``fit``, or a recipe's student with the recipe; returns (model, report)."""
+        ctx = self.model_context(spec, profile, device, seed)
+        seed_everything(seed)
+        if not spec.recipe:
+            return model, model.fit(splits, ctx)
+        recipe: RecipePlugin = self.registry.recipe(spec.name)
+        prebuilt = [model]  # the first build_student() without a backbone gets the student built above
+
+        def build_student(backbone: str | None = None) -> Any:
+            if backbone is None and prebuilt:
+                return prebuilt.pop()
+            return ctx_build(backbone)
+
+        assert isinstance(ctx, RecipeContext)
+        ctx_build = ctx.build_student
+        ctx.build_student = build_student
+        result = recipe.train(splits, ctx)
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise HarnessError(
+                f"recipe {recipe.name!r} returned {type(result).__name__}; train() must return (student, report). "
+                "This is a bug in the recipe plugin."
+            )
+        return result
 
     def release(self) -> None:
         self._loaded.clear()
@@ -366,7 +447,7 @@ class Runner:
             "main_score": float(result.scores[metadata.main_score]),
             "details": result.details,
             "dataset_checksum": result.dataset_checksum,
-            "training": getattr(model, "training_report", None),
+            "training": self.training_report(spec, seed),
             "timings": {"model_seconds": round(train_seconds, 3), "eval_seconds": round(eval_seconds, 3)},
         }
         self.store.write(spec.key, seed, task_spec.key, record)

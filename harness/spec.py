@@ -7,8 +7,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from .capabilities import TRAINABLE
+from .errors import IncompatibleError
 from .options import format_options, parse_spec_text, resolve_options
 from .profiles import Profile
+from .plugin_api import RecipePlugin
 from .registry import Registry
 
 SPEC_VERSION = 1
@@ -27,9 +30,10 @@ class ModelSpec:
     profile: str
     train_on: str | None  # training source (a task name, with its options) or None for "as is"
     label: str  # what leaderboards show, e.g. "be:pooling=cls"
+    recipe: bool = False  # the name is a training recipe (its option ``student`` names the model it trains)
 
     def identity(self) -> dict:
-        return {
+        identity = {
             "spec_version": SPEC_VERSION,
             "name": self.name,
             "options": self.options,
@@ -37,6 +41,9 @@ class ModelSpec:
             "profile": self.profile,
             "train_on": self.train_on,
         }
+        if self.recipe:  # models keep the identity (and so the stored results) they had before recipes existed
+            identity["recipe"] = True
+        return identity
 
     @property
     def hash(self) -> str:
@@ -54,13 +61,18 @@ class ModelSpec:
 def resolve_model_spec(
     registry: Registry, text: str, profile: Profile, backbone: str | None = None, train_on: str | None = None
 ) -> ModelSpec:
-    """``be:pooling=cls`` -> validated ModelSpec. Models that need training get their default source."""
+    """``be:pooling=cls`` (or a recipe, ``augsbert:teacher=cbe``) -> validated ModelSpec. Models that need training
+    get their default source."""
     name, raw_options = parse_spec_text(text)
-    plugin = registry.model(name)
-    options = resolve_options(f"model {plugin.name!r}", plugin.options, raw_options)
+    plugin = registry.spec_plugin(name)
+    is_recipe = isinstance(plugin, RecipePlugin)
+    kind = "recipe" if is_recipe else "model"
+    options = resolve_options(f"{kind} {plugin.name!r}", plugin.options, raw_options)
     defaults = {key: option.default for key, option in plugin.options.items()}
-    if train_on is None and plugin.requires_training:
+    if train_on is None and not is_recipe and plugin.requires_training:
         train_on = plugin.default_train_on
+    if is_recipe:
+        _check_student(registry, plugin, options["student"], profile, backbone)
     changed = format_options(options, defaults)
     label = plugin.name + (f":{changed}" if changed else "")
     return ModelSpec(
@@ -70,7 +82,36 @@ def resolve_model_spec(
         profile=profile.name,
         train_on=train_on,
         label=label,
+        recipe=is_recipe,
     )
+
+
+def _check_student(registry: Registry, recipe: RecipePlugin, student: str, profile: Profile,
+                   backbone: str | None) -> None:
+    """The student of a recipe is a plain trainable model that learns from what the recipe feeds it."""
+    student_name, _ = parse_spec_text(student)
+    if registry.is_recipe(student_name):
+        raise IncompatibleError(
+            f"recipe {recipe.name!r}: the student {student!r} is itself a recipe; name a model, e.g. student=be."
+        )
+    student_spec = resolve_model_spec(registry, student, profile, backbone)
+    student_plugin = registry.model(student_spec.name)
+    learners = sorted(
+        name for name, model in registry.models.items()
+        if TRAINABLE in model.capabilities and set(recipe.student_kinds) <= set(model.training_kinds)
+    )
+    if TRAINABLE not in student_plugin.capabilities or not set(recipe.student_kinds) <= set(
+        student_plugin.training_kinds
+    ):
+        raise IncompatibleError(
+            f"recipe {recipe.name!r} trains its student on {', '.join(recipe.student_kinds)}, which model "
+            f"{student_plugin.name!r} cannot learn from; students that can: {', '.join(learners) or '(none)'}."
+        )
+
+
+def student_spec(registry: Registry, spec: ModelSpec, profile: Profile) -> ModelSpec:
+    """The resolved spec of a recipe's student (same backbone and profile, never trained on its own)."""
+    return resolve_model_spec(registry, spec.options["student"], profile, spec.backbone)
 
 
 @dataclass(frozen=True)

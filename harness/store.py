@@ -1,28 +1,138 @@
-"""The result store: one JSON record per (model spec, seed, task), written atomically.
+"""The result store: one JSON record per (model spec, seed, task), written atomically, checked when read.
 
-Layout: ``<results>/<model-key>/seed-<seed>/<task-key>.json`` and trained checkpoints under
-``<results>/checkpoints/<model-key>/seed-<seed>/``. A record is written to a temporary file in the same folder,
-flushed, fsynced and renamed over the target, so a crash or Ctrl-C leaves either the old record or the new one,
-never half of one. Checkpoint folders are built under a temporary name and renamed when complete.
+Layout: ``<store>/<model-key>/seed-<seed>/<task-key>.json``; trained checkpoints under
+``<store>/checkpoints/<model-key>/seed-<seed>/`` and a spec's own files under ``<store>/artifacts/...``.
+
+What the store guarantees (README "What the store guarantees"):
+
+- **Atomic writes.** A record is written to a temporary file in the same folder, flushed, fsynced and renamed over
+  the target; a checkpoint folder is built under a temporary name and renamed when complete. A crash leaves the old
+  version or the new one, never half of one. Temporary names carry the host and process id, so the next run removes
+  the leftovers of dead processes (never those of a live one; see :meth:`Store.clean_stale_temporaries`).
+- **Records are validated.** Every record read is checked against the schema below and against the sha256 of its
+  own content (``checksum``), and must sit at the path its model key, seed and task key name. A record that fails is
+  reported with its path and reason, never used (the runner recomputes the cell; the leaderboard skips it and says so).
+- **Reuse needs a match** (:func:`reuse_problem`): status ``ok``, the same spec hash, task version, dataset checksum
+  and (for trained models) training-data checksum.
+- **Checkpoints carry file checksums**: ``COMPLETE`` lists the sha256 and size of every file; a checkpoint whose
+  files do not match is not complete (:func:`checkpoint_problem`) and is rebuilt.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
+import math
 import os
+import re
 import shutil
+import socket
 import tempfile
+import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
-RECORD_SCHEMA = 1
+from .errors import HarnessError
+
+logger = logging.getLogger(__name__)
+
+RECORD_SCHEMA = 2  # 2: records carry ``checksum``; 1 (harness 0.1): no checksum
+STATUSES = ("ok", "missing", "failed")
 CHECKPOINTS = "checkpoints"
 ARTIFACTS = "artifacts"
+NON_RECORD_FOLDERS = (CHECKPOINTS, ARTIFACTS, "cache", "leaderboards")
+COMPLETE = "COMPLETE"
+CHECKPOINT_FORMAT = 2  # 2: COMPLETE lists every file's sha256 and size; 1 (harness 0.1): COMPLETE says "ok"
+MAX_SEED = 2**32 - 1
+STALE_AFTER_SECONDS = 3600.0  # temporaries whose owner cannot be checked are removed only after this long
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+_FAMILY_NAME = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")  # TaskMetadata's rule: no separators, cannot start with '.'
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
+class StoreError(HarnessError):
+    """A result store (or output folder) that cannot be used: not a folder, not writable."""
+
+
+class InvalidRecordError(HarnessError):
+    """A stored record that is unreadable, breaks the schema or fails its content checksum."""
+
+    def __init__(self, path: Path, reason: str):
+        super().__init__(f"{path}: {reason}")
+        self.path = Path(path)
+        self.reason = reason
+
+
+# -- temporary names ---------------------------------------------------------------------------------------------------
+_TEMP_TAG = "harness-tmp"
+_OWNED_TEMP = re.compile(rf"\.{_TEMP_TAG}\.(?P<host>[A-Za-z0-9_]+)\.(?P<pid>\d+)\.")
+# harness 0.1 temporaries (no owner in the name): ``.<name>.<8 random chars>.tmp`` files and ``.<name>.<8 chars>``
+# checkpoint folders.
+_LEGACY_TEMP_FILE = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
+_LEGACY_TEMP_DIR = re.compile(r"^\..+\.[a-z0-9_]{8}$")
+
+
+def _host_tag() -> str:
+    return re.sub(r"[^A-Za-z0-9]", "_", socket.gethostname() or "host")[:40] or "host"
+
+
+def temporary_prefix(name: str) -> str:
+    """Prefix of a temporary file or folder that will be renamed to ``name``; it names this host and process."""
+    return f".{name}.{_TEMP_TAG}.{_host_tag()}.{os.getpid()}."
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    except OSError:
+        return True  # cannot tell: keep
+    return True
+
+
+def _newest_mtime(path: Path) -> float:
+    newest = path.lstat().st_mtime
+    if path.is_dir() and not path.is_symlink():
+        for folder, _, files in os.walk(path):
+            for name in files:
+                try:
+                    newest = max(newest, os.lstat(os.path.join(folder, name)).st_mtime)
+                except OSError:
+                    pass
+    return newest
+
+
+def stale_temporary(path: Path, now: float | None = None) -> str | None:
+    """Why ``path`` is a leftover that can be removed, or None (not a temporary, or possibly still in use)."""
+    name = path.name
+    owned = _OWNED_TEMP.search(name)
+    now = time.time() if now is None else now
+    if owned:
+        if owned.group("host") == _host_tag():
+            pid = int(owned.group("pid"))
+            if pid == os.getpid() or _process_alive(pid):
+                return None
+            return f"left by process {pid}, which is no longer running"
+        age = now - _newest_mtime(path)
+        if age > STALE_AFTER_SECONDS:
+            return f"left by host {owned.group('host')}, untouched for {age / 3600:.1f} h"
+        return None
+    legacy = _LEGACY_TEMP_FILE.match(name) if path.is_file() else _LEGACY_TEMP_DIR.match(name)
+    if legacy:
+        age = now - _newest_mtime(path)
+        if age > STALE_AFTER_SECONDS:
+            return f"left by an older harness, untouched for {age / 3600:.1f} h"
+    return None
+
+
+# -- atomic writes -----------------------------------------------------------------------------------------------------
 def atomic_write_text(path: Path, text: str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    handle, temporary = tempfile.mkstemp(prefix=temporary_prefix(path.name), suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)
@@ -41,9 +151,188 @@ def atomic_write_json(path: Path, payload: Any) -> None:
     atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
 
 
+def check_writable_dir(path: Path, what: str) -> None:
+    """Raise StoreError unless ``path`` is (or can be created as) a folder this process can write to. Creates
+    nothing: the probe file goes into the folder itself or its nearest existing parent and is removed at once."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise StoreError(f"{what} {path} is a file, not a folder; give a folder (it is created if missing).")
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise StoreError(f"{what} {path} cannot be created: {probe} is a file.")
+    try:
+        handle, name = tempfile.mkstemp(prefix=temporary_prefix("write-test"), suffix=".tmp", dir=probe)
+        os.close(handle)
+        os.unlink(name)
+    except OSError as exc:
+        raise StoreError(
+            f"{what} {path} is not writable ({exc.strerror or exc}); choose a writable folder."
+        ) from None
+
+
+# -- records -----------------------------------------------------------------------------------------------------------
+def _canonical(payload: Any) -> Any:
+    """The value as it reads back from its JSON file (tuples become lists, other objects strings)."""
+    return json.loads(json.dumps(payload, default=str))
+
+
+def content_checksum(record: dict) -> str:
+    """sha256 of a record's content without its ``checksum`` field (canonical JSON: sorted keys, no spaces)."""
+    body = {key: value for key, value in record.items() if key not in ("checksum", "_path")}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def seal_record(record: dict) -> dict:
+    """The record as stored: canonical JSON values, the current schema and the checksum of its content."""
+    sealed = _canonical({key: value for key, value in record.items() if key not in ("checksum", "_path")})
+    sealed["schema"] = RECORD_SCHEMA
+    sealed["checksum"] = content_checksum(sealed)
+    return sealed
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_finite_number(value: Any) -> bool:
+    return _is_number(value) and math.isfinite(value)
+
+
+def is_valid_seed(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_SEED
+
+
+def _field_problem(record: dict) -> str | None:
+    status = record.get("status")
+    if status not in STATUSES:
+        return f"status {status!r} is not one of {', '.join(STATUSES)}"
+    model = record.get("model")
+    if not isinstance(model, dict):
+        return "has no 'model' object"
+    for key in ("name", "label", "backbone", "profile", "hash"):
+        if not isinstance(model.get(key), str):
+            return f"model.{key} is missing or not a string"
+    if model.get("train_on") is not None and not isinstance(model.get("train_on"), str):
+        return "model.train_on is not a string"
+    if not isinstance(record.get("model_key"), str) or not _SAFE_NAME.match(record["model_key"]):
+        return "model_key is missing or not a plain name"
+    if not is_valid_seed(record.get("seed")):
+        return f"seed {record.get('seed')!r} is not an integer in 0..{MAX_SEED}"
+    task = record.get("task")
+    if not isinstance(task, dict):
+        return "has no 'task' object"
+    for key in ("name", "key", "label", "family", "version"):
+        if not isinstance(task.get(key), str):
+            return f"task.{key} is missing or not a string"
+    if not _FAMILY_NAME.match(task["family"]):
+        return f"task.family {task['family']!r} is not a task family name (lower-case letters, digits, '-', '_', '.')"
+    if not _SAFE_NAME.match(task["key"]):
+        return f"task.key {task['key']!r} is not a plain name"
+    if record.get("hardware") is not None and not isinstance(record.get("hardware"), str):
+        return "hardware is not a string"
+    if status == "ok":
+        if not _is_finite_number(record.get("main_score")):
+            return f"main_score {record.get('main_score')!r} is not a finite number"
+        scores = record.get("scores")
+        if not isinstance(scores, dict) or not scores:
+            return "has no 'scores' object"
+        for name, value in scores.items():
+            if not _is_finite_number(value):
+                return f"score {name!r} is {value!r}, not a finite number"
+        if not isinstance(record.get("dataset_checksum"), str):
+            return "dataset_checksum is missing"
+    elif not isinstance(record.get("message"), str):
+        return f"a {status} record needs a 'message' saying why"
+    return None
+
+
+def record_problem(record: Any, path: Path | None = None) -> str | None:
+    """Why ``record`` (read from ``path``) must not be used, or None when it is valid."""
+    if not isinstance(record, dict):
+        return f"not a record: a JSON {type(record).__name__} instead of an object"
+    schema = record.get("schema")
+    if schema == 1:
+        return ("written by harness 0.1, without a content checksum; it is recomputed (published records: "
+                "`harness publish --trust-unsigned` re-checks and signs them)")
+    if schema != RECORD_SCHEMA:
+        return f"unknown record schema {schema!r} (this harness reads schema {RECORD_SCHEMA})"
+    problem = _field_problem(record)
+    if problem:
+        return problem
+    checksum = record.get("checksum")
+    if not isinstance(checksum, str) or not _HEX64.match(checksum):
+        return "has no content checksum"
+    try:
+        actual = content_checksum(record)
+    except ValueError:  # NaN or infinity somewhere in the record
+        return "contains NaN or infinite values"
+    if actual != checksum:
+        return "content does not match its checksum: the record was changed after it was written"
+    if path is not None:
+        path = Path(path)
+        expected = (record["model_key"], f"seed-{record['seed']}", f"{record['task']['key']}.json")
+        if (path.parent.parent.name, path.parent.name, path.name) != expected:
+            return f"stored at the wrong place: its content belongs at {'/'.join(expected)}"
+    return None
+
+
+def read_record(path: Path) -> dict:
+    """The validated record at ``path``; InvalidRecordError (with the path and reason) otherwise."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InvalidRecordError(path, f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidRecordError(path, "not UTF-8 text (damaged file)") from None
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidRecordError(path, f"not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    problem = record_problem(record, path)
+    if problem:
+        raise InvalidRecordError(path, problem)
+    return record
+
+
+def reuse_problem(
+    record: dict,
+    *,
+    model_hash: str,
+    task_version: str,
+    dataset_checksum: str | None,
+    training_data_checksum: str | None = None,
+) -> str | None:
+    """Why a valid stored record cannot answer this cell, or None when it can be reused."""
+    if record["status"] != "ok":
+        return f"its status is {record['status']} ({record.get('message', '')})"
+    if record["model"]["hash"] != model_hash:
+        return "it was computed for another model spec (spec hash differs)"
+    if record["task"]["version"] != str(task_version):
+        return f"the task version changed ({record['task']['version']} -> {task_version})"
+    if dataset_checksum is None:
+        return "the task cannot report its dataset checksum before evaluating, so the data cannot be compared"
+    if record.get("dataset_checksum") != dataset_checksum:
+        return (f"the dataset changed since it was computed (sha256 {str(record.get('dataset_checksum'))[:12]}... "
+                f"then, {dataset_checksum[:12]}... now)")
+    if training_data_checksum is not None and record.get("training_data_checksum") != training_data_checksum:
+        return "the training data changed since the model was trained"
+    return None
+
+
 class Store:
+    """A folder of records. ``skipped`` lists ``(path, reason)`` of the invalid records the last scan met."""
+
     def __init__(self, root: Path | str):
         self.root = Path(root)
+        self.skipped: list[tuple[Path, str]] = []
 
     def record_path(self, model_key: str, seed: int, task_key: str) -> Path:
         return self.root / model_key / f"seed-{seed}" / f"{task_key}.json"
@@ -54,51 +343,150 @@ class Store:
     def artifact_dir(self, model_key: str, seed: int) -> Path:
         return self.root / ARTIFACTS / model_key / f"seed-{seed}"
 
-    def has(self, model_key: str, seed: int, task_key: str) -> bool:
+    def lookup(self, model_key: str, seed: int, task_key: str) -> tuple[dict | None, str | None]:
+        """``(record, None)`` for a valid record, ``(None, reason)`` for an invalid one, ``(None, None)`` if none."""
         path = self.record_path(model_key, seed, task_key)
-        if not path.is_file():
-            return False
+        if not path.exists():
+            return None, None
         try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            return False  # unreadable: recompute rather than trust it
-        return record.get("status") == "ok"
+            return read_record(path), None
+        except InvalidRecordError as exc:
+            return None, exc.reason
+
+    def has(self, model_key: str, seed: int, task_key: str) -> bool:
+        """A valid record with status ok is stored for this cell (whether it may be reused is ``reuse_problem``)."""
+        record, _ = self.lookup(model_key, seed, task_key)
+        return record is not None and record["status"] == "ok"
 
     def write(self, model_key: str, seed: int, task_key: str, record: dict) -> Path:
         path = self.record_path(model_key, seed, task_key)
-        atomic_write_json(path, {"schema": RECORD_SCHEMA, **record})
+        sealed = seal_record(record)
+        problem = record_problem(sealed, path)
+        if problem:  # a bug in the caller: never store what would be rejected when read
+            raise ValueError(f"refusing to store an invalid record at {path}: {problem}")
+        atomic_write_text(path, json.dumps(sealed, indent=2, sort_keys=True, allow_nan=False) + "\n")
         return path
 
-    def records(self) -> Iterator[dict]:
-        """Every readable record; unreadable files are skipped with their path noted in ``self.skipped``."""
-        self.skipped: list[Path] = []
+    def record_files(self) -> list[Path]:
         if not self.root.is_dir():
-            return
-        for path in sorted(self.root.glob("*/seed-*/*.json")):
-            if path.parts[-3] in (CHECKPOINTS, ARTIFACTS):
-                continue
+            return []
+        return [
+            path for path in sorted(self.root.glob("*/seed-*/*.json"))
+            if path.parts[-3] not in NON_RECORD_FOLDERS and not path.name.startswith(".")
+        ]
+
+    def records(self) -> Iterator[dict]:
+        """Every valid record (with its path under ``_path``); invalid ones are listed in ``self.skipped``."""
+        self.skipped = []
+        for path in self.record_files():
             try:
-                record = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
-                self.skipped.append(path)
+                record = read_record(path)
+            except InvalidRecordError as exc:
+                self.skipped.append((path, exc.reason))
                 continue
-            if isinstance(record, dict) and record.get("schema") == RECORD_SCHEMA:
-                record["_path"] = str(path)
-                yield record
+            record["_path"] = str(path)
+            yield record
+
+    def check_writable(self) -> None:
+        check_writable_dir(self.root, "the result store")
+
+    def clean_stale_temporaries(self) -> list[tuple[Path, str]]:
+        """Remove temporary files and folders left by dead processes; returns ``(path, why)`` of each removed.
+
+        A temporary names its host and process id: one of this host whose process is gone is removed; one of a live
+        process never is. Temporaries whose owner cannot be checked (another host, or written by harness 0.1) are
+        removed only when untouched for STALE_AFTER_SECONDS.
+        """
+        removed: list[tuple[Path, str]] = []
+        if not self.root.is_dir():
+            return removed
+        now = time.time()
+        for folder, dirs, files in os.walk(self.root):
+            base = Path(folder)
+            for name in list(dirs):
+                path = base / name
+                if not name.startswith(".") or path.is_symlink():
+                    continue
+                why = stale_temporary(path, now)
+                if why:
+                    shutil.rmtree(path, ignore_errors=True)
+                    removed.append((path, why))
+                dirs.remove(name)  # never descend into hidden folders
+            for name in files:
+                if not name.startswith(".") or not name.endswith(".tmp"):
+                    continue
+                path = base / name
+                why = stale_temporary(path, now)
+                if why:
+                    try:
+                        path.unlink()
+                        removed.append((path, why))
+                    except OSError:
+                        pass
+        return removed
+
+
+# -- checkpoints -------------------------------------------------------------------------------------------------------
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _checkpoint_files(directory: Path) -> dict[str, dict]:
+    files = {}
+    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+        relative = path.relative_to(directory).as_posix()
+        if relative == COMPLETE:
+            continue
+        files[relative] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
+    return files
+
+
+def checkpoint_problem(directory: Path) -> str | None:
+    """Why the checkpoint in ``directory`` cannot be loaded as it is (not built, or its files do not match the
+    checksums recorded when it was built), or None."""
+    directory = Path(directory)
+    marker = directory / COMPLETE
+    if not marker.is_file():
+        return "not built yet" if not directory.exists() else f"incomplete (no {COMPLETE} marker)"
+    try:
+        manifest = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        manifest = None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
+        return "built by harness 0.1 without file checksums, so it cannot be verified"
+    for relative, expected in manifest["files"].items():
+        path = directory / relative
+        if not path.is_file():
+            return f"{relative} is missing"
+        size = path.stat().st_size
+        if size != expected.get("bytes"):
+            return f"{relative} has {size} bytes, {expected.get('bytes')} when it was built (truncated or replaced)"
+        if sha256_file(path) != expected.get("sha256"):
+            return f"{relative} does not match the sha256 recorded when it was built (the file was changed)"
+    return None
 
 
 def checkpoint_complete(directory: Path) -> bool:
-    return (Path(directory) / "COMPLETE").is_file()
+    """The checkpoint is built and every file matches its recorded checksum (a damaged one logs a warning)."""
+    problem = checkpoint_problem(directory)
+    if problem is not None and (Path(directory) / COMPLETE).is_file():
+        logger.warning("checkpoint %s cannot be used: %s; it will be rebuilt", directory, problem)
+    return problem is None
 
 
-def build_checkpoint(directory: Path, save) -> Path:
-    """Call ``save(temporary_dir)``, then move the folder into place with a COMPLETE marker."""
+def build_checkpoint(directory: Path, save: Callable[[Path], Any]) -> Path:
+    """Call ``save(temporary_dir)``, record every file's sha256 in ``COMPLETE``, then move the folder into place."""
     directory = Path(directory)
     directory.parent.mkdir(parents=True, exist_ok=True)
-    temporary = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    temporary = Path(tempfile.mkdtemp(prefix=temporary_prefix(directory.name), dir=directory.parent))
     try:
         save(temporary)
-        (temporary / "COMPLETE").write_text("ok\n")
+        manifest = {"format": CHECKPOINT_FORMAT, "files": _checkpoint_files(temporary)}
+        (temporary / COMPLETE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         if directory.exists():
             shutil.rmtree(directory)
         os.replace(temporary, directory)

@@ -262,7 +262,7 @@ def _log(message: str) -> None:
 
 def distill(student, splits, ctx) -> DistillationReport:
     """Augmented SBERT for ``student`` (a BiEncoder with ``fit_pairs``) on the gold source in ``splits``."""
-    from plugins.samplers import SamplingInput
+    from harness.plugins.samplers import SamplingInput
 
     options = ctx.options
     mode = options["mode"]
@@ -308,7 +308,7 @@ def distill(student, splits, ctx) -> DistillationReport:
 
     mlm_dir = None
     if options["teacher_mlm"]:
-        from plugins.domain_mlm import domain_adapted_backbone
+        from harness.plugins.domain_mlm import domain_adapted_backbone
 
         mlm_dir = domain_adapted_backbone(
             _mlm_directory(ctx, first, second), ctx.backbone, first, second, profile=ctx.profile, seed=ctx.seed,
@@ -447,7 +447,7 @@ def draw_silver_density(results_dir: Path, output_dir: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     from harness.errors import HarnessError
-    from plugins.samplers import GaussianKde
+    from harness.plugins.samplers import GaussianKde
 
     artifacts = read_silver_artifacts(results_dir)
     if not artifacts:

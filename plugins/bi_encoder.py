@@ -23,7 +23,7 @@ from torch import nn
 from harness import SCORED_PAIRS, UNLABELED_SENTENCES, ModelPlugin, Option, hookimpl
 from harness.encoding import POOLING_CHOICES, SentenceEncoder
 from harness.training import fit_scored_pairs
-from plugins import augmented_sbert
+from harness.plugins import augmented_sbert
 
 
 class CosineRegression(nn.Module):

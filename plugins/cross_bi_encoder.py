@@ -35,7 +35,7 @@ from harness import SCORED_PAIRS, HarnessError, ModelPlugin, Option, hookimpl
 from harness.encoding import load_tokenizer, load_transformer, mean_pool
 from harness.errors import invalid_choice
 from harness.training import TrainReport, fit_scored_pairs
-from plugins.cross_encoder import distinct_pairs, pair_sequence_limits, score_in_length_sorted_batches
+from harness.plugins.cross_encoder import distinct_pairs, pair_sequence_limits, score_in_length_sorted_batches
 
 SEGMENT_POOLING = ("boundaries", "content")
 PADDING, FIRST, SECOND = 0, 1, 2  # values of the per-token segment label
@@ -230,7 +230,7 @@ def build(ctx) -> CrossBiEncoder:
     inputs = PairInputBuilder(tokenizer, sentence_limit, pair_limit, (getattr(config, "type_vocab_size", 0) or 0) >= 2)
     network = CrossBiEncoderNetwork(transformer, ctx.options["segment_pooling"])
     if ctx.options.get("freeze_embeddings"):
-        from plugins.domain_mlm import freeze_embedding_layer  # here: domain_mlm imports this module
+        from harness.plugins.domain_mlm import freeze_embedding_layer  # here: domain_mlm imports this module
 
         freeze_embedding_layer(transformer)
     return CrossBiEncoder(network, inputs, ctx.device, ctx.profile.eval_batch_size, ctx.progress, ctx.options["lr"])

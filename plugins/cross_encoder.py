@@ -229,7 +229,7 @@ def build(ctx) -> CrossEncoder:
     _, pair_limit = pair_sequence_limits(ctx.backbone, tokenizer, transformer.config, ctx.profile.max_seq_length)
     network = CrossEncoderNetwork(transformer, ctx.options["activation"])
     if ctx.options.get("freeze_embeddings"):
-        from plugins.domain_mlm import freeze_embedding_layer  # here: domain_mlm imports this module
+        from harness.plugins.domain_mlm import freeze_embedding_layer  # here: domain_mlm imports this module
 
         freeze_embedding_layer(transformer)
     return CrossEncoder(

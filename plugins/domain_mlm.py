@@ -32,8 +32,8 @@ from torch import nn
 from harness.encoding import load_tokenizer, load_transformer
 from harness.store import atomic_write_json, build_checkpoint, checkpoint_complete
 from harness.training import config_from_profile, fit
-from plugins.cross_bi_encoder import PairInputBuilder
-from plugins.cross_encoder import pair_sequence_limits
+from harness.plugins.cross_bi_encoder import PairInputBuilder
+from harness.plugins.cross_encoder import pair_sequence_limits
 
 MASK_PROBABILITY = 0.15
 

@@ -13,13 +13,17 @@ of two embeddings, or a cross-encoder's score) against the gold score, Spearman 
   re-joins with single spaces; ``text=raw`` reads the original releases. SICK has one version only.
 - STS-B train/dev and SICK-R train/trial are offered as scored-pair training data (gold / 5, (gold - 1) / 4).
 
+Pair scoring (one model call per task, each distinct sentence encoded once), the correlations and both
+aggregations are ``harness.evaluation.pairs``; the smoke profile's seeded cut (per sub-dataset) is
+``harness.evaluation.sampling``.
+
 Data: bundled under ``tasks/data/`` with each dataset's SOURCE.md (origin and license); ``--data-dir`` overrides.
 """
 from __future__ import annotations
 
-import csv
-from dataclasses import dataclass
+import logging
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -30,40 +34,22 @@ from harness import (
     ScoredPairs,
     Task,
     TaskMetadata,
-    TaskPlugin,
     TrainingSplits,
-    as_pair_scorer,
     hookimpl,
 )
-from harness.plugin_api import task_factory
 from harness.data import files_checksum, read_text_lines, resolve_dataset_dir
 from harness.errors import data_error
-from harness.metrics import pearson, spearman
+from harness.evaluation.pairs import PairSet, correlation_scores, score_pair_sets
+from harness.evaluation.sampling import evaluation_sample
+
+logger = logging.getLogger(__name__)
 
 DATA_ROOT = Path(__file__).resolve().parent / "data"
 FAMILY = "senteval"
 
 
-@dataclass
-class PairSet:
-    """Evaluation pairs of one sub-dataset."""
-
-    name: str
-    first: list[str]
-    second: list[str]
-    gold: np.ndarray
-
-
 def _normalise(text: str, tokenized: bool) -> str:
     return " ".join(text.split()) if tokenized else text
-
-
-def _eval_sample(pairs: PairSet, limit: int | None) -> PairSet:
-    """The smoke profile's cut: a fixed sample (seed 0) so every model sees the same pairs."""
-    if limit is None or len(pairs.gold) <= limit:
-        return pairs
-    keep = sorted(np.random.default_rng(0).choice(len(pairs.gold), size=limit, replace=False).tolist())
-    return PairSet(pairs.name, [pairs.first[i] for i in keep], [pairs.second[i] for i in keep], pairs.gold[keep])
 
 
 def read_sts_year(folder: Path, prefix: str, subset: str, tokenized: bool) -> tuple[PairSet, list[Path]]:
@@ -133,20 +119,15 @@ def read_sick(folder: Path, split: str) -> tuple[PairSet, list[Path]]:
     return PairSet(f"sick-{split}", first, second, np.array(gold)), [path]
 
 
-def score_pairsets(model, pairsets: list[PairSet]) -> list[np.ndarray]:
-    """One scoring call for all sub-datasets, so an embedder encodes each distinct sentence once."""
-    first = [s for p in pairsets for s in p.first]
-    second = [s for p in pairsets for s in p.second]
-    predicted = np.asarray(as_pair_scorer(model).score(first, second), dtype=np.float64)
-    pieces, start = [], 0
-    for pairset in pairsets:
-        pieces.append(predicted[start : start + len(pairset.gold)])
-        start += len(pairset.gold)
-    return pieces
+TEXT_OPTION = Option("senteval", "SentEval's tokenised copy or the original release", choices=("senteval", "raw"))
+AGGREGATION_OPTION = Option(
+    "all", "main score: 'all' pools every pair (SimCSE/mteb), 'mean' averages sub-datasets (SentEval/thesis)",
+    choices=("all", "mean"),
+)
 
 
 class STSTask(Task):
-    dataset_name: str
+    """Spearman of pair scores against gold on the task's pair sets."""
 
     def bundled_dir(self) -> Path:
         return DATA_ROOT / self.metadata.dataset
@@ -155,7 +136,7 @@ class STSTask(Task):
         return resolve_dataset_dir(self.metadata.dataset, self.bundled_dir(), data_dir=self.data_dir)
 
     def tokenized(self) -> bool:
-        return self.options.get("text", "senteval") == "senteval"
+        return self.options["text"] == "senteval"
 
     def load(self) -> tuple[list[PairSet], list[Path]]:  # pragma: no cover - interface
         raise NotImplementedError
@@ -165,53 +146,66 @@ class STSTask(Task):
         return files_checksum(paths)
 
     def evaluate(self, model, ctx) -> EvalResult:
-        pairsets, paths = self.load()
-        pairsets = [_eval_sample(p, ctx.profile.max_eval_examples) for p in pairsets]
-        predictions = score_pairsets(model, pairsets)
-        scores = self.aggregate(pairsets, predictions)
+        pair_sets, paths = self.load()
+        limit = ctx.profile.max_eval_examples
+        pair_sets = [p.subset(evaluation_sample(len(p), limit)) for p in pair_sets]  # the cut is per sub-dataset
+        predictions = score_pair_sets(model, pair_sets)
         return EvalResult(
-            scores=scores,
+            scores=self.aggregate(pair_sets, predictions),
             dataset_checksum=files_checksum(paths),
-            details={"pairs": {p.name: len(p.gold) for p in pairsets}, "options": self.options},
+            details={"pairs": {p.name: len(p) for p in pair_sets}, "options": self.options},
         )
 
-    def aggregate(self, pairsets: list[PairSet], predictions: list[np.ndarray]) -> dict[str, float]:
-        gold_all = np.concatenate([p.gold for p in pairsets])
-        predicted_all = np.concatenate(predictions)
-        scores = {"spearman_all": 100 * spearman(predicted_all, gold_all),
-                  "pearson_all": 100 * pearson(predicted_all, gold_all)}
-        if len(pairsets) > 1:
-            per_subset = [100 * spearman(pred, p.gold) for p, pred in zip(pairsets, predictions)]
-            sizes = np.array([len(p.gold) for p in pairsets], dtype=np.float64)
-            scores["spearman_mean"] = float(np.mean(per_subset))
-            scores["spearman_wmean"] = float(np.average(per_subset, weights=sizes))
-            scores["pearson_mean"] = float(np.mean([100 * pearson(pred, p.gold) for p, pred in zip(pairsets, predictions)]))
-            for pairset, value in zip(pairsets, per_subset):
-                scores[f"spearman.{pairset.name}"] = value
-            scores["spearman"] = scores["spearman_mean" if self.options.get("aggregation") == "mean" else "spearman_all"]
+    def aggregate(self, pair_sets: list[PairSet], predictions: list[np.ndarray]) -> dict[str, float]:
+        scores = correlation_scores(pair_sets, predictions)
+        scores["spearman"] = scores["spearman_all"]
+        return scores
+
+
+class SemEvalSTS(STSTask):
+    """One SemEval STS year: its sub-datasets (SentEval's list), both aggregations, main score by option."""
+
+    subsets: ClassVar[tuple[str, ...]] = ()
+    file_prefix: ClassVar[str] = "STS"  # raw release file names: STS.input.* (STS2016.input.* for 2016)
+    options = {"text": TEXT_OPTION, "aggregation": AGGREGATION_OPTION}
+
+    def load(self) -> tuple[list[PairSet], list[Path]]:
+        pair_sets, paths = [], []
+        folder = self.folder()
+        for subset in self.subsets:
+            pair_set, read = read_sts_year(folder, self.file_prefix, subset, self.tokenized())
+            pair_sets.append(pair_set)
+            paths.extend(read)
+        return pair_sets, paths
+
+    def aggregate(self, pair_sets: list[PairSet], predictions: list[np.ndarray]) -> dict[str, float]:
+        scores = correlation_scores(pair_sets, predictions)
+        if len(pair_sets) > 1:
+            scores["spearman"] = scores["spearman_mean" if self.options["aggregation"] == "mean" else "spearman_all"]
         else:
             scores["spearman"] = scores["spearman_all"]
         return scores
 
 
-class SemEvalSTS(STSTask):
-    subsets: tuple[str, ...] = ()
-    file_prefix = "STS"
-
-    def load(self):
-        pairsets, paths = [], []
-        folder = self.folder()
-        for subset in self.subsets:
-            pairset, read = read_sts_year(folder, self.file_prefix, subset, self.tokenized())
-            pairsets.append(pairset)
-            paths.extend(read)
-        return pairsets, paths
-
-
 class STSBenchmark(STSTask):
-    def load(self):
-        pairset, paths = read_stsb(self.folder(), "test", self.tokenized())
-        return [pairset], paths
+    metadata = TaskMetadata(
+        name="stsb",
+        family=FAMILY,
+        description="STS Benchmark test split (1379 pairs); train/dev offered as scored pairs",
+        main_score="spearman",
+        metric="Spearman x100 of pair scores vs gold on the test split",
+        reference="Cer et al. 2017, SemEval-2017 Task 1",
+        dataset="stsb",
+        dataset_source="STS Benchmark release (see tasks/data/stsb/SOURCE.md)",
+        license="scores CC BY-SA 4.0; sentences under their sources' licenses (LICENSE.txt)",
+        training_kinds=(SCORED_PAIRS,),
+    )
+    options = {"text": TEXT_OPTION}
+    aliases = ("sts-b",)
+
+    def load(self) -> tuple[list[PairSet], list[Path]]:
+        pair_set, paths = read_stsb(self.folder(), "test", self.tokenized())
+        return [pair_set], paths
 
     def training_data(self, kind, ctx=None):
         if kind != SCORED_PAIRS:
@@ -228,19 +222,34 @@ class STSBenchmark(STSTask):
 
 
 class SICKRelatedness(STSTask):
-    def load(self):
+    metadata = TaskMetadata(
+        name="sickr",
+        family=FAMILY,
+        description="SICK relatedness, test split (4927 pairs) or split=all (9927); train/trial as scored pairs",
+        main_score="spearman",
+        metric="Spearman x100 of pair scores vs relatedness",
+        reference="Marelli et al. 2014, SemEval-2014 Task 1",
+        dataset="sick",
+        dataset_source="SICK SemEval-2014 split files (see tasks/data/sick/SOURCE.md)",
+        license="CC BY-NC-SA 3.0 (SICK authors); not stated by the hosting repository",
+        training_kinds=(SCORED_PAIRS,),
+    )
+    options = {"split": Option("test", "test (SentEval, 4927) or all (mteb, 9927)", choices=("test", "all"))}
+    aliases = ("sick-r",)
+
+    def load(self) -> tuple[list[PairSet], list[Path]]:
         folder = self.folder()
-        splits = ("train", "trial", "test") if self.options.get("split") == "all" else ("test",)
-        pairsets, paths = [], []
+        splits = ("train", "trial", "test") if self.options["split"] == "all" else ("test",)
+        pair_sets, paths = [], []
         for split in splits:
-            pairset, read = read_sick(folder, split)
-            pairsets.append(pairset)
+            pair_set, read = read_sick(folder, split)
+            pair_sets.append(pair_set)
             paths.extend(read)
         merged = PairSet(
             "sickr",
-            [s for p in pairsets for s in p.first],
-            [s for p in pairsets for s in p.second],
-            np.concatenate([p.gold for p in pairsets]),
+            [s for p in pair_sets for s in p.first],
+            [s for p in pair_sets for s in p.second],
+            np.concatenate([p.gold for p in pair_sets]),
         )
         return [merged], paths
 
@@ -272,77 +281,29 @@ YEARS = {
               "Agirre et al. 2016, SemEval-2016 Task 1", "per source (CC BY-SA 3.0, CC BY 4.0, ...)"),
 }
 
-TEXT_OPTION = Option("senteval", "SentEval's tokenised copy or the original release", choices=("senteval", "raw"))
-AGGREGATION_OPTION = Option(
-    "all", "main score: 'all' pools every pair (SimCSE/mteb), 'mean' averages sub-datasets (SentEval/thesis)",
-    choices=("all", "mean"),
-)
 
-
-def _year_factory(subsets: tuple[str, ...], prefix: str, metadata: TaskMetadata):
-    def build(options, data_dir):
-        task = SemEvalSTS(options, data_dir)
-        task.metadata, task.subsets, task.file_prefix = metadata, subsets, prefix
-        return task
-
-    return build
-
-
-
-def task_plugins() -> list[TaskPlugin]:
-    plugins = []
-    for name, (dataset, prefix, subsets, reference, license_text) in YEARS.items():
-        metadata = TaskMetadata(
-            name=name,
-            family=FAMILY,
-            description=f"SemEval STS {name[-2:]} English test sets ({', '.join(subsets)})",
-            main_score="spearman",
-            metric="Spearman x100 of pair scores vs gold; 'all' (pooled) and 'mean' (over sub-datasets) both stored",
-            reference=reference,
-            dataset=dataset,
-            dataset_source="SentEval STS data (see tasks/data/%s/SOURCE.md)" % dataset,
-            license=license_text,
-            version="1",
-        )
-        plugins.append(TaskPlugin(metadata, _year_factory(subsets, prefix, metadata),
-                                  {"text": TEXT_OPTION, "aggregation": AGGREGATION_OPTION}))
-    stsb = TaskMetadata(
-        name="stsb",
+def sts_year(name: str) -> type[SemEvalSTS]:
+    """The task class of one SemEval STS year (they differ only in metadata, sub-datasets and file prefix)."""
+    dataset, prefix, subsets, reference, license_text = YEARS[name]
+    metadata = TaskMetadata(
+        name=name,
         family=FAMILY,
-        description="STS Benchmark test split (1379 pairs); train/dev offered as scored pairs",
+        description=f"SemEval STS {name[-2:]} English test sets ({', '.join(subsets)})",
         main_score="spearman",
-        metric="Spearman x100 of pair scores vs gold on the test split",
-        reference="Cer et al. 2017, SemEval-2017 Task 1",
-        dataset="stsb",
-        dataset_source="STS Benchmark release (see tasks/data/stsb/SOURCE.md)",
-        license="scores CC BY-SA 4.0; sentences under their sources' licenses (LICENSE.txt)",
-        training_kinds=(SCORED_PAIRS,),
+        metric="Spearman x100 of pair scores vs gold; 'all' (pooled) and 'mean' (over sub-datasets) both stored",
+        reference=reference,
+        dataset=dataset,
+        dataset_source=f"SentEval STS data (see tasks/data/{dataset}/SOURCE.md)",
+        license=license_text,
+        version="1",
     )
-    plugins.append(TaskPlugin(stsb, task_factory(STSBenchmark, stsb), {"text": TEXT_OPTION}, aliases=("sts-b",)))
-    sick = TaskMetadata(
-        name="sickr",
-        family=FAMILY,
-        description="SICK relatedness, test split (4927 pairs) or split=all (9927); train/trial as scored pairs",
-        main_score="spearman",
-        metric="Spearman x100 of pair scores vs relatedness",
-        reference="Marelli et al. 2014, SemEval-2014 Task 1",
-        dataset="sick",
-        dataset_source="SICK SemEval-2014 split files (see tasks/data/sick/SOURCE.md)",
-        license="CC BY-NC-SA 3.0 (SICK authors); not stated by the hosting repository",
-        training_kinds=(SCORED_PAIRS,),
-    )
-    plugins.append(
-        TaskPlugin(
-            sick,
-            task_factory(SICKRelatedness, sick),
-            {"split": Option("test", "test (SentEval, 4927) or all (mteb, 9927)", choices=("test", "all"))},
-            aliases=("sick-r",),
-        )
-    )
-    return plugins
+    return SemEvalSTS.variant(metadata, subsets=subsets, file_prefix=prefix)
+
+
+TASKS: tuple[type[Task], ...] = (*(sts_year(name) for name in YEARS), STSBenchmark, SICKRelatedness)
 
 
 @hookimpl
 def register_tasks(register):
-    for plugin in task_plugins():
-        register(plugin)
+    for task_class in TASKS:
+        register(task_class)

@@ -28,9 +28,9 @@ from harness.profiles import get_profile
 from harness.registry import build_registry
 from harness.runner import ModelEntry, RunConfig, Runner
 from harness.spec import resolve_model_spec
-from plugins.augmented_sbert import ARTIFACT, draw_silver_density, read_silver_artifacts
-from plugins.domain_mlm import freeze_embedding_layer, mask_tokens, maskable_positions, pairwise_features
-from plugins.samplers import PairSampler
+from harness.plugins.augmented_sbert import ARTIFACT, draw_silver_density, read_silver_artifacts
+from harness.plugins.domain_mlm import freeze_embedding_layer, mask_tokens, maskable_positions, pairwise_features
+from harness.plugins.samplers import PairSampler
 
 
 @pytest.fixture(autouse=True, scope="module")

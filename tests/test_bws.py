@@ -14,7 +14,7 @@ from harness import DataFileError, LABELED_SENTENCES, SCORED_PAIRS
 from harness.options import resolve_options
 from harness.plugin_api import EvalContext
 from harness.profiles import get_profile
-from tasks.bws import DATA_ROOT, TOPICS, macro_f1
+from harness.tasks.bws import DATA_ROOT, TOPICS, macro_f1
 
 CORPUS = DATA_ROOT / "bws" / "BWS_corpus.csv"
 

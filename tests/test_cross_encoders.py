@@ -10,7 +10,7 @@ import torch
 from harness import InvalidOptionError, ScoredPairs, TrainingSplits
 from harness.plugin_api import ModelContext
 from harness.profiles import get_profile
-from plugins.cross_bi_encoder import FIRST, SECOND, segment_masks, truncate_longest_first
+from harness.plugins.cross_bi_encoder import FIRST, SECOND, segment_masks, truncate_longest_first
 
 SENTENCE_A = "a man is playing a guitar ."
 SENTENCE_B = "the cat sits on the mat ."

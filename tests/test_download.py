@@ -231,7 +231,7 @@ def zip_folder(folder: Path, prefix: str) -> bytes:
 def test_useb_dataset_downloads_the_official_layout_and_the_tasks_read_it(server, tmp_path, monkeypatch):
     from harness import UNLABELED_SENTENCES, EvalContext
     from harness.profiles import get_profile
-    from tasks import useb
+    from harness.tasks import useb
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("HARNESS_DATA_DIR", raising=False)
@@ -260,7 +260,7 @@ def test_useb_dataset_downloads_the_official_layout_and_the_tasks_read_it(server
 def test_useb_component_uses_the_official_archive_urls():
     import importlib.util
 
-    from tasks import useb
+    from harness.tasks import useb
 
     spec = importlib.util.find_spec("useb")  # the public package (not imported: that takes seconds)
     if spec is None or spec.origin is None:

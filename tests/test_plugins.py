@@ -13,9 +13,9 @@ from harness.registry import build_registry
 
 def test_builtins_come_from_entry_points(registry):
     assert "be" in registry.models
-    assert registry.package_of("model", "be") == "harness"
+    assert registry.package_of("model", "be") == "sentence-harness"
     assert set(registry.expand_task("senteval")) == {"sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr"}
-    assert {p.name for p in registry.plugins if p.package == "harness"} >= {"bi_encoder", "senteval", "backbones"}
+    assert {p.name for p in registry.plugins if p.package == "sentence-harness"} >= {"bi_encoder", "senteval", "backbones"}
     assert not [p for p in registry.plugins if p.error], [p.error for p in registry.plugins if p.error]
 
 
@@ -47,7 +47,7 @@ def test_duplicate_name_names_both_packages():
     with pytest.raises(DuplicateNameError) as caught:
         build_registry(extra_plugins=[Duplicate()])
     message = str(caught.value)
-    assert "'harness'" in message and "(in-process)" in message and "'be'" in message
+    assert "'sentence-harness'" in message and "(in-process)" in message and "'be'" in message
 
 
 def test_allow_list_and_disable_autoload(monkeypatch):
@@ -67,3 +67,129 @@ def test_task_metadata_is_validated():
         harness.ModelPlugin("Bad Name", "d", lambda ctx: None, ("embedder",))
     with pytest.raises(ValueError, match="capability"):
         harness.ModelPlugin("ok", "d", lambda ctx: None, ("telepathy",))
+    with pytest.raises(harness.PluginContractError, match="Did you mean: embedder"):
+        harness.ModelPlugin("ok", "d", lambda ctx: None, ("embeder",))
+
+
+# -- the enforced contract: a plugin at fault is listed as failed with one line; the others keep working -------------
+BROKEN_PLUGINS = {
+    "bad_name_plugin": """
+import harness
+
+@harness.hookimpl
+def register_models(register):
+    register(harness.ModelPlugin("Upper", "bad name", lambda ctx: None, ("embedder",)))
+""",
+    "typo_hook_plugin": """
+import harness
+
+@harness.hookimpl
+def register_model(register):
+    register(harness.ModelPlugin("never-registered", "typo in the hook name", lambda ctx: None, ("embedder",)))
+""",
+    "bad_capability_plugin": """
+import harness
+
+class NoEncode:
+    def score(self, first, second):
+        return [0.0] * len(first)
+
+def build(ctx) -> NoEncode:
+    return NoEncode()
+
+@harness.hookimpl
+def register_models(register):
+    register(harness.ModelPlugin("claims-embedder", "declares embedder without encode", build, ("embedder",)))
+""",
+    "bad_signature_plugin": """
+import harness
+
+@harness.hookimpl
+def register_tasks(reg):
+    pass
+""",
+}
+
+
+@pytest.fixture()
+def broken_plugins(tmp_path, monkeypatch):
+    for module, source in BROKEN_PLUGINS.items():
+        (tmp_path / f"{module}.py").write_text(textwrap.dedent(source))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("HARNESS_EXTRA_PLUGINS", ",".join(BROKEN_PLUGINS))
+    from harness.registry import default_registry
+
+    default_registry.cache_clear()
+    yield
+    default_registry.cache_clear()
+    for module in BROKEN_PLUGINS:
+        sys.modules.pop(module, None)
+
+
+def test_registration_failures_are_isolated(broken_plugins):
+    registry = build_registry()
+    errors = {p.name: p.error for p in registry.plugins if p.error}
+    assert set(errors) == set(BROKEN_PLUGINS), errors
+    assert "lower-case" in errors["bad_name_plugin"]
+    assert "register_model" in errors["typo_hook_plugin"] and "Did you mean: register_models" in errors["typo_hook_plugin"]
+    assert "encode" in errors["bad_capability_plugin"] and "NoEncode" in errors["bad_capability_plugin"]
+    assert "reg" in errors["bad_signature_plugin"]
+    assert all("\n" not in error for error in errors.values())  # one line each
+    assert "claims-embedder" not in registry.models and "be" in registry.models
+
+
+def test_a_model_of_a_failed_plugin_says_its_plugin_failed(broken_plugins):
+    registry = build_registry()
+    with pytest.raises(harness.HarnessError, match="bad_capability_plugin.*failed to load"):
+        registry.model("claims-embedder")
+
+
+def test_broken_plugins_leave_list_and_runs_working(broken_plugins, run_cli, tmp_path, tiny_bert):
+    code, out, _ = run_cli("list")
+    assert code == 0
+    for module in BROKEN_PLUGINS:
+        assert module in out
+    assert "be " in out
+    code, out, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--profile", "smoke",
+                             "--results", str(tmp_path / "results"), "--backbone", tiny_bert)
+    assert code == 0, err
+
+
+def test_capability_checked_when_built(registry):
+    from harness.registry import check_model_object
+
+    plugin = harness.ModelPlugin("lazy", "no class known", lambda ctx: object(), ("embedder",))
+    with pytest.raises(harness.PluginContractError, match="encode"):
+        check_model_object(plugin, object())
+
+
+def test_task_class_registration_resolves_options():
+    class Toy(harness.Task):
+        metadata = harness.TaskMetadata(name="toy-task", family="toy", description="d", main_score="s", metric="m",
+                                        reference="r", dataset="d", dataset_source="s", license="l")
+        options = {"size": harness.Option(3, "how many", type=int), "mode": harness.Option("a", "m", choices=("a", "b"))}
+
+    class Plugin:
+        @harness.hookimpl
+        def register_tasks(self, register):
+            register(Toy)
+
+    registry = build_registry(extra_plugins=[Plugin()])
+    task = registry.task("toy-task").factory({"size": "5"}, None)
+    assert task.options == {"size": 5, "mode": "a"}  # parsed and defaults filled
+    assert Toy().options == {"size": 3, "mode": "a"}
+    variant = Toy.variant(harness.TaskMetadata(name="toy-two", family="toy", description="d", main_score="s",
+                                               metric="m", reference="r", dataset="d", dataset_source="s", license="l"))
+    assert variant.metadata.name == "toy-two" and issubclass(variant, Toy)
+
+
+def test_allow_list_accepts_a_distribution_name(monkeypatch):
+    monkeypatch.setenv("HARNESS_PLUGINS", "sentence-harness")
+    registry = build_registry()
+    assert "be" in registry.models and "stsb" in registry.tasks
+
+
+def test_version_comes_from_package_metadata():
+    import importlib.metadata
+
+    assert harness.__version__ == importlib.metadata.version("sentence-harness")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from plugins.samplers import (
+from harness.plugins.samplers import (
     BUILT_IN,
     GaussianKde,
     SamplingInput,

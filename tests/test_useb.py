@@ -22,7 +22,12 @@ from harness.profiles import get_profile
 useb = pytest.importorskip("useb", reason="reference needs `pip install --no-deps useb==0.0.1 pytrec-eval-terrier`")
 torch = pytest.importorskip("torch")
 
-from tasks import useb as useb_tasks  # noqa: E402
+from harness.evaluation.bm25 import BM25Index, bm25_tokens  # noqa: E402
+from harness.evaluation.ranking import trec_map_ndcg  # noqa: E402
+from harness.tasks import useb as useb_tasks  # noqa: E402
+from harness.tasks.useb.cqadupstack import SMOKE_POOL_FACTOR  # noqa: E402
+from harness.tasks.useb.data import BUNDLED_TWITTERPARA, TRAIN_DOMAIN  # noqa: E402
+from harness.tasks.useb.scidocs import SCIDOCS_SUBTASKS  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "useb"
 DATA_EVAL = FIXTURES / "data-eval"
@@ -143,11 +148,34 @@ def test_cqadupstack_pair_scorer_reranks_bm25_top_100(exact_useb):
     assert scorer.pairs == 100 * queries
 
 
-def test_cqadupstack_first_stage_backbone(tiny_bert):
-    result = task("cqadupstack", first_stage=tiny_bert).evaluate(PairOnly(HashEmbedder()), context())
-    assert result.details["first_stage"] == tiny_bert
-    assert "mean pooling" in result.details["first_stage_used"]
-    assert 0 <= result.scores["map@100"] <= 100
+def test_cqadupstack_first_stage_is_an_embedder_built_by_the_context():
+    built = []
+
+    def build_embedder(spec: str) -> HashEmbedder:
+        built.append(spec)
+        return HashEmbedder()
+
+    ctx = context()
+    ctx.embedder = build_embedder
+    scorer = PairOnly(HashEmbedder())
+    result = task("cqadupstack", first_stage="be:pooling=cls").evaluate(scorer, ctx)
+    assert built == ["be:pooling=cls"]  # built once per evaluation, through the context (never a global registry)
+    assert result.details["first_stage"] == "be:pooling=cls"
+    assert result.details["first_stage_used"].startswith("embedder be:pooling=cls")
+    # The first stage ranks by the same cosines the pair scorer gives: reranking its top 100 changes nothing.
+    reference = task("cqadupstack").evaluate(HashEmbedder(), context())
+    assert result.scores == pytest.approx(reference.scores, abs=1e-9)
+
+
+def test_cqadupstack_first_stage_needs_the_context_embedder_lookup():
+    from harness import HarnessError
+
+    with pytest.raises(HarnessError, match="first_stage='be'.*first_stage=bm25"):
+        task("cqadupstack", first_stage="be").evaluate(PairOnly(HashEmbedder()), context())
+    ctx = context()
+    ctx.embedder = lambda spec: PairOnly(HashEmbedder())
+    with pytest.raises(HarnessError, match="cannot embed texts"):
+        task("cqadupstack", first_stage="ce").evaluate(PairOnly(HashEmbedder()), ctx)
 
 
 def test_bm25_index_equals_rank_bm25():
@@ -156,10 +184,10 @@ def test_bm25_index_equals_rank_bm25():
     corpus = json.loads((DATA_EVAL / "cqadupstack" / "corpus.json").read_text())["gis"]
     docs = list(corpus.values())
     queries = docs[:5] + ["ubuntu ubuntu wifi", "no such words"]
-    index = useb_tasks.BM25Index(docs)
-    reference = BM25Okapi([useb_tasks.bm25_tokens(d) for d in docs])
+    index = BM25Index(docs)
+    reference = BM25Okapi([bm25_tokens(d) for d in docs])
     for query, row in zip(queries, index.scores(queries)):
-        np.testing.assert_allclose(row, reference.get_scores(useb_tasks.bm25_tokens(query)), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(row, reference.get_scores(bm25_tokens(query)), rtol=1e-12, atol=1e-12)
 
 
 def test_twitterpara_equals_useb(exact_useb):
@@ -178,7 +206,7 @@ def test_twitterpara_equals_useb(exact_useb):
 def test_twitterpara_bundled_release_equals_useb(exact_useb, tmp_path, monkeypatch):
     """The bundled original release, read by useb after removing its blank lines (useb's own copy has none)."""
     monkeypatch.delenv("HARNESS_DATA_DIR", raising=False)
-    bundled = useb_tasks.BUNDLED_TWITTERPARA
+    bundled = BUNDLED_TWITTERPARA
     copy = tmp_path / "twitterpara"
     copy.mkdir()
     for name in ("test.data", "test.label"):
@@ -207,7 +235,7 @@ def test_scidocs_equals_useb(exact_useb, split):
     for model in (HashEmbedder(), PairOnly(HashEmbedder())):
         result = task("scidocs", split=split).evaluate(model, context())
         mapping = {"map": "map_scidocs_cosine_avg", "ndcg": "ndcg_scidocs_cosine_avg"}
-        for subtask in useb_tasks.SCIDOCS_SUBTASKS:
+        for subtask in SCIDOCS_SUBTASKS:
             mapping[f"map.{subtask}"] = f"map_scidocs_{subtask}_cosine"
             mapping[f"ndcg.{subtask}"] = f"ndcg_scidocs_{subtask}_cosine"
         assert_same(result.scores, reference, mapping)
@@ -232,7 +260,7 @@ def test_trec_metrics_equal_pytrec_eval_with_ties():
         run[f"q{q}"] = {d: float(np.round(rng.random(), 1) + (1e-9 if rng.random() < 0.3 else 0.0)) for d in ranked}
     reference = pytrec_eval.RelevanceEvaluator(qrels, {"map", "ndcg"}).evaluate(run)
     for qid, scored in run.items():
-        average_precision, ndcg = useb_tasks.trec_map_ndcg(qrels[qid], list(scored), list(scored.values()))
+        average_precision, ndcg = trec_map_ndcg(qrels[qid], list(scored), list(scored.values()))
         assert average_precision == pytest.approx(reference[qid]["map"], abs=1e-12)
         assert ndcg == pytest.approx(reference[qid]["ndcg"], abs=1e-12)
 
@@ -249,7 +277,7 @@ def test_evaluation_cut_of_the_smoke_profile_is_seeded_and_per_sub_dataset():
     assert all(counts["all"] == limit for counts in details["twitterpara"]["pairs"].values())
     assert all(count <= limit for count in details["scidocs"]["queries"].values())
     for forum in details["cqadupstack"]["forums"].values():
-        assert forum["queries"] == limit and forum["pool"] <= useb_tasks.SMOKE_POOL_FACTOR * limit + 3 * limit
+        assert forum["queries"] == limit and forum["pool"] <= SMOKE_POOL_FACTOR * limit + 3 * limit
     again = task("scidocs").evaluate(HashEmbedder(), ctx)
     assert again.details == details["scidocs"]
 
@@ -284,7 +312,7 @@ def test_data_dir_layouts_and_env(tmp_path, monkeypatch):
 def test_unlabeled_training_sentences(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("HARNESS_DATA_DIR", raising=False)
-    for name, domain in useb_tasks.TRAIN_DOMAIN.items():
+    for name, domain in TRAIN_DOMAIN.items():
         splits = task(name).training_data(UNLABELED_SENTENCES)
         expected = [l.strip() for l in (FIXTURES / "data-train" / domain / "unsupervised" / "train.txt")
                     .read_text().splitlines() if l.strip()]

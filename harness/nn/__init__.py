@@ -1,0 +1,1 @@
+"""Shared model building blocks (encoders, pooling, pair inputs, losses, MLM, decoder)."""

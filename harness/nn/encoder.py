@@ -1,0 +1,129 @@
+"""Single-text encoders and fast batched encoding.
+
+:class:`SentenceEncoder` is SBERT's tower (Reimers & Gurevych 2019, section 3; thesis 4.1.2): a transformer plus
+pooling; sentence-transformers counterpart: ``SentenceTransformer([models.Transformer, models.Pooling])``.
+:func:`encode_distinct` is the encoding loop every model that embeds single texts shares: each distinct text is
+computed once per call, tokenised once, sorted by token length so that batches carry little padding, and run under
+``torch.inference_mode`` (plus autocast on CUDA); sentence-transformers' ``SentenceTransformer.encode`` sorts by
+length the same way.
+
+Deviations: none in the numbers (repeated texts get bit-identical rows, which sentence-transformers would compute
+twice).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from harness.device import autocast
+from harness.errors import invalid_choice
+
+from .backbone import load_tokenizer, load_transformer, sequence_limits
+from .pooling import POOLING_CHOICES, pool
+
+logger = logging.getLogger(__name__)
+
+MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
+    """Indices in batches of similar length, longest first (so memory problems show up at once)."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    for start in range(0, len(order), batch_size):
+        yield order[start : start + batch_size]
+
+
+def progress_bar(total: int, description: str, enabled: bool, unit: str = "text"):
+    """A tqdm bar that leaves no trace when done (and none at all when ``enabled`` is false)."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=description, disable=not enabled, leave=False, unit=unit)
+
+
+def encode_distinct(
+    texts: Sequence[str],
+    tokenizer,
+    forward: Callable[[dict[str, torch.Tensor]], torch.Tensor],
+    device: str,
+    batch_size: int,
+    max_length: int,
+    progress: bool = False,
+    description: str = "encoding",
+) -> np.ndarray:
+    """Run ``forward`` (token batch -> [b, d]) over every distinct text once; rows come back in input order."""
+    distinct = list(dict.fromkeys(texts))
+    if not distinct:
+        return np.zeros((0, 0), dtype=np.float32)
+    encoded = tokenizer(distinct, truncation=True, max_length=max_length, padding=False)
+    features = [{key: encoded[key][i] for key in encoded.keys()} for i in range(len(distinct))]
+    lengths = [len(feature["input_ids"]) for feature in features]
+    outputs: list[torch.Tensor | None] = [None] * len(distinct)
+    with torch.inference_mode(), progress_bar(len(distinct), description, progress) as bar:
+        for batch_indices in length_sorted_batches(lengths, batch_size):
+            batch = tokenizer.pad([features[i] for i in batch_indices], return_tensors="pt")
+            batch = {key: value.to(device) for key, value in batch.items()}
+            with autocast(device):
+                vectors = forward(batch)
+            vectors = vectors.float().cpu()
+            for row, index in enumerate(batch_indices):
+                outputs[index] = vectors[row]
+            bar.update(len(batch_indices))
+    matrix = torch.stack(outputs).numpy()  # type: ignore[arg-type]
+    if len(distinct) == len(texts) and distinct == list(texts):
+        return matrix
+    row_of = {text: row for row, text in enumerate(distinct)}
+    return matrix[[row_of[text] for text in texts]]
+
+
+class SentenceEncoder(nn.Module):
+    """A transformer plus pooling: the Bi-Encoder's tower, reused by every model that embeds single texts.
+
+    ``forward(features)`` maps a tokenised batch to ``[b, d]`` (with gradients, for training);
+    ``encode(texts)`` is the inference path.
+    """
+
+    def __init__(self, transformer: nn.Module, tokenizer, pooling: str = "mean", max_length: int = 128):
+        super().__init__()
+        if pooling not in POOLING_CHOICES:
+            raise invalid_choice("pooling", pooling, POOLING_CHOICES)
+        self.transformer = transformer
+        self.tokenizer = tokenizer
+        self.pooling = pooling
+        self.max_length = max_length
+
+    @classmethod
+    def from_backbone(cls, path: str, pooling: str = "mean", profile_limit: int | None = None) -> "SentenceEncoder":
+        """The backbone at ``path`` with ``pooling``; texts are cut to the sentence limit of
+        :func:`~harness.nn.backbone.sequence_limits` under ``profile_limit``."""
+        tokenizer = load_tokenizer(path)
+        transformer = load_transformer(path)
+        limit = sequence_limits(path, tokenizer, transformer.config, profile_limit).sentence
+        return cls(transformer, tokenizer, pooling, limit)
+
+    def tokenize(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
+        return self.tokenizer(
+            list(texts), truncation=True, max_length=self.max_length, padding=True, return_tensors="pt"
+        )
+
+    def token_states(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The last hidden states ``[b, L, d]`` of a tokenised batch."""
+        inputs = {key: value for key, value in features.items() if key in MODEL_INPUTS}
+        return self.transformer(**inputs).last_hidden_state
+
+    def forward(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
+        return pool(self.token_states(features), features["attention_mask"], self.pooling)
+
+    def encode(self, texts: Sequence[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
+        device = str(next(self.parameters()).device)
+        was_training = self.training
+        self.eval()
+        try:
+            return encode_distinct(
+                texts, self.tokenizer, self.forward, device, batch_size, self.max_length, progress
+            )
+        finally:
+            self.train(was_training)

@@ -1,0 +1,194 @@
+"""Masked language modelling: masking, an MLM head for a bare backbone, a frozen embedding layer, and the
+domain-adaptive MLM of thesis 4.3.1.
+
+- Masking: BERT's recipe (Devlin et al. 2019, section 3.1 / appendix A.1): 15% of the content tokens are predicted,
+  of which 80% become the mask token, 10% a random token and 10% stay unchanged; never a segment's CLS/SEP, never
+  padding, and at least one token per sequence (a sequence with none would add nothing, a batch of them a NaN loss).
+  Hugging Face counterpart: ``DataCollatorForLanguageModeling``.
+- :func:`load_masked_lm`: the backbone with its MLM head; a bare backbone (e.g. all-MiniLM-L6-v2, a ``BertModel``)
+  gets a freshly initialised head whose output projection is tied to the word embeddings.
+- :func:`freeze_embedding_layer`: thesis 4.3.1: after domain-adaptive MLM the teacher is fine-tuned with its
+  embedding layer frozen, "to avoid moving too far away from what we learned in pre-training".
+- :func:`train_domain_mlm` (thesis 4.3.1, 5.4.3, 5.6.1): MLM continues on the very pairs a teacher will annotate, in
+  the pairwise format the Cross-Bi-Encoder reads (``[CLS] s1 [SEP] [CLS] s2 [SEP]``, built by
+  :class:`harness.nn.pairs.PairInputBuilder`, so pre-training and fine-tuning see the same format, segment ids and
+  length limits). The adapted checkpoint is saved as an ordinary Hugging Face backbone folder (safetensors; the
+  encoder without the MLM head, the pooler kept from the base backbone) that any model can start from.
+  :func:`domain_adapted_backbone` trains it once per folder (callers choose a content-addressed folder).
+
+Deviations: the thesis used batch 64, lr 3e-5 and 12.5K steps (5.4.3) or 5 epochs (5.6.1); here lr 3e-5 (the
+caller's ``learning_rate``) with the profile's batch size, epochs and step cap.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from harness.errors import HarnessError
+from harness.store import atomic_write_json, build_checkpoint, checkpoint_complete
+from harness.training import config_from_profile, fit
+
+from .backbone import load_tokenizer, load_transformer, quiet_transformers, sequence_limits
+from .pairs import PADDING, PairInputBuilder
+
+logger = logging.getLogger(__name__)
+
+MASK_PROBABILITY = 0.15
+RECORD_FILE = "domain_mlm.json"  # written into every domain-adapted backbone folder
+
+
+class MaskedLanguageModelError(HarnessError):
+    """A backbone that cannot be trained with MLM (its tokenizer has no mask token)."""
+
+
+def maskable_positions(segments: torch.Tensor) -> torch.Tensor:
+    """True on the content tokens of each segment: not padding (segment 0), not a segment's first or last token
+    (its CLS/SEP or <s>/</s>)."""
+    previous = nn.functional.pad(segments[:, :-1], (1, 0), value=PADDING)
+    following = nn.functional.pad(segments[:, 1:], (0, 1), value=PADDING)
+    boundary = (segments != previous) | (segments != following)
+    return (segments != PADDING) & ~boundary
+
+
+def mask_tokens(
+    input_ids: torch.Tensor, maskable: torch.Tensor, mask_token_id: int, vocab_size: int,
+    generator: torch.Generator, probability: float = MASK_PROBABILITY,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT masking: returns (masked input ids, labels with -100 where nothing is predicted)."""
+    chosen = (torch.rand(input_ids.shape, generator=generator) < probability) & maskable
+    # A pair with no masked token would contribute nothing (and a batch of them a NaN loss): mask one token.
+    for row in torch.nonzero(~chosen.any(dim=1) & maskable.any(dim=1)).flatten().tolist():
+        candidates = torch.nonzero(maskable[row]).flatten()
+        chosen[row, candidates[torch.randint(len(candidates), (1,), generator=generator)]] = True
+    labels = torch.where(chosen, input_ids, torch.full_like(input_ids, -100))
+    masked = input_ids.clone()
+    draw = torch.rand(input_ids.shape, generator=generator)
+    to_mask_token = chosen & (draw < 0.8)
+    to_random = chosen & (draw >= 0.8) & (draw < 0.9)
+    masked[to_mask_token] = mask_token_id
+    masked[to_random] = torch.randint(vocab_size, (int(to_random.sum()),), generator=generator)
+    return masked, labels
+
+
+class MaskedLanguageModeling(nn.Module):
+    """Wraps a ``*ForMaskedLM`` model so that ``forward(**batch)`` returns the MLM loss (what the shared loop needs)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask, labels, token_type_ids=None) -> torch.Tensor:
+        extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
+        return self.model(input_ids=input_ids, attention_mask=attention_mask, labels=labels, **extra).loss
+
+
+def load_masked_lm(path: str) -> nn.Module:
+    """The backbone at ``path`` with an MLM head: its own if the checkpoint has one, else a fresh head (initialised
+    by the model class, consuming torch's global RNG) whose output projection is tied to the word embeddings."""
+    with quiet_transformers():  # a bare backbone has no MLM head: the report of its fresh initialisation is expected
+        return load_transformer(path, auto_class="AutoModelForMaskedLM")
+
+
+def freeze_embedding_layer(transformer: nn.Module) -> int:
+    """Stop gradients into the embedding layer (word, position and token-type embeddings and their LayerNorm) of a
+    Hugging Face transformer; returns the number of frozen parameters."""
+    base = getattr(transformer, getattr(transformer, "base_model_prefix", ""), transformer)
+    embeddings = getattr(base, "embeddings", None)
+    if embeddings is None:
+        embeddings = transformer.get_input_embeddings()
+    frozen = 0
+    for parameter in embeddings.parameters():
+        parameter.requires_grad_(False)
+        frozen += parameter.numel()
+    return frozen
+
+
+def pairwise_features(tokenizer, first: Sequence[str], second: Sequence[str], backbone: str, config,
+                      profile_limit: int | None) -> tuple[PairInputBuilder, list[dict[str, list[int]]]]:
+    """``[CLS] s1 [SEP] [CLS] s2 [SEP]`` rows built by the Cross-Bi-Encoder's input builder, with its limits."""
+    builder = PairInputBuilder.for_backbone(tokenizer, config, sequence_limits(backbone, tokenizer, config,
+                                                                               profile_limit))
+    return builder, builder.features(first, second)
+
+
+def adapted_encoder(backbone: str, mlm_model: nn.Module) -> nn.Module:
+    """The backbone's bare architecture holding the MLM-trained encoder weights; the MLM head is dropped and the
+    pooler (which an MLM model lacks, and which no pooling model here uses) stays the backbone's, so the folder loads
+    as a plain backbone with no missing or unexpected weights."""
+    with quiet_transformers():
+        bare = load_transformer(backbone)
+    missing, unexpected = bare.load_state_dict(mlm_model.base_model.state_dict(), strict=False)
+    if unexpected or any(not key.startswith("pooler.") for key in missing):
+        raise RuntimeError(f"MLM weights do not fit {backbone!r}: missing {missing}, unexpected {unexpected}")
+    return bare
+
+
+def train_domain_mlm(
+    backbone: str, first: Sequence[str], second: Sequence[str], output_dir: Path, *, profile, seed: int,
+    device: str, progress: bool = False, learning_rate: float = 3e-5,
+) -> dict:
+    """MLM on the pairs (``first[i]``, ``second[i]``), starting from ``backbone``; writes a Hugging Face backbone
+    folder into ``output_dir`` and returns the record it also stores there (:data:`RECORD_FILE`)."""
+    tokenizer = load_tokenizer(backbone)
+    model = load_masked_lm(backbone)
+    if tokenizer.mask_token_id is None:
+        raise MaskedLanguageModelError(
+            f"backbone {backbone!r} has no mask token, so it cannot be trained with MLM; choose a --backbone whose "
+            "tokenizer has one (BERT- or RoBERTa-style)."
+        )
+    builder, features = pairwise_features(tokenizer, first, second, backbone, model.config, profile.max_seq_length)
+    generator = torch.Generator().manual_seed(seed)
+
+    def collate(rows: list[dict]) -> dict[str, torch.Tensor]:
+        batch = builder.collate(rows)
+        segments = batch.pop("segments")
+        batch["input_ids"], batch["labels"] = mask_tokens(
+            batch["input_ids"], maskable_positions(segments), tokenizer.mask_token_id, len(tokenizer), generator
+        )
+        return batch
+
+    train_config = config_from_profile(
+        profile, seed, device, progress, learning_rate=learning_rate, description="domain MLM"
+    )
+    report = fit(MaskedLanguageModeling(model), features, collate, train_config)
+    output_dir = Path(output_dir)
+    adapted_encoder(backbone, model).save_pretrained(str(output_dir), safe_serialization=True)
+    tokenizer.save_pretrained(str(output_dir))
+    # Keep the backbone's sentence-transformers length limit, so the adapted model is read with the same limit.
+    st_config = Path(backbone) / "sentence_bert_config.json"
+    if st_config.is_file():
+        shutil.copy(st_config, output_dir / "sentence_bert_config.json")
+    record = {
+        "base_backbone": backbone, "pairs": len(features), "learning_rate": learning_rate, "seed": seed,
+        "report": report.as_record(),
+    }
+    atomic_write_json(output_dir / RECORD_FILE, record)
+    return record
+
+
+def domain_adapted_backbone(directory: Path, backbone: str, first: Sequence[str], second: Sequence[str], *,
+                            profile, seed: int, device: str, progress: bool = False,
+                            learning_rate: float = 3e-5) -> Path:
+    """The MLM-adapted backbone folder ``directory``, trained now unless a complete one is already there. The
+    caller names the folder after everything that determines the result (backbone, pairs, budgets, lr, seed)."""
+    directory = Path(directory)
+    if checkpoint_complete(directory):
+        logger.info("loading domain-adapted (MLM) backbone %s", directory)
+        return directory
+    logger.info("domain-adaptive MLM of %s on %d target pairs (seed %d)", backbone, len(first), seed)
+    build_checkpoint(directory, lambda temporary: train_domain_mlm(
+        backbone, first, second, temporary, profile=profile, seed=seed, device=device, progress=progress,
+        learning_rate=learning_rate,
+    ))
+    return directory
+
+
+def read_record(directory: Path) -> dict:
+    """The :data:`RECORD_FILE` of a domain-adapted backbone folder."""
+    return json.loads((Path(directory) / RECORD_FILE).read_text())

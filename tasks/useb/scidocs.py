@@ -1,0 +1,90 @@
+"""USEB SciDocs: rerank candidate paper titles for cite, cocite, coread and coview (Cohan et al. 2020; useb's
+``SciDocsEvaluator``).
+
+Each query title against its (up to 30) candidate titles; candidates without a title are dropped from the ranking
+but stay in the qrels, queries without a title are skipped. ``map`` and ``ndcg`` as trec_eval computes them
+(harness.evaluation.ranking.trec_map_ndcg: pytrec_eval in useb), mean over queries, then over the four (main
+``map``). All pairs of all four sub-tasks are scored with one call.
+
+Deviation: useb's SciDocs also reports Euclidean-distance scores of embeddings; a pair-scorer interface has no
+distance, so only the cosine scores (useb's main metric) are reported.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from harness import EvalResult
+from harness.data import files_checksum
+from harness.errors import data_error
+from harness.evaluation.pairs import score_pairs
+from harness.evaluation.ranking import trec_map_ndcg
+from harness.evaluation.sampling import sample_items
+
+from .base import SPLIT_OPTION, UsebTask, useb_metadata
+from .data import read_json
+
+logger = logging.getLogger(__name__)
+
+SCIDOCS_SUBTASKS = ("cite", "cocite", "coread", "coview")
+
+Qrels = dict[str, dict[str, dict[str, int]]]  # sub-task -> query id -> candidate id -> relevance level
+
+
+class SciDocs(UsebTask):
+    member = "scidocs"
+    metadata = useb_metadata(
+        "scidocs",
+        description="SciDocs: rerank up to 30 candidate paper titles per query title (cite, cocite, coread, coview)",
+        main_score="map",
+        metric="MAP x100 (trec_eval) per sub-task, mean of the four (also nDCG)",
+        dataset_reference="Cohan et al. 2020 SciDocs; USEB data-eval/scidocs",
+        license="not stated by USEB; see the original release (github.com/allenai/scidocs)",
+    )
+    options = {"split": SPLIT_OPTION}
+
+    def load(self) -> tuple[dict[str, str | None], Qrels]:
+        path = self.eval_dir() / "data.json"
+        data = read_json(path)
+        split_name = self.options["split"]
+        if "corpus" not in data or split_name not in data:
+            raise data_error(path, None, f"expected the keys 'corpus' and {split_name!r}.")
+        titles = {pid: (paper or {}).get("title") for pid, paper in data["corpus"].items()}
+        return titles, data[split_name]
+
+    def evaluate(self, model, ctx) -> EvalResult:
+        titles, qrels_by_subtask = self.load()
+
+        def title(pid: str) -> str | None:
+            return titles.get(pid) or None  # useb: missing paper or None/empty title -> no text
+
+        # (subtask, query id, candidate ids) in useb's order; one scoring call for all of them.
+        rankings: list[tuple[str, str, list[str]]] = []
+        first, second = [], []
+        for subtask, qrels in qrels_by_subtask.items():
+            query_ids = [qid for qid in qrels if title(qid)]  # useb skips queries without a title
+            for query_id in sample_items(query_ids, ctx.profile.max_eval_examples):
+                candidates = [did for did in qrels[query_id] if title(did)]
+                rankings.append((subtask, query_id, candidates))
+                first += [title(query_id).strip()] * len(candidates)
+                second += [title(did).strip() for did in candidates]
+        pair_scores = score_pairs(model, first, second)
+        per_subtask: dict[str, dict[str, list[float]]] = {name: {"map": [], "ndcg": []} for name in qrels_by_subtask}
+        start = 0
+        for subtask, query_id, candidates in rankings:
+            scores = pair_scores[start : start + len(candidates)]
+            start += len(candidates)
+            average_precision, ndcg = trec_map_ndcg(qrels_by_subtask[subtask][query_id], candidates, scores)
+            per_subtask[subtask]["map"].append(average_precision)
+            per_subtask[subtask]["ndcg"].append(ndcg)
+        result: dict[str, float] = {}
+        for subtask, values in per_subtask.items():
+            result[f"map.{subtask}"] = 100 * float(np.mean(values["map"]))
+            result[f"ndcg.{subtask}"] = 100 * float(np.mean(values["ndcg"]))
+        result["map"] = float(np.mean([result[f"map.{s}"] for s in per_subtask]))
+        result["ndcg"] = float(np.mean([result[f"ndcg.{s}"] for s in per_subtask]))
+        return EvalResult(result, files_checksum(self.data_files()), {
+            "split": self.options["split"], "queries": {s: len(v["map"]) for s, v in per_subtask.items()},
+            "pairs": len(first),
+        })
