@@ -16,13 +16,16 @@ $(VENV)/.installed: pyproject.toml scripts/install-torch.sh
 	touch $@
 
 # The main job: the pretrained Bi-Encoder, and Cross-Encoder / Cross-Bi-Encoder trained on STS-B (their default
-# source), on SentEval STS and every available USEB member (quick profile).
+# source), on SentEval STS and every available USEB member (quick profile). It writes to the working store
+# ./results (not tracked by git, empty on a fresh clone), so it really trains and evaluates on this machine.
 run: install
 	$(BIN)/harness run --models be,ce,cbe --tasks senteval,useb
 
 test: install
 	$(BIN)/python -m pytest -q
 
+# The committed tables in leaderboards/ from the committed records in published/ (`harness publish` adds records;
+# your own tables: harness leaderboard --results results, written to results/leaderboards/).
 leaderboard: install
 	$(BIN)/harness leaderboard
 

@@ -41,6 +41,8 @@ from .data import (
     read_text_lines,
     resolve_dataset_dir,
 )
+from .device import seed_everything
+from .download import Archive, ArchiveDataset
 from .errors import (
     DataFileError,
     HarnessError,
@@ -69,6 +71,8 @@ from .plugin_api import (
     TaskPlugin,
 )
 from .profiles import Profile
+from .propositions import PropositionPair, PropositionPairs
+from .store import atomic_write_json, atomic_write_text
 
 __all__ = [
     # hooks and what they register
@@ -82,8 +86,11 @@ __all__ = [
     "as_embedder", "as_pair_scorer", "cosine_rows", "maxsim",
     # training data and datasets
     "SCORED_PAIRS", "UNLABELED_SENTENCES", "LABELED_SENTENCES", "PROPOSITION_PAIRS", "TRAINING_KINDS",
-    "ScoredPairs", "UnlabeledSentences", "LabeledSentences", "TrainingSplits",
+    "ScoredPairs", "UnlabeledSentences", "LabeledSentences", "PropositionPair", "PropositionPairs", "TrainingSplits",
     "resolve_dataset_dir", "data_dir_override", "default_download_dir", "files_checksum", "read_text_lines",
+    "Archive", "ArchiveDataset",
+    # utilities
+    "seed_everything", "atomic_write_json", "atomic_write_text",
     # errors
     "HarnessError", "DataFileError", "MissingDataError", "InvalidOptionError", "IncompatibleError",
     "data_error", "invalid_choice", "close_matches_hint",

@@ -11,7 +11,8 @@ from typing import Sequence
 from .errors import HarnessError, invalid_choice
 from .profiles import PROFILES
 
-DEFAULT_RESULTS = "results"
+DEFAULT_RESULTS = "results"  # the working store `harness run` writes to (git-ignored)
+DEFAULT_PUBLISHED = "published"  # the published records `leaderboards/` is built from (committed)
 DEFAULT_LEADERBOARDS = "leaderboards"
 
 
@@ -35,13 +36,15 @@ def _split(text: str | None) -> list[str]:
 
 
 def _seeds(text: str) -> list[int]:
+    from .matrix import check_seeds
+
     try:
         seeds = [int(s) for s in _split(text)]
     except ValueError:
         raise HarnessError(f"--seeds takes comma-separated integers such as 42,43,44; got {text!r}.") from None
     if not seeds:
         raise HarnessError("--seeds needs at least one integer, e.g. --seeds 42.")
-    return seeds
+    return check_seeds(seeds, "--seeds")
 
 
 class _CliHandler(logging.StreamHandler):
@@ -88,10 +91,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--profile", default=None, help=f"budget profile: {', '.join(PROFILES)} (default quick)")
     run.add_argument("--train-on", default=None, help="training source task for trainable models, e.g. stsb")
     run.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
-    run.add_argument("--results", type=Path, default=None, help=f"result store (default ./{DEFAULT_RESULTS})")
+    run.add_argument("--results", type=Path, default=None,
+                     help=f"working result store (default ./{DEFAULT_RESULTS}, or HARNESS_RESULTS_DIR)")
     run.add_argument("--data-dir", type=Path, default=None, help="folder with datasets (or HARNESS_DATA_DIR)")
-    run.add_argument("--batch-size", type=int, default=None, help="encoding batch size (default: the profile's)")
-    run.add_argument("--overwrite", action="store_true", help="recompute cells that are already stored")
+    run.add_argument("--batch-size", type=int, default=None,
+                     help="encoding batch size for evaluation (default: the profile's)")
+    run.add_argument("--overwrite", action="store_true",
+                     help="recompute every cell and retrain every checkpoint, replacing what is stored")
+    run.add_argument("--store-only", action="store_true",
+                     help="compute nothing: answer every cell from the store, or stop and say which cells cannot be")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
     run.add_argument("--leaderboards", type=Path, default=None,
                      help="also rebuild leaderboards into this folder after the run")
@@ -115,18 +123,86 @@ def build_parser() -> argparse.ArgumentParser:
 
     plot = commands.add_parser("plot", help="draw a plot that a plugin offers, from stored results and artifacts")
     plot.add_argument("name", help="plot name (see `harness list`, components of kind 'plot')")
-    plot.add_argument("--results", type=Path, default=None, help=f"result store (default ./{DEFAULT_RESULTS})")
-    plot.add_argument("--output", type=Path, default=Path(DEFAULT_LEADERBOARDS), help="folder for the PNG files")
+    plot.add_argument("--results", type=Path, default=None,
+                      help=f"store to read (default ./{DEFAULT_PUBLISHED}, the published records)")
+    plot.add_argument("--output", type=Path, default=None,
+                      help=f"folder for the PNG files (default ./{DEFAULT_LEADERBOARDS} for the published records, "
+                           "else <results>/leaderboards)")
 
-    board = commands.add_parser("leaderboard", help="rebuild leaderboards/ from the result store")
-    board.add_argument("--results", type=Path, default=None, help=f"result store (default ./{DEFAULT_RESULTS})")
-    board.add_argument("--output", type=Path, default=Path(DEFAULT_LEADERBOARDS))
+    board = commands.add_parser("leaderboard", help="rebuild leaderboards/ from the published records")
+    board.add_argument("--results", type=Path, default=None,
+                       help=f"store to build from (default ./{DEFAULT_PUBLISHED}; e.g. --results {DEFAULT_RESULTS} "
+                            "for your own runs)")
+    board.add_argument("--output", type=Path, default=None,
+                       help=f"folder for the tables (default ./{DEFAULT_LEADERBOARDS} for the published records, "
+                            "else <results>/leaderboards)")
     board.add_argument("--formats", default="md,csv", help="any of md, csv, tex, html")
+
+    publish = commands.add_parser("publish", help="verify chosen records of your store and copy them into the "
+                                                  "published set")
+    publish.add_argument("--results", type=Path, default=None,
+                         help=f"store to publish from (default ./{DEFAULT_RESULTS}, or HARNESS_RESULTS_DIR)")
+    publish.add_argument("--to", type=Path, default=Path(DEFAULT_PUBLISHED),
+                         help=f"the published set (default ./{DEFAULT_PUBLISHED})")
+    publish.add_argument("--models", help="model names, spec labels or model keys to publish (comma-separated)")
+    publish.add_argument("--tasks", help="task names or families to publish (comma-separated)")
+    publish.add_argument("--seeds", default=None, help="seeds to publish (comma-separated)")
+    publish.add_argument("--all", action="store_true", help="publish every valid record of the store")
+    publish.add_argument("--overwrite", action="store_true", help="replace published records of the same cells")
+    publish.add_argument("--trust-unsigned", action="store_true",
+                         help="accept records written by harness 0.1 (no content checksum) after the other checks, "
+                              "and sign them")
+    publish.add_argument("--data-dir", type=Path, default=None,
+                         help="datasets to verify the records' dataset checksums against (or HARNESS_DATA_DIR)")
+
+    export = commands.add_parser("export", help="write a trained model as a sentence-transformers folder (with a "
+                                                "model card)")
+    export.add_argument("--models", required=True, help="one model spec, named as for `harness run`, e.g. be")
+    export.add_argument("--to", type=Path, required=True, help="the folder to write (new or empty)")
+    export.add_argument("--seeds", default=None, help="the one seed of the trained model (default 42)")
+    export.add_argument("--backbone", default=None, help="as given to `harness run` (default: the profile's)")
+    export.add_argument("--profile", default="quick", help=f"as given to `harness run`: {', '.join(PROFILES)}")
+    export.add_argument("--train-on", default=None, help="as given to `harness run`, e.g. stsb")
+    export.add_argument("--results", type=Path, default=None,
+                        help=f"the store holding its checkpoint (default ./{DEFAULT_RESULTS}, or HARNESS_RESULTS_DIR)")
+    export.add_argument("--device", default="cpu", help="device to load the model on while exporting")
+
+    export_results = commands.add_parser("export-results", help="write stored results in another benchmark's "
+                                                                "results layout (e.g. --format mteb)")
+    export_results.add_argument("--format", required=True, help="a results format (`harness list`, components of "
+                                                                "kind 'results-format'), e.g. mteb")
+    export_results.add_argument("--to", type=Path, required=True, help="the folder to write into")
+    export_results.add_argument("--results", type=Path, default=None,
+                                help=f"store to read (default ./{DEFAULT_RESULTS}, or HARNESS_RESULTS_DIR)")
     return parser
 
 
 def _results_dir(value: Path | None) -> Path:
     return value or Path(os.environ.get("HARNESS_RESULTS_DIR", DEFAULT_RESULTS))
+
+
+def _read_store_and_output(results: Path | None, output: Path | None) -> tuple[Path, Path]:
+    """What `leaderboard` and `plot` read and write: the published records into leaderboards/ by default; another
+    store into its own leaderboards/ folder, so a user's tables never overwrite the committed ones by accident."""
+    store = results or Path(DEFAULT_PUBLISHED)
+    if output is not None:
+        return store, output
+    if results is None or results.resolve() == Path(DEFAULT_PUBLISHED).resolve():
+        return store, Path(DEFAULT_LEADERBOARDS)
+    return store, store / DEFAULT_LEADERBOARDS
+
+
+def _data_dir(value: Path | None, matrix_value: Path | None = None) -> Path | None:
+    """--data-dir, else the matrix's data_dir, else HARNESS_DATA_DIR; one that does not exist is refused (never a
+    silent fall-back to the bundled data while the record names the missing folder)."""
+    from .data import check_data_dir
+
+    if value is not None:
+        return check_data_dir(value, "--data-dir")
+    if matrix_value is not None:
+        return check_data_dir(matrix_value, "data_dir of the matrix")
+    environment = os.environ.get("HARNESS_DATA_DIR")
+    return check_data_dir(environment, "HARNESS_DATA_DIR") if environment else None
 
 
 def _run_config(args, for_validation: bool = False):
@@ -150,12 +226,19 @@ def _run_config(args, for_validation: bool = False):
         train_on=args.train_on or base.get("train_on"),
         device=getattr(args, "device", "auto"),
         results_dir=_results_dir(getattr(args, "results", None)),
-        data_dir=args.data_dir or base.get("data_dir"),
+        data_dir=_data_dir(args.data_dir, base.get("data_dir")),
         overwrite=getattr(args, "overwrite", False),
         progress=not getattr(args, "no_progress", False) and sys.stderr.isatty(),
-        batch_size=getattr(args, "batch_size", None),
+        batch_size=_batch_size(getattr(args, "batch_size", None)),
+        store_only=getattr(args, "store_only", False),
     )
     return config
+
+
+def _batch_size(value: int | None) -> int | None:
+    if value is not None and value < 1:
+        raise HarnessError(f"--batch-size must be a positive integer, got {value}.")
+    return value
 
 
 def cmd_list(registry) -> int:
@@ -241,19 +324,23 @@ def cmd_run(registry, args) -> int:
     headers, rows = summary_rows(outcomes)
     print()
     print(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
-    counts = {status: sum(o.status == status for o in outcomes) for status in ("ok", "cached", "missing")}
-    print(f"\n{counts['ok']} cells computed, {counts['cached']} from the store, {counts['missing']} missing data; "
-          f"records in {config.results_dir}")
+    counts = {status: sum(o.status == status for o in outcomes) for status in ("ok", "cached", "missing", "failed")}
+    print(f"\n{counts['ok']} cells computed, {counts['cached']} from the store, {counts['missing']} missing data"
+          + (f", {counts['failed']} failed" if counts["failed"] else "") + f"; records in {config.results_dir}")
     for outcome in outcomes:
         if outcome.status == "missing":
             print(f"missing: {outcome.task.label}: {outcome.message}")
+    for outcome in outcomes:
+        if outcome.status == "failed":
+            print(f"failed: {outcome.spec.label} seed {outcome.seed} {outcome.task.label}: {outcome.message}",
+                  file=sys.stderr)
     if args.leaderboards is not None:
         from .store import Store
 
         for path in write_leaderboards(Store(config.results_dir), args.leaderboards, ("md", "csv"),
                                        registry.families()):
             print(f"wrote {path}")
-    return 0
+    return 1 if counts["failed"] else 0
 
 
 def cmd_validate(registry, args) -> int:
@@ -261,14 +348,24 @@ def cmd_validate(registry, args) -> int:
 
     config = _run_config(args, for_validation=True)
     config.device = "cpu"
-    plan = Runner(registry, config).plan()
+    plan = Runner(registry, config).plan()  # loads every task's data and every training source once
     for planned in plan.models:
         print(f"model {planned.spec.label}: key {planned.spec.key}, backbone {planned.spec.backbone}, "
               f"train on {planned.spec.train_on or '-'}")
+        if planned.spec.key in plan.training_problems:
+            print(f"  training data: {plan.training_problems[planned.spec.key]}", file=sys.stderr)
     for task_spec in plan.tasks:
-        task = registry.task(task_spec.name).factory(task_spec.options, config.data_dir)
-        checksum = task.check_data()
-        print(f"task {task_spec.label}: data ok (sha256 {checksum[:16]})")
+        if task_spec.key in plan.data_problems:
+            print(f"task {task_spec.label}: {plan.data_problems[task_spec.key]}", file=sys.stderr)
+            continue
+        checksum = plan.data_checksums.get(task_spec.key)
+        print(f"task {task_spec.label}: data ok" + (f" (sha256 {checksum[:16]})" if checksum else
+                                                   " (the task cannot check its data before evaluating)"))
+    problems = len(plan.data_problems) + len(plan.training_problems)
+    if problems:
+        print(f"error: {problems} data problem(s); `harness run` would store those cells as missing or failed and "
+              "run the rest.", file=sys.stderr)
+        return 2
     print(f"ok: {plan.cells} cells")
     return 0
 
@@ -281,7 +378,8 @@ def cmd_leaderboard(args) -> int:
     for fmt in formats:
         if fmt not in FORMATS:
             raise invalid_choice("--formats", fmt, FORMATS)
-    store = Store(_results_dir(args.results))
+    root, output = _read_store_and_output(args.results, args.output)
+    store = Store(root)
     if not store.root.is_dir():
         raise HarnessError(f"no result store at {store.root}; run `harness run` first or pass --results.")
     try:
@@ -290,11 +388,31 @@ def cmd_leaderboard(args) -> int:
         family_members = default_registry().families()
     except HarnessError:
         family_members = {}  # ordering only; the tables come from the store alone
-    written = write_leaderboards(store, args.output, formats, family_members)
+    written = write_leaderboards(store, output, formats, family_members)
     for path in written:
         print(f"wrote {path}")
     if not written:
         print(f"no records in {store.root}")
+    if store.skipped:
+        print(f"warning: {len(store.skipped)} invalid record(s) skipped (listed above); the tables lack them.",
+              file=sys.stderr)
+    return 0
+
+
+def cmd_publish(registry, args) -> int:
+    from .publish import Selection, publish
+    from .store import Store
+
+    if not (args.models or args.tasks or args.seeds or args.all):
+        raise HarnessError("choose what to publish: --models, --tasks and/or --seeds, or --all for every record.")
+    selection = Selection(_split(args.models), _split(args.tasks), _seeds(args.seeds) if args.seeds else [])
+    source = Store(_results_dir(args.results))
+    if not source.root.is_dir():
+        raise HarnessError(f"no result store at {source.root}; pass the store to publish from with --results.")
+    result = publish(source, Store(args.to), selection, registry=registry, data_dir=_data_dir(args.data_dir),
+                     overwrite=args.overwrite, trust_unsigned=args.trust_unsigned, log=print)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 
@@ -322,8 +440,46 @@ def cmd_data(registry, args) -> int:
 def cmd_plot(registry, args) -> int:
     """Plots are ``plot`` components: callables ``(results_dir, output_dir) -> list of written paths``."""
     draw = registry.component("plot", args.name)
-    for path in draw(_results_dir(args.results), args.output):
+    root, output = _read_store_and_output(args.results, args.output)
+    for path in draw(root, output):
         print(f"wrote {path}")
+    return 0
+
+
+def cmd_export(registry, args) -> int:
+    """harness/export.py does the work: the model's own export method, the checkpoint from the store, a model card."""
+    from .export import ExportRequest, export_model
+
+    seeds = _seeds(args.seeds) if args.seeds else [42]
+    if len(seeds) != 1:
+        raise HarnessError(f"export writes one trained model: give one seed (--seeds {seeds[0]}), not {len(seeds)}.")
+    specs = _split(args.models)
+    if len(specs) != 1:
+        raise HarnessError(f"export writes one model: give one spec to --models, not {len(specs)}.")
+    if args.profile not in PROFILES:
+        raise invalid_choice("--profile", args.profile, PROFILES)
+    report = export_model(registry, ExportRequest(
+        spec=specs[0], to=args.to, seed=seeds[0], profile=args.profile, backbone=args.backbone,
+        train_on=args.train_on, results_dir=_results_dir(args.results), device=args.device,
+    ))
+    print(f"wrote {report.directory} ({report.format} folder of {report.label}, seed {seeds[0]}; model card "
+          f"with {len(report.scores)} stored scores)")
+    return 0
+
+
+def cmd_export_results(registry, args) -> int:
+    """Results formats are ``results-format`` components: callables ``(records, output_dir) -> written paths``."""
+    from .store import Store
+
+    write = registry.component("results-format", args.format)
+    store = Store(_results_dir(args.results))
+    if not store.root.is_dir():
+        raise HarnessError(f"no result store at {store.root}; run `harness run` first or pass --results.")
+    records = list(store.records())
+    written = write(records, args.to)
+    for path in written:
+        print(f"wrote {path}")
+    print(f"{len(written)} files from {len(records)} records of {store.root}")
     return 0
 
 
@@ -357,6 +513,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_data(registry, args)
         if args.command == "plot":
             return cmd_plot(registry, args)
+        if args.command == "publish":
+            return cmd_publish(registry, args)
+        if args.command == "export":
+            return cmd_export(registry, args)
+        if args.command == "export-results":
+            return cmd_export_results(registry, args)
     except HarnessError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -192,10 +192,11 @@ def fetch(
 
 
 def _network_problem(error: BaseException, host: str, connect_timeout: float, read_timeout: float) -> str:
+    """One line for a failed attempt. urllib wraps errors while connecting in URLError; a timeout while waiting for
+    the answer or the body comes unwrapped."""
     reason = getattr(error, "reason", error)
     if isinstance(reason, (socket.timeout, TimeoutError)):
-        text = str(reason) or "timed out"
-        if "connect" in text or isinstance(error, urllib.error.URLError):
+        if isinstance(error, urllib.error.URLError):
             return f"no connection to {host} within {connect_timeout:g} s"
         return f"{host} sent no data for {read_timeout:g} s"
     return f"{type(reason).__name__}: {reason}"

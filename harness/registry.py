@@ -29,6 +29,7 @@ import pluggy
 from . import hookspecs
 from .capabilities import missing_methods
 from .errors import DuplicateNameError, HarnessError, UnknownNameError, close_matches_hint, unknown_name
+from .options import parse_spec_text
 from .plugin_api import (
     Component,
     ComponentKind,
@@ -48,11 +49,25 @@ class _Callable(typing.Protocol):
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
 
+class _TaskNamespace(typing.Protocol):
+    """A ``task-namespace`` component: tasks whose names are only known at run time (``mteb:STS22``,
+    ``beir:scifact``). ``resolve("STS22")`` returns the task (a Task subclass or TaskPlugin, its metadata name a
+    plain task name such as ``mteb.sts22``) or raises a HarnessError naming close matches."""
+
+    def resolve(self, name: str) -> Any: ...
+
+
 # Component kinds the core itself consumes, with what their objects must be.
 CORE_COMPONENT_KINDS = {
     "backbone": ComponentKind("backbone", _Callable, "a callable returning a local folder or Hugging Face id"),
     "plot": ComponentKind("plot", _Callable, "a callable (results_dir, output_dir) -> list of written paths"),
     "dataset": ComponentKind("dataset", None, "an object with download(target_dir, progress) (harness data)"),
+    "results-format": ComponentKind(
+        "results-format", _Callable, "a callable (records, output_dir) -> list of written paths "
+        "(harness export-results --format NAME)"),
+    "task-namespace": ComponentKind(
+        "task-namespace", _TaskNamespace, "an object whose resolve(name) returns the Task subclass (or TaskPlugin) "
+        "of the task 'NAMESPACE:name' (tasks named at run time, e.g. mteb:STS22)"),
 }
 
 
@@ -128,15 +143,40 @@ class Registry:
     def expand_task(self, name: str) -> list[str]:
         """A task name (or alias) as itself, a family name as its member tasks."""
         name = self.task_aliases.get(name, name)
-        if name in self.tasks:
-            return [name]
+        if name in self.tasks or self._namespaced_task(name):
+            return [self.task_aliases.get(name, name)]
         families = self.families()
         if name in families:
             return families[name]
         raise self._unknown("task", name, [*self.tasks, *families, *self.task_aliases])
 
+    def split_task_text(self, text: str) -> tuple[str, dict[str, str]]:
+        """``name:key=value,...`` -> (name, raw options); for a registered task namespace the name keeps its
+        prefix: ``mteb:STS22`` -> ("mteb:STS22", {}), ``beir:scifact:k=5`` -> ("beir:scifact", {"k": "5"})."""
+        prefix, colon, rest = text.strip().partition(":")
+        if colon and ("task-namespace", prefix.strip()) in self.components:
+            member, _, options = rest.partition(":")
+            return f"{prefix.strip()}:{member.strip()}", (parse_spec_text(f"_:{options}")[1] if options else {})
+        return parse_spec_text(text)
+
+    def _namespaced_task(self, name: str) -> bool:
+        """Register the task a ``task-namespace`` component resolves ``NAMESPACE:member`` to (once; the name becomes
+        an alias of the task's own name). False when ``name`` has no registered namespace prefix."""
+        prefix, colon, member = name.partition(":")
+        if not colon or ("task-namespace", prefix) not in self.components:
+            return False
+        resolved = self.component("task-namespace", prefix).resolve(member)
+        plugin = resolved if isinstance(resolved, TaskPlugin) else TaskPlugin.from_class(resolved)
+        if plugin.name not in self.tasks:
+            self.tasks[plugin.name] = plugin
+            self.origin.setdefault(("task", plugin.name), self.package_of("task-namespace", prefix))
+        self.task_aliases[name] = plugin.name
+        return True
+
     def task(self, name: str) -> TaskPlugin:
         name = self.task_aliases.get(name, name)
+        if name not in self.tasks and self._namespaced_task(name):
+            name = self.task_aliases[name]
         if name not in self.tasks:
             raise self._unknown("task", name, [*self.tasks, *self.families(), *self.task_aliases])
         return self.tasks[name]

@@ -1,14 +1,18 @@
 """Runs a matrix of cells (model spec x seed x task): trains or loads each spec once per seed, evaluates every
-task, and stores one record per cell. Finished cells are skipped, so an interrupted run resumes where it stopped.
+task, and stores one record per cell. Finished cells are answered from the store when their record is valid and
+matches this run (``harness.store.reuse_problem``), so an interrupted run resumes where it stopped.
 
-Everything that can be checked without computing (names, options, capabilities, training sources, data files) is
-checked in ``plan`` before the first cell runs.
+Everything that can be checked without computing (names, options, seeds, capabilities, training sources, that the
+store is writable, every task's data and every training source) is checked in ``plan`` before the first cell runs.
+A data problem found there makes its cells ``missing`` or ``failed``; the rest of the matrix still runs. A cell whose
+score is not finite (or undefined) or whose training diverged is stored as ``failed`` with the reason.
 """
 from __future__ import annotations
 
 import gc
 import json
 import logging
+import math
 import statistics
 import time
 import traceback
@@ -23,12 +27,16 @@ from .capabilities import TRAINABLE, reachable_capabilities
 from .data import TrainingSplits
 from .device import hardware_description, resolve_device, seed_everything
 from .environment import environment_record
-from .errors import DataFileError, HarnessError, IncompatibleError, MissingDataError
+from .errors import DataFileError, HarnessError, IncompatibleError, InvalidOptionError, MissingDataError
 from .plugin_api import EvalContext, ModelContext, RecipeContext, RecipePlugin, Task
 from .profiles import Profile, get_profile
 from .registry import Registry, check_model_object
 from .spec import ModelSpec, TaskSpec, resolve_model_spec, resolve_task_specs, stable_hash, student_spec
-from .store import Store, atomic_write_json, build_checkpoint, checkpoint_complete
+from .data import check_data_dir
+from .matrix import check_seeds
+from .metrics import ScoreError
+from .store import Store, atomic_write_json, build_checkpoint, checkpoint_problem, reuse_problem
+from .training import NonFiniteLossError
 
 
 @dataclass
@@ -54,6 +62,7 @@ class RunConfig:
     overwrite: bool = False
     progress: bool = True
     batch_size: int | None = None
+    store_only: bool = False  # answer every cell from the store; refuse (saying why) if one would be computed
 
 
 @dataclass
@@ -71,6 +80,13 @@ class Plan:
     seeds: list[int]
     profile: Profile
     device: str
+    # Checked in the plan, before anything runs: the dataset checksum of every task (None: the task cannot say
+    # before evaluating), the data problem of every task whose data is missing or malformed, and the same for the
+    # training data of every trained spec (by spec key).
+    data_checksums: dict[str, str | None] = field(default_factory=dict)
+    data_problems: dict[str, DataFileError] = field(default_factory=dict)
+    training_checksums: dict[str, str] = field(default_factory=dict)
+    training_problems: dict[str, DataFileError] = field(default_factory=dict)
 
     @property
     def cells(self) -> int:
@@ -91,6 +107,13 @@ def _data_dir_text(path: Path | None) -> str | None:
     return str(path) if path else None
 
 
+def _check_finite_options(owner: str, options: dict[str, Any]) -> None:
+    """NaN or infinite option values (``be:lr=nan``) are refused at plan time rather than failing in training."""
+    for key, value in options.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InvalidOptionError(f"option {key!r} of {owner} is {value}; give a finite number.")
+
+
 logger = logging.getLogger(__name__)
 CACHE = "cache"  # store folder shared by every spec: content-addressed artifacts (e.g. domain-MLM checkpoints)
 
@@ -104,11 +127,14 @@ class Runner:
         self._tasks: dict[str, Task] = {}
         self._loaded: dict[tuple[str, int], Any] = {}  # in-process cache of trained models (teachers)
         self._reports: dict[tuple[str, int], Any] = {}  # training report per (spec hash, seed)
+        self._training_data_checksums: dict[tuple[str, int], str | None] = {}  # what each loaded model learnt from
+        self._planned_training_checksums: dict[str, str] = {}  # by spec key: the training data as it is now
 
     # -- planning --------------------------------------------------------------------------------------------------
     def plan(self) -> Plan:
         profile = get_profile(self.config.profile)
         device = resolve_device(self.config.device)
+        self._check_config()
         if not self.config.models:
             raise HarnessError("no models given; use --models NAME[,NAME] (see `harness list`).")
         if not self.config.tasks:
@@ -129,6 +155,7 @@ class Runner:
             backbone = entry.backbone or self.config.backbone
             train_on = entry.train_on or self.config.train_on
             spec = resolve_model_spec(self.registry, entry.spec, profile, backbone, train_on)
+            _check_finite_options(f"model {spec.label!r}", spec.options)
             self._check_training(spec)
             validate = self.registry.spec_plugin(spec.name).validate
             if validate is not None:
@@ -144,7 +171,60 @@ class Runner:
                 else:
                     raise IncompatibleError(problem + " Leave this pair out of the matrix.")
             planned.append(model_plan)
-        return Plan(planned, task_specs, list(dict.fromkeys(self.config.seeds)), profile, device)
+        plan = Plan(planned, task_specs, list(dict.fromkeys(self.config.seeds)), profile, device)
+        if plan.cells == 0:
+            reasons = "; ".join(problem for m in planned for _, problem in m.skipped[:1])
+            raise IncompatibleError(f"nothing to run: no model of the plan can run any of its tasks ({reasons}).")
+        self._check_data(plan)
+        return plan
+
+    def _check_config(self) -> None:
+        """Values that would otherwise fail late (numpy's seed range) or pass silently (a data dir that does not
+        exist, a result store that cannot be written)."""
+        check_seeds(list(self.config.seeds), "--seeds")
+        batch_size = self.config.batch_size
+        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+                                       or batch_size < 1):
+            raise InvalidOptionError(f"--batch-size must be a positive integer, got {batch_size!r}.")
+        if self.config.data_dir is not None:
+            self.config.data_dir = check_data_dir(self.config.data_dir)
+        self.store.check_writable()
+
+    def _check_data(self, plan: Plan) -> None:
+        """Load every task's data and every trained spec's training data once, before the first cell: a problem is
+        kept in the plan (its cells are stored as missing or failed, the others run), never raised mid-matrix."""
+        for task_spec in plan.tasks:
+            try:
+                plan.data_checksums[task_spec.key] = self.task(task_spec).check_data()
+            except NotImplementedError:
+                plan.data_checksums[task_spec.key] = None
+                self.log(f"  task {task_spec.label} cannot check its data before evaluating (no check_data); its "
+                         "cells are recomputed on every run")
+            except DataFileError as exc:
+                plan.data_problems[task_spec.key] = exc
+            except (UnicodeDecodeError, ValueError, OSError) as exc:
+                plan.data_problems[task_spec.key] = DataFileError(
+                    f"task {task_spec.label}: its data could not be read ({type(exc).__name__}: {exc})."
+                )
+        for planned in plan.models:
+            spec = planned.spec
+            if spec.train_on is None or spec.key in plan.training_checksums or spec.key in plan.training_problems:
+                continue
+            try:
+                splits = self.training_splits(spec.train_on, self._training_kinds(spec), plan.profile, plan.seeds[0])
+                plan.training_checksums[spec.key] = splits.checksum
+            except DataFileError as exc:
+                plan.training_problems[spec.key] = exc
+            except (UnicodeDecodeError, ValueError, OSError) as exc:
+                plan.training_problems[spec.key] = DataFileError(
+                    f"training data of {spec.train_on}: could not be read ({type(exc).__name__}: {exc})."
+                )
+        self._planned_training_checksums = plan.training_checksums
+
+    def _training_kinds(self, spec: ModelSpec) -> tuple[str, ...]:
+        if spec.recipe:
+            return self.registry.recipe(spec.name).training_kinds
+        return self.registry.model(spec.name).training_kinds
 
     def capabilities(self, spec: ModelSpec) -> tuple[str, ...]:
         """A model's declared capabilities; a recipe's are its student's."""
@@ -297,11 +377,16 @@ class Runner:
         report_record = None
         if spec.train_on is not None:
             checkpoint = self.store.checkpoint_dir(spec.key, seed)
-            if checkpoint_complete(checkpoint) and not self.config.overwrite:
+            problem = "--overwrite" if self.config.overwrite else self._checkpoint_problem(spec, checkpoint)
+            if problem is None:
                 self.log(f"  loading checkpoint {checkpoint}")
                 model.load(checkpoint)
-                report_record = json.loads((checkpoint / "training.json").read_text()).get("report")
+                training_record = json.loads((checkpoint / "training.json").read_text())
+                report_record = training_record.get("report")
+                self._training_data_checksums[cache_key] = training_record.get("source_checksum")
             else:
+                if problem not in ("--overwrite", "not built yet"):
+                    logger.warning("checkpoint %s cannot be used: %s; training it again", checkpoint, problem)
                 splits = self.training_splits(spec.train_on, kinds, profile, seed)
                 self.log(
                     f"  training {spec.label} on {spec.train_on} ({len(splits.train)} examples, seed {seed}, "
@@ -320,9 +405,25 @@ class Runner:
                     )
 
                 build_checkpoint(checkpoint, save)
+                self._training_data_checksums[cache_key] = splits.checksum
         self._reports[cache_key] = report_record
         self._loaded[cache_key] = model
         return model
+
+    def _checkpoint_problem(self, spec: ModelSpec, checkpoint: Path) -> str | None:
+        """Why a stored checkpoint cannot be loaded: not built, damaged (a file differs from the checksum recorded
+        when it was built), or trained on data that has changed since (planned specs only). None: load it."""
+        problem = checkpoint_problem(checkpoint)
+        if problem is not None:
+            return problem
+        try:
+            training_record = json.loads((checkpoint / "training.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return "its training.json is unreadable"
+        expected = self._planned_training_checksums.get(spec.key)
+        if expected is not None and training_record.get("source_checksum") != expected:
+            return f"the training data of {spec.train_on} changed since it was trained"
+        return None
 
     def _fit(self, spec: ModelSpec, model: Any, splits: TrainingSplits, profile: Profile, device: str,
              seed: int) -> tuple[Any, Any]:
@@ -359,6 +460,15 @@ class Runner:
         plan = plan or self.plan()
         outcomes: list[CellOutcome] = []
         hardware = hardware_description(plan.device)
+        for path, why in self.store.clean_stale_temporaries():
+            self.log(f"  removed {path} ({why})")
+        answers, reasons = self._stored_answers(plan)
+        if self.config.store_only and reasons:
+            cells = [f"{label}: {why}" for label, why in reasons.values()]
+            raise HarnessError(
+                f"--store-only: {len(cells)} of {plan.cells} cells cannot be answered from {self.store.root}: "
+                + "; ".join(cells[:5]) + ("; ..." if len(cells) > 5 else "") + ". Run without --store-only to compute them."
+            )
         self.log(
             f"{plan.cells} cells: {len(plan.models)} models x {len(plan.tasks)} tasks x {len(plan.seeds)} seeds "
             f"(profile {plan.profile.name}, device {plan.device}, results in {self.store.root})"
@@ -368,27 +478,88 @@ class Runner:
             for task_spec, problem in planned.skipped:
                 self.log(f"  skipping {task_spec.label} for {spec.label}: {problem}")
             for seed in plan.seeds:
-                pending = [
-                    t for t in planned.tasks if self.config.overwrite or not self.store.has(spec.key, seed, t.key)
-                ]
+                pending = []
                 for task_spec in planned.tasks:
-                    if task_spec not in pending:
-                        record = json.loads(self.store.record_path(spec.key, seed, task_spec.key).read_text())
-                        outcomes.append(CellOutcome(spec, seed, task_spec, "cached", record.get("main_score")))
+                    record = answers.get((spec.key, seed, task_spec.key))
+                    if record is not None:
+                        outcomes.append(CellOutcome(spec, seed, task_spec, "cached", record["main_score"]))
+                    elif task_spec.key in plan.data_problems:  # found in the plan: stored as missing/failed at once
+                        outcomes.append(self._write_problem(spec, seed, task_spec, plan,
+                                                            plan.data_problems[task_spec.key], hardware))
+                    else:
+                        pending.append(task_spec)
                 if not pending:
                     continue
                 train_started = time.perf_counter()
                 try:
+                    if spec.key in plan.training_problems:
+                        raise plan.training_problems[spec.key]
                     model = self.trained_model(spec, plan.profile, plan.device, seed)
-                except (MissingDataError, DataFileError) as exc:
+                except (DataFileError, NonFiniteLossError, ScoreError) as exc:
                     for task_spec in pending:
-                        outcomes.append(self._write_missing(spec, seed, task_spec, plan, str(exc), hardware))
+                        outcomes.append(self._write_problem(spec, seed, task_spec, plan, exc, hardware))
+                    self.release()
                     continue
                 train_seconds = time.perf_counter() - train_started
                 for task_spec in pending:
                     outcomes.append(self._run_cell(spec, seed, task_spec, model, plan, hardware, train_seconds))
                 self.release()
         return outcomes
+
+    def _stored_answers(self, plan: Plan) -> tuple[dict, dict]:
+        """The cells the store answers, ``{(model key, seed, task key): record}``, and for every other cell
+        ``{cell: (label, why it is computed)}``. A record answers a cell only if it is valid (schema and content
+        checksum), has status ok, and matches the spec hash, task version, dataset checksum and training data."""
+        answers: dict[tuple[str, int, str], dict] = {}
+        reasons: dict[tuple[str, int, str], tuple[str, str]] = {}
+        for planned in plan.models:
+            spec = planned.spec
+            for seed in plan.seeds:
+                for task_spec in planned.tasks:
+                    cell = (spec.key, seed, task_spec.key)
+                    label = f"{spec.label} seed {seed} {task_spec.label}"
+                    if self.config.overwrite:
+                        reasons[cell] = (label, "--overwrite")
+                        continue
+                    record, invalid = self.store.lookup(*cell)
+                    path = self.store.record_path(*cell)
+                    if invalid is not None:
+                        logger.warning("record %s is invalid (%s); the cell is recomputed", path, invalid)
+                        reasons[cell] = (label, f"the stored record is invalid ({invalid})")
+                        continue
+                    if record is None:
+                        reasons[cell] = (label, "not stored")
+                        continue
+                    dataset_checksum = plan.data_checksums.get(task_spec.key)
+                    training_checksum = plan.training_checksums.get(spec.key)
+                    if isinstance(plan.data_problems.get(task_spec.key), MissingDataError):
+                        dataset_checksum = record.get("dataset_checksum")  # data gone since: keep what was computed
+                    if isinstance(plan.training_problems.get(spec.key), MissingDataError):
+                        training_checksum = record.get("training_data_checksum")
+                    why = reuse_problem(
+                        record, model_hash=spec.hash, task_version=self.registry.task(task_spec.name).metadata.version,
+                        dataset_checksum=dataset_checksum, training_data_checksum=training_checksum,
+                    )
+                    if why is None:
+                        answers[cell] = record
+                    else:
+                        reasons[cell] = (label, why)
+                        if record["status"] == "ok":
+                            self.log(f"  {label}: recomputing the stored result: {why}")
+        return answers, reasons
+
+    def _write_problem(self, spec, seed, task_spec, plan, error: Exception, hardware) -> CellOutcome:
+        if isinstance(error, MissingDataError):
+            return self._write_missing(spec, seed, task_spec, plan, str(error), hardware)
+        return self._write_failed(spec, seed, task_spec, plan, str(error), hardware)
+
+    def _write_failed(self, spec, seed, task_spec, plan, message, hardware) -> CellOutcome:
+        """A cell that could not produce a score (diverged training, non-finite or undefined score, malformed data):
+        stored as ``failed`` with the reason, never as a number; recomputed on the next run."""
+        record = {**self._base_record(spec, seed, task_spec, plan, hardware), "status": "failed", "message": message}
+        self.store.write(spec.key, seed, task_spec.key, record)
+        logger.error("%s seed %s %s failed: %s", spec.label, seed, task_spec.label, message)
+        return CellOutcome(spec, seed, task_spec, "failed", None, message)
 
     def _base_record(self, spec: ModelSpec, seed: int, task_spec: TaskSpec, plan: Plan, hardware: str) -> dict:
         metadata = self.registry.task(task_spec.name).metadata
@@ -403,7 +574,7 @@ class Runner:
                 "label": task_spec.label,
                 "options": task_spec.options,
                 "family": metadata.family,
-                "version": metadata.version,
+                "version": str(metadata.version),
                 "main_score": metadata.main_score,
                 "package": self.registry.package_of("task", task_spec.name),
             },
@@ -434,12 +605,26 @@ class Runner:
             result = task.evaluate(model, self.eval_context(plan.profile, plan.device, seed))
         except MissingDataError as exc:
             return self._write_missing(spec, seed, task_spec, plan, str(exc), hardware)
+        except (DataFileError, ScoreError) as exc:  # malformed data, or a score undefined for these predictions
+            return self._write_failed(spec, seed, task_spec, plan, str(exc), hardware)
         eval_seconds = time.perf_counter() - started
         if metadata.main_score not in result.scores:
             raise HarnessError(
                 f"task {task_spec.name!r} returned no {metadata.main_score!r} score (it returned "
                 f"{', '.join(result.scores)}); this is a bug in the task plugin."
             )
+        non_finite = {k: v for k, v in result.scores.items() if not math.isfinite(float(v))}
+        if non_finite:
+            shown = ", ".join(f"{k}={v}" for k, v in list(non_finite.items())[:4])
+            return self._write_failed(
+                spec, seed, task_spec, plan,
+                f"the evaluation produced non-finite scores ({shown}); the model's predictions or the data are "
+                "broken (e.g. diverged training: lower the learning rate).", hardware,
+            )
+        planned_checksum = plan.data_checksums.get(task_spec.key)
+        if planned_checksum is not None and planned_checksum != result.dataset_checksum:
+            logger.warning("task %s: the dataset checksum of the evaluation differs from its check_data(); its "
+                           "cells cannot be reused until they agree", task_spec.label)
         record = {
             **self._base_record(spec, seed, task_spec, plan, hardware),
             "status": "ok",
@@ -447,6 +632,7 @@ class Runner:
             "main_score": float(result.scores[metadata.main_score]),
             "details": result.details,
             "dataset_checksum": result.dataset_checksum,
+            "training_data_checksum": self._training_data_checksums.get((spec.hash, seed)),
             "training": self.training_report(spec, seed),
             "timings": {"model_seconds": round(train_seconds, 3), "eval_seconds": round(eval_seconds, 3)},
         }

@@ -132,7 +132,7 @@ class TaskSpec:
 def resolve_task_specs(registry: Registry, text: str) -> list[TaskSpec]:
     """``senteval`` -> its members; ``sickr:split=all`` -> one task with options (family options apply to
     every member that declares them)."""
-    name, raw_options = parse_spec_text(text)
+    name, raw_options = registry.split_task_text(text)  # keeps a task namespace's prefix: mteb:STS22
     members = registry.expand_task(name)
     specs = []
     for member in members:

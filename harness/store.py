@@ -48,6 +48,8 @@ STALE_AFTER_SECONDS = 3600.0  # temporaries whose owner cannot be checked are re
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 _FAMILY_NAME = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")  # TaskMetadata's rule: no separators, cannot start with '.'
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_UMASK = os.umask(0o022)  # read once at import; records get the mode a plain open() would give them
+os.umask(_UMASK)
 
 
 class StoreError(HarnessError):
@@ -134,6 +136,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=temporary_prefix(path.name), suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(handle, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide records from the others sharing a store
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)
             stream.flush()
@@ -176,8 +179,19 @@ def check_writable_dir(path: Path, what: str) -> None:
 
 # -- records -----------------------------------------------------------------------------------------------------------
 def _canonical(payload: Any) -> Any:
-    """The value as it reads back from its JSON file (tuples become lists, other objects strings)."""
-    return json.loads(json.dumps(payload, default=str))
+    """The value as it reads back from its JSON file (tuples become lists, other objects strings, and NaN or
+    infinite numbers the strings "nan", "inf", "-inf": JSON has no such numbers, and a score that is a string is
+    rejected by the record schema)."""
+    def finite(value: Any) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            return str(value)
+        if isinstance(value, dict):
+            return {key: finite(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [finite(item) for item in value]
+        return value
+
+    return finite(json.loads(json.dumps(payload, default=str)))
 
 
 def content_checksum(record: dict) -> str:

@@ -17,6 +17,11 @@ import torch
 from torch import nn
 
 from .device import autocast_dtype, seed_everything
+from .errors import HarnessError
+
+
+class NonFiniteLossError(HarnessError):
+    """The training loss became NaN or infinite (training diverged); the message names the step."""
 
 
 @dataclass
@@ -155,6 +160,12 @@ def fit(
                 report.steps += 1
                 report.examples_seen += len(batch_examples)
                 epoch_losses.append(float(loss.detach()))
+                if not math.isfinite(epoch_losses[-1]):
+                    raise NonFiniteLossError(
+                        f"{config.description}: the training loss became {epoch_losses[-1]} at step {report.steps} "
+                        f"(epoch {epoch + 1}); training diverged. Lower the learning rate (e.g. the model option "
+                        f"lr; it was {config.learning_rate:g})."
+                    )
                 bar.update(1)
                 bar.set_postfix(loss=f"{epoch_losses[-1]:.4f}")
             report.seconds += time.perf_counter() - epoch_started  # optimisation only, not dev evaluation

@@ -1,26 +1,32 @@
-"""Augmented SBERT: distil a pair-scoring teacher (Cross-Encoder, Cross-Bi-Encoder, ...) into the Bi-Encoder.
+"""Augmented SBERT as a training recipe: distil a pair-scoring teacher (Cross-Encoder, Cross-Bi-Encoder, ...) into a
+student that learns from scored pairs (the Bi-Encoder ``be`` by default).
 
 Thakur et al. 2021 (AugSBERT); thesis 2.4.7, 4.3 (4.3.1 domain-adaptive MLM, 4.3.2 iterative KDE), 5.3, 5.5, 6.1-6.4,
-tables 6.3-6.8 and 6.11-6.13, figure 6.4. Spelled as options of the Bi-Encoder ``be`` (plugins/bi_encoder.py
-delegates its ``fit`` here when ``teacher`` is set), with the run's ``--train-on`` naming the gold source:
+tables 6.3-6.8 and 6.11-6.13. The recipe ``augsbert`` is written like a model spec; the run's ``--train-on`` names
+the gold source and the core's option ``student`` the model that is trained (default ``be``):
 
-    harness run --models be:teacher=cbe,sampler=kde-iterative --train-on bws-cross-topic --tasks bws-cross-topic
-    harness run --models be:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb --train-on bws-cross-topic ...
+    harness run --models augsbert:teacher=cbe,sampler=kde-iterative --train-on bws-cross-topic --tasks bws-cross-topic
+    harness run --models augsbert:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb --train-on bws-cross-topic ...
+    harness run --models "augsbert:student=be:pooling=cls,teacher=cbe" --train-on stsb --tasks stsb
 
-Pipeline (``distill``):
+Pipeline (``train``):
 1. Target sentences: the distinct sentences of the gold source's train pairs and the gold pairs between them; or,
    in domain transfer, the sentences of a source that offers only unlabeled sentences (e.g. a USEB domain, for the
    DomainSBERT / FullDomainSBERT rows of table 6.10, with ``sampler=semantic-search+random`` as in thesis 5.4.3).
-2. A sampler (``plugins/samplers.py``, option ``sampler``) proposes candidate pairs (``top_k`` per sentence).
-3. Optional domain adaptation (``teacher_mlm=true``, thesis 4.3.1, plugins/domain_mlm.py): MLM on the candidate
-   pairs in the pairwise format, then the teacher is fine-tuned from that checkpoint with its embedding layer frozen
-   (the teacher's option ``freeze_embeddings``). ``student_from_mlm=true`` starts the student from the MLM checkpoint
-   too: DomainSBERT = ``teacher_mlm=true``; FullDomainSBERT = ``teacher_mlm=true,student_from_mlm=true``.
+2. A sampler (components of kind ``sampler``, plugins/samplers.py; option ``sampler``) proposes candidate pairs
+   (``top_k`` per sentence).
+3. Optional domain adaptation (``teacher_mlm=true``, thesis 4.3.1, ``harness.nn.mlm``): MLM on the candidate pairs in
+   the pairwise format, then the teacher is fine-tuned from that checkpoint with its embedding layer frozen (the
+   teacher's option ``freeze_embeddings``). ``student_from_mlm=true`` starts the student from the MLM checkpoint
+   too: DomainSBERT = ``teacher_mlm=true``; FullDomainSBERT = ``teacher_mlm=true,student_from_mlm=true``. The MLM
+   checkpoint lives in the store's shared cache (``ctx.cache_dir``) under a key of everything that determines it, so
+   DomainSBERT and FullDomainSBERT share one MLM checkpoint, and so one teacher.
 4. The teacher comes from ``ctx.trained_model(teacher, train_on=...)``, so its checkpoint is cached and shared by
    every cell (and by a plain ``ce``/``cbe`` row trained on the same source), and scores every candidate.
 5. The sampler keeps a subset (KDE samplers compare with the gold score distribution; others keep all); at most
    ``max_silver`` pairs (default: the profile's training-set budget) survive, a seeded uniform subsample.
-6. The student trains with the Bi-Encoder's own objective (MSE on cosine) on
+6. The student (``ctx.build_student()``) trains with its own objective through ``fit_scored_pairs`` (the
+   ``ScoredPairLearner`` protocol; the Bi-Encoder's is MSE on cosine) on
    - ``mode=semi-supervised`` (default): gold + silver; teacher trained on the gold source (thesis 5.5, tables 6.12,
      6.13);
    - ``mode=self-distillation``: silver only; teacher trained on the gold source (label regularisation, tables 6.4,
@@ -28,18 +34,23 @@ Pipeline (``distill``):
    - ``mode=domain-transfer``: silver only; teacher trained on ``teacher_train_on`` (e.g. stsb), so the target's gold
      scores are never used for training (Thakur's unsupervised scenario; tables 6.7, 6.8, 6.10).
    The target's dev split (if any) selects the best epoch, as in every thesis experiment (5.1).
-7. Silver pairs, their teacher scores and the gold scores are written to ``<work_dir>/silver_pairs.json`` (JSON, one
-   record per candidate with a ``kept`` flag), from which the ``silver-density`` plot draws thesis figure 6.4.
+7. Silver pairs, their teacher scores and the gold scores are written to ``<ctx.artifact_dir>/silver_pairs.json``
+   (one record per candidate with a ``kept`` flag); the ``silver-density`` plot (plugins/silver_density.py) draws
+   thesis figure 6.4 from these files.
 
 Deviations: teacher scores are used as they come (a sigmoid CE gives (0, 1), a CBE a cosine in [-1, 1]: the thesis'
 point about score ranges, so nothing is rescaled). The silver set is capped at the profile's training budget unless
 ``max_silver`` says otherwise (the thesis used all sampled pairs). KDE samplers need the target's gold scores and so
-are refused in domain transfer. Options a teacher spec may carry are limited to what fits in one option value
-(``teacher=ce:activation=tanh`` works; a second teacher option would be read as a ``be`` option).
+are refused in domain transfer. Semantic-search sampling embeds with a ``be`` of the run's backbone (pretrained, or
+fine-tuned on the teacher's source), whatever the student is.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
+import os
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,24 +58,42 @@ from typing import Any
 
 import numpy as np
 
-from harness import SCORED_PAIRS, UNLABELED_SENTENCES, Component, ScoredPairs, as_pair_scorer, hookimpl
-from harness.capabilities import PAIR_SCORER, TRAINABLE, reachable_capabilities
-from harness.errors import IncompatibleError, InvalidOptionError, close_matches_hint
-from harness.options import Option
-from harness.spec import stable_hash
-from harness.store import CHECKPOINTS, atomic_write_text
+from harness import (
+    PAIR_SCORER,
+    SCORED_PAIRS,
+    TRAINABLE,
+    UNLABELED_SENTENCES,
+    HarnessError,
+    IncompatibleError,
+    InvalidOptionError,
+    Option,
+    RecipePlugin,
+    ScoredPairLearner,
+    ScoredPairs,
+    as_pair_scorer,
+    close_matches_hint,
+    hookimpl,
+)
+from harness.nn.mlm import domain_adapted_backbone
+from harness.nn.sampling import SamplingInput
+
+logger = logging.getLogger(__name__)
 
 SEMI_SUPERVISED = "semi-supervised"
 SELF_DISTILLATION = "self-distillation"
 DOMAIN_TRANSFER = "domain-transfer"
 MODES = (SEMI_SUPERVISED, SELF_DISTILLATION, DOMAIN_TRANSFER)
 SEARCH_MODELS = ("pretrained", "fine-tuned")
+SEARCH_ENCODER = "be"  # the Bi-Encoder that embeds sentences for semantic-search sampling (Thakur et al. 2021)
+# The silver-pair artifact; plugins/silver_density.py reads files of this name (it keeps its own copy of the name,
+# since no plugin imports another) and recognises them by ARTIFACT_KIND.
 ARTIFACT = "silver_pairs.json"
+ARTIFACT_KIND = "augmented-sbert-silver-pairs"
 ARTIFACT_VERSION = 1
+MLM_CACHE_PREFIX = "domain-mlm-"  # cache folders of domain-adapted backbones: <cache_dir>/domain-mlm-<key>/seed-<seed>
 
-# Options the Bi-Encoder accepts for distillation (merged into ``be``'s options by plugins/bi_encoder.py).
 OPTIONS: dict[str, Option] = {
-    "teacher": Option("", "pair-scoring teacher to distil from, a model spec such as ce or cbe (empty: none)"),
+    "teacher": Option("", "pair-scoring teacher to distil from, a model spec such as ce or cbe (required)"),
     "sampler": Option("none", "silver-pair sampler (components of kind 'sampler', e.g. bm25, kde-iterative)"),
     "mode": Option(SEMI_SUPERVISED, "student data: gold+silver, silver only (teacher on the gold source), or "
                    "silver only with a teacher trained on teacher_train_on", choices=MODES),
@@ -81,11 +110,11 @@ OPTIONS: dict[str, Option] = {
     "student_from_mlm": Option(False, "the student starts from the MLM checkpoint (FullDomainSBERT)", type=bool),
     "mlm_lr": Option(3e-5, "learning rate of the domain-adaptive MLM (thesis 5.4.3)", type=float),
 }
-DISTILLATION_ONLY = [key for key in OPTIONS if key != "teacher"]
 
 
 # -- plan-time checks ------------------------------------------------------------------------------------------------
 def teacher_spec_text(options: dict[str, Any], frozen_embeddings: bool) -> str:
+    """The teacher's spec; after domain MLM its embedding layer is frozen (thesis 4.3.1)."""
     text = options["teacher"]
     if frozen_embeddings:
         text += ("," if ":" in text else ":") + "freeze_embeddings=true"
@@ -94,35 +123,27 @@ def teacher_spec_text(options: dict[str, Any], frozen_embeddings: bool) -> str:
 
 def validate(spec, registry) -> None:
     """Refuse, before anything trains, a distillation that cannot work; the message says what would."""
+    # Spec resolution is the core's; the public API has no name for it yet, so the recipe borrows the runner's.
     from harness.profiles import get_profile
     from harness.spec import resolve_model_spec
 
     options = spec.options
-    owner = f"model {spec.name!r}"
-    target_has_gold = spec.train_on is None or SCORED_PAIRS in _offered_kinds(registry, spec.train_on)
+    target_has_gold = SCORED_PAIRS in _offered_kinds(registry, spec.train_on)
     if not options["teacher"]:
-        changed = [key for key in DISTILLATION_ONLY if options[key] != OPTIONS[key].default]
-        if changed:
-            raise InvalidOptionError(
-                f"{owner}: option(s) {', '.join(changed)} only apply to distillation; add teacher=ce or teacher=cbe "
-                f"(any pair-scoring model), e.g. {spec.name}:teacher=cbe,{changed[0]}={options[changed[0]]}."
-            )
-        if not target_has_gold:
-            raise IncompatibleError(
-                f"{spec.label} trains on scored pairs, and {spec.train_on!r} offers only unlabeled sentences; to "
-                f"distil into those sentences use {spec.name}:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb,"
-                "sampler=semantic-search+random (thesis 5.4.3), or train on a task with scored pairs, e.g. stsb."
-            )
-        return
-    if spec.train_on is None:
-        raise IncompatibleError(
-            f"{spec.label} distils on a gold source's sentence pairs; add --train-on TASK (or train_on in the "
-            "matrix), e.g. --train-on stsb or --train-on bws-cross-topic."
+        raise InvalidOptionError(
+            f"recipe {spec.name!r} distils a teacher into its student; add teacher=ce or teacher=cbe (any "
+            f"pair-scoring model: {', '.join(_pair_scorers(registry, trainable=True)) or '(none installed)'}), "
+            f"e.g. {spec.name}:teacher=cbe,sampler=bm25."
         )
     profile = get_profile(spec.profile)
     teacher = resolve_model_spec(registry, options["teacher"], profile, spec.backbone)
+    if teacher.recipe:
+        raise IncompatibleError(
+            f"teacher {options['teacher']!r} is itself a recipe (a distilled model); use a plain teacher such as "
+            "ce or cbe."
+        )
     teacher_plugin = registry.model(teacher.name)
-    if PAIR_SCORER not in reachable_capabilities(teacher_plugin.capabilities):
+    if PAIR_SCORER not in _reachable(teacher_plugin.capabilities):
         raise IncompatibleError(
             f"teacher {options['teacher']!r} cannot score sentence pairs (it offers "
             f"{', '.join(teacher_plugin.capabilities)}); use a pair scorer: {', '.join(_pair_scorers(registry))}."
@@ -132,8 +153,6 @@ def validate(spec, registry) -> None:
             f"teacher {options['teacher']!r} cannot be trained on scored pairs; use one of: "
             f"{', '.join(_pair_scorers(registry, trainable=True))}."
         )
-    if teacher.options.get("teacher"):
-        raise IncompatibleError(f"teacher {options['teacher']!r} is itself a distilled model; use a plain teacher.")
 
     mode = options["mode"]
     if mode == DOMAIN_TRANSFER and not options["teacher_train_on"]:
@@ -149,7 +168,7 @@ def validate(spec, registry) -> None:
     if options["teacher_train_on"]:
         _check_scored_pair_source(registry, options["teacher_train_on"], "teacher_train_on")
 
-    sampler = _sampler(registry, options["sampler"])
+    sampler = registry.component("sampler", options["sampler"])  # unknown names: close matches and the list
     candidate_names = [n for n in options["candidates"].split("+") if n] if options["candidates"] else []
     if candidate_names and not _selects_from_candidates(sampler):
         raise InvalidOptionError(
@@ -157,7 +176,7 @@ def validate(spec, registry) -> None:
             f"({', '.join(_selection_samplers(registry))}); sampler {options['sampler']!r} proposes its own pairs."
         )
     for name in candidate_names:
-        if _selects_from_candidates(_sampler(registry, name)):
+        if _selects_from_candidates(registry.component("sampler", name)):
             selecting = _selection_samplers(registry)
             proposal_samplers = [n for n in registry.component_names("sampler") if n not in selecting]
             raise InvalidOptionError(
@@ -200,16 +219,18 @@ def validate(spec, registry) -> None:
         resolve_model_spec(registry, teacher_spec_text(options, True), profile, spec.backbone)
 
 
+def _reachable(capabilities) -> set[str]:
+    from harness.capabilities import reachable_capabilities  # what the core's adapters make of them
+
+    return reachable_capabilities(capabilities)
+
+
 def _pair_scorers(registry, trainable: bool = False) -> list[str]:
     return sorted(
         name for name, plugin in registry.models.items()
         if PAIR_SCORER in plugin.capabilities
         and (not trainable or (TRAINABLE in plugin.capabilities and SCORED_PAIRS in plugin.training_kinds))
     )
-
-
-def _sampler(registry, name: str):
-    return registry.component("sampler", name)  # unknown names: close matches and the list of samplers
 
 
 def _selects_from_candidates(sampler) -> bool:
@@ -221,9 +242,12 @@ def _selection_samplers(registry) -> list[str]:
     return [name for name in names if _selects_from_candidates(registry.component("sampler", name))]
 
 
-def _offered_kinds(registry, source: str) -> tuple[str, ...]:
+def _offered_kinds(registry, source: str | None) -> tuple[str, ...]:
+    """Training kinds the (single-task) source offers; () for none or a family (the core refuses both)."""
     from harness.spec import resolve_task_specs
 
+    if source is None:
+        return ()
     specs = resolve_task_specs(registry, source)
     return registry.task(specs[0].name).metadata.training_kinds if len(specs) == 1 else ()
 
@@ -256,20 +280,65 @@ class DistillationReport:
         return {**record, "augmented_sbert": self.details}
 
 
-def _log(message: str) -> None:
-    print(message, flush=True)
+@dataclass
+class SilverPairs:
+    """Step 1-5 of the pipeline: the target sentences, the candidates with their teacher scores, what was kept."""
+
+    sentences: list[str]
+    gold: ScoredPairs
+    candidates: list[tuple[int, int]]
+    candidate_scores: np.ndarray
+    kept: np.ndarray  # indices into candidates, ascending unless the sampler ordered them
+    teacher_text: str
+    teacher_source: str
+    mlm_dir: Path | None
+
+    @property
+    def silver(self) -> ScoredPairs:
+        first = [self.sentences[self.candidates[i][0]] for i in self.kept]
+        second = [self.sentences[self.candidates[i][1]] for i in self.kept]
+        return ScoredPairs(first, second, self.candidate_scores[self.kept])
 
 
-def distill(student, splits, ctx) -> DistillationReport:
-    """Augmented SBERT for ``student`` (a BiEncoder with ``fit_pairs``) on the gold source in ``splits``."""
-    from harness.plugins.samplers import SamplingInput
-
+def train(splits, ctx) -> tuple[Any, DistillationReport]:
+    """Augmented SBERT on the gold source in ``splits``; returns (the trained student, the report)."""
     options = ctx.options
     mode = options["mode"]
     gold_source = ctx.train_on or splits.source
-    teacher_source = options["teacher_train_on"] or gold_source
     started = time.perf_counter()
 
+    pairs = annotate_silver_pairs(splits, ctx)
+    silver = pairs.silver
+    artifact = write_silver_artifact(ctx, pairs, gold_source)
+    # FullDomainSBERT: the student starts from the MLM-adapted encoder (saved without its MLM head).
+    student_backbone = str(pairs.mlm_dir) if options["student_from_mlm"] else None
+    student = ctx.build_student(backbone=student_backbone) if student_backbone else ctx.build_student()
+    if not isinstance(student, ScoredPairLearner):
+        raise IncompatibleError(
+            f"recipe augsbert: student {ctx.student!r} ({type(student).__name__}) has no fit_scored_pairs(train, dev, "
+            "ctx), so it cannot learn from silver pairs; use a student such as be."
+        )
+    train_pairs = _concat(pairs.gold, silver) if mode == SEMI_SUPERVISED else silver
+    ctx.logger.info("augmented sbert: %d silver pairs kept; student trains on %d pairs (%s)", len(silver),
+                    len(train_pairs), mode)
+    preparation_seconds = time.perf_counter() - started
+    report = student.fit_scored_pairs(train_pairs, splits.dev, ctx)
+    details = {
+        "mode": mode, "teacher": pairs.teacher_text, "teacher_train_on": pairs.teacher_source,
+        "gold_source": gold_source, "sampler": options["sampler"], "candidates": len(pairs.candidates),
+        "silver": len(silver), "gold": len(pairs.gold), "student": ctx.student, "student_examples": len(train_pairs),
+        "domain_mlm_backbone": str(pairs.mlm_dir) if pairs.mlm_dir else None,
+        "student_from_mlm": options["student_from_mlm"], "silver_artifact": str(artifact) if artifact else None,
+        "preparation_seconds": round(preparation_seconds, 3),
+    }
+    return student, DistillationReport(report, details)
+
+
+def annotate_silver_pairs(splits, ctx) -> SilverPairs:
+    """Steps 1-5: target sentences, candidate pairs, optional domain MLM, teacher scores, the kept silver pairs."""
+    options = ctx.options
+    gold_source = ctx.train_on or splits.source
+    teacher_source = options["teacher_train_on"] or gold_source
     if splits.kind == UNLABELED_SENTENCES:
         # Domain transfer into unlabeled target sentences (validate allows nothing else): no gold pairs or scores.
         gold = ScoredPairs([], [], np.zeros(0, dtype=np.float32))
@@ -288,7 +357,7 @@ def distill(student, splits, ctx) -> DistillationReport:
         # Built on first use: only semantic-search sampling needs a Bi-Encoder.
         if "model" not in search_model:
             search_source = teacher_source if options["search_model"] == "fine-tuned" else None
-            search_model["model"] = ctx.trained_model("be", train_on=search_source)
+            search_model["model"] = ctx.trained_model(SEARCH_ENCODER, train_on=search_source)
         return search_model["model"].encode(texts)
 
     inputs = SamplingInput(
@@ -303,16 +372,14 @@ def distill(student, splits, ctx) -> DistillationReport:
         )
     first = [sentences[i] for i, _ in candidates]
     second = [sentences[j] for _, j in candidates]
-    _log(f"  augmented sbert: {len(candidates)} candidate pairs from sampler {options['sampler']} "
-         f"({len(sentences)} target sentences of {gold_source})")
+    ctx.logger.info("augmented sbert: %d candidate pairs from sampler %s (%d target sentences of %s)",
+                    len(candidates), options["sampler"], len(sentences), gold_source)
 
     mlm_dir = None
     if options["teacher_mlm"]:
-        from harness.plugins.domain_mlm import domain_adapted_backbone
-
         mlm_dir = domain_adapted_backbone(
             _mlm_directory(ctx, first, second), ctx.backbone, first, second, profile=ctx.profile, seed=ctx.seed,
-            device=ctx.device, progress=ctx.progress, learning_rate=options["mlm_lr"], log=_log,
+            device=ctx.device, progress=ctx.progress, learning_rate=options["mlm_lr"],
         )
     teacher_text = teacher_spec_text(options, frozen_embeddings=options["teacher_mlm"])
     teacher = ctx.trained_model(teacher_text, train_on=teacher_source,
@@ -324,28 +391,7 @@ def distill(student, splits, ctx) -> DistillationReport:
     limit = _silver_limit(options["max_silver"], ctx.profile)
     if limit is not None and len(kept) > limit:
         kept = np.sort(np.random.default_rng([ctx.seed, 11]).choice(kept, size=limit, replace=False))
-    silver = ScoredPairs([first[i] for i in kept], [second[i] for i in kept], candidate_scores[kept])
-
-    artifact = _write_artifact(ctx, options, gold_source, teacher_source, teacher_text, mlm_dir, gold, sentences,
-                               candidates, candidate_scores, kept)
-    if options["student_from_mlm"]:
-        from harness.encoding import load_transformer
-
-        # FullDomainSBERT: the student starts from the MLM-adapted encoder (saved without its MLM head).
-        adapted = load_transformer(str(mlm_dir))
-        student.encoder.transformer.load_state_dict(adapted.state_dict())
-    train = _concat(gold, silver) if mode == SEMI_SUPERVISED else silver
-    _log(f"  augmented sbert: {len(silver)} silver pairs kept; student trains on {len(train)} pairs ({mode})")
-    preparation_seconds = time.perf_counter() - started
-    report = student.fit_pairs(train, splits.dev, ctx, description="training be (distilled)")
-    details = {
-        "mode": mode, "teacher": teacher_text, "teacher_train_on": teacher_source, "gold_source": gold_source,
-        "sampler": options["sampler"], "candidates": len(candidates), "silver": len(silver),
-        "gold": len(gold), "student_examples": len(train), "domain_mlm_backbone": str(mlm_dir) if mlm_dir else None,
-        "student_from_mlm": options["student_from_mlm"], "silver_artifact": str(artifact) if artifact else None,
-        "preparation_seconds": round(preparation_seconds, 3),
-    }
-    return DistillationReport(report, details)
+    return SilverPairs(sentences, gold, candidates, candidate_scores, kept, teacher_text, teacher_source, mlm_dir)
 
 
 def _silver_limit(max_silver: int, profile) -> int | None:
@@ -361,141 +407,89 @@ def _concat(gold: ScoredPairs, silver: ScoredPairs) -> ScoredPairs:
                        np.concatenate([gold.scores, silver.scores.astype(np.float32)]))
 
 
-def _mlm_directory(ctx, first, second) -> Path:
-    """Shared by every student whose MLM would be identical (same backbone, pairs, budgets, seed): DomainSBERT and
-    FullDomainSBERT reuse one MLM checkpoint, and so one teacher checkpoint."""
-    key = stable_hash({
-        "backbone": ctx.backbone, "pairs": stable_hash([first, second]), "profile": ctx.profile.as_record(),
+def _content_key(payload: Any, length: int = 16) -> str:
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def _mlm_directory(ctx, first: list[str], second: list[str]) -> Path:
+    """The domain-adapted backbone's folder in the store's shared cache, named after everything that determines it
+    (backbone, pairs, budgets, lr, seed): every student with the same MLM inputs finds it (DomainSBERT and
+    FullDomainSBERT share one MLM checkpoint, and so one teacher checkpoint)."""
+    if ctx.cache_dir is None:
+        raise HarnessError(
+            "recipe augsbert with teacher_mlm=true keeps its MLM checkpoint in the store's cache folder, and this "
+            "context has none; run it through `harness run` (or give the RecipeContext a cache_dir)."
+        )
+    key = _content_key({
+        "backbone": ctx.backbone, "pairs": _content_key([first, second], 64), "profile": ctx.profile.as_record(),
         "mlm_lr": ctx.options["mlm_lr"], "seed": ctx.seed,
-    }, 16)
-    if ctx.work_dir is not None:
-        # work_dir is <results>/artifacts/<model-key>/seed-<seed>; the MLM checkpoint sits beside the model
-        # checkpoints, under a key of its own so that every student with the same MLM inputs finds it.
-        base = Path(ctx.work_dir).resolve().parents[2] / CHECKPOINTS
-    else:
-        base = Path.cwd() / CHECKPOINTS
-    return base / f"domain-mlm-{key}" / f"seed-{ctx.seed}"
+    })
+    return Path(ctx.cache_dir) / f"{MLM_CACHE_PREFIX}{key}" / f"seed-{ctx.seed}"
 
 
-def _write_artifact(ctx, options, gold_source, teacher_source, teacher_text, mlm_dir, gold, sentences, candidates,
-                    candidate_scores, kept) -> Path | None:
-    if ctx.work_dir is None:
+def _atomic_write_text(path: Path, text: str) -> None:
+    """Write via a temporary file in the same folder and a rename, so a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_silver_artifact(ctx, pairs: SilverPairs, gold_source: str) -> Path | None:
+    """Step 7: every candidate with its teacher score and whether it was kept, for thesis figure 6.4."""
+    if ctx.artifact_dir is None:
         return None
-    kept_set = set(kept.tolist())
+    options = ctx.options
+    kept_set = set(pairs.kept.tolist())
     payload = {
-        "artifact": "augmented-sbert-silver-pairs",
+        "artifact": ARTIFACT_KIND,
         "version": ARTIFACT_VERSION,
         "mode": options["mode"],
         "sampler": options["sampler"],
         "candidate_samplers": options["candidates"] or None,
-        "teacher": teacher_text,
-        "teacher_train_on": teacher_source,
+        "teacher": pairs.teacher_text,
+        "teacher_train_on": pairs.teacher_source,
         "gold_source": gold_source,
         "teacher_mlm": options["teacher_mlm"],
-        "domain_mlm_backbone": str(mlm_dir) if mlm_dir else None,
+        "domain_mlm_backbone": str(pairs.mlm_dir) if pairs.mlm_dir else None,
+        "student": ctx.student,
         "backbone": ctx.backbone,
         "profile": ctx.profile.name,
         "seed": ctx.seed,
         "top_k": options["top_k"],
-        "gold_scores": [round(float(s), 6) for s in gold.scores],
-        "sentences": sentences,
+        "gold_scores": [round(float(s), 6) for s in pairs.gold.scores],
+        "sentences": pairs.sentences,
         # One row per candidate: index of the first and second sentence, teacher score, kept as silver (0/1).
         "columns": ["first", "second", "teacher_score", "kept"],
         "pairs": [[i, j, round(float(score), 6), int(row in kept_set)]
-                  for row, ((i, j), score) in enumerate(zip(candidates, candidate_scores))],
+                  for row, ((i, j), score) in enumerate(zip(pairs.candidates, pairs.candidate_scores))],
     }
-    path = Path(ctx.work_dir) / ARTIFACT
-    atomic_write_text(path, json.dumps(payload, separators=(",", ":")) + "\n")
+    path = Path(ctx.artifact_dir) / ARTIFACT
+    _atomic_write_text(path, json.dumps(payload, separators=(",", ":")) + "\n")
     return path
 
 
-# -- figure 6.4: silver score densities --------------------------------------------------------------------------------
-def read_silver_artifacts(results_dir: Path) -> list[dict]:
-    from harness.store import ARTIFACTS
-
-    artifacts = []
-    for path in sorted(Path(results_dir).glob(f"{ARTIFACTS}/*/seed-*/{ARTIFACT}")):
-        try:
-            payload = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            continue  # a damaged artifact is skipped rather than breaking every plot
-        if payload.get("artifact") == "augmented-sbert-silver-pairs":
-            payload["_path"] = str(path)
-            artifacts.append(payload)
-    return artifacts
-
-
-def _series_label(artifact: dict) -> str:
-    label = artifact["sampler"]
-    if artifact.get("candidate_samplers"):
-        label += f" ({artifact['candidate_samplers']} candidates)"
-    if artifact.get("teacher_mlm"):
-        label += " [MLM teacher]"
-    return label
-
-
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-." else "-" for c in text).strip("-")
-
-
-def draw_silver_density(results_dir: Path, output_dir: Path) -> list[Path]:
-    """Thesis figure 6.4: per gold source and teacher, the density of teacher scores on the silver pairs of each
-    sampler (seeds pooled) against the density of the gold scores. One PNG per (gold source, teacher, mode)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from harness.errors import HarnessError
-    from harness.plugins.samplers import GaussianKde
-
-    artifacts = read_silver_artifacts(results_dir)
-    if not artifacts:
-        raise HarnessError(
-            f"no silver-pair artifacts under {Path(results_dir) / 'artifacts'}; run a distilled model first, e.g. "
-            "`harness run --models be:teacher=cbe,sampler=kde-iterative --train-on bws-cross-topic --tasks "
-            f"bws-cross-topic --results {results_dir}`."
-        )
-    groups: dict[tuple[str, str, str], list[dict]] = {}
-    for artifact in artifacts:
-        groups.setdefault((artifact["gold_source"], artifact["teacher"], artifact["mode"]), []).append(artifact)
-    output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for (gold_source, teacher, mode), members in sorted(groups.items()):
-        series: dict[str, list[float]] = {}
-        gold_scores: dict[int, list[float]] = {}
-        for artifact in members:
-            kept_scores = [row[2] for row in artifact["pairs"] if row[3]]
-            series.setdefault(_series_label(artifact), []).extend(kept_scores)
-            gold_scores.setdefault(artifact["seed"], artifact["gold_scores"])
-        gold = [s for scores in gold_scores.values() for s in scores]
-        everything = gold + [s for scores in series.values() for s in scores]
-        if len(everything) < 2:
-            continue
-        grid = np.linspace(min(everything) - 0.1, max(everything) + 0.1, 400)
-        figure, axes = plt.subplots(figsize=(7, 4.5))
-        if len(gold) >= 2:  # unlabeled targets (domain transfer into plain sentences) have no gold scores
-            axes.plot(grid, GaussianKde(gold)(grid), color="black", linewidth=2.5, label=f"gold ({len(gold)} pairs)")
-        for label, scores in sorted(series.items()):
-            if len(scores) >= 2:
-                axes.plot(grid, GaussianKde(scores)(grid), linewidth=1.5, label=f"{label} ({len(scores)} pairs)")
-        seeds = sorted({a["seed"] for a in members})
-        axes.set_title(f"Silver-pair teacher scores vs gold: {gold_source}, teacher {teacher} ({mode})", fontsize=10)
-        axes.set_xlabel("score (gold, or teacher score on silver pairs)")
-        axes.set_ylabel(f"density (Gaussian KDE; seeds pooled: {', '.join(map(str, seeds))})")
-        axes.legend(fontsize=8)
-        figure.tight_layout()
-        path = output_dir / f"silver-density-{_slug(gold_source)}-{_slug(teacher)}-{mode}.png"
-        figure.savefig(path, dpi=120)
-        plt.close(figure)
-        written.append(path)
-    return written
-
-
 @hookimpl
-def register_components(register):
-    register(Component(
-        "plot", "silver-density", draw_silver_density,
-        "thesis figure 6.4: teacher-score density of each sampler's silver pairs vs the gold scores",
+def register_recipes(register):
+    register(RecipePlugin(
+        name="augsbert",
+        aliases=("augmented-sbert",),
+        description="Augmented SBERT: a pair-scoring teacher labels sampled silver pairs; the student learns from "
+                    "gold + silver (or silver only)",
+        train=train,
+        options=OPTIONS,
+        # Unlabeled sentences only as the target of domain transfer (validate refuses the rest).
+        training_kinds=(SCORED_PAIRS, UNLABELED_SENTENCES),
+        student_kinds=(SCORED_PAIRS,),
+        default_student="be",
+        validate=validate,
+        reference="Thakur et al. 2021 (AugSBERT); thesis 2.4.7, 4.3, 5.3, 5.5, tables 6.3-6.8, 6.10-6.13",
     ))

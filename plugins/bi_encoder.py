@@ -2,40 +2,32 @@
 
 Thesis 4.1.2 (SBERT, Reimers & Gurevych 2019): MEAN pooling over non-padding tokens (CLS pooling as an option);
 regression training on scored pairs with the MSE between cos(u, v) and the gold score in [0, 1]
-(sentence-transformers' CosineSimilarityLoss); the shared training loop of thesis 5.1 (AdamW 2e-5, 10% linear
-warm-up, per-epoch dev Spearman, best epoch kept). Without a training source it evaluates its backbone as is.
+(sentence-transformers' CosineSimilarityLoss, ``harness.nn.CosineRegression``); the shared training loop of thesis
+5.1 (AdamW 2e-5, 10% linear warm-up, per-epoch dev Spearman, best epoch kept). Without a training source it evaluates
+its backbone as is.
+
+As a student of a training recipe (e.g. Augmented SBERT, ``augsbert:teacher=cbe``) it offers
+``fit_scored_pairs(train, dev, ctx)`` (the ``ScoredPairLearner`` protocol); the recipe starts it from another
+checkpoint through its context's ``build_student(backbone=...)``.
 
 Deviations: none in the method. Budgets (epochs, training-set size, max sequence length) come from the profile.
-
-With ``teacher=...`` the Bi-Encoder is the student of Augmented SBERT (options ``sampler``, ``mode``, ...):
-training is delegated to plugins/augmented_sbert.py, which calls ``fit_pairs`` on gold and/or silver pairs.
 """
 from __future__ import annotations
 
 import json
+import logging
+import warnings
 from pathlib import Path
 
 import numpy as np
 import torch
 from safetensors.torch import load_model, save_model
-from torch import nn
 
-from harness import SCORED_PAIRS, UNLABELED_SENTENCES, ModelPlugin, Option, hookimpl
-from harness.encoding import POOLING_CHOICES, SentenceEncoder
-from harness.training import fit_scored_pairs
-from harness.plugins import augmented_sbert
+from harness import SCORED_PAIRS, ModelPlugin, Option, hookimpl
+from harness.nn import POOLING_CHOICES, CosineRegression, SentenceEncoder
+from harness.training import TrainReport, fit_scored_pairs
 
-
-class CosineRegression(nn.Module):
-    """MSE between cos(u, v) and the gold score (SBERT CosineSimilarityLoss)."""
-
-    def __init__(self, encoder: SentenceEncoder):
-        super().__init__()
-        self.encoder = encoder
-
-    def forward(self, first: dict, second: dict, scores: torch.Tensor) -> torch.Tensor:
-        cosine = torch.cosine_similarity(self.encoder(first), self.encoder(second))
-        return nn.functional.mse_loss(cosine.float(), scores.float())
+logger = logging.getLogger(__name__)
 
 
 class BiEncoder:
@@ -51,13 +43,10 @@ class BiEncoder:
     def encode(self, texts) -> np.ndarray:
         return self.encoder.encode(texts, batch_size=self.batch_size, progress=self.progress)
 
-    def fit(self, splits, ctx):
-        if ctx.options.get("teacher"):
-            # Augmented SBERT: the pipeline samples and annotates silver pairs, then calls fit_pairs.
-            return augmented_sbert.distill(self, splits, ctx)
-        return self.fit_pairs(splits.train, splits.dev, ctx)
+    def fit(self, splits, ctx) -> TrainReport:
+        return self.fit_scored_pairs(splits.train, splits.dev, ctx)
 
-    def fit_pairs(self, train, dev, ctx, description: str = "training be"):
+    def fit_scored_pairs(self, train, dev, ctx, description: str = "training be") -> TrainReport:
         """MSE-on-cosine regression on ScoredPairs ``train``; ``dev`` (or None) selects the best epoch."""
         tokenize = self.encoder.tokenize
 
@@ -65,9 +54,13 @@ class BiEncoder:
             first, second, scores = zip(*rows)
             return {"first": tokenize(first), "second": tokenize(second), "scores": torch.tensor(scores)}
 
-        return fit_scored_pairs(
-            self, CosineRegression(self.encoder), collate, train, dev, ctx, self.learning_rate, description
-        )
+        objective = CosineRegression(self.encoder)
+        return fit_scored_pairs(self, objective, collate, train, dev, ctx, self.learning_rate, description)
+
+    def fit_pairs(self, train, dev, ctx, description: str = "training be") -> TrainReport:
+        """Deprecated (harness 0.1): use ``fit_scored_pairs``."""
+        warnings.warn("BiEncoder.fit_pairs is deprecated; use fit_scored_pairs", DeprecationWarning, stacklevel=2)
+        return self.fit_scored_pairs(train, dev, ctx, description)
 
     def save(self, directory: Path) -> None:
         save_model(self.encoder, str(Path(directory) / "model.safetensors"))
@@ -81,7 +74,7 @@ class BiEncoder:
 
 def build(ctx) -> BiEncoder:
     encoder = SentenceEncoder.from_backbone(ctx.backbone, ctx.options["pooling"], ctx.profile.max_seq_length)
-    return BiEncoder(encoder, ctx.device, ctx.profile.eval_batch_size, ctx.progress, ctx.options["lr"])
+    return BiEncoder(encoder, ctx.device, ctx.eval_batch_size, ctx.progress, ctx.options["lr"])
 
 
 @hookimpl
@@ -96,11 +89,9 @@ def register_models(register):
             options={
                 "pooling": Option("mean", "how token states become one vector", choices=POOLING_CHOICES),
                 "lr": Option(2e-5, "AdamW learning rate (thesis 5.1)", type=float),
-                **augmented_sbert.OPTIONS,  # distillation from a teacher (plugins/augmented_sbert.py)
             },
-            validate=augmented_sbert.validate,
-            # Unlabeled sentences only as the target of Augmented SBERT domain transfer (validate refuses the rest).
-            training_kinds=(SCORED_PAIRS, UNLABELED_SENTENCES),
+            training_kinds=(SCORED_PAIRS,),
             reference="Reimers & Gurevych 2019 (SBERT); thesis 4.1.2",
+            model_class=BiEncoder,
         )
     )

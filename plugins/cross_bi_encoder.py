@@ -6,23 +6,25 @@ token, and from the second [CLS] token to the second [SEP] token" gives u and v;
 Training is the Bi-Encoder's: MSE between cos(u, v) and the gold score in [0, 1] (SBERT CosineSimilarityLoss), with
 the shared loop of thesis 5.1 (AdamW 2e-5, 10% linear warm-up then decay, per-epoch dev Spearman, best epoch kept).
 
-Choices (documented here and in docs/fidelity.md):
+Deviations and choices (documented here and in docs/fidelity.md):
 - Segment pooling includes both boundary tokens ("from the first [CLS] to the first [SEP]"), which is exactly what the
   Bi-Encoder's MEAN pooling covers for a single sentence ``[CLS] s [SEP]``; the thesis motivates the CBE as mimicking
   that pooling. ``segment_pooling=content`` pools only the sentence's own tokens instead.
-- The input ids are built here from each sentence's own token ids (``add_special_tokens=False``), so the segment
-  boundaries are exact. BERT-style tokenizers use their ``cls``/``sep`` tokens; RoBERTa-style ones their own
-  equivalents, which Hugging Face also calls cls/sep: ``<s> s1 </s> <s> s2 </s>`` (not RoBERTa's native pair format
-  ``<s> s1 </s></s> s2 </s>``, which has no second start token). Tokenizers without cls/sep fall back to bos/eos.
+- The input ids are built from each sentence's own token ids (``add_special_tokens=False``) by
+  ``harness.nn.PairInputBuilder``, so the segment boundaries are exact. BERT-style tokenizers use their
+  ``cls``/``sep`` tokens; RoBERTa-style ones their own equivalents, which Hugging Face also calls cls/sep:
+  ``<s> s1 </s> <s> s2 </s>`` (not RoBERTa's native pair format ``<s> s1 </s></s> s2 </s>``, which has no second
+  start token). Tokenizers without cls/sep fall back to bos/eos.
 - Token types: 0 for segment 1 and 1 for segment 2 when the backbone has at least two type embeddings (BERT), as in
   BERT's own pair encoding; otherwise all 0 (RoBERTa has one type embedding). Position ids run over the whole pair.
 - Sequence length: each sentence gets the profile's ``max_seq_length`` (with its two special tokens), as in the
-  Bi-Encoder; if the pair exceeds the backbone's position table, the longer sentence is cut first.
+  Bi-Encoder; if the pair exceeds the backbone's position table, the longer sentence is cut first (limits from
+  ``harness.nn.sequence_limits``, shared with the Cross-Encoder and the domain-adaptive MLM).
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import logging
 from pathlib import Path
 from typing import Sequence
 
@@ -31,84 +33,29 @@ import torch
 from safetensors.torch import load_model, save_model
 from torch import nn
 
-from harness import SCORED_PAIRS, HarnessError, ModelPlugin, Option, hookimpl
-from harness.encoding import load_tokenizer, load_transformer, mean_pool
-from harness.errors import invalid_choice
+from harness import SCORED_PAIRS, ModelPlugin, Option, hookimpl, invalid_choice
+from harness.nn import (
+    FIRST,
+    SECOND,
+    PairInputBuilder,
+    ScoreRegression,
+    distinct_pairs,
+    freeze_embedding_layer,
+    load_tokenizer,
+    load_transformer,
+    mean_pool,
+    score_in_length_sorted_batches,
+    sequence_limits,
+    truncate_longest_first,
+)
 from harness.training import TrainReport, fit_scored_pairs
-from harness.plugins.cross_encoder import distinct_pairs, pair_sequence_limits, score_in_length_sorted_batches
+
+logger = logging.getLogger(__name__)
 
 SEGMENT_POOLING = ("boundaries", "content")
-PADDING, FIRST, SECOND = 0, 1, 2  # values of the per-token segment label
-
-
-def truncate_longest_first(first: list[int], second: list[int], budget: int) -> tuple[list[int], list[int]]:
-    """Drop tokens from the end of the longer sequence until both fit in ``budget`` (Hugging Face's
-    'longest_first' truncation)."""
-    first_length, second_length = len(first), len(second)
-    while first_length + second_length > budget:
-        if first_length >= second_length:
-            first_length -= 1
-        else:
-            second_length -= 1
-    return first[:first_length], second[:second_length]
-
-
-@dataclass
-class PairInputBuilder:
-    """Builds ``start s1 end start s2 end`` token ids with per-token segment labels and token types."""
-
-    tokenizer: object
-    sentence_limit: int  # tokens per sentence including its two special tokens
-    pair_limit: int  # tokens per pair sequence
-    use_token_types: bool
-
-    def __post_init__(self) -> None:
-        tokenizer = self.tokenizer
-        self.start_id = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
-        self.end_id = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
-        if self.start_id is None or self.end_id is None:
-            raise HarnessError(
-                "model 'cbe' needs a tokenizer with a start token (cls or bos) and a separator (sep or eos); "
-                f"{type(tokenizer).__name__} has neither. Choose a BERT- or RoBERTa-style --backbone."
-            )
-        pad_id = tokenizer.pad_token_id
-        self.pad_id = pad_id if pad_id is not None else self.end_id
-
-    def sentence_ids(self, texts: Sequence[str]) -> dict[str, list[int]]:
-        """Token ids without special tokens, each text tokenised once."""
-        distinct = list(dict.fromkeys(texts))
-        encoded = self.tokenizer(
-            distinct, add_special_tokens=False, truncation=True, max_length=max(1, self.sentence_limit - 2)
-        )["input_ids"]
-        return dict(zip(distinct, encoded))
-
-    def features(self, first: Sequence[str], second: Sequence[str]) -> list[dict[str, list[int]]]:
-        ids_of = self.sentence_ids([*first, *second])
-        rows = []
-        for text_a, text_b in zip(first, second):
-            ids_a, ids_b = truncate_longest_first(ids_of[text_a], ids_of[text_b], self.pair_limit - 4)
-            segment_a = [self.start_id, *ids_a, self.end_id]
-            segment_b = [self.start_id, *ids_b, self.end_id]
-            rows.append(
-                {
-                    "input_ids": segment_a + segment_b,
-                    "segments": [FIRST] * len(segment_a) + [SECOND] * len(segment_b),
-                }
-            )
-        return rows
-
-    def collate(self, rows: list[dict[str, list[int]]]) -> dict[str, torch.Tensor]:
-        """Right-padded tensors; ``segments`` is 0 on padding, 1 on segment 1, 2 on segment 2."""
-        width = max(len(row["input_ids"]) for row in rows)
-        input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
-        segments = torch.zeros((len(rows), width), dtype=torch.long)
-        for index, row in enumerate(rows):
-            input_ids[index, : len(row["input_ids"])] = torch.tensor(row["input_ids"])
-            segments[index, : len(row["segments"])] = torch.tensor(row["segments"])
-        batch = {"input_ids": input_ids, "attention_mask": (segments != PADDING).long(), "segments": segments}
-        if self.use_token_types:
-            batch["token_type_ids"] = (segments == SECOND).long()
-        return batch
+# FIRST, SECOND (segment labels) and truncate_longest_first are re-exported for code written against harness 0.1.
+__all__ = ["CrossBiEncoder", "CrossBiEncoderNetwork", "FIRST", "SECOND", "SEGMENT_POOLING", "segment_masks",
+           "truncate_longest_first"]
 
 
 def segment_masks(segments: torch.Tensor, segment_pooling: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -128,6 +75,8 @@ def segment_masks(segments: torch.Tensor, segment_pooling: str) -> tuple[torch.T
 
 
 class CrossBiEncoderNetwork(nn.Module):
+    """Transformer over the two-segment pair, MEAN pooling per segment; ``forward`` is cos(u, v)."""
+
     def __init__(self, transformer: nn.Module, segment_pooling: str):
         super().__init__()
         if segment_pooling not in SEGMENT_POOLING:
@@ -144,17 +93,6 @@ class CrossBiEncoderNetwork(nn.Module):
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         first, second = self.embed_pair(batch)
         return torch.cosine_similarity(first.float(), second.float(), dim=-1)
-
-
-class CosineRegression(nn.Module):
-    """MSE between the pair's cosine and the gold score (the Bi-Encoder's objective)."""
-
-    def __init__(self, network: CrossBiEncoderNetwork):
-        super().__init__()
-        self.network = network
-
-    def forward(self, batch: dict[str, torch.Tensor], scores: torch.Tensor) -> torch.Tensor:
-        return nn.functional.mse_loss(self.network(batch), scores.float())
 
 
 class CrossBiEncoder:
@@ -194,15 +132,19 @@ class CrossBiEncoder:
         return scores[rows]
 
     def fit(self, splits, ctx) -> TrainReport:
-        train = splits.train
+        return self.fit_scored_pairs(splits.train, splits.dev, ctx)
+
+    def fit_scored_pairs(self, train, dev, ctx, description: str = "training cbe") -> TrainReport:
+        """MSE between the pair's cosine and the gold score (the Bi-Encoder's objective) on ScoredPairs ``train``;
+        ``dev`` (or None) selects the best epoch."""
 
         def collate(rows):
             first, second, scores = zip(*rows)
-            return {"batch": self.inputs.collate(self.inputs.features(first, second)), "scores": torch.tensor(scores)}
+            features = self.inputs.collate(self.inputs.features(first, second))
+            return {"features": features, "scores": torch.tensor(scores)}
 
-        return fit_scored_pairs(
-            self, CosineRegression(self.network), collate, train, splits.dev, ctx, self.learning_rate, "training cbe"
-        )
+        objective = ScoreRegression(self.network, "mse")
+        return fit_scored_pairs(self, objective, collate, train, dev, ctx, self.learning_rate, description)
 
     def save(self, directory: Path) -> None:
         save_model(self.network, str(Path(directory) / "model.safetensors"))
@@ -226,14 +168,13 @@ def build(ctx) -> CrossBiEncoder:
     tokenizer = load_tokenizer(ctx.backbone)
     transformer = load_transformer(ctx.backbone)
     config = transformer.config
-    sentence_limit, pair_limit = pair_sequence_limits(ctx.backbone, tokenizer, config, ctx.profile.max_seq_length)
-    inputs = PairInputBuilder(tokenizer, sentence_limit, pair_limit, (getattr(config, "type_vocab_size", 0) or 0) >= 2)
+    inputs = PairInputBuilder.for_backbone(
+        tokenizer, config, sequence_limits(ctx.backbone, tokenizer, config, ctx.profile.max_seq_length)
+    )
     network = CrossBiEncoderNetwork(transformer, ctx.options["segment_pooling"])
     if ctx.options.get("freeze_embeddings"):
-        from harness.plugins.domain_mlm import freeze_embedding_layer  # here: domain_mlm imports this module
-
         freeze_embedding_layer(transformer)
-    return CrossBiEncoder(network, inputs, ctx.device, ctx.profile.eval_batch_size, ctx.progress, ctx.options["lr"])
+    return CrossBiEncoder(network, inputs, ctx.device, ctx.eval_batch_size, ctx.progress, ctx.options["lr"])
 
 
 @hookimpl
@@ -259,6 +200,7 @@ def register_models(register):
             training_kinds=(SCORED_PAIRS,),
             requires_training=True,
             default_train_on="stsb",
+            model_class=CrossBiEncoder,
             reference="thesis 2.4.2.2, 4.1.2, 4.1.3, tables 6.3-6.8",
         )
     )

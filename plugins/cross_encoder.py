@@ -18,80 +18,40 @@ Deviations and choices:
   pretrained pooler; a fresh one for RoBERTa); that layer is not used here. The dropout probability is the backbone's
   ``hidden_dropout_prob`` (as in Hugging Face's head), the linear layer is initialised N(0, initializer_range).
 - Sequence length: the profile's ``max_seq_length`` limits each sentence, as it does for the Bi-Encoder, so the pair
-  may use up to twice that (capped by the backbone's position table); longer pairs are cut longest-first.
+  may use up to twice that (capped by the backbone's position table; ``harness.nn.sequence_limits``); longer pairs are
+  cut longest-first.
 - ``score`` runs over distinct pairs, sorted by token length, under ``torch.inference_mode`` (autocast on CUDA).
 """
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
 from safetensors.torch import load_model, save_model
 from torch import nn
 
-from harness import SCORED_PAIRS, InvalidOptionError, ModelPlugin, Option, hookimpl
-from harness.device import autocast
-from harness.encoding import length_sorted_batches, load_tokenizer, load_transformer, max_sequence_length, progress_bar
-from harness.errors import invalid_choice
+from harness import SCORED_PAIRS, InvalidOptionError, ModelPlugin, Option, hookimpl, invalid_choice
+from harness.nn import (
+    ScoreRegression,
+    distinct_pairs,
+    freeze_embedding_layer,
+    load_tokenizer,
+    load_transformer,
+    score_in_length_sorted_batches,
+    sequence_limits,
+)
+from harness.nn.losses import REGRESSION_LOSSES
 from harness.training import TrainReport, fit_scored_pairs
 
+logger = logging.getLogger(__name__)
+
 ACTIVATIONS = ("sigmoid", "tanh", "none")
-LOSSES = ("mse", "bce")
+LOSSES = REGRESSION_LOSSES  # mse on the activated score, bce with logits on the raw logit
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-
-
-def position_limit(tokenizer, config) -> int:
-    """The longest sequence the backbone can take at all: its position table and the tokenizer's limit."""
-    limits = [512]
-    if getattr(tokenizer, "model_max_length", None) and tokenizer.model_max_length < 100_000:
-        limits.append(int(tokenizer.model_max_length))
-    positions = getattr(config, "max_position_embeddings", None)
-    if positions:
-        # RoBERTa-style models reserve padding_idx + 1 positions (as harness.encoding.max_sequence_length).
-        roberta_like = config.model_type in ("roberta", "xlm-roberta", "camembert")
-        limits.append(int(positions) - ((getattr(config, "pad_token_id", 0) or 0) + 1 if roberta_like else 0))
-    return min(limits)
-
-
-def pair_sequence_limits(path: str, tokenizer, config, profile_limit: int | None) -> tuple[int, int]:
-    """(limit for one sentence with its special tokens, limit for a whole pair sequence)."""
-    single = max_sequence_length(path, tokenizer, config, profile_limit)
-    return single, min(2 * single, position_limit(tokenizer, config))
-
-
-def score_in_length_sorted_batches(
-    features: Sequence[dict[str, list[int]]],
-    collate: Callable[[list[dict[str, list[int]]]], dict[str, torch.Tensor]],
-    forward: Callable[[dict[str, torch.Tensor]], torch.Tensor],
-    device: str,
-    batch_size: int,
-    progress: bool,
-    description: str,
-) -> np.ndarray:
-    """``forward`` (a padded batch -> one score per row) over per-pair token features, longest first so batches
-    carry little padding; scores come back in input order."""
-    scores = np.zeros(len(features), dtype=np.float32)
-    lengths = [len(feature["input_ids"]) for feature in features]
-    with torch.inference_mode(), progress_bar(len(features), description, progress) as bar:
-        for batch_indices in length_sorted_batches(lengths, batch_size):
-            batch = {key: value.to(device) for key, value in collate([features[i] for i in batch_indices]).items()}
-            with autocast(device):
-                batch_scores = forward(batch)
-            scores[batch_indices] = batch_scores.float().cpu().numpy()
-            bar.update(len(batch_indices))
-    return scores
-
-
-def distinct_pairs(first: Sequence[str], second: Sequence[str]) -> tuple[list[tuple[str, str]], list[int]]:
-    """The distinct (first, second) pairs in order of appearance and, per input pair, its row among them."""
-    if len(first) != len(second):
-        raise ValueError(f"score(): {len(first)} first sentences but {len(second)} second sentences")
-    row_of: dict[tuple[str, str], int] = {}
-    rows = [row_of.setdefault(pair, len(row_of)) for pair in zip(first, second)]
-    return list(row_of), rows
 
 
 class CrossEncoderNetwork(nn.Module):
@@ -123,21 +83,6 @@ class CrossEncoderNetwork(nn.Module):
 
     def forward(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
         return self.activate(self.logits(features))
-
-
-class CrossEncoderRegression(nn.Module):
-    """The training objective: MSE on the activated score, or BCE-with-logits on the logit."""
-
-    def __init__(self, network: CrossEncoderNetwork, loss: str):
-        super().__init__()
-        self.network = network
-        self.loss = loss
-
-    def forward(self, features: dict[str, torch.Tensor], scores: torch.Tensor) -> torch.Tensor:
-        logits = self.network.logits(features)
-        if self.loss == "bce":
-            return nn.functional.binary_cross_entropy_with_logits(logits, scores.float())
-        return nn.functional.mse_loss(self.network.activate(logits), scores.float())
 
 
 class CrossEncoder:
@@ -200,7 +145,11 @@ class CrossEncoder:
         return scores[rows]
 
     def fit(self, splits, ctx) -> TrainReport:
-        train = splits.train
+        return self.fit_scored_pairs(splits.train, splits.dev, ctx)
+
+    def fit_scored_pairs(self, train, dev, ctx, description: str = "training ce") -> TrainReport:
+        """Regression on ScoredPairs ``train`` (MSE on the activated score, or BCE on the logit); ``dev`` (or None)
+        selects the best epoch."""
 
         def collate(rows):
             first, second, scores = zip(*rows)
@@ -208,9 +157,8 @@ class CrossEncoder:
             features = dict(self.tokenize_pairs(first, second, padding=True))
             return {"features": features, "scores": torch.tensor(scores)}
 
-        return fit_scored_pairs(
-            self, CrossEncoderRegression(self.network, self.loss), collate, train, splits.dev, ctx, self.learning_rate, "training ce"
-        )
+        objective = ScoreRegression(self.network, self.loss)
+        return fit_scored_pairs(self, objective, collate, train, dev, ctx, self.learning_rate, description)
 
     def save(self, directory: Path) -> None:
         save_model(self.network, str(Path(directory) / "model.safetensors"))
@@ -222,18 +170,25 @@ class CrossEncoder:
         load_model(self.network, str(Path(directory) / "model.safetensors"), device=str(self.device))
         self.network.eval()
 
+    def export_cross_encoder(self, directory: Path) -> None:
+        """``harness export``: a sentence-transformers CrossEncoder folder (Transformer -> CLS -> Linear ->
+        activation) whose ``predict`` equals ``self.score`` (same weights, pair encoding and token limit)."""
+        from harness.export import write_cross_encoder
+
+        network = self.network
+        write_cross_encoder(Path(directory), network.transformer, self.tokenizer, network.head, network.activation,
+                            self.max_length)
+
 
 def build(ctx) -> CrossEncoder:
     tokenizer = load_tokenizer(ctx.backbone)
     transformer = load_transformer(ctx.backbone)
-    _, pair_limit = pair_sequence_limits(ctx.backbone, tokenizer, transformer.config, ctx.profile.max_seq_length)
+    limits = sequence_limits(ctx.backbone, tokenizer, transformer.config, ctx.profile.max_seq_length)
     network = CrossEncoderNetwork(transformer, ctx.options["activation"])
     if ctx.options.get("freeze_embeddings"):
-        from harness.plugins.domain_mlm import freeze_embedding_layer  # here: domain_mlm imports this module
-
         freeze_embedding_layer(transformer)
     return CrossEncoder(
-        network, tokenizer, pair_limit, ctx.device, ctx.profile.eval_batch_size, ctx.progress, ctx.options["lr"],
+        network, tokenizer, limits.pair, ctx.device, ctx.eval_batch_size, ctx.progress, ctx.options["lr"],
         ctx.options["loss"],
     )
 
@@ -259,6 +214,7 @@ def register_models(register):
             training_kinds=(SCORED_PAIRS,),
             requires_training=True,
             default_train_on="stsb",
+            model_class=CrossEncoder,
             reference="thesis 4.1.2, 5.2.1, table 6.2; Thakur et al. 2021 (AugSBERT)",
         )
     )

@@ -1,21 +1,19 @@
 """Silver-pair samplers for Augmented SBERT (Thakur et al. 2021, section 4 "Selecting sentence pairs"; thesis 2.4.7,
 4.3.2, 5.3, 6.2). Each sampler is a ``Component(kind="sampler", ...)``, so a third-party package can add its own and
-use it as ``be:teacher=cbe,sampler=NAME``.
+use it as ``augsbert:teacher=cbe,sampler=NAME``.
 
-A sampler works in two stages, because some strategies need the teacher's scores to decide what to keep:
-
-1. ``propose(inputs)`` returns candidate pairs as index pairs ``(i, j)`` into ``inputs.sentences`` (never ``i == j``,
-   never the same unordered pair twice, never a gold pair unless the sampler re-annotates gold pairs; as in the
-   AugSBERT examples, a neighbour pair that is a repeat or a gold pair is dropped, not replaced by the next one);
-2. the pipeline lets the teacher score every candidate, then ``select(candidate_scores, gold_scores, rng)`` returns
-   the indices of the candidates that become silver pairs (all of them for most samplers).
+The two-stage contract (``propose`` candidates, then ``select`` among the teacher-scored ones), ``SamplingInput`` and
+the ``PairSampler`` base class are the core's (``harness.nn.sampling``), so recipes and samplers never import each
+other. As in the AugSBERT examples, a neighbour pair that is a repeat or a gold pair is dropped, not replaced by the
+next one.
 
 Samplers:
 
 - ``none``: the gold pairs themselves, re-annotated by the teacher (self-distillation, thesis tables 6.4/6.5).
 - ``random``: ``top_k`` random partners per sentence (Thakur "RS").
-- ``bm25``: the ``top_k`` lexical neighbours of each sentence by Okapi BM25 (``rank_bm25``; lower-cased word tokens).
-  Thakur et al. used Elasticsearch's BM25; scores differ slightly, the ranking idea is the same.
+- ``bm25``: the ``top_k`` lexical neighbours of each sentence by Okapi BM25 (``rank_bm25``'s ``BM25Okapi`` scores,
+  ``harness.evaluation.bm25.bm25_tokens``: lower-cased word tokens). Thakur et al. used Elasticsearch's BM25; scores
+  differ slightly, the ranking idea is the same.
 - ``semantic-search``: the ``top_k`` nearest sentences by cosine of a Bi-Encoder's embeddings (the pipeline passes
   a pretrained or a fine-tuned Bi-Encoder, option ``search_model``).
 - ``bm25+semantic-search``: the union of both.
@@ -32,85 +30,32 @@ Samplers:
 
 Deviations: the KDEs are 1-D Gaussian with Scott's bandwidth (what ``scipy.stats.gaussian_kde`` computes, which both
 public implementations use), implemented here so that a degenerate set (e.g. two equal scores) gets a small
-bandwidth floor instead of a singular-matrix error.
+bandwidth floor instead of a singular-matrix error. Neighbours are the ``top_k`` of each score row
+(``harness.evaluation.search.top_k``: best first, ties to the lower index). BM25 scores come from ``rank_bm25``
+itself, not from ``harness.evaluation.bm25.BM25Index``: the index sums in another order, which moves scores by about
+1e-13 and flips about one near-tie in 2500 rankings, and the stored silver sets must stay reproducible.
 """
 from __future__ import annotations
 
+import logging
 import math
-import re
-import zlib
-from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from harness import Component, hookimpl
+from harness import Component, ComponentKind, hookimpl
+from harness.evaluation.bm25 import bm25_tokens
+from harness.evaluation.search import top_k
+from harness.nn.sampling import Pair, PairSampler, PairSamplerProtocol, SamplingInput, distinct_new_pairs
 
-Pair = tuple[int, int]
+logger = logging.getLogger(__name__)
+
+# SamplingInput, PairSampler and distinct_new_pairs are re-exported for code written against harness 0.1.
+__all__ = ["BUILT_IN", "GaussianKde", "Pair", "PairSampler", "SamplingInput", "distinct_new_pairs",
+           "iterative_kde_selection", "kde_sampling_probabilities"]
 
 # Bandwidth floor for a KDE whose points all have the same score (scores live in [-1, 1]).
 MIN_BANDWIDTH = 1e-3
-
-
-@dataclass
-class SamplingInput:
-    """What a sampler sees: the target sentences and the gold pairs between them."""
-
-    sentences: list[str]  # distinct target sentences
-    gold_pairs: list[Pair]  # gold pairs as indices into ``sentences``, in the gold data's order
-    top_k: int = 3  # partners per sentence for neighbour / random sampling
-    seed: int = 42
-    # Embeds texts with the semantic-search Bi-Encoder; built lazily by the pipeline (only semantic search needs it).
-    embed: Callable[[Sequence[str]], np.ndarray] | None = None
-    # Looks up another sampler by name (selection samplers draw their candidates from proposal samplers).
-    sampler: Callable[[str], "PairSampler"] | None = None
-    # Names of the proposal samplers a selection sampler should draw candidates from; None: its own default.
-    candidates: tuple[str, ...] | None = None
-    _gold_keys: set[frozenset] = field(default_factory=set, init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self._gold_keys = {frozenset(pair) for pair in self.gold_pairs}
-
-    def is_gold(self, pair: Pair) -> bool:
-        return frozenset(pair) in self._gold_keys
-
-    def rng(self, salt: str) -> np.random.Generator:
-        """A generator per purpose, so one sampler's draws never shift another's (same seed, same pairs)."""
-        return np.random.default_rng([self.seed, zlib.crc32(salt.encode())])
-
-
-def distinct_new_pairs(pairs: Iterable[Pair], inputs: SamplingInput) -> list[Pair]:
-    """Pairs in their given order without self-pairs, gold pairs or repeats (in either order)."""
-    seen: set[frozenset] = set()
-    kept: list[Pair] = []
-    for first, second in pairs:
-        key = frozenset((first, second))
-        if first == second or key in seen or inputs.is_gold((first, second)):
-            continue
-        seen.add(key)
-        kept.append((int(first), int(second)))
-    return kept
-
-
-class PairSampler:
-    """Base class of samplers. Subclasses set ``name`` and implement ``propose``; selection samplers also override
-    ``select`` and set ``uses_gold_scores``."""
-
-    name = ""
-    uses_gold_scores = False  # select() compares against the gold score distribution
-    # propose() draws candidates from other (proposal) samplers, chosen by inputs.candidates or a default
-    selects_from_candidates = False
-    needs_embedder = False  # propose() calls inputs.embed
-
-    def propose(self, inputs: SamplingInput) -> list[Pair]:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def select(self, candidate_scores: np.ndarray, gold_scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Indices of the candidates to keep (all of them unless a subclass filters)."""
-        return np.arange(len(candidate_scores))
-
-    def uses_embedder(self, inputs: SamplingInput) -> bool:
-        return self.needs_embedder
 
 
 class NoSampling(PairSampler):
@@ -150,13 +95,6 @@ def _first_k_per_anchor(pairs: list[Pair], k: int) -> list[Pair]:
     return kept
 
 
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def bm25_tokens(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
-
-
 class BM25Sampling(PairSampler):
     """The ``top_k`` most similar other sentences of each sentence by Okapi BM25 (Thakur et al. 2021, "BM25")."""
 
@@ -179,11 +117,8 @@ class BM25Sampling(PairSampler):
 
 def _top_indices(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k largest finite scores, best first (ties broken by index, for determinism)."""
-    k = min(k, int(np.isfinite(scores).sum()))
-    if k <= 0:
-        return np.zeros(0, dtype=int)
-    order = np.lexsort((np.arange(len(scores)), -scores))
-    return order[:k]
+    indices, best = top_k(scores[None, :], k)
+    return indices[0][np.isfinite(best[0])]
 
 
 class SemanticSearchSampling(PairSampler):
@@ -203,11 +138,13 @@ class SemanticSearchSampling(PairSampler):
         proposed: list[Pair] = []
         block = 1024  # rows of the similarity matrix held at once
         for start in range(0, len(embeddings), block):
-            similarities = embeddings[start : start + block] @ embeddings.T
-            for row, scores in enumerate(similarities.astype(np.float64)):
-                anchor = start + row
-                scores[anchor] = -np.inf
-                proposed.extend((anchor, int(j)) for j in _top_indices(scores, inputs.top_k))
+            similarities = (embeddings[start : start + block] @ embeddings.T).astype(np.float64)
+            rows = np.arange(len(similarities))
+            similarities[rows, start + rows] = -np.inf  # a sentence is never its own partner
+            neighbours, best = top_k(similarities, inputs.top_k)
+            for row in rows:
+                found = neighbours[row][np.isfinite(best[row])]
+                proposed.extend((start + int(row), int(j)) for j in found)
         return distinct_new_pairs(proposed, inputs)
 
 
@@ -348,5 +285,10 @@ BUILT_IN: dict[str, PairSampler] = {
 
 @hookimpl
 def register_components(register):
+    register(ComponentKind(
+        "sampler", PairSamplerProtocol,
+        "a silver-pair sampler: propose(inputs) -> candidate pairs, select(scores, gold_scores, rng) -> kept indices "
+        "(harness.nn.sampling)",
+    ))
     for name, sampler in BUILT_IN.items():
         register(Component("sampler", name, sampler, (type(sampler).__doc__ or "").strip().splitlines()[0]))

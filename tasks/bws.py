@@ -25,12 +25,14 @@ Thesis 3.5, 5.2.2, 5.5 and table 5.1 (METHODS.md "BWS Argument Similarity"); cor
   ``f1_macro``; accuracy is stored too. Its train/dev sentences are offered as labelled-sentence training data.
 
 Texts are stripped of surrounding white space (some sentences end in a space). The smoke profile's
-``max_eval_examples`` cuts every evaluated split (and the probe's train and dev splits) to a fixed seeded sample.
+``max_eval_examples`` cuts every evaluated split (and the probe's train and dev splits) to a fixed seeded sample
+(``harness.evaluation.sampling``); pair scores come from ``harness.evaluation.pairs``.
 Data: bundled under ``tasks/data/bws/`` with its SOURCE.md; ``--data-dir`` overrides.
 """
 from __future__ import annotations
 
 import csv
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,22 +46,26 @@ from harness import (
     SCORED_PAIRS,
     EvalResult,
     LabeledSentences,
+    MissingDataError,
     Option,
     ScoredPairs,
     Task,
     TaskMetadata,
-    TaskPlugin,
     TrainingSplits,
     as_embedder,
-    as_pair_scorer,
+    data_error,
+    files_checksum,
     hookimpl,
+    pearson,
+    resolve_dataset_dir,
+    seed_everything,
+    spearman,
 )
-from harness.plugin_api import task_factory
-from harness.data import files_checksum, resolve_dataset_dir
-from harness.device import seed_everything
-from harness.errors import MissingDataError, data_error
-from harness.metrics import pearson, spearman
+from harness.evaluation.pairs import score_pairs
+from harness.evaluation.sampling import evaluation_sample
 from harness.training import TrainConfig, fit
+
+logger = logging.getLogger(__name__)
 
 DATA_ROOT = Path(__file__).resolve().parent / "data"
 FAMILY = "bws"
@@ -90,6 +96,10 @@ PROBE_BATCH_SIZE = 16
 LICENSE = "no data license stated; original corpus distributed by TU Darmstadt (tudatalib 2496), see SOURCE.md"
 SOURCE = "BWS_corpus.csv from TamaraAtanasoska/AMRArgumentSimilarity (see tasks/data/bws/SOURCE.md)"
 REFERENCE = "Thakur et al. 2021 (Augmented SBERT), NAACL; thesis 3.5, table 5.1"
+COMMON_METADATA = dict(
+    family=FAMILY, reference=REFERENCE, dataset=DATASET, dataset_source=SOURCE, license=LICENSE, version="1"
+)
+SPLIT_SEED_OPTION = Option(0, "seed of the per-topic random split", type=int)
 
 
 @dataclass
@@ -192,13 +202,6 @@ def per_topic_split(labels: list[str], fractions: dict[str, float], seed: int) -
     return {name: sorted(indices) for name, indices in splits.items()}
 
 
-def eval_sample(size: int, limit: int | None) -> list[int]:
-    """All indices, or the smoke profile's fixed sample (seed 0) so every model sees the same items."""
-    if limit is None or size <= limit:
-        return list(range(size))
-    return sorted(np.random.default_rng(0).choice(size, size=limit, replace=False).tolist())
-
-
 def macro_f1(predicted, gold) -> float:
     """scikit-learn's macro-averaged F1 over the labels present in gold or predictions (0 for an undefined F1)."""
     return float(f1_score(gold, predicted, average="macro", zero_division=0))
@@ -232,8 +235,8 @@ class ArgumentSimilarityTask(BWSTask):
     def evaluate(self, model, ctx) -> EvalResult:
         splits = self.split_pairs()
         test = splits["test"]
-        test = test.subset(eval_sample(len(test), ctx.profile.max_eval_examples))
-        predicted = np.asarray(as_pair_scorer(model).score(test.first, test.second), dtype=np.float64)
+        test = test.subset(evaluation_sample(len(test), ctx.profile.max_eval_examples))
+        predicted = score_pairs(model, test.first, test.second)
         return EvalResult(
             scores={"spearman": 100 * spearman(predicted, test.gold), "pearson": 100 * pearson(predicted, test.gold)},
             dataset_checksum=files_checksum([self.path()]),
@@ -258,6 +261,15 @@ class ArgumentSimilarityTask(BWSTask):
 
 
 class CrossTopicTask(ArgumentSimilarityTask):
+    metadata = TaskMetadata(
+        name="bws-cross-topic",
+        description="BWS argument similarity, unseen topics: train T1-T5 (2125), dev T6 (425), test T7-T8 (850)",
+        main_score="spearman",
+        metric="Spearman x100 of pair scores vs the BWS score on the test topics",
+        training_kinds=(SCORED_PAIRS,),
+        **COMMON_METADATA,
+    )
+
     def splits(self, pairs):
         return {
             name: [i for i, topic in enumerate(pairs.topics) if topic in topics]
@@ -266,8 +278,18 @@ class CrossTopicTask(ArgumentSimilarityTask):
 
 
 class InTopicTask(ArgumentSimilarityTask):
+    metadata = TaskMetadata(
+        name="bws-in-topic",
+        description="BWS argument similarity, every topic split 309/60/56 pairs (train 2472, dev 480, test 448)",
+        main_score="spearman",
+        metric="Spearman x100 of pair scores vs the BWS score on the in-topic test split",
+        training_kinds=(SCORED_PAIRS,),
+        **COMMON_METADATA,
+    )
+    options = {"split_seed": SPLIT_SEED_OPTION}
+
     def splits(self, pairs):
-        return per_topic_split(pairs.topics, IN_TOPIC_FRACTIONS, int(self.options.get("split_seed", 0)))
+        return per_topic_split(pairs.topics, IN_TOPIC_FRACTIONS, self.options["split_seed"])
 
 
 class TopicClassifier(nn.Module):
@@ -288,6 +310,17 @@ class TopicClassifier(nn.Module):
 class TopicProbeTask(BWSTask):
     """Frozen-encoder topic classification, macro-F1 on the test sentences."""
 
+    metadata = TaskMetadata(
+        name="bws-topic",
+        description="frozen-encoder linear topic probe on BWS sentences (8 topics, per-topic 80/10/10 split)",
+        main_score="f1_macro",
+        metric="macro-F1 x100 of a linear classifier (10 epochs, lr 1e-3) on frozen embeddings, test sentences",
+        requires=("embedder",),
+        training_kinds=(LABELED_SENTENCES,),
+        **COMMON_METADATA,
+    )
+    options = {"split_seed": SPLIT_SEED_OPTION}
+
     def labelled_sentences(self) -> tuple[list[str], list[str], int]:
         """Distinct sentences with their topic; sentences found under two topics are left out (counted)."""
         pairs = self.load()
@@ -303,7 +336,7 @@ class TopicProbeTask(BWSTask):
     def split_sentences(self) -> tuple[dict[str, LabeledSentences], int]:
         sentences, labels, conflicting = self.labelled_sentences()
         everything = LabeledSentences(sentences, labels)
-        indices = per_topic_split(labels, PROBE_FRACTIONS, int(self.options.get("split_seed", 0)))
+        indices = per_topic_split(labels, PROBE_FRACTIONS, self.options["split_seed"])
         return {name: everything.subset(split) for name, split in indices.items()}, conflicting
 
     def training_data(self, kind, ctx=None):
@@ -315,7 +348,8 @@ class TopicProbeTask(BWSTask):
     def evaluate(self, model, ctx) -> EvalResult:
         splits, conflicting = self.split_sentences()
         splits = {
-            name: split.subset(eval_sample(len(split), ctx.profile.max_eval_examples)) for name, split in splits.items()
+            name: split.subset(evaluation_sample(len(split), ctx.profile.max_eval_examples))
+            for name, split in splits.items()
         }
         all_sentences = [sentence for split in splits.values() for sentence in split.sentences]
         embeddings = np.asarray(as_embedder(model).encode(all_sentences), dtype=np.float32)
@@ -323,7 +357,9 @@ class TopicProbeTask(BWSTask):
         for name, split in splits.items():
             vectors[name] = torch.from_numpy(embeddings[start : start + len(split)])
             start += len(split)
-        label_ids = {name: torch.tensor([TOPICS.index(label) for label in split.labels]) for name, split in splits.items()}
+        label_ids = {
+            name: torch.tensor([TOPICS.index(label) for label in split.labels]) for name, split in splits.items()
+        }
 
         seed_everything(ctx.seed)  # the classifier's initial weights depend on the seed only
         classifier = TopicClassifier(embeddings.shape[1], len(TOPICS))
@@ -357,47 +393,10 @@ class TopicProbeTask(BWSTask):
         )
 
 
-SPLIT_SEED_OPTION = Option(0, "seed of the per-topic random split", type=int)
-
-
-
-def task_plugins() -> list[TaskPlugin]:
-    common = dict(
-        family=FAMILY, reference=REFERENCE, dataset=DATASET, dataset_source=SOURCE, license=LICENSE, version="1"
-    )
-    cross_topic = TaskMetadata(
-        name="bws-cross-topic",
-        description="BWS argument similarity, unseen topics: train T1-T5 (2125), dev T6 (425), test T7-T8 (850)",
-        main_score="spearman",
-        metric="Spearman x100 of pair scores vs the BWS score on the test topics",
-        training_kinds=(SCORED_PAIRS,),
-        **common,
-    )
-    in_topic = TaskMetadata(
-        name="bws-in-topic",
-        description="BWS argument similarity, every topic split 309/60/56 pairs (train 2472, dev 480, test 448)",
-        main_score="spearman",
-        metric="Spearman x100 of pair scores vs the BWS score on the in-topic test split",
-        training_kinds=(SCORED_PAIRS,),
-        **common,
-    )
-    topic_probe = TaskMetadata(
-        name="bws-topic",
-        description="frozen-encoder linear topic probe on BWS sentences (8 topics, per-topic 80/10/10 split)",
-        main_score="f1_macro",
-        metric="macro-F1 x100 of a linear classifier (10 epochs, lr 1e-3) on frozen embeddings, test sentences",
-        requires=("embedder",),
-        training_kinds=(LABELED_SENTENCES,),
-        **common,
-    )
-    return [
-        TaskPlugin(cross_topic, task_factory(CrossTopicTask, cross_topic)),
-        TaskPlugin(in_topic, task_factory(InTopicTask, in_topic), {"split_seed": SPLIT_SEED_OPTION}),
-        TaskPlugin(topic_probe, task_factory(TopicProbeTask, topic_probe), {"split_seed": SPLIT_SEED_OPTION}),
-    ]
+TASKS: tuple[type[Task], ...] = (CrossTopicTask, InTopicTask, TopicProbeTask)
 
 
 @hookimpl
 def register_tasks(register):
-    for plugin in task_plugins():
-        register(plugin)
+    for task_class in TASKS:
+        register(task_class)

@@ -35,10 +35,12 @@ from harness import (
     Task,
     TaskMetadata,
     TrainingSplits,
+    data_error,
+    files_checksum,
     hookimpl,
+    read_text_lines,
+    resolve_dataset_dir,
 )
-from harness.data import files_checksum, read_text_lines, resolve_dataset_dir
-from harness.errors import data_error
 from harness.evaluation.pairs import PairSet, correlation_scores, score_pair_sets
 from harness.evaluation.sampling import evaluation_sample
 

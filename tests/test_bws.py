@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from harness import DataFileError, LABELED_SENTENCES, SCORED_PAIRS
+from harness import LABELED_SENTENCES, SCORED_PAIRS, DataFileError
 from harness.options import resolve_options
 from harness.plugin_api import EvalContext
 from harness.profiles import get_profile

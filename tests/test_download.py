@@ -279,3 +279,68 @@ def test_cli_lists_and_finds_a_completed_download(run_cli, tmp_path):
     (tmp_path / "useb" / MANIFEST_NAME).write_text("{}")
     code, out, err = run_cli("data", "download", "useb", "--data-dir", tmp_path)
     assert code == 0 and f"ready: {tmp_path / 'useb'}" in out and "already downloaded" in err
+
+
+@pytest.fixture()
+def silent_server():
+    """A TCP server that accepts connections and never sends a byte (a black-holed proxy or server)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    accepted: list[socket.socket] = []
+
+    def accept_forever():
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            accepted.append(connection)
+
+    threading.Thread(target=accept_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}/toy.zip"
+    listener.close()
+    for connection in accepted:
+        connection.close()
+
+
+def test_black_holed_server_fails_within_the_read_timeout_and_says_so(silent_server, tmp_path):
+    import time
+
+    from harness.download import fetch
+
+    messages: list[str] = []
+    started = time.monotonic()
+    with pytest.raises(DownloadError) as error:
+        fetch(silent_server, tmp_path / "toy.zip.part", attempts=2, timeout=0.5, connect_timeout=0.5,
+              retry_wait=0.0, log=messages.append)
+    assert time.monotonic() - started < 5
+    assert messages[0].startswith("connecting to 127.0.0.1:")  # said before waiting for anything
+    assert "sent no data for 0.5 s" in str(error.value) and "after 2 attempts" in str(error.value)
+    assert any("retrying" in message for message in messages)
+
+
+def test_connection_timeout_is_separate_and_named(tmp_path, monkeypatch):
+    from harness.download import fetch
+
+    def unreachable(*args, **kwargs):
+        raise TimeoutError("timed out")
+
+    monkeypatch.setattr(socket, "create_connection", unreachable)
+    with pytest.raises(DownloadError, match=r"no connection to example\.invalid within 0\.5 s"):
+        fetch("http://example.invalid/toy.zip", tmp_path / "toy.zip.part", attempts=1, connect_timeout=0.5,
+              log=lambda message: None)
+
+
+def test_default_timeouts_bound_a_hang_and_progress_is_reported_without_a_terminal(server, tmp_path, monkeypatch):
+    import harness.download as download
+
+    assert ArchiveDataset("x", "x", []).connect_timeout <= 15 and ArchiveDataset("x", "x", []).timeout <= 60
+    monkeypatch.setattr(download, "PROGRESS_EVERY_SECONDS", 0.0)
+    monkeypatch.setattr(download, "CHUNK_BYTES", 1 << 12)
+    body = make_zip(TOY_MEMBERS, zipfile.ZIP_STORED)
+    server.files["/toy.zip"] = body
+    messages: list[str] = []
+    download.fetch(server.url("/toy.zip"), tmp_path / "toy.zip.part", progress=False, log=messages.append)
+    assert any(message.startswith("receiving ") for message in messages)
+    assert any(message.startswith("toy.zip: ") and "%" in message for message in messages)

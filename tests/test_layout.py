@@ -102,3 +102,27 @@ def test_top_level_plugins_and_tasks_are_not_installed():
     distribution = importlib.metadata.distribution("sentence-harness")
     top_level = (distribution.read_text("top_level.txt") or "").split()
     assert "plugins" not in top_level and "tasks" not in top_level
+
+
+PUBLIC_MODULES = ("harness", "harness.api", "harness.nn", "harness.evaluation", "harness.training", "harness.testing")
+
+
+@pytest.mark.parametrize("folder", ["plugins", "tasks"])
+def test_builtins_use_only_the_public_api(folder):
+    """Built-in plugins are written like third-party ones: only the public modules of harness."""
+    namespace = f"harness.{folder}"
+    offenders = []
+    for path in sorted((REPO / folder).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            modules = []
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                modules = [node.module]
+            for module in modules:
+                if module.split(".")[0] != "harness" or module.startswith(namespace):
+                    continue
+                if not any(module == public or module.startswith(public + ".") for public in PUBLIC_MODULES[2:]) \
+                        and module not in PUBLIC_MODULES[:2]:
+                    offenders.append(f"{path.relative_to(REPO)} imports {module}")
+    assert not offenders, "\n".join(offenders)

@@ -6,15 +6,20 @@ from harness.store import Store
 
 
 def _record(model, seed, task, score, status="ok", family="fam"):
-    return {
+    record = {
         "status": status,
-        "model": {"label": model, "train_on": None, "backbone": "tiny", "profile": "smoke"},
+        "model": {"name": model, "label": model, "train_on": None, "backbone": "tiny", "profile": "smoke",
+                  "hash": f"{model}-hash"},
         "model_key": f"{model}-key",
         "seed": seed,
-        "task": {"name": task, "label": task, "family": family},
-        "main_score": score,
+        "task": {"name": task, "key": task, "label": task, "family": family, "version": "1"},
         "hardware": "cpu (2 cores)",
     }
+    if status == "ok":
+        record.update(main_score=score, scores={"spearman": score}, dataset_checksum="0" * 64)
+    else:
+        record["message"] = f"{status} for the test"
+    return record
 
 
 def _store(tmp_path):

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import EvalContext, MissingDataError, UNLABELED_SENTENCES
+from harness import UNLABELED_SENTENCES, EvalContext, MissingDataError
 from harness.profiles import get_profile
 
 useb = pytest.importorskip("useb", reason="reference needs `pip install --no-deps useb==0.0.1 pytrec-eval-terrier`")
@@ -212,7 +212,8 @@ def test_twitterpara_bundled_release_equals_useb(exact_useb, tmp_path, monkeypat
     for name in ("test.data", "test.label"):
         shutil.copy(bundled / name, copy / name)
     lines = (bundled / "Twitter_URL_Corpus_test.txt").read_text(encoding="utf-8").split("\n")
-    (copy / "Twitter_URL_Corpus_test.txt").write_text("\n".join(l for l in lines if l.strip()) + "\n", encoding="utf-8")
+    kept = [line for line in lines if line.strip()]
+    (copy / "Twitter_URL_Corpus_test.txt").write_text("\n".join(kept) + "\n", encoding="utf-8")
     embedder = HashEmbedder()
     reference = exact_useb.evaluators.TwitterParaEvaluator(semb_fn(embedder), str(copy), show=False).run("test")
     embedder_ours = HashEmbedder()
@@ -314,8 +315,8 @@ def test_unlabeled_training_sentences(tmp_path, monkeypatch):
     monkeypatch.delenv("HARNESS_DATA_DIR", raising=False)
     for name, domain in TRAIN_DOMAIN.items():
         splits = task(name).training_data(UNLABELED_SENTENCES)
-        expected = [l.strip() for l in (FIXTURES / "data-train" / domain / "unsupervised" / "train.txt")
-                    .read_text().splitlines() if l.strip()]
+        expected = [line.strip() for line in (FIXTURES / "data-train" / domain / "unsupervised" / "train.txt")
+                    .read_text().splitlines() if line.strip()]
         assert splits.kind == UNLABELED_SENTENCES and splits.train.sentences == expected and len(expected) == 12
         assert splits.source == name and splits.checksum
         assert task(name).training_data("scored_pairs") is None
@@ -353,6 +354,7 @@ def test_family_runs_end_to_end_with_missing_members(tmp_path, monkeypatch):
                                          lambda ctx: HashEmbedder(), ("embedder",)))
 
     registry = build_registry([HashModelPlugin()])
+    (tmp_path / "data").mkdir()  # an existing but empty data dir (a missing one is an error of its own)
     config = RunConfig(models=[ModelEntry("hash-embedder")], tasks=["useb"], results_dir=tmp_path / "results",
                        data_dir=tmp_path / "data", progress=False, device="cpu")
     outcomes = Runner(registry, config, log=lambda message: None).run()
@@ -363,7 +365,8 @@ def test_family_runs_end_to_end_with_missing_members(tmp_path, monkeypatch):
     table = next(p for p in written if p.name == "useb.md").read_text()
     row = next(line for line in table.splitlines() if "| hash-embedder" in line)
     cells = [cell.strip() for cell in row.strip("|").split("|")]
-    header = [cell.strip() for cell in next(l for l in table.splitlines() if "| rank" in l).strip("|").split("|")]
+    header_row = next(text for text in table.splitlines() if "| rank" in text)
+    header = [cell.strip() for cell in header_row.strip("|").split("|")]
     by_column = dict(zip(header, cells))
     assert [by_column[m] for m in ("askubuntu", "cqadupstack", "scidocs")] == ["missing"] * 3
     assert float(by_column["twitterpara"]) == pytest.approx(outcome_score(outcomes, "twitterpara"), abs=0.005)

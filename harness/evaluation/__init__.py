@@ -1,1 +1,11 @@
-"""The evaluation and retrieval layer shared by tasks (BM25, top-k search, ranking metrics, pair-set scoring)."""
+"""The evaluation and retrieval layer shared by tasks and samplers (public: plugins may import these modules).
+
+- :mod:`~harness.evaluation.bm25`: ``bm25_tokens``, ``BM25Index`` (rank_bm25's Okapi BM25, batch scoring).
+- :mod:`~harness.evaluation.search`: ``top_k``, ``chunked_top_k``, ``cosine_top_k`` (exact, bounded memory).
+- :mod:`~harness.evaluation.ranking`: reranking metrics (useb), trec_eval's MAP/nDCG, top-list AP/nDCG@10.
+- :mod:`~harness.evaluation.pairs`: ``PairSet``, scoring many pair sets in one model call, Spearman/Pearson per set
+  and pooled.
+- :mod:`~harness.evaluation.sampling`: the smoke profile's seeded evaluation sample.
+- :mod:`~harness.evaluation.first_stage`: candidates for pair scorers to rerank (BM25, or an embedder built by the
+  evaluation context).
+"""

@@ -37,7 +37,7 @@ class FirstStage(Protocol):
 
 class BM25FirstStage:
     name = BM25
-    description = "bm25 (rank_bm25 BM25Okapi, k1 1.5, b 0.75, lower-cased \\w+ tokens)"
+    description = "bm25 (rank_bm25 BM25Okapi, k1 1.5, b 0.75)"
 
     def candidates(self, queries: Sequence[str], pool: Sequence[str], k: int) -> np.ndarray:
         index = BM25Index(pool)

@@ -74,7 +74,8 @@ def correlation_scores(pair_sets: Sequence[PairSet], predictions: Sequence[np.nd
         sizes = np.array([len(p) for p in pair_sets], dtype=np.float64)
         scores["spearman_mean"] = float(np.mean(spearman_per_set))
         scores["spearman_wmean"] = float(np.average(spearman_per_set, weights=sizes))
-        scores["pearson_mean"] = float(np.mean([100 * pearson(pred, p.gold) for p, pred in zip(pair_sets, predictions)]))
+        pearson_per_set = [100 * pearson(pred, p.gold) for p, pred in zip(pair_sets, predictions)]
+        scores["pearson_mean"] = float(np.mean(pearson_per_set))
         for pair_set, value in zip(pair_sets, spearman_per_set):
             scores[f"spearman.{pair_set.name}"] = value
     return scores

@@ -1,1 +1,48 @@
-"""Shared model building blocks (encoders, pooling, pair inputs, losses, MLM, decoder)."""
+"""Shared model building blocks (the sentence-transformers split of ``models/``, ``losses/`` and ``util/``).
+
+Model plugins build from these and import nothing from other plugins:
+
+- :mod:`harness.nn.backbone`: loading tokenizers and transformers; :func:`sequence_limits`, the one place that
+  decides how many tokens a sentence or a pair may have.
+- :mod:`harness.nn.pooling`: MEAN and CLS pooling.
+- :mod:`harness.nn.encoder`: :class:`SentenceEncoder` (transformer + pooling) and the length-sorted, de-duplicated
+  encoding loop.
+- :mod:`harness.nn.pairs`: two-segment pair inputs (``[CLS] s1 [SEP] [CLS] s2 [SEP]``) and length-sorted pair
+  scoring.
+- :mod:`harness.nn.losses`: CosineRegression, ScoreRegression, InfoNCE, SupCon.
+- :mod:`harness.nn.mlm`: BERT masking, MLM heads, a frozen embedding layer, domain-adaptive MLM.
+- :mod:`harness.nn.decoder`: a transformer decoder built from an encoder (TSDAE, Nugget, PaSeR).
+"""
+from .backbone import (
+    BackboneError,
+    SequenceLimits,
+    has_two_token_types,
+    load_tokenizer,
+    load_transformer,
+    position_limit,
+    quiet_transformers,
+    sequence_limits,
+)
+from .decoder import DecoderOutput, TransformerDecoder
+from .encoder import SentenceEncoder, encode_distinct, length_sorted_batches, progress_bar
+from .losses import CosineRegression, InfoNCE, ScoreRegression, SupCon
+from .mlm import freeze_embedding_layer, mask_tokens, maskable_positions
+from .pairs import (
+    FIRST,
+    PADDING,
+    SECOND,
+    PairInputBuilder,
+    distinct_pairs,
+    score_in_length_sorted_batches,
+    truncate_longest_first,
+)
+from .pooling import POOLING_CHOICES, cls_pool, mean_pool, pool
+
+__all__ = [
+    "BackboneError", "CosineRegression", "DecoderOutput", "FIRST", "InfoNCE", "PADDING", "POOLING_CHOICES",
+    "PairInputBuilder", "SECOND", "ScoreRegression", "SentenceEncoder", "SequenceLimits", "SupCon",
+    "TransformerDecoder", "cls_pool", "distinct_pairs", "encode_distinct", "freeze_embedding_layer",
+    "has_two_token_types", "length_sorted_batches", "load_tokenizer", "load_transformer", "mask_tokens",
+    "maskable_positions", "mean_pool", "pool", "position_limit", "progress_bar", "quiet_transformers",
+    "score_in_length_sorted_batches", "sequence_limits", "truncate_longest_first",
+]

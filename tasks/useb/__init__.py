@@ -21,8 +21,7 @@ from __future__ import annotations
 import logging
 from typing import Sequence
 
-from harness import Component, Task, TaskPlugin, hookimpl
-from harness.download import Archive, ArchiveDataset
+from harness import Archive, ArchiveDataset, Component, Task, TaskPlugin, hookimpl
 
 from .askubuntu import AskUbuntu
 from .cqadupstack import CQADupStack
@@ -54,14 +53,14 @@ def useb_dataset(archives: Sequence[Archive] = USEB_ARCHIVES) -> ArchiveDataset:
 
 
 def task_plugins() -> list[TaskPlugin]:
-    """The four members as registered (each TaskPlugin built from its Task class)."""
+    """The four members as the registry wraps them (for callers that build tasks without a registry)."""
     return [TaskPlugin.from_class(task_class) for task_class in TASKS]
 
 
 @hookimpl
 def register_tasks(register):
-    for plugin in task_plugins():
-        register(plugin)
+    for task_class in TASKS:
+        register(task_class)
 
 
 @hookimpl

@@ -14,9 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import EvalResult, Option
-from harness.data import files_checksum
-from harness.errors import data_error
+from harness import EvalResult, Option, data_error, files_checksum
 from harness.evaluation.pairs import score_pairs
 from harness.evaluation.ranking import rerank_metrics, stable_rank
 from harness.evaluation.sampling import sample_items

@@ -6,8 +6,15 @@ import logging
 from pathlib import Path
 from typing import Any, ClassVar
 
-from harness import UNLABELED_SENTENCES, Option, Task, TaskMetadata, TrainingSplits, UnlabeledSentences
-from harness.data import files_checksum
+from harness import (
+    UNLABELED_SENTENCES,
+    Option,
+    Task,
+    TaskMetadata,
+    TrainingSplits,
+    UnlabeledSentences,
+    files_checksum,
+)
 
 from .data import DATASET_NAME, REQUIRED_FILES, file_lines, find_eval_dir, find_train_file
 

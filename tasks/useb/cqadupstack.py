@@ -23,9 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from harness import EvalResult, Option
-from harness.data import files_checksum
-from harness.errors import data_error
+from harness import EvalResult, Option, data_error, files_checksum
 from harness.evaluation.first_stage import BM25, encode_once, first_stage_from_context, full_pool_embedder
 from harness.evaluation.pairs import score_pairs
 from harness.evaluation.ranking import top_list_metrics

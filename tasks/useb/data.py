@@ -13,8 +13,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from harness.data import data_dir_override, default_download_dir
-from harness.errors import MissingDataError, data_error
+from harness import MissingDataError, data_dir_override, data_error, default_download_dir
 
 logger = logging.getLogger(__name__)
 

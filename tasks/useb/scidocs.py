@@ -15,9 +15,7 @@ import logging
 
 import numpy as np
 
-from harness import EvalResult
-from harness.data import files_checksum
-from harness.errors import data_error
+from harness import EvalResult, data_error, files_checksum
 from harness.evaluation.pairs import score_pairs
 from harness.evaluation.ranking import trec_map_ndcg
 from harness.evaluation.sampling import sample_items

@@ -18,12 +18,9 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import average_precision_score
 
-from harness import EvalResult
-from harness.data import files_checksum
-from harness.errors import data_error
+from harness import EvalResult, data_error, files_checksum, spearman
 from harness.evaluation.pairs import PairSet, score_pair_sets
 from harness.evaluation.sampling import evaluation_sample
-from harness.metrics import spearman
 
 from .base import SOURCE, UsebTask, useb_metadata
 from .data import BUNDLED_TWITTERPARA, file_lines

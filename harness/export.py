@@ -1,0 +1,317 @@
+"""``harness export``: a model of the harness out as a sentence-transformers folder, with a model card.
+
+The core knows no model: a model that can leave the harness has a method (a capability-like protocol, checked with
+``isinstance`` against the runtime-checkable Protocols below):
+
+- ``export_sentence_transformers(directory)``: writes a folder ``SentenceTransformer(directory)`` loads and whose
+  ``encode`` equals the model's own ``encode``;
+- ``export_cross_encoder(directory)``: writes a folder ``CrossEncoder(directory)`` loads and whose ``predict``
+  equals the model's own ``score``.
+
+:func:`write_sentence_transformer` and :func:`write_cross_encoder` are the building blocks those methods use: they
+put a Hugging Face transformer and its tokenizer under sentence-transformers' own modules (``Transformer``,
+``Pooling``, ``Dense``, ``Normalize``) and let sentence-transformers write the folder (``SentenceTransformer.save``
+/ ``CrossEncoder.save``; reference: the installed sentence-transformers, https://sbert.net), so the layout is
+exactly the one the installed sentence-transformers reads.
+
+:func:`export_model` names the model as ``harness run`` does (spec, ``--train-on``, ``--backbone``, ``--profile``,
+one seed, ``--results``), loads its checkpoint from the store (it never trains: a missing checkpoint is an error
+saying which ``harness run`` builds it), exports it into a temporary folder that is renamed into place when complete,
+and writes ``README.md``: a model card with the spec, training source, profile, seed and every stored score.
+
+Deviations: the cross-encoder folder uses sentence-transformers' modular CrossEncoder (``Transformer`` ->
+``Pooling(cls)`` -> ``Dense(d, 1)``), which sentence-transformers 6 reads; Hugging Face's
+``*ForSequenceClassification`` head cannot hold a head on the raw CLS state (BERT's adds its pooler's tanh layer).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from .errors import HarnessError, IncompatibleError
+
+logger = logging.getLogger(__name__)
+
+SENTENCE_TRANSFORMERS = "sentence-transformers"
+CROSS_ENCODER = "sentence-transformers CrossEncoder"
+POOLING_MODES = ("mean", "cls", "max", "lasttoken")
+
+
+class ExportError(HarnessError):
+    """A model that cannot be exported as asked (no checkpoint, no exporter, an occupied target folder)."""
+
+
+@runtime_checkable
+class SentenceTransformersExportable(Protocol):
+    def export_sentence_transformers(self, directory: Path) -> None:
+        """Write a folder that ``sentence_transformers.SentenceTransformer(directory)`` loads."""
+
+
+@runtime_checkable
+class CrossEncoderExportable(Protocol):
+    def export_cross_encoder(self, directory: Path) -> None:
+        """Write a folder that ``sentence_transformers.CrossEncoder(directory)`` loads."""
+
+
+def _sentence_transformers() -> Any:
+    try:
+        import sentence_transformers
+    except ImportError:
+        raise ExportError("exporting needs the sentence-transformers package; install it with "
+                          "`pip install 'sentence-harness[interop]'`.") from None
+    return sentence_transformers
+
+
+def _modules() -> tuple[Any, Any, Any, Any]:
+    """sentence-transformers' Transformer, Pooling, Dense and Normalize module classes (version 6 layout)."""
+    _sentence_transformers()
+    try:
+        from sentence_transformers.base.modules import Dense, Normalize, Transformer
+        from sentence_transformers.sentence_transformer.modules import Pooling
+    except ImportError:
+        raise ExportError("exporting needs sentence-transformers 6 or newer; upgrade with "
+                          "`pip install -U 'sentence-transformers>=6'`.") from None
+    return Transformer, Pooling, Dense, Normalize
+
+
+def _transformer_module(staging: Path, transformer: Any, tokenizer: Any, max_seq_length: int) -> Any:
+    """sentence-transformers' Transformer module around ``transformer`` (saved to ``staging`` and read back, so the
+    module holds exactly these weights and this tokenizer)."""
+    Transformer, _, _, _ = _modules()
+    transformer.save_pretrained(str(staging), safe_serialization=True)
+    tokenizer.save_pretrained(str(staging))
+    return Transformer(str(staging), max_seq_length=max_seq_length)
+
+
+def write_sentence_transformer(directory: Path, transformer: Any, tokenizer: Any, pooling: str, max_seq_length: int,
+                               *, dense: Any = None, normalize: bool = False,
+                               similarity: str = "cosine") -> None:
+    """Write ``transformer -> Pooling(pooling) [-> Dense] [-> Normalize]`` as a sentence-transformers folder.
+
+    ``pooling`` is one of :data:`POOLING_MODES`; ``dense`` an optional ``torch.nn.Linear`` whose weights become a
+    ``Dense`` module without activation; texts are cut to ``max_seq_length`` tokens, as the harness model cuts them.
+    """
+    if pooling not in POOLING_MODES:
+        raise ExportError(f"pooling {pooling!r} has no sentence-transformers Pooling mode ({', '.join(POOLING_MODES)})")
+    import torch
+
+    sentence_transformers = _sentence_transformers()
+    _, Pooling, Dense, Normalize = _modules()
+    with tempfile.TemporaryDirectory(prefix="harness-export-") as staging:
+        word = _transformer_module(Path(staging), transformer, tokenizer, max_seq_length)
+        modules = [word, Pooling(word.get_embedding_dimension(), pooling_mode=pooling)]
+        if dense is not None:
+            modules.append(Dense(dense.in_features, dense.out_features, bias=dense.bias is not None,
+                                 activation_function=torch.nn.Identity(), init_weight=dense.weight.detach().clone(),
+                                 init_bias=None if dense.bias is None else dense.bias.detach().clone()))
+        if normalize:
+            modules.append(Normalize())
+        model = sentence_transformers.SentenceTransformer(modules=modules, device="cpu",
+                                                          similarity_fn_name=similarity)
+        model.save(str(directory))
+
+
+ACTIVATIONS = {"sigmoid": "Sigmoid", "tanh": "Tanh", "none": "Identity"}
+
+
+def write_cross_encoder(directory: Path, transformer: Any, tokenizer: Any, head: Any, activation: str,
+                        max_length: int) -> None:
+    """Write ``transformer -> CLS state -> head (Linear(d, 1)) -> activation`` as a sentence-transformers
+    CrossEncoder folder; pairs are tokenised as the tokenizer's own pair encoding, cut longest-first to
+    ``max_length`` tokens (what the harness cross-encoder does)."""
+    if activation not in ACTIVATIONS:
+        raise ExportError(f"activation {activation!r} has no export ({', '.join(ACTIVATIONS)})")
+    import torch
+
+    sentence_transformers = _sentence_transformers()
+    _, Pooling, Dense, _ = _modules()
+    with tempfile.TemporaryDirectory(prefix="harness-export-") as staging:
+        word = _transformer_module(Path(staging), transformer, tokenizer, max_length)
+        score = Dense(head.in_features, 1, activation_function=torch.nn.Identity(),
+                      init_weight=head.weight.detach().clone(), init_bias=head.bias.detach().clone(),
+                      module_output_name="scores")
+        model = sentence_transformers.CrossEncoder(
+            modules=[word, Pooling(word.get_embedding_dimension(), pooling_mode="cls"), score], device="cpu",
+            activation_fn=getattr(torch.nn, ACTIVATIONS[activation])(),
+        )
+        model.save(str(directory))
+
+
+# -- the command ---------------------------------------------------------------------------------------------------
+@dataclass
+class ExportRequest:
+    """What ``harness export`` was asked for: the model named as ``harness run`` names it, and where to write."""
+
+    spec: str
+    to: Path
+    seed: int = 42
+    profile: str = "quick"
+    backbone: str | None = None
+    train_on: str | None = None
+    results_dir: Path = Path("results")
+    device: str = "cpu"
+
+
+@dataclass
+class ExportReport:
+    directory: Path
+    format: str  # SENTENCE_TRANSFORMERS or CROSS_ENCODER
+    label: str
+    model_key: str
+    scores: list[dict]  # the stored records' task, main score name and value
+
+
+def exporter_of(model: Any, label: str) -> tuple[str, Any]:
+    """(format, bound export method) of a built model; a clear error when it has none."""
+    if isinstance(model, SentenceTransformersExportable):
+        return SENTENCE_TRANSFORMERS, model.export_sentence_transformers
+    if isinstance(model, CrossEncoderExportable):
+        return CROSS_ENCODER, model.export_cross_encoder
+    raise not_exportable(label, type(model).__name__)
+
+
+def not_exportable(label: str, class_name: str) -> IncompatibleError:
+    return IncompatibleError(
+        f"model {label!r} ({class_name}) cannot be exported: it has no sentence-transformers equivalent (no "
+        "export_sentence_transformers or export_cross_encoder method); its trained weights stay in the store's "
+        "checkpoints/ folder."
+    )
+
+
+def _check_exportable_class(registry: Any, spec: Any, profile: Any) -> None:
+    """Fail before loading anything when the model's class is known and has no export method (a recipe's class is
+    its student's)."""
+    from .registry import _model_class
+    from .spec import student_spec
+
+    name = student_spec(registry, spec, profile).name if spec.recipe else spec.name
+    model_class = _model_class(registry.model(name))
+    if model_class is not None and not any(callable(getattr(model_class, method, None)) for method in
+                                           ("export_sentence_transformers", "export_cross_encoder")):
+        raise not_exportable(spec.label, model_class.__name__)
+
+
+def _check_target(target: Path) -> None:
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise ExportError(f"{target} exists and is not an empty folder; give a new folder to export into.")
+
+
+def stored_scores(records: list[dict]) -> list[dict]:
+    """One row per stored record of a model and seed: task label, family, main score and value (ok records)."""
+    rows = []
+    for record in records:
+        if record.get("status") != "ok":
+            continue
+        task = record["task"]
+        rows.append({"task": task["label"], "family": task["family"], "metric": task.get("main_score", "main"),
+                     "score": float(record["main_score"]), "created_at": record.get("created_at", "")})
+    return sorted(rows, key=lambda row: (row["family"], row["task"]))
+
+
+def model_card(spec_record: dict, seed: int, exported_format: str, scores: list[dict], harness_version: str,
+               training: dict | None) -> str:
+    """README.md of an exported model: what it is, how it was trained, what the store says it scores."""
+    is_cross = exported_format == CROSS_ENCODER
+    loader = "CrossEncoder" if is_cross else "SentenceTransformer"
+    pipeline = "text-ranking" if is_cross else "sentence-similarity"
+    usage = ('scores = model.predict([("A man is eating food.", "A man is eating a meal.")])' if is_cross
+             else 'embeddings = model.encode(["A man is eating food.", "A man is eating a meal."])')
+    lines = [
+        "---",
+        "library_name: sentence-transformers",
+        f"pipeline_tag: {pipeline}",
+        "tags: [sentence-transformers, harness]",
+        "---",
+        "",
+        f"# {spec_record['label']} (exported by harness)",
+        "",
+        f"A `{spec_record['label']}` model trained and evaluated with the sentence-embedding harness "
+        f"{harness_version}, exported as a sentence-transformers {loader} folder.",
+        "",
+        "```python",
+        f"from sentence_transformers import {loader}",
+        "",
+        f'model = {loader}("path/to/this/folder")',
+        usage,
+        "```",
+        "",
+        "## How it was made",
+        "",
+        "| | |",
+        "| --- | --- |",
+        f"| model spec | `{spec_record['label']}` (spec hash `{spec_record['hash'][:12]}`) |",
+        f"| options | `{spec_record.get('options', {})}` |",
+        f"| backbone | `{spec_record['backbone']}` |",
+        f"| training source | {('`' + spec_record['train_on'] + '`') if spec_record.get('train_on') else 'none (the backbone as is)'} |",  # noqa: E501
+        f"| profile | `{spec_record['profile']}` |",
+        f"| seed | {seed} |",
+    ]
+    if training:
+        for key in ("steps", "examples_seen", "best_epoch", "best_dev_score"):
+            if key in training and not isinstance(training[key], (dict, list)):
+                lines.append(f"| training {key.replace('_', ' ')} | {training[key]} |")
+    lines += ["", "## Stored scores", ""]
+    if scores:
+        lines += ["Main scores x100, as the harness' result store holds them for this spec and seed.", "",
+                  "| family | task | metric | score |", "| --- | --- | --- | --- |"]
+        lines += [f"| {row['family']} | {row['task']} | {row['metric']} | {row['score']:.2f} |" for row in scores]
+    else:
+        lines.append("The result store holds no evaluation of this spec and seed yet (`harness run` writes them).")
+    lines += ["", f"Exported {datetime.now(timezone.utc).isoformat(timespec='seconds')} by `harness export`.", ""]
+    return "\n".join(lines)
+
+
+def export_model(registry: Any, request: ExportRequest) -> ExportReport:
+    """Build the requested model from its stored checkpoint and export it into ``request.to`` (with README.md)."""
+    from . import __version__
+    from .device import resolve_device
+    from .profiles import get_profile
+    from .runner import ModelEntry, RunConfig, Runner
+    from .spec import resolve_model_spec
+    from .store import Store, checkpoint_problem
+
+    target = Path(request.to).expanduser()
+    _check_target(target)
+    profile = get_profile(request.profile)
+    spec = resolve_model_spec(registry, request.spec, profile, request.backbone, request.train_on)
+    _check_exportable_class(registry, spec, profile)
+    store = Store(request.results_dir)
+    if spec.train_on is not None:
+        checkpoint = store.checkpoint_dir(spec.key, request.seed)
+        problem = checkpoint_problem(checkpoint)
+        if problem is not None:
+            raise ExportError(
+                f"no usable checkpoint of {spec.label} trained on {spec.train_on} (seed {request.seed}, profile "
+                f"{profile.name}) in {store.root}: {problem}. Train it first: harness run --models {request.spec} "
+                f"--train-on {spec.train_on} --seeds {request.seed} --profile {profile.name} --tasks TASK "
+                f"--results {store.root}"
+            )
+    device = resolve_device(request.device)
+    runner = Runner(registry, RunConfig(models=[ModelEntry(request.spec)], tasks=[], seeds=[request.seed],
+                                        profile=profile.name, backbone=request.backbone, train_on=request.train_on,
+                                        device=device, results_dir=store.root, progress=False))
+    model = runner.trained_model(spec, profile, device, request.seed)
+    exported_format, export = exporter_of(model, spec.label)
+    records = [r for r in store.records() if r["model_key"] == spec.key and r["seed"] == request.seed]
+    scores = stored_scores(records)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.export-", dir=target.parent))
+    try:
+        export(staging)
+        card = model_card(spec.as_record(), request.seed, exported_format, scores, __version__,
+                          runner.training_report(spec, request.seed))
+        (staging / "README.md").write_text(card, encoding="utf-8")
+        if target.exists():
+            target.rmdir()  # empty (checked above)
+        os.replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    logger.info("exported %s (seed %d) as a %s folder: %s", spec.label, request.seed, exported_format, target)
+    return ExportReport(target, exported_format, spec.label, spec.key, scores)

@@ -1,0 +1,143 @@
+"""A transformer decoder built from an encoder, reading a memory of vectors through cross-attention.
+
+TSDAE (Wang et al. 2021, section 3; thesis 2.4.6, 5.4.1): the decoder has the encoder's architecture and weights
+tied to the encoder, and its cross-attention's only memory is the pooled sentence vector; it reconstructs the
+original sentence with cross-entropy. sentence-transformers builds it the same way in ``DenoisingAutoEncoderLoss``:
+the encoder's config with ``is_decoder`` and ``add_cross_attention`` set, loaded as ``AutoModelForCausalLM``, every
+encoder weight tied into the decoder (``tie_encoder_decoder=True``), the memory one vector per sentence, teacher
+forcing on ``ids[:, :-1]`` against ``ids[:, 1:]``. Nugget (Qin & Van Durme 2023, section 3) and PaSeR (section 3)
+decode from other memories (a few selected token vectors; four combined sentence vectors) with a decoder that shares
+at least the word embeddings; ``share="embeddings"`` and ``num_layers`` cover those.
+
+:class:`TransformerDecoder`:
+
+- ``from_encoder(encoder, share="all")``: every encoder weight is the decoder's weight (the same Parameter objects),
+  only the cross-attention layers are new (TSDAE). ``share="embeddings"``: the decoder starts from a copy of the
+  encoder's weights and shares only the word embeddings (PaSeR's "sharing word embeddings with the encoder").
+  Either way the output projection is tied to the encoder's word embeddings, so gradients of the reconstruction
+  reach the encoder through the memory and through the shared weights.
+- ``forward(memory, target_ids, memory_mask, target_mask)``: teacher-forced token logits and the mean
+  cross-entropy over the non-padding target tokens.
+
+Deviations: the decoder's self-attention gets the targets' padding mask (sentence-transformers passes none; with
+right padding and a causal mask the logits of real tokens are the same). Padding targets are left out of the loss by
+the target mask rather than by comparing ids with the pad id.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from .backbone import quiet_transformers
+
+logger = logging.getLogger(__name__)
+
+SHARING = ("all", "embeddings")
+IGNORED_LABEL = -100
+
+
+@dataclass
+class DecoderOutput:
+    logits: torch.Tensor  # [b, t - 1, vocabulary]: predictions of target tokens 1 .. t-1
+    loss: torch.Tensor  # scalar: mean cross-entropy over the non-padding target tokens
+
+
+def _replace_parameter(module: nn.Module, dotted_name: str, parameter: nn.Parameter) -> None:
+    owner_name, _, leaf = dotted_name.rpartition(".")
+    owner = module.get_submodule(owner_name) if owner_name else module
+    setattr(owner, leaf, parameter)
+
+
+class TransformerDecoder(nn.Module):
+    """A causal language model with cross-attention to a memory (e.g. Hugging Face's ``BertLMHeadModel``)."""
+
+    def __init__(self, language_model: nn.Module):
+        super().__init__()
+        self.language_model = language_model
+
+    @classmethod
+    def from_encoder(
+        cls, encoder: nn.Module, *, share: str = "all", num_layers: int | None = None, backbone: str | None = None,
+    ) -> "TransformerDecoder":
+        """A decoder of ``encoder``'s architecture (a Hugging Face transformer, e.g. ``SentenceEncoder.transformer``).
+
+        ``num_layers`` keeps only the bottom layers; ``backbone`` (the encoder's checkpoint folder) also loads a
+        pretrained language-model head when the checkpoint has one, as sentence-transformers does; without it the
+        head is freshly initialised. Fresh weights (cross-attention, a new head) consume torch's global RNG.
+        """
+        from transformers import AutoModelForCausalLM
+
+        if share not in SHARING:
+            raise ValueError(f"share must be one of {SHARING}, got {share!r}")
+        encoder = getattr(encoder, "base_model", encoder)
+        config = copy.deepcopy(encoder.config)
+        config.is_decoder = True
+        config.add_cross_attention = True
+        config.tie_word_embeddings = True
+        if num_layers is not None:
+            if not 1 <= num_layers <= config.num_hidden_layers:
+                raise ValueError(f"num_layers must be in 1..{config.num_hidden_layers}, got {num_layers}")
+            config.num_hidden_layers = num_layers
+        with quiet_transformers():  # the missing cross-attention weights are reported as newly initialised
+            if backbone is not None:
+                language_model = AutoModelForCausalLM.from_pretrained(backbone, config=config, use_safetensors=True)
+            else:
+                language_model = AutoModelForCausalLM.from_config(config)
+        language_model.to(next(encoder.parameters()).device)
+        base = language_model.base_model
+        encoder_parameters = dict(encoder.named_parameters())
+        if share == "all":
+            fresh = []
+            for name, _ in list(base.named_parameters()):
+                if name in encoder_parameters:
+                    _replace_parameter(base, name, encoder_parameters[name])
+                else:
+                    fresh.append(name)
+            logger.debug("decoder shares the encoder's weights; %d fresh tensors (cross-attention)", len(fresh))
+        else:
+            # Start from the encoder's current weights (it may have been trained since it was loaded), then share
+            # only the word embeddings.
+            base.load_state_dict(encoder.state_dict(), strict=False)
+            base.get_input_embeddings().weight = encoder.get_input_embeddings().weight
+        language_model.get_output_embeddings().weight = encoder.get_input_embeddings().weight
+        return cls(language_model)
+
+    @property
+    def pad_token_id(self) -> int | None:
+        return getattr(self.language_model.config, "pad_token_id", None)
+
+    def logits(self, memory: torch.Tensor, input_ids: torch.Tensor, memory_mask: torch.Tensor | None = None,
+               attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``[b, t, vocabulary]`` next-token logits of ``input_ids`` (causal), each position cross-attending to the
+        ``memory`` ``[b, m, d]`` (or ``[b, d]``: one vector) where ``memory_mask`` ``[b, m]`` is 1."""
+        if memory.dim() == 2:
+            memory = memory[:, None]
+        if memory_mask is None:
+            memory_mask = torch.ones(memory.shape[:2], dtype=torch.long, device=memory.device)
+        output = self.language_model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            encoder_hidden_states=memory,
+            encoder_attention_mask=memory_mask,
+            use_cache=False,
+            return_dict=True,
+        )
+        return output.logits
+
+    def forward(self, memory: torch.Tensor, target_ids: torch.Tensor, memory_mask: torch.Tensor | None = None,
+                target_mask: torch.Tensor | None = None) -> DecoderOutput:
+        """Teacher forcing: tokens ``target_ids[:, :-1]`` predict ``target_ids[:, 1:]``. ``target_mask`` (1 on real
+        tokens; default: ids that are not the pad id) keeps padding out of attention and loss."""
+        if target_mask is None:
+            pad_id = self.pad_token_id
+            target_mask = (target_ids != pad_id).long() if pad_id is not None else torch.ones_like(target_ids)
+        logits = self.logits(memory, target_ids[:, :-1], memory_mask, target_mask[:, :-1])
+        labels = target_ids[:, 1:].masked_fill(target_mask[:, 1:] == 0, IGNORED_LABEL)
+        loss = nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=IGNORED_LABEL
+        )
+        return DecoderOutput(logits=logits, loss=loss)

@@ -1,0 +1,532 @@
+"""Composable unsupervised objectives over one sentence encoder, and the embedder they train.
+
+Thesis 2.4.5 (SimCSE), 2.4.6 (TSDAE), 4.2 (Noise Matching, MLM combinations), 5.4.1/5.4.2 (training setups) and
+table 6.10. Each method plugin (``plugins/simcse.py``, ``tsdae.py``, ``nm.py``, ``mlm.py``) registers its objective
+as a component of kind ``objective`` (an :class:`Objective`) and a model of the same name built by
+:func:`objective_model`. A model's option ``aux`` adds further objectives as weighted auxiliary terms, looked up by
+name at run time, so a new combination is a spec, not a module: ``mlm:aux=simcse`` (thesis "MLM + SimCSE"),
+``mlm:aux=nm``, ``tsdae:aux=nm``, or e.g. ``simcse:aux=mlm,aux_weight=0.1`` (the SimCSE paper's MLM auxiliary).
+The loss is ``primary + aux_weight * sum(auxiliaries)``.
+
+How a step runs: the collator (:class:`UnlabeledCollator`) tokenises each sentence once (view ``clean``) and, if an
+objective asks for it, its word-deleted copy (view ``deleted``, :mod:`harness.nn.noise`). :class:`TrainingStep` hands
+the objectives these views and memoises the pooled sentence vectors per (view, with/without gradient), so ``tsdae``
+and ``nm`` combined encode the deleted view once, as the thesis code does. Every objective reads its settings from
+the model's options; an option that no chosen objective reads is refused at plan time rather than silently ignored.
+
+Training setups (method, not budget): pure TSDAE follows the replication setup of thesis 5.4.1 (constant lr 3e-5,
+no warm-up, no weight decay); every other objective and every combination the contrastive setup of 5.4.2 (lr 3e-5,
+10% linear warm-up then linear decay, weight decay 0.01: thesis 5.1 defaults, as the thesis code trains them).
+Budgets (batch size, steps) come from the profile; a profile may give a setup its own budget in
+``profile.extra["budgets"][setup]`` (the paper profile: batch 8 / 100K steps for 5.4.1, batch 64 / 12.5K steps for
+5.4.2), with epochs raised so that the step budget is reached, as Hugging Face's ``max_steps`` does.
+
+Training data: the sentences of an ``unlabeled_sentences`` split, stripped; empty or blank sentences are dropped
+(and counted in the report) because they carry nothing to reconstruct or contrast; a non-empty sentence never
+becomes empty by deletion (one word is always kept). Option ``init`` starts the encoder from another unsupervised
+spec trained on the same source and seed (e.g. ``simcse:init=mlm``), loaded through the shared checkpoint store;
+``--backbone`` starts it from any Hugging Face checkpoint folder, including a checkpoint folder of this model (it is
+saved as a Hugging Face folder).
+
+The report adds to the shared loop's (steps, wall time, examples/s) a loss-curve summary (mean of the first and last
+10% of steps, minimum, ten bucket means) per term.
+
+Deviations: see the method plugins and docs/fidelity.md. Shared here: language-model heads (TSDAE's decoder, MLM)
+compute logits only at the positions that are scored (real target tokens; masked tokens), which gives the same loss
+as computing them everywhere and ignoring the rest.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+from safetensors.torch import load_model
+from torch import nn
+
+from harness.data import UNLABELED_SENTENCES
+from harness.errors import HarnessError, IncompatibleError, InvalidOptionError
+from harness.options import Option
+from harness.plugin_api import Component, ModelPlugin
+from harness.training import config_from_profile, fit
+
+from .encoder import SentenceEncoder
+from .noise import DELETION_RATIO, WordDeletion, check_deletion_ratio
+from .pooling import POOLING_CHOICES
+
+logger = logging.getLogger(__name__)
+
+OBJECTIVE_KIND = "objective"  # the component kind each method plugin registers its objective under
+CLEAN, DELETED = "clean", "deleted"  # token views a batch can hold
+VIEWS = (CLEAN, DELETED)
+IGNORED_LABEL = -100
+POOLING_FILE = "pooling.json"  # written next to the Hugging Face files of a checkpoint
+
+
+# -- training setups -----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TrainingSetup:
+    """Optimiser hyper-parameters that belong to the method (the same under every profile)."""
+
+    name: str
+    schedule: str  # "constant" or "linear" (harness.training)
+    warmup_ratio: float
+    weight_decay: float
+
+
+REPLICATION_SETUP = TrainingSetup("thesis-5.4.1", schedule="constant", warmup_ratio=0.0, weight_decay=0.0)
+CONTRASTIVE_SETUP = TrainingSetup("thesis-5.4.2", schedule="linear", warmup_ratio=0.1, weight_decay=0.01)
+SETUPS = {setup.name: setup for setup in (REPLICATION_SETUP, CONTRASTIVE_SETUP)}
+
+
+# -- objectives ----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ObjectiveSetup:
+    """What an objective's ``build`` gets: the shared encoder, where it was loaded from, the model's options."""
+
+    encoder: SentenceEncoder
+    backbone: str  # the folder/id the encoder was loaded from (e.g. for a pretrained LM head)
+    options: Mapping[str, Any]
+    seed: int
+
+
+@dataclass(frozen=True)
+class Objective:
+    """A training objective over a :class:`SentenceEncoder` (the object of an ``objective`` component).
+
+    ``build(setup)`` returns a module whose ``forward(step: TrainingStep)`` is the scalar loss; its parameters
+    beyond the encoder's (a decoder's cross-attention, an MLM head) are trained with it and dropped afterwards.
+    """
+
+    name: str
+    description: str
+    build: Callable[[ObjectiveSetup], nn.Module]
+    views: tuple[str, ...] = (CLEAN,)  # token views the batch must hold
+    reads: tuple[str, ...] = ()  # model options it reads (others, if changed, are refused at plan time)
+    setup: TrainingSetup = CONTRASTIVE_SETUP  # its training setup when it is trained alone
+    reference: str = ""
+
+    def __post_init__(self) -> None:
+        unknown = set(self.views) - set(VIEWS)
+        if unknown:
+            raise ValueError(f"objective {self.name!r}: unknown views {sorted(unknown)}; known: {VIEWS}")
+
+
+class TrainingStep:
+    """One batch as the objectives see it: the token views and memoised pooled sentence vectors."""
+
+    def __init__(self, encoder: SentenceEncoder, views: Mapping[str, dict[str, torch.Tensor]]):
+        self.encoder = encoder
+        self.views = views
+        self._vectors: dict[tuple[str, bool], torch.Tensor] = {}
+
+    def features(self, view: str) -> dict[str, torch.Tensor]:
+        if view not in self.views:
+            raise KeyError(f"the batch has no {view!r} view (it holds {sorted(self.views)}); an objective must list "
+                           "the views it reads in Objective.views")
+        return self.views[view]
+
+    def sentence_vectors(self, view: str, gradient: bool = True) -> torch.Tensor:
+        """Pooled vectors ``[b, d]`` of a view, computed once per step; ``gradient=False`` runs the encoder under
+        ``torch.no_grad`` (a stop-gradient that also saves the backward pass; dropout still applies in training)."""
+        key = (view, gradient)
+        if key not in self._vectors:
+            if gradient:
+                self._vectors[key] = self.encoder(self.features(view))
+            else:
+                with torch.no_grad():
+                    self._vectors[key] = self.encoder(self.features(view)).detach()
+        return self._vectors[key]
+
+
+class ObjectiveSum(nn.Module):
+    """``forward(**views)``: the weighted sum of the objectives' losses (what :func:`harness.training.fit` needs).
+    Each step's term values are kept in ``history`` for the report."""
+
+    def __init__(self, encoder: SentenceEncoder, terms: Sequence[tuple[str, nn.Module, float]]):
+        super().__init__()
+        self.encoder = encoder
+        self.terms = nn.ModuleDict({name: module for name, module, _ in terms})
+        self.weights = {name: float(weight) for name, _, weight in terms}
+        self.history: list[dict[str, float]] = []
+
+    def forward(self, **views: dict[str, torch.Tensor]) -> torch.Tensor:
+        step = TrainingStep(self.encoder, views)
+        total: torch.Tensor | None = None
+        values: dict[str, float] = {}
+        for name, term in self.terms.items():
+            loss = term(step)
+            values[name] = float(loss.detach())
+            weighted = loss * self.weights[name]
+            total = weighted if total is None else total + weighted
+        assert total is not None
+        values["total"] = float(total.detach())
+        if self.training:
+            self.history.append(values)
+        return total
+
+
+# -- batches -------------------------------------------------------------------------------------------------------
+class UnlabeledCollator:
+    """Sentences -> the token views the objectives need. ``noise`` makes the deleted copy of a sentence."""
+
+    def __init__(self, tokenizer, max_length: int, views: Sequence[str], noise: Callable[[str], str] | None = None):
+        if DELETED in views and noise is None:
+            raise ValueError("a deleted view needs a noise function")
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+        self.views = tuple(dict.fromkeys(views))
+        self.noise = noise
+
+    def tokenize(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
+        return dict(self.tokenizer(list(texts), truncation=True, max_length=self.max_length, padding=True,
+                                   return_tensors="pt"))
+
+    def __call__(self, sentences: list[str]) -> dict[str, dict[str, torch.Tensor]]:
+        batch = {CLEAN: self.tokenize(sentences)}
+        if DELETED in self.views:
+            batch[DELETED] = self.tokenize([self.noise(sentence) for sentence in sentences])  # type: ignore[misc]
+        return batch
+
+
+def usable_sentences(sentences: Sequence[str]) -> tuple[list[str], int]:
+    """Stripped sentences without the empty ones, and how many were dropped."""
+    kept = [text.strip() for text in sentences if isinstance(text, str) and text.strip()]
+    return kept, len(sentences) - len(kept)
+
+
+# -- parameter sharing and language-model heads --------------------------------------------------------------------
+def share_parameters(owner: nn.Module, source: nn.Module) -> int:
+    """Make every parameter of ``owner`` that ``source`` has under the same name the very same Parameter object
+    (weight tying by name, e.g. an MLM model's base onto the sentence encoder's transformer); returns how many."""
+    source_parameters = dict(source.named_parameters())
+    shared = 0
+    for name, _ in list(owner.named_parameters()):
+        if name in source_parameters:
+            module_name, _, leaf = name.rpartition(".")
+            module = owner.get_submodule(module_name) if module_name else owner
+            setattr(module, leaf, source_parameters[name])
+            shared += 1
+    return shared
+
+
+def language_model_head(language_model: nn.Module) -> nn.Module:
+    """The prediction head of a Hugging Face LM (BERT's ``cls``, RoBERTa's ``lm_head``): the child module, other
+    than the base model, that holds the output embeddings. ``head(hidden [n, d]) -> logits [n, vocabulary]``."""
+    output = language_model.get_output_embeddings()
+    base = language_model.base_model
+    for _, child in language_model.named_children():
+        if child is not base and any(module is output for module in child.modules()):
+            return child
+    raise HarnessError(f"{type(language_model).__name__} has no separate prediction head; pick a BERT- or "
+                       "RoBERTa-style --backbone.")
+
+
+def scored_token_loss(head: nn.Module, hidden: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over the positions whose label is not ignored; logits are computed only there."""
+    scored = labels != IGNORED_LABEL
+    logits = head(hidden[scored])
+    return nn.functional.cross_entropy(logits.float(), labels[scored])
+
+
+def transformer_inputs(features: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {key: value for key, value in features.items() if key in ("input_ids", "attention_mask", "token_type_ids")}
+
+
+# -- the contrastive criterion the contrastive objectives share ----------------------------------------------------
+DIRECTIONS = ("one", "both")
+
+
+def in_batch_contrastive(anchors: torch.Tensor, positives: torch.Tensor, temperature: float,
+                         directions: str) -> torch.Tensor:
+    """InfoNCE over in-batch negatives on cosine / temperature (SimCSE eq. 1, thesis eq. 2.7): anchor i must pick
+    positive i among all positives. ``directions="both"`` adds the transposed term (positive i picks anchor i), as
+    the thesis code sums both; ``"one"`` is sentence-transformers' MultipleNegativesRankingLoss with
+    ``scale = 1 / temperature``."""
+    logits = nn.functional.normalize(anchors, dim=-1) @ nn.functional.normalize(positives, dim=-1).T
+    logits = logits.float() / temperature
+    targets = torch.arange(len(anchors), device=anchors.device)
+    loss = nn.functional.cross_entropy(logits, targets)
+    if directions == "both":
+        loss = loss + nn.functional.cross_entropy(logits.T, targets)
+    return loss
+
+
+# -- options, validation and budgets -------------------------------------------------------------------------------
+AUX_SEPARATOR = "+"
+
+
+def objective_options(lr: float = 3e-5) -> dict[str, Option]:
+    """The options every objective model has (one set, so any objective can be an auxiliary of any model)."""
+    return {
+        "pooling": Option("cls", "how token states become the sentence vector (the thesis reports both)",
+                          choices=POOLING_CHOICES),
+        "lr": Option(lr, "AdamW learning rate (thesis 5.4: 3e-5)", type=float),
+        "aux": Option("", "auxiliary objectives added to this one, joined by '+', e.g. simcse or nm", type=str),
+        "aux_weight": Option(1.0, "weight of each auxiliary loss (thesis code: 1, the contrastive term summed over "
+                                  "both directions)", type=float),
+        "temperature": Option(0.05, "contrastive temperature tau (scale 1/tau = 20)", type=float),
+        "directions": Option("both", "contrastive term: one (anchor -> positive, SimCSE eq. 1) or both (plus the "
+                                     "transposed term, the thesis code)", choices=DIRECTIONS),
+        "ratio": Option(DELETION_RATIO, "word-deletion ratio of the noised view, in (0, 1)", type=float),
+        "mlm_probability": Option(0.2, "share of tokens masked for MLM (thesis code: 0.2, all replaced by [MASK])",
+                                  type=float),
+        "init": Option("", "start from this unsupervised model spec trained on the same source (e.g. mlm)",
+                       type=str),
+    }
+
+
+ALWAYS_READ = ("pooling", "lr", "aux", "init")
+
+
+def aux_names(options: Mapping[str, Any]) -> list[str]:
+    text = str(options.get("aux") or "").strip()
+    return [name.strip() for name in text.split(AUX_SEPARATOR)] if text else []
+
+
+def _objective(lookup: Callable[[str, str], Any], name: str) -> Objective:
+    objective = lookup(OBJECTIVE_KIND, name)
+    if not isinstance(objective, Objective):
+        raise HarnessError(f"component {name!r} of kind {OBJECTIVE_KIND!r} is a {type(objective).__name__}, not a "
+                           "harness.nn.objectives.Objective; this is a bug in the plugin that registered it.")
+    return objective
+
+
+def resolve_objectives(lookup: Callable[[str, str], Any], primary: str,
+                       options: Mapping[str, Any]) -> list[Objective]:
+    """The primary objective followed by the auxiliaries of ``options["aux"]``."""
+    return [_objective(lookup, name) for name in [primary, *aux_names(options)]]
+
+
+def training_setup(objectives: Sequence[Objective]) -> TrainingSetup:
+    """An objective alone keeps its own setup; every combination is trained in the contrastive setup (thesis
+    5.4.2: only the TSDAE replication ran with the 5.4.1 setup)."""
+    return objectives[0].setup if len(objectives) == 1 else CONTRASTIVE_SETUP
+
+
+def validate_objective_spec(primary: str) -> Callable[[Any, Any], None]:
+    """The plan-time check of an objective model's spec (ModelPlugin.validate)."""
+
+    def validate(spec: Any, registry: Any) -> None:
+        owner = f"model {spec.label!r}"
+        options = spec.options
+        known = registry.component_names(OBJECTIVE_KIND)
+        names = aux_names(options)
+        for name in names:
+            if name not in known:
+                raise InvalidOptionError(f"{owner}: aux objective {name!r} is not registered; known objectives: "
+                                         f"{', '.join(known)} (join several with '+').")
+        if primary in names or len(set(names)) != len(names):
+            raise InvalidOptionError(f"{owner}: aux={options['aux']!r} repeats an objective; name each one once.")
+        objectives = [registry.component(OBJECTIVE_KIND, name) for name in [primary, *names]]
+        if any(o.views for o in objectives) and DELETED in {v for o in objectives for v in o.views}:
+            check_deletion_ratio(options["ratio"], f"{owner}, option ratio")
+        if "mlm_probability" in {r for o in objectives for r in o.reads} and not 0 < options["mlm_probability"] < 1:
+            raise InvalidOptionError(f"{owner}: mlm_probability must lie in (0, 1), e.g. 0.2; got "
+                                     f"{options['mlm_probability']!r}.")
+        if not options["temperature"] > 0:
+            raise InvalidOptionError(f"{owner}: temperature must be positive, e.g. 0.05; got {options['temperature']}.")
+        if not options["lr"] > 0:
+            raise InvalidOptionError(f"{owner}: lr must be positive, e.g. 3e-5; got {options['lr']}.")
+        plugin = registry.model(spec.name)
+        read = set(ALWAYS_READ) | {r for o in objectives for r in o.reads} | ({"aux_weight"} if names else set())
+        ignored = sorted(key for key, option in plugin.options.items()
+                         if key not in read and options[key] != option.default)
+        if ignored:
+            readers = {key: [n for n in known if key in registry.component(OBJECTIVE_KIND, n).reads] for key in ignored}
+            hint = "; ".join(f"{key} is read by {', '.join(readers[key]) or 'aux objectives only'}" for key in ignored)
+            raise InvalidOptionError(f"{owner}: option(s) {', '.join(ignored)} have no effect on objectives "
+                                     f"{', '.join(o.name for o in objectives)} ({hint}); drop them or add the "
+                                     "objective with aux=....")
+        if spec.train_on is None:
+            sources = sorted(name for name, task in registry.tasks.items()
+                             if UNLABELED_SENTENCES in task.metadata.training_kinds)
+            raise IncompatibleError(f"{owner} learns from unlabeled sentences; add --train-on TASK ({', '.join(sources)}"
+                                    ") or --train-on self (each task's own train sentences).")
+        init = str(options.get("init") or "").strip()
+        if init:
+            from harness.options import parse_spec_text
+
+            init_name, init_options = parse_spec_text(init)
+            models = [n for n in known if n in registry.models]
+            if init_name not in models:
+                raise InvalidOptionError(f"{owner}: init={init!r} must name an unsupervised objective model "
+                                         f"({', '.join(models)}), trained on the same source.")
+            if init_options.get("init"):
+                raise InvalidOptionError(f"{owner}: init={init!r} itself has an init; chain at most one level.")
+
+    return validate
+
+
+def budget_overrides(profile: Any, setup: TrainingSetup, examples: int) -> dict[str, Any]:
+    """The profile's budget for ``setup`` (``profile.extra["budgets"][setup.name]``: batch_size, max_steps,
+    epochs), with epochs raised so that max_steps is reached on ``examples`` sentences."""
+    budget = dict((getattr(profile, "extra", None) or {}).get("budgets", {}).get(setup.name, {}))
+    batch_size = int(budget.get("batch_size", profile.batch_size))
+    max_steps = budget.get("max_steps", profile.max_steps)
+    epochs = int(budget.get("epochs", profile.epochs))
+    if max_steps is not None and "max_steps" in budget:
+        epochs = max(epochs, math.ceil(int(max_steps) * batch_size / max(1, examples)))
+    return {"batch_size": batch_size, "max_steps": max_steps, "epochs": epochs}
+
+
+def curve_summary(values: Sequence[float], buckets: int = 10) -> dict[str, Any]:
+    """First/last 10% means, minimum and ``buckets`` bucket means of a per-step loss curve."""
+    if not values:
+        return {}
+    array = np.asarray(values, dtype=np.float64)
+    tenth = max(1, len(array) // 10)
+    return {
+        "first": round(float(array[:tenth].mean()), 5),
+        "last": round(float(array[-tenth:].mean()), 5),
+        "min": round(float(array.min()), 5),
+        "buckets": [round(float(chunk.mean()), 5) for chunk in np.array_split(array, min(buckets, len(array)))],
+    }
+
+
+# -- the embedder --------------------------------------------------------------------------------------------------
+@dataclass
+class EmbedderSettings:
+    primary: str
+    options: dict[str, Any]
+    device: str
+    eval_batch_size: int
+    progress: bool
+    label: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class ObjectiveEmbedder:
+    """A sentence encoder trained with one or more objectives (capabilities ``embedder`` and ``trainable``).
+
+    The checkpoint is a Hugging Face folder (weights, config, tokenizer) plus ``pooling.json``, so it can also be
+    given to any model as ``--backbone``.
+    """
+
+    def __init__(self, encoder: SentenceEncoder, backbone: str, settings: EmbedderSettings):
+        self.encoder = encoder.to(settings.device)
+        self.backbone = backbone
+        self.settings = settings
+
+    @classmethod
+    def from_context(cls, ctx: Any, primary: str) -> "ObjectiveEmbedder":
+        encoder = SentenceEncoder.from_backbone(ctx.backbone, ctx.options["pooling"], ctx.profile.max_seq_length)
+        settings = EmbedderSettings(primary, dict(ctx.options), ctx.device, ctx.eval_batch_size, ctx.progress,
+                                    label=primary)
+        return cls(encoder, ctx.backbone, settings)
+
+    # -- embedder ------------------------------------------------------------------------------------------------
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return self.encoder.encode(texts, batch_size=self.settings.eval_batch_size, progress=self.settings.progress)
+
+    @property
+    def transformer(self) -> nn.Module:
+        """The encoder's transformer, e.g. for a model that starts from these weights (option ``init``)."""
+        return self.encoder.transformer
+
+    # -- training ------------------------------------------------------------------------------------------------
+    def build_objective(self, objectives: Sequence[Objective], seed: int) -> ObjectiveSum:
+        options = self.settings.options
+        setup = ObjectiveSetup(self.encoder, self.backbone, options, seed)
+        terms = [(objectives[0].name, objectives[0].build(setup), 1.0)]
+        terms += [(o.name, o.build(setup), float(options["aux_weight"])) for o in objectives[1:]]
+        return ObjectiveSum(self.encoder, terms)
+
+    def collator(self, objectives: Sequence[Objective], seed: int) -> UnlabeledCollator:
+        views = [view for objective in objectives for view in objective.views]
+        noise = WordDeletion(self.settings.options["ratio"], seed) if DELETED in views else None
+        return UnlabeledCollator(self.encoder.tokenizer, self.encoder.max_length, [CLEAN, *views], noise)
+
+    def start_from(self, init: str, ctx: Any) -> None:
+        """Load the transformer weights of the model ``init`` trained on the same source (shared checkpoint)."""
+        other = ctx.trained_model(init, train_on=ctx.train_on)
+        source = getattr(other, "transformer", None)
+        if not isinstance(source, nn.Module):
+            raise IncompatibleError(f"init={init!r}: that model exposes no transformer weights to start from.")
+        missing, unexpected = self.encoder.transformer.load_state_dict(source.state_dict(), strict=False)
+        if missing or unexpected:
+            raise IncompatibleError(f"init={init!r}: its weights do not fit this backbone (missing {missing[:3]}, "
+                                    f"unexpected {unexpected[:3]}); use the same --backbone for both.")
+        ctx.logger.info("starting from the weights of %s trained on %s", init, ctx.train_on)
+
+    def fit(self, splits: Any, ctx: Any) -> dict[str, Any]:
+        options = self.settings.options
+        sentences, dropped = usable_sentences(splits.train.sentences)
+        if dropped:
+            ctx.logger.warning("%d empty sentence(s) of %s dropped before training", dropped, splits.source)
+        if not sentences:
+            raise HarnessError(f"{splits.source} offers no non-empty training sentence; choose another --train-on.")
+        init = str(options.get("init") or "").strip()
+        if init:
+            self.start_from(init, ctx)
+        objectives = resolve_objectives(ctx.component, self.settings.primary, options)
+        setup = training_setup(objectives)
+        module = self.build_objective(objectives, ctx.seed)
+        collate = self.collator(objectives, ctx.seed)
+        budget = budget_overrides(ctx.profile, setup, len(sentences))
+        names = "+".join(o.name for o in objectives)
+        config = config_from_profile(
+            ctx.profile, ctx.seed, ctx.device, ctx.progress, learning_rate=float(options["lr"]),
+            schedule=setup.schedule, warmup_ratio=setup.warmup_ratio, weight_decay=setup.weight_decay,
+            description=f"training {names} ({options['pooling']})", **budget,
+        )
+        report = fit(module, sentences, collate, config)
+        self.encoder.eval()
+        history = module.history
+        record = report.as_record()
+        record.update({
+            "objectives": [o.name for o in objectives],
+            "weights": module.weights,
+            "setup": setup.name,
+            "batch_size": config.batch_size,
+            "learning_rate": config.learning_rate,
+            "schedule": config.schedule,
+            "sentences": len(sentences),
+            "empty_sentences_dropped": dropped,
+            "loss_curve": {name: curve_summary([h[name] for h in history]) for name in history[0]} if history else {},
+        })
+        ctx.logger.info("trained %s: %d steps, %.1f s, %.1f sentences/s, loss %s -> %s", names, report.steps,
+                        report.wall_seconds, report.examples_per_second,
+                        record["loss_curve"].get("total", {}).get("first"),
+                        record["loss_curve"].get("total", {}).get("last"))
+        return record
+
+    # -- checkpoints -----------------------------------------------------------------------------------------------
+    def save(self, directory: Path) -> None:
+        directory = Path(directory)
+        self.encoder.transformer.save_pretrained(str(directory), safe_serialization=True)
+        self.encoder.tokenizer.save_pretrained(str(directory))
+        (directory / POOLING_FILE).write_text(json.dumps({"pooling": self.encoder.pooling,
+                                                          "max_length": self.encoder.max_length}))
+        # Keep a sentence-transformers length limit, so the folder read as --backbone gets the same limit.
+        st_config = Path(self.backbone) / "sentence_bert_config.json"
+        if st_config.is_file():
+            shutil.copy(st_config, directory / "sentence_bert_config.json")
+
+    def load(self, directory: Path) -> None:
+        load_model(self.encoder.transformer, str(Path(directory) / "model.safetensors"),
+                   device=str(self.settings.device))
+
+
+def objective_model(objective: Objective, *, description: str, reference: str,
+                    lr: float = 3e-5) -> tuple[Component, ModelPlugin]:
+    """The component and the model plugin a method module registers for ``objective``."""
+    component = Component(OBJECTIVE_KIND, objective.name, objective, objective.description)
+    plugin = ModelPlugin(
+        name=objective.name,
+        description=description,
+        factory=lambda ctx: ObjectiveEmbedder.from_context(ctx, objective.name),
+        capabilities=("embedder", "trainable"),
+        options=objective_options(lr),
+        training_kinds=(UNLABELED_SENTENCES,),
+        reference=reference,
+        validate=validate_objective_spec(objective.name),
+        model_class=ObjectiveEmbedder,
+    )
+    return component, plugin

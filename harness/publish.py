@@ -1,0 +1,236 @@
+"""``harness publish``: copy chosen records from a working store into the published set, after verifying them.
+
+The published set (``published/`` in this repository, committed with git) is what ``leaderboards/`` is built from;
+a working store (``results/`` by default, not tracked) is where ``harness run`` writes. A record is published only
+if it is valid (schema, content checksum, stored at its own path), its status is ``ok`` or ``missing`` (a
+``failed`` cell is recomputed, not published), its task version is the installed one, and, where the task's data
+is available here, its dataset checksum is that of the data as it is now (the last two for ``ok`` records: a
+``missing`` one holds no number they could make stale). If any chosen record fails, nothing is
+written. Records written by harness 0.1 have no content checksum; ``trust_unsigned`` checks everything else and signs
+them (the one-time migration of the records committed before checksums existed).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import HarnessError, MissingDataError
+from .store import (
+    InvalidRecordError,
+    Store,
+    _field_problem,
+    atomic_write_text,
+    check_writable_dir,
+    read_record,
+    record_problem,
+    seal_record,
+)
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PUBLISHED = "published"
+
+
+class PublishError(HarnessError):
+    """Chosen records that cannot be published; nothing was written."""
+
+
+@dataclass
+class Selection:
+    """Which records to publish: every filter given must match (names, labels, keys; task families too)."""
+
+    models: list[str] = field(default_factory=list)
+    tasks: list[str] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=list)
+
+    def matches(self, record: dict) -> bool:
+        model, task = record["model"], record["task"]
+        if self.models and not {model["name"], model["label"], record["model_key"]} & set(self.models):
+            return False
+        if self.tasks and not {task["name"], task["key"], task["label"], task["family"]} & set(self.tasks):
+            return False
+        return not self.seeds or record["seed"] in self.seeds
+
+    def matches_path(self, path: Path) -> bool:
+        """For a record that cannot be read: is it in the folder of a chosen model and seed? (Its task cannot be
+        told reliably from the file name, since a filter may name a family, so a damaged record next to chosen ones
+        stops the publication.)"""
+        model_key, seed_folder = path.parent.parent.name, path.parent.name
+        if self.models and not any(model_key == m or model_key.startswith(f"{m}-") for m in self.models):
+            return False
+        return not self.seeds or seed_folder in {f"seed-{s}" for s in self.seeds}
+
+
+@dataclass
+class PublishResult:
+    written: list[Path] = field(default_factory=list)
+    unchanged: list[Path] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _load(path: Path, trust_unsigned: bool) -> tuple[dict, bool]:
+    """The record at ``path`` and whether it was an unsigned (harness 0.1) record accepted by ``trust_unsigned``."""
+    try:
+        return read_record(path), False
+    except InvalidRecordError as error:
+        if not (trust_unsigned and "harness 0.1" in error.reason):
+            raise
+    record = json.loads(path.read_text(encoding="utf-8"))
+    record.pop("checksum", None)
+    candidate = seal_record(record)
+    problem = _field_problem(candidate) or record_problem(candidate, path)
+    if problem:
+        raise InvalidRecordError(path, problem)
+    return candidate, True
+
+
+class _DataChecks:
+    """Dataset checksums of installed tasks as the data is now (None when the data is not available here)."""
+
+    def __init__(self, registry: Any, data_dir: Path | None):
+        self.registry = registry
+        self.data_dir = data_dir
+        self._checksums: dict[str, str | None] = {}
+
+    def version(self, task: dict) -> str | None:
+        if self.registry is None or task["name"] not in getattr(self.registry, "tasks", {}):
+            return None
+        return str(self.registry.task(task["name"]).metadata.version)
+
+    def checksum(self, task: dict) -> str | None:
+        if task["key"] not in self._checksums:
+            value = None
+            try:
+                instance = self.registry.task(task["name"]).factory(task.get("options") or {}, self.data_dir)
+                value = instance.check_data()
+            except (MissingDataError, NotImplementedError):
+                value = None
+            except HarnessError as error:  # malformed data here: cannot confirm the record
+                value = f"unreadable: {error}"
+            self._checksums[task["key"]] = value
+        return self._checksums[task["key"]]
+
+
+def publish(
+    source: Store,
+    target: Store,
+    selection: Selection,
+    *,
+    registry: Any = None,
+    data_dir: Path | None = None,
+    overwrite: bool = False,
+    trust_unsigned: bool = False,
+    log: Callable[[str], None] = logger.info,
+) -> PublishResult:
+    result = PublishResult()
+    same_store = source.root.resolve() == target.root.resolve()
+    checks = _DataChecks(registry, data_dir)
+    refused: list[str] = []
+    chosen: list[tuple[Path, dict, bool]] = []
+    for path in source.record_files():
+        try:
+            record, unsigned = _load(path, trust_unsigned)
+        except InvalidRecordError as error:
+            if selection.matches_path(path):
+                refused.append(f"{path}: {error.reason}")
+            continue
+        if not selection.matches(record):
+            continue
+        problem = _publish_problem(record, checks, result.warnings, path)
+        if problem:
+            refused.append(f"{path}: {problem}")
+            continue
+        chosen.append((path, record, unsigned))
+    if refused:
+        raise PublishError(f"{len(refused)} chosen record(s) cannot be published, so nothing was: "
+                           + "; ".join(refused[:8]) + ("; ..." if len(refused) > 8 else ""))
+    if not chosen:
+        raise PublishError(f"no record in {source.root} matches the selection; nothing to publish.")
+    check_writable_dir(target.root, "the published set")
+    plans: list[tuple[Path, dict]] = []
+    conflicts: list[str] = []
+    for path, record, unsigned in chosen:
+        destination = target.record_path(record["model_key"], record["seed"], record["task"]["key"])
+        published = seal_record({**record, "published": _provenance(record, unsigned, same_store)})
+        existing = _existing(destination)
+        if existing is not None and _without_publication(existing) == _without_publication(published):
+            if not same_store or existing.get("published"):
+                result.unchanged.append(destination)
+                continue
+        elif existing is not None and not overwrite and not same_store:
+            conflicts.append(f"{destination} holds another result for this cell")
+            continue
+        plans.append((destination, published))
+    if conflicts:
+        raise PublishError(f"{len(conflicts)} cell(s) are already published with other results, so nothing was "
+                           "published: " + "; ".join(conflicts[:8]) + ". Pass --overwrite to replace them.")
+    for destination, published in plans:
+        atomic_write_text(destination, json.dumps(published, indent=2, sort_keys=True, allow_nan=False) + "\n")
+        result.written.append(destination)
+        if not same_store:
+            _copy_artifacts(source, target, published["model_key"], published["seed"])
+    log(f"published {len(result.written)} record(s) to {target.root}"
+        + (f"; {len(result.unchanged)} already published" if result.unchanged else ""))
+    return result
+
+
+def _publish_problem(record: dict, checks: _DataChecks, warnings: list[str], path: Path) -> str | None:
+    if record["status"] == "failed":
+        return f"the cell failed ({record.get('message', '')}); recompute it, a failure is never published"
+    if record["status"] != "ok":
+        return None  # a "missing" record holds no number that a task version or a dataset could make stale
+    installed = checks.version(record["task"])
+    if installed is None:
+        warnings.append(f"{path}: task {record['task']['name']!r} is not installed here; version and data not checked")
+        return None
+    if installed != record["task"]["version"]:
+        return f"task version {record['task']['version']} is not the installed {installed}; recompute it"
+    current = checks.checksum(record["task"])
+    if current is None:
+        warnings.append(f"{path}: the data of {record['task']['label']} is not available here; its dataset checksum "
+                        "was not compared")
+    elif current != record.get("dataset_checksum"):
+        return "its dataset checksum differs from the data as it is now (stale); recompute it"
+    return None
+
+
+def _provenance(record: dict, unsigned: bool, same_store: bool) -> dict:
+    previous = record.get("published") or {}
+    from . import __version__
+
+    return {
+        "at": previous.get("at") or datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "harness": previous.get("harness") or __version__,
+        "signed_unsigned_record": bool(previous.get("signed_unsigned_record") or unsigned),
+    }
+
+
+def _existing(path: Path) -> dict | None:
+    if not path.exists():
+        return None
+    try:
+        return read_record(path)
+    except InvalidRecordError:
+        return None
+
+
+def _without_publication(record: dict) -> dict:
+    return {k: v for k, v in record.items() if k not in ("published", "checksum", "_path", "schema")}
+
+
+def _copy_artifacts(source: Store, target: Store, model_key: str, seed: int) -> None:
+    """A published record's spec+seed artifacts (e.g. silver pairs that plots read) go with it."""
+    origin = source.artifact_dir(model_key, seed)
+    if not origin.is_dir():
+        return
+    destination = target.artifact_dir(model_key, seed)
+    for path in sorted(p for p in origin.rglob("*") if p.is_file() and not p.name.startswith(".")):
+        copy = destination / path.relative_to(origin)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, copy)
+

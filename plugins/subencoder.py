@@ -1,0 +1,245 @@
+"""Sub-Sentence Encoder (SubEncoder): one contextual embedding per proposition of a sentence.
+
+Chen et al. 2023, "Sub-Sentence Encoder: Contrastive Learning of Propositional Semantic Representations"
+(arXiv 2311.04335), sections 3.1-3.2 and appendix B; official code ``schen149/sub-sentence-encoder``.
+
+- Architecture (3.1): a transformer reads the whole sentence once with full attention; each proposition (a binary
+  token mask, given as character spans and mapped to tokens with the fast tokenizer's offset mapping: special
+  tokens and padding never in the mask) is the masked MEAN of the last hidden states, then an MLP
+  Linear(d, d)-ReLU-Linear(d, d_out). ``output_dim`` sets d_out (0: d, as in table 1; 64: the paper's bottleneck of
+  5.4 / table 5). Encoding many propositions of one sentence costs one forward pass (``harness.nn.spans``).
+- Objective (3.2): supervised contrastive loss (Khosla et al. 2020; ``harness.nn.SupCon``) over every proposition
+  of the batch, temperature 0.01; positives are linked propositions across a sentence pair (the
+  ``proposition_pairs`` training kind), every other proposition, those of the same sentence included, is a
+  negative. Links are closed transitively (a proposition linked to two others makes all three positives), and a
+  sentence or proposition that occurs twice in a batch is one item.
+- Training (appendix B): AdamW, lr 1e-4 (5e-5 for SimCSE backbones: ``lr=0``, the default, picks by backbone
+  name), linear decay, 10 epochs under the ``paper`` profile (``epochs=0``, the default; other profiles use their
+  own epoch budget). Batch: the profile's batch size in sentence pairs.
+- As a sentence embedder (every other task) the core's adapter gives it each sentence as one span over all of it.
+
+It needs training (its MLP starts random): without ``--train-on`` it trains on ``propsegment-facts`` (the
+held-out-split training clusters).
+
+Deviations: the paper trains on 240k NLI-labelled sentence pairs (not public as a harness task); here the training
+source is any task offering ``proposition_pairs`` (PropSegmEnt's judged training clusters by default). No model
+selection on a validation loss (the sources offer no dev split): the last epoch is kept. The official code calls
+pytorch-metric-learning's SupConLoss with its default temperature 0.1 (its ``--temperature 0.01`` flag is never
+passed on) and labels positive pairs without closing cliques; this follows the paper (0.01, cliques closed). The
+official warm-up is 10 steps; here 10% of the steps (the harness' shared schedule).
+"""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+from safetensors.torch import load_model, save_model
+from torch import nn
+
+from harness import PROPOSITION_PAIRS, InvalidOptionError, ModelPlugin, Option, hookimpl
+from harness.nn import SupCon, load_tokenizer, load_transformer, sequence_limits
+from harness.nn.encoder import MODEL_INPUTS
+from harness.nn.spans import (
+    SpanBatch,
+    encode_span_items,
+    normalise_spans,
+    pool_spans,
+    span_batch,
+    tokenise_sentences,
+)
+from harness.training import TrainReport, config_from_profile, fit
+
+logger = logging.getLogger(__name__)
+
+PAPER_EPOCHS = 10  # appendix B
+PAPER_LR = 1e-4  # appendix B: Sentence-T5 and GTR backbones
+SIMCSE_LR = 5e-5  # appendix B: SimCSE backbones
+
+
+class SubSentenceNetwork(nn.Module):
+    """Transformer + masked mean pooling per proposition + MLP."""
+
+    def __init__(self, transformer: nn.Module, output_dim: int = 0):
+        super().__init__()
+        hidden = int(transformer.config.hidden_size)
+        self.transformer = transformer
+        self.output_dim = output_dim or hidden
+        self.mlp = nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, self.output_dim))
+
+    def token_states(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
+        inputs = {key: value for key, value in features.items() if key in MODEL_INPUTS}
+        return self.transformer(**inputs).last_hidden_state
+
+    def forward(self, batch: SpanBatch) -> torch.Tensor:
+        """``[n_propositions, output_dim]``: one forward pass over the batch's sentences, then pooling and MLP."""
+        return self.mlp(pool_spans(self.token_states(batch.features), batch.masks, batch.rows))
+
+
+class SupConObjective(nn.Module):
+    """The SupCon loss of the propositions of a collated batch (for :func:`harness.training.fit`)."""
+
+    def __init__(self, network: SubSentenceNetwork, temperature: float):
+        super().__init__()
+        self.network = network
+        self.loss = SupCon(temperature)
+
+    def forward(self, features: dict, masks: torch.Tensor, rows: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return self.loss(self.network(SpanBatch(features, masks, rows)), labels)
+
+
+def positive_groups(node_count: int, links: Sequence[tuple[int, int]]) -> list[int]:
+    """A label per node such that linked nodes (transitively) share one: union-find over ``links``."""
+    parent = list(range(node_count))
+
+    def root(node: int) -> int:
+        while parent[node] != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    for first, second in links:
+        parent[root(first)] = root(second)
+    return [root(node) for node in range(node_count)]
+
+
+class PropositionPairCollator:
+    """Turns a list of PropositionPair into the SupCon batch: distinct sentences, distinct propositions (by
+    sentence and merged spans), and their group labels."""
+
+    def __init__(self, tokenizer, max_length: int):
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+
+    def __call__(self, pairs: Sequence) -> dict:
+        sentence_of: dict[str, int] = {}
+        node_of: dict[tuple[str, tuple], int] = {}
+        propositions: list[tuple[int, list]] = []
+        links: list[tuple[int, int]] = []
+        for pair_index, pair in enumerate(pairs):
+            nodes = []
+            for text, spans_list in ((pair.first, pair.first_propositions), (pair.second, pair.second_propositions)):
+                position = sentence_of.setdefault(text, len(sentence_of))
+                side = []
+                for spans in spans_list:
+                    merged = normalise_spans(text, spans, f"training pair {pair_index}")
+                    key = (text, tuple(merged))
+                    if key not in node_of:
+                        node_of[key] = len(propositions)
+                        propositions.append((position, merged))
+                    side.append(node_of[key])
+                nodes.append(side)
+            links.extend((nodes[0][i], nodes[1][j]) for i, j in pair.positives)
+        sentences = tokenise_sentences(self.tokenizer, list(sentence_of), self.max_length)
+        batch = span_batch(self.tokenizer, sentences, propositions)
+        labels = torch.tensor(positive_groups(len(propositions), links), dtype=torch.long)
+        return {"features": batch.features, "masks": batch.masks, "rows": batch.rows, "labels": labels}
+
+
+def learning_rate(option_value: float, backbone: str) -> float:
+    """The ``lr`` option, or (0) the paper's: 5e-5 for SimCSE backbones, 1e-4 otherwise."""
+    if option_value < 0:
+        raise InvalidOptionError(f"option 'lr' of model 'subencoder' is {option_value}; give a positive rate or 0 "
+                                 "for the paper's (1e-4, 5e-5 for SimCSE backbones).")
+    if option_value:
+        return option_value
+    return SIMCSE_LR if "simcse" in backbone.lower() else PAPER_LR
+
+
+class SubEncoder:
+    """A span encoder (and, through the core's adapter, a sentence embedder); trainable on proposition pairs."""
+
+    def __init__(self, network: SubSentenceNetwork, tokenizer, max_length: int, device: str, batch_size: int,
+                 progress: bool, backbone: str):
+        self.network = network.to(device)
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+        self.device = device
+        self.batch_size = batch_size
+        self.progress = progress
+        self.backbone = backbone
+
+    def encode_spans(self, items: Sequence[tuple[str, Sequence[tuple[int, int]]]]) -> np.ndarray:
+        was_training = self.network.training
+        self.network.eval()
+        try:
+            vectors = encode_span_items(items, self.tokenizer, self.network.token_states, self.device,
+                                        self.batch_size, self.max_length, head=self.network.mlp,
+                                        progress=self.progress)
+        finally:
+            self.network.train(was_training)
+        return vectors.reshape(len(items), self.network.output_dim)
+
+    def fit(self, splits, ctx) -> TrainReport:
+        options = ctx.options
+        epochs = options["epochs"] or (PAPER_EPOCHS if ctx.profile.name == "paper" else ctx.profile.epochs)
+        rate = learning_rate(options["lr"], self.backbone)
+        config = config_from_profile(
+            ctx.profile, ctx.seed, ctx.device, ctx.progress, learning_rate=rate, epochs=epochs,
+            batch_size=options["batch_size"] or None, description="training subencoder",
+        )
+        counts = splits.train.counts() if hasattr(splits.train, "counts") else {"pairs": len(splits.train)}
+        ctx.logger.info("subencoder: %s, lr %g, %d epochs, batch %d pairs, temperature %g", counts, rate,
+                        config.epochs, config.batch_size, options["temperature"])
+        objective = SupConObjective(self.network, options["temperature"])
+        return fit(objective, list(splits.train.pairs), PropositionPairCollator(self.tokenizer, self.max_length),
+                   config)
+
+    def save(self, directory: Path) -> None:
+        save_model(self.network, str(Path(directory) / "model.safetensors"))
+        (Path(directory) / "config.json").write_text(
+            json.dumps({"output_dim": self.network.output_dim, "max_length": self.max_length})
+        )
+
+    def load(self, directory: Path) -> None:
+        load_model(self.network, str(Path(directory) / "model.safetensors"), device=str(self.device))
+
+
+def build(ctx) -> SubEncoder:
+    options = ctx.options
+    if options["output_dim"] < 0:
+        raise InvalidOptionError("option 'output_dim' of model 'subencoder' must be 0 (the backbone's width) or a "
+                                 f"positive size such as 64; got {options['output_dim']}.")
+    for key in ("epochs", "batch_size"):
+        if options[key] < 0:
+            raise InvalidOptionError(f"option {key!r} of model 'subencoder' must be 0 (the profile's) or positive; "
+                                     f"got {options[key]}.")
+    if options["temperature"] <= 0:
+        raise InvalidOptionError(f"option 'temperature' of model 'subencoder' must be positive (the paper: 0.01); "
+                                 f"got {options['temperature']}.")
+    tokenizer = load_tokenizer(ctx.backbone)
+    transformer = load_transformer(ctx.backbone)
+    max_length = sequence_limits(ctx.backbone, tokenizer, transformer.config, ctx.profile.max_seq_length).sentence
+    network = SubSentenceNetwork(transformer, options["output_dim"])
+    return SubEncoder(network, tokenizer, max_length, ctx.device, ctx.eval_batch_size, ctx.progress, ctx.backbone)
+
+
+@hookimpl
+def register_models(register):
+    register(
+        ModelPlugin(
+            name="subencoder",
+            aliases=("sub-sentence-encoder",),
+            description="Sub-Sentence Encoder: one forward pass per sentence, masked mean pooling per proposition, "
+                        "MLP; SupCon on proposition pairs",
+            factory=build,
+            capabilities=("span_encoder", "trainable"),
+            options={
+                "output_dim": Option(0, "output size of the MLP; 0 = the backbone's hidden size, 64 = the paper's "
+                                        "bottleneck", type=int),
+                "temperature": Option(0.01, "SupCon temperature (paper 3.2 / appendix B)", type=float),
+                "lr": Option(0.0, "AdamW learning rate; 0 = the paper's: 1e-4, or 5e-5 for SimCSE backbones",
+                             type=float),
+                "epochs": Option(0, "training epochs; 0 = the profile's (10 under the paper profile)", type=int),
+                "batch_size": Option(0, "sentence pairs per batch; 0 = the profile's batch size", type=int),
+            },
+            training_kinds=(PROPOSITION_PAIRS,),
+            requires_training=True,
+            default_train_on="propsegment-facts",
+            reference="Chen et al. 2023, Sub-Sentence Encoder (arXiv 2311.04335), 3.1-3.2, appendix B",
+            model_class=SubEncoder,
+        )
+    )

@@ -1,0 +1,181 @@
+"""``harness export-results --format mteb``: stored harness results in MTEB's results layout.
+
+Reference: mteb 2's ``ResultCache`` layout (``results/<model name, '/' as '__'>/<revision>/<TaskName>.json`` plus
+``model_meta.json``) and schema (``mteb.TaskResult``: ``scores[split] = [{"hf_subset", "languages", "main_score",
+...metric keys}]``). Files are written with mteb's own ``TaskResult.from_task_results(...).to_disk`` and
+``ModelMeta.to_dict``, so ``mteb.ResultCache(DIR).load_results()`` reads them (tests/test_mteb.py does).
+
+- Model folder: ``harness/<model key>`` (spec name and hash, as in the harness store); revision ``seed-<seed>``
+  (every seed is another trained model).
+- Records of ``mteb:*`` tasks are mteb's own ``TaskResult``, kept in the record, written back as they were.
+- Other records are mapped by :data:`COUNTERPARTS` (scores /100: mteb stores fractions). ``exact`` says the harness
+  task scores the same pairs with the same metric as the mteb task; the others are the same source data under a
+  different cut, recorded in ``harness_export.json`` next to the results so nobody mistakes them for mteb runs.
+
+| harness task | MTEB task | mteb keys <- harness scores | fidelity |
+| --- | --- | --- | --- |
+| sts12 ... sts16 | STS12 ... STS16 | cosine_spearman <- spearman_all, cosine_pearson <- pearson_all | exact with ``text=raw`` (mteb pools every pair of a year and scores the original sentences); SentEval's tokenised copy (the default) is approximate |
+| stsb | STSBenchmark | as above | as above |
+| sickr:split=all | SICK-R | as above | exact (all 9927 pairs); ``sickr`` (SentEval's 4927 test pairs) has no counterpart |
+| twitterpara | TwitterSemEval2015, TwitterURLCorpus | cosine_ap <- ap.pit, ap.twitterurl | approximate: useb's test cuts (label 3 dropped) of the same corpora; mteb scores larger sets, and its main score max_ap maximises over four similarities (the harness reports cosine, written as cosine_ap and main_score) |
+| askubuntu | AskUbuntuDupQuestions | map_at_1000 <- map, mrr_at_1000 <- mrr, mrr_at_10 <- mrr@10, precision_at_1 <- p@1, precision_at_5 <- p@5 | approximate: the same 20-candidate reranking, useb's split (option ``split``) rather than mteb's 361 test queries |
+| scidocs | SciDocsRR | map_at_1000 <- map, ndcg_at_1000 <- ndcg | approximate: useb's data; the harness averages cite/cocite/coread/coview, mteb pools their queries |
+
+A record of another task (bws, cqadupstack, beir:*) has no MTEB counterpart and is skipped with one line saying so.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+REVISION_PREFIX = "seed-"
+MANIFEST = "harness_export.json"
+
+
+@dataclass(frozen=True)
+class Counterpart:
+    """How one harness task's scores become one mteb task's scores."""
+
+    harness_task: str
+    mteb_task: str
+    scores: dict[str, str]  # mteb score key -> harness score key (x100)
+    main: str  # the mteb key written as main_score
+    fidelity: str
+    exact_when: dict[str, Any] = field(default_factory=dict)  # task options under which the mapping is exact
+    required: dict[str, Any] = field(default_factory=dict)  # task options without which there is no counterpart
+
+
+_STS_SCORES = {"cosine_spearman": "spearman_all", "cosine_pearson": "pearson_all"}
+_STS_FIDELITY = "same test pairs, every pair pooled (mteb); exact with text=raw, SentEval's tokenised text otherwise"
+_RERANK_SCORES = {"map_at_1000": "map", "mrr_at_1000": "mrr", "mrr_at_10": "mrr@10", "precision_at_1": "p@1",
+                  "precision_at_5": "p@5"}
+
+COUNTERPARTS: tuple[Counterpart, ...] = (
+    *(Counterpart(f"sts{year}", f"STS{year}", _STS_SCORES, "cosine_spearman", _STS_FIDELITY, {"text": "raw"})
+      for year in (12, 13, 14, 15, 16)),
+    Counterpart("stsb", "STSBenchmark", _STS_SCORES, "cosine_spearman", _STS_FIDELITY, {"text": "raw"}),
+    Counterpart("sickr", "SICK-R", _STS_SCORES, "cosine_spearman", "all 9927 pairs, as mteb", {"split": "all"},
+                {"split": "all"}),
+    Counterpart("twitterpara", "TwitterSemEval2015", {"cosine_ap": "ap.pit"}, "cosine_ap",
+                "approximate: useb's PIT-2015 test cut; mteb scores a larger set, main score max_ap over four "
+                "similarities (cosine only here)"),
+    Counterpart("twitterpara", "TwitterURLCorpus", {"cosine_ap": "ap.twitterurl"}, "cosine_ap",
+                "approximate: useb's Twitter URL test cut; mteb scores the whole corpus, main score max_ap over "
+                "four similarities (cosine only here)"),
+    Counterpart("askubuntu", "AskUbuntuDupQuestions", _RERANK_SCORES, "map_at_1000",
+                "approximate: same 20-candidate reranking, useb's split instead of mteb's 361 test queries"),
+    Counterpart("scidocs", "SciDocsRR", {"map_at_1000": "map", "ndcg_at_1000": "ndcg"}, "map_at_1000",
+                "approximate: useb's SciDocs; the harness averages cite/cocite/coread/coview, mteb pools them"),
+)
+
+
+def counterparts_of(record: dict) -> tuple[list[Counterpart], str | None]:
+    """The counterparts of a record's task, or ([], why there is none)."""
+    task = record["task"]
+    matches = [c for c in COUNTERPARTS if c.harness_task == task["name"]]
+    if not matches:
+        return [], f"task {task['label']!r} has no MTEB counterpart"
+    options = task.get("options") or {}
+    usable = [c for c in matches if all(options.get(k) == v for k, v in c.required.items())]
+    if not usable:
+        needed = ",".join(f"{k}={v}" for k, v in matches[0].required.items())
+        return [], (f"task {task['label']!r} has no MTEB counterpart with these options ({matches[0].mteb_task} "
+                    f"needs {task['name']}:{needed})")
+    return usable, None
+
+
+def is_exact(counterpart: Counterpart, record: dict) -> bool:
+    options = record["task"].get("options") or {}
+    return bool(counterpart.exact_when) and all(options.get(k) == v for k, v in counterpart.exact_when.items())
+
+
+def _model_meta(record: dict) -> Any:
+    from mteb.models.model_meta import ModelMeta, ScoringFunction
+
+    model = record["model"]
+    return ModelMeta.create_empty(overwrites={
+        "name": f"harness/{record['model_key']}",
+        "revision": f"{REVISION_PREFIX}{record['seed']}",
+        "framework": ["PyTorch"],
+        "modalities": ["text"],
+        "similarity_fn_name": ScoringFunction.COSINE,
+        "reference": f"harness spec {model['label']} (backbone {model['backbone']}, trained on "
+                     f"{model.get('train_on') or 'nothing'}, profile {model['profile']})",
+    })
+
+
+def _task_result(record: dict, counterpart: Counterpart | None) -> Any:
+    import mteb
+    from mteb import TaskResult
+
+    if counterpart is None:  # an mteb:* record: mteb's own result
+        return TaskResult.from_dict(record["details"]["mteb_task_result"])
+    task = mteb.get_task(counterpart.mteb_task)
+    scores = {key: float(record["scores"][source]) / 100.0 for key, source in counterpart.scores.items()
+              if source in record["scores"]}
+    if counterpart.main not in scores:
+        raise KeyError(counterpart.scores[counterpart.main])
+    scores["main_score"] = scores[counterpart.main]
+    split = task.metadata.eval_splits[0]
+    subset = task.hf_subsets[0] if task.hf_subsets else "default"
+    seconds = float((record.get("timings") or {}).get("eval_seconds") or 0.0)
+    return TaskResult.from_task_results(task, {split: {subset: scores}}, evaluation_time=seconds)
+
+
+def write_mteb_results(records: list[dict], output_dir: Path) -> list[Path]:
+    """Write every record that has an MTEB counterpart under ``output_dir/results/``; returns the written files.
+    Each skipped record is logged with one line saying why."""
+    output_dir = Path(output_dir)
+    written: list[Path] = []
+    manifest: list[dict] = []
+    chosen: dict[tuple[str, int, str], tuple[dict, Counterpart | None, bool]] = {}
+    for record in records:
+        path = record.get("_path", record["model_key"])
+        if record.get("status") != "ok":
+            logger.warning("skipped %s: status %s, no scores to export", path, record.get("status"))
+            continue
+        mteb_result = (record.get("details") or {}).get("mteb_task_result")
+        if mteb_result is not None:
+            candidates: list[tuple[str, Counterpart | None, bool]] = [(mteb_result["task_name"], None, True)]
+        else:
+            found, why = counterparts_of(record)
+            if why:
+                logger.warning("skipped %s: %s", path, why)
+                continue
+            candidates = [(c.mteb_task, c, is_exact(c, record)) for c in found]
+        for mteb_task, counterpart, exact in candidates:
+            key = (record["model_key"], record["seed"], mteb_task)
+            if key in chosen and (chosen[key][2] or not exact):
+                logger.warning("skipped %s for %s: another record of the same model and seed already maps there "
+                               "(an exact one is preferred)", path, mteb_task)
+                continue
+            chosen[key] = (record, counterpart, exact)
+    for (model_key, seed, mteb_task), (record, counterpart, exact) in sorted(chosen.items(),
+                                                                             key=lambda item: item[0]):
+        try:
+            result = _task_result(record, counterpart)
+        except KeyError as missing:
+            logger.warning("skipped %s: it has no %s score to map to %s", record.get("_path"), missing, mteb_task)
+            continue
+        meta = _model_meta(record)
+        folder = output_dir / "results" / meta.model_name_as_path() / meta.revision
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{result.task_name}.json"
+        result.to_disk(path)
+        meta_path = folder / "model_meta.json"
+        meta_path.write_text(json.dumps(meta.to_dict(), default=str, indent=4) + "\n", encoding="utf-8")
+        written.append(path)
+        manifest.append({
+            "file": str(path.relative_to(output_dir)), "record": record.get("_path"),
+            "harness_task": record["task"]["label"], "mteb_task": mteb_task, "model": record["model"]["label"],
+            "seed": seed, "exact": exact,
+            "fidelity": "mteb's own evaluation" if counterpart is None else counterpart.fidelity,
+        })
+    if written:
+        (output_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return written

@@ -1,0 +1,241 @@
+"""PropSegmEnt atomic-fact retrieval (Sub-Sentence Encoder, Chen et al. 2023, arXiv 2311.04335, section 4.2.1,
+table 1) and its sentence- and document-level variants (section 5.2, table 4): the ``propsegment`` family.
+
+- ``propsegment-facts``: a query is one proposition in its sentence; the corpus is every proposition; the query is
+  removed from its own ranking; gold are the propositions annotated as entailing it. P@1 (main score), R@5/10/20.
+- ``propsegment-sentences`` / ``propsegment-documents``: the ``candidates`` best propositions are retrieved and each
+  sentence / document is scored by its best one (5.2); gold units hold a gold proposition. Same metrics.
+
+How judgements, rater disagreement and the reference segmentation become queries, corpus and gold:
+``collection.py``. Reading the files: ``files.py``. Metrics: ``harness.evaluation.retrieval`` (matrix products over
+query chunks). Models are read through ``encode_spans``, all corpus propositions in one call (a span encoder runs
+one forward pass per sentence).
+
+Splits (option ``split``), honest with the data that is public:
+
+- ``heldout`` (default): only the dev split has judgements (its 15 Wikipedia clusters). The clusters, sorted by id,
+  alternate: positions 0, 2, 4, ... (8 clusters) are the training clusters, the only source of ``--train-on``
+  proposition pairs; positions 1, 3, 5, ... (7 clusters) are evaluated. No cluster is in both.
+- ``all``: every judged dev cluster is evaluated (the paper's zero-shot setting) and no training data is offered;
+  for models that never trained on PropSegmEnt.
+- ``official``: the official splits, for users with the full v1 files under ``--data-dir DIR/propsegment/v1/``
+  (``*.train`` for training, ``*.test`` with ``relationships.test`` for evaluation); a missing file is reported
+  with where to get it.
+
+``distractors=test`` (default) adds the propositions of the public test split's clusters, which have no judgements,
+to the corpus of ``heldout`` and ``all`` (no effect with ``official``, whose corpus is the test split).
+NewSHead clusters: their text is not redistributed (URLs only), so their judgements and segmentations cannot be
+used; how many were left out is recorded with every result (``left_out_without_text``).
+
+Data: the Wikipedia-cluster files needed by default are bundled under ``tasks/data/propsegment/v1/`` (SOURCE.md:
+origin, license CC BY-SA 3.0); ``--data-dir`` overrides.
+
+Deviations: the paper evaluates a ~45k-proposition corpus from the whole dataset with its own (unpublished)
+construction; here the corpus is the held-out dev clusters plus test-split distractors (a few thousand
+propositions) and the gold comes from the v1 judgements as described in ``collection.py``. Only the query itself
+is removed from its ranking, as in the official script: at the sentence and document level the query's own
+sentence and document can be retrieved (and are never gold).
+"""
+from __future__ import annotations
+
+import logging
+from functools import lru_cache
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+
+from harness import (
+    PROPOSITION_PAIRS,
+    SPAN_ENCODER,
+    DataFileError,
+    EvalResult,
+    IncompatibleError,
+    Option,
+    Task,
+    TaskMetadata,
+    TrainingSplits,
+    files_checksum,
+    hookimpl,
+    resolve_dataset_dir,
+)
+from harness.evaluation.retrieval import DEFAULT_KS, retrieval_metrics, unit_retrieval_metrics
+
+from .collection import AGREEMENT_CHOICES, POSITIVES_CHOICES, build_collection, options_checksum, training_pairs
+from .files import OFFICIAL_SOURCE, PropSegmentSplit, read_split
+
+logger = logging.getLogger(__name__)
+
+DATASET = "propsegment"
+BUNDLED = Path(__file__).resolve().parent.parent / "data" / DATASET
+SPLIT_CHOICES = ("heldout", "all", "official")
+LEVELS = ("proposition", "sentence", "document")
+
+
+def folder(data_dir: Path | None) -> Path:
+    return resolve_dataset_dir(DATASET, BUNDLED, f"Download {OFFICIAL_SOURCE} into <data-dir>/{DATASET}/.",
+                               data_dir=data_dir) / "v1"
+
+
+@lru_cache(maxsize=8)
+def _read(root: Path, split: str, need_relationships: bool) -> PropSegmentSplit:
+    return read_split(root, split, need_relationships)
+
+
+def heldout_clusters(judged: PropSegmentSplit) -> tuple[set[str], set[str]]:
+    """(training clusters, evaluated clusters): the judged clusters sorted by id, alternating."""
+    judged_clusters = sorted({r.cluster for r in judged.relationships or []} & set(judged.clusters()))
+    return set(judged_clusters[0::2]), set(judged_clusters[1::2])
+
+
+class PropSegmentRetrieval(Task):
+    """Atomic-fact retrieval; ``level`` says which units are ranked."""
+
+    level: ClassVar[str] = "proposition"
+    metadata = TaskMetadata(
+        name="propsegment-facts",
+        family="propsegment",
+        description="PropSegmEnt atomic-fact retrieval: each annotated proposition retrieves the propositions "
+                    "entailing it (held-out Wikipedia clusters by default)",
+        main_score="p@1",
+        metric="P@1 (top-ranked proposition is gold) and R@5/10/20 (share of gold in the top k), x100; the query "
+               "is removed from its own ranking; cosine of encode_spans vectors",
+        reference="Chen et al. 2023, Sub-Sentence Encoder (arXiv 2311.04335), 4.2.1 and table 1; PropSegmEnt "
+                  "(Chen et al. 2023, Findings of ACL)",
+        dataset=DATASET,
+        dataset_source=OFFICIAL_SOURCE,
+        license="Wikipedia clusters: CC BY-SA 3.0 (NewSHead text not redistributed, left out)",
+        version="1",
+        requires=(SPAN_ENCODER,),
+        training_kinds=(PROPOSITION_PAIRS,),
+        details={"split": "heldout: dev Wikipedia clusters sorted by id; even positions train, odd positions "
+                          "evaluate (disjoint); the public test split has no judgements and only adds distractors"},
+    )
+    options: ClassVar = {
+        "split": Option("heldout", "heldout: disjoint dev clusters for training and evaluation; all: every judged "
+                                   "dev cluster (untrained models only); official: the official train/test files "
+                                   "from --data-dir", choices=SPLIT_CHOICES),
+        "agreement": Option("majority", "how many raters must say ENTAILS for a judgement to make gold",
+                            choices=AGREEMENT_CHOICES),
+        "distractors": Option("test", "add the public test split's propositions (no judgements) to the corpus",
+                              choices=("test", "none")),
+        "positives": Option("mutual", "training data: links that entail each other (mutual) or every ENTAILS link",
+                            choices=POSITIVES_CHOICES),
+        "candidates": Option(100, "sentence/document level: propositions retrieved before aggregating", type=int),
+    }
+
+    # -- data -----------------------------------------------------------------------------------------------------
+    def _root(self) -> Path:
+        return folder(self.data_dir)
+
+    def _evaluated_split(self) -> PropSegmentSplit:
+        return _read(self._root(), "test" if self.options["split"] == "official" else "dev", True)
+
+    def _distractors(self) -> PropSegmentSplit | None:
+        if self.options["split"] == "official" or self.options["distractors"] == "none":
+            return None
+        return _read(self._root(), "test", False)
+
+    def _clusters(self, evaluated: PropSegmentSplit) -> tuple[set[str], set[str]]:
+        """(training clusters, evaluated clusters) of the evaluated split."""
+        if self.options["split"] == "heldout":
+            return heldout_clusters(evaluated)
+        return set(), set(evaluated.clusters())
+
+    def _paths(self) -> list[Path]:
+        paths = list(self._evaluated_split().paths)
+        distractors = self._distractors()
+        if distractors is not None:
+            paths += distractors.paths
+        return paths
+
+    def check_data(self) -> str:
+        if self.options["candidates"] < max(DEFAULT_KS):
+            raise DataFileError(f"task {self.metadata.name}: candidates={self.options['candidates']} is below "
+                                f"{max(DEFAULT_KS)}, the largest k; give candidates=100 or more.")
+        evaluated = self._evaluated_split()
+        _, clusters = self._clusters(evaluated)
+        if not clusters:
+            raise DataFileError(f"{evaluated.paths[0].parent}: the {evaluated.name} split has no judged cluster with "
+                                "text; nothing to evaluate.")
+        return options_checksum(files_checksum(self._paths()), agreement=self.options["agreement"],
+                                split=self.options["split"], distractors=self.options["distractors"])
+
+    # -- evaluation -----------------------------------------------------------------------------------------------
+    def evaluate(self, model, ctx) -> EvalResult:
+        checksum = self.check_data()
+        evaluated = self._evaluated_split()
+        _, clusters = self._clusters(evaluated)
+        collection = build_collection(evaluated, clusters, self.options["agreement"], self._distractors(),
+                                      ctx.profile.max_eval_examples)
+        vectors = np.asarray(model.encode_spans(collection.span_items), dtype=np.float32)
+        if vectors.shape[0] != len(collection.items):
+            raise DataFileError(f"the model returned {vectors.shape[0]} vectors for {len(collection.items)} "
+                                "propositions; encode_spans must return one row per item.")
+        if self.level == "proposition":
+            fractions = retrieval_metrics(vectors, collection.queries)
+        else:
+            units = collection.sentence_of_item if self.level == "sentence" else collection.document_of_item
+            fractions = unit_retrieval_metrics(vectors, collection.queries, units, self.options["candidates"])
+        details = {"level": self.level, **collection.stats}
+        if self.level != "proposition":
+            details["candidates"] = self.options["candidates"]
+        return EvalResult({name: 100.0 * value for name, value in fractions.items()}, checksum, details)
+
+    # -- training data --------------------------------------------------------------------------------------------
+    def training_data(self, kind: str, ctx=None) -> TrainingSplits | None:
+        if kind != PROPOSITION_PAIRS or kind not in self.metadata.training_kinds:
+            return None
+        split = self.options["split"]
+        if split == "all":
+            raise IncompatibleError("propsegment with split=all evaluates every judged cluster and offers no "
+                                    "training data; train with --train-on propsegment-facts (split=heldout).")
+        if split == "official":
+            judged = _read(self._root(), "train", True)
+            clusters = set(judged.clusters())
+        else:
+            judged = self._evaluated_split()
+            clusters, _ = heldout_clusters(judged)
+        pairs, counts = training_pairs(judged, clusters, self.options["agreement"], self.options["positives"])
+        if not len(pairs):
+            raise DataFileError(f"{judged.paths[0].parent}: no {self.options['positives']} positive links in the "
+                                f"training clusters; try --train-on propsegment-facts:positives=entails.")
+        logger.info("propsegment training pairs: %s", {k: v for k, v in counts.items() if k != "clusters"})
+        checksum = options_checksum(files_checksum(judged.paths), agreement=self.options["agreement"],
+                                    positives=self.options["positives"], split=split)
+        return TrainingSplits(source=self.metadata.name, train=pairs, dev=None, checksum=checksum)
+
+
+SENTENCES = PropSegmentRetrieval.variant(
+    TaskMetadata(**{
+        **PropSegmentRetrieval.metadata.as_record(),
+        "name": "propsegment-sentences",
+        "description": "PropSegmEnt sentence retrieval: each sentence scored by its best proposition among the "
+                       "candidates retrieved for a query proposition (paper 5.2)",
+        "metric": "P@1 and R@5/10/20 over distinct sentences, x100; a sentence is gold if it holds a gold "
+                  "proposition; only the query proposition itself is removed from the ranking",
+        "training_kinds": (),
+        "requires": (SPAN_ENCODER,),
+    }),
+    level="sentence",
+)
+DOCUMENTS = PropSegmentRetrieval.variant(
+    TaskMetadata(**{
+        **PropSegmentRetrieval.metadata.as_record(),
+        "name": "propsegment-documents",
+        "description": "PropSegmEnt document retrieval: each document scored by its best proposition among the "
+                       "candidates retrieved for a query proposition (paper 5.2)",
+        "metric": "P@1 and R@5/10/20 over distinct documents, x100; a document is gold if it holds a gold "
+                  "proposition; only the query proposition itself is removed from the ranking",
+        "training_kinds": (),
+        "requires": (SPAN_ENCODER,),
+    }),
+    level="document",
+)
+TASKS = (PropSegmentRetrieval, SENTENCES, DOCUMENTS)
+
+
+@hookimpl
+def register_tasks(register):
+    for task_class in TASKS:
+        register(task_class)

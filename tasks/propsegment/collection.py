@@ -1,0 +1,201 @@
+"""From PropSegmEnt judgements to what the tasks need: the atomic-fact retrieval collection (queries, corpus, gold)
+and proposition-pair training data.
+
+Sub-Sentence Encoder (Chen et al. 2023, arXiv 2311.04335), section 4.2.1: a query is one proposition in its
+sentence, the corpus is every proposition, the gold of a query are the propositions annotated as entailing it.
+How the annotations become that:
+
+- Rater disagreement: a judgement (premise document, hypothesis proposition) has one response per rater (3 in
+  v1). It counts as entailment when the share of responses saying ENTAILS passes the ``agreement`` rule:
+  ``majority`` (default: more than half), ``any`` (at least one) or ``unanimous``. Its gold propositions are the
+  distinct ``supporting_premise_proposition`` of the responses that say ENTAILS (raters sometimes mark slightly
+  different token sets for the same fact; each is gold).
+- A query is a hypothesis proposition with at least one counted judgement; its gold is the union over them.
+- Reference segmentation: the corpus holds the propositions of the reference response (``is_reference_response``)
+  of every sentence; a sentence without one (some rater found it non-informational) contributes none. Queries and
+  gold propositions that the reference segmentation does not contain (about 45% of the gold in v1 dev: raters drew
+  them in the entailment task) are added to the corpus, so every query can reach its gold. Items are identified by
+  (document, sentence, token set); duplicates are one item.
+- Distractors: the propositions of further clusters (the public test split's, which has no judgements) can join
+  the corpus; they are never queries or gold.
+- Training pairs: each counted (hypothesis, gold) link gives a positive between two sentences of different
+  documents; ``positives=mutual`` keeps a link only when the reverse link (the gold proposition as hypothesis,
+  entailed with the query proposition as support) is also counted, the paper's "entail each other" rule;
+  ``positives=entails`` keeps every link. Links of one sentence pair are one training example whose propositions
+  are both sentences' reference propositions plus the linked ones.
+
+The smoke profile's cut (``limit``) samples queries (harness.evaluation.sampling) and keeps in the corpus the
+sentences of those queries and their gold plus ``limit`` other sampled sentences.
+
+Deviations: the paper's retrieval data (~45k propositions from 1.5k documents, 1.13 gold per query; HF
+``sihaochen/propsegment-retrieval``) is not redistributed with PropSegmEnt and its construction is not described;
+this is a reconstruction from the v1 judgements (about 1.8 gold per query with ``majority``).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+
+from harness import PropositionPair, PropositionPairs
+from harness.evaluation.retrieval import RetrievalQueries
+from harness.evaluation.sampling import evaluation_sample
+
+from .files import PropositionKey, PropSegmentSplit, Relationship, Sentence, SentenceKey
+
+logger = logging.getLogger(__name__)
+
+AGREEMENT_CHOICES = ("majority", "any", "unanimous")
+POSITIVES_CHOICES = ("mutual", "entails")
+
+
+def counts_as_entailment(relationship: Relationship, agreement: str) -> bool:
+    votes, responses = relationship.entail_votes(), len(relationship.verdicts)
+    if agreement == "majority":
+        return 2 * votes > responses
+    if agreement == "any":
+        return votes >= 1
+    if agreement == "unanimous":
+        return responses > 0 and votes == responses
+    raise ValueError(f"agreement must be one of {AGREEMENT_CHOICES}, got {agreement!r}")
+
+
+def gold_links(relationships: Iterable[Relationship], agreement: str,
+               clusters: set[str]) -> dict[PropositionKey, set[PropositionKey]]:
+    """Hypothesis proposition -> its gold (supporting) propositions, from the counted judgements of ``clusters``."""
+    gold: dict[PropositionKey, set[PropositionKey]] = defaultdict(set)
+    for relationship in relationships:
+        if relationship.cluster in clusters and counts_as_entailment(relationship, agreement):
+            supports = relationship.entailing_supports()
+            if supports:
+                gold[relationship.hypothesis].update(supports)
+    return dict(gold)
+
+
+@dataclass
+class RetrievalCollection:
+    """The corpus items (propositions) with their sentence and document, and the queries."""
+
+    items: list[PropositionKey]
+    span_items: list[tuple[str, list[tuple[int, int]]]]  # what the span encoder reads, one per item
+    sentence_of_item: np.ndarray  # unit id of each item's sentence
+    document_of_item: np.ndarray  # unit id of each item's document
+    queries: RetrievalQueries
+    stats: dict
+
+
+def _span_item(sentences: dict[SentenceKey, Sentence], key: PropositionKey) -> tuple[str, list[tuple[int, int]]]:
+    sentence = sentences[(key[0], key[1])]
+    return (sentence.text, sentence.spans_of(key[2]))
+
+
+def build_collection(evaluated: PropSegmentSplit, clusters: set[str], agreement: str,
+                     distractors: PropSegmentSplit | None = None, limit: int | None = None) -> RetrievalCollection:
+    """The retrieval collection of the judged ``clusters`` of ``evaluated`` (plus every cluster of
+    ``distractors``), cut to ``limit`` queries when a limit is given."""
+    gold = gold_links(evaluated.relationships or [], agreement, clusters)
+    query_keys = sorted(gold, key=_order)
+    chosen = [query_keys[i] for i in evaluation_sample(len(query_keys), limit)]
+    sentences = dict(evaluated.sentences)
+    reference = dict(evaluated.reference)
+    corpus_sentences = [key for key, s in sorted(evaluated.sentences.items()) if s.cluster in clusters]
+    if distractors is not None:
+        sentences.update(distractors.sentences)
+        reference.update(distractors.reference)
+        corpus_sentences += [key for key in sorted(distractors.sentences) if key not in evaluated.sentences]
+    if limit is not None:
+        needed = {(k[0], k[1]) for query in chosen for k in (query, *gold[query])}
+        others = [key for key in corpus_sentences if key not in needed]
+        corpus_sentences = sorted(needed) + [others[i] for i in evaluation_sample(len(others), limit)]
+
+    row_of: dict[PropositionKey, int] = {}
+
+    def add(key: PropositionKey) -> int:
+        return row_of.setdefault(key, len(row_of))
+
+    for sentence_key in corpus_sentences:
+        for token_indices in reference.get(sentence_key, []):
+            add((sentence_key[0], sentence_key[1], token_indices))
+    in_reference = len(row_of)
+    query_rows = np.array([add(query) for query in chosen], dtype=np.int64)
+    gold_rows = [np.array(sorted(add(g) for g in gold[query]), dtype=np.int64) for query in chosen]
+    items = list(row_of)
+    sentence_ids: dict[SentenceKey, int] = {}
+    document_ids: dict[str, int] = {}
+    stats = {
+        "queries": len(chosen),
+        "corpus_propositions": len(items),
+        "corpus_sentences": len({(k[0], k[1]) for k in items}),
+        "corpus_documents": len({k[0] for k in items}),
+        "added_outside_reference_segmentation": len(items) - in_reference,
+        "mean_gold_per_query": round(float(np.mean([len(g) for g in gold_rows])), 4) if gold_rows else 0.0,
+        "sentences_without_reference_segmentation": sum(key not in reference for key in corpus_sentences),
+        "evaluated_clusters": sorted(clusters),
+        "distractor_clusters": len(distractors.clusters()) if distractors is not None else 0,
+        "left_out_without_text": {**evaluated.left_out, **({f"distractors_{k}": v for k, v in
+                                                             distractors.left_out.items()} if distractors else {})},
+        "agreement": agreement,
+    }
+    return RetrievalCollection(
+        items=items,
+        span_items=[_span_item(sentences, key) for key in items],
+        sentence_of_item=np.array([sentence_ids.setdefault((k[0], k[1]), len(sentence_ids)) for k in items]),
+        document_of_item=np.array([document_ids.setdefault(k[0], len(document_ids)) for k in items]),
+        queries=RetrievalQueries(query_rows, gold_rows),
+        stats=stats,
+    )
+
+
+def _order(key: PropositionKey) -> tuple:
+    return (key[0], key[1], sorted(key[2]))
+
+
+def training_pairs(split: PropSegmentSplit, clusters: set[str], agreement: str,
+                   positives: str) -> tuple[PropositionPairs, dict]:
+    """Proposition-pair training data from the judged ``clusters`` (see the module docstring)."""
+    if positives not in POSITIVES_CHOICES:
+        raise ValueError(f"positives must be one of {POSITIVES_CHOICES}, got {positives!r}")
+    gold = gold_links(split.relationships or [], agreement, clusters)
+    links = {(hypothesis, support) for hypothesis, supports in gold.items() for support in supports}
+    if positives == "mutual":
+        links = {(a, b) for a, b in links if (b, a) in links}
+    by_pair: dict[tuple[SentenceKey, SentenceKey], set[tuple[PropositionKey, PropositionKey]]] = defaultdict(set)
+    for a, b in links:
+        first, second = sorted([a, b], key=_order)  # a mutual link and its reverse are one example
+        by_pair[((first[0], first[1]), (second[0], second[1]))].add((first, second))
+    pairs = []
+    for (first_key, second_key), pair_links in sorted(by_pair.items()):
+        first_props = _sentence_propositions(split, first_key, [a for a, _ in pair_links])
+        second_props = _sentence_propositions(split, second_key, [b for _, b in pair_links])
+        first_index = {props: i for i, props in enumerate(first_props)}
+        second_index = {props: i for i, props in enumerate(second_props)}
+        first_sentence, second_sentence = split.sentences[first_key], split.sentences[second_key]
+        pairs.append(PropositionPair(
+            first=first_sentence.text,
+            second=second_sentence.text,
+            first_propositions=tuple(tuple(first_sentence.spans_of(p)) for p in first_props),
+            second_propositions=tuple(tuple(second_sentence.spans_of(p)) for p in second_props),
+            positives=tuple(sorted((first_index[a[2]], second_index[b[2]]) for a, b in pair_links)),
+        ))
+    data = PropositionPairs(pairs)
+    return data, {**data.counts(), "positives": positives, "agreement": agreement, "clusters": sorted(clusters)}
+
+
+def _sentence_propositions(split: PropSegmentSplit, key: SentenceKey,
+                           linked: list[PropositionKey]) -> list[frozenset]:
+    """The sentence's reference propositions, then its linked propositions the reference does not hold."""
+    propositions = list(split.reference.get(key, []))
+    for extra in sorted({link[2] for link in linked} - set(propositions), key=sorted):
+        propositions.append(extra)
+    return propositions
+
+
+def options_checksum(paths_checksum: str, **options: object) -> str:
+    """The data files' checksum combined with the options that change what is built from them."""
+    payload = json.dumps({"files": paths_checksum, **options}, sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()

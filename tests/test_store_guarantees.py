@@ -1,0 +1,630 @@
+"""What the store guarantees (README "What the store guarantees"), one group of tests per defect of issue 9:
+broken results are failures, stale data and damaged files are recomputed, bad input is refused before computing.
+
+Most tests run the runner on a toy task (pairs in a CSV under a data dir) with toy embedders, which takes
+milliseconds; the tests that need real training use the tiny BERT fixture and the smoke profile."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import harness
+from conftest import REPO
+from harness.registry import build_registry
+from harness.runner import ModelEntry, RunConfig, Runner
+from harness.store import Store, build_checkpoint, checkpoint_problem, read_record, seal_record
+
+SMOKE = ("--profile", "smoke", "--no-progress")
+TOY_ROWS = [
+    ("a man plays a guitar", "a man is playing guitar", 4.8),
+    ("a woman slices an onion", "a person cuts an onion", 4.0),
+    ("the cat sits on the mat", "a dog runs in a field", 0.4),
+    ("stocks fell sharply today", "the market dropped today", 3.6),
+    ("a child rides a horse", "a kid is on a horse", 4.2),
+    ("the weather is sunny", "scientists found a frog", 0.0),
+]
+
+
+# -- toy plugins -------------------------------------------------------------------------------------------------------
+class ToyPairs(harness.Task):
+    """A third-party style task: ``<data dir>/toy/pairs.csv`` with ``first<TAB>second<TAB>score`` lines."""
+
+    metadata = harness.TaskMetadata(
+        name="toy-pairs", family="toy", description="toy pair similarity", main_score="spearman",
+        metric="Spearman x100", reference="tests", dataset="toy", dataset_source="tests", license="none",
+    )
+
+    def path(self) -> Path:
+        return harness.resolve_dataset_dir("toy", None, data_dir=self.data_dir) / "pairs.csv"
+
+    def load(self):
+        first, second, gold = [], [], []
+        for number, line in enumerate(harness.read_text_lines(self.path()), start=1):
+            fields = line.split("\t")
+            if len(fields) != 3:
+                raise harness.data_error(self.path(), number, "expected first<TAB>second<TAB>score.")
+            first.append(fields[0])
+            second.append(fields[1])
+            gold.append(float(fields[2]))
+        return first, second, gold
+
+    def check_data(self) -> str:
+        self.load()
+        return harness.files_checksum([self.path()])
+
+    def evaluate(self, model, ctx):
+        first, second, gold = self.load()
+        predicted = harness.as_pair_scorer(model).score(first, second)
+        return harness.EvalResult({"spearman": 100 * harness.spearman(predicted, gold)},
+                                  harness.files_checksum([self.path()]))
+
+
+class NaNTask(ToyPairs):
+    metadata = harness.TaskMetadata(
+        name="toy-nan", family="toy", description="returns a NaN score", main_score="spearman",
+        metric="Spearman x100", reference="tests", dataset="toy", dataset_source="tests", license="none",
+    )
+
+    def evaluate(self, model, ctx):
+        return harness.EvalResult({"spearman": float("nan")}, harness.files_checksum([self.path()]))
+
+
+class WordHashEmbedder:
+    """A deterministic bag-of-hashed-words embedder."""
+
+    def __init__(self, ctx=None):
+        self.ctx = ctx
+
+    def encode(self, texts):
+        vectors = np.zeros((len(texts), 64), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.split():
+                vectors[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
+        return vectors
+
+
+class ConstantEmbedder(WordHashEmbedder):
+    def encode(self, texts):
+        return np.ones((len(texts), 8), dtype=np.float32)
+
+
+SEEN_CONTEXTS: list = []
+
+
+class ToyPlugin:
+    @harness.hookimpl
+    def register_models(self, register):
+        def remember(ctx):
+            SEEN_CONTEXTS.append(ctx)
+            return WordHashEmbedder(ctx)
+
+        register(harness.ModelPlugin("toy-embedder", "hashed words", remember, ("embedder",)))
+        register(harness.ModelPlugin("toy-constant", "one vector for every text", ConstantEmbedder, ("embedder",)))
+
+    @harness.hookimpl
+    def register_tasks(self, register):
+        register(ToyPairs)
+        register(NaNTask)
+
+
+# The same plugin as a module, for the CLI (HARNESS_EXTRA_PLUGINS=test_store_guarantees).
+@harness.hookimpl
+def register_models(register):
+    ToyPlugin().register_models(register)
+
+
+@harness.hookimpl
+def register_tasks(register):
+    ToyPlugin().register_tasks(register)
+
+
+def write_toy_data(data_dir: Path, rows=TOY_ROWS) -> Path:
+    path = data_dir / "toy" / "pairs.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{a}\t{b}\t{s}\n" for a, b, s in rows))
+    return path
+
+
+def toy_run(tmp_path: Path, models=("toy-embedder",), tasks=("toy-pairs",), **config):
+    registry = build_registry(extra_plugins=[ToyPlugin()])
+    config.setdefault("results_dir", tmp_path / "results")
+    config.setdefault("data_dir", tmp_path / "data")
+    run_config = RunConfig(models=[ModelEntry(m) for m in models], tasks=list(tasks), progress=False, device="cpu",
+                           profile="smoke", **config)
+    messages: list[str] = []
+    runner = Runner(registry, run_config, log=messages.append)
+    return runner.run(), messages
+
+
+def only_record(results: Path) -> dict:
+    (path,) = sorted(results.glob("*/seed-*/*.json"))
+    return json.loads(path.read_text())
+
+
+# -- 1. broken results are failures, never scores ----------------------------------------------------------------------
+def test_correlations_refuse_input_they_are_undefined_for():
+    from harness.metrics import ConstantPredictionError, ScoreError, pearson, spearman
+
+    assert spearman([1, 2, 3], [1, 2, 4]) == pytest.approx(1.0)
+    with pytest.raises(ConstantPredictionError, match="same score"):
+        spearman([0.5, 0.5, 0.5], [1, 2, 3])
+    with pytest.raises(ScoreError, match="predicted scores are NaN or infinite"):
+        pearson([0.1, float("nan"), 0.3], [1, 2, 3])
+    with pytest.raises(ScoreError, match="gold scores are NaN"):
+        spearman([0.1, 0.2, 0.3], [1, float("nan"), 3])
+    with pytest.raises(ScoreError, match="at least 2 scored pairs, got 0"):
+        spearman([], [])
+
+
+def test_constant_predictions_are_a_failed_cell_with_the_reason(tmp_path):
+    write_toy_data(tmp_path / "data")
+    outcomes, _ = toy_run(tmp_path, models=("toy-constant",))
+    assert [o.status for o in outcomes] == ["failed"]
+    record = only_record(tmp_path / "results")
+    assert record["status"] == "failed" and "same score" in record["message"] and "main_score" not in record
+
+
+def test_nan_score_from_a_task_is_a_failed_cell(tmp_path):
+    write_toy_data(tmp_path / "data")
+    outcomes, _ = toy_run(tmp_path, tasks=("toy-nan",))
+    assert outcomes[0].status == "failed" and "non-finite scores (spearman=nan)" in outcomes[0].message
+    assert only_record(tmp_path / "results")["status"] == "failed"
+
+
+def test_nan_gold_score_in_a_users_file_is_a_failed_cell(tmp_path):
+    rows = list(TOY_ROWS)
+    rows[2] = (rows[2][0], rows[2][1], "nan")
+    write_toy_data(tmp_path / "data", rows)
+    outcomes, _ = toy_run(tmp_path)
+    assert outcomes[0].status == "failed" and "1 of 6 gold scores are NaN" in outcomes[0].message
+
+
+def test_diverging_training_stops_and_is_stored_as_failed(run_cli, tmp_path, tiny_bert):
+    from harness.leaderboard import collect_tables
+
+    results = tmp_path / "results"
+    code, out, err = run_cli("run", "--models", "be:lr=1e6", "--tasks", "stsb", "--train-on", "stsb", *SMOKE,
+                             "--backbone", tiny_bert, "--results", results)
+    assert code == 1, err
+    assert "Traceback" not in err and "training loss became nan at step" in err and "Lower the learning rate" in err
+    assert "0 cells computed" in out and "1 failed" in out
+    record = only_record(results)
+    assert record["status"] == "failed" and "training loss became nan" in record["message"]
+    assert not (results / "checkpoints").exists() or not list((results / "checkpoints").rglob("*.safetensors"))
+    (table,) = collect_tables(Store(results))
+    (row,) = table.rows
+    assert table.cell_text(row, "stsb") == "failed" and table.ranked()[0][0] is None  # never ranked
+
+
+# -- 2. a changed dataset recomputes the cell --------------------------------------------------------------------------
+def test_changed_dataset_recomputes_the_cell_and_store_only_refuses(tmp_path):
+    data_file = write_toy_data(tmp_path / "data")
+    first, _ = toy_run(tmp_path)
+    again, _ = toy_run(tmp_path)
+    assert [o.status for o in first] == ["ok"] and [o.status for o in again] == ["cached"]
+    data_file.write_text(data_file.read_text().replace("\t4.8\n", "\t0.1\n"))  # a third-party CSV edited
+    with pytest.raises(harness.HarnessError, match=r"--store-only: 1 of 1 cells .*the dataset changed"):
+        toy_run(tmp_path, store_only=True)
+    recomputed, messages = toy_run(tmp_path)
+    assert [o.status for o in recomputed] == ["ok"] and recomputed[0].main_score != first[0].main_score
+    assert any("recomputing the stored result: the dataset changed" in m for m in messages)
+    assert only_record(tmp_path / "results")["dataset_checksum"] == harness.files_checksum([data_file])
+
+
+def test_another_data_dir_with_other_stsb_data_is_not_answered_from_the_store(run_cli, tmp_path, tiny_bert):
+    data_dir = tmp_path / "data"
+    shutil.copytree(REPO / "tasks" / "data" / "stsb", data_dir / "stsb")
+    common = ("run", "--models", "be", "--tasks", "stsb", *SMOKE, "--backbone", tiny_bert,
+              "--results", tmp_path / "results")
+    code, out, err = run_cli(*common)
+    assert code == 0 and "1 cells computed" in out, err
+    test_file = data_dir / "stsb" / "senteval_tokenized" / "sts-test.csv"
+    lines = test_file.read_text().splitlines()
+    test_file.write_text("\n".join(lines[: len(lines) // 2]) + "\n")  # a different STS-B test set
+    code, out, err = run_cli(*common, "--data-dir", data_dir)
+    assert code == 0 and "1 cells computed, 0 from the store" in out and "the dataset changed" in out, err
+
+
+# -- 3. checkpoints are verified ----------------------------------------------------------------------------------------
+def test_checkpoint_files_are_checksummed_and_verified(tmp_path):
+    directory = tmp_path / "ckpt" / "seed-1"
+
+    def save(folder: Path):
+        (folder / "model.safetensors").write_bytes(bytes(range(256)) * 40)
+        (folder / "sub").mkdir()
+        (folder / "sub" / "config.json").write_text("{}")
+
+    build_checkpoint(directory, save)
+    assert checkpoint_problem(directory) is None
+    manifest = json.loads((directory / "COMPLETE").read_text())
+    assert set(manifest["files"]) == {"model.safetensors", "sub/config.json"}
+    weights = directory / "model.safetensors"
+    original = weights.read_bytes()
+    weights.write_bytes(original[:1000])
+    assert "has 1000 bytes" in checkpoint_problem(directory)
+    weights.write_bytes(original[:500] + b"\x00" * 10 + original[510:])  # same size, bytes overwritten
+    assert "does not match the sha256" in checkpoint_problem(directory)
+    (directory / "COMPLETE").write_text("ok\n")  # a harness 0.1 checkpoint
+    assert "without file checksums" in checkpoint_problem(directory)
+
+
+def test_damaged_checkpoint_is_retrained_not_loaded(run_cli, tmp_path, tiny_bert):
+    results = tmp_path / "results"
+    common = ("run", "--models", "be", "--train-on", "stsb", *SMOKE, "--backbone", tiny_bert, "--results", results)
+    code, out, err = run_cli(*common, "--tasks", "stsb")
+    assert code == 0, err
+    (weights,) = (results / "checkpoints").rglob("model.safetensors")
+    weights.write_bytes(weights.read_bytes()[:4096])  # truncated: used to be a SafetensorError on every re-run
+    code, out, err = run_cli(*common, "--tasks", "stsb,sickr")
+    assert code == 0 and "Traceback" not in err, err
+    assert "model.safetensors has 4096 bytes" in err and "training it again" in err
+    assert "training be on stsb" in out and "1 cells computed, 1 from the store" in out
+    size = weights.stat().st_size
+    with open(weights, "r+b") as handle:  # same size, bytes overwritten: used to load silently
+        handle.seek(size - 64)
+        handle.write(b"\x7f" * 64)
+    code, out, err = run_cli(*common, "--tasks", "stsb,sickr,sts12")
+    assert code == 0 and "does not match the sha256" in err and "training be on stsb" in out, err
+    assert checkpoint_problem(weights.parent) is None
+
+
+# -- 4. odd records are reported with their path and recomputed ---------------------------------------------------------
+ODD_RECORDS = {
+    "random bytes": bytes(range(128, 256)) * 3,
+    "a list": b"[]",
+    "schema only": b'{"schema": 1, "status": "ok"}',
+    "current schema without fields": b'{"schema": 2, "status": "ok"}',
+}
+
+
+@pytest.mark.parametrize("content", list(ODD_RECORDS.values()), ids=list(ODD_RECORDS))
+def test_odd_record_is_reported_with_its_path_and_recomputed(tmp_path, content):
+    write_toy_data(tmp_path / "data")
+    toy_run(tmp_path)
+    (path,) = (tmp_path / "results").glob("*/seed-*/*.json")
+    path.write_bytes(content)
+    store = Store(tmp_path / "results")
+    assert list(store.records()) == [] and store.skipped[0][0] == path
+    outcomes, _ = toy_run(tmp_path)
+    assert [o.status for o in outcomes] == ["ok"]
+    assert read_record(path)["status"] == "ok"
+
+
+def test_hand_edited_score_is_detected_and_recomputed(tmp_path, caplog):
+    write_toy_data(tmp_path / "data")
+    (computed,), _ = toy_run(tmp_path)
+    (path,) = (tmp_path / "results").glob("*/seed-*/*.json")
+    record = json.loads(path.read_text())
+    record["main_score"] = record["scores"]["spearman"] = 99.9
+    path.write_text(json.dumps(record, indent=2))
+    with caplog.at_level("WARNING"):
+        (outcome,), _ = toy_run(tmp_path)
+    assert outcome.status == "ok" and outcome.main_score == pytest.approx(computed.main_score)
+    assert f"record {path} is invalid (content does not match its checksum" in caplog.text
+
+
+def test_record_at_the_wrong_place_is_not_used(tmp_path):
+    write_toy_data(tmp_path / "data")
+    toy_run(tmp_path)
+    (path,) = (tmp_path / "results").glob("*/seed-*/*.json")
+    moved = path.parent.parent / "seed-43" / path.name
+    moved.parent.mkdir()
+    shutil.copy(path, moved)
+    with pytest.raises(harness.HarnessError, match="stored at the wrong place"):
+        read_record(moved)
+
+
+# -- 5. leftovers of killed runs are cleaned, those of live processes kept ----------------------------------------------
+def test_stale_temporaries_of_dead_processes_are_removed_and_live_ones_kept(tmp_path):
+    from harness.store import STALE_AFTER_SECONDS, temporary_prefix
+
+    store = Store(tmp_path / "results")
+    folder = store.root / "be-123" / "seed-42"
+    folder.mkdir(parents=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        dead_prefix = temporary_prefix("stsb.json").replace(f".{os.getpid()}.", f".{dead.pid}.")
+        live_prefix = temporary_prefix("stsb.json").replace(f".{os.getpid()}.", f".{live.pid}.")
+        dead_record = folder / f"{dead_prefix}abc.tmp"
+        live_record = folder / f"{live_prefix}abc.tmp"
+        checkpoint_parent = store.root / "checkpoints" / "be-123"
+        dead_checkpoint = checkpoint_parent / temporary_prefix("seed-42").replace(f".{os.getpid()}.", f".{dead.pid}.")
+        old_legacy = checkpoint_parent / ".seed-43.k2j4h5g6"  # harness 0.1: no owner in the name
+        young_legacy = folder / ".sts12.json.a1b2c3d4.tmp"
+        for path in (dead_checkpoint, old_legacy):
+            path.mkdir(parents=True)
+            (path / "model.safetensors").write_bytes(b"x" * 1000)
+        for path in (dead_record, live_record, young_legacy):
+            path.write_text("{}")
+        old = time.time() - STALE_AFTER_SECONDS - 60
+        os.utime(old_legacy, (old, old))
+        os.utime(old_legacy / "model.safetensors", (old, old))
+        removed = {path for path, _ in store.clean_stale_temporaries()}
+        assert removed == {dead_record, dead_checkpoint, old_legacy}
+        assert live_record.exists() and young_legacy.exists()
+    finally:
+        live.kill()
+        live.wait()
+
+
+def test_a_run_cleans_leftovers_before_it_starts(tmp_path):
+    from harness.store import temporary_prefix
+
+    write_toy_data(tmp_path / "data")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    leftover = tmp_path / "results" / "checkpoints" / "x" / (
+        temporary_prefix("seed-42").replace(f".{os.getpid()}.", f".{dead.pid}.") + "q1w2e3r4")
+    leftover.mkdir(parents=True)
+    _, messages = toy_run(tmp_path)
+    assert not leftover.exists() and any("which is no longer running" in m for m in messages)
+
+
+def test_temporary_names_carry_host_and_process(tmp_path):
+    from harness.store import _OWNED_TEMP, atomic_write_json
+
+    seen = []
+    real_replace = os.replace
+
+    def spy(source, target):
+        seen.append(Path(source).name)
+        return real_replace(source, target)
+
+    import harness.store as store_module
+
+    original = store_module.os.replace
+    store_module.os.replace = spy
+    try:
+        atomic_write_json(tmp_path / "r.json", {"a": 1})
+    finally:
+        store_module.os.replace = original
+    match = _OWNED_TEMP.search(seen[0])
+    assert match and int(match.group("pid")) == os.getpid()
+
+
+# -- 6. the store and the output folder are checked before computing ----------------------------------------------------
+def test_a_file_given_as_results_is_refused_before_anything_runs(run_cli, tmp_path):
+    not_a_folder = tmp_path / "results.txt"
+    not_a_folder.write_text("notes")
+    started = time.monotonic()
+    code, out, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--train-on", "stsb", *SMOKE,
+                             "--results", not_a_folder)
+    assert code == 2 and "is a file, not a folder" in err and "Traceback" not in err
+    assert "training" not in out and time.monotonic() - started < 30
+
+
+def test_a_read_only_store_is_refused_before_anything_runs(run_cli, tmp_path):
+    if os.geteuid() == 0:  # root writes through file modes; /proc refuses even root
+        read_only = Path("/proc/harness-results")
+    else:
+        read_only = tmp_path / "read-only"
+        read_only.mkdir()
+        read_only.chmod(0o555)
+    code, out, err = run_cli("run", "--models", "be", "--tasks", "stsb", *SMOKE, "--results", read_only)
+    assert code == 2 and "is not writable" in err and "Traceback" not in err, err
+    assert "cells computed" not in out
+
+
+def test_leaderboard_output_that_is_a_file_is_one_clear_error(run_cli, tmp_path):
+    output = tmp_path / "board.md"
+    output.write_text("mine")
+    code, _, err = run_cli("leaderboard", "--output", output)
+    assert code == 2 and "is a file, not a folder" in err and "Traceback" not in err
+    assert output.read_text() == "mine"
+
+
+# -- 7. data edge cases: clear errors, checked for every cell in the plan, the rest still runs ---------------------------
+def _sts_data(tmp_path: Path) -> Path:
+    data_dir = tmp_path / "data"
+    for name in ("stsb", "sts12"):
+        shutil.copytree(REPO / "tasks" / "data" / name, data_dir / name)
+    return data_dir
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"", "the data file is empty"),
+    (b"\n \n", "the data file is empty"),
+    (b"genre\tfile\x00\x01\x02\xff", ":1: not a text file"),
+    ("a\tb\n".encode() + b"\xff\xfe broken", ":2: not valid UTF-8 text"),
+])
+def test_empty_or_binary_data_file_is_named_by_validate(run_cli, tmp_path, content, message):
+    data_dir = _sts_data(tmp_path)
+    test_file = data_dir / "stsb" / "senteval_tokenized" / "sts-test.csv"
+    test_file.write_bytes(content)
+    code, out, err = run_cli("validate", "--models", "be", "--tasks", "stsb,sts12", "--data-dir", data_dir)
+    assert code == 2 and "Traceback" not in err, err
+    assert f"{test_file}" in err and message in err
+    assert "task sts12: data ok" in out
+
+
+def test_malformed_data_fails_its_cells_and_the_rest_of_the_matrix_runs(run_cli, tmp_path, tiny_bert):
+    data_dir = _sts_data(tmp_path)
+    (data_dir / "stsb" / "senteval_tokenized" / "sts-test.csv").write_bytes(b"")
+    results = tmp_path / "results"
+    code, out, err = run_cli("run", "--models", "be", "--tasks", "stsb,sickr", *SMOKE, "--backbone", tiny_bert,
+                             "--data-dir", data_dir, "--results", results)
+    assert code == 1 and "Traceback" not in err
+    assert "1 cells computed" in out and "1 failed" in out and "the data file is empty" in err
+    statuses = {p.stem: json.loads(p.read_text())["status"] for p in results.glob("*/seed-*/*.json")}
+    assert statuses == {"stsb": "failed", "sickr": "ok"}
+
+
+def test_read_text_lines_names_file_and_line(tmp_path):
+    from harness.data import read_text_lines
+
+    path = tmp_path / "x.txt"
+    path.write_bytes("first\nsecond\nthird \xe9\n".encode("latin-1"))
+    with pytest.raises(harness.DataFileError, match=rf"{path}:3: not valid UTF-8"):
+        read_text_lines(path)
+    path.write_text("")
+    assert read_text_lines(path, allow_empty=True) == []
+
+
+# -- 8. leaderboard: skipped records are warned about, paths stay inside the output folder ------------------------------
+def test_leaderboard_warns_about_skipped_records(run_cli, tmp_path):
+    write_toy_data(tmp_path / "data")
+    toy_run(tmp_path)
+    damaged = tmp_path / "results" / "toy-embedder-0123456789ab" / "seed-42" / "toy-nan.json"
+    damaged.parent.mkdir(parents=True)
+    damaged.write_bytes(b"\x00\xff")
+    code, out, err = run_cli("leaderboard", "--results", tmp_path / "results", "--output", tmp_path / "boards")
+    assert code == 0
+    assert f"skipped record {damaged}: not UTF-8 text" in err and "1 invalid record(s) skipped" in err
+    assert (tmp_path / "boards" / "toy.md").is_file()
+
+
+def test_a_crafted_family_cannot_write_outside_the_output_folder(tmp_path):
+    from harness.leaderboard import table_path, write_leaderboards
+    from harness.store import StoreError
+
+    write_toy_data(tmp_path / "data")
+    toy_run(tmp_path)
+    (path,) = (tmp_path / "results").glob("*/seed-*/*.json")
+    record = json.loads(path.read_text())
+    record["task"]["family"] = "../../escaped"
+    path.write_text(json.dumps(seal_record(record)))  # even with a valid checksum
+    store = Store(tmp_path / "results")
+    written = write_leaderboards(store, tmp_path / "out" / "boards")
+    assert written == [] and "task.family '../../escaped'" in store.skipped[0][1]
+    assert not list(tmp_path.rglob("escaped*"))
+    with pytest.raises(StoreError, match="outside"):
+        table_path(tmp_path / "out", "../x", "md")
+
+
+# -- 9. CLI and matrix values that used to fail late or pass silently ---------------------------------------------------
+@pytest.mark.parametrize("extra, expected", [
+    (["--seeds", "4294967296"], "outside 0..4294967295"),
+    (["--seeds", "-1"], "outside 0..4294967295"),
+    (["--batch-size", "-3"], "--batch-size must be a positive integer"),
+    (["--batch-size", "0"], "--batch-size must be a positive integer"),
+])
+def test_bad_run_values_are_refused_up_front(run_cli, tmp_path, extra, expected):
+    code, _, err = run_cli("run", "--models", "be", "--tasks", "stsb", *SMOKE, "--results", tmp_path / "r", *extra)
+    assert code == 2 and expected in err and "Traceback" not in err
+
+
+def test_non_finite_option_is_refused_at_plan_time(run_cli, tmp_path):
+    code, _, err = run_cli("validate", "--models", "be:lr=nan", "--tasks", "stsb", "--train-on", "stsb")
+    assert code == 2 and "option 'lr' of model" in err and "is nan; give a finite number" in err
+
+
+@pytest.mark.parametrize("matrix, expected", [
+    ("models: [be]\ntasks: [stsb]\ntrain_on: 5\n", "train_on must be a text"),
+    ("models: be\ntasks: [stsb]\n", "models must be a list"),
+    ("models: [{model: be, train_on: 5}]\ntasks: [stsb]\n", "models entry 1: train_on must be a text"),
+    ("models: [be]\ntasks: [stsb]\nseeds: [true]\n", "seed True is not an integer"),
+    ("models: [be]\ntasks: [stsb]\nseeds: []\n", "seeds is empty"),
+    ("models: [be]\ntasks: [stsb]\nseeds: 42\n", "seeds must be a list"),
+    ("models: [be]\ntasks: [stsb]\nseeds: [4294967296]\n", "outside 0..4294967295"),
+])
+def test_bad_matrix_values_are_one_clear_error(run_cli, tmp_path, matrix, expected):
+    path = tmp_path / "m.yaml"
+    path.write_text(matrix)
+    code, _, err = run_cli("validate", "--matrix", path)
+    assert code == 2 and str(path) in err and expected in err and "Traceback" not in err, err
+
+
+def test_batch_size_reaches_the_model_context(tmp_path):
+    write_toy_data(tmp_path / "data")
+    SEEN_CONTEXTS.clear()
+    toy_run(tmp_path, batch_size=7)
+    assert SEEN_CONTEXTS and {ctx.eval_batch_size for ctx in SEEN_CONTEXTS} == {7}
+
+
+def test_zero_cells_is_an_error(tmp_path):
+    write_toy_data(tmp_path / "data")
+    with pytest.raises(harness.HarnessError, match="seeds is empty|--seeds is empty"):
+        toy_run(tmp_path, seeds=[])
+
+
+# -- 10. a data dir that does not exist is refused ----------------------------------------------------------------------
+def test_missing_data_dir_is_refused(run_cli, tmp_path, monkeypatch):
+    missing = tmp_path / "no-such-data"
+    code, _, err = run_cli("run", "--models", "be", "--tasks", "stsb", *SMOKE, "--results", tmp_path / "r",
+                           "--data-dir", missing)
+    assert code == 2 and f"--data-dir {missing} does not exist" in err
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(missing))
+    code, _, err = run_cli("validate", "--models", "be", "--tasks", "stsb")
+    assert code == 2 and f"HARNESS_DATA_DIR {missing} does not exist" in err
+
+
+# -- 11. downloads: see tests/test_download.py (black-holed server, connection timeout, progress lines) ----------------
+
+
+# -- 12. published records are kept apart from the working store --------------------------------------------------------
+def test_published_records_are_valid_and_rebuild_the_committed_leaderboards_byte_identical(tmp_path, registry):
+    from harness.leaderboard import write_leaderboards
+
+    store = Store(REPO / "published")
+    records = list(store.records())
+    assert len(records) >= 80 and store.skipped == []
+    assert all(record.get("published") for record in records)
+    written = write_leaderboards(store, tmp_path, ("md", "csv"), registry.families())
+    assert {p.name for p in written} == {p.name for p in (REPO / "leaderboards").glob("*.md")} | {
+        p.name for p in (REPO / "leaderboards").glob("*.csv")}
+    for path in written:
+        assert path.read_bytes() == (REPO / "leaderboards" / path.name).read_bytes(), path.name
+
+
+def test_working_store_is_not_tracked_and_the_defaults_keep_them_apart():
+    from harness.cli import DEFAULT_PUBLISHED, DEFAULT_RESULTS, _read_store_and_output
+
+    ignored = subprocess.run(["git", "check-ignore", "-q", f"{DEFAULT_RESULTS}/be-x/seed-42/stsb.json"], cwd=REPO)
+    published = subprocess.run(["git", "check-ignore", "-q", f"{DEFAULT_PUBLISHED}/be-x/seed-42/stsb.json"], cwd=REPO)
+    assert ignored.returncode == 0 and published.returncode == 1
+    assert _read_store_and_output(None, None) == (Path("published"), Path("leaderboards"))
+    assert _read_store_and_output(Path("results"), None) == (Path("results"), Path("results/leaderboards"))
+    makefile = (REPO / "Makefile").read_text()
+    assert "harness run --models be,ce,cbe --tasks senteval,useb\n" in makefile  # the working store, default
+
+
+def test_publish_copies_verified_records_and_refuses_bad_ones(run_cli, tmp_path, monkeypatch):
+    from harness.registry import default_registry
+
+    write_toy_data(tmp_path / "data")
+    toy_run(tmp_path, tasks=("toy-pairs", "toy-nan"))
+    monkeypatch.setenv("HARNESS_EXTRA_PLUGINS", "test_store_guarantees")  # the CLI's registry gets the toy plugins
+    default_registry.cache_clear()
+    try:
+        working, published = tmp_path / "results", tmp_path / "published"
+        common = ("publish", "--results", working, "--to", published, "--data-dir", tmp_path / "data")
+        code, _, err = run_cli(*common, "--all")
+        assert code == 2 and "toy-nan.json: the cell failed" in err and not published.exists()
+        code, out, err = run_cli(*common, "--tasks", "toy-pairs")
+        assert code == 0 and "published 1 record(s)" in out, err
+        (record,) = Store(published).records()
+        assert record["published"]["at"] and record["status"] == "ok"
+        code, out, _ = run_cli(*common, "--tasks", "toy-pairs")
+        assert code == 0 and "1 already published" in out
+        (path,) = working.glob("*/seed-*/toy-pairs.json")
+        edited = json.loads(path.read_text())
+        edited["main_score"] = 99.0
+        path.write_text(json.dumps(edited))
+        code, _, err = run_cli(*common, "--tasks", "toy-pairs", "--overwrite")
+        assert code == 2 and "changed after it was written" in err
+        assert read_record(next(published.glob("*/seed-*/toy-pairs.json")))["main_score"] != 99.0
+    finally:
+        default_registry.cache_clear()
+
+
+def test_publish_refuses_a_record_whose_data_changed(tmp_path):
+    from harness.publish import PublishError, Selection, publish
+
+    data_file = write_toy_data(tmp_path / "data")
+    toy_run(tmp_path)
+    data_file.write_text(data_file.read_text().replace("\t4.8\n", "\t0.1\n"))
+    registry = build_registry(extra_plugins=[ToyPlugin()])
+    with pytest.raises(PublishError, match="stale"):
+        publish(Store(tmp_path / "results"), Store(tmp_path / "published"), Selection(), registry=registry,
+                data_dir=tmp_path / "data")
