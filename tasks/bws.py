@@ -44,6 +44,7 @@ from torch import nn
 from harness import (
     LABELED_SENTENCES,
     SCORED_PAIRS,
+    UNLABELED_SENTENCES,
     EvalResult,
     LabeledSentences,
     MissingDataError,
@@ -52,6 +53,7 @@ from harness import (
     Task,
     TaskMetadata,
     TrainingSplits,
+    UnlabeledSentences,
     as_embedder,
     data_error,
     files_checksum,
@@ -249,6 +251,16 @@ class ArgumentSimilarityTask(BWSTask):
         )
 
     def training_data(self, kind, ctx=None):
+        if kind == UNLABELED_SENTENCES:
+            # The train split's distinct sentences; a sentence that also occurs in a dev or test pair is left out, so
+            # no evaluated text is ever trained on.
+            splits = self.split_pairs()
+            held_out = {s.strip() for name in ("dev", "test") for s in (*splits[name].first, *splits[name].second)}
+            train = splits["train"]
+            sentences = [s for s in dict.fromkeys(t.strip() for t in (*train.first, *train.second))
+                         if s and s not in held_out]
+            return TrainingSplits(source=self.metadata.name, train=UnlabeledSentences(sentences),
+                                  checksum=files_checksum([self.path()]))
         if kind != SCORED_PAIRS:
             return None
         splits = self.split_pairs()
@@ -266,7 +278,7 @@ class CrossTopicTask(ArgumentSimilarityTask):
         description="BWS argument similarity, unseen topics: train T1-T5 (2125), dev T6 (425), test T7-T8 (850)",
         main_score="spearman",
         metric="Spearman x100 of pair scores vs the BWS score on the test topics",
-        training_kinds=(SCORED_PAIRS,),
+        training_kinds=(SCORED_PAIRS, UNLABELED_SENTENCES),
         **COMMON_METADATA,
     )
 

@@ -12,6 +12,8 @@ of two embeddings, or a cross-encoder's score) against the gold score, Spearman 
 - ``text=senteval`` (default) reads SentEval's Moses-tokenised copies and, like SentEval, splits on whitespace and
   re-joins with single spaces; ``text=raw`` reads the original releases. SICK has one version only.
 - STS-B train/dev and SICK-R train/trial are offered as scored-pair training data (gold / 5, (gold - 1) / 4).
+  Their train splits' distinct sentences are also offered as unlabeled training sentences (SimCSE, TSDAE, ...);
+  dev, trial and test text never is.
 
 Pair scoring (one model call per task, each distinct sentence encoded once), the correlations and both
 aggregations are ``harness.evaluation.pairs``; the smoke profile's seeded cut (per sub-dataset) is
@@ -29,12 +31,14 @@ import numpy as np
 
 from harness import (
     SCORED_PAIRS,
+    UNLABELED_SENTENCES,
     EvalResult,
     Option,
     ScoredPairs,
     Task,
     TaskMetadata,
     TrainingSplits,
+    UnlabeledSentences,
     data_error,
     files_checksum,
     hookimpl,
@@ -128,6 +132,12 @@ AGGREGATION_OPTION = Option(
 )
 
 
+def unlabeled_split(source: str, train: PairSet, paths: list[Path]) -> TrainingSplits:
+    """The distinct sentences of a train split as unlabeled training sentences (TSDAE, SimCSE, ...)."""
+    sentences = list(dict.fromkeys(s.strip() for s in (*train.first, *train.second) if s.strip()))
+    return TrainingSplits(source=source, train=UnlabeledSentences(sentences), checksum=files_checksum(paths))
+
+
 class STSTask(Task):
     """Spearman of pair scores against gold on the task's pair sets."""
 
@@ -200,7 +210,7 @@ class STSBenchmark(STSTask):
         dataset="stsb",
         dataset_source="STS Benchmark release (see tasks/data/stsb/SOURCE.md)",
         license="scores CC BY-SA 4.0; sentences under their sources' licenses (LICENSE.txt)",
-        training_kinds=(SCORED_PAIRS,),
+        training_kinds=(SCORED_PAIRS, UNLABELED_SENTENCES),
     )
     options = {"text": TEXT_OPTION}
     aliases = ("sts-b",)
@@ -210,6 +220,9 @@ class STSBenchmark(STSTask):
         return [pair_set], paths
 
     def training_data(self, kind, ctx=None):
+        if kind == UNLABELED_SENTENCES:  # the train split's distinct sentences, never dev or test text
+            train, train_paths = read_stsb(self.folder(), "train", self.tokenized())
+            return unlabeled_split(self.metadata.name, train, train_paths)
         if kind != SCORED_PAIRS:
             return None
         folder = self.folder()
@@ -234,7 +247,7 @@ class SICKRelatedness(STSTask):
         dataset="sick",
         dataset_source="SICK SemEval-2014 split files (see tasks/data/sick/SOURCE.md)",
         license="CC BY-NC-SA 3.0 (SICK authors); not stated by the hosting repository",
-        training_kinds=(SCORED_PAIRS,),
+        training_kinds=(SCORED_PAIRS, UNLABELED_SENTENCES),
     )
     options = {"split": Option("test", "test (SentEval, 4927) or all (mteb, 9927)", choices=("test", "all"))}
     aliases = ("sick-r",)
@@ -256,6 +269,9 @@ class SICKRelatedness(STSTask):
         return [merged], paths
 
     def training_data(self, kind, ctx=None):
+        if kind == UNLABELED_SENTENCES:  # the train split's distinct sentences, never trial or test text
+            train, train_paths = read_sick(self.folder(), "train")
+            return unlabeled_split(self.metadata.name, train, train_paths)
         if kind != SCORED_PAIRS:
             return None
         folder = self.folder()

@@ -1,4 +1,5 @@
-"""Augmented SBERT (plugins/augmented_sbert.py, plugins/domain_mlm.py) end to end on a tiny random BERT."""
+"""Augmented SBERT (the ``augsbert`` recipe, plugins/augmented_sbert.py; the silver-density plot,
+plugins/silver_density.py; domain MLM, harness.nn.mlm) end to end on a tiny random BERT."""
 from __future__ import annotations
 
 import json
@@ -28,9 +29,10 @@ from harness.profiles import get_profile
 from harness.registry import build_registry
 from harness.runner import ModelEntry, RunConfig, Runner
 from harness.spec import resolve_model_spec
-from harness.plugins.augmented_sbert import ARTIFACT, draw_silver_density, read_silver_artifacts
-from harness.plugins.domain_mlm import freeze_embedding_layer, mask_tokens, maskable_positions, pairwise_features
-from harness.plugins.samplers import PairSampler
+from harness.nn.mlm import freeze_embedding_layer, mask_tokens, maskable_positions, pairwise_features
+from harness.nn.sampling import PairSampler
+from harness.plugins.augmented_sbert import ARTIFACT
+from harness.plugins.silver_density import draw_silver_density, read_silver_artifacts
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -63,9 +65,9 @@ def _artifact(results: Path, record: dict) -> dict:
 def test_semi_supervised_and_self_distillation_share_one_teacher(run_cli, tiny_bert, tmp_path):
     results = tmp_path / "results"
     matrix = _matrix(tmp_path, tiny_bert, [
-        "be:teacher=cbe,sampler=bm25",
-        "be:teacher=cbe,sampler=kde-iterative",
-        "be:teacher=cbe,mode=self-distillation",
+        "augsbert:teacher=cbe,sampler=bm25",
+        "augsbert:teacher=cbe,sampler=kde-iterative",
+        "augsbert:teacher=cbe,mode=self-distillation",
     ], "stsb", ["stsb"])
     code, out, err = run_cli("run", "--matrix", matrix, "--device", "cpu", "--results", results, "--no-progress")
     assert code == 0, err
@@ -73,7 +75,7 @@ def test_semi_supervised_and_self_distillation_share_one_teacher(run_cli, tiny_b
     records = _ok_records(results)
     assert len(records) == 3
 
-    bm25 = records["be:sampler=bm25,teacher=cbe"]
+    bm25 = records["augsbert:sampler=bm25,teacher=cbe"]
     details = bm25["training"]["augmented_sbert"]
     assert details["teacher"] == "cbe" and details["teacher_train_on"] == "stsb"
     assert details["student_examples"] == details["gold"] + details["silver"]  # gold + silver
@@ -86,7 +88,7 @@ def test_semi_supervised_and_self_distillation_share_one_teacher(run_cli, tiny_b
     assert all(-1.0001 <= score <= 1.0001 for _, _, score, _ in rows)  # a CBE teacher scores cosines
     assert len(artifact["gold_scores"]) == details["gold"] == 64
 
-    self_distilled = records["be:mode=self-distillation,teacher=cbe"]
+    self_distilled = records["augsbert:mode=self-distillation,teacher=cbe"]
     details = self_distilled["training"]["augmented_sbert"]
     assert details["sampler"] == "none" and details["student_examples"] == details["silver"] == details["gold"]
     artifact = _artifact(results, self_distilled)
@@ -94,7 +96,7 @@ def test_semi_supervised_and_self_distillation_share_one_teacher(run_cli, tiny_b
     gold_pairs = [(sentences[i], sentences[j]) for i, j, _, _ in artifact["pairs"]]
     assert len(gold_pairs) == 64 and all(row[3] == 1 for row in artifact["pairs"])
 
-    kde = records["be:sampler=kde-iterative,teacher=cbe"]["training"]["augmented_sbert"]
+    kde = records["augsbert:sampler=kde-iterative,teacher=cbe"]["training"]["augmented_sbert"]
     assert 2 <= kde["silver"] <= kde["candidates"]
 
     # Figure 6.4 from the store, through the CLI's generic plot command.
@@ -108,7 +110,7 @@ def test_semi_supervised_and_self_distillation_share_one_teacher(run_cli, tiny_b
 
 def test_domain_transfer_with_mlm_adapted_teacher(run_cli, tiny_bert, tmp_path):
     results = tmp_path / "results"
-    spec = ("be:teacher=ce,mode=domain-transfer,teacher_train_on=stsb,sampler=random,teacher_mlm=true,"
+    spec = ("augsbert:teacher=ce,mode=domain-transfer,teacher_train_on=stsb,sampler=random,teacher_mlm=true,"
             "student_from_mlm=true")
     matrix = _matrix(tmp_path, tiny_bert, [spec], "bws-cross-topic", ["bws-cross-topic"])
     code, out, err = run_cli("run", "--matrix", matrix, "--device", "cpu", "--results", results, "--no-progress")
@@ -118,6 +120,7 @@ def test_domain_transfer_with_mlm_adapted_teacher(run_cli, tiny_bert, tmp_path):
     assert details["student_examples"] == details["silver"]  # the target's gold scores never train the student
     assert details["teacher"] == "ce:freeze_embeddings=true" and details["teacher_train_on"] == "stsb"
     mlm_dir = Path(details["domain_mlm_backbone"])
+    assert mlm_dir.parent.parent == results / "cache"  # the store's shared cache, not a rebuilt path
     assert json.loads((mlm_dir / "domain_mlm.json").read_text())["pairs"] == details["candidates"]
 
     (teacher_dir,) = (results / "checkpoints").glob("ce-*/seed-42")
@@ -140,21 +143,23 @@ def test_domain_transfer_with_mlm_adapted_teacher(run_cli, tiny_bert, tmp_path):
 @pytest.mark.parametrize(
     ("spec", "train_on", "expected"),
     [
-        ("be:teacher=cbe,sampler=kde-iterativ", "stsb", "Did you mean: kde-iterative"),
-        ("be:teacher=cbe,sampler=kde-iterativ", "stsb", "Known samplers: bm25, bm25+semantic-search"),
-        ("be:teacher=cbe", None, "add --train-on TASK"),
-        ("be:teacher=cbe,mode=domain-transfer", "bws-cross-topic", "add teacher_train_on=TASK"),
-        ("be:teacher=cbe,mode=domain-transfer,teacher_train_on=bws-topic", "bws-cross-topic",
+        ("augsbert:teacher=cbe,sampler=kde-iterativ", "stsb", "Did you mean: kde-iterative"),
+        ("augsbert:teacher=cbe,sampler=kde-iterativ", "stsb", "Known samplers: bm25, bm25+semantic-search"),
+        ("augsbert:teacher=cbe", None, "add --train-on TASK"),
+        ("augsbert:teacher=cbe,mode=domain-transfer", "bws-cross-topic", "add teacher_train_on=TASK"),
+        ("augsbert:teacher=cbe,mode=domain-transfer,teacher_train_on=bws-topic", "bws-cross-topic",
          "offers no scored sentence pairs"),
-        ("be:teacher=cbe,teacher_train_on=stsb", "bws-cross-topic", "only applies to mode=domain-transfer"),
-        ("be:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb,sampler=kde", "bws-cross-topic",
+        ("augsbert:teacher=cbe,teacher_train_on=stsb", "bws-cross-topic", "only applies to mode=domain-transfer"),
+        ("augsbert:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb,sampler=kde", "bws-cross-topic",
          "matches the target's gold score distribution"),
-        ("be:teacher=cbe,student_from_mlm=true", "stsb", "add teacher_mlm=true"),
-        ("be:sampler=bm25", "stsb", "only apply to distillation; add teacher=ce"),
-        ("be:teacher=cbe,sampler=bm25,candidates=random", "stsb", "only applies to samplers that select"),
-        ("be:teacher=cbe,sampler=kde,candidates=kde-iterative", "stsb", "candidates must be proposal samplers"),
-        ("be:teacher=nope", "stsb", "unknown model 'nope'"),
-        ("be:teacher=cbe", "bws-topic", "Training sources that would work"),
+        ("augsbert:teacher=cbe,student_from_mlm=true", "stsb", "add teacher_mlm=true"),
+        ("augsbert:sampler=bm25", "stsb", "distils a teacher into its student; add teacher=ce or teacher=cbe"),
+        ("augsbert:teacher=augsbert", "stsb", "is itself a recipe"),
+        ("augsbert:student=augsbert,teacher=cbe", "stsb", "is itself a recipe; name a model, e.g. student=be"),
+        ("augsbert:teacher=cbe,sampler=bm25,candidates=random", "stsb", "only applies to samplers that select"),
+        ("augsbert:teacher=cbe,sampler=kde,candidates=kde-iterative", "stsb", "candidates must be proposal samplers"),
+        ("augsbert:teacher=nope", "stsb", "unknown model 'nope'"),
+        ("augsbert:teacher=cbe", "bws-topic", "Training sources that would work"),
     ],
 )
 def test_refused_before_training_with_a_message_that_helps(run_cli, tiny_bert, tmp_path, spec, train_on, expected):
@@ -220,11 +225,11 @@ def _runner(tiny_bert, tmp_path, spec: str, train_on: str = "stsb") -> Runner:
 
 def test_a_teacher_that_cannot_score_pairs_is_refused(tiny_bert, tmp_path):
     with pytest.raises(IncompatibleError, match="cannot score sentence pairs.*use a pair scorer: .*cbe.*ce"):
-        _runner(tiny_bert, tmp_path, "be:teacher=classifier-only").plan()
+        _runner(tiny_bert, tmp_path, "augsbert:teacher=classifier-only").plan()
 
 
 def test_third_party_sampler_and_be_as_a_stand_in_teacher(tiny_bert, tmp_path):
-    runner = _runner(tiny_bert, tmp_path, "be:teacher=be,sampler=every-other,mode=self-distillation")
+    runner = _runner(tiny_bert, tmp_path, "augsbert:teacher=be,sampler=every-other,mode=self-distillation")
     (outcome,) = runner.run(runner.plan())
     assert outcome.status == "ok"
     record = json.loads(runner.store.record_path(outcome.spec.key, 42, "stsb").read_text())
@@ -242,9 +247,20 @@ def test_third_party_sampler_and_be_as_a_stand_in_teacher(tiny_bert, tmp_path):
                                atol=1e-5)
 
 
+def test_the_student_is_any_spec_that_learns_from_scored_pairs(tiny_bert, tmp_path):
+    runner = _runner(tiny_bert, tmp_path,
+                     "augsbert:student=be:pooling=cls,teacher=be,sampler=every-other,mode=self-distillation")
+    (outcome,) = runner.run(runner.plan())
+    assert outcome.status == "ok"
+    record = json.loads(runner.store.record_path(outcome.spec.key, 42, "stsb").read_text())
+    assert record["training"]["augmented_sbert"]["student"] == "be:pooling=cls"
+    student = runner.trained_model(outcome.spec, get_profile("smoke"), "cpu", 42)
+    assert student.encoder.pooling == "cls"
+
+
 def test_domain_transfer_into_unlabeled_sentences(tiny_bert, tmp_path):
     """Thesis 5.4.3 / table 6.10 (AugSBERT on a USEB domain): semantic-search + random pairs of plain sentences."""
-    spec = "be:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb,sampler=semantic-search+random"
+    spec = "augsbert:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb,sampler=semantic-search+random"
     runner = _runner(tiny_bert, tmp_path, spec, train_on="toy-unlabeled")
     (outcome,) = runner.run(runner.plan())
     assert outcome.status == "ok"
@@ -260,9 +276,9 @@ def test_domain_transfer_into_unlabeled_sentences(tiny_bert, tmp_path):
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [
-        ("be", "offers only unlabeled sentences; to distil into those sentences use be:teacher=cbe"),
-        ("be:teacher=cbe", "has no gold pairs to train the teacher on"),
-        ("be:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb", "sampler none re-annotates gold pairs"),
+        ("be", "model 'be' learns from scored_pairs, but task 'toy-unlabeled' offers unlabeled_sentences"),
+        ("augsbert:teacher=cbe", "has no gold pairs to train the teacher on"),
+        ("augsbert:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb", "sampler none re-annotates gold pairs"),
     ],
 )
 def test_unlabeled_targets_need_domain_transfer(tiny_bert, tmp_path, spec, expected):
@@ -271,13 +287,13 @@ def test_unlabeled_targets_need_domain_transfer(tiny_bert, tmp_path, spec, expec
 
 
 def test_silver_density_plot_without_artifacts_says_what_to_run(tmp_path):
-    with pytest.raises(HarnessError, match="no silver-pair artifacts.*harness run --models be:teacher=cbe"):
+    with pytest.raises(HarnessError, match="no silver-pair artifacts.*harness run --models augsbert:teacher=cbe"):
         draw_silver_density(tmp_path, tmp_path / "plots")
 
 
 # -- domain-adaptive MLM pieces ---------------------------------------------------------------------------------------
 def test_pairwise_mlm_input_is_cls_s1_sep_cls_s2_sep(tiny_bert):
-    from harness.encoding import load_tokenizer, load_transformer
+    from harness.nn import load_tokenizer, load_transformer
 
     tokenizer = load_tokenizer(tiny_bert)
     config = load_transformer(tiny_bert).config
@@ -313,7 +329,7 @@ def test_mask_tokens_masks_only_content_and_at_least_one_per_pair():
 
 
 def test_freeze_embedding_layer_freezes_only_embeddings(tiny_bert):
-    from harness.encoding import load_transformer
+    from harness.nn import load_transformer
 
     transformer = load_transformer(tiny_bert)
     frozen = freeze_embedding_layer(transformer)

@@ -36,9 +36,9 @@ def test_namespace_and_metadata(registry):
 
 def test_embedder_numbers_are_beirs_exact_search(tmp_path):
     import torch
+    from beir.datasets.data_loader import GenericDataLoader
     from beir.retrieval.evaluation import EvaluateRetrieval
     from beir.retrieval.search.dense import DenseRetrievalExactSearch
-    from beir.datasets.data_loader import GenericDataLoader
 
     result = run("run", "--models", "testing-embedder", "--tasks", "beir:tiny", "--results", tmp_path)
     assert result.exit_code == 0, result.stderr

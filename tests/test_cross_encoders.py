@@ -18,7 +18,7 @@ SENTENCE_B = "the cat sits on the mat ."
 
 def _check_tokenizer(path: str) -> None:
     """The fixtures must give a tokenizer that actually splits words (not only its special tokens)."""
-    from harness.encoding import load_tokenizer
+    from harness.nn import load_tokenizer
 
     tokenizer = load_tokenizer(path)
     ids = tokenizer(SENTENCE_A, add_special_tokens=False)["input_ids"]

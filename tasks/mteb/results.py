@@ -12,14 +12,22 @@ Reference: mteb 2's ``ResultCache`` layout (``results/<model name, '/' as '__'>/
   task scores the same pairs with the same metric as the mteb task; the others are the same source data under a
   different cut, recorded in ``harness_export.json`` next to the results so nobody mistakes them for mteb runs.
 
-| harness task | MTEB task | mteb keys <- harness scores | fidelity |
-| --- | --- | --- | --- |
-| sts12 ... sts16 | STS12 ... STS16 | cosine_spearman <- spearman_all, cosine_pearson <- pearson_all | exact with ``text=raw`` (mteb pools every pair of a year and scores the original sentences); SentEval's tokenised copy (the default) is approximate |
-| stsb | STSBenchmark | as above | as above |
-| sickr:split=all | SICK-R | as above | exact (all 9927 pairs); ``sickr`` (SentEval's 4927 test pairs) has no counterpart |
-| twitterpara | TwitterSemEval2015, TwitterURLCorpus | cosine_ap <- ap.pit, ap.twitterurl | approximate: useb's test cuts (label 3 dropped) of the same corpora; mteb scores larger sets, and its main score max_ap maximises over four similarities (the harness reports cosine, written as cosine_ap and main_score) |
-| askubuntu | AskUbuntuDupQuestions | map_at_1000 <- map, mrr_at_1000 <- mrr, mrr_at_10 <- mrr@10, precision_at_1 <- p@1, precision_at_5 <- p@5 | approximate: the same 20-candidate reranking, useb's split (option ``split``) rather than mteb's 361 test queries |
-| scidocs | SciDocsRR | map_at_1000 <- map, ndcg_at_1000 <- ndcg | approximate: useb's data; the harness averages cite/cocite/coread/coview, mteb pools their queries |
+Mapping (harness task -> MTEB task: mteb score keys <- harness scores; fidelity):
+
+- ``sts12`` ... ``sts16`` -> ``STS12`` ... ``STS16``, ``stsb`` -> ``STSBenchmark``: cosine_spearman <- spearman_all,
+  cosine_pearson <- pearson_all. Exact with ``text=raw`` (mteb pools every pair of a year and scores the original
+  sentences); with SentEval's tokenised copy (the default) approximate.
+- ``sickr:split=all`` -> ``SICK-R``: as above, exact (all 9927 pairs). ``sickr`` (SentEval's 4927 test pairs) has no
+  counterpart.
+- ``twitterpara`` -> ``TwitterSemEval2015`` (cosine_ap <- ap.pit) and ``TwitterURLCorpus`` (cosine_ap <-
+  ap.twitterurl). Approximate: useb's test cuts (label 3 dropped) of the same corpora, while mteb scores larger sets
+  and its main score max_ap maximises over four similarities (the harness reports the cosine: written as cosine_ap
+  and as main_score).
+- ``askubuntu`` -> ``AskUbuntuDupQuestions``: map_at_1000 <- map, mrr_at_1000 <- mrr, mrr_at_10 <- mrr@10,
+  precision_at_1 <- p@1, precision_at_5 <- p@5. Approximate: the same 20-candidate reranking, but useb's split
+  (option ``split``) rather than mteb's 361 test queries.
+- ``scidocs`` -> ``SciDocsRR``: map_at_1000 <- map, ndcg_at_1000 <- ndcg. Approximate: useb's data; the harness
+  averages cite/cocite/coread/coview, mteb pools their queries.
 
 A record of another task (bws, cqadupstack, beir:*) has no MTEB counterpart and is skipped with one line saying so.
 """
@@ -155,7 +163,7 @@ def write_mteb_results(records: list[dict], output_dir: Path) -> list[Path]:
                                "(an exact one is preferred)", path, mteb_task)
                 continue
             chosen[key] = (record, counterpart, exact)
-    for (model_key, seed, mteb_task), (record, counterpart, exact) in sorted(chosen.items(),
+    for (_, seed, mteb_task), (record, counterpart, exact) in sorted(chosen.items(),
                                                                              key=lambda item: item[0]):
         try:
             result = _task_result(record, counterpart)

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import shutil
 
+import harness_example_plugin
 import pytest
+from harness_example_plugin import BUNDLED_DATA, GOLD_FILE, INPUT_FILE, HashedBagOfWords, STS17English
 
 import harness
 import harness.testing as ht
-import harness_example_plugin
-from harness_example_plugin import BUNDLED_DATA, GOLD_FILE, INPUT_FILE, HashedBagOfWords, STS17English
 
 
 @pytest.fixture(scope="module")
