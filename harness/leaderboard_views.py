@@ -44,7 +44,7 @@ td.best .value { font-weight: 700; }
 td .seeds { display: block; font-size: .7rem; }
 td .seeds a { color: #59636e; margin-left: .3rem; text-decoration: none; }
 td .seeds a:hover { text-decoration: underline; }
-td.model { max-width: 34rem; white-space: normal; }
+td.model { min-width: 16rem; max-width: 30rem; white-space: normal; }
 .status { color: #9a6700; } .failed { color: #d1242f; }
 footer { margin-top: 1rem; font-size: .8rem; color: #59636e; }
 """
@@ -123,16 +123,19 @@ def render_html_page(table: Any, output_dir: Path | None = None) -> str:
     profiles = sorted({row.profile for row in table.rows})
     backbones = sorted({row.backbone for row in table.rows})
     hardware = sorted({h for row in table.rows for h in row.hardware})
-    heads = ['<th class="text" data-type="number">rank</th>', '<th class="text">model</th>',
-             '<th class="text">backbone</th>', '<th class="text">profile</th>', '<th class="text">seeds</th>',
+    # A backbone or profile shared by every row is said once in the header instead of in every row.
+    per_row = [name for name, values in (("backbone", backbones), ("profile", profiles)) if len(values) > 1]
+    heads = ['<th class="text">rank</th>', '<th class="text">model</th>',
+             *(f'<th class="text">{name}</th>' for name in per_row), '<th class="text">seeds</th>',
              *(f"<th>{_escape(column)}</th>" for column in table.columns), "<th>average</th>"]
     body = []
     for rank, row, average in table.ranked():
+        model = ",<wbr>".join(_escape(part) for part in row.label.split(","))  # long specs may break after a comma
         cells = [
             f'<td class="text" data-sort="{rank if rank is not None else ""}">{rank or ""}</td>',
-            f'<td class="text model" data-sort="{_escape(row.label)}">{_escape(row.label)}</td>',
-            f'<td class="text" data-sort="{_escape(row.backbone)}">{_escape(row.backbone)}</td>',
-            f'<td class="text" data-sort="{_escape(row.profile)}">{_escape(row.profile)}</td>',
+            f'<td class="text model" data-sort="{_escape(row.label)}">{model}</td>',
+            *(f'<td class="text" data-sort="{_escape(getattr(row, name))}">{_escape(getattr(row, name))}</td>'
+              for name in per_row),
             f'<td class="text" data-sort="{len(row.seeds)}">{_escape(",".join(map(str, sorted(row.seeds))))}</td>',
             *(_score_cell(table, row, column, best, output_dir) for column in table.columns),
             (f'<td data-sort="{average:.6f}"><strong>{average:.2f}</strong></td>' if average is not None
@@ -207,6 +210,7 @@ def plot_table(table: Any, path: Path) -> Path:
                 without_value.append((position, "incomplete" if column == "average" else table.cell_text(row, column)))
         axes.bar(positions, means, width, yerr=errors, capsize=2, label=row.label, color=colors(index % colors.N),
                  error_kw={"elinewidth": 0.8})
+    axes.set_xlim(-0.5, len(columns) - 0.5)
     axes.set_xticks(np.arange(len(columns)))
     axes.set_xticklabels(columns, rotation=30, ha="right")
     axes.set_ylabel("main score x100, mean ± std over seeds" + (f" (axis from {bottom:.0f})" if bottom > 0 else ""))

@@ -160,9 +160,12 @@ class Registry:
         return parse_spec_text(text)
 
     def _namespaced_task(self, name: str) -> bool:
-        """Register the task a ``task-namespace`` component resolves ``NAMESPACE:member`` to (once; the name becomes
-        an alias of the task's own name). False when ``name`` has no registered namespace prefix."""
+        """Register the task a ``task-namespace`` component resolves ``NAMESPACE:member`` (or ``NAMESPACE.member``,
+        the form resolved names take) to, once; the name becomes an alias of the task's own name. False when
+        ``name`` has no registered namespace prefix."""
         prefix, colon, member = name.partition(":")
+        if not colon:  # the resolved name itself (e.g. ``mteb.sts22`` in a stored record), in a fresh process
+            prefix, colon, member = name.partition(".")
         if not colon or ("task-namespace", prefix) not in self.components:
             return False
         resolved = self.component("task-namespace", prefix).resolve(member)

@@ -16,7 +16,7 @@ import math
 import statistics
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -31,7 +31,15 @@ from .errors import DataFileError, HarnessError, IncompatibleError, InvalidOptio
 from .plugin_api import EvalContext, ModelContext, RecipeContext, RecipePlugin, Task
 from .profiles import Profile, get_profile
 from .registry import Registry, check_model_object
-from .spec import ModelSpec, TaskSpec, resolve_model_spec, resolve_task_specs, stable_hash, student_spec
+from .spec import (
+    SELF_TRAINING,
+    ModelSpec,
+    TaskSpec,
+    resolve_model_spec,
+    resolve_task_specs,
+    stable_hash,
+    student_spec,
+)
 from .data import check_data_dir
 from .matrix import check_seeds
 from .metrics import ScoreError
@@ -206,8 +214,10 @@ class Runner:
                 plan.data_problems[task_spec.key] = DataFileError(
                     f"task {task_spec.label}: its data could not be read ({type(exc).__name__}: {exc})."
                 )
-        for planned in plan.models:
-            spec = planned.spec
+        # Under --train-on self each task trains its own model: one trained spec (and training data) per task.
+        trained_specs = [self.trained_spec(planned.spec, task_spec) for planned in plan.models
+                         for task_spec in planned.tasks]
+        for spec in trained_specs:
             if spec.train_on is None or spec.key in plan.training_checksums or spec.key in plan.training_problems:
                 continue
             try:
@@ -235,6 +245,12 @@ class Runner:
     def _incompatibility(self, spec: ModelSpec, task_spec: TaskSpec) -> str | None:
         metadata = self.registry.task(task_spec.name).metadata
         available = reachable_capabilities(self.capabilities(spec))
+        kinds = self._training_kinds(spec)
+        if spec.train_on == SELF_TRAINING and not set(metadata.training_kinds) & set(kinds):
+            return (
+                f"model {spec.label!r} is trained on each task's own data (--train-on self), but task "
+                f"{task_spec.name!r} offers no {', '.join(kinds)}; tasks that do: {', '.join(self._sources(kinds))}."
+            )
         if set(metadata.requires) <= available:
             return None
         return (
@@ -257,6 +273,8 @@ class Runner:
             return
         if not spec.recipe and (TRAINABLE not in plugin.capabilities or not plugin.training_kinds):
             raise IncompatibleError(f"model {spec.name!r} cannot be trained; drop --train-on for it.")
+        if spec.train_on == SELF_TRAINING:
+            return  # every task trains on its own data: checked per task by _incompatibility
         source_specs = resolve_task_specs(self.registry, spec.train_on)
         if len(source_specs) != 1:
             raise IncompatibleError(
@@ -275,6 +293,20 @@ class Runner:
                 f"offers {', '.join(offered) or 'no training data'}. Training sources that would work: "
                 f"{', '.join(sources) or '(none installed)'}."
             )
+
+    def _sources(self, kinds: tuple[str, ...]) -> list[str]:
+        """Tasks that offer training data of one of ``kinds``."""
+        return sorted(name for name, task_plugin in self.registry.tasks.items()
+                      if set(task_plugin.metadata.training_kinds) & set(kinds)) or ["(none installed)"]
+
+    def trained_spec(self, spec: ModelSpec, task_spec: TaskSpec) -> ModelSpec:
+        """The spec trained for a cell. ``--train-on self`` (thesis table 6.10 and the TSDAE paper train one model
+        per USEB domain on its own unlabeled sentences) trains one model per evaluated task on that task's training
+        data: that model is the spec with the task as its source (its own checkpoint and training checksum), while
+        the cell's record stays under the ``self`` spec, so the leaderboard shows one row."""
+        if spec.train_on != SELF_TRAINING:
+            return spec
+        return replace(spec, train_on=task_spec.label)
 
     # -- tasks and training data ------------------------------------------------------------------------------------
     def task(self, task_spec: TaskSpec) -> Task:
@@ -488,22 +520,27 @@ class Runner:
                                                             plan.data_problems[task_spec.key], hardware))
                     else:
                         pending.append(task_spec)
-                if not pending:
-                    continue
-                train_started = time.perf_counter()
-                try:
-                    if spec.key in plan.training_problems:
-                        raise plan.training_problems[spec.key]
-                    model = self.trained_model(spec, plan.profile, plan.device, seed)
-                except (DataFileError, NonFiniteLossError, ScoreError) as exc:
-                    for task_spec in pending:
-                        outcomes.append(self._write_problem(spec, seed, task_spec, plan, exc, hardware))
-                    self.release()
-                    continue
-                train_seconds = time.perf_counter() - train_started
+                # One trained model serves all pending tasks, except under --train-on self (one per task).
+                groups: dict[str, tuple[ModelSpec, list[TaskSpec]]] = {}
                 for task_spec in pending:
-                    outcomes.append(self._run_cell(spec, seed, task_spec, model, plan, hardware, train_seconds))
-                self.release()
+                    trained = self.trained_spec(spec, task_spec)
+                    groups.setdefault(trained.key, (trained, []))[1].append(task_spec)
+                for trained, tasks in groups.values():
+                    train_started = time.perf_counter()
+                    try:
+                        if trained.key in plan.training_problems:
+                            raise plan.training_problems[trained.key]
+                        model = self.trained_model(trained, plan.profile, plan.device, seed)
+                    except (DataFileError, NonFiniteLossError, ScoreError) as exc:
+                        for task_spec in tasks:
+                            outcomes.append(self._write_problem(spec, seed, task_spec, plan, exc, hardware))
+                        self.release()
+                        continue
+                    train_seconds = time.perf_counter() - train_started
+                    for task_spec in tasks:
+                        outcomes.append(self._run_cell(spec, seed, task_spec, model, plan, hardware, train_seconds,
+                                                       trained))
+                    self.release()
         return outcomes
 
     def _stored_answers(self, plan: Plan) -> tuple[dict, dict]:
@@ -531,10 +568,11 @@ class Runner:
                         reasons[cell] = (label, "not stored")
                         continue
                     dataset_checksum = plan.data_checksums.get(task_spec.key)
-                    training_checksum = plan.training_checksums.get(spec.key)
+                    trained_key = self.trained_spec(spec, task_spec).key  # differs from spec.key under self
+                    training_checksum = plan.training_checksums.get(trained_key)
                     if isinstance(plan.data_problems.get(task_spec.key), MissingDataError):
                         dataset_checksum = record.get("dataset_checksum")  # data gone since: keep what was computed
-                    if isinstance(plan.training_problems.get(spec.key), MissingDataError):
+                    if isinstance(plan.training_problems.get(trained_key), MissingDataError):
                         training_checksum = record.get("training_data_checksum")
                     why = reuse_problem(
                         record, model_hash=spec.hash, task_version=self.registry.task(task_spec.name).metadata.version,
@@ -596,7 +634,10 @@ class Runner:
         self.log(f"  {task_spec.label}: data missing: {message}")
         return CellOutcome(spec, seed, task_spec, "missing", None, message)
 
-    def _run_cell(self, spec, seed, task_spec, model, plan, hardware, train_seconds) -> CellOutcome:
+    def _run_cell(self, spec, seed, task_spec, model, plan, hardware, train_seconds,
+                  trained: ModelSpec | None = None) -> CellOutcome:
+        """``trained`` is the spec whose training produced ``model`` (``spec`` itself unless --train-on self)."""
+        trained = trained or spec
         task = self.task(task_spec)
         metadata = task.metadata
         started = time.perf_counter()
@@ -632,8 +673,8 @@ class Runner:
             "main_score": float(result.scores[metadata.main_score]),
             "details": result.details,
             "dataset_checksum": result.dataset_checksum,
-            "training_data_checksum": self._training_data_checksums.get((spec.hash, seed)),
-            "training": self.training_report(spec, seed),
+            "training_data_checksum": self._training_data_checksums.get((trained.hash, seed)),
+            "training": self.training_report(trained, seed),
             "timings": {"model_seconds": round(train_seconds, 3), "eval_seconds": round(eval_seconds, 3)},
         }
         self.store.write(spec.key, seed, task_spec.key, record)

@@ -15,6 +15,9 @@ from .plugin_api import RecipePlugin
 from .registry import Registry
 
 SPEC_VERSION = 1
+# ``--train-on self``: every evaluated task trains its own model on its own training data (the runner's
+# ``trained_spec``); the spec keeps "self" as its source, so its cells form one leaderboard row.
+SELF_TRAINING = "self"
 
 
 def stable_hash(payload: Any, length: int = 64) -> str:

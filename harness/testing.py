@@ -43,7 +43,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -62,6 +62,7 @@ from .api import (
     EvalResult,
     HarnessError,
     LabeledSentences,
+    MissingDataError,
     ModelContext,
     ModelPlugin,
     Option,
@@ -70,6 +71,7 @@ from .api import (
     PropositionPairs,
     ScoredPairs,
     Task,
+    TaskMetadata,
     TaskPlugin,
     TrainingSplits,
     UnlabeledSentences,
@@ -78,6 +80,9 @@ from .api import (
 from .capabilities import missing_methods, reachable_capabilities
 from .options import parse_spec_text, resolve_options
 from .profiles import get_profile
+
+if TYPE_CHECKING:  # the registry is private; the kit hands it around but plugins only pass it back
+    from .registry import Registry
 
 logger = logging.getLogger(__name__)
 
@@ -287,6 +292,9 @@ class _AllCapabilities(HashingEmbedder):
         return OverlapPairScorer().score(first, second)
 
 
+_TINY_MODEL_CLASSES = (HashingEmbedder, HashingMultiVectorEmbedder, HashingSpanEncoder, OverlapPairScorer)
+
+
 def tiny_model_for(requires: Iterable[str]) -> Any:
     """The simplest tiny model that can serve a task requiring ``requires`` (capability names)."""
     required = set(requires)
@@ -346,7 +354,7 @@ TESTING_MODELS: tuple[ModelPlugin, ...] = (
     ModelPlugin("testing-trainable", "hashed bag-of-words embedder with learned IDF weights (harness.testing)",
                 lambda ctx: TrainableHashingEmbedder(ctx.options["dim"]), (EMBEDDER, TRAINABLE),
                 options={"dim": Option(256, "number of hash buckets", type=int)},
-                training_kinds=(SCORED_PAIRS, UNLABELED_SENTENCES, LABELED_SENTENCES),
+                training_kinds=(SCORED_PAIRS, UNLABELED_SENTENCES, LABELED_SENTENCES, PROPOSITION_PAIRS),
                 model_class=TrainableHashingEmbedder),
     ModelPlugin("testing-multi-vector", "one hashed vector per token, MaxSim (harness.testing)",
                 lambda ctx: HashingMultiVectorEmbedder(ctx.options["dim"]), (MULTI_VECTOR_EMBEDDER,),
@@ -398,7 +406,7 @@ def model_context(
     device: str = "cpu",
     artifact_dir: Path | None = None,
     cache_dir: Path | None = None,
-    registry: Any = None,
+    registry: Registry | None = None,
     train_on: str | None = None,
     trained_model: Callable[..., Any] | None = None,
     training_data: Callable[[str, str], TrainingSplits] | None = None,
@@ -434,7 +442,7 @@ def eval_context(
     data_dir: Path | str | None = None,
     seed: int = 42,
     device: str = "cpu",
-    registry: Any = None,
+    registry: Registry | None = None,
     embedder: Callable[[str], Any] | None = None,
 ) -> EvalContext:
     """An EvalContext as the runner builds one (smoke profile, its eval batch size, progress bars off).
@@ -494,7 +502,7 @@ def _module(plugin: Any) -> Any:
     return importlib.import_module(plugin) if isinstance(plugin, str) else plugin
 
 
-def plugin_registry(*plugins: Any, autoload: bool = False) -> Any:
+def plugin_registry(*plugins: Any, autoload: bool = False) -> Registry:
     """A registry of ``plugins`` (modules, objects with hook methods, or dotted module names) as harness would
     build it, with installed plugins too when ``autoload`` (else none of them: the result does not depend on what
     else is installed). Raises :class:`ContractCheckError` with the registry's one-line reason when one of
@@ -714,7 +722,7 @@ def _same_outputs(first: Any, second: Any) -> bool:
     return first.shape == second.shape and _rows_match(first, second)
 
 
-def _resolve_model_plugin(model: ModelPlugin | str, registry: Any) -> tuple[ModelPlugin, Any]:
+def _resolve_model_plugin(model: ModelPlugin | str, registry: Registry | None) -> tuple[ModelPlugin, Registry]:
     if isinstance(model, ModelPlugin):
         return model, registry
     if not isinstance(model, str):
@@ -729,7 +737,7 @@ def _resolve_model_plugin(model: ModelPlugin | str, registry: Any) -> tuple[Mode
 def check_model(
     model: ModelPlugin | str,
     *,
-    registry: Any = None,
+    registry: Registry | None = None,
     options: Mapping[str, Any] | None = None,
     backbone: str | None = None,
     training_data: TrainingSplits | None = None,
@@ -865,10 +873,10 @@ class TaskCheckReport:
     checksum: str
     scores: dict[str, float]
     main_score: float
-    texts_seen: int  # distinct texts the model saw under the checked profile
-    texts_seen_with_small_cut: int | None = None  # ... with max_eval_examples = the check's small cut
-    texts_seen_without_cut: int | None = None  # ... with no cut at all
-    training_kinds: tuple[str, ...] = ()
+    texts_seen: int  # distinct texts the model saw under the checked profile (smoke: max_eval_examples=200)
+    texts_seen_with_small_cut: int | None = None  # ... the tiny model saw with max_eval_examples = the small cut
+    training_kinds: tuple[str, ...] = ()  # offered kinds whose TrainingSplits were checked
+    training_kinds_unavailable: tuple[str, ...] = ()  # offered kinds whose data is not here (MissingDataError)
 
 
 class _TextCounter:
@@ -893,7 +901,7 @@ def _counting(model: Any, counter: _TextCounter) -> Any:
     return type(f"Counting{type(model).__name__}", (), methods)()
 
 
-def _resolve_task_plugin(task: Any, registry: Any) -> tuple[TaskPlugin, Any]:
+def _resolve_task_plugin(task: Any, registry: Registry | None) -> tuple[TaskPlugin, Registry | None]:
     if isinstance(task, TaskPlugin):
         return task, registry
     if inspect.isclass(task) and issubclass(task, Task):
@@ -912,7 +920,7 @@ def check_task(
     task: type[Task] | TaskPlugin | str,
     model: Any = None,
     *,
-    registry: Any = None,
+    registry: Registry | None = None,
     options: Mapping[str, Any] | None = None,
     data_dir: Path | str | None = None,
     profile: Profile | str | None = None,
@@ -927,9 +935,10 @@ def check_task(
     string, the same on a second call; ``evaluate(model, ctx)`` under the smoke profile returns an EvalResult whose
     scores include ``metadata.main_score``, are finite numbers, whose ``dataset_checksum`` equals ``check_data()``
     and whose details are JSON; the evaluation data is cut to ``profile.max_eval_examples`` (with a tiny model, a
-    cut of ``small_cut`` must feed the model fewer texts than no cut; None skips this); ``training_data(kind, ctx)``
-    returns well-formed TrainingSplits for each kind in ``metadata.training_kinds`` and None for other kinds.
-    Raises ContractCheckError listing every problem; returns a report otherwise.
+    cut of ``small_cut`` must feed the model fewer texts than the profile's cut; None skips this);
+    ``training_data(kind, ctx)`` returns well-formed TrainingSplits for each kind in ``metadata.training_kinds``
+    (kinds whose data is missing here are listed in the report, not failed) and None for other kinds. Raises
+    ContractCheckError listing every problem; returns a report otherwise.
     """
     plugin, registry = _resolve_task_plugin(task, registry)
     metadata = plugin.metadata
@@ -964,9 +973,13 @@ def check_task(
                              main_score, len(counter.texts))
 
     if small_cut is not None:
-        _check_cut(instance, metadata, resolved_profile, small_cut, root_data_dir, seed, registry, report, problems)
-    report.training_kinds = _check_training_data(instance, metadata, eval_context(
-        resolved_profile, data_dir=root_data_dir, seed=seed, registry=registry), problems)
+        # The tiny model's count under the checked profile is the reference; with another model, count it again.
+        reference = len(counter.texts) if isinstance(model, _TINY_MODEL_CLASSES) else None
+        _check_cut(instance, metadata, resolved_profile, small_cut, reference, root_data_dir, seed, registry, report,
+                   problems)
+    report.training_kinds, report.training_kinds_unavailable = _check_training_data(
+        instance, metadata, eval_context(resolved_profile, data_dir=root_data_dir, seed=seed, registry=registry),
+        problems)
     _fail(owner, problems)
     return report
 
@@ -1043,31 +1056,42 @@ def _check_result(result: Any, main_score: str, checksum: str, problems: list[st
         return math.nan
 
 
-def _check_cut(instance: Task, metadata: Any, profile: Profile, small_cut: int, data_dir: Path | None, seed: int,
-               registry: Any, report: TaskCheckReport, problems: list[str]) -> None:
-    """With a tiny model: a small ``max_eval_examples`` must feed the model fewer texts than no cut (unless the
-    data is so small that the cut takes everything)."""
-    seen: dict[int | None, int] = {}
-    for limit in (small_cut, None):
+def _check_cut(instance: Task, metadata: TaskMetadata, profile: Profile, small_cut: int, reference: int | None,
+               data_dir: Path | None, seed: int, registry: Registry | None, report: TaskCheckReport,
+               problems: list[str]) -> None:
+    """With a tiny model: ``max_eval_examples=small_cut`` must feed the model fewer texts than the checked profile
+    does (unless the data is so small that both take everything). Comparing with the profile's own cut rather than
+    with no cut keeps the check as cheap as the smoke evaluation, whatever the size of the data."""
+    def texts_seen(limit: int | None) -> int:
         counter = _TextCounter()
         ctx = eval_context(dataclasses.replace(profile, max_eval_examples=limit), data_dir=data_dir, seed=seed,
                            registry=registry)
         _evaluate(instance, _counting(tiny_model_for(metadata.requires), counter), ctx, f"task {metadata.name!r}")
-        seen[limit] = len(counter.texts)
-    report.texts_seen_with_small_cut, report.texts_seen_without_cut = seen[small_cut], seen[None]
-    # A pair has two texts, a query its candidates: only data with more texts than a generous multiple of the cut
-    # can show whether the cut was applied.
-    if seen[None] > 4 * small_cut and seen[small_cut] >= seen[None]:
-        problems.append(f"evaluate gave the model all {seen[None]} texts with max_eval_examples={small_cut}; cut "
+        return len(counter.texts)
+
+    if reference is None:
+        reference = texts_seen(profile.max_eval_examples)
+    report.texts_seen_with_small_cut = with_small_cut = texts_seen(small_cut)
+    # A pair has two texts, a query its candidates: only more texts than a generous multiple of the small cut can
+    # show whether the cut was applied.
+    if reference > 4 * small_cut and with_small_cut >= reference:
+        problems.append(f"evaluate gave the model all {reference} texts with max_eval_examples={small_cut}; cut "
                         "the evaluation items with harness.evaluation.sampling.evaluation_sample(len(items), "
                         "ctx.profile.max_eval_examples) (the smoke profile relies on it).")
 
 
-def _check_training_data(instance: Task, metadata: Any, ctx: EvalContext, problems: list[str]) -> tuple[str, ...]:
-    checked = []
+def _check_training_data(instance: Task, metadata: TaskMetadata, ctx: EvalContext,
+                         problems: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(kinds checked, offered kinds whose data is missing here): a task may offer training data that needs a
+    download its evaluation data does not."""
+    checked, unavailable = [], []
     for kind in TRAINING_KINDS:
         try:
             splits = instance.training_data(kind, ctx)
+        except MissingDataError as exc:
+            logger.warning("task %s: training data %s not checked: %s", metadata.name, kind, exc)
+            unavailable.append(kind)
+            continue
         except HarnessError as exc:
             raise ContractCheckError(f"task {metadata.name!r}: training_data({kind!r}, ctx) raised "
                                      f"{type(exc).__name__}: {exc}") from exc
@@ -1094,7 +1118,7 @@ def _check_training_data(instance: Task, metadata: Any, ctx: EvalContext, proble
                             "harness.files_checksum of the files read) so trained models are retrained when the "
                             "data changes.")
         checked.append(kind)
-    return tuple(checked)
+    return tuple(checked), tuple(unavailable)
 
 
 # -- pytest fixtures (``pytest_plugins = ["harness.testing"]``) ----------------------------------------------------

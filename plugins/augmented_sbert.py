@@ -42,7 +42,12 @@ Deviations: teacher scores are used as they come (a sigmoid CE gives (0, 1), a C
 point about score ranges, so nothing is rescaled). The silver set is capped at the profile's training budget unless
 ``max_silver`` says otherwise (the thesis used all sampled pairs). KDE samplers need the target's gold scores and so
 are refused in domain transfer. Semantic-search sampling embeds with a ``be`` of the run's backbone (pretrained, or
-fine-tuned on the teacher's source), whatever the student is.
+fine-tuned on the teacher's source), whatever the student is. A teacher (or student) spec given as an option value
+carries at most one option of its own (``teacher=ce:activation=tanh`` works; a second would be read as a recipe
+option).
+
+Before harness 0.2 this recipe was spelled as options of the Bi-Encoder (``be:teacher=cbe,...``); the options, their
+defaults and the numbers are unchanged, the spec (and so its store key) is new.
 """
 from __future__ import annotations
 

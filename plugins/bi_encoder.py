@@ -10,7 +10,16 @@ As a student of a training recipe (e.g. Augmented SBERT, ``augsbert:teacher=cbe`
 ``fit_scored_pairs(train, dev, ctx)`` (the ``ScoredPairLearner`` protocol); the recipe starts it from another
 checkpoint through its context's ``build_student(backbone=...)``.
 
+As a span encoder (``encode_spans``, for proposition tasks such as PropSegmEnt retrieval) it offers the three ways
+the Sub-Sentence Encoder paper (Chen et al. 2023, arXiv 2311.04335, appendix C.1) lets a sentence embedder represent
+a proposition, chosen by ``span_input``: ``mask`` (default; "mask pooling": one full-attention pass per sentence,
+MEAN over the proposition's tokens, ``harness.nn.spans``), ``full-mask`` (the proposition mask is also the
+attention mask), ``subset`` ("token subset": the proposition's words alone as a sentence, pooled as ``pooling``
+says) and ``sentence`` (the whole sentence's embedding, the spans ignored). As an embedder it is unchanged.
+
 Deviations: none in the method. Budgets (epochs, training-set size, max sequence length) come from the profile.
+``mask`` and ``full-mask`` always average the proposition's tokens, whatever ``pooling`` says (a proposition has no
+[CLS] of its own).
 """
 from __future__ import annotations
 
@@ -25,23 +34,46 @@ from safetensors.torch import load_model, save_model
 
 from harness import SCORED_PAIRS, ModelPlugin, Option, hookimpl
 from harness.nn import POOLING_CHOICES, CosineRegression, SentenceEncoder
+from harness.nn.spans import encode_span_items, group_by_sentence, subset_text
 from harness.training import TrainReport, fit_scored_pairs
 
 logger = logging.getLogger(__name__)
+
+SPAN_INPUTS = ("mask", "full-mask", "subset", "sentence")  # appendix C.1 of the Sub-Sentence Encoder paper
 
 
 class BiEncoder:
     """An Embedder (and, through the core's cosine adapter, a PairScorer)."""
 
-    def __init__(self, encoder: SentenceEncoder, device: str, batch_size: int, progress: bool, learning_rate: float):
+    def __init__(self, encoder: SentenceEncoder, device: str, batch_size: int, progress: bool, learning_rate: float,
+                 span_input: str = "mask"):
         self.encoder = encoder.to(device)
         self.device = device
         self.batch_size = batch_size
         self.progress = progress
         self.learning_rate = learning_rate
+        self.span_input = span_input
 
     def encode(self, texts) -> np.ndarray:
         return self.encoder.encode(texts, batch_size=self.batch_size, progress=self.progress)
+
+    def encode_spans(self, items) -> np.ndarray:
+        """One row per ``(text, spans)`` item, as ``span_input`` says (see the module docstring)."""
+        texts, propositions = group_by_sentence(items)  # checks every item's spans, whatever the strategy
+        if self.span_input == "sentence":
+            return self.encode([texts[position] for position, _ in propositions])
+        if self.span_input == "subset":
+            return self.encode([subset_text(texts[position], spans) for position, spans in propositions])
+        was_training = self.encoder.training
+        self.encoder.eval()
+        try:
+            return encode_span_items(
+                items, self.encoder.tokenizer, self.encoder.token_states, self.device, self.batch_size,
+                self.encoder.max_length, attention="proposition" if self.span_input == "full-mask" else "sentence",
+                progress=self.progress,
+            )
+        finally:
+            self.encoder.train(was_training)
 
     def fit(self, splits, ctx) -> TrainReport:
         return self.fit_scored_pairs(splits.train, splits.dev, ctx)
@@ -74,7 +106,8 @@ class BiEncoder:
 
 def build(ctx) -> BiEncoder:
     encoder = SentenceEncoder.from_backbone(ctx.backbone, ctx.options["pooling"], ctx.profile.max_seq_length)
-    return BiEncoder(encoder, ctx.device, ctx.eval_batch_size, ctx.progress, ctx.options["lr"])
+    return BiEncoder(encoder, ctx.device, ctx.eval_batch_size, ctx.progress, ctx.options["lr"],
+                     ctx.options["span_input"])
 
 
 @hookimpl
@@ -85,10 +118,14 @@ def register_models(register):
             aliases=("bi-encoder",),
             description="Bi-Encoder (SBERT): pooled single-sentence embeddings, cosine; MSE-on-cosine training",
             factory=build,
-            capabilities=("embedder", "trainable"),
+            # span_encoder: proposition tasks; every other task still gets the native embedder.
+            capabilities=("embedder", "span_encoder", "trainable"),
             options={
                 "pooling": Option("mean", "how token states become one vector", choices=POOLING_CHOICES),
                 "lr": Option(2e-5, "AdamW learning rate (thesis 5.1)", type=float),
+                "span_input": Option("mask", "how encode_spans represents a proposition (Sub-Sentence Encoder "
+                                             "appendix C.1): mask pooling, full-mask attention, token subset, or "
+                                             "the whole sentence", choices=SPAN_INPUTS),
             },
             training_kinds=(SCORED_PAIRS,),
             reference="Reimers & Gurevych 2019 (SBERT); thesis 4.1.2",

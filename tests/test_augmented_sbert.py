@@ -25,14 +25,14 @@ from harness import (
     hookimpl,
 )
 from harness.errors import HarnessError
-from harness.profiles import get_profile
-from harness.registry import build_registry
-from harness.runner import ModelEntry, RunConfig, Runner
-from harness.spec import resolve_model_spec
 from harness.nn.mlm import freeze_embedding_layer, mask_tokens, maskable_positions, pairwise_features
 from harness.nn.sampling import PairSampler
 from harness.plugins.augmented_sbert import ARTIFACT
 from harness.plugins.silver_density import draw_silver_density, read_silver_artifacts
+from harness.profiles import get_profile
+from harness.registry import build_registry
+from harness.runner import ModelEntry, RunConfig, Runner
+from harness.spec import resolve_model_spec
 
 
 @pytest.fixture(autouse=True, scope="module")

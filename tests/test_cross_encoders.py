@@ -9,8 +9,8 @@ import torch
 
 from harness import InvalidOptionError, ScoredPairs, TrainingSplits
 from harness.plugin_api import ModelContext
-from harness.profiles import get_profile
 from harness.plugins.cross_bi_encoder import FIRST, SECOND, segment_masks, truncate_longest_first
+from harness.profiles import get_profile
 
 SENTENCE_A = "a man is playing a guitar ."
 SENTENCE_B = "the cat sits on the mat ."
@@ -269,3 +269,39 @@ def test_ce_and_cbe_train_and_evaluate_through_the_cli(run_cli, tiny_bert, tmp_p
         assert record["model"]["train_on"] == "stsb"
         assert record["training"]["steps"] > 0
         assert -100 <= record["main_score"] <= 100
+
+
+# -- plugins stand alone -----------------------------------------------------------------------------------------------
+def test_no_plugin_module_imports_another_plugin():
+    import ast
+    from pathlib import Path
+
+    plugins_dir = Path(__file__).resolve().parent.parent / "plugins"
+    offenders = []
+    for path in sorted(plugins_dir.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            plugin_modules = [name for name in names if name.split(".")[:2] in (["harness", "plugins"], ["plugins"])
+                              or name.startswith("plugins.")]
+            offenders += [f"{path.name}: {name}" for name in plugin_modules]
+    assert not offenders
+
+
+@pytest.mark.parametrize(("entry_point", "model"), [("cross_bi_encoder", "cbe"), ("cross_encoder", "ce")])
+def test_each_model_plugin_loads_when_allow_listed_alone(entry_point, model):
+    import os
+    import subprocess
+    import sys
+
+    environment = {**os.environ, "HARNESS_PLUGINS": entry_point}
+    listing = subprocess.run(
+        [sys.executable, "-m", "harness", "list"], capture_output=True, text=True, env=environment, timeout=300
+    )
+    assert listing.returncode == 0, listing.stderr
+    models = [line.split()[0] for line in listing.stdout.splitlines() if line.startswith("  ") and line.split()]
+    assert model in models
+    assert "fail" not in listing.stdout.lower() and "error" not in listing.stdout.lower()

@@ -29,6 +29,9 @@ def test_task_namespace_resolves_mteb_names(registry):
     metadata = registry.task("mteb:STS22").metadata
     assert (metadata.family, metadata.main_score, metadata.requires) == ("mteb", "cosine_spearman", ("embedder",))
     assert registry.task("mteb:AskUbuntuDupQuestions").metadata.requires == ("pair_scorer",)
+    fresh = ht.plugin_registry("harness.tasks.mteb")  # a stored record's name resolves in a new process too
+    assert fresh.expand_task("mteb.sick-r") == ["mteb.sick-r"]
+    assert fresh.task("mteb.sick-r").metadata.details["mteb_task"] == "SICK-R"
 
 
 def test_unknown_mteb_task_lists_close_matches_in_one_line(registry):

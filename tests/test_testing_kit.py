@@ -25,8 +25,8 @@ def test_stsb_keeps_the_task_contract():
     assert set(report.training_kinds) == set(ht.plugin_registry(autoload=True).task("stsb").metadata.training_kinds)
     assert "scored_pairs" in report.training_kinds
     assert set(report.scores) >= {"spearman", "pearson_all"}
-    # The smoke profile cuts the 1379 test pairs to 200; without a cut every pair is scored.
-    assert report.texts_seen <= 400 < report.texts_seen_without_cut
+    # The smoke profile cuts the 1379 test pairs to 200, the check's small cut to 5.
+    assert report.texts_seen_with_small_cut <= 10 < report.texts_seen <= 400
 
 
 def test_stsb_with_the_bi_encoder_as_model(tiny_bert):
@@ -171,6 +171,33 @@ def test_ignoring_the_smoke_cut_is_named():
 
     with pytest.raises(ht.ContractCheckError, match="all 500 texts with max_eval_examples=5"):
         ht.check_task(NoCutTask)
+
+
+class DownloadableTrainingDataTask(harness.Task):
+    """Bundled evaluation pairs; its unlabeled training sentences would need a download."""
+
+    metadata = harness.TaskMetadata(
+        name="downloadable", family="testing", description="d", main_score="spearman", metric="m", reference="r",
+        dataset="none", dataset_source="s", license="l", training_kinds=("unlabeled_sentences",),
+    )
+
+    def check_data(self):
+        return "abc"
+
+    def evaluate(self, model, ctx):
+        texts = ht.TINY_SENTENCES[:8]
+        predicted = harness.as_pair_scorer(model).score(texts, texts[1:] + texts[:1])
+        return harness.EvalResult({"spearman": 100 * harness.spearman(predicted, range(8))}, "abc")
+
+    def training_data(self, kind, ctx=None):
+        if kind == "unlabeled_sentences":
+            raise harness.MissingDataError("not downloaded; run `harness data download downloadable`.")
+        return None
+
+
+def test_training_data_that_is_not_downloaded_is_listed_not_failed():
+    report = ht.check_task(DownloadableTrainingDataTask)
+    assert report.training_kinds == () and report.training_kinds_unavailable == ("unlabeled_sentences",)
 
 
 def test_a_plugin_that_fails_to_load_is_reported():

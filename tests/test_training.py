@@ -7,7 +7,7 @@ import torch
 from harness import ScoredPairs, TrainingSplits
 from harness.plugin_api import ModelContext
 from harness.profiles import get_profile
-from harness.training import TrainConfig, fit, linear_schedule
+from harness.training import linear_schedule
 
 
 def _pairs(n: int = 48) -> ScoredPairs:

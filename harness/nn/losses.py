@@ -64,7 +64,9 @@ class ScoreRegression(nn.Module):
         if loss not in REGRESSION_LOSSES:
             raise invalid_choice("regression loss", loss, REGRESSION_LOSSES)
         if loss == "bce" and not callable(getattr(scorer, "logits", None)):
-            raise TypeError(f"loss='bce' needs a scorer with a logits(features) method; {type(scorer).__name__} has none")
+            raise TypeError(
+                f"loss='bce' needs a scorer with a logits(features) method; {type(scorer).__name__} has none"
+            )
         self.scorer = scorer
         self.loss = loss
 

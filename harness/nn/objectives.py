@@ -56,6 +56,7 @@ from harness.options import Option
 from harness.plugin_api import Component, ModelPlugin
 from harness.training import config_from_profile, fit
 
+from .backbone import quiet_transformers
 from .encoder import SentenceEncoder
 from .noise import DELETION_RATIO, WordDeletion, check_deletion_ratio
 from .pooling import POOLING_CHOICES
@@ -500,7 +501,8 @@ class ObjectiveEmbedder:
     # -- checkpoints -----------------------------------------------------------------------------------------------
     def save(self, directory: Path) -> None:
         directory = Path(directory)
-        self.encoder.transformer.save_pretrained(str(directory), safe_serialization=True)
+        with quiet_transformers():  # no "Writing model shards" bar per checkpoint
+            self.encoder.transformer.save_pretrained(str(directory), safe_serialization=True)
         self.encoder.tokenizer.save_pretrained(str(directory))
         (directory / POOLING_FILE).write_text(json.dumps({"pooling": self.encoder.pooling,
                                                           "max_length": self.encoder.max_length}))

@@ -98,6 +98,10 @@ def load_mteb_task(name: str) -> Any:
     if name in custom:
         return custom[name]()
     candidates = [*_registry_names(), *custom]
+    # The harness' own spelling (``sts22``, ``sick-r``, as in a stored record's ``mteb.sts22``) names one task.
+    spelled = [c for c in candidates if harness_task_name(c) == harness_task_name(name)]
+    if len(spelled) == 1:
+        return mteb.get_task(spelled[0]) if spelled[0] not in custom else custom[spelled[0]]()
     matches = difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
     matches += [c for c in candidates if c.lower() == name.lower() and c not in matches]
     hint = f" Did you mean: {', '.join(f'mteb:{m}' for m in matches)}?" if matches else ""

@@ -4,7 +4,10 @@ table 1) and its sentence- and document-level variants (section 5.2, table 4): t
 - ``propsegment-facts``: a query is one proposition in its sentence; the corpus is every proposition; the query is
   removed from its own ranking; gold are the propositions annotated as entailing it. P@1 (main score), R@5/10/20.
 - ``propsegment-sentences`` / ``propsegment-documents``: the ``candidates`` best propositions are retrieved and each
-  sentence / document is scored by its best one (5.2); gold units hold a gold proposition. Same metrics.
+  sentence / document is scored by its best one (5.2); gold units hold a gold proposition. Same metrics; the main
+  score is R@5, because with best-of aggregation the top sentence is always the top proposition's sentence, so the
+  sentence-level P@1 equals the proposition-level P@1 by construction (the document level can only add hits where
+  a non-gold proposition of a gold document ranks first).
 
 How judgements, rater disagreement and the reference segmentation become queries, corpus and gold:
 ``collection.py``. Reading the files: ``files.py``. Metrics: ``harness.evaluation.retrieval`` (matrix products over
@@ -210,6 +213,7 @@ SENTENCES = PropSegmentRetrieval.variant(
     TaskMetadata(**{
         **PropSegmentRetrieval.metadata.as_record(),
         "name": "propsegment-sentences",
+        "main_score": "r@5",
         "description": "PropSegmEnt sentence retrieval: each sentence scored by its best proposition among the "
                        "candidates retrieved for a query proposition (paper 5.2)",
         "metric": "P@1 and R@5/10/20 over distinct sentences, x100; a sentence is gold if it holds a gold "
@@ -223,6 +227,7 @@ DOCUMENTS = PropSegmentRetrieval.variant(
     TaskMetadata(**{
         **PropSegmentRetrieval.metadata.as_record(),
         "name": "propsegment-documents",
+        "main_score": "r@5",
         "description": "PropSegmEnt document retrieval: each document scored by its best proposition among the "
                        "candidates retrieved for a query proposition (paper 5.2)",
         "metric": "P@1 and R@5/10/20 over distinct documents, x100; a document is gold if it holds a gold "

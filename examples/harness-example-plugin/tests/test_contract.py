@@ -31,7 +31,7 @@ def test_hashed_bow_keeps_the_model_contract(registry):
 def test_sts17_keeps_the_task_contract():
     report = ht.check_task(STS17English)
     assert report.texts_seen <= 2 * ht.smoke_profile().max_eval_examples  # the smoke cut: at most 200 pairs
-    assert report.texts_seen_without_cut > report.texts_seen_with_small_cut
+    assert report.texts_seen > report.texts_seen_with_small_cut
     assert -100 <= report.main_score <= 100
 
 
