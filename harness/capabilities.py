@@ -1,4 +1,4 @@
-"""Capabilities a model can have, and the adapters that let most models run on most tasks (DESIGN.md).
+"""Capabilities a model can have, and the adapters that let most models run on most tasks (docs/writing-plugins.md).
 
 - ``embedder``: ``encode(texts) -> float32 [n, d]``
 - ``pair_scorer``: ``score(first, second) -> float [n]``

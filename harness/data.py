@@ -1,6 +1,6 @@
 """Training-data kinds, dataset resolution and checksums.
 
-Datasets resolve in this order (DESIGN.md "Data"): an explicit ``--data-dir`` / ``HARNESS_DATA_DIR``, then the copy
+Datasets resolve in this order (docs/writing-plugins.md, "Data"): an explicit ``--data-dir`` / ``HARNESS_DATA_DIR``, then the copy
 bundled with the plugin package, then (where a task offers it) ``harness data download``.
 """
 from __future__ import annotations

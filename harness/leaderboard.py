@@ -33,6 +33,7 @@ class Cell:
     values: dict[int, float] = field(default_factory=dict)  # seed -> main score
     missing_seeds: set[int] = field(default_factory=set)
     failed_seeds: set[int] = field(default_factory=set)
+    records: dict[int, str] = field(default_factory=dict)  # seed -> the record's path (the HTML page links them)
 
     def mean(self) -> float:
         return statistics.mean(self.values.values())
@@ -117,6 +118,8 @@ def collect_tables(store: Store, family_members: dict[str, list[str]] | None = N
             columns_by_family[family].append(column)
         row.seeds.add(record["seed"])
         row.hardware.add(record.get("hardware", "?"))
+        if record.get("_path"):
+            row.cells[column].records[record["seed"]] = record["_path"]
         if record.get("status") == "ok":
             row.cells[column].values[record["seed"]] = record["main_score"]
         elif record.get("status") == "missing":
@@ -198,12 +201,11 @@ def render_latex(table: Table) -> str:
     return tabulate(_body(table), headers=_header(table), tablefmt="latex_booktabs", disable_numparse=True) + "\n"
 
 
-def render_html(table: Table) -> str:
-    from tabulate import tabulate
+def render_html(table: Table, output_dir: Path | None = None) -> str:
+    """A static, sortable page (harness/leaderboard_views.py); record links are relative to ``output_dir``."""
+    from .leaderboard_views import render_html_page
 
-    return f"<h1>{table.family}</h1>\n" + tabulate(
-        _body(table), headers=_header(table), tablefmt="html", disable_numparse=True
-    ) + "\n"
+    return render_html_page(table, output_dir)
 
 
 RENDERERS = {"md": render_markdown, "csv": render_csv, "tex": render_latex, "html": render_html}
@@ -232,6 +234,7 @@ def write_leaderboards(
     for table in tables:
         for fmt in formats:
             path = table_path(output_dir, table.family, fmt)
-            atomic_write_text(path, RENDERERS[fmt](table))
+            text = render_html(table, output_dir) if fmt == "html" else RENDERERS[fmt](table)
+            atomic_write_text(path, text)
             written.append(path)
     return written

@@ -104,12 +104,13 @@ def _best_values(table: Any) -> dict[str, float]:
 def _score_cell(table: Any, row: Any, column: str, best: dict[str, float], output_dir: Path) -> str:
     cell = row.cells.get(column)
     text = table.cell_text(row, column)
-    if cell is None or not cell.values:
-        css = "failed" if text == "failed" else "status"
-        return f'<td data-sort=""><span class="{css}">{_escape(text)}</span></td>'
     records = getattr(cell, "records", {}) or {}
     links = "".join(f'<a href="{_escape(_link(records[seed], output_dir))}" title="record of seed {seed}">'
                     f"s{seed}</a>" for seed in sorted(records))
+    if cell is None or not cell.values:  # the record of a missing or failed cell says why
+        css = "failed" if text == "failed" else "status"
+        seeds = f'<span class="seeds">{links}</span>' if links else ""
+        return f'<td data-sort=""><span class="{css}">{_escape(text)}</span>{seeds}</td>'
     is_best = row.complete(column) and column in best and abs(cell.mean() - best[column]) < 1e-12
     classes = ' class="best"' if is_best else ""
     seeds = f'<span class="seeds">{links}</span>' if links else ""

@@ -54,7 +54,7 @@ def _check_options(owner: str, options: Mapping[str, Any]) -> None:
 
 # -- callables the runner puts into contexts (typed, so a plugin author need not read runner.py) ---------------------
 class TrainedModelLookup(Protocol):
-    def __call__(self, spec: str, *, train_on: str | None = None, backbone: str | None = None) -> Any:
+    def __call__(self, spec: str, train_on: str | None = None, backbone: str | None = None) -> Any:
         """The model of ``spec`` (e.g. ``"ce"`` or ``"cbe:lr=3e-5"``), trained on ``train_on`` (default: the spec's
         own default source) from ``backbone`` (default: the caller's backbone), for the caller's seed and profile;
         its checkpoint is cached and shared with every other cell that needs it."""
@@ -336,6 +336,8 @@ class TaskPlugin:
 
 def task_factory(cls: type[Task], metadata: TaskMetadata) -> Callable[..., Task]:
     """Deprecated (harness 0.1): use ``cls.variant(metadata)`` and register the class."""
+    warnings.warn("harness task_factory(cls, metadata) is deprecated; register cls.variant(metadata) instead",
+                  DeprecationWarning, 2)
 
     def build(options: Mapping[str, Any], data_dir: Path | None) -> Task:
         task = cls(options, data_dir)

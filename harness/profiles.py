@@ -59,6 +59,10 @@ PROFILES: dict[str, Profile] = {
         max_train_examples=None,
         max_steps=None,
         max_seq_length=None,
+        # Budgets of named training setups that some methods follow (harness.nn.objectives): the TSDAE replication
+        # (thesis 5.4.1: batch 8, 100K steps) and the contrastive experiments (thesis 5.4.2: batch 64, 12.5K steps).
+        extra={"budgets": {"thesis-5.4.1": {"batch_size": 8, "max_steps": 100_000},
+                           "thesis-5.4.2": {"batch_size": 64, "max_steps": 12_500}}},
     ),
 }
 

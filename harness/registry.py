@@ -148,6 +148,9 @@ class Registry:
         families = self.families()
         if name in families:
             return families[name]
+        if ("task-namespace", name) in self.components:
+            raise UnknownNameError(f"{name!r} names tasks at run time; give one: --tasks {name}:NAME "
+                                   f"({self.components[('task-namespace', name)].description}).")
         raise self._unknown("task", name, [*self.tasks, *families, *self.task_aliases])
 
     def split_task_text(self, text: str) -> tuple[str, dict[str, str]]:
@@ -342,26 +345,29 @@ def _names_of(item: Any) -> list[tuple[str, str]]:
     return []
 
 
-def _collect(plugin_hooks: list[tuple[str, Callable]], info: PluginInfo, kinds: dict[str, ComponentKind]) -> list:
-    """Call one plugin's hook implementations; every item is checked. Raises on the first problem."""
+def _call_hooks(plugin_hooks: list[tuple[str, Callable]], info: PluginInfo) -> list:
+    """Call one plugin's hook implementations and return what they registered, unchecked."""
     items: list[Any] = []
-    for hook_name, function in plugin_hooks:
+    for _hook_name, function in plugin_hooks:
         raw: list[Any] = []
         try:
             function(raw.append)
         finally:
+            items.extend(raw)
             for item in raw:  # remembered even on failure, so a lookup can say "its plugin failed"
                 try:
                     info.names.extend(_names_of(item) or (_names_of(TaskPlugin.from_class(item))
                                                           if inspect.isclass(item) and issubclass(item, Task) else []))
                 except Exception:
                     pass
-        for item in raw:
-            checked = _check_item(item, kinds)
-            if isinstance(checked, ComponentKind):
-                kinds[checked.name] = checked
-            items.append(checked)
     return items
+
+
+def _fail(info: PluginInfo, exc: BaseException) -> None:
+    message = str(exc) if isinstance(exc, HarnessError) else f"{type(exc).__name__}: {exc}"
+    info.error = " ".join(message.split())  # one line
+    info.error_traceback = traceback.format_exc()
+    logger.debug("plugin %s failed to register:\n%s", info.name, info.error_traceback)
 
 
 _HOOK_ORDER = {name: index for index, name in enumerate(hookspecs.HOOK_NAMES)}
@@ -395,8 +401,9 @@ def build_registry(extra_plugins: Iterable[Any] = ()) -> Registry:
             continue
         registered.append((info, module))
 
-    # Kinds first: every plugin's ComponentKind declarations are known before components are checked.
-    pending: list[tuple[PluginInfo, list[Any]]] = []
+    # Every plugin's hooks are called first, so all ComponentKind declarations are known before any component is
+    # checked, whatever order the plugins load in; then each plugin's items are checked as a unit.
+    collected: list[tuple[PluginInfo, list[Any]]] = []
     for info, module in registered:
         hooks = sorted(
             ((caller.name, impl.function) for caller in manager.get_hookcallers(module) or []
@@ -404,14 +411,19 @@ def build_registry(extra_plugins: Iterable[Any] = ()) -> Registry:
             key=lambda pair: _HOOK_ORDER.get(pair[0], 99),
         )
         try:
-            items = _collect(hooks, info, registry.component_kinds)
+            collected.append((info, _call_hooks(hooks, info)))
         except Exception as exc:  # the plugin at fault fails; the others keep working
-            message = str(exc) if isinstance(exc, HarnessError) else f"{type(exc).__name__}: {exc}"
-            info.error = " ".join(message.split())  # one line
-            info.error_traceback = traceback.format_exc()
-            logger.debug("plugin %s failed to register:\n%s", info.name, info.error_traceback)
-            continue
-        pending.append((info, items))
+            _fail(info, exc)
+    for _info, items in collected:
+        for item in items:
+            if isinstance(item, ComponentKind):
+                registry.component_kinds.setdefault(item.name, item)
+    pending: list[tuple[PluginInfo, list[Any]]] = []
+    for info, items in collected:
+        try:
+            pending.append((info, [_check_item(item, registry.component_kinds) for item in items]))
+        except Exception as exc:
+            _fail(info, exc)
 
     for info, items in pending:
         for item in items:

@@ -355,7 +355,7 @@ class Runner:
         return RecipeContext(**values, student=spec.options["student"], build_student=build_student)
 
     def _context_values(self, spec: ModelSpec, profile: Profile, device: str, seed: int) -> dict[str, Any]:
-        def trained_model(text: str, *, train_on: str | None = None, backbone: str | None = None) -> Any:
+        def trained_model(text: str, train_on: str | None = None, backbone: str | None = None) -> Any:
             resolved = resolve_model_spec(self.registry, text, profile, backbone or spec.backbone, train_on)
             return self.trained_model(resolved, profile, device, seed)
 

@@ -129,8 +129,8 @@ def teacher_spec_text(options: dict[str, Any], frozen_embeddings: bool) -> str:
 def validate(spec, registry) -> None:
     """Refuse, before anything trains, a distillation that cannot work; the message says what would."""
     # Spec resolution is the core's; the public API has no name for it yet, so the recipe borrows the runner's.
-    from harness.profiles import get_profile
-    from harness.spec import resolve_model_spec
+    from harness import get_profile
+    from harness import resolve_model_spec
 
     options = spec.options
     target_has_gold = SCORED_PAIRS in _offered_kinds(registry, spec.train_on)
@@ -225,7 +225,7 @@ def validate(spec, registry) -> None:
 
 
 def _reachable(capabilities) -> set[str]:
-    from harness.capabilities import reachable_capabilities  # what the core's adapters make of them
+    from harness import reachable_capabilities  # what the core's adapters make of them
 
     return reachable_capabilities(capabilities)
 
@@ -249,7 +249,7 @@ def _selection_samplers(registry) -> list[str]:
 
 def _offered_kinds(registry, source: str | None) -> tuple[str, ...]:
     """Training kinds the (single-task) source offers; () for none or a family (the core refuses both)."""
-    from harness.spec import resolve_task_specs
+    from harness import resolve_task_specs
 
     if source is None:
         return ()
@@ -258,7 +258,7 @@ def _offered_kinds(registry, source: str | None) -> tuple[str, ...]:
 
 
 def _check_scored_pair_source(registry, source: str, option: str) -> None:
-    from harness.spec import resolve_task_specs
+    from harness import resolve_task_specs
 
     specs = resolve_task_specs(registry, source)
     sources = sorted(n for n, p in registry.tasks.items() if SCORED_PAIRS in p.metadata.training_kinds)

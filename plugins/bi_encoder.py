@@ -103,6 +103,15 @@ class BiEncoder:
     def load(self, directory: Path) -> None:
         load_model(self.encoder, str(Path(directory) / "model.safetensors"), device=str(self.device))
 
+    def export_sentence_transformers(self, directory: Path) -> None:
+        """``harness export``: a sentence-transformers folder (Transformer -> Pooling) whose ``encode`` equals
+        ``self.encode`` (same weights, pooling and token limit)."""
+        from harness.export import write_sentence_transformer
+
+        encoder = self.encoder
+        write_sentence_transformer(Path(directory), encoder.transformer, encoder.tokenizer, encoder.pooling,
+                                   encoder.max_length)
+
 
 def build(ctx) -> BiEncoder:
     encoder = SentenceEncoder.from_backbone(ctx.backbone, ctx.options["pooling"], ctx.profile.max_seq_length)

@@ -1,6 +1,6 @@
 """BWS Argument Similarity family: cross-topic and in-topic argument similarity, and a frozen-encoder topic probe.
 
-Thesis 3.5, 5.2.2, 5.5 and table 5.1 (METHODS.md "BWS Argument Similarity"); corpus of Thakur et al. 2021 (AugSBERT):
+Thesis 3.5, 5.2.2, 5.5 and table 5.1; corpus of Thakur et al. 2021 (AugSBERT):
 3400 argument pairs, 8 topics of 425 pairs, a Best-Worst-Scaling similarity score in [0, 1].
 
 - ``bws-cross-topic``: topics T1-T5 train, T6 dev, T7-T8 test, with T1..T8 the topics in the corpus' (alphabetical)

@@ -1,6 +1,6 @@
 """SentEval STS family: STS12, STS13 (no SMT), STS14, STS15, STS16, STS-B and SICK-R.
 
-Protocol (METHODS.md "SentEval STS"; SentEval's ``STSEval``; SimCSE's evaluation): the model's pair score (cosine
+Protocol (SentEval's ``STSEval``; SimCSE's evaluation): the model's pair score (cosine
 of two embeddings, or a cross-encoder's score) against the gold score, Spearman x100.
 
 - STS12-16: pairs with an empty gold line are dropped, as SentEval does. Both aggregations are stored:

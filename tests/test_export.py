@@ -87,3 +87,18 @@ def test_cbe_and_occupied_folders_are_refused_in_one_line(trained_store, tiny_be
     assert run.exit_code == 2 and "is not an empty folder" in run.stderr
     run = export(trained_store, tiny_bert, "be", tmp_path / "two-seeds", "--seeds", "42,43")
     assert run.exit_code == 2 and "one seed" in run.stderr
+
+
+def test_a_recipes_embedder_student_exports_as_a_sentence_transformer(trained_store, tiny_bert, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    spec = "augsbert:teacher=ce,sampler=random,top_k=1"
+    run = ht.run_harness("run", "--models", spec, "--backbone", tiny_bert, "--train-on", "stsb", "--tasks", "stsb",
+                         "--profile", "smoke", "--results", trained_store, "--no-progress")
+    assert run.exit_code == 0, run.stderr
+    target = tmp_path / "student"
+    run = export(trained_store, tiny_bert, spec, target)
+    assert run.exit_code == 0, run.stderr
+    ours = harness_model(trained_store, tiny_bert, spec).encode(TEXTS)
+    assert np.abs(ours - SentenceTransformer(str(target), device="cpu").encode(TEXTS)).max() < 1e-5
+    assert spec.split(":")[0] in (target / "README.md").read_text()

@@ -193,3 +193,27 @@ def test_version_comes_from_package_metadata():
     import importlib.metadata
 
     assert harness.__version__ == importlib.metadata.version("sentence-harness")
+
+
+@pytest.mark.parametrize("declarer_first", [True, False])
+def test_component_kind_checked_whatever_the_plugin_order(declarer_first):
+    from typing import Protocol
+
+    class Widget(Protocol):
+        def spin(self) -> None: ...
+
+    class Declarer:
+        @harness.hookimpl
+        def register_components(self, register):
+            register(harness.ComponentKind("widget", Widget, "has spin()"))
+
+    class Offender:
+        @harness.hookimpl
+        def register_components(self, register):
+            register(harness.Component("widget", "stiff", object()))
+
+    plugins = [Declarer(), Offender()] if declarer_first else [Offender(), Declarer()]
+    registry = build_registry(extra_plugins=plugins)
+    errors = [p.error for p in registry.plugins if p.error]
+    assert len(errors) == 1 and "widget" in errors[0] and "spin" in errors[0]
+    assert ("widget", "stiff") not in registry.components

@@ -280,3 +280,58 @@ def test_training_pulls_linked_propositions_together(tiny_bert):
     report = model.fit(splits, ctx)
     assert report.loss_history[-1] < report.loss_history[0]
     assert margin() > before
+
+
+# -- the paper's baselines: `be` as a span encoder (appendix C.1) ----------------------------------------------------
+def build_be(backbone, **options):
+    from harness.plugins import bi_encoder
+
+    plugin = plugin_registry(bi_encoder).model("be")
+    return plugin.factory(model_context(backbone, options, plugin=plugin))
+
+
+ITEMS = [(SENTENCE, [span_of(SENTENCE, "Bram Stoker"), (0, 7)]), (SENTENCE, [span_of(SENTENCE, "1897")]),
+         ("The cat sat on the mat.", [(4, 7)])]
+
+
+def test_be_mask_pooling_is_the_mean_of_the_propositions_token_states(tiny_bert):
+    model = build_be(tiny_bert)  # span_input=mask by default
+    vectors = model.encode_spans(ITEMS)
+    encoder = model.encoder.eval()
+    features = encoder.tokenize([SENTENCE])
+    with torch.no_grad():
+        states = encoder.token_states(features)[0]
+    (sentence,) = tokenise_sentences(encoder.tokenizer, [SENTENCE], encoder.max_length)
+    mask = token_mask(sentence.offsets, sentence.special_tokens, normalise_spans(SENTENCE, ITEMS[0][1]))
+    np.testing.assert_allclose(vectors[0], states[torch.from_numpy(mask)].mean(dim=0).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_be_token_subset_and_sentence_inputs(tiny_bert):
+    subset = build_be(tiny_bert, span_input="subset")
+    np.testing.assert_allclose(subset.encode_spans(ITEMS)[0], subset.encode(["Dracula Bram Stoker"])[0], rtol=1e-5)
+    sentence = build_be(tiny_bert, span_input="sentence")
+    vectors = sentence.encode_spans(ITEMS)
+    np.testing.assert_allclose(vectors[0], vectors[1])
+    np.testing.assert_allclose(vectors[0], sentence.encode([SENTENCE])[0], rtol=1e-5)
+
+
+def test_be_full_mask_reads_each_proposition_separately(tiny_bert):
+    model = build_be(tiny_bert, span_input="full-mask")
+    calls: list[int] = []
+    original = model.encoder.transformer.forward
+
+    def counting(*args, **kwargs):
+        calls.append(int(kwargs["input_ids"].shape[0]))
+        return original(*args, **kwargs)
+
+    model.encoder.transformer.forward = counting
+    vectors = model.encode_spans(ITEMS)
+    assert sum(calls) == 3 and vectors.shape[0] == 3
+    assert not np.allclose(vectors[0], build_be(tiny_bert).encode_spans(ITEMS)[0])
+
+
+def test_be_stays_a_native_embedder_and_checks_spans(tiny_bert):
+    model = build_be(tiny_bert)
+    assert harness.as_embedder(model) is model  # other tasks are untouched by the span capability
+    with pytest.raises(SpanError, match="item 0"):
+        build_be(tiny_bert, span_input="subset").encode_spans([(SENTENCE, [(0, 99)])])

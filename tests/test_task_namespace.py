@@ -66,6 +66,8 @@ def test_resolution_errors_pass_through_and_unprefixed_names_are_untouched():
         registry.expand_task("toy:bad-name")
     with pytest.raises(harness.HarnessError, match="unknown task 'nothing:here'"):
         registry.expand_task("nothing:here")
+    with pytest.raises(harness.HarnessError, match="give one: --tasks toy:NAME"):
+        registry.expand_task("toy")
 
 
 def test_a_namespace_without_resolve_fails_its_plugin_only():

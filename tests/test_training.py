@@ -21,8 +21,10 @@ def _pairs(n: int = 48) -> ScoredPairs:
 
 def _be(registry, tiny_bert, seed=1):
     plugin = registry.model("be")
-    ctx = ModelContext(options={"pooling": "mean", "lr": 1e-3}, backbone=tiny_bert, profile=get_profile("smoke"),
-                       device="cpu", seed=seed, progress=False)
+    options = {key: option.default for key, option in plugin.options.items()}  # a resolved spec has every option
+    options.update(pooling="mean", lr=1e-3)
+    ctx = ModelContext(options=options, backbone=tiny_bert, profile=get_profile("smoke"), device="cpu", seed=seed,
+                       progress=False)
     torch.manual_seed(seed)
     return plugin.factory(ctx), ctx
 

@@ -12,6 +12,7 @@ Model plugins build from these and import nothing from other plugins:
 - :mod:`harness.nn.losses`: CosineRegression, ScoreRegression, InfoNCE, SupCon.
 - :mod:`harness.nn.mlm`: BERT masking, MLM heads, a frozen embedding layer, domain-adaptive MLM.
 - :mod:`harness.nn.decoder`: a transformer decoder built from an encoder (TSDAE, Nugget, PaSeR).
+- :mod:`harness.nn.sampling`: the contract between silver-pair samplers and the recipes that use them.
 """
 from .backbone import (
     BackboneError,
@@ -37,10 +38,12 @@ from .pairs import (
     truncate_longest_first,
 )
 from .pooling import POOLING_CHOICES, cls_pool, mean_pool, pool
+from .sampling import PairSampler, SamplingInput
 
 __all__ = [
     "BackboneError", "CosineRegression", "DecoderOutput", "FIRST", "InfoNCE", "PADDING", "POOLING_CHOICES",
-    "PairInputBuilder", "SECOND", "ScoreRegression", "SentenceEncoder", "SequenceLimits", "SupCon",
+    "PairInputBuilder", "PairSampler", "SECOND", "SamplingInput", "ScoreRegression", "SentenceEncoder",
+    "SequenceLimits", "SupCon",
     "TransformerDecoder", "cls_pool", "distinct_pairs", "encode_distinct", "freeze_embedding_layer",
     "has_two_token_types", "length_sorted_batches", "load_tokenizer", "load_transformer", "mask_tokens",
     "maskable_positions", "mean_pool", "pool", "position_limit", "progress_bar", "quiet_transformers",

@@ -348,8 +348,8 @@ def validate_objective_spec(primary: str) -> Callable[[Any, Any], None]:
         if spec.train_on is None:
             sources = sorted(name for name, task in registry.tasks.items()
                              if UNLABELED_SENTENCES in task.metadata.training_kinds)
-            raise IncompatibleError(f"{owner} learns from unlabeled sentences; add --train-on TASK ({', '.join(sources)}"
-                                    ") or --train-on self (each task's own train sentences).")
+            raise IncompatibleError(f"{owner} learns from unlabeled sentences; add --train-on TASK "
+                                    f"({', '.join(sources)}) or --train-on self (each task's own train sentences).")
         init = str(options.get("init") or "").strip()
         if init:
             from harness.options import parse_spec_text

@@ -1,7 +1,7 @@
 """USEB, the Unsupervised Sentence Embedding Benchmark: AskUbuntu, CQADupStack, TwitterPara, SciDocs.
 
 Reference: Wang, Reimers & Gurevych 2021, "TSDAE" (arXiv 2104.06979), which introduced USEB; thesis section 3.2
-(table 3.4) and table 6.10 (METHODS.md "USEB"). The protocol is the public ``useb`` package 0.0.1 (UKPLab/useb,
+(table 3.4) and table 6.10. The protocol is the public ``useb`` package 0.0.1 (UKPLab/useb,
 ``useb/evaluators``); ``tests/test_useb.py`` runs that package and these tasks on the same embeddings and requires
 equal numbers (scores x100, unrounded; useb rounds to two decimals).
 
