@@ -98,11 +98,14 @@ def theirs(method: str, backbone: str, texts: list[str], batch_size: int, steps:
                                 device="cpu")
     if method == "tsdae":
         loss = DenoisingAutoEncoderLoss(model, tie_encoder_decoder=True)
-        dataset = DenoisingAutoEncoderDataset(texts[: batch_size * steps])
     else:
         loss = MultipleNegativesRankingLoss(model, scale=20.0)
-        dataset = None
     optimizer = make_adamw([{"params": list(loss.parameters()), "weight_decay": 0.0}], 3e-5)
+    # The batches the shared loop draws (its seeded shuffle, TrainConfig's seed 42), so both sides see the same ones.
+    used = texts[: batch_size * steps]
+    order = torch.randperm(len(used), generator=torch.Generator().manual_seed(42)).tolist()
+    texts = [used[i] for i in order]
+    dataset = DenoisingAutoEncoderDataset(texts) if method == "tsdae" else None
     loss.train()
     started = time.perf_counter()
     for step in range(steps):
@@ -168,7 +171,9 @@ def main() -> None:
     memory = {}
     for side in ("harness", "sentence-transformers"):
         output = subprocess.run([sys.executable, __file__, "--memory-child", side, "--backbone", backbone,
-                                 "--memory-steps", str(args.memory_steps)], capture_output=True, text=True, check=True)
+                                 "--memory-steps", str(args.memory_steps)], capture_output=True, text=True)
+        if output.returncode != 0:
+            raise SystemExit(f"the memory run of {side} failed:\n{output.stderr[-2000:]}")
         memory[side] = json.loads(output.stdout.strip().splitlines()[-1])
     logger.info("TSDAE peak memory (batch 8, max length 128, %d steps, process RSS): harness %.0f MiB, "
                 "sentence-transformers %.0f MiB", args.memory_steps, memory["harness"]["peak_mib"],

@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--backbone", default=None, help="Hugging Face id or local folder (default: the profile's)")
     run.add_argument("--profile", default=None, help=f"budget profile: {', '.join(PROFILES)} (default quick)")
     run.add_argument("--train-on", default=None, help="training source task for trainable models, e.g. stsb")
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="budget_set",
+                     help="training budget for every trained spec: epochs, max_steps, batch_size, learning_rate, "
+                          "max_train_examples (repeatable; enters the spec hash), e.g. --set epochs=5")
     run.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
     run.add_argument("--results", type=Path, default=None,
                      help=f"working result store (default ./{DEFAULT_RESULTS}, or HARNESS_RESULTS_DIR)")
@@ -110,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--matrix", type=Path)
     validate.add_argument("--profile", default=None)
     validate.add_argument("--train-on", default=None)
+    validate.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="budget_set")
     validate.add_argument("--backbone", default=None)
     validate.add_argument("--data-dir", type=Path, default=None)
 
@@ -231,8 +235,22 @@ def _run_config(args, for_validation: bool = False):
         progress=not getattr(args, "no_progress", False) and sys.stderr.isatty(),
         batch_size=_batch_size(getattr(args, "batch_size", None)),
         store_only=getattr(args, "store_only", False),
+        budget=_budget_set(getattr(args, "budget_set", None) or []),
     )
     return config
+
+
+def _budget_set(items: list[str]) -> dict:
+    """``--set epochs=5 --set learning_rate=3e-5`` -> a checked budget mapping."""
+    from .profiles import check_budget
+
+    values: dict[str, str] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip() or not value.strip():
+            raise HarnessError(f"--set {item!r}: write --set KEY=VALUE, e.g. --set epochs=5.")
+        values[key.strip()] = value.strip()
+    return check_budget(values, "--set")
 
 
 def _batch_size(value: int | None) -> int | None:

@@ -82,6 +82,9 @@ class TrainingSplits:
     train: object
     dev: object | None = None
     checksum: str = ""
+    # Sentences of the pairs the task evaluates (dev and test). A method that builds new pairs from the train
+    # sentences (e.g. Augmented SBERT's samplers) must never pair two of them: the pair could be an evaluated one.
+    held_out_sentences: frozenset = frozenset()
 
     @property
     def kind(self) -> str:

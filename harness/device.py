@@ -1,7 +1,10 @@
 """Device choice, mixed precision and seeding.
 
 ``auto`` picks CUDA, then Apple MPS, then the CPU. On CUDA, forward passes run under autocast (bfloat16 where the GPU
-supports it, else float16 with a gradient scaler during training). Only the CPU path is exercised by this project's CI.
+supports it, else float16 with a gradient scaler during training; ``HARNESS_NO_AMP=1`` turns it off). ``cuda`` uses
+every visible GPU (training wraps the model in ``DataParallel`` when there are several); ``cuda:N`` uses GPU N only.
+Which GPUs are visible is ``CUDA_VISIBLE_DEVICES``'s choice: a Ray task asking for one GPU sees exactly its own, as
+``cuda:0``. CI has no GPU: the CUDA paths are covered by tests that fake torch's CUDA queries (tests/test_device.py).
 """
 from __future__ import annotations
 
@@ -17,10 +20,31 @@ from .errors import InvalidOptionError, invalid_choice
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
 
 
+def check_device_name(requested: str) -> str:
+    """``requested`` if it names a device this harness knows (auto, cpu, cuda, cuda:N, mps), without looking for
+    it: a distributed driver checks the name and each worker resolves it on its own hardware."""
+    base, colon, index = requested.partition(":")
+    if base not in DEVICE_CHOICES or (colon and (base != "cuda" or not index.isdigit())):
+        raise invalid_choice("--device", requested, (*DEVICE_CHOICES, "cuda:N"))
+    return requested
+
+
+def visible_cuda_devices() -> list[str] | None:
+    """The GPUs ``CUDA_VISIBLE_DEVICES`` lets this process see (ids or UUIDs), or None when it is unset (all)."""
+    value = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return None
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def _visible_text() -> str:
+    visible = visible_cuda_devices()
+    return "all" if visible is None else (",".join(visible) or "none")
+
+
 def resolve_device(requested: str = "auto") -> str:
+    check_device_name(requested)
     base = requested.split(":")[0]
-    if base not in DEVICE_CHOICES:
-        raise invalid_choice("--device", requested, DEVICE_CHOICES)
     if base == "auto":
         if torch.cuda.is_available():
             return "cuda"
@@ -28,7 +52,13 @@ def resolve_device(requested: str = "auto") -> str:
             return "mps"
         return "cpu"
     if base == "cuda" and not torch.cuda.is_available():
-        raise InvalidOptionError("--device cuda was asked for, but PyTorch sees no CUDA GPU; use --device cpu or auto.")
+        raise InvalidOptionError(f"--device {requested} was asked for, but PyTorch sees no CUDA GPU "
+                                 f"(CUDA_VISIBLE_DEVICES: {_visible_text()}); use --device cpu or auto.")
+    if ":" in requested and int(requested.split(":")[1]) >= torch.cuda.device_count():
+        raise InvalidOptionError(
+            f"--device {requested}: only {torch.cuda.device_count()} GPU(s) are visible (CUDA_VISIBLE_DEVICES: "
+            f"{_visible_text()}), numbered from cuda:0; use --device cuda:0..cuda:{torch.cuda.device_count() - 1}."
+        )
     if base == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
         raise InvalidOptionError("--device mps was asked for, but MPS is not available; use --device cpu or auto.")
     return requested
@@ -39,6 +69,14 @@ def autocast_dtype(device: str) -> torch.dtype | None:
     if not device.startswith("cuda") or os.environ.get("HARNESS_NO_AMP"):
         return None
     return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+
+def data_parallel_device_ids(device: str) -> list[int] | None:
+    """The GPUs training spreads a batch over with ``DataParallel``: every visible GPU for plain ``cuda`` when there
+    are several, else None (one device; ``cuda:N`` means that GPU alone, and DataParallel would insist on cuda:0)."""
+    if device != "cuda" or not torch.cuda.is_available() or torch.cuda.device_count() < 2:
+        return None
+    return list(range(torch.cuda.device_count()))
 
 
 def autocast(device: str):

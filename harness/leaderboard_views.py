@@ -128,7 +128,7 @@ def render_html_page(table: Any, output_dir: Path | None = None) -> str:
     per_row = [name for name, values in (("backbone", backbones), ("profile", profiles)) if len(values) > 1]
     heads = ['<th class="text">rank</th>', '<th class="text">model</th>',
              *(f'<th class="text">{name}</th>' for name in per_row), '<th class="text">seeds</th>',
-             *(f"<th>{_escape(column)}</th>" for column in table.columns), "<th>average</th>"]
+             *(f"<th>{_escape(column)}</th>" for column in table.columns), f"<th>{_escape(table.average_header)}</th>"]
     body = []
     for rank, row, average in table.ranked():
         model = ",<wbr>".join(_escape(part) for part in row.label.split(","))  # long specs may break after a comma
@@ -187,7 +187,7 @@ def plot_table(table: Any, path: Path) -> Path:
     import numpy as np
 
     ranked = [(rank, row, average) for rank, row, average in table.ranked()]
-    columns = [*table.columns, "average"]
+    columns = [*table.columns, table.average_header]
     width = 0.8 / max(len(ranked), 1)
     figure, axes = plt.subplots(figsize=(max(8.0, 1.1 * len(columns) + 0.35 * len(ranked) * len(columns) / 3),
                                          5.0 + 0.22 * len(ranked)))
@@ -208,7 +208,7 @@ def plot_table(table: Any, path: Path) -> Path:
         positions = np.arange(len(columns)) + (index - (len(ranked) - 1) / 2) * width
         for position, column, mean in zip(positions, columns, means):
             if np.isnan(mean):
-                without_value.append((position, "incomplete" if column == "average" else table.cell_text(row, column)))
+                without_value.append((position, "incomplete" if column == table.average_header else table.cell_text(row, column)))
         axes.bar(positions, means, width, yerr=errors, capsize=2, label=row.label, color=colors(index % colors.N),
                  error_kw={"elinewidth": 0.8})
     axes.set_xlim(-0.5, len(columns) - 0.5)

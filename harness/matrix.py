@@ -8,15 +8,21 @@
       - be                                # evaluated as is
       - {model: be, train_on: stsb}
       - {model: "be:teacher=cbe,sampler=kde-iterative", train_on: bws-cross-topic}
+      - {model: ce, train_on: stsb, epochs: 3, learning_rate: 3e-5}   # this entry's own training budget
+
+Training budgets (harness.profiles.BUDGET_KEYS: epochs, max_steps, batch_size, learning_rate, max_train_examples)
+can be set per entry (keys of the entry) or for every entry (``budget:`` mapping); an entry's own values win, and
+``harness run --set key=value`` is the matrix-wide form on the command line. A set budget enters the spec hash.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from .errors import DataFileError, HarnessError, data_error
+from .profiles import BUDGET_KEYS, check_budget
 
-ALLOWED_KEYS = {"description", "profile", "seeds", "tasks", "models", "backbone", "train_on", "data_dir"}
-MODEL_KEYS = {"model", "train_on", "backbone"}
+ALLOWED_KEYS = {"description", "profile", "seeds", "tasks", "models", "backbone", "train_on", "data_dir", "budget"}
+MODEL_KEYS = {"model", "train_on", "backbone", *BUDGET_KEYS}
 
 
 def check_seeds(seeds: object, where: str = "--seeds") -> list[int]:
@@ -72,21 +78,35 @@ def load_matrix(path: Path) -> dict:
     raw_models = document.get("models") or []
     if not isinstance(raw_models, list):
         raise data_error(path, None, f"models must be a list, e.g. models: [be, ce]; got {raw_models!r}.")
+    shared_budget = document.get("budget") or {}
+    if not isinstance(shared_budget, dict):
+        raise data_error(path, None, f"budget must be a mapping such as budget: {{epochs: 5}}; got {shared_budget!r}.")
+    try:
+        shared_budget = check_budget(shared_budget, "budget")
+    except HarnessError as exc:
+        raise data_error(path, None, str(exc)) from None
     models = []
     for position, item in enumerate(raw_models, start=1):
         if isinstance(item, str) and item.strip():
-            models.append(ModelEntry(item))
+            models.append(ModelEntry(item, budget=dict(shared_budget)))
         elif isinstance(item, dict) and isinstance(item.get("model"), str) and set(item) <= MODEL_KEYS:
             for key in ("train_on", "backbone"):
                 if item.get(key) is not None and not isinstance(item[key], str):
                     raise data_error(path, None, f"models entry {position}: {key} must be a text such as "
                                                  f"{'stsb' if key == 'train_on' else 'bert-base-uncased'}; got "
                                                  f"{item[key]!r}.")
-            models.append(ModelEntry(item["model"], item.get("train_on"), item.get("backbone")))
+            try:
+                own_budget = check_budget({k: v for k, v in item.items() if k in BUDGET_KEYS},
+                                          f"models entry {position}")
+            except HarnessError as exc:
+                raise data_error(path, None, str(exc)) from None
+            models.append(ModelEntry(item["model"], item.get("train_on"), item.get("backbone"),
+                                     {**shared_budget, **own_budget}))
         else:
             raise data_error(
                 path, None, f"models entry {position} ({item!r}) must be a spec string or a mapping with keys "
-                f"{sorted(MODEL_KEYS)} ('model' required, a text)."
+                f"{sorted(MODEL_KEYS)} ('model' required, a text; the budget keys {', '.join(BUDGET_KEYS)} set this "
+                "entry's training budget)."
             )
     tasks = document.get("tasks") or []
     if not isinstance(tasks, list) or not all(isinstance(t, str) and t.strip() for t in tasks):

@@ -25,7 +25,7 @@ import numpy as np
 
 from .capabilities import TRAINABLE, reachable_capabilities
 from .data import TrainingSplits
-from .device import hardware_description, resolve_device, seed_everything
+from .device import check_device_name, hardware_description, resolve_device, seed_everything
 from .environment import environment_record
 from .errors import DataFileError, HarnessError, IncompatibleError, InvalidOptionError, MissingDataError
 from .plugin_api import EvalContext, ModelContext, RecipeContext, RecipePlugin, Task
@@ -45,6 +45,7 @@ from .matrix import check_seeds
 from .metrics import ScoreError
 from .store import Store, atomic_write_json, build_checkpoint, checkpoint_problem, reuse_problem
 from .training import NonFiniteLossError
+from .executors import make_executor
 
 
 @dataclass
@@ -54,6 +55,7 @@ class ModelEntry:
     spec: str
     train_on: str | None = None
     backbone: str | None = None
+    budget: dict = field(default_factory=dict)  # training budget overrides (harness.profiles.BUDGET_KEYS)
 
 
 @dataclass
@@ -71,6 +73,13 @@ class RunConfig:
     progress: bool = True
     batch_size: int | None = None
     store_only: bool = False  # answer every cell from the store; refuse (saying why) if one would be computed
+    budget: dict = field(default_factory=dict)  # --set overrides for every trained spec (entries' own win)
+    # Where cells run (harness.executors): "local" (this process) or "ray" (tasks on a Ray cluster; the device is
+    # then resolved on each worker, and the options below size each task).
+    executor: str = "local"
+    ray_address: str | None = None  # None: start or join a local cluster; "auto"; "ray://host:port"
+    gpus_per_task: float | None = None  # None: 1 if the cluster has GPUs (and --device is not cpu), else 0
+    cpus_per_task: float = 1.0
 
 
 @dataclass
@@ -111,6 +120,38 @@ class CellOutcome:
     message: str = ""
 
 
+@dataclass
+class TrainingJob:
+    """Cells that one trained model serves: the pending tasks of one model spec and seed (under --train-on self,
+    of one task). An executor trains (or loads) the model once, then evaluates each task."""
+
+    planned: PlannedModel
+    trained: ModelSpec  # the spec whose training makes the model: planned.spec, or its per-task spec under self
+    seed: int
+    tasks: list[TaskSpec]
+
+    @property
+    def spec(self) -> ModelSpec:
+        return self.planned.spec
+
+    @property
+    def label(self) -> str:
+        return f"{self.spec.label} seed {self.seed}"
+
+
+@dataclass
+class CellResult:
+    """A computed cell before it is stored: the record (status ok, missing or failed) and the line that reports it.
+    Workers compute these; only the driver writes them (``Runner.store_result``)."""
+
+    spec: ModelSpec
+    seed: int
+    task: TaskSpec
+    status: str  # ok | missing | failed
+    record: dict
+    message: str = ""
+
+
 def _data_dir_text(path: Path | None) -> str | None:
     return str(path) if path else None
 
@@ -141,7 +182,9 @@ class Runner:
     # -- planning --------------------------------------------------------------------------------------------------
     def plan(self) -> Plan:
         profile = get_profile(self.config.profile)
-        device = resolve_device(self.config.device)
+        # Under a distributed executor each worker resolves the device (the driver may have no GPU at all).
+        device = (resolve_device(self.config.device) if self.config.executor == "local"
+                  else check_device_name(self.config.device))
         self._check_config()
         if not self.config.models:
             raise HarnessError("no models given; use --models NAME[,NAME] (see `harness list`).")
@@ -162,7 +205,8 @@ class Runner:
         for entry in self.config.models:
             backbone = entry.backbone or self.config.backbone
             train_on = entry.train_on or self.config.train_on
-            spec = resolve_model_spec(self.registry, entry.spec, profile, backbone, train_on)
+            spec = resolve_model_spec(self.registry, entry.spec, profile, backbone, train_on,
+                                      {**self.config.budget, **entry.budget})
             _check_finite_options(f"model {spec.label!r}", spec.options)
             self._check_training(spec)
             validate = self.registry.spec_plugin(spec.name).validate
@@ -356,13 +400,15 @@ class Runner:
 
     def _context_values(self, spec: ModelSpec, profile: Profile, device: str, seed: int) -> dict[str, Any]:
         def trained_model(text: str, train_on: str | None = None, backbone: str | None = None) -> Any:
-            resolved = resolve_model_spec(self.registry, text, profile, backbone or spec.backbone, train_on)
+            # Models a spec trains through its context (teachers, search encoders) get its budget overrides.
+            resolved = resolve_model_spec(self.registry, text, profile, backbone or spec.backbone, train_on,
+                                          spec.budget_overrides)
             return self.trained_model(resolved, profile, device, seed)
 
         return dict(
             options=dict(spec.options),
             backbone=self.resolve_backbone(spec.backbone),
-            profile=profile,
+            profile=profile.with_budget(spec.budget),  # the spec's own training budget
             device=device,
             seed=seed,
             progress=self.config.progress,
@@ -396,7 +442,20 @@ class Runner:
 
     def trained_model(self, spec: ModelSpec, profile: Profile, device: str, seed: int) -> Any:
         """Build the model; if it is trained, load its checkpoint or train it and save one (shared by all cells).
-        A recipe spec builds its student, and trains it with the recipe."""
+        A recipe spec builds its student, and trains it with the recipe.
+
+        A trained spec's checkpoint is checked, trained, built and loaded under its lock (harness.locks): of several
+        processes sharing the store (other runs, Ray workers) one trains, the others wait and then load it."""
+        if spec.train_on is None or (spec.hash, seed) in self._loaded:
+            return self._trained_model(spec, profile, device, seed)
+        lock = self.store.checkpoint_lock(spec.key, seed, f"training {spec.label} seed {seed}")
+        lock.acquire(on_wait=lambda message: self.log(f"  {spec.label} seed {seed}: {message}"))
+        try:
+            return self._trained_model(spec, profile, device, seed)
+        finally:
+            lock.release()
+
+    def _trained_model(self, spec: ModelSpec, profile: Profile, device: str, seed: int) -> Any:
         cache_key = (spec.hash, seed)
         if cache_key in self._loaded:
             return self._loaded[cache_key]
@@ -419,10 +478,10 @@ class Runner:
             else:
                 if problem not in ("--overwrite", "not built yet"):
                     logger.warning("checkpoint %s cannot be used: %s; training it again", checkpoint, problem)
-                splits = self.training_splits(spec.train_on, kinds, profile, seed)
+                splits = self.training_splits(spec.train_on, kinds, profile.with_budget(spec.budget), seed)
                 self.log(
                     f"  training {spec.label} on {spec.train_on} ({len(splits.train)} examples, seed {seed}, "
-                    f"profile {profile.name})"
+                    f"profile {profile.name}{', budget ' + str(spec.budget) if spec.budget else ''})"
                 )
                 model, report = self._fit(spec, model, splits, profile, device, seed)
                 report_record = report.as_record() if hasattr(report, "as_record") else report
@@ -488,8 +547,11 @@ class Runner:
         gc.collect()
 
     # -- running ----------------------------------------------------------------------------------------------------
-    def run(self, plan: Plan | None = None) -> list[CellOutcome]:
+    def run(self, plan: Plan | None = None, executor: Any = None) -> list[CellOutcome]:
+        """Compute the plan's cells (``executor``: a harness.executors executor, by default the config's)."""
         plan = plan or self.plan()
+        executor = executor or make_executor(self.config)
+        executor.start(self, plan)  # checks that can fail (Ray missing, cluster unreachable) before any cell runs
         outcomes: list[CellOutcome] = []
         hardware = hardware_description(plan.device)
         for path, why in self.store.clean_stale_temporaries():
@@ -505,6 +567,17 @@ class Runner:
             f"{plan.cells} cells: {len(plan.models)} models x {len(plan.tasks)} tasks x {len(plan.seeds)} seeds "
             f"(profile {plan.profile.name}, device {plan.device}, results in {self.store.root})"
         )
+        jobs = self.pending_jobs(plan, answers, hardware, outcomes)
+        # The executor (harness.executors) trains and evaluates the jobs, here or on a cluster; records are written
+        # by this process only (store_result), so the store stays consistent whatever the workers do.
+        outcomes += executor.run(self, plan, jobs, hardware)
+        return in_plan_order(plan, outcomes)
+
+    def pending_jobs(self, plan: Plan, answers: dict, hardware: str,
+                     outcomes: list[CellOutcome]) -> list[TrainingJob]:
+        """The cells left to compute, grouped by the trained model that serves them. Cells the store answers and
+        cells whose data problem the plan found (stored as missing/failed at once) go to ``outcomes``."""
+        jobs: list[TrainingJob] = []
         for planned in plan.models:
             spec = planned.spec
             for task_spec, problem in planned.skipped:
@@ -521,29 +594,58 @@ class Runner:
                     else:
                         pending.append(task_spec)
                 # One trained model serves all pending tasks, except under --train-on self (one per task).
-                groups: dict[str, tuple[ModelSpec, list[TaskSpec]]] = {}
+                groups: dict[str, TrainingJob] = {}
                 for task_spec in pending:
                     trained = self.trained_spec(spec, task_spec)
-                    groups.setdefault(trained.key, (trained, []))[1].append(task_spec)
-                for trained, tasks in groups.values():
-                    train_started = time.perf_counter()
-                    try:
-                        if trained.key in plan.training_problems:
-                            raise plan.training_problems[trained.key]
-                        model = self.trained_model(trained, plan.profile, plan.device, seed)
-                    except (DataFileError, NonFiniteLossError, ScoreError) as exc:
-                        for task_spec in tasks:
-                            outcomes.append(self._write_problem(spec, seed, task_spec, plan, exc, hardware))
-                        self.release()
-                        continue
-                    train_seconds = time.perf_counter() - train_started
-                    for task_spec in tasks:
-                        outcomes.append(self._run_cell(spec, seed, task_spec, model, plan, hardware, train_seconds,
-                                                       trained))
-                    self.release()
+                    groups.setdefault(trained.key, TrainingJob(planned, trained, seed, [])).tasks.append(task_spec)
+                jobs.extend(groups.values())
+        return jobs
+
+    def recheck(self, job: TrainingJob, plan: Plan) -> tuple[list[CellOutcome], TrainingJob | None]:
+        """After claiming a job (its cells lock): the cells another process stored since this run planned (answered
+        from the store, as ``cached``) and the job of the cells still to compute (None if none are left)."""
+        narrowed = replace(plan, models=[replace(job.planned, tasks=list(job.tasks), skipped=[])], seeds=[job.seed])
+        answers, _ = self._stored_answers(narrowed, quiet=True)
+        cached, remaining = [], []
+        for task_spec in job.tasks:
+            record = answers.get((job.spec.key, job.seed, task_spec.key))
+            if record is not None:
+                cached.append(CellOutcome(job.spec, job.seed, task_spec, "cached", record["main_score"]))
+            else:
+                remaining.append(task_spec)
+        return cached, (replace(job, tasks=remaining) if remaining else None)
+
+    def train_job(self, job: TrainingJob, plan: Plan) -> tuple[Any, float, Exception | None]:
+        """The job's model (trained, loaded from its checkpoint, or built as is), the seconds that took, and the
+        data or training problem that stops it (its cells are then stored as missing/failed) or None."""
+        started = time.perf_counter()
+        try:
+            if job.trained.key in plan.training_problems:
+                raise plan.training_problems[job.trained.key]
+            model = self.trained_model(job.trained, plan.profile, plan.device, job.seed)
+        except (DataFileError, NonFiniteLossError, ScoreError) as exc:
+            self.release()
+            return None, time.perf_counter() - started, exc
+        return model, time.perf_counter() - started, None
+
+    def run_job(self, job: TrainingJob, plan: Plan, hardware: str,
+                on_cell: Callable[[CellOutcome], None] | None = None) -> list[CellOutcome]:
+        """Train (or load) the job's model once and evaluate each of its tasks in this process, storing each cell."""
+        model, train_seconds, problem = self.train_job(job, plan)
+        outcomes = []
+        for task_spec in job.tasks:
+            if problem is not None:
+                result = self.problem_result(job.spec, job.seed, task_spec, plan, problem, hardware)
+            else:
+                result = self.compute_cell(job.spec, job.seed, task_spec, model, plan, hardware, train_seconds,
+                                           job.trained)
+            outcomes.append(self.store_result(result))
+            if on_cell is not None:
+                on_cell(outcomes[-1])
+        self.release()
         return outcomes
 
-    def _stored_answers(self, plan: Plan) -> tuple[dict, dict]:
+    def _stored_answers(self, plan: Plan, quiet: bool = False) -> tuple[dict, dict]:
         """The cells the store answers, ``{(model key, seed, task key): record}``, and for every other cell
         ``{cell: (label, why it is computed)}``. A record answers a cell only if it is valid (schema and content
         checksum), has status ok, and matches the spec hash, task version, dataset checksum and training data."""
@@ -561,7 +663,8 @@ class Runner:
                     record, invalid = self.store.lookup(*cell)
                     path = self.store.record_path(*cell)
                     if invalid is not None:
-                        logger.warning("record %s is invalid (%s); the cell is recomputed", path, invalid)
+                        if not quiet:
+                            logger.warning("record %s is invalid (%s); the cell is recomputed", path, invalid)
                         reasons[cell] = (label, f"the stored record is invalid ({invalid})")
                         continue
                     if record is None:
@@ -582,22 +685,42 @@ class Runner:
                         answers[cell] = record
                     else:
                         reasons[cell] = (label, why)
-                        if record["status"] == "ok":
+                        if record["status"] == "ok" and not quiet:
                             self.log(f"  {label}: recomputing the stored result: {why}")
         return answers, reasons
 
     def _write_problem(self, spec, seed, task_spec, plan, error: Exception, hardware) -> CellOutcome:
+        return self.store_result(self.problem_result(spec, seed, task_spec, plan, error, hardware))
+
+    def problem_result(self, spec, seed, task_spec, plan, error: Exception, hardware) -> CellResult:
+        """The cell of a data or training problem: missing (data not available) or failed (anything else)."""
         if isinstance(error, MissingDataError):
-            return self._write_missing(spec, seed, task_spec, plan, str(error), hardware)
-        return self._write_failed(spec, seed, task_spec, plan, str(error), hardware)
+            return self._problem(spec, seed, task_spec, plan, "missing", str(error), hardware)
+        return self._problem(spec, seed, task_spec, plan, "failed", str(error), hardware)
 
     def _write_failed(self, spec, seed, task_spec, plan, message, hardware) -> CellOutcome:
-        """A cell that could not produce a score (diverged training, non-finite or undefined score, malformed data):
-        stored as ``failed`` with the reason, never as a number; recomputed on the next run."""
-        record = {**self._base_record(spec, seed, task_spec, plan, hardware), "status": "failed", "message": message}
-        self.store.write(spec.key, seed, task_spec.key, record)
-        logger.error("%s seed %s %s failed: %s", spec.label, seed, task_spec.label, message)
-        return CellOutcome(spec, seed, task_spec, "failed", None, message)
+        return self.store_result(self._problem(spec, seed, task_spec, plan, "failed", message, hardware))
+
+    def _problem(self, spec, seed, task_spec, plan, status: str, message: str, hardware) -> CellResult:
+        """A cell that could not produce a score (diverged training, non-finite or undefined score, malformed or
+        missing data): stored as ``failed`` or ``missing`` with the reason, never as a number; recomputed on the
+        next run."""
+        record = {**self._base_record(spec, seed, task_spec, plan, hardware), "status": status, "message": message}
+        return CellResult(spec, seed, task_spec, status, record, message)
+
+    def store_result(self, result: CellResult) -> CellOutcome:
+        """Write a computed cell's record (the driver alone does this) and report it in one line."""
+        spec, seed, task_spec = result.spec, result.seed, result.task
+        self.store.write(spec.key, seed, task_spec.key, result.record)
+        if result.status == "failed":
+            logger.error("%s seed %s %s failed: %s", spec.label, seed, task_spec.label, result.message)
+            return CellOutcome(spec, seed, task_spec, "failed", None, result.message)
+        if result.status == "missing":
+            self.log(f"  {task_spec.label}: data missing: {result.message}")
+            return CellOutcome(spec, seed, task_spec, "missing", None, result.message)
+        score, eval_seconds = result.record["main_score"], result.record["timings"]["eval_seconds"]
+        self.log(f"  {spec.label} seed {seed} {task_spec.label}: {score:.2f} ({eval_seconds:.1f}s)")
+        return CellOutcome(spec, seed, task_spec, "ok", score)
 
     def _base_record(self, spec: ModelSpec, seed: int, task_spec: TaskSpec, plan: Plan, hardware: str) -> dict:
         metadata = self.registry.task(task_spec.name).metadata
@@ -629,14 +752,17 @@ class Runner:
         }
 
     def _write_missing(self, spec, seed, task_spec, plan, message, hardware) -> CellOutcome:
-        record = {**self._base_record(spec, seed, task_spec, plan, hardware), "status": "missing", "message": message}
-        self.store.write(spec.key, seed, task_spec.key, record)
-        self.log(f"  {task_spec.label}: data missing: {message}")
-        return CellOutcome(spec, seed, task_spec, "missing", None, message)
+        return self.store_result(self._problem(spec, seed, task_spec, plan, "missing", message, hardware))
 
     def _run_cell(self, spec, seed, task_spec, model, plan, hardware, train_seconds,
                   trained: ModelSpec | None = None) -> CellOutcome:
-        """``trained`` is the spec whose training produced ``model`` (``spec`` itself unless --train-on self)."""
+        return self.store_result(self.compute_cell(spec, seed, task_spec, model, plan, hardware, train_seconds,
+                                                   trained))
+
+    def compute_cell(self, spec, seed, task_spec, model, plan, hardware, train_seconds,
+                     trained: ModelSpec | None = None) -> CellResult:
+        """Evaluate one cell and build its record without storing it. ``trained`` is the spec whose training produced
+        ``model`` (``spec`` itself unless --train-on self)."""
         trained = trained or spec
         task = self.task(task_spec)
         metadata = task.metadata
@@ -645,9 +771,9 @@ class Runner:
         try:
             result = task.evaluate(model, self.eval_context(plan.profile, plan.device, seed))
         except MissingDataError as exc:
-            return self._write_missing(spec, seed, task_spec, plan, str(exc), hardware)
+            return self._problem(spec, seed, task_spec, plan, "missing", str(exc), hardware)
         except (DataFileError, ScoreError) as exc:  # malformed data, or a score undefined for these predictions
-            return self._write_failed(spec, seed, task_spec, plan, str(exc), hardware)
+            return self._problem(spec, seed, task_spec, plan, "failed", str(exc), hardware)
         eval_seconds = time.perf_counter() - started
         if metadata.main_score not in result.scores:
             raise HarnessError(
@@ -657,8 +783,8 @@ class Runner:
         non_finite = {k: v for k, v in result.scores.items() if not math.isfinite(float(v))}
         if non_finite:
             shown = ", ".join(f"{k}={v}" for k, v in list(non_finite.items())[:4])
-            return self._write_failed(
-                spec, seed, task_spec, plan,
+            return self._problem(
+                spec, seed, task_spec, plan, "failed",
                 f"the evaluation produced non-finite scores ({shown}); the model's predictions or the data are "
                 "broken (e.g. diverged training: lower the learning rate).", hardware,
             )
@@ -677,9 +803,17 @@ class Runner:
             "training": self.training_report(trained, seed),
             "timings": {"model_seconds": round(train_seconds, 3), "eval_seconds": round(eval_seconds, 3)},
         }
-        self.store.write(spec.key, seed, task_spec.key, record)
-        self.log(f"  {spec.label} seed {seed} {task_spec.label}: {record['main_score']:.2f} ({eval_seconds:.1f}s)")
-        return CellOutcome(spec, seed, task_spec, "ok", record["main_score"])
+        return CellResult(spec, seed, task_spec, "ok", record)
+
+
+def in_plan_order(plan: Plan, outcomes: list[CellOutcome]) -> list[CellOutcome]:
+    """Outcomes in the plan's order (model, seed, task) whatever order an executor finished them in, so the summary
+    table and the returned list are the same under every executor."""
+    model_index = {planned.spec.key: number for number, planned in enumerate(plan.models)}
+    seed_index = {seed: number for number, seed in enumerate(plan.seeds)}
+    task_index = {task_spec.key: number for number, task_spec in enumerate(plan.tasks)}
+    return sorted(outcomes, key=lambda o: (model_index.get(o.spec.key, 0), seed_index.get(o.seed, 0),
+                                           task_index.get(o.task.key, 0)))
 
 
 def subsample(splits: TrainingSplits, profile: Profile, seed: int) -> TrainingSplits:
@@ -695,6 +829,7 @@ def subsample(splits: TrainingSplits, profile: Profile, seed: int) -> TrainingSp
         train=cut(splits.train, profile.max_train_examples),
         dev=cut(splits.dev, profile.max_eval_examples),
         checksum=splits.checksum,
+        held_out_sentences=splits.held_out_sentences,
     )
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from .capabilities import TRAINABLE
 from .errors import IncompatibleError
 from .options import format_options, parse_spec_text, resolve_options
-from .profiles import Profile
+from .profiles import Profile, check_budget, resolve_budget
 from .plugin_api import RecipePlugin
 from .registry import Registry
 
@@ -34,6 +34,12 @@ class ModelSpec:
     train_on: str | None  # training source (a task name, with its options) or None for "as is"
     label: str  # what leaderboards show, e.g. "be:pooling=cls"
     recipe: bool = False  # the name is a training recipe (its option ``student`` names the model it trains)
+    # The training budget of a trained spec where it differs from its profile's (harness.profiles.resolve_budget:
+    # the profile's per-method budget, a matrix entry's or --set overrides); part of the identity only when set.
+    budget: dict = field(default_factory=dict)
+    # The overrides given for this spec (matrix entry / --set); models it trains through its context (teachers,
+    # search encoders) get them too.
+    budget_overrides: dict = field(default_factory=dict, compare=False)
 
     def identity(self) -> dict:
         identity = {
@@ -46,6 +52,8 @@ class ModelSpec:
         }
         if self.recipe:  # models keep the identity (and so the stored results) they had before recipes existed
             identity["recipe"] = True
+        if self.budget:  # likewise for specs trained with their profile's own budget
+            identity["budget"] = dict(self.budget)
         return identity
 
     @property
@@ -62,10 +70,12 @@ class ModelSpec:
 
 
 def resolve_model_spec(
-    registry: Registry, text: str, profile: Profile, backbone: str | None = None, train_on: str | None = None
+    registry: Registry, text: str, profile: Profile, backbone: str | None = None, train_on: str | None = None,
+    budget_overrides: dict | None = None,
 ) -> ModelSpec:
     """``be:pooling=cls`` (or a recipe, ``augsbert:teacher=cbe``) -> validated ModelSpec. Models that need training
-    get their default source."""
+    get their default source; a trained spec gets its budget (the profile's per-method budget and
+    ``budget_overrides``, harness.profiles.resolve_budget)."""
     name, raw_options = parse_spec_text(text)
     plugin = registry.spec_plugin(name)
     is_recipe = isinstance(plugin, RecipePlugin)
@@ -78,6 +88,8 @@ def resolve_model_spec(
         _check_student(registry, plugin, options["student"], profile, backbone)
     changed = format_options(options, defaults)
     label = plugin.name + (f":{changed}" if changed else "")
+    overrides = check_budget(budget_overrides or {}, f"budget of {label}")
+    budget = resolve_budget(profile, plugin.name, overrides) if train_on is not None else {}
     return ModelSpec(
         name=plugin.name,
         options=options,
@@ -86,6 +98,8 @@ def resolve_model_spec(
         train_on=train_on,
         label=label,
         recipe=is_recipe,
+        budget=budget,
+        budget_overrides=overrides,
     )
 
 

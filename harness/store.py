@@ -16,6 +16,10 @@ What the store guarantees (README "What the store guarantees"):
   and (for trained models) training-data checksum.
 - **Checkpoints carry file checksums**: ``COMPLETE`` lists the sha256 and size of every file; a checkpoint whose
   files do not match is not complete (:func:`checkpoint_problem`) and is rebuilt.
+- **Several processes can share a store** (``harness.locks``): a checkpoint is checked, built and replaced under its
+  lock (``<checkpoint>.lock``), so two writers never interleave and a reader never sees half of one; the runner
+  holds a per-(model key, seed) lock while it computes those cells (``locks/``), so two runs never compute the same
+  cells at the same time. Records need no lock: each is one atomic rename.
 """
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from .errors import HarnessError
+from .locks import LOCKS, StoreLock, check_locking, checkpoint_lock
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +45,7 @@ RECORD_SCHEMA = 2  # 2: records carry ``checksum``; 1 (harness 0.1): no checksum
 STATUSES = ("ok", "missing", "failed")
 CHECKPOINTS = "checkpoints"
 ARTIFACTS = "artifacts"
-NON_RECORD_FOLDERS = (CHECKPOINTS, ARTIFACTS, "cache", "leaderboards")
+NON_RECORD_FOLDERS = (CHECKPOINTS, ARTIFACTS, "cache", "leaderboards", LOCKS)
 COMPLETE = "COMPLETE"
 CHECKPOINT_FORMAT = 2  # 2: COMPLETE lists every file's sha256 and size; 1 (harness 0.1): COMPLETE says "ok"
 MAX_SEED = 2**32 - 1
@@ -357,6 +362,18 @@ class Store:
     def artifact_dir(self, model_key: str, seed: int) -> Path:
         return self.root / ARTIFACTS / model_key / f"seed-{seed}"
 
+    def checkpoint_lock(self, model_key: str, seed: int, purpose: str | None = None) -> StoreLock:
+        """Held while the (model key, seed) checkpoint is checked, trained, built or loaded."""
+        return checkpoint_lock(self.checkpoint_dir(model_key, seed), purpose)
+
+    def cells_lock(self, model_key: str, seed: int, purpose: str = "") -> StoreLock:
+        """Held by the run that computes the cells of (model key, seed): another run waits, or does other cells."""
+        return StoreLock(self.root / LOCKS / model_key / f"seed-{seed}.lock", purpose)
+
+    def check_locking(self) -> None:
+        """Refuse a store on a filesystem without file locks (LockingUnsupportedError), before any cell runs."""
+        check_locking(self.root)
+
     def lookup(self, model_key: str, seed: int, task_key: str) -> tuple[dict | None, str | None]:
         """``(record, None)`` for a valid record, ``(None, reason)`` for an invalid one, ``(None, None)`` if none."""
         path = self.record_path(model_key, seed, task_key)
@@ -461,8 +478,23 @@ def _checkpoint_files(directory: Path) -> dict[str, dict]:
 
 def checkpoint_problem(directory: Path) -> str | None:
     """Why the checkpoint in ``directory`` cannot be loaded as it is (not built, or its files do not match the
-    checksums recorded when it was built), or None."""
+    checksums recorded when it was built), or None. Checked under the checkpoint's lock, so a checkpoint being
+    replaced by another process is seen before or after, never half-way (in a read-only store: without the lock)."""
     directory = Path(directory)
+    if not directory.parent.is_dir():
+        return "not built yet"
+    lock = checkpoint_lock(directory)
+    try:
+        lock.acquire()
+    except OSError:  # a store this process cannot write (e.g. read-only): nobody can be replacing it from here
+        return _checkpoint_problem(directory)
+    try:
+        return _checkpoint_problem(directory)
+    finally:
+        lock.release()
+
+
+def _checkpoint_problem(directory: Path) -> str | None:
     marker = directory / COMPLETE
     if not marker.is_file():
         return "not built yet" if not directory.exists() else f"incomplete (no {COMPLETE} marker)"
@@ -493,18 +525,38 @@ def checkpoint_complete(directory: Path) -> bool:
 
 
 def build_checkpoint(directory: Path, save: Callable[[Path], Any]) -> Path:
-    """Call ``save(temporary_dir)``, record every file's sha256 in ``COMPLETE``, then move the folder into place."""
+    """Call ``save(temporary_dir)``, record every file's sha256 in ``COMPLETE``, then move the folder into place.
+
+    All of it happens under the checkpoint's lock (re-entrant: a caller may already hold it), so concurrent builders
+    take turns and :func:`checkpoint_problem` never sees a checkpoint half-replaced. An existing checkpoint is renamed
+    aside before the new one is renamed in (a folder cannot be renamed over a non-empty one) and removed after; a
+    crash in between leaves no checkpoint (it is rebuilt) and a temporary that the next build or run removes.
+    """
     directory = Path(directory)
     directory.parent.mkdir(parents=True, exist_ok=True)
-    temporary = Path(tempfile.mkdtemp(prefix=temporary_prefix(directory.name), dir=directory.parent))
-    try:
-        save(temporary)
-        manifest = {"format": CHECKPOINT_FORMAT, "files": _checkpoint_files(temporary)}
-        (temporary / COMPLETE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        if directory.exists():
-            shutil.rmtree(directory)
-        os.replace(temporary, directory)
-    except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
-        raise
+    with checkpoint_lock(directory):
+        _remove_stale_siblings(directory)
+        temporary = Path(tempfile.mkdtemp(prefix=temporary_prefix(directory.name), dir=directory.parent))
+        try:
+            save(temporary)
+            manifest = {"format": CHECKPOINT_FORMAT, "files": _checkpoint_files(temporary)}
+            (temporary / COMPLETE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+            if directory.exists():
+                aside = Path(tempfile.mkdtemp(prefix=temporary_prefix(directory.name), dir=directory.parent))
+                os.replace(directory, aside)  # onto the empty folder just made: atomic, and the name is ours
+                os.replace(temporary, directory)
+                shutil.rmtree(aside, ignore_errors=True)
+            else:
+                os.replace(temporary, directory)
+        except BaseException:
+            shutil.rmtree(temporary, ignore_errors=True)
+            raise
     return directory
+
+
+def _remove_stale_siblings(directory: Path) -> None:
+    """Temporaries of earlier builds of this checkpoint whose process died (e.g. a Ray worker killed mid-save)."""
+    prefix = f".{directory.name}.{_TEMP_TAG}."
+    for sibling in directory.parent.iterdir():
+        if sibling.name.startswith(prefix) and sibling.is_dir() and stale_temporary(sibling):
+            shutil.rmtree(sibling, ignore_errors=True)

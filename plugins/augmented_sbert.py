@@ -28,7 +28,10 @@ Pipeline (``train``):
 6. The student (``ctx.build_student()``) trains with its own objective through ``fit_scored_pairs`` (the
    ``ScoredPairLearner`` protocol; the Bi-Encoder's is MSE on cosine) on
    - ``mode=semi-supervised`` (default): gold + silver; teacher trained on the gold source (thesis 5.5, tables 6.12,
-     6.13);
+     6.13). Option ``gold_labels``: ``teacher`` (default; thesis 5.5 and its code) re-annotates the gold train pairs
+     with the teacher, so the student learns the teacher's scores on gold + silver pairs (AugSBERT-None =
+     ``sampler=none``: the teacher's scores on the gold pairs only); ``gold`` keeps the true gold scores for the gold
+     pairs (and, with ``sampler=none``, adds the teacher-labelled duplicates: the harness' behaviour before 0.3);
    - ``mode=self-distillation``: silver only; teacher trained on the gold source (label regularisation, tables 6.4,
      6.5; with ``sampler=none`` the teacher re-annotates the gold pairs);
    - ``mode=domain-transfer``: silver only; teacher trained on ``teacher_train_on`` (e.g. stsb), so the target's gold
@@ -38,11 +41,20 @@ Pipeline (``train``):
    (one record per candidate with a ``kept`` flag); the ``silver-density`` plot (plugins/silver_density.py) draws
    thesis figure 6.4 from these files.
 
+Thesis-code details that are defaults here: samplers propose ``top_k=5`` partners per sentence; semantic search
+(also for the KDE candidates) embeds with a Bi-Encoder fine-tuned on the teacher's gold pairs
+(``search_model=fine-tuned``; ``pretrained`` uses the backbone as is); the KDE samplers fit the gold density on the
+teacher's scores of the gold pairs (``kde_fit=teacher``; ``gold`` fits it on the gold labels); the teachers ``ce``
+and ``cbe`` train on both pair orders (their option ``pair_orders``). No sampler pairs two sentences that both occur
+in the target's dev or test pairs (the task's ``held_out_sentences``; in-topic BWS shares sentences between train
+and test pairs): such pairs are dropped and counted in the report.
+
 Deviations: teacher scores are used as they come (a sigmoid CE gives (0, 1), a CBE a cosine in [-1, 1]: the thesis'
 point about score ranges, so nothing is rescaled). The silver set is capped at the profile's training budget unless
 ``max_silver`` says otherwise (the thesis used all sampled pairs). KDE samplers need the target's gold scores and so
-are refused in domain transfer. Semantic-search sampling embeds with a ``be`` of the run's backbone (pretrained, or
-fine-tuned on the teacher's source), whatever the student is. A teacher (or student) spec given as an option value
+are refused in domain transfer. Semantic-search sampling embeds with a ``be`` of the run's backbone (fine-tuned on
+the teacher's source, or pretrained), whatever the student is. The thesis allowed pairs of held-out sentences (its
+samplers saw every sentence of the train pairs); the harness does not, since such a pair can be a test pair. A teacher (or student) spec given as an option value
 carries at most one option of its own (``teacher=ce:activation=tanh`` works; a second would be read as a recipe
 option).
 
@@ -88,7 +100,7 @@ SEMI_SUPERVISED = "semi-supervised"
 SELF_DISTILLATION = "self-distillation"
 DOMAIN_TRANSFER = "domain-transfer"
 MODES = (SEMI_SUPERVISED, SELF_DISTILLATION, DOMAIN_TRANSFER)
-SEARCH_MODELS = ("pretrained", "fine-tuned")
+SEARCH_MODELS = ("fine-tuned", "pretrained")
 SEARCH_ENCODER = "be"  # the Bi-Encoder that embeds sentences for semantic-search sampling (Thakur et al. 2021)
 # The silver-pair artifact; plugins/silver_density.py reads files of this name (it keeps its own copy of the name,
 # since no plugin imports another) and recognises them by ARTIFACT_KIND.
@@ -103,11 +115,16 @@ OPTIONS: dict[str, Option] = {
     "mode": Option(SEMI_SUPERVISED, "student data: gold+silver, silver only (teacher on the gold source), or "
                    "silver only with a teacher trained on teacher_train_on", choices=MODES),
     "teacher_train_on": Option("", "domain-transfer only: the task whose gold pairs train the teacher, e.g. stsb"),
-    "top_k": Option(3, "partners per sentence for random / bm25 / semantic-search sampling", type=int),
+    "top_k": Option(5, "partners per sentence for random / bm25 / semantic-search sampling (thesis code: 5)",
+                    type=int),
+    "gold_labels": Option("teacher", "semi-supervised: the student learns the teacher's scores of the gold pairs "
+                          "(thesis 5.5) or their true gold scores", choices=("teacher", "gold")),
+    "kde_fit": Option("teacher", "kde samplers: fit the gold density on the teacher's scores of the gold pairs "
+                      "(thesis code) or on the gold labels", choices=("teacher", "gold")),
     "candidates": Option("", "kde samplers: proposal samplers for the candidates joined by '+', e.g. "
                          "semantic-search+random (empty: the sampler's default)"),
-    "search_model": Option("pretrained", "semantic search with the backbone as is, or a be fine-tuned on the "
-                           "teacher's training source", choices=SEARCH_MODELS),
+    "search_model": Option("fine-tuned", "semantic search with a be fine-tuned on the teacher's training source "
+                           "(thesis, Thakur et al.) or the backbone as is", choices=SEARCH_MODELS),
     "max_silver": Option(-1, "cap on silver pairs (seeded subsample); -1: the profile's training budget, "
                          "0: no cap", type=int),
     "teacher_mlm": Option(False, "domain-adaptive MLM of the teacher on the candidate pairs, then fine-tuning with "
@@ -297,6 +314,13 @@ class SilverPairs:
     teacher_text: str
     teacher_source: str
     mlm_dir: Path | None
+    gold_teacher_scores: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the teacher on the gold pairs
+    held_out_count: int = 0  # target sentences that also occur in dev/test pairs
+    held_out_pairs_dropped: int = 0  # proposed pairs of two such sentences, dropped
+
+    @property
+    def gold_with_teacher_scores(self) -> ScoredPairs:
+        return ScoredPairs(list(self.gold.first), list(self.gold.second), self.gold_teacher_scores)
 
     @property
     def silver(self) -> ScoredPairs:
@@ -323,7 +347,7 @@ def train(splits, ctx) -> tuple[Any, DistillationReport]:
             f"recipe augsbert: student {ctx.student!r} ({type(student).__name__}) has no fit_scored_pairs(train, dev, "
             "ctx), so it cannot learn from silver pairs; use a student such as be."
         )
-    train_pairs = _concat(pairs.gold, silver) if mode == SEMI_SUPERVISED else silver
+    train_pairs = student_pairs(pairs, mode, options["gold_labels"], options["sampler"])
     ctx.logger.info("augmented sbert: %d silver pairs kept; student trains on %d pairs (%s)", len(silver),
                     len(train_pairs), mode)
     preparation_seconds = time.perf_counter() - started
@@ -335,8 +359,26 @@ def train(splits, ctx) -> tuple[Any, DistillationReport]:
         "domain_mlm_backbone": str(pairs.mlm_dir) if pairs.mlm_dir else None,
         "student_from_mlm": options["student_from_mlm"], "silver_artifact": str(artifact) if artifact else None,
         "preparation_seconds": round(preparation_seconds, 3),
+        "gold_labels": options["gold_labels"] if mode == SEMI_SUPERVISED else None,
+        "kde_fit": options["kde_fit"], "top_k": options["top_k"], "search_model": options["search_model"],
+        "held_out_sentences": pairs.held_out_count,
+        "held_out_pairs_dropped": pairs.held_out_pairs_dropped,
     }
     return student, DistillationReport(report, details)
+
+
+def student_pairs(pairs: "SilverPairs", mode: str, gold_labels: str, sampler: str) -> ScoredPairs:
+    """What the student learns from. Semi-supervised: the gold pairs (with the teacher's scores, thesis 5.5, or
+    their gold scores) plus the silver pairs; with ``sampler=none`` and teacher labels, the silver pairs are the
+    re-annotated gold pairs themselves, so they are not added twice. Otherwise: the silver pairs only."""
+    silver = pairs.silver
+    if mode != SEMI_SUPERVISED:
+        return silver
+    if gold_labels == "gold":
+        return _concat(pairs.gold, silver)
+    if sampler == "none":
+        return silver
+    return _concat(pairs.gold_with_teacher_scores, silver)
 
 
 def annotate_silver_pairs(splits, ctx) -> SilverPairs:
@@ -365,11 +407,17 @@ def annotate_silver_pairs(splits, ctx) -> SilverPairs:
             search_model["model"] = ctx.trained_model(SEARCH_ENCODER, train_on=search_source)
         return search_model["model"].encode(texts)
 
+    held_out_texts = getattr(splits, "held_out_sentences", frozenset())
+    held_out = frozenset(row for text, row in row_of.items() if text in held_out_texts or text.strip() in
+                         held_out_texts)
     inputs = SamplingInput(
         sentences=sentences, gold_pairs=gold_pairs, top_k=options["top_k"], seed=ctx.seed, embed=embed,
-        sampler=lambda name: ctx.component("sampler", name), candidates=candidate_names,
+        sampler=lambda name: ctx.component("sampler", name), candidates=candidate_names, held_out=held_out,
     )
     candidates = sampler.propose(inputs)
+    if inputs.dropped_held_out_pairs:
+        ctx.logger.info("augmented sbert: %d proposed pairs joined two sentences of dev/test pairs; dropped",
+                        len(inputs.dropped_held_out_pairs))
     if not candidates:
         raise IncompatibleError(
             f"sampler {options['sampler']!r} found no candidate pairs among {len(sentences)} target sentences of "
@@ -389,14 +437,28 @@ def annotate_silver_pairs(splits, ctx) -> SilverPairs:
     teacher_text = teacher_spec_text(options, frozen_embeddings=options["teacher_mlm"])
     teacher = ctx.trained_model(teacher_text, train_on=teacher_source,
                                 backbone=str(mlm_dir) if mlm_dir is not None else None)
-    candidate_scores = np.asarray(as_pair_scorer(teacher).score(first, second), dtype=np.float64)
+    scorer = as_pair_scorer(teacher)
+    candidate_scores = np.asarray(scorer.score(first, second), dtype=np.float64)
+    # The teacher re-annotates the gold train pairs (thesis 5.5): the student's labels for them (gold_labels=teacher)
+    # and the reference density of the KDE samplers (kde_fit=teacher, as the thesis code fits it).
+    needs_gold_scores = len(gold) > 0 and (
+        (options["mode"] == SEMI_SUPERVISED and options["gold_labels"] == "teacher")
+        or (getattr(sampler, "uses_gold_scores", False) and options["kde_fit"] == "teacher"))
+    if needs_gold_scores and list(candidates) == list(gold_pairs):  # sampler none: the candidates are the gold pairs
+        gold_teacher_scores = candidate_scores.copy()
+    elif needs_gold_scores:
+        gold_teacher_scores = np.asarray(scorer.score(list(gold.first), list(gold.second)), dtype=np.float64)
+    else:
+        gold_teacher_scores = np.zeros(0)
+    reference = gold_teacher_scores if options["kde_fit"] == "teacher" else gold.scores
 
     selection_rng = np.random.default_rng([ctx.seed, 7])
-    kept = np.asarray(sampler.select(candidate_scores, gold.scores, selection_rng), dtype=int)
+    kept = np.asarray(sampler.select(candidate_scores, reference, selection_rng), dtype=int)
     limit = _silver_limit(options["max_silver"], ctx.profile)
     if limit is not None and len(kept) > limit:
         kept = np.sort(np.random.default_rng([ctx.seed, 11]).choice(kept, size=limit, replace=False))
-    return SilverPairs(sentences, gold, candidates, candidate_scores, kept, teacher_text, teacher_source, mlm_dir)
+    return SilverPairs(sentences, gold, candidates, candidate_scores, kept, teacher_text, teacher_source, mlm_dir,
+                       gold_teacher_scores, len(held_out), len(inputs.dropped_held_out_pairs))
 
 
 def _silver_limit(max_silver: int, profile) -> int | None:
@@ -471,6 +533,8 @@ def write_silver_artifact(ctx, pairs: SilverPairs, gold_source: str) -> Path | N
         "seed": ctx.seed,
         "top_k": options["top_k"],
         "gold_scores": [round(float(s), 6) for s in pairs.gold.scores],
+        "gold_teacher_scores": [round(float(s), 6) for s in pairs.gold_teacher_scores],
+        "kde_fit": options["kde_fit"],
         "sentences": pairs.sentences,
         # One row per candidate: index of the first and second sentence, teacher score, kept as silver (0/1).
         "columns": ["first", "second", "teacher_score", "kept"],

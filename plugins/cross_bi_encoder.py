@@ -6,6 +6,10 @@ token, and from the second [CLS] token to the second [SEP] token" gives u and v;
 Training is the Bi-Encoder's: MSE between cos(u, v) and the gold score in [0, 1] (SBERT CosineSimilarityLoss), with
 the shared loop of thesis 5.1 (AdamW 2e-5, 10% linear warm-up then decay, per-epoch dev Spearman, best epoch kept).
 
+Pair orders (option ``pair_orders``): ``both`` (default) trains on every pair as (a, b) and (b, a), as the thesis
+code trains its pair-scoring teachers (and UKPLab's AugSBERT examples their cross-encoders); ``given`` trains on the
+given order only. The input is not symmetric (positions and token types differ), so the order matters.
+
 Deviations and choices (documented here and in docs/fidelity.md):
 - Segment pooling includes both boundary tokens ("from the first [CLS] to the first [SEP]"), which is exactly what the
   Bi-Encoder's MEAN pooling covers for a single sentence ``[CLS] s [SEP]``; the thesis motivates the CBE as mimicking
@@ -48,11 +52,12 @@ from harness.nn import (
     sequence_limits,
     truncate_longest_first,
 )
-from harness.training import TrainReport, fit_scored_pairs
+from harness.training import TrainReport, fit_scored_pairs, with_both_orders
 
 logger = logging.getLogger(__name__)
 
 SEGMENT_POOLING = ("boundaries", "content")
+PAIR_ORDERS = ("both", "given")
 # FIRST, SECOND (segment labels) and truncate_longest_first are re-exported for code written against harness 0.1.
 __all__ = ["CrossBiEncoder", "CrossBiEncoderNetwork", "FIRST", "SECOND", "SEGMENT_POOLING", "segment_masks",
            "truncate_longest_first"]
@@ -106,7 +111,11 @@ class CrossBiEncoder:
         batch_size: int,
         progress: bool,
         learning_rate: float,
+        pair_orders: str = "both",
     ):
+        if pair_orders not in PAIR_ORDERS:
+            raise invalid_choice("option 'pair_orders' of model 'cbe'", pair_orders, PAIR_ORDERS)
+        self.pair_orders = pair_orders
         self.network = network.to(device)
         self.network.eval()
         self.inputs = inputs
@@ -144,6 +153,8 @@ class CrossBiEncoder:
             return {"features": features, "scores": torch.tensor(scores)}
 
         objective = ScoreRegression(self.network, "mse")
+        if self.pair_orders == "both":
+            train = with_both_orders(train)
         return fit_scored_pairs(self, objective, collate, train, dev, ctx, self.learning_rate, description)
 
     def save(self, directory: Path) -> None:
@@ -155,6 +166,7 @@ class CrossBiEncoder:
                     "sentence_limit": self.inputs.sentence_limit,
                     "pair_limit": self.inputs.pair_limit,
                     "token_types": self.inputs.use_token_types,
+                    "pair_orders": self.pair_orders,
                 }
             )
         )
@@ -174,7 +186,8 @@ def build(ctx) -> CrossBiEncoder:
     network = CrossBiEncoderNetwork(transformer, ctx.options["segment_pooling"])
     if ctx.options.get("freeze_embeddings"):
         freeze_embedding_layer(transformer)
-    return CrossBiEncoder(network, inputs, ctx.device, ctx.eval_batch_size, ctx.progress, ctx.options["lr"])
+    return CrossBiEncoder(network, inputs, ctx.device, ctx.eval_batch_size, ctx.progress, ctx.options["lr"],
+                          ctx.options["pair_orders"])
 
 
 @hookimpl
@@ -196,6 +209,8 @@ def register_models(register):
                     False, "freeze the embedding layer during training (Augmented SBERT after domain MLM, thesis "
                     "4.3.1)", type=bool,
                 ),
+                "pair_orders": Option("both", "train on (a, b) and (b, a) (thesis code) or on the given order",
+                                      choices=PAIR_ORDERS),
             },
             training_kinds=(SCORED_PAIRS,),
             requires_training=True,

@@ -7,16 +7,26 @@ hidden state of the first token goes through ``Linear(d, 1)`` and an activation.
 of table 6.2. Training on scored pairs (gold in [0, 1]) with the shared loop of thesis 5.1 (AdamW 2e-5, 10% linear
 warm-up then linear decay, per-epoch dev Spearman, best epoch kept).
 
-Loss (option ``loss``): ``mse`` (default) is the MSE between the activated output and the gold score, the thesis'
-"simple regression setting"; ``bce`` is binary cross-entropy with logits on the raw logit (allowed only with
-``activation=sigmoid``), the default of sentence-transformers' ``CrossEncoder`` for one label, which the AugSBERT code
-used. Both have their minimum where sigmoid(logit) equals the gold score.
+Head (option ``head``):
+- ``linear`` (default, thesis 4.1.2's text): ``Dropout(p) -> Linear(d, 1)`` on the CLS state, then the activation.
+- ``sentence-transformers`` (the thesis code, which trains sentence-transformers' ``CrossEncoder``): Hugging Face's
+  ``*ForSequenceClassification`` head: the pooler ``Linear(d, d) -> tanh`` on the CLS state (BERT's pretrained
+  pooler weights when the backbone has them, a fresh layer otherwise), dropout, ``Linear(d, 1)``; trained with
+  BCE-with-logits on the raw logit whatever the activation, the activation applied only at prediction.
+The dropout probability is the backbone's ``hidden_dropout_prob`` (as in Hugging Face's head), new linear layers are
+initialised N(0, initializer_range).
+
+Loss (option ``loss``): ``auto`` (default) is the head's own (``linear``: MSE, ``sentence-transformers``: BCE);
+``mse`` is the MSE between the activated output and the gold score, the thesis' "simple regression setting";
+``bce`` is binary cross-entropy with logits on the raw logit (with ``head=linear`` only with ``activation=sigmoid``),
+sentence-transformers' default for one label. Both have their minimum where sigmoid(logit) equals the gold score.
+
+Pair orders (option ``pair_orders``): ``both`` (default) trains on every pair as (a, b) and (b, a), as the thesis
+code and UKPLab's AugSBERT / cross-encoder examples do; ``given`` trains on the given order only.
 
 Deviations and choices:
-- Head: ``Dropout(p) -> Linear(d, 1)`` on the CLS state, as thesis 4.1.2 describes. Hugging Face's
-  ``*ForSequenceClassification`` (used by sentence-transformers) puts an extra dense+tanh layer in front (BERT's
-  pretrained pooler; a fresh one for RoBERTa); that layer is not used here. The dropout probability is the backbone's
-  ``hidden_dropout_prob`` (as in Hugging Face's head), the linear layer is initialised N(0, initializer_range).
+- ``head=linear`` follows the thesis text, not its code; ``harness export`` writes ``head=linear`` models only (a
+  sentence-transformers CrossEncoder folder with the same numbers).
 - Sequence length: the profile's ``max_seq_length`` limits each sentence, as it does for the Bi-Encoder, so the pair
   may use up to twice that (capped by the backbone's position table; ``harness.nn.sequence_limits``); longer pairs are
   cut longest-first.
@@ -45,33 +55,57 @@ from harness.nn import (
     sequence_limits,
 )
 from harness.nn.losses import REGRESSION_LOSSES
-from harness.training import TrainReport, fit_scored_pairs
+from harness.training import TrainReport, fit_scored_pairs, with_both_orders
 
 logger = logging.getLogger(__name__)
 
 ACTIVATIONS = ("sigmoid", "tanh", "none")
-LOSSES = REGRESSION_LOSSES  # mse on the activated score, bce with logits on the raw logit
+LOSSES = ("auto", *REGRESSION_LOSSES)  # the head's own; mse on the activated score; bce with logits on the logit
+HEADS = ("linear", "sentence-transformers")
+HEAD_LOSS = {"linear": "mse", "sentence-transformers": "bce"}
+PAIR_ORDERS = ("both", "given")
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
-class CrossEncoderNetwork(nn.Module):
-    """Transformer + ``Dropout -> Linear(d, 1)`` on the first token's last hidden state."""
+def resolved_loss(head: str, loss: str) -> str:
+    return HEAD_LOSS[head] if loss == "auto" else loss
 
-    def __init__(self, transformer: nn.Module, activation: str):
+
+class CrossEncoderNetwork(nn.Module):
+    """Transformer + ``Dropout -> Linear(d, 1)`` on the first token's last hidden state (``head=linear``), with
+    Hugging Face's pooler ``Linear(d, d) -> tanh`` in front for ``head=sentence-transformers``."""
+
+    def __init__(self, transformer: nn.Module, activation: str, head: str = "linear"):
         super().__init__()
         if activation not in ACTIVATIONS:
             raise invalid_choice("option 'activation' of model 'ce'", activation, ACTIVATIONS)
+        if head not in HEADS:
+            raise invalid_choice("option 'head' of model 'ce'", head, HEADS)
         config = transformer.config
+        std = getattr(config, "initializer_range", 0.02)
         self.transformer = transformer
         self.activation = activation
+        self.head_kind = head
+        self.pooler: nn.Module | None = None
+        if head == "sentence-transformers":
+            dense = nn.Linear(config.hidden_size, config.hidden_size)
+            pretrained = getattr(getattr(transformer, "pooler", None), "dense", None)
+            if isinstance(pretrained, nn.Linear):  # BERT's pretrained pooler, as BertForSequenceClassification
+                dense.load_state_dict(pretrained.state_dict())
+            else:
+                nn.init.normal_(dense.weight, std=std)
+                nn.init.zeros_(dense.bias)
+            self.pooler = nn.Sequential(dense, nn.Tanh())
         self.dropout = nn.Dropout(getattr(config, "hidden_dropout_prob", 0.1))
         self.head = nn.Linear(config.hidden_size, 1)
-        nn.init.normal_(self.head.weight, std=getattr(config, "initializer_range", 0.02))
+        nn.init.normal_(self.head.weight, std=std)
         nn.init.zeros_(self.head.bias)
 
     def logits(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
         inputs = {key: value for key, value in features.items() if key in MODEL_INPUTS}
         cls_state = self.transformer(**inputs).last_hidden_state[:, 0]
+        if self.pooler is not None:
+            cls_state = self.pooler(cls_state)
         return self.head(self.dropout(cls_state)).squeeze(-1).float()
 
     def activate(self, logits: torch.Tensor) -> torch.Tensor:
@@ -98,14 +132,19 @@ class CrossEncoder:
         progress: bool,
         learning_rate: float,
         loss: str,
+        pair_orders: str = "both",
     ):
         if loss not in LOSSES:
             raise invalid_choice("option 'loss' of model 'ce'", loss, LOSSES)
-        if loss == "bce" and network.activation != "sigmoid":
+        loss = resolved_loss(network.head_kind, loss)
+        if loss == "bce" and network.activation != "sigmoid" and network.head_kind == "linear":
             raise InvalidOptionError(
-                f"model 'ce': loss=bce needs activation=sigmoid (got activation={network.activation}); "
-                "use loss=mse with tanh or none."
+                f"model 'ce': loss=bce with head=linear needs activation=sigmoid (got activation="
+                f"{network.activation}); use loss=mse with tanh or none, or head=sentence-transformers."
             )
+        if pair_orders not in PAIR_ORDERS:
+            raise invalid_choice("option 'pair_orders' of model 'ce'", pair_orders, PAIR_ORDERS)
+        self.pair_orders = pair_orders
         self.network = network.to(device)
         self.network.eval()
         self.tokenizer = tokenizer
@@ -158,12 +197,15 @@ class CrossEncoder:
             return {"features": features, "scores": torch.tensor(scores)}
 
         objective = ScoreRegression(self.network, self.loss)
+        if self.pair_orders == "both":
+            train = with_both_orders(train)
         return fit_scored_pairs(self, objective, collate, train, dev, ctx, self.learning_rate, description)
 
     def save(self, directory: Path) -> None:
         save_model(self.network, str(Path(directory) / "model.safetensors"))
         (Path(directory) / "config.json").write_text(
-            json.dumps({"activation": self.network.activation, "loss": self.loss, "max_length": self.max_length})
+            json.dumps({"activation": self.network.activation, "loss": self.loss, "max_length": self.max_length,
+                        "head": self.network.head_kind, "pair_orders": self.pair_orders})
         )
 
     def load(self, directory: Path) -> None:
@@ -173,9 +215,15 @@ class CrossEncoder:
     def export_cross_encoder(self, directory: Path) -> None:
         """``harness export``: a sentence-transformers CrossEncoder folder (Transformer -> CLS -> Linear ->
         activation) whose ``predict`` equals ``self.score`` (same weights, pair encoding and token limit)."""
+        from harness import IncompatibleError
         from harness.export import write_cross_encoder
 
         network = self.network
+        if network.pooler is not None:
+            raise IncompatibleError(
+                "harness export writes Cross-Encoders with head=linear only; this model has "
+                "head=sentence-transformers (its weights stay in the store's checkpoints/ folder)."
+            )
         write_cross_encoder(Path(directory), network.transformer, self.tokenizer, network.head, network.activation,
                             self.max_length)
 
@@ -184,12 +232,12 @@ def build(ctx) -> CrossEncoder:
     tokenizer = load_tokenizer(ctx.backbone)
     transformer = load_transformer(ctx.backbone)
     limits = sequence_limits(ctx.backbone, tokenizer, transformer.config, ctx.profile.max_seq_length)
-    network = CrossEncoderNetwork(transformer, ctx.options["activation"])
+    network = CrossEncoderNetwork(transformer, ctx.options["activation"], ctx.options["head"])
     if ctx.options.get("freeze_embeddings"):
         freeze_embedding_layer(transformer)
     return CrossEncoder(
         network, tokenizer, limits.pair, ctx.device, ctx.eval_batch_size, ctx.progress, ctx.options["lr"],
-        ctx.options["loss"],
+        ctx.options["loss"], ctx.options["pair_orders"],
     )
 
 
@@ -204,7 +252,13 @@ def register_models(register):
             capabilities=("pair_scorer", "trainable"),
             options={
                 "activation": Option("sigmoid", "head activation (thesis table 6.2)", choices=ACTIVATIONS),
-                "loss": Option("mse", "mse on the activated score, or bce with logits (sigmoid only)", choices=LOSSES),
+                "loss": Option("auto", "auto: the head's own (linear: mse, sentence-transformers: bce); mse on the "
+                               "activated score; bce with logits on the raw logit", choices=LOSSES),
+                "head": Option("linear", "linear: Dropout -> Linear on CLS (thesis text); sentence-transformers: "
+                               "HF pooler dense+tanh first, BCE on the logit, activation at prediction only "
+                               "(thesis code)", choices=HEADS),
+                "pair_orders": Option("both", "train on (a, b) and (b, a) (thesis code, UKPLab examples) or on the "
+                                      "given order", choices=PAIR_ORDERS),
                 "lr": Option(2e-5, "AdamW learning rate (thesis 5.1)", type=float),
                 "freeze_embeddings": Option(
                     False, "freeze the embedding layer during training (Augmented SBERT after domain MLM, thesis "

@@ -56,7 +56,7 @@ from harness import (
 from harness.data import data_dir_override, default_download_dir
 from harness.download import Archive, ArchiveDataset
 from harness.errors import UnknownNameError
-from harness.evaluation.first_stage import BM25FirstStage, EmbedderFirstStage, first_stage_from_context
+from harness.evaluation.first_stage import EmbedderFirstStage, first_stage_from_context
 from harness.evaluation.sampling import sample_items
 from harness.evaluation.search import top_k
 
@@ -298,15 +298,13 @@ class BeirTask(Task):
         depth = self.options["rerank_k"]
         first_stage = first_stage_from_context(self.options["first_stage"], ctx, self.metadata.name)
         documents = [document_text(corpus[doc_id]) for doc_id in document_ids]
-        if isinstance(first_stage, EmbedderFirstStage):
+        if isinstance(first_stage, EmbedderFirstStage):  # searched chunk by chunk, like the embedders above
             embedder = first_stage.embedder
             candidates, _ = cosine_search(
                 np.asarray(embedder.encode(query_texts)),
                 lambda a, b: np.asarray(embedder.encode(documents[a:b])), len(documents), depth,
                 self.options["corpus_chunk"])
-        elif isinstance(first_stage, BM25FirstStage):
-            candidates = first_stage.candidates(query_texts, documents, depth)
-        else:  # pragma: no cover - harness.evaluation added another first stage
+        else:  # BM25 (rank_bm25's Okapi BM25 over the whole corpus, queries scored in chunks)
             candidates = first_stage.candidates(query_texts, documents, depth)
         details["retrieval"] = f"rerank the top {depth} of {first_stage.description}"
         details["first_stage"] = first_stage.name

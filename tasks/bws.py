@@ -1,28 +1,40 @@
 """BWS Argument Similarity family: cross-topic and in-topic argument similarity, and a frozen-encoder topic probe.
 
-Thesis 3.5, 5.2.2, 5.5 and table 5.1; corpus of Thakur et al. 2021 (AugSBERT):
+Thesis 3.5, 5.2.2, 5.5 and tables 3.7, 5.1; corpus of Thakur et al. 2021 (AugSBERT):
 3400 argument pairs, 8 topics of 425 pairs, a Best-Worst-Scaling similarity score in [0, 1].
 
-- ``bws-cross-topic``: topics T1-T5 train, T6 dev, T7-T8 test, with T1..T8 the topics in the corpus' (alphabetical)
-  order: Abortion, Cloning, Death penalty, Gun control, Marijuana legalization | Minimum wage | Nuclear energy, School
-  uniforms. The bundled data gives 2125 / 425 / 850 pairs, exactly the thesis' table 5.1.
+- Topics are numbered T1..T8 as in thesis table 3.7 and its code (after Thakur et al.), not in the file's
+  alphabetical order: T1 Cloning, T2 Abortion, T3 Minimum wage, T4 Marijuana legalization, T5 Nuclear energy,
+  T6 Death penalty, T7 Gun control, T8 School uniforms (``TOPICS``). Task version 2 (version 1 used the alphabetical
+  order, which put Minimum wage in dev and Nuclear energy in test).
+- ``bws-cross-topic``: T1-T5 train (2125 pairs), T6 dev (425), T7-T8 test (850), exactly thesis table 5.1. The
+  topics of each split are in the task's metadata details and in every record.
 - ``bws-in-topic``: every topic's pairs are shuffled (seeded, option ``split_seed``, default 0) and cut into
-  train/dev/test with the same counts per topic. Table 5.1 reports 2471 / 478 / 451 pairs, totals that cannot be
-  split equally over 8 topics; we apply its ratios to each topic (round(425 * 2471/3400) = 309, round(425 *
-  478/3400) = 60, the remaining 56), i.e. 2472 / 480 / 448 pairs. Pairs are split, not sentences, so (as in the
-  thesis' random pair sampling) a sentence may occur in a train pair and in a test pair.
+  train/dev/test with the same counts per topic. Option ``sizes``: ``thesis-code`` (default) cuts 266/53/106 pairs
+  per topic (2125/425/850), as the thesis code does for the in-topic experiments (tables 6.5-6.8, 6.12-6.13);
+  ``thesis-text`` applies the ratios of table 5.1's 2471/478/451 (totals that cannot be split equally over 8
+  topics): round(425 * 2471/3400) = 309, round(425 * 478/3400) = 60, the remaining 56, i.e. 2472/480/448. Pairs are
+  split, not sentences, so (as in the thesis' random pair sampling) a sentence may occur in a train pair and in a
+  test pair; such sentences are reported as ``held_out_sentences`` of the training data, so that pair samplers never
+  pair two of them (the pair could be a test pair).
 - Both report Spearman x100 of the model's pair scores against the gold score (main score ``spearman``) plus Pearson,
-  and offer their train/dev splits as scored-pair training data. The BWS scores are already in [0, 1] and are used
-  unchanged.
+  and offer their train/dev splits as scored-pair training data and the train split's sentences that occur in no
+  dev or test pair as unlabeled sentences. The BWS scores are already in [0, 1] and are used unchanged.
 - ``bws-topic`` (thesis 5.2.2: "the encoder weights are frozen, and a classification head is added to the sentence
   embedding ... trained on the topics ... for ten epochs with an increased learning rate of 1e-3, and the F1 macro score
-  is determined on the test split"): the 4290 distinct sentences, each labelled with its topic, are split per topic
-  (seeded, ``split_seed``) 80% / 10% / 10% into train / dev / test; the thesis does not state its sentence split and
-  its cross-topic test split holds only 2 topics, so a per-topic split is the only one that can test all 8. A single
-  ``Linear(d, 8)`` on the frozen, unnormalised embeddings is trained with cross-entropy by the shared loop (AdamW
-  lr 1e-3, weight decay 0.01, batch 16, 10 epochs, 10% warm-up then linear decay, seeded), the epoch with the best dev
-  macro-F1 is kept, and macro-F1 x100 on test (scikit-learn's ``f1_score(average="macro")``) is the main score
-  ``f1_macro``; accuracy is stored too. Its train/dev sentences are offered as labelled-sentence training data.
+  is determined on the test split"). Option ``probe``:
+  ``linear`` (default, the thesis text): the 4290 distinct sentences, each labelled with its topic, are split per
+  topic (seeded, ``split_seed``) 80% / 10% / 10% into train / dev / test; a single ``Linear(d, 8)`` on the frozen,
+  unnormalised embeddings, AdamW lr 1e-3, weight decay 0.01, batch 16, 10 epochs, 10% warm-up then linear decay,
+  the epoch with the best dev macro-F1 kept. ``thesis-code``: the thesis code's probe: ``Linear(d, d) -> SiLU ->
+  Linear(d, 8)``, the sentences of the in-topic pair split (train / dev / test sentences of the 266/53/106 split; a
+  sentence of a train pair that also occurs in a test pair is kept in test only), the last epoch kept. Macro-F1 x100
+  on test (scikit-learn's ``f1_score(average="macro")``) is the main score ``f1_macro``; accuracy is stored too. Its
+  train/dev sentences are offered as labelled-sentence training data.
+
+Deviations: the in-topic split's per-topic shuffle is ours (numpy, ``split_seed``), not the thesis code's random
+state, so the same counts hold other pairs; the thesis text's in-topic sizes (2471/478/451) are not reachable with
+equal shares (``sizes=thesis-text`` is the closest).
 
 Texts are stripped of surrounding white space (some sentences end in a space). The smoke profile's
 ``max_eval_examples`` cuts every evaluated split (and the probe's train and dev splits) to a fixed seeded sample
@@ -75,20 +87,25 @@ DATASET = "bws"
 FILE_NAME = "BWS_corpus.csv"
 REQUIRED_COLUMNS = ("topic", "sentence_1", "sentence_2", "regression_label")
 
-# T1..T8 in the corpus' order (Thakur et al. 2021; thesis 3.5).
+# T1..T8 as thesis table 3.7 and its code number them (after Thakur et al. 2021), not the file's alphabetical order.
 TOPICS = (
-    "Abortion",
-    "Cloning",
-    "Death penalty",
-    "Gun control",
-    "Marijuana legalization",
-    "Minimum wage",
-    "Nuclear energy",
-    "School uniforms",
+    "Cloning",  # T1
+    "Abortion",  # T2
+    "Minimum wage",  # T3
+    "Marijuana legalization",  # T4
+    "Nuclear energy",  # T5
+    "Death penalty",  # T6
+    "Gun control",  # T7
+    "School uniforms",  # T8
 )
+TOPIC_NUMBERS = {topic: f"T{number}" for number, topic in enumerate(TOPICS, start=1)}
 CROSS_TOPIC_SPLITS = {"train": TOPICS[:5], "dev": TOPICS[5:6], "test": TOPICS[6:]}
-# Thesis table 5.1 (in-topic): 2471 / 478 / 451 of 3400 pairs; applied to every topic.
-IN_TOPIC_FRACTIONS = {"train": 2471 / 3400, "dev": 478 / 3400}
+# Per-topic in-topic sizes (train, dev; test gets the rest of the 425 pairs of a topic).
+IN_TOPIC_SIZES = {
+    "thesis-code": {"train": 266, "dev": 53},  # the thesis code: 2125 / 425 / 850 pairs
+    # Thesis table 5.1 (text): 2471 / 478 / 451 of 3400 pairs, its ratios applied to every topic: 309 / 60 / 56.
+    "thesis-text": {"train": round(425 * 2471 / 3400), "dev": round(425 * 478 / 3400)},
+}
 # Topic probe: sentences of every topic split 80 / 10 / 10.
 PROBE_FRACTIONS = {"train": 0.8, "dev": 0.1}
 PROBE_EPOCHS = 10
@@ -98,10 +115,16 @@ PROBE_BATCH_SIZE = 16
 LICENSE = "no data license stated; original corpus distributed by TU Darmstadt (tudatalib 2496), see SOURCE.md"
 SOURCE = "BWS_corpus.csv from TamaraAtanasoska/AMRArgumentSimilarity (see tasks/data/bws/SOURCE.md)"
 REFERENCE = "Thakur et al. 2021 (Augmented SBERT), NAACL; thesis 3.5, table 5.1"
+# Version 2: topics numbered as in thesis table 3.7 (version 1 used the alphabetical order); in-topic sizes of the
+# thesis code by default; the topic probe's thesis-code variant.
 COMMON_METADATA = dict(
-    family=FAMILY, reference=REFERENCE, dataset=DATASET, dataset_source=SOURCE, license=LICENSE, version="1"
+    family=FAMILY, reference=REFERENCE, dataset=DATASET, dataset_source=SOURCE, license=LICENSE, version="2"
 )
+TOPIC_DETAILS = {"topics": {number: topic for topic, number in TOPIC_NUMBERS.items()}}
 SPLIT_SEED_OPTION = Option(0, "seed of the per-topic random split", type=int)
+SIZES_OPTION = Option("thesis-code", "in-topic pairs per topic: 266/53/106 (thesis code) or 309/60/56 (thesis "
+                      "table 5.1 ratios)", choices=tuple(IN_TOPIC_SIZES))
+PROBES = ("linear", "thesis-code")
 
 
 @dataclass
@@ -184,17 +207,18 @@ def read_bws(path: Path) -> ArgumentPairs:
 
 
 def split_counts(total: int, fractions: dict[str, float]) -> dict[str, int]:
-    """Rounded train/dev counts; test gets the rest."""
-    train = int(round(total * fractions["train"]))
-    dev = int(round(total * fractions["dev"]))
+    """Rounded train/dev counts; test gets the rest. Values above 1 are counts, not fractions."""
+    train = int(fractions["train"]) if fractions["train"] > 1 else int(round(total * fractions["train"]))
+    dev = int(fractions["dev"]) if fractions["dev"] > 1 else int(round(total * fractions["dev"]))
     return {"train": train, "dev": dev, "test": total - train - dev}
 
 
 def per_topic_split(labels: list[str], fractions: dict[str, float], seed: int) -> dict[str, list[int]]:
-    """Indices of train/dev/test: each topic's items shuffled (seeded) and cut with the same fractions."""
+    """Indices of train/dev/test: each topic's items shuffled (seeded) and cut with the same fractions (or counts).
+    Topics are visited in the file's alphabetical order, so the draws of version 1 stay the draws of version 2."""
     rng = np.random.default_rng(seed)
     splits: dict[str, list[int]] = {"train": [], "dev": [], "test": []}
-    for topic in TOPICS:
+    for topic in sorted(TOPICS):
         members = [index for index, label in enumerate(labels) if label == topic]
         members = [members[i] for i in rng.permutation(len(members))]
         counts = split_counts(len(members), fractions)
@@ -245,17 +269,23 @@ class ArgumentSimilarityTask(BWSTask):
             details={
                 "pairs": {name: len(split) for name, split in splits.items()},
                 "evaluated_pairs": len(test),
+                # T-numbers of thesis table 3.7 with the topic names, per split
+                "topics": {name: topic_labels(split.topics) for name, split in splits.items()},
                 "test_topics": sorted(set(test.topics)),
                 "options": self.options,
             },
         )
+
+    def held_out_sentences(self, splits: dict[str, ArgumentPairs]) -> frozenset[str]:
+        """Sentences of the dev and test pairs: never trained on alone, never paired with each other."""
+        return frozenset(s.strip() for name in ("dev", "test") for s in (*splits[name].first, *splits[name].second))
 
     def training_data(self, kind, ctx=None):
         if kind == UNLABELED_SENTENCES:
             # The train split's distinct sentences; a sentence that also occurs in a dev or test pair is left out, so
             # no evaluated text is ever trained on.
             splits = self.split_pairs()
-            held_out = {s.strip() for name in ("dev", "test") for s in (*splits[name].first, *splits[name].second)}
+            held_out = self.held_out_sentences(splits)
             train = splits["train"]
             sentences = [s for s in dict.fromkeys(t.strip() for t in (*train.first, *train.second))
                          if s and s not in held_out]
@@ -269,16 +299,28 @@ class ArgumentSimilarityTask(BWSTask):
             train=splits["train"].scored_pairs(),
             dev=splits["dev"].scored_pairs(),
             checksum=files_checksum([self.path()]),
+            # In-topic train pairs share sentences with dev/test pairs; a method that builds new pairs from the train
+            # sentences (Augmented SBERT's samplers) must never pair two of these (the pair could be a test pair).
+            held_out_sentences=self.held_out_sentences(splits),
         )
+
+
+def topic_labels(topics) -> list[str]:
+    """``["T1 Cloning", ...]``: the distinct topics, in thesis order, with their thesis number."""
+    present = set(topics)
+    return [f"{TOPIC_NUMBERS[topic]} {topic}" for topic in TOPICS if topic in present]
 
 
 class CrossTopicTask(ArgumentSimilarityTask):
     metadata = TaskMetadata(
         name="bws-cross-topic",
-        description="BWS argument similarity, unseen topics: train T1-T5 (2125), dev T6 (425), test T7-T8 (850)",
+        description="BWS argument similarity, unseen topics (thesis table 3.7 numbering): train T1-T5 Cloning, "
+                    "Abortion, Minimum wage, Marijuana legalization, Nuclear energy (2125); dev T6 Death penalty "
+                    "(425); test T7-T8 Gun control, School uniforms (850)",
         main_score="spearman",
         metric="Spearman x100 of pair scores vs the BWS score on the test topics",
         training_kinds=(SCORED_PAIRS, UNLABELED_SENTENCES),
+        details={**TOPIC_DETAILS, "splits": {name: topic_labels(topics) for name, topics in CROSS_TOPIC_SPLITS.items()}},
         **COMMON_METADATA,
     )
 
@@ -292,24 +334,29 @@ class CrossTopicTask(ArgumentSimilarityTask):
 class InTopicTask(ArgumentSimilarityTask):
     metadata = TaskMetadata(
         name="bws-in-topic",
-        description="BWS argument similarity, every topic split 309/60/56 pairs (train 2472, dev 480, test 448)",
+        description="BWS argument similarity, every topic split 266/53/106 pairs (train 2125, dev 425, test 850; "
+                    "thesis code), or 309/60/56 with sizes=thesis-text",
         main_score="spearman",
         metric="Spearman x100 of pair scores vs the BWS score on the in-topic test split",
-        training_kinds=(SCORED_PAIRS,),
+        # Unlabeled sentences: the train pairs' sentences that occur in no dev or test pair (inherited).
+        training_kinds=(SCORED_PAIRS, UNLABELED_SENTENCES),
+        details=TOPIC_DETAILS,
         **COMMON_METADATA,
     )
-    options = {"split_seed": SPLIT_SEED_OPTION}
+    options = {"split_seed": SPLIT_SEED_OPTION, "sizes": SIZES_OPTION}
 
     def splits(self, pairs):
-        return per_topic_split(pairs.topics, IN_TOPIC_FRACTIONS, self.options["split_seed"])
+        return per_topic_split(pairs.topics, IN_TOPIC_SIZES[self.options["sizes"]], self.options["split_seed"])
 
 
 class TopicClassifier(nn.Module):
-    """A linear layer over frozen sentence embeddings, trained with cross-entropy."""
+    """A linear layer (or, for the thesis code's probe, Linear-SiLU-Linear) over frozen sentence embeddings, trained
+    with cross-entropy."""
 
-    def __init__(self, dimension: int, classes: int):
+    def __init__(self, dimension: int, classes: int, hidden: bool = False):
         super().__init__()
-        self.linear = nn.Linear(dimension, classes)
+        self.linear = (nn.Sequential(nn.Linear(dimension, dimension), nn.SiLU(), nn.Linear(dimension, classes))
+                       if hidden else nn.Linear(dimension, classes))
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return nn.functional.cross_entropy(self.linear(embeddings), labels)
@@ -324,14 +371,21 @@ class TopicProbeTask(BWSTask):
 
     metadata = TaskMetadata(
         name="bws-topic",
-        description="frozen-encoder linear topic probe on BWS sentences (8 topics, per-topic 80/10/10 split)",
+        description="frozen-encoder linear topic probe on BWS sentences (8 topics, per-topic 80/10/10 split; "
+                    "probe=thesis-code: Linear-SiLU-Linear on the in-topic pair split's sentences, last epoch)",
         main_score="f1_macro",
         metric="macro-F1 x100 of a linear classifier (10 epochs, lr 1e-3) on frozen embeddings, test sentences",
         requires=("embedder",),
         training_kinds=(LABELED_SENTENCES,),
+        details=TOPIC_DETAILS,
         **COMMON_METADATA,
     )
-    options = {"split_seed": SPLIT_SEED_OPTION}
+    options = {
+        "split_seed": SPLIT_SEED_OPTION,
+        "probe": Option("linear", "linear: Linear(d, 8), per-topic 80/10/10 sentence split, best dev epoch (thesis "
+                        "text); thesis-code: Linear-SiLU-Linear, in-topic pair split's sentences, last epoch",
+                        choices=PROBES),
+    }
 
     def labelled_sentences(self) -> tuple[list[str], list[str], int]:
         """Distinct sentences with their topic; sentences found under two topics are left out (counted)."""
@@ -348,8 +402,27 @@ class TopicProbeTask(BWSTask):
     def split_sentences(self) -> tuple[dict[str, LabeledSentences], int]:
         sentences, labels, conflicting = self.labelled_sentences()
         everything = LabeledSentences(sentences, labels)
+        if self.options["probe"] == "thesis-code":
+            return self.pair_split_sentences(everything), conflicting
         indices = per_topic_split(labels, PROBE_FRACTIONS, self.options["split_seed"])
         return {name: everything.subset(split) for name, split in indices.items()}, conflicting
+
+    def pair_split_sentences(self, everything: LabeledSentences) -> dict[str, LabeledSentences]:
+        """The thesis code's probe data: the sentences of the in-topic pair split (266/53/106 pairs per topic). A
+        sentence in pairs of several splits belongs to the most held-out one (test, then dev), so no evaluated
+        sentence is trained on."""
+        pairs = self.load()
+        split_of: dict[str, str] = {}
+        for name in ("test", "dev", "train"):
+            indices = per_topic_split(pairs.topics, IN_TOPIC_SIZES["thesis-code"], self.options["split_seed"])[name]
+            for index in indices:
+                for sentence in (pairs.first[index], pairs.second[index]):
+                    split_of.setdefault(sentence, name)
+        return {
+            name: everything.subset([i for i, sentence in enumerate(everything.sentences)
+                                     if split_of.get(sentence) == name])
+            for name in ("train", "dev", "test")
+        }
 
     def training_data(self, kind, ctx=None):
         if kind != LABELED_SENTENCES:
@@ -374,7 +447,8 @@ class TopicProbeTask(BWSTask):
         }
 
         seed_everything(ctx.seed)  # the classifier's initial weights depend on the seed only
-        classifier = TopicClassifier(embeddings.shape[1], len(TOPICS))
+        thesis_code = self.options["probe"] == "thesis-code"
+        classifier = TopicClassifier(embeddings.shape[1], len(TOPICS), hidden=thesis_code)
         config = TrainConfig(
             epochs=PROBE_EPOCHS, batch_size=PROBE_BATCH_SIZE, learning_rate=PROBE_LEARNING_RATE, seed=ctx.seed,
             device=ctx.device, progress=ctx.progress, description="topic probe",
@@ -387,9 +461,10 @@ class TopicProbeTask(BWSTask):
         def predict(name: str) -> np.ndarray:
             return classifier.predict(vectors[name].to(next(classifier.parameters()).device))
 
+        # The thesis code keeps the last epoch; the thesis text's protocol the best dev epoch.
         report = fit(
             classifier, list(range(len(splits["train"]))), collate, config,
-            dev_score=lambda: macro_f1(predict("dev"), label_ids["dev"].numpy()),
+            dev_score=None if thesis_code else lambda: macro_f1(predict("dev"), label_ids["dev"].numpy()),
         )
         predicted = predict("test")
         gold = label_ids["test"].numpy()
@@ -399,6 +474,7 @@ class TopicProbeTask(BWSTask):
             details={
                 "sentences": {name: len(split) for name, split in splits.items()},
                 "sentences_with_conflicting_topics": conflicting,
+                "topics": topic_labels(TOPICS),
                 "probe": {"best_epoch": report.best_epoch, "dev_f1_macro_history": report.dev_history},
                 "options": self.options,
             },

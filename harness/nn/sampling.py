@@ -8,7 +8,9 @@ a sampler (a :class:`PairSampler`) works in two stages, because some strategies 
 what to keep:
 
 1. ``propose(inputs)`` returns candidate pairs as index pairs ``(i, j)`` into ``inputs.sentences`` (never ``i == j``,
-   never the same unordered pair twice, never a gold pair unless the sampler re-annotates gold pairs);
+   never the same unordered pair twice, never a gold pair unless the sampler re-annotates gold pairs, and never a
+   pair of two ``held_out`` sentences: sentences that also occur in the target's dev or test pairs, so a new pair
+   could be an evaluated pair);
 2. the recipe lets the teacher score every candidate, then ``select(candidate_scores, gold_scores, rng)`` returns
    the indices of the candidates that become silver pairs (all of them unless the sampler filters).
 
@@ -34,7 +36,7 @@ class SamplingInput:
 
     sentences: list[str]  # distinct target sentences
     gold_pairs: list[Pair]  # gold pairs as indices into ``sentences``, in the gold data's order
-    top_k: int = 3  # partners per sentence for neighbour / random sampling
+    top_k: int = 5  # partners per sentence for neighbour / random sampling (the thesis code's 5)
     seed: int = 42
     # Embeds texts for semantic search; a recipe builds its embedder lazily (only semantic search needs one).
     embed: Callable[[Sequence[str]], np.ndarray] | None = None
@@ -42,13 +44,21 @@ class SamplingInput:
     sampler: Callable[[str], "PairSampler"] | None = None
     # Names of the proposal samplers a selection sampler should draw candidates from; None: its own default.
     candidates: tuple[str, ...] | None = None
+    # Indices of sentences that also occur in the target's dev or test pairs: no new pair joins two of them.
+    held_out: frozenset[int] = frozenset()
     _gold_keys: set[frozenset] = field(default_factory=set, init=False, repr=False)
+    # Distinct proposed pairs dropped because both sentences are held out (the recipe records how many).
+    dropped_held_out_pairs: set[frozenset] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._gold_keys = {frozenset(pair) for pair in self.gold_pairs}
+        self.held_out = frozenset(self.held_out)
 
     def is_gold(self, pair: Pair) -> bool:
         return frozenset(pair) in self._gold_keys
+
+    def joins_held_out(self, pair: Pair) -> bool:
+        return pair[0] in self.held_out and pair[1] in self.held_out
 
     def rng(self, salt: str) -> np.random.Generator:
         """A generator per purpose, so one sampler's draws never shift another's (same seed, same pairs)."""
@@ -56,12 +66,16 @@ class SamplingInput:
 
 
 def distinct_new_pairs(pairs: Iterable[Pair], inputs: SamplingInput) -> list[Pair]:
-    """Pairs in their given order without self-pairs, gold pairs or repeats (in either order)."""
+    """Pairs in their given order without self-pairs, gold pairs, pairs of two held-out sentences or repeats (in
+    either order)."""
     seen: set[frozenset] = set()
     kept: list[Pair] = []
     for first, second in pairs:
         key = frozenset((first, second))
         if first == second or key in seen or inputs.is_gold((first, second)):
+            continue
+        if inputs.joins_held_out((first, second)):
+            inputs.dropped_held_out_pairs.add(key)
             continue
         seen.add(key)
         kept.append((int(first), int(second)))
