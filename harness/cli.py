@@ -94,6 +94,17 @@ def build_parser() -> argparse.ArgumentParser:
                      help="training budget for every trained spec: epochs, max_steps, batch_size, learning_rate, "
                           "max_train_examples (repeatable; enters the spec hash), e.g. --set epochs=5")
     run.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+    run.add_argument("--executor", default="local",
+                     help="where cells run: local (this process, the default) or ray (tasks on a Ray cluster; "
+                          "pip install 'sentence-harness[ray]')")
+    run.add_argument("--ray-address", default=None,
+                     help="with --executor ray: the cluster (default: join this machine's, else start one; local: "
+                          "always start one; auto; host:port; ray://host:port)")
+    run.add_argument("--gpus-per-task", type=float, default=None,
+                     help="with --executor ray: GPUs per training or evaluation task (default 1 if the cluster has "
+                          "GPUs, else 0)")
+    run.add_argument("--cpus-per-task", type=float, default=1.0,
+                     help="with --executor ray: CPUs per task, also its PyTorch threads (default 1)")
     run.add_argument("--results", type=Path, default=None,
                      help=f"working result store (default ./{DEFAULT_RESULTS}, or HARNESS_RESULTS_DIR)")
     run.add_argument("--data-dir", type=Path, default=None, help="folder with datasets (or HARNESS_DATA_DIR)")
@@ -236,8 +247,26 @@ def _run_config(args, for_validation: bool = False):
         batch_size=_batch_size(getattr(args, "batch_size", None)),
         store_only=getattr(args, "store_only", False),
         budget=_budget_set(getattr(args, "budget_set", None) or []),
+        **_executor_options(args),
     )
     return config
+
+
+def _executor_options(args) -> dict:
+    """--executor and its options (harness.executors); Ray's options without --executor ray are a mistake."""
+    from .executors import EXECUTORS
+
+    executor = getattr(args, "executor", "local")
+    if executor not in EXECUTORS:
+        raise invalid_choice("--executor", executor, EXECUTORS)
+    options = {"ray_address": getattr(args, "ray_address", None), "gpus_per_task": getattr(args, "gpus_per_task", None),
+               "cpus_per_task": getattr(args, "cpus_per_task", 1.0)}
+    if executor != "ray":
+        given = [name for name, value in (("--ray-address", options["ray_address"]),
+                                          ("--gpus-per-task", options["gpus_per_task"])) if value is not None]
+        if given or options["cpus_per_task"] != 1.0:
+            raise HarnessError(f"{', '.join(given) or '--cpus-per-task'} only applies with --executor ray.")
+    return {"executor": executor, **options}
 
 
 def _budget_set(items: list[str]) -> dict:

@@ -538,6 +538,7 @@ def build_checkpoint(directory: Path, save: Callable[[Path], Any]) -> Path:
         _remove_stale_siblings(directory)
         temporary = Path(tempfile.mkdtemp(prefix=temporary_prefix(directory.name), dir=directory.parent))
         try:
+            os.chmod(temporary, 0o777 & ~_UMASK)  # mkdtemp's 0700 would hide it from others sharing the store
             save(temporary)
             manifest = {"format": CHECKPOINT_FORMAT, "files": _checkpoint_files(temporary)}
             (temporary / COMPLETE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")

@@ -336,3 +336,117 @@ def test_freeze_embedding_layer_freezes_only_embeddings(tiny_bert):
     assert frozen == sum(p.numel() for p in transformer.embeddings.parameters())
     assert all(not p.requires_grad for p in transformer.embeddings.parameters())
     assert all(p.requires_grad for p in transformer.encoder.parameters())
+
+
+# -- thesis-code defaults of the pipeline, on a fake context (no training) -------------------------------------------
+class _FakeTeacher:
+    """Scores a pair by the length difference of its sentences (deterministic, distinct from the gold scores)."""
+
+    def score(self, first, second):
+        return np.array([1.0 / (1.0 + abs(len(a) - len(b))) for a, b in zip(first, second)])
+
+
+class _FakeSearchEncoder:
+    def encode(self, texts):
+        return np.array([[len(t), t.count(" ") + 1.0] for t in texts], dtype=np.float32)
+
+
+class _FakeContext:
+    def __init__(self, registry, **options):
+        from harness.plugin_api import RecipePlugin  # noqa: F401  (the recipe's options are the registered ones)
+
+        recipe = registry.recipe("augsbert")
+        self.options = {key: option.default for key, option in recipe.options.items()}
+        self.options.update(teacher="ce", **options)
+        self.registry = registry
+        self.seed = 42
+        self.profile = get_profile("smoke")
+        self.train_on = "stsb"
+        self.backbone = "unused"
+        self.artifact_dir = None
+        self.cache_dir = None
+        self.student = "be"
+        self.device = "cpu"
+        self.progress = False
+        self.calls: list[tuple[str, str | None]] = []
+        import logging
+
+        self.logger = logging.getLogger("test")
+
+    def component(self, kind, name):
+        return self.registry.component(kind, name)
+
+    def trained_model(self, text, train_on=None, backbone=None):
+        self.calls.append((text, train_on))
+        return _FakeSearchEncoder() if text == "be" else _FakeTeacher()
+
+
+def _gold_splits(held_out=frozenset()):
+    from harness import ScoredPairs
+
+    first = ["a man plays a guitar", "a dog runs in a park", "the market fell today", "she sings a song"]
+    second = ["a man is playing guitar", "a cat sleeps on a sofa", "stocks dropped sharply", "a woman sings"]
+    gold = ScoredPairs(first, second, np.array([0.9, 0.1, 0.7, 0.8]))
+    return TrainingSplits("stsb", gold, None, held_out_sentences=frozenset(held_out))
+
+
+def test_semi_supervised_student_learns_teacher_labels_of_gold_and_silver(registry):
+    """Thesis 5.5 and its code: the teacher re-annotates the gold train pairs; AugSBERT-None = teacher labels only."""
+    from harness.plugins.augmented_sbert import annotate_silver_pairs, student_pairs
+
+    splits = _gold_splits()
+    teacher = _FakeTeacher().score(splits.train.first, splits.train.second)
+    pairs = annotate_silver_pairs(splits, _FakeContext(registry, sampler="random", top_k=2))
+    trained = student_pairs(pairs, "semi-supervised", "teacher", "random")
+    np.testing.assert_allclose(trained.scores[:4], teacher, rtol=1e-6)  # gold pairs with the teacher's scores
+    assert len(trained) == 4 + len(pairs.silver)
+    kept_gold = student_pairs(pairs, "semi-supervised", "gold", "random")
+    np.testing.assert_allclose(kept_gold.scores[:4], splits.train.scores)  # gold_labels=gold: today's behaviour
+
+    none = annotate_silver_pairs(splits, _FakeContext(registry))  # sampler none
+    only_teacher = student_pairs(none, "semi-supervised", "teacher", "none")
+    assert len(only_teacher) == 4 and list(only_teacher.first) == splits.train.first
+    np.testing.assert_allclose(only_teacher.scores, teacher, rtol=1e-6)
+    assert len(student_pairs(none, "semi-supervised", "gold", "none")) == 8  # gold + teacher-labelled duplicates
+
+
+@pytest.mark.parametrize("kde_fit", ["teacher", "gold"])
+def test_kde_fits_the_gold_density_on_the_teachers_scores_of_the_gold_pairs(registry, kde_fit, monkeypatch):
+    from harness.plugins import augmented_sbert
+
+    seen = {}
+    sampler = registry.component("sampler", "kde-iterative")
+
+    def select(candidate_scores, reference, rng):
+        seen["reference"] = np.asarray(reference)
+        return np.arange(len(candidate_scores))
+
+    monkeypatch.setattr(sampler, "select", select)
+    splits = _gold_splits()
+    augmented_sbert.annotate_silver_pairs(splits, _FakeContext(registry, sampler="kde-iterative", kde_fit=kde_fit))
+    expected = (_FakeTeacher().score(splits.train.first, splits.train.second) if kde_fit == "teacher"
+                else splits.train.scores)
+    np.testing.assert_allclose(seen["reference"], expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("search_model, expected_source", [(None, "stsb"), ("pretrained", None)])
+def test_semantic_search_embeds_with_a_bi_encoder_fine_tuned_on_the_gold_pairs(registry, search_model,
+                                                                                expected_source):
+    from harness.plugins.augmented_sbert import annotate_silver_pairs
+
+    options = {"sampler": "semantic-search"} | ({"search_model": search_model} if search_model else {})
+    ctx = _FakeContext(registry, **options)
+    annotate_silver_pairs(_gold_splits(), ctx)
+    assert ("be", expected_source) in ctx.calls  # default: fine-tuned on the teacher's gold source
+
+
+def test_pipeline_never_pairs_two_held_out_sentences(registry):
+    from harness.plugins.augmented_sbert import annotate_silver_pairs
+
+    splits = _gold_splits(held_out={"a man plays a guitar", "a man is playing guitar", "a dog runs in a park",
+                                    "a cat sleeps on a sofa"})
+    pairs = annotate_silver_pairs(splits, _FakeContext(registry, sampler="random", top_k=7))
+    held = {pairs.sentences.index(s) for s in splits.held_out_sentences}
+    assert pairs.held_out_count == 4
+    assert not [c for c in pairs.candidates if set(c) <= held]
+    assert pairs.held_out_pairs_dropped > 0

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from harness import LABELED_SENTENCES, SCORED_PAIRS, DataFileError
+from harness import LABELED_SENTENCES, SCORED_PAIRS, UNLABELED_SENTENCES, DataFileError
 from harness.options import resolve_options
 from harness.plugin_api import EvalContext
 from harness.profiles import get_profile
@@ -66,21 +66,45 @@ def test_bundled_corpus_has_3400_pairs_in_8_topics():
     assert (DATA_ROOT / "bws" / "SOURCE.md").is_file()
 
 
+def test_topics_are_numbered_as_in_thesis_table_3_7():
+    # Thesis table 3.7 and its code (after Thakur et al.), not the file's alphabetical order.
+    assert TOPICS == ("Cloning", "Abortion", "Minimum wage", "Marijuana legalization", "Nuclear energy",
+                      "Death penalty", "Gun control", "School uniforms")
+
+
 def test_cross_topic_split_matches_thesis_table_5_1(registry):
     task = _task(registry, "bws-cross-topic")
     splits = task.split_pairs()
     assert {name: len(split) for name, split in splits.items()} == {"train": 2125, "dev": 425, "test": 850}
-    assert set(splits["train"].topics) == set(TOPICS[:5])
-    assert set(splits["dev"].topics) == {"Minimum wage"}
-    assert set(splits["test"].topics) == {"Nuclear energy", "School uniforms"}
+    assert set(splits["train"].topics) == {"Cloning", "Abortion", "Minimum wage", "Marijuana legalization",
+                                           "Nuclear energy"}
+    assert set(splits["dev"].topics) == {"Death penalty"}
+    assert set(splits["test"].topics) == {"Gun control", "School uniforms"}
+
+
+def test_bws_topics_are_named_in_metadata_and_records(registry):
+    metadata = registry.task("bws-cross-topic").metadata
+    assert metadata.version == "2"  # version 1 used the alphabetical topic order
+    assert metadata.details["splits"] == {
+        "train": ["T1 Cloning", "T2 Abortion", "T3 Minimum wage", "T4 Marijuana legalization", "T5 Nuclear energy"],
+        "dev": ["T6 Death penalty"], "test": ["T7 Gun control", "T8 School uniforms"]}
+    assert metadata.details["topics"]["T6"] == "Death penalty"
+    result = _task(registry, "bws-cross-topic").evaluate(WordOverlapScorer(), _ctx("smoke"))
+    assert result.details["topics"]["test"] == ["T7 Gun control", "T8 School uniforms"]
+    assert result.details["topics"]["dev"] == ["T6 Death penalty"]
 
 
 def test_in_topic_split_has_equal_shares_per_topic_and_is_seeded(registry):
     task = _task(registry, "bws-in-topic")
     splits = task.split_pairs()
-    assert {name: len(split) for name, split in splits.items()} == {"train": 2472, "dev": 480, "test": 448}
-    for name, per_topic in (("train", 309), ("dev", 60), ("test", 56)):
+    # Default: the thesis code's 266 / 53 / 106 pairs per topic.
+    assert {name: len(split) for name, split in splits.items()} == {"train": 2125, "dev": 425, "test": 850}
+    for name, per_topic in (("train", 266), ("dev", 53), ("test", 106)):
         assert Counter(splits[name].topics) == {topic: per_topic for topic in TOPICS}
+    text = _task(registry, "bws-in-topic", sizes="thesis-text").split_pairs()
+    assert {name: len(split) for name, split in text.items()} == {"train": 2472, "dev": 480, "test": 448}
+    for name, per_topic in (("train", 309), ("dev", 60), ("test", 56)):
+        assert Counter(text[name].topics) == {topic: per_topic for topic in TOPICS}
     keys = {name: set(zip(split.first, split.second)) for name, split in splits.items()}
     assert not (keys["train"] & keys["test"]) and not (keys["train"] & keys["dev"]) and not (keys["dev"] & keys["test"])
     assert sum(len(k) for k in keys.values()) == 3400
@@ -93,7 +117,7 @@ def test_in_topic_split_has_equal_shares_per_topic_and_is_seeded(registry):
 def test_cross_topic_spearman_equals_scipy_on_the_test_topics(registry):
     task = _task(registry, "bws-cross-topic")
     result = task.evaluate(WordOverlapScorer(), _ctx())
-    test_rows = [row for row in _rows() if row["topic"] in ("Nuclear energy", "School uniforms")]
+    test_rows = [row for row in _rows() if row["topic"] in ("Gun control", "School uniforms")]
     predicted = WordOverlapScorer().score(
         [row["sentence_1"].strip() for row in test_rows], [row["sentence_2"].strip() for row in test_rows]
     )
@@ -108,7 +132,7 @@ def test_smoke_profile_cuts_the_evaluation(registry):
     assert result.details["evaluated_pairs"] == 200
 
 
-@pytest.mark.parametrize("name, sizes", [("bws-cross-topic", (2125, 425)), ("bws-in-topic", (2472, 480))])
+@pytest.mark.parametrize("name, sizes", [("bws-cross-topic", (2125, 425)), ("bws-in-topic", (2125, 425))])
 def test_pair_tasks_offer_scored_pairs(registry, name, sizes):
     task = _task(registry, name)
     assert task.training_data(LABELED_SENTENCES) is None
@@ -116,6 +140,38 @@ def test_pair_tasks_offer_scored_pairs(registry, name, sizes):
     assert (len(splits.train), len(splits.dev)) == sizes
     assert splits.train.scores.min() >= 0 and splits.train.scores.max() <= 1
     assert splits.source == name and splits.checksum
+
+
+@pytest.mark.parametrize("name", ["bws-cross-topic", "bws-in-topic"])
+def test_pair_tasks_offer_unlabeled_sentences_as_their_metadata_says(registry, name):
+    task = _task(registry, name)
+    assert UNLABELED_SENTENCES in task.metadata.training_kinds
+    sentences = task.training_data(UNLABELED_SENTENCES).train.sentences
+    held_out = task.training_data(SCORED_PAIRS).held_out_sentences
+    assert sentences and not set(sentences) & held_out
+
+
+def test_in_topic_training_data_names_the_sentences_of_evaluated_pairs(registry):
+    task = _task(registry, "bws-in-topic")
+    splits = task.split_pairs()
+    held_out = task.training_data(SCORED_PAIRS).held_out_sentences
+    assert held_out == {s for name in ("dev", "test") for s in (*splits[name].first, *splits[name].second)}
+    train_sentences = set(splits["train"].first) | set(splits["train"].second)
+    test_pairs_in_pool = [pair for pair in zip(splits["test"].first, splits["test"].second)
+                          if set(pair) <= train_sentences]
+    assert test_pairs_in_pool  # the leakage the samplers must avoid: test pairs whose sentences are both in train
+
+
+def test_thesis_code_topic_probe_uses_the_in_topic_pair_split_and_a_hidden_layer(registry):
+    task = _task(registry, "bws-topic", probe="thesis-code")
+    splits, _ = task.split_sentences()
+    sentences = {name: set(split.sentences) for name, split in splits.items()}
+    assert not (sentences["train"] & sentences["test"]) and not (sentences["dev"] & sentences["test"])
+    pairs = _task(registry, "bws-in-topic").split_pairs()
+    assert sentences["test"] == set(pairs["test"].first) | set(pairs["test"].second)
+    result = task.evaluate(HashingEmbedder(), _ctx())
+    assert result.details["probe"]["best_epoch"] == 9  # the last of 10 epochs
+    assert result.scores["f1_macro"] > 50
 
 
 def test_macro_f1_by_hand():
@@ -194,7 +250,7 @@ def test_missing_column_is_reported(registry, tmp_path):
 def test_valid_override_corpus_is_used(registry, tmp_path):
     _write_corpus(tmp_path, _valid_rows())
     splits = _task(registry, "bws-cross-topic", data_dir=tmp_path).split_pairs()
-    assert len(splits["train"]) == 5 and splits["test"].first == ["Nuclear energy is good", "School uniforms is good"]
+    assert len(splits["train"]) == 5 and splits["test"].first == ["Gun control is good", "School uniforms is good"]
 
 
 def test_topic_probe_needs_an_embedder(run_cli):

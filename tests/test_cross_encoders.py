@@ -120,7 +120,8 @@ def _check_ce_training(registry, backbone: str, loss: str) -> None:
     before = _weights(model.network)
     pairs = _pairs()
     report = model.fit(TrainingSplits("synthetic", pairs, pairs), ctx)
-    assert report.steps == 3 * 4
+    assert report.steps == 3 * 8  # 32 pairs in both orders (pair_orders=both), batch 8
+    assert report.examples_seen == 3 * 64
     assert report.loss_history[-1] < report.loss_history[0]
     assert len(report.dev_history) == 3 and report.best_dev_score == max(report.dev_history)
     after = model.network.state_dict()
@@ -130,8 +131,50 @@ def _check_ce_training(registry, backbone: str, loss: str) -> None:
 
 
 def test_ce_rejects_bce_without_sigmoid(registry, tiny_bert):
-    with pytest.raises(InvalidOptionError, match="loss=bce needs activation=sigmoid"):
+    with pytest.raises(InvalidOptionError, match="loss=bce with head=linear needs activation=sigmoid"):
         _build(registry, "ce", tiny_bert, activation="tanh", loss="bce")
+
+
+@pytest.mark.parametrize("name", ["ce", "cbe"])
+def test_pair_scorers_train_on_both_pair_orders(registry, tiny_bert, name, monkeypatch):
+    """The thesis code and UKPLab's examples train teachers on (a, b) and (b, a); pair_orders=given keeps one."""
+    seen: list[tuple[str, str]] = []
+    for orders, expected in (("both", 2), ("given", 1)):
+        model, ctx = _build(registry, name, tiny_bert, lr=1e-3, pair_orders=orders)
+        pairs = _pairs(8)
+        original = model.fit_scored_pairs.__globals__["fit_scored_pairs"]
+
+        def spy(model_, objective, collate, train, dev, ctx_, lr, description):
+            seen.extend(zip(train.first, train.second))
+            return original(model_, objective, collate, train, dev, ctx_, lr, description)
+
+        monkeypatch.setitem(model.fit_scored_pairs.__globals__, "fit_scored_pairs", spy)
+        seen.clear()
+        model.fit(TrainingSplits("synthetic", pairs, None), ctx)
+        assert len(seen) == expected * len(pairs)
+        assert set(zip(pairs.first, pairs.second)) <= set(seen)
+        if orders == "both":
+            assert set(zip(pairs.second, pairs.first)) <= set(seen)
+        monkeypatch.undo()
+
+
+def test_ce_sentence_transformers_head_uses_the_pooler_and_bce(registry, tiny_bert):
+    """head=sentence-transformers: HF's pooler (the backbone's pretrained weights) before the linear layer, BCE on the
+    logit whatever the activation, the activation only at prediction."""
+    model, ctx = _build(registry, "ce", tiny_bert, head="sentence-transformers", activation="tanh", lr=1e-3)
+    assert model.loss == "bce"
+    network = model.network
+    assert torch.equal(network.pooler[0].weight, network.transformer.pooler.dense.weight)
+    features = dict(model.tokenize_pairs([SENTENCE_A], [SENTENCE_B], padding=True))
+    with torch.no_grad():
+        network.eval()
+        cls = network.transformer(**features).last_hidden_state[:, 0]
+        expected = torch.tanh(network.head(torch.tanh(network.pooler[0](cls)))).squeeze(-1)
+    np.testing.assert_allclose(model.score([SENTENCE_A], [SENTENCE_B]), expected.numpy(), atol=1e-5)
+    report = model.fit(TrainingSplits("synthetic", _pairs(16), None), ctx)
+    assert report.steps > 0 and all(np.isfinite(report.loss_history))
+    linear, _ = _build(registry, "ce", tiny_bert)
+    assert linear.network.pooler is None and linear.loss == "mse"
 
 
 def test_ce_save_load_round_trip_is_exact(registry, backbone, tmp_path):

@@ -173,3 +173,31 @@ def test_samplers_are_registered_components(registry):
     assert set(BUILT_IN) <= set(names)
     for name in BUILT_IN:
         assert registry.components[("sampler", name)].description
+
+
+@pytest.mark.parametrize("name", ["random", "bm25", "semantic-search", "bm25+semantic-search",
+                                  "semantic-search+random", "kde", "kde-iterative"])
+def test_no_sampler_pairs_two_held_out_sentences(name):
+    """Sentences that also occur in the target's dev/test pairs (in-topic BWS) are never paired with each other: such
+    a pair could be an evaluated pair. Pairing a held-out sentence with another sentence stays allowed."""
+    held_out = {0, 1, 2, 3, 4, 5}  # the first two clusters: their nearest neighbours are each other
+    inputs = SamplingInput(
+        sentences=list(SENTENCES), gold_pairs=[(0, 9)], top_k=3, seed=42, embed=_one_hot_embed,
+        sampler=BUILT_IN.__getitem__, held_out=frozenset(held_out),
+    )
+    pairs = BUILT_IN[name].propose(inputs)
+    assert pairs
+    assert not [pair for pair in pairs if set(pair) <= held_out]
+    if name in ("bm25", "semantic-search"):  # their top neighbours were held-out pairs: dropped and counted
+        assert inputs.dropped_held_out_pairs
+    free = BUILT_IN[name].propose(_inputs(gold_pairs=[(0, 9)], top_k=3))
+    assert [pair for pair in free if set(pair) <= held_out]  # without the exclusion they would be proposed
+
+
+def test_none_still_reannotates_gold_pairs_of_held_out_sentences():
+    inputs = SamplingInput(sentences=list(SENTENCES), gold_pairs=[(0, 1)], held_out=frozenset({0, 1}))
+    assert BUILT_IN["none"].propose(inputs) == [(0, 1)]  # a gold train pair is training data, not a new pair
+
+
+def test_default_top_k_is_the_thesis_codes_five():
+    assert SamplingInput(sentences=list(SENTENCES), gold_pairs=[]).top_k == 5

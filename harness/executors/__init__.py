@@ -1,0 +1,48 @@
+"""Executors: where the cells of a matrix run (DESIGN.md "Executors").
+
+- ``local`` (the default): this process, one device, one job after another (:mod:`harness.executors.local`).
+- ``ray``: training jobs and evaluation cells are Ray tasks with resource requests, spread over a cluster's CPUs or
+  GPUs (:mod:`harness.executors.ray_cluster`); Ray is the optional extra ``sentence-harness[ray]``.
+
+Whatever the executor, the driver (the process that runs ``harness run``) plans the matrix, answers cells from the
+store, and alone writes result records (``Runner.store_result``); workers compute records and return them. Trained
+checkpoints are written by whoever trains them, under the checkpoint's lock, into the store, which every worker must
+reach at the same path. Several drivers (two terminals, a job array) may share one store: each claims the cells of a
+model spec and seed with a lock before computing them (``Store.cells_lock``), so no cell is computed twice at once,
+and a driver that finds a job claimed does the others first and then waits for it.
+
+An executor has ``start(runner, plan)`` (checks that can fail, e.g. Ray missing or the cluster unreachable; called
+before any cell runs) and ``run(runner, plan, jobs, hardware) -> list[CellOutcome]``.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..errors import invalid_choice
+
+if TYPE_CHECKING:
+    from ..runner import CellOutcome, Plan, RunConfig, Runner, TrainingJob
+
+EXECUTORS = ("local", "ray")
+
+
+class Executor(Protocol):
+    name: str
+
+    def start(self, runner: Runner, plan: Plan) -> None: ...
+
+    def run(self, runner: Runner, plan: Plan, jobs: list[TrainingJob], hardware: str) -> list[CellOutcome]: ...
+
+
+def make_executor(config: RunConfig) -> Any:
+    """The executor ``config.executor`` names, set up from the config's executor options."""
+    if config.executor == "local":
+        from .local import LocalExecutor
+
+        return LocalExecutor()
+    if config.executor == "ray":
+        from .ray_cluster import RayExecutor
+
+        return RayExecutor(address=config.ray_address, gpus_per_task=config.gpus_per_task,
+                           cpus_per_task=config.cpus_per_task)
+    raise invalid_choice("--executor", config.executor, EXECUTORS)

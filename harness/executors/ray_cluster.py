@@ -1,0 +1,460 @@
+"""The Ray executor: training jobs and evaluation cells as Ray tasks on a cluster's CPUs or GPUs.
+
+Per job (a model spec and seed, and the tasks one trained model serves) the driver submits one training task, if the
+spec is trained, and one task per evaluation cell that takes the training task's result as its argument, so Ray runs
+each cell after the training of its spec and seed and a training shared by many cells happens once. Each task asks
+for ``--cpus-per-task`` CPUs and ``--gpus-per-task`` GPUs (by default one GPU where the cluster has GPUs); Ray
+gives a task the GPUs it asked for through ``CUDA_VISIBLE_DEVICES``, so on the worker it is ``cuda`` (= ``cuda:0``).
+
+What each side does:
+
+- The **driver** plans, answers cells from the store, claims jobs (``Store.cells_lock``, as the local executor does),
+  submits tasks and writes every record that comes back (``Runner.store_result``). Nothing else writes records.
+- A **training task** trains the spec's model (or finds its checkpoint) and saves the checkpoint into the store under
+  the checkpoint's lock (``harness.locks``); it returns only how long it took, or the data/training problem.
+- A **cell task** loads the checkpoint (or builds an untrained model), evaluates one task and returns the record.
+
+The store must be one folder that every node reaches at the same path (a shared filesystem such as NFS, CephFS,
+Lustre mounted with ``flock``, GPFS); the driver checks this on every node before any cell runs. Object storage
+(S3, GCS) is not a filesystem with locks and atomic renames: ``fsspec`` gives a file API over it but neither of those,
+so a store there needs a FUSE mount with locking, or checkpoints synced to and from a local staging folder (see
+docs/scaling.md).
+
+Failures: a worker that dies mid-task (killed, OOM, its node lost) is retried by Ray (``max_retries``); its partial
+checkpoint folder is a temporary that the next build removes, its lock is released by the kernel, and since only the
+driver writes records there is no half record. A driver that dies loses nothing stored: the next run resumes from the
+store. Results of tasks are small (a record), so they live with the driver, not on the node that computed them.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import HarnessError, InvalidOptionError
+from ..locks import LOCKS
+from .local import Claim, after_claim, job_lock, try_claim
+from .progress import CellProgress
+
+if TYPE_CHECKING:
+    from ..runner import CellOutcome, CellResult, Plan, RunConfig, Runner, TrainingJob
+
+logger = logging.getLogger(__name__)
+
+LOCAL = "local"  # --ray-address local: always start a new local cluster (None: join the machine's, else start one)
+CONNECT_TIMEOUT_SECONDS = 5.0
+PROBE_TIMEOUT_SECONDS = 180.0
+# Environment passed on to every worker (a remote cluster's workers do not inherit the driver's environment).
+FORWARDED_ENVIRONMENT = ("HARNESS_EXTRA_PLUGINS", "HARNESS_PLUGINS", "HARNESS_DISABLE_PLUGIN_AUTOLOAD",
+                         "HARNESS_DATA_DIR", "HARNESS_NO_AMP", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE",
+                         "TOKENIZERS_PARALLELISM", "HF_HOME", "PYTHONPATH")
+
+
+class RayNotInstalledError(HarnessError):
+    """--executor ray without Ray installed."""
+
+
+class RayClusterError(HarnessError):
+    """A Ray cluster that cannot be reached or used (address, store not shared, harness missing on a node)."""
+
+
+class ResourceRequestError(HarnessError):
+    """Task resources the cluster cannot give (GPUs on a cluster without GPUs, more than a node has)."""
+
+
+# -- resources (pure functions: tested without Ray or a GPU) -----------------------------------------------------------
+@dataclass(frozen=True)
+class TaskResources:
+    num_cpus: float
+    num_gpus: float
+
+    def as_options(self) -> dict[str, float]:
+        """Keyword arguments of ``remote_function.options``."""
+        return {"num_cpus": self.num_cpus, "num_gpus": self.num_gpus}
+
+
+def task_resources(gpus_per_task: float | None, cpus_per_task: float, device: str,
+                   nodes: list[dict], where: str = "the Ray cluster") -> TaskResources:
+    """What each training and cell task asks Ray for, checked against the cluster's alive ``nodes`` (``ray.nodes()``
+    entries: ``{"Alive": bool, "Resources": {"CPU": n, "GPU": n}}``). ``gpus_per_task`` None: one GPU if the
+    cluster has GPUs and the device allows them, else none. Requests no node can meet are refused (Ray would wait
+    for them forever)."""
+    alive = [node.get("Resources", {}) for node in nodes if node.get("Alive", True)]
+    total_gpus = sum(resources.get("GPU", 0) for resources in alive)
+    most_gpus = max((resources.get("GPU", 0) for resources in alive), default=0)
+    most_cpus = max((resources.get("CPU", 0) for resources in alive), default=0)
+    if ":" in device:
+        raise InvalidOptionError(
+            f"--device {device} picks a GPU by number, but under --executor ray each task gets its own GPU from Ray "
+            "(it sees it as cuda:0); use --device cuda or auto, and --gpus-per-task."
+        )
+    if not cpus_per_task > 0:
+        raise InvalidOptionError(f"--cpus-per-task must be positive, got {cpus_per_task:g}.")
+    if gpus_per_task is not None and gpus_per_task < 0:
+        raise InvalidOptionError(f"--gpus-per-task must be 0 or more, got {gpus_per_task:g}.")
+    if gpus_per_task is not None and gpus_per_task > 1 and not float(gpus_per_task).is_integer():
+        raise InvalidOptionError(f"--gpus-per-task {gpus_per_task:g}: above 1, ask for whole GPUs (Ray's rule).")
+    if gpus_per_task is None:
+        gpus = 1.0 if total_gpus > 0 and device in ("auto", "cuda") else 0.0
+    else:
+        gpus = float(gpus_per_task)
+    if device == "cpu" and gpus > 0:
+        raise InvalidOptionError(f"--device cpu with --gpus-per-task {gpus:g} would hold GPUs it never uses; "
+                                 "drop one of the two.")
+    if gpus > 0 and total_gpus == 0:
+        raise ResourceRequestError(
+            f"--gpus-per-task {gpus:g}: {where} has no GPUs (CPUs: {sum(r.get('CPU', 0) for r in alive):g}); use "
+            "--gpus-per-task 0 to run on its CPUs, or a cluster with GPUs."
+        )
+    if device == "cuda" and gpus == 0:
+        raise ResourceRequestError(
+            "--device cuda under --executor ray needs --gpus-per-task 1 (or more): Ray shows a task only the GPUs "
+            "it asked for" + ("." if total_gpus else f", and {where} has none; use --device cpu.")
+        )
+    if gpus > most_gpus:
+        raise ResourceRequestError(f"--gpus-per-task {gpus:g}: no node of {where} has that many GPUs (the most on "
+                                   f"one node: {most_gpus:g}); ask for at most {most_gpus:g}.")
+    if cpus_per_task > most_cpus:
+        raise ResourceRequestError(f"--cpus-per-task {cpus_per_task:g}: no node of {where} has that many CPUs (the "
+                                   f"most on one node: {most_cpus:g}); ask for at most {most_cpus:g}.")
+    return TaskResources(num_cpus=float(cpus_per_task), num_gpus=gpus)
+
+
+def worker_device(requested: str, num_gpus: float) -> str:
+    """The device a task uses: CUDA exactly when it asked Ray for a GPU (then ``cuda``, which is its own GPU), else
+    the CPU for ``auto``/``cuda`` (a task must not use a GPU it did not reserve), else what was asked (cpu, mps)."""
+    if num_gpus > 0:
+        return "cuda"
+    return "cpu" if requested in ("auto", "cuda") else requested
+
+
+def threads_for(num_cpus: float) -> int:
+    """PyTorch threads of a task: its CPU share (Ray sets OMP_NUM_THREADS only when a worker starts)."""
+    return max(1, int(num_cpus))
+
+
+def check_address(address: str | None, timeout: float = CONNECT_TIMEOUT_SECONDS) -> None:
+    """Refuse at once an address nothing listens on (ray.init would retry for a minute or more)."""
+    if address in (None, "auto", LOCAL):
+        return
+    host_port = address.split("://", 1)[1] if "://" in address else address
+    host, _, port = host_port.rstrip("/").rpartition(":")
+    if not host or not port.isdigit():
+        raise RayClusterError(f"--ray-address {address!r}: give host:port (the head's GCS port, 6379 by default), "
+                              "ray://host:port (Ray Client, port 10001), auto or local.")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise RayClusterError(
+            f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}); start it with `ray start --head` "
+            "on that host, or check --ray-address."
+        ) from None
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise RayNotInstalledError(
+            "--executor ray needs Ray, which is not installed; install it with pip install 'sentence-harness[ray]' "
+            "(or pip install 'ray>=2.9'), or use --executor local."
+        ) from None
+    return ray
+
+
+# -- what runs on the workers -----------------------------------------------------------------------------------------
+@dataclass
+class TrainingResult:
+    """What a training task returns: how long it took, where it ran, and the problem that stopped it (or None)."""
+
+    seconds: float
+    problem: Exception | None
+    where: str
+
+
+_worker_state: dict[str, tuple[Runner, Plan, str]] = {}  # run id -> this worker's runner, plan and hardware
+
+
+def _state(run_id: str, config: RunConfig, plan: Plan, resources: TaskResources) -> tuple[Runner, Plan, str]:
+    """This worker process's runner for the run (built once per worker and run: Ray reuses worker processes)."""
+    import torch
+
+    from ..device import hardware_description, resolve_device
+    from ..registry import default_registry
+    from ..runner import Runner
+
+    torch.set_num_threads(threads_for(resources.num_cpus))
+    state = _worker_state.get(run_id)
+    if state is None:
+        device = resolve_device(worker_device(plan.device, resources.num_gpus))
+        runner = Runner(default_registry(), replace(config, progress=False, executor="local"), log=logger.debug)
+        # The training-data checksums the driver planned with: a checkpoint trained on other data is retrained.
+        runner._planned_training_checksums = dict(plan.training_checksums)
+        state = (runner, replace(plan, device=device), hardware_description(device))
+        _worker_state.clear()
+        _worker_state[run_id] = state
+    return state
+
+
+def _where() -> str:
+    return f"{socket.gethostname()} pid {os.getpid()}"
+
+
+def train_on_worker(run_id: str, config: RunConfig, plan: Plan, job: TrainingJob,
+                    resources: TaskResources) -> TrainingResult:
+    runner, worker_plan, _ = _state(run_id, config, plan, resources)
+    model, seconds, problem = runner.train_job(job, worker_plan)
+    del model
+    runner.release()
+    return TrainingResult(seconds, problem, _where())
+
+
+def evaluate_on_worker(run_id: str, config: RunConfig, plan: Plan, job: TrainingJob, task_index: int,
+                       resources: TaskResources, training: TrainingResult | None) -> CellResult:
+    runner, worker_plan, hardware = _state(run_id, config, plan, resources)
+    task_spec = job.tasks[task_index]
+    if training is not None and training.problem is not None:
+        return runner.problem_result(job.spec, job.seed, task_spec, worker_plan, training.problem, hardware)
+    model, load_seconds, problem = runner.train_job(replace(job, tasks=[task_spec]), worker_plan)
+    if problem is not None:
+        return runner.problem_result(job.spec, job.seed, task_spec, worker_plan, problem, hardware)
+    model_seconds = load_seconds + (training.seconds if training is not None else 0.0)
+    try:
+        return runner.compute_cell(job.spec, job.seed, task_spec, model, worker_plan, hardware, model_seconds,
+                                   job.trained)
+    finally:
+        del model
+        runner.release()
+
+
+def probe_node(marker: str) -> tuple[str, bool, str]:
+    """Run on each node before any cell: (host, whether the store's marker file is visible, harness version)."""
+    import harness
+
+    return socket.gethostname(), Path(marker).is_file(), harness.__version__
+
+
+# -- the driver ---------------------------------------------------------------------------------------------------------
+@dataclass
+class _Pending:
+    job: TrainingJob
+    claim: Claim
+    cells_left: int
+
+
+class RayExecutor:
+    """``address``: None (join the machine's running cluster, else start one), ``"local"`` (always start one),
+    ``"auto"`` or ``host:port`` / ``ray://host:port``. ``num_cpus`` sizes a cluster this executor starts (its number
+    of concurrent 1-CPU tasks; default: every core). ``max_retries``: how often Ray reruns a task whose worker died."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, gpus_per_task: float | None = None, cpus_per_task: float = 1.0,
+                 num_cpus: int | None = None, max_retries: int = 3):
+        self.address = address
+        self.gpus_per_task = gpus_per_task
+        self.cpus_per_task = cpus_per_task
+        self.num_cpus = num_cpus
+        self.max_retries = max_retries
+        self.resources: TaskResources | None = None
+        self._started_cluster = False
+        self._ray: Any = None
+
+    # -- before any cell ------------------------------------------------------------------------------------------------
+    def start(self, runner: Runner, plan: Plan) -> None:
+        """Ray installed, the cluster reachable, the task resources available, the store and harness on every node;
+        each failure is one line, and comes before any cell runs."""
+        runner.store.check_locking()
+        ray = self._ray = import_ray()
+        if ":" in plan.device:  # the same message as task_resources, before connecting to anything
+            task_resources(None, self.cpus_per_task, plan.device, [])
+        self._connect(ray)
+        try:
+            where = "the local Ray cluster" if self.address in (None, LOCAL) else f"the Ray cluster at {self.address}"
+            self.resources = task_resources(self.gpus_per_task, self.cpus_per_task, plan.device, ray.nodes(), where)
+            self._probe_nodes(ray, runner)
+        except BaseException:
+            self._disconnect()
+            raise
+
+    def _connect(self, ray: Any) -> None:
+        if ray.is_initialized():  # a caller (a notebook, a test) connected already: use that cluster, leave it up
+            return
+        check_address(self.address)
+        environment = {name: os.environ[name] for name in FORWARDED_ENVIRONMENT if os.environ.get(name)}
+        options: dict[str, Any] = {"logging_level": logging.WARNING, "runtime_env": {"env_vars": environment}}
+        if not (self.address or "").startswith("ray://"):
+            options["include_dashboard"] = False
+        if self.address == LOCAL and self.num_cpus is not None:
+            options["num_cpus"] = self.num_cpus
+        try:
+            ray.init(address=self.address, **options)
+        except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError... : one line whatever it is
+            first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            hint = ("start one with `ray start --head`, or leave --ray-address out to start a local one"
+                    if self.address == "auto" else "check --ray-address, or leave it out to start a local cluster")
+            raise RayClusterError(f"cannot connect to Ray at {self.address or 'a local cluster'}: {first_line}; "
+                                  f"{hint}.") from None
+        self._started_cluster = True
+
+    def _disconnect(self) -> None:
+        if self._started_cluster and self._ray is not None:
+            self._ray.shutdown()
+            self._started_cluster = False
+
+    def _probe_nodes(self, ray: Any, runner: Runner) -> None:
+        """Every alive node must see the store at the same path and import harness: a marker file written here must
+        be visible from a task pinned to each node."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        marker = runner.store.root.resolve() / LOCKS / f"reach-{uuid.uuid4().hex}"
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text("written by a harness driver to check that every Ray node sees this store\n")
+        try:
+            probe = ray.remote(num_cpus=0, max_retries=0)(probe_node)
+            nodes = [node for node in ray.nodes() if node.get("Alive", True)]
+            refs = [probe.options(name="harness-probe", scheduling_strategy=NodeAffinitySchedulingStrategy(
+                node["NodeID"], soft=False)).remote(str(marker)) for node in nodes]
+            try:
+                answers = ray.get(refs, timeout=PROBE_TIMEOUT_SECONDS)
+            except Exception as exc:
+                first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise RayClusterError(f"a Ray node cannot run harness ({first_line}); install the same harness "
+                                      "environment on every node.") from None
+        finally:
+            marker.unlink(missing_ok=True)
+        import harness
+
+        for host, visible, version in answers:
+            if not visible:
+                raise RayClusterError(
+                    f"node {host} does not see the result store {runner.store.root.resolve()}; put --results on a "
+                    "filesystem every node mounts at the same path (e.g. NFS)."
+                )
+            if version != harness.__version__:
+                raise RayClusterError(f"node {host} runs harness {version}, this driver {harness.__version__}; "
+                                      "install the same version everywhere.")
+
+    # -- running --------------------------------------------------------------------------------------------------------
+    def run(self, runner: Runner, plan: Plan, jobs: list[TrainingJob], hardware: str) -> list[CellOutcome]:
+        ray = self._ray
+        assert ray is not None and self.resources is not None, "start() first"
+        outcomes: list[CellOutcome] = []
+        run_id = uuid.uuid4().hex
+        # Workers reach the store and data by absolute paths; records keep the data dir as the user gave it.
+        config = replace(runner.config, results_dir=runner.config.results_dir.resolve(),
+                         data_dir=runner.config.data_dir.resolve() if runner.config.data_dir else None)
+        config_ref, plan_ref = ray.put(config), ray.put(plan)
+        options = {**self.resources.as_options(), "max_retries": self.max_retries}
+        train = ray.remote(train_on_worker)
+        evaluate = ray.remote(evaluate_on_worker)
+        waiting: dict[Any, tuple[str, _Pending, int]] = {}  # ref -> ("train" | "cell", job, task index)
+        unclaimed = [Claim(job, job_lock(runner, job)) for job in jobs]
+        held: list[Claim] = []
+
+        def submit(claim: Claim, job: TrainingJob) -> None:
+            pending = _Pending(job, claim, len(job.tasks))
+            training = None
+            if job.trained.train_on is not None and job.trained.key not in plan.training_problems:
+                training = train.options(name=f"harness-train {job.label}", **options).remote(
+                    run_id, config_ref, plan_ref, job, self.resources)
+                waiting[training] = ("train", pending, -1)
+            for index, task_spec in enumerate(job.tasks):
+                ref = evaluate.options(name=f"harness-cell {job.label} {task_spec.label}", **options).remote(
+                    run_id, config_ref, plan_ref, job, index, self.resources, training)
+                waiting[ref] = ("cell", pending, index)
+
+        def claim_what_is_free(progress: CellProgress, blocking: bool) -> None:
+            for claim in list(unclaimed):
+                if not try_claim(runner, claim):
+                    if not blocking:
+                        continue
+                    claim.lock.acquire(on_wait=lambda message, label=claim.job.label: runner.log(f"  {label}: "
+                                                                                                 f"{message}"))
+                unclaimed.remove(claim)
+                held.append(claim)
+                cached, job = after_claim(runner, plan, claim)
+                outcomes.extend(cached)
+                progress.advance(len(cached))
+                if job is None:
+                    held.remove(claim)
+                else:
+                    submit(claim, job)
+                if blocking:
+                    return  # one at a time: its cells may finish before the next is free
+
+        total = sum(len(job.tasks) for job in jobs)
+        runner.log(f"  Ray: {total} cells of {len(jobs)} jobs as tasks of {self.resources.num_cpus:g} CPU and "
+                   f"{self.resources.num_gpus:g} GPU each ({self._cluster_text(ray)})")
+        try:
+            with CellProgress(runner, total, runner.config.progress) as progress:
+                claim_what_is_free(progress, blocking=False)
+                while waiting or unclaimed:
+                    if not waiting:  # only jobs another process holds are left: wait for the next one
+                        claim_what_is_free(progress, blocking=True)
+                        continue
+                    ready, _ = ray.wait(list(waiting), num_returns=1, timeout=1.0)
+                    for ref in ready:
+                        kind, pending, index = waiting.pop(ref)
+                        value = self._get(ray, ref, kind, pending, index)
+                        if kind == "train":
+                            self._log_training(runner, pending.job, value)
+                            continue
+                        outcomes.append(self._store(runner, value))
+                        progress.advance()
+                        pending.cells_left -= 1
+                        if pending.cells_left == 0:
+                            pending.claim.lock.release()
+                            held.remove(pending.claim)
+                    if unclaimed:
+                        claim_what_is_free(progress, blocking=False)
+        except BaseException:
+            for ref in waiting:  # on a cluster that outlives this driver, do not leave its tasks running
+                ray.cancel(ref, force=False)
+            raise
+        finally:
+            for claim in held:
+                claim.lock.release()
+            self._disconnect()
+        return outcomes
+
+    @staticmethod
+    def _store(runner: Runner, result: CellResult) -> CellOutcome:
+        # A worker got the data dir as an absolute path; the record names it as the user gave it (as under local).
+        result.record["data_dir"] = str(runner.config.data_dir) if runner.config.data_dir else None
+        return runner.store_result(result)
+
+    @staticmethod
+    def _log_training(runner: Runner, job: TrainingJob, result: TrainingResult) -> None:
+        if result.problem is None:
+            runner.log(f"  {job.trained.label} seed {job.seed}: model ready in {result.seconds:.1f}s "
+                       f"(on {result.where})")
+
+    def _get(self, ray: Any, ref: Any, kind: str, pending: _Pending, index: int) -> Any:
+        """The task's value; a task that failed for good becomes one clear error (a HarnessError raised on the
+        worker is raised as it is)."""
+        try:
+            return ray.get(ref)
+        except ray.exceptions.RayTaskError as exc:
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, HarnessError):
+                raise cause from None
+            raise
+        except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
+                ray.exceptions.TaskCancelledError, ray.exceptions.ObjectLostError) as exc:
+            what = (f"training {pending.job.label}" if kind == "train"
+                    else f"cell {pending.job.label} {pending.job.tasks[index].label}")
+            raise HarnessError(f"the Ray task for {what} failed {self.max_retries + 1} times ({type(exc).__name__}); "
+                               "finished cells are stored: fix the cause (see the worker logs) and run again to "
+                               "resume.") from None
+
+    @staticmethod
+    def _cluster_text(ray: Any) -> str:
+        resources = ray.cluster_resources()
+        nodes = sum(1 for node in ray.nodes() if node.get("Alive", True))
+        return (f"{nodes} node(s), {resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} GPUs")
+
