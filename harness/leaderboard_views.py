@@ -208,7 +208,8 @@ def plot_table(table: Any, path: Path) -> Path:
         positions = np.arange(len(columns)) + (index - (len(ranked) - 1) / 2) * width
         for position, column, mean in zip(positions, columns, means):
             if np.isnan(mean):
-                without_value.append((position, "incomplete" if column == table.average_header else table.cell_text(row, column)))
+                why = "incomplete" if column == table.average_header else table.cell_text(row, column)
+                without_value.append((position, why))
         axes.bar(positions, means, width, yerr=errors, capsize=2, label=row.label, color=colors(index % colors.N),
                  error_kw={"elinewidth": 0.8})
     axes.set_xlim(-0.5, len(columns) - 0.5)
@@ -223,10 +224,12 @@ def plot_table(table: Any, path: Path) -> Path:
     axes.set_title(f"Leaderboard: {table.family}  (profile {', '.join(sorted({r.profile for r in table.rows}))}; "
                    f"{'; '.join(hardware)})", fontsize=10)
     axes.grid(axis="y", alpha=0.3)
-    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
+    longest = max((len(row.label) for _, row, _ in ranked), default=0)
+    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1 if longest > 45 else 2,
+                frameon=False)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, dpi=110, bbox_inches="tight")  # the legend under the axes is part of the picture
     plt.close(figure)
     return path
 

@@ -22,7 +22,9 @@ that produces the ranked lists is the harness' own:
 Data: ``--data-dir DIR`` holding ``DIR/NAME/`` or ``DIR/beir/NAME/`` (a folder in BEIR's format), else the download
 folder, where ``harness data download beir:NAME`` puts BEIR's public zip (:data:`DOWNLOADS`, fetched with the
 resumable, verified download USEB uses: BEIR publishes no sha256, so every zip member's CRC-32 is checked and the
-sha256 seen is recorded). A folder missing ``qrels/`` or the split's qrels file is one clear error.
+sha256 seen is recorded). A folder missing ``qrels/`` or the split's qrels file is one clear error. BEIR's
+cqadupstack zip holds one BEIR folder per forum: point ``--data-dir`` at ``.../beir/cqadupstack/cqadupstack`` and
+name a forum (``beir:android``).
 
 Deviations: ties in the ranking are broken by the lower corpus position (BEIR keeps torch.topk's unspecified order);
 scores are computed in float32, as BEIR does. The smoke profile evaluates a seeded sample of ``max_eval_examples``

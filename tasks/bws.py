@@ -10,8 +10,8 @@ Thesis 3.5, 5.2.2, 5.5 and tables 3.7, 5.1; corpus of Thakur et al. 2021 (AugSBE
 - ``bws-cross-topic``: T1-T5 train (2125 pairs), T6 dev (425), T7-T8 test (850), exactly thesis table 5.1. The
   topics of each split are in the task's metadata details and in every record.
 - ``bws-in-topic``: every topic's pairs are shuffled (seeded, option ``split_seed``, default 0) and cut into
-  train/dev/test with the same counts per topic. Option ``sizes``: ``thesis-code`` (default) cuts 266/53/106 pairs
-  per topic (2125/425/850), as the thesis code does for the in-topic experiments (tables 6.5-6.8, 6.12-6.13);
+  train/dev/test with (nearly) the same counts per topic. Option ``sizes``: ``thesis-code`` (default) cuts 266/53/106
+  pairs per topic (T6: 265/54/106, T7-T8: 265/53/107; 2125/425/850), as the thesis code does for the in-topic experiments (tables 6.5-6.8, 6.12-6.13);
   ``thesis-text`` applies the ratios of table 5.1's 2471/478/451 (totals that cannot be split equally over 8
   topics): round(425 * 2471/3400) = 309, round(425 * 478/3400) = 60, the remaining 56, i.e. 2472/480/448. Pairs are
   split, not sentences, so (as in the thesis' random pair sampling) a sentence may occur in a train pair and in a
@@ -100,11 +100,18 @@ TOPICS = (
 )
 TOPIC_NUMBERS = {topic: f"T{number}" for number, topic in enumerate(TOPICS, start=1)}
 CROSS_TOPIC_SPLITS = {"train": TOPICS[:5], "dev": TOPICS[5:6], "test": TOPICS[6:]}
-# Per-topic in-topic sizes (train, dev; test gets the rest of the 425 pairs of a topic).
-IN_TOPIC_SIZES = {
-    "thesis-code": {"train": 266, "dev": 53},  # the thesis code: 2125 / 425 / 850 pairs
+# Per-topic in-topic sizes (train, dev; test gets the rest of the 425 pairs of a topic), per topic.
+IN_TOPIC_SIZES: dict[str, dict[str, dict[str, int]]] = {
+    # The thesis code (load_bws_in_topic): 266 / 53 / 106 for T1-T5, 265 / 54 / 106 for T6, 265 / 53 / 107 for T7
+    # and T8, i.e. 2125 / 425 / 850 pairs.
+    "thesis-code": {
+        **{topic: {"train": 266, "dev": 53} for topic in TOPICS[:5]},
+        "Death penalty": {"train": 265, "dev": 54},
+        "Gun control": {"train": 265, "dev": 53},
+        "School uniforms": {"train": 265, "dev": 53},
+    },
     # Thesis table 5.1 (text): 2471 / 478 / 451 of 3400 pairs, its ratios applied to every topic: 309 / 60 / 56.
-    "thesis-text": {"train": round(425 * 2471 / 3400), "dev": round(425 * 478 / 3400)},
+    "thesis-text": {topic: {"train": round(425 * 2471 / 3400), "dev": round(425 * 478 / 3400)} for topic in TOPICS},
 }
 # Topic probe: sentences of every topic split 80 / 10 / 10.
 PROBE_FRACTIONS = {"train": 0.8, "dev": 0.1}
@@ -122,8 +129,8 @@ COMMON_METADATA = dict(
 )
 TOPIC_DETAILS = {"topics": {number: topic for topic, number in TOPIC_NUMBERS.items()}}
 SPLIT_SEED_OPTION = Option(0, "seed of the per-topic random split", type=int)
-SIZES_OPTION = Option("thesis-code", "in-topic pairs per topic: 266/53/106 (thesis code) or 309/60/56 (thesis "
-                      "table 5.1 ratios)", choices=tuple(IN_TOPIC_SIZES))
+SIZES_OPTION = Option("thesis-code", "in-topic pairs per topic: 266/53/106 (thesis code; 2125/425/850) or 309/60/56 "
+                      "(thesis table 5.1 ratios; 2472/480/448)", choices=tuple(IN_TOPIC_SIZES))
 PROBES = ("linear", "thesis-code")
 
 
@@ -213,15 +220,16 @@ def split_counts(total: int, fractions: dict[str, float]) -> dict[str, int]:
     return {"train": train, "dev": dev, "test": total - train - dev}
 
 
-def per_topic_split(labels: list[str], fractions: dict[str, float], seed: int) -> dict[str, list[int]]:
-    """Indices of train/dev/test: each topic's items shuffled (seeded) and cut with the same fractions (or counts).
-    Topics are visited in the file's alphabetical order, so the draws of version 1 stay the draws of version 2."""
+def per_topic_split(labels: list[str], fractions: dict, seed: int) -> dict[str, list[int]]:
+    """Indices of train/dev/test: each topic's items shuffled (seeded) and cut with the same fractions, or with
+    per-topic counts (``{topic: {"train": n, "dev": m}}``). Topics are visited in the file's alphabetical order, so
+    the draws of version 1 stay the draws of version 2."""
     rng = np.random.default_rng(seed)
     splits: dict[str, list[int]] = {"train": [], "dev": [], "test": []}
     for topic in sorted(TOPICS):
         members = [index for index, label in enumerate(labels) if label == topic]
         members = [members[i] for i in rng.permutation(len(members))]
-        counts = split_counts(len(members), fractions)
+        counts = split_counts(len(members), fractions.get(topic, fractions))
         splits["train"] += members[: counts["train"]]
         splits["dev"] += members[counts["train"] : counts["train"] + counts["dev"]]
         splits["test"] += members[counts["train"] + counts["dev"] :]
