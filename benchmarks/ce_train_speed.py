@@ -5,7 +5,8 @@ Both train one epoch on the same STS-B train pairs (gold / 5), from the same bac
 (binary cross-entropy with logits on the gold score, sentence-transformers' default for one label; ``--loss mse``
 switches ours to MSE on the sigmoid) and the same maximum pair length, on the CPU. The wall time of each training run
 is measured (model loading excluded); runs alternate between the two implementations so that load on a shared machine
-affects both alike. Differences that remain by design: sentence-transformers' head is Hugging Face's
+affects both alike. Ours groups batches by length (harness.training, Hugging Face's ``group_by_length`` idea);
+sentence-transformers draws random batches. Differences that remain by design: sentence-transformers' head is Hugging Face's
 ``BertForSequenceClassification`` (pooler dense+tanh, then Linear), ours is Linear on the CLS state (thesis 4.1.2).
 
     python benchmarks/ce_train_speed.py --pairs 512 --repeats 1
@@ -54,7 +55,8 @@ def build_ours(model_path: str, loss: str):
 
     plugin = build_registry().model("ce")
     options = {key: option.default for key, option in plugin.options.items()}
-    options.update(loss=loss, lr=LEARNING_RATE)
+    # One pair order, as the sentence-transformers run gets (the plugin's default trains on both orders).
+    options.update(loss=loss, lr=LEARNING_RATE, pair_orders="given")
     ctx = ModelContext(options=options, backbone=model_path, profile=quick_profile(), device="cpu", seed=SEED,
                        progress=False)
     torch.manual_seed(SEED)

@@ -364,10 +364,13 @@ def cmd_run(registry, args) -> int:
     from .leaderboard import write_leaderboards
     from .runner import Runner, summary_rows
 
+    from .executors import make_executor
+
     config = _run_config(args)
     runner = Runner(registry, config)
+    executor = make_executor(config)  # Ray missing, an unreachable --ray-address: said before the plan loads data
     plan = runner.plan()
-    outcomes = runner.run(plan)
+    outcomes = runner.run(plan, executor)
     headers, rows = summary_rows(outcomes)
     print()
     print(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))

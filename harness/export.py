@@ -8,20 +8,16 @@ The core knows no model: a model that can leave the harness has a method (a capa
 - ``export_cross_encoder(directory)``: writes a folder ``CrossEncoder(directory)`` loads and whose ``predict``
   equals the model's own ``score``.
 
-:func:`write_sentence_transformer` and :func:`write_cross_encoder` are the building blocks those methods use: they
-put a Hugging Face transformer and its tokenizer under sentence-transformers' own modules (``Transformer``,
-``Pooling``, ``Dense``, ``Normalize``) and let sentence-transformers write the folder (``SentenceTransformer.save``
-/ ``CrossEncoder.save``; reference: the installed sentence-transformers, https://sbert.net), so the layout is
-exactly the one the installed sentence-transformers reads.
+The building blocks those methods use, :func:`harness.nn.st_export.write_sentence_transformer` and
+``write_cross_encoder`` (public, in ``harness.nn``), put a Hugging Face transformer and its tokenizer under
+sentence-transformers' own modules and let sentence-transformers write the folder.
 
 :func:`export_model` names the model as ``harness run`` does (spec, ``--train-on``, ``--backbone``, ``--profile``,
 one seed, ``--results``), loads its checkpoint from the store (it never trains: a missing checkpoint is an error
 saying which ``harness run`` builds it), exports it into a temporary folder that is renamed into place when complete,
 and writes ``README.md``: a model card with the spec, training source, profile, seed and every stored score.
 
-Deviations: the cross-encoder folder uses sentence-transformers' modular CrossEncoder (``Transformer`` ->
-``Pooling(cls)`` -> ``Dense(d, 1)``), which sentence-transformers 6 reads; Hugging Face's
-``*ForSequenceClassification`` head cannot hold a head on the raw CLS state (BERT's adds its pooler's tanh layer).
+Deviations: see :mod:`harness.nn.st_export` (the cross-encoder folder needs sentence-transformers 6).
 """
 from __future__ import annotations
 
@@ -34,17 +30,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import HarnessError, IncompatibleError
+from .errors import IncompatibleError
+from .nn.st_export import ExportError, write_cross_encoder, write_sentence_transformer  # noqa: F401 (re-exported)
 
 logger = logging.getLogger(__name__)
 
 SENTENCE_TRANSFORMERS = "sentence-transformers"
 CROSS_ENCODER = "sentence-transformers CrossEncoder"
-POOLING_MODES = ("mean", "cls", "max", "lasttoken")
-
-
-class ExportError(HarnessError):
-    """A model that cannot be exported as asked (no checkpoint, no exporter, an occupied target folder)."""
 
 
 @runtime_checkable
@@ -57,90 +49,6 @@ class SentenceTransformersExportable(Protocol):
 class CrossEncoderExportable(Protocol):
     def export_cross_encoder(self, directory: Path) -> None:
         """Write a folder that ``sentence_transformers.CrossEncoder(directory)`` loads."""
-
-
-def _sentence_transformers() -> Any:
-    try:
-        import sentence_transformers
-    except ImportError:
-        raise ExportError("exporting needs the sentence-transformers package; install it with "
-                          "`pip install 'sentence-harness[interop]'`.") from None
-    return sentence_transformers
-
-
-def _modules() -> tuple[Any, Any, Any, Any]:
-    """sentence-transformers' Transformer, Pooling, Dense and Normalize module classes (version 6 layout)."""
-    _sentence_transformers()
-    try:
-        from sentence_transformers.base.modules import Dense, Normalize, Transformer
-        from sentence_transformers.sentence_transformer.modules import Pooling
-    except ImportError:
-        raise ExportError("exporting needs sentence-transformers 6 or newer; upgrade with "
-                          "`pip install -U 'sentence-transformers>=6'`.") from None
-    return Transformer, Pooling, Dense, Normalize
-
-
-def _transformer_module(staging: Path, transformer: Any, tokenizer: Any, max_seq_length: int) -> Any:
-    """sentence-transformers' Transformer module around ``transformer`` (saved to ``staging`` and read back, so the
-    module holds exactly these weights and this tokenizer)."""
-    Transformer, _, _, _ = _modules()
-    transformer.save_pretrained(str(staging), safe_serialization=True)
-    tokenizer.save_pretrained(str(staging))
-    return Transformer(str(staging), max_seq_length=max_seq_length)
-
-
-def write_sentence_transformer(directory: Path, transformer: Any, tokenizer: Any, pooling: str, max_seq_length: int,
-                               *, dense: Any = None, normalize: bool = False,
-                               similarity: str = "cosine") -> None:
-    """Write ``transformer -> Pooling(pooling) [-> Dense] [-> Normalize]`` as a sentence-transformers folder.
-
-    ``pooling`` is one of :data:`POOLING_MODES`; ``dense`` an optional ``torch.nn.Linear`` whose weights become a
-    ``Dense`` module without activation; texts are cut to ``max_seq_length`` tokens, as the harness model cuts them.
-    """
-    if pooling not in POOLING_MODES:
-        raise ExportError(f"pooling {pooling!r} has no sentence-transformers Pooling mode ({', '.join(POOLING_MODES)})")
-    import torch
-
-    sentence_transformers = _sentence_transformers()
-    _, Pooling, Dense, Normalize = _modules()
-    with tempfile.TemporaryDirectory(prefix="harness-export-") as staging:
-        word = _transformer_module(Path(staging), transformer, tokenizer, max_seq_length)
-        modules = [word, Pooling(word.get_embedding_dimension(), pooling_mode=pooling)]
-        if dense is not None:
-            modules.append(Dense(dense.in_features, dense.out_features, bias=dense.bias is not None,
-                                 activation_function=torch.nn.Identity(), init_weight=dense.weight.detach().clone(),
-                                 init_bias=None if dense.bias is None else dense.bias.detach().clone()))
-        if normalize:
-            modules.append(Normalize())
-        model = sentence_transformers.SentenceTransformer(modules=modules, device="cpu",
-                                                          similarity_fn_name=similarity)
-        model.save(str(directory))
-
-
-ACTIVATIONS = {"sigmoid": "Sigmoid", "tanh": "Tanh", "none": "Identity"}
-
-
-def write_cross_encoder(directory: Path, transformer: Any, tokenizer: Any, head: Any, activation: str,
-                        max_length: int) -> None:
-    """Write ``transformer -> CLS state -> head (Linear(d, 1)) -> activation`` as a sentence-transformers
-    CrossEncoder folder; pairs are tokenised as the tokenizer's own pair encoding, cut longest-first to
-    ``max_length`` tokens (what the harness cross-encoder does)."""
-    if activation not in ACTIVATIONS:
-        raise ExportError(f"activation {activation!r} has no export ({', '.join(ACTIVATIONS)})")
-    import torch
-
-    sentence_transformers = _sentence_transformers()
-    _, Pooling, Dense, _ = _modules()
-    with tempfile.TemporaryDirectory(prefix="harness-export-") as staging:
-        word = _transformer_module(Path(staging), transformer, tokenizer, max_length)
-        score = Dense(head.in_features, 1, activation_function=torch.nn.Identity(),
-                      init_weight=head.weight.detach().clone(), init_bias=head.bias.detach().clone(),
-                      module_output_name="scores")
-        model = sentence_transformers.CrossEncoder(
-            modules=[word, Pooling(word.get_embedding_dimension(), pooling_mode="cls"), score], device="cpu",
-            activation_fn=getattr(torch.nn, ACTIVATIONS[activation])(),
-        )
-        model.save(str(directory))
 
 
 # -- the command ---------------------------------------------------------------------------------------------------

@@ -71,6 +71,17 @@ CORE_COMPONENT_KINDS = {
 }
 
 
+CORE_PACKAGE = "sentence-harness (core)"
+
+
+def _core_components() -> list[Component]:
+    """What the core itself offers as components (plugins cannot draw it: it reads the leaderboard tables)."""
+    from .leaderboard_views import plot_leaderboards
+
+    return [Component("plot", "leaderboard", plot_leaderboards,
+                      "per family: bar chart of main scores with std over seeds as error bars (PNG)")]
+
+
 @dataclass
 class PluginInfo:
     name: str  # entry-point name or module path
@@ -425,6 +436,8 @@ def build_registry(extra_plugins: Iterable[Any] = ()) -> Registry:
         except Exception as exc:
             _fail(info, exc)
 
+    for item in _core_components():
+        _add(registry, item, CORE_PACKAGE)
     for info, items in pending:
         for item in items:
             _add(registry, item, info.package)

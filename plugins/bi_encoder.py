@@ -106,7 +106,7 @@ class BiEncoder:
     def export_sentence_transformers(self, directory: Path) -> None:
         """``harness export``: a sentence-transformers folder (Transformer -> Pooling) whose ``encode`` equals
         ``self.encode`` (same weights, pooling and token limit)."""
-        from harness.export import write_sentence_transformer
+        from harness.nn.st_export import write_sentence_transformer
 
         encoder = self.encoder
         write_sentence_transformer(Path(directory), encoder.transformer, encoder.tokenizer, encoder.pooling,

@@ -216,7 +216,7 @@ class CrossEncoder:
         """``harness export``: a sentence-transformers CrossEncoder folder (Transformer -> CLS -> Linear ->
         activation) whose ``predict`` equals ``self.score`` (same weights, pair encoding and token limit)."""
         from harness import IncompatibleError
-        from harness.export import write_cross_encoder
+        from harness.nn.st_export import write_cross_encoder
 
         network = self.network
         if network.pooler is not None:

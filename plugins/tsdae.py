@@ -22,8 +22,9 @@ does.
 Deviations:
 - Deletion tokenises each text as one line (no Punkt sentence splitting, which needs an NLTK data download); see
   :mod:`harness.nn.noise`.
-- The decoder's self-attention gets the target's padding mask and logits are computed only at real target tokens;
-  sentence-transformers computes them everywhere and ignores padding in the loss. The loss is the same.
+- Logits are computed only at real target tokens; sentence-transformers computes them everywhere and ignores
+  padding in the loss. The loss is the same. (Like sentence-transformers, the decoder's self-attention gets only
+  the causal mask when the tokenizer pads on the right; a left-padding tokenizer also gets the padding mask.)
 - For a backbone without a language-model head (e.g. all-MiniLM-L6-v2, a bare ``BertModel``), the head
   (``cls.predictions.transform``) is randomly initialised, as in sentence-transformers.
 - The thesis code (``TsdaeModel``) passes the pooled vectors as ``encoder_hidden_states`` of shape [1, batch, d], so
@@ -62,13 +63,16 @@ class DenoisingReconstruction(nn.Module):
         self.decoder = TransformerDecoder.from_encoder(setup.encoder.transformer, share="all",
                                                        backbone=setup.backbone)
         self.head = language_model_head(self.decoder.language_model)
+        # With right padding a causal mask alone keeps every real token from seeing padding, and padding positions
+        # are never scored: no padding mask is needed, so attention takes its faster causal-only path.
+        self.right_padded = getattr(setup.encoder.tokenizer, "padding_side", "right") == "right"
 
     def reconstruction_loss(self, memory: torch.Tensor, target: dict[str, torch.Tensor]) -> torch.Tensor:
         """Teacher-forced cross-entropy of ``target`` given one memory vector per sentence ``[b, d]``."""
         ids, mask = target["input_ids"], target["attention_mask"]
         hidden = self.decoder.language_model.base_model(
             input_ids=ids[:, :-1],
-            attention_mask=mask[:, :-1],
+            attention_mask=None if self.right_padded else mask[:, :-1],
             encoder_hidden_states=memory[:, None],
             encoder_attention_mask=torch.ones(memory.shape[0], 1, dtype=mask.dtype, device=mask.device),
             use_cache=False,

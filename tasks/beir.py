@@ -41,10 +41,13 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from harness import (
+    Archive,
+    ArchiveDataset,
     Component,
     DataFileError,
     Embedder,
     EvalResult,
+    HarnessError,
     MissingDataError,
     MultiVectorEmbedder,
     Option,
@@ -52,12 +55,11 @@ from harness import (
     Task,
     TaskMetadata,
     as_embedder,
+    data_dir_override,
+    default_download_dir,
     files_checksum,
     hookimpl,
 )
-from harness.data import data_dir_override, default_download_dir
-from harness.download import Archive, ArchiveDataset
-from harness.errors import UnknownNameError
 from harness.evaluation.first_stage import EmbedderFirstStage, first_stage_from_context
 from harness.evaluation.sampling import sample_items
 from harness.evaluation.search import top_k
@@ -84,6 +86,10 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")
 
 class BeirDataError(DataFileError):
     """A folder that is not (completely) in BEIR's format."""
+
+
+class UnknownBeirDatasetError(HarnessError):
+    """A ``beir:`` name that cannot be a dataset folder."""
 
 
 # -- where the data is ---------------------------------------------------------------------------------------------
@@ -331,7 +337,7 @@ _CLASSES: dict[str, type[BeirTask]] = {}
 def task_class(dataset: str) -> type[BeirTask]:
     """The Task class of the BEIR-format dataset folder ``dataset`` (built once per name)."""
     if not _NAME.match(dataset) or "/" in dataset:
-        raise UnknownNameError(f"beir:{dataset!r}: a BEIR dataset name is its folder name (lower-case letters, "
+        raise UnknownBeirDatasetError(f"beir:{dataset!r}: a BEIR dataset name is its folder name (lower-case letters, "
                                f"digits, '-', '_', '.'), e.g. beir:scifact. Downloadable: {', '.join(DOWNLOADS)}.")
     if dataset not in _CLASSES:
         size = DOWNLOADS.get(dataset)
@@ -360,14 +366,14 @@ class BeirNamespace:
 
     def resolve(self, name: str) -> type[BeirTask]:
         if not name:
-            raise UnknownNameError(f"name a BEIR dataset after the prefix, e.g. --tasks beir:scifact "
+            raise UnknownBeirDatasetError(f"name a BEIR dataset after the prefix, e.g. --tasks beir:scifact "
                                    f"(downloadable: {', '.join(DOWNLOADS)}).")
         return task_class(name)
 
 
 class BeirDownload:
     """``harness data download beir:NAME``: BEIR's public zip into ``<data dir>/beir/NAME/`` (resumable, verified,
-    unpacked atomically by :class:`harness.download.ArchiveDataset`)."""
+    unpacked atomically by :class:`harness.ArchiveDataset`)."""
 
     def __init__(self, name: str):
         self.name = name

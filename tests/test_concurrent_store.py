@@ -216,6 +216,14 @@ def _run_command(results: Path, tiny_bert: str) -> list[str]:
             "--no-progress"]
 
 
+def differences(first: dict[str, dict], second: dict[str, dict]) -> list[str]:
+    """Which records, and which of their fields, differ (a readable failure instead of two long dicts)."""
+    if sorted(first) != sorted(second):
+        return [f"cells {sorted(first)} != {sorted(second)}"]
+    return [f"{path}: {key}: {first[path].get(key)!r} != {second[path].get(key)!r}" for path in first
+            for key in sorted(set(first[path]) | set(second[path])) if first[path].get(key) != second[path].get(key)]
+
+
 def _records(results: Path) -> dict[str, dict]:
     from harness.store import Store
 
@@ -274,8 +282,9 @@ def test_two_concurrent_runs_train_once_and_store_what_one_run_stores(tmp_path, 
     from harness.runner import ModelEntry, RunConfig, Runner
 
     monkeypatch.setenv("HARNESS_TEST_GATE", str(gate))
+    monkeypatch.setenv("HARNESS_EXTRA_PLUGINS", "test_concurrent_store")  # as the subprocesses registered it
     config = RunConfig(models=[ModelEntry("be")], tasks=["stsb", "gate"], train_on="stsb", profile="smoke",
                        backbone=tiny_bert, device="cpu", results_dir=alone, progress=False)
-    Runner(build_registry(extra_plugins=[sys.modules[__name__]]), config).run()
-    assert _records(shared) == _records(alone)
+    Runner(build_registry(), config).run()
+    assert differences(_records(shared), _records(alone)) == []
     assert len(_records(shared)) == 2

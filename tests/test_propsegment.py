@@ -325,3 +325,21 @@ def test_a_model_returning_the_wrong_number_of_rows_is_an_error(tiny_dev):
 
     with pytest.raises(harness.DataFileError, match="one row per item"):
         PropSegmentRetrieval({}, tiny_dev).evaluate(Short(), eval_context())
+
+
+def test_the_family_encodes_the_corpus_once_per_model(tiny_dev):
+    class Counting(HashingSpanEncoder):
+        calls = 0
+
+        def encode_spans(self, items):
+            Counting.calls += 1
+            return super().encode_spans(items)
+
+    model = Counting()
+    results = [task_class({}, tiny_dev).evaluate(model, eval_context()) for task_class in (PropSegmentRetrieval,
+                                                                                          SENTENCES, DOCUMENTS)]
+    assert Counting.calls == 1 and len(results) == 3
+    PropSegmentRetrieval({"distractors": "none"}, tiny_dev).evaluate(model, eval_context())
+    assert Counting.calls == 2  # another corpus
+    PropSegmentRetrieval({}, tiny_dev).evaluate(Counting(), eval_context())
+    assert Counting.calls == 3  # another model

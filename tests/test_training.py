@@ -85,3 +85,39 @@ def test_warmup_then_linear_decay():
         optimizer.step()
         schedule.step()
     assert rates[:3] == [0.5, 1.0, 1.0] and rates[-1] == 0.125
+
+
+# -- length-grouped batches and seed optimisation ----------------------------------------------------------------------
+def test_length_grouped_batches_cover_every_example_once_and_group_lengths():
+    from harness.training import GROUP_CHUNK_BATCHES, epoch_batches
+
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(5, 200, size=1000).tolist()
+    batches = epoch_batches(1000, 16, torch.Generator().manual_seed(1), lengths)
+    flat = [i for batch in batches for i in batch]
+    assert sorted(flat) == list(range(1000)) and len(batches) == 63  # ceil(1000 / 16), as without grouping
+    plain = epoch_batches(1000, 16, torch.Generator().manual_seed(1))
+    spread = lambda bs: np.mean([max(lengths[i] for i in b) - min(lengths[i] for i in b) for b in bs])  # noqa: E731
+    assert spread(batches) < spread(plain) / 4  # much less padding per batch
+    again = epoch_batches(1000, 16, torch.Generator().manual_seed(1), lengths)
+    assert again == batches  # seeded
+    assert epoch_batches(1000, 16, torch.Generator().manual_seed(2), lengths) != batches
+    assert GROUP_CHUNK_BATCHES == 50
+
+
+def test_seed_trials_keep_the_best_dev_trial_and_record_every_trial(registry, tiny_bert):
+    import dataclasses
+
+    model, ctx = _be(registry, tiny_bert)
+    ctx.profile = dataclasses.replace(get_profile("smoke"), seed_trials=3, max_steps=None)
+    pairs = _pairs()
+    report = model.fit(TrainingSplits("synthetic", pairs, pairs), ctx)
+    trials = report.seed_trials
+    assert [t["trial"] for t in trials] == [0, 1, 2] and trials[0]["seed"] == ctx.seed
+    assert len({t["seed"] for t in trials}) == 3
+    assert report.best_dev_score == max(t["best_dev_score"] for t in trials)
+    from harness.metrics import scored_pairs_dev_score
+
+    assert scored_pairs_dev_score(model, pairs) == np.float64(report.best_dev_score)  # the best trial's weights
+    assert report.as_record()["seed_trials"] == trials
+    assert get_profile("quick").seed_trials == 1 and get_profile("paper").seed_trials == 10

@@ -262,14 +262,16 @@ class RayExecutor:
         self.max_retries = max_retries
         self.resources: TaskResources | None = None
         self._started_cluster = False
-        self._ray: Any = None
+        # The mistakes that need no cluster are reported at once, before the runner plans anything.
+        self._ray: Any = import_ray()
+        check_address(address)
 
     # -- before any cell ------------------------------------------------------------------------------------------------
     def start(self, runner: Runner, plan: Plan) -> None:
         """Ray installed, the cluster reachable, the task resources available, the store and harness on every node;
         each failure is one line, and comes before any cell runs."""
         runner.store.check_locking()
-        ray = self._ray = import_ray()
+        ray = self._ray
         if ":" in plan.device:  # the same message as task_resources, before connecting to anything
             task_resources(None, self.cpus_per_task, plan.device, [])
         self._connect(ray)
@@ -284,7 +286,6 @@ class RayExecutor:
     def _connect(self, ray: Any) -> None:
         if ray.is_initialized():  # a caller (a notebook, a test) connected already: use that cluster, leave it up
             return
-        check_address(self.address)
         environment = {name: os.environ[name] for name in FORWARDED_ENVIRONMENT if os.environ.get(name)}
         options: dict[str, Any] = {"logging_level": logging.WARNING, "runtime_env": {"env_vars": environment}}
         if not (self.address or "").startswith("ray://"):

@@ -40,11 +40,15 @@ from harness import (
     Task,
     TaskMetadata,
 )
-from harness.errors import UnknownNameError
 
 logger = logging.getLogger(__name__)
 
 FAMILY = "mteb"
+
+
+class UnknownMtebTaskError(HarnessError):
+    """A name after ``mteb:`` that mteb does not know."""
+
 RERANKING_TYPES = ("Reranking", "InstructionReranking")  # where mteb takes a cross-encoder
 
 
@@ -105,7 +109,7 @@ def load_mteb_task(name: str) -> Any:
     matches = difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
     matches += [c for c in candidates if c.lower() == name.lower() and c not in matches]
     hint = f" Did you mean: {', '.join(f'mteb:{m}' for m in matches)}?" if matches else ""
-    raise UnknownNameError(f"mteb has no task {name!r}.{hint} `mteb.get_tasks()` lists them "
+    raise UnknownMtebTaskError(f"mteb has no task {name!r}.{hint} `mteb.get_tasks()` lists them "
                            f"({len(candidates)} known).")
 
 
@@ -227,5 +231,5 @@ class MtebNamespace:
 
     def resolve(self, name: str) -> type[MtebTask]:
         if not name:
-            raise UnknownNameError("name an MTEB task after the prefix, e.g. --tasks mteb:STS22.")
+            raise UnknownMtebTaskError("name an MTEB task after the prefix, e.g. --tasks mteb:STS22.")
         return task_class(name)

@@ -42,9 +42,10 @@ sentence and document can be retrieved (and are never gold).
 from __future__ import annotations
 
 import logging
+import weakref
 from functools import lru_cache
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -64,7 +65,14 @@ from harness import (
 )
 from harness.evaluation.retrieval import DEFAULT_KS, retrieval_metrics, unit_retrieval_metrics
 
-from .collection import AGREEMENT_CHOICES, POSITIVES_CHOICES, build_collection, options_checksum, training_pairs
+from .collection import (
+    AGREEMENT_CHOICES,
+    POSITIVES_CHOICES,
+    RetrievalCollection,
+    build_collection,
+    options_checksum,
+    training_pairs,
+)
 from .files import OFFICIAL_SOURCE, PropSegmentSplit, read_split
 
 logger = logging.getLogger(__name__)
@@ -89,6 +97,28 @@ def heldout_clusters(judged: PropSegmentSplit) -> tuple[set[str], set[str]]:
     """(training clusters, evaluated clusters): the judged clusters sorted by id, alternating."""
     judged_clusters = sorted({r.cluster for r in judged.relationships or []} & set(judged.clusters()))
     return set(judged_clusters[0::2]), set(judged_clusters[1::2])
+
+
+# The three members rank the same corpus: a model's vectors are kept for the next member (same model object, same
+# corpus), so a family run encodes the corpus once per model. Weak keys: nothing outlives the model; the runner never
+# changes a model between the cells it evaluates.
+_ENCODED: "weakref.WeakKeyDictionary[Any, dict[tuple, np.ndarray]]" = weakref.WeakKeyDictionary()
+
+
+def encoded_corpus(model: Any, collection: RetrievalCollection, corpus_key: tuple) -> np.ndarray:
+    """``model.encode_spans`` of every corpus item (one call), reused for the same model and corpus."""
+    try:
+        cached = _ENCODED.setdefault(model, {})
+    except TypeError:  # not weak-referenceable: no reuse
+        cached = {}
+    if corpus_key not in cached:
+        vectors = np.asarray(model.encode_spans(collection.span_items), dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(collection.items):
+            raise DataFileError(f"the model returned an array of shape {vectors.shape} for {len(collection.items)} "
+                                "propositions; encode_spans must return one row per item.")
+        cached.clear()  # one corpus per model is enough
+        cached[corpus_key] = vectors
+    return cached[corpus_key]
 
 
 class PropSegmentRetrieval(Task):
@@ -171,10 +201,7 @@ class PropSegmentRetrieval(Task):
         _, clusters = self._clusters(evaluated)
         collection = build_collection(evaluated, clusters, self.options["agreement"], self._distractors(),
                                       ctx.profile.max_eval_examples)
-        vectors = np.asarray(model.encode_spans(collection.span_items), dtype=np.float32)
-        if vectors.shape[0] != len(collection.items):
-            raise DataFileError(f"the model returned {vectors.shape[0]} vectors for {len(collection.items)} "
-                                "propositions; encode_spans must return one row per item.")
+        vectors = encoded_corpus(model, collection, (checksum, ctx.profile.max_eval_examples))
         if self.level == "proposition":
             fractions = retrieval_metrics(vectors, collection.queries)
         else:

@@ -1,0 +1,222 @@
+"""Executors (issue 12): the same matrix under `local` and under `ray` (a local cluster, 2 CPU workers) gives the same
+records up to timings; a Ray worker killed mid-cell is retried and the matrix completes with the same records; a
+driver that dies is resumed from the store; bad input (Ray missing, an unreachable address, GPUs a cluster does not
+have) is one line before any cell runs.
+
+The Ray tests start one local cluster for the module (a few seconds on an idle machine). They are skipped only when
+Ray is not importable; CI installs it with the test extra (`pip install -e '.[test]'`)."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from harness.registry import build_registry
+from harness.runner import ModelEntry, RunConfig, Runner
+from harness.store import Store
+from test_concurrent_store import _records as comparable_records
+from test_concurrent_store import differences
+
+HAVE_RAY = importlib.util.find_spec("ray") is not None
+needs_ray = pytest.mark.skipif(not HAVE_RAY, reason="Ray is not installed (pip install -e '.[ray]'); CI installs it")
+# be as it is (a pretrained model: no training task) and ce trained on stsb (its default source): both paths.
+MODELS, TASKS = ("be", "ce"), ("stsb", "sickr")
+
+
+def matrix_config(results: Path, tiny_bert: str, **executor) -> RunConfig:
+    return RunConfig(models=[ModelEntry(m) for m in MODELS], tasks=list(TASKS), profile="smoke", backbone=tiny_bert,
+                     device="cpu", results_dir=results, progress=False, **executor)
+
+
+def run_matrix(results: Path, tiny_bert: str, with_executor=None, **config):
+    runner = Runner(build_registry(), matrix_config(results, tiny_bert, **config))
+    return runner.run(runner.plan(), with_executor)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, tiny_bert) -> dict[str, dict]:
+    """The matrix's records under the local executor (this process, one PyTorch thread: conftest)."""
+    results = tmp_path_factory.mktemp("local") / "results"
+    outcomes = run_matrix(results, tiny_bert)
+    assert [o.status for o in outcomes] == ["ok"] * 4
+    return comparable_records(results)
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """A local cluster of 2 CPUs (2 workers running 1-CPU tasks at once), shared by this module's Ray tests."""
+    import ray
+
+    ray.init(address="local", num_cpus=2, num_gpus=0, include_dashboard=False, logging_level="WARNING")
+    yield ray
+    ray.shutdown()
+
+
+def ray_executor(**options):
+    from harness.executors.ray_cluster import RayExecutor
+
+    return RayExecutor(**options)
+
+
+# -- the same records under both executors -------------------------------------------------------------------------------
+@needs_ray
+def test_ray_gives_the_records_of_the_local_executor(ray_cluster, reference, tmp_path, tiny_bert, caplog):
+    started = time.monotonic()
+    results = tmp_path / "ray"
+    outcomes = run_matrix(results, tiny_bert, ray_executor(), executor="ray")
+    assert [(o.spec.name, o.task.name, o.status) for o in outcomes] == [
+        ("be", "stsb", "ok"), ("be", "sickr", "ok"), ("ce", "stsb", "ok"), ("ce", "sickr", "ok")]
+    assert differences(comparable_records(results), reference) == []
+    # Every record was written by this process (the driver), as the local executor's are.
+    assert len(Store(results).record_files()) == 4
+    assert time.monotonic() - started < 240  # about 20 s on an idle 2-core machine; generous for a loaded one
+
+
+@needs_ray
+def test_a_second_ray_run_answers_everything_from_the_store(ray_cluster, reference, tmp_path, tiny_bert):
+    results = tmp_path / "ray"
+    run_matrix(results, tiny_bert, ray_executor(), executor="ray")
+    outcomes = run_matrix(results, tiny_bert, ray_executor(), executor="ray")
+    assert {o.status for o in outcomes} == {"cached"}
+
+
+def _children(pid: int) -> list[int]:
+    """Every process below ``pid`` (the local cluster's raylet and its workers are this test process's)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    parents[int(entry)] = int(handle.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    below, frontier = [], [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, its_parent in parents.items():
+            if its_parent == parent:
+                below.append(child)
+                frontier.append(child)
+    return below
+
+
+def _title(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().split(b"\0")[0].decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@needs_ray
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds Ray's worker processes through /proc (Linux)")
+def test_a_worker_killed_mid_cell_is_retried_and_the_matrix_completes(ray_cluster, reference, tmp_path, tiny_bert):
+    """A Ray worker is killed (SIGKILL, by its PID) while it evaluates a cell: Ray reruns the task, no record is
+    half-written, and every record equals the clean local run's."""
+    killed: list[tuple[int, str]] = []
+    finished = threading.Event()
+
+    def kill_the_first_cell() -> None:
+        while not finished.is_set() and not killed:
+            for pid in _children(os.getpid()):
+                title = _title(pid)  # Ray names a busy worker after its task: "ray::harness-cell <job> <task>"
+                if title.startswith("ray::harness-cell"):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append((pid, title))
+                    return
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill_the_first_cell, daemon=True)
+    killer.start()
+    results = tmp_path / "ray"
+    try:
+        outcomes = run_matrix(results, tiny_bert, ray_executor(), executor="ray")
+    finally:
+        finished.set()
+        killer.join()
+    assert killed, "no worker was seen running a cell"
+    assert [o.status for o in outcomes] == ["ok"] * 4
+    assert differences(comparable_records(results), reference) == []
+    assert not [p for p in results.rglob(".*") if "harness-tmp" in p.name]  # no temporary left in the store
+
+
+@needs_ray
+def test_a_rerun_after_the_driver_died_resumes_from_the_store(reference, tmp_path, tiny_bert):
+    """The driver (`harness run --executor ray`, with its own local cluster) is killed once its first record is
+    stored; running the command again computes only what is missing, and the records equal a clean run's."""
+    results = tmp_path / "results"
+    command = [sys.executable, "-m", "harness", "run", "--models", ",".join(MODELS), "--tasks", ",".join(TASKS),
+               "--profile", "smoke", "--backbone", tiny_bert, "--results", str(results), "--device", "cpu",
+               "--no-progress", "--executor", "ray", "--ray-address", "local", "--cpus-per-task", "1"]
+    environment = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}  # one thread, as the reference
+    driver = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment,
+                              start_new_session=True)  # its cluster's processes share its session: killed with it
+    deadline = time.monotonic() + 300
+    while not Store(results).record_files():
+        assert driver.poll() is None and time.monotonic() < deadline, driver.communicate()[0]
+        time.sleep(0.05)
+    os.killpg(driver.pid, signal.SIGKILL)
+    driver.wait()
+    stored_before = {path.name for path in Store(results).record_files()}
+    assert stored_before
+    rerun = subprocess.run(command[:-6], capture_output=True, text=True, env=environment, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"{len(stored_before)} from the store" in rerun.stdout
+    assert differences(comparable_records(results), reference) == []
+
+
+# -- bad input: one line, before any cell runs ----------------------------------------------------------------------------
+def _no_cell_ran(results: Path) -> bool:
+    return not Store(results).record_files()
+
+
+def test_ray_not_installed_is_one_line(run_cli, tmp_path, tiny_bert, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
+    code, out, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--profile", "smoke", "--backbone", tiny_bert,
+                             "--results", tmp_path / "results", "--executor", "ray")
+    assert code == 2 and err.count("\n") == 1
+    assert "--executor ray needs Ray" in err and "pip install 'sentence-harness[ray]'" in err
+    assert out == "" and _no_cell_ran(tmp_path / "results")
+
+
+@needs_ray
+@pytest.mark.parametrize("scheme", ["", "ray://"])
+def test_an_unreachable_ray_address_is_one_line(run_cli, tmp_path, tiny_bert, scheme):
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.monotonic()
+    code, out, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--profile", "smoke", "--backbone", tiny_bert,
+                             "--results", tmp_path / "results", "--executor", "ray",
+                             "--ray-address", f"{scheme}127.0.0.1:{port}")
+    assert code == 2 and err.count("\n") == 1
+    assert f"cannot reach the Ray cluster at {scheme}127.0.0.1:{port}" in err
+    assert time.monotonic() - started < 30 and _no_cell_ran(tmp_path / "results")
+
+
+@needs_ray
+def test_a_gpu_request_on_a_cluster_without_gpus_is_one_line(ray_cluster, run_cli, tmp_path, tiny_bert):
+    code, out, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--profile", "smoke", "--backbone", tiny_bert,
+                             "--results", tmp_path / "results", "--executor", "ray", "--gpus-per-task", "1")
+    assert code == 2 and err.count("\n") == 1
+    assert "--gpus-per-task 1: the local Ray cluster has no GPUs" in err and "--gpus-per-task 0" in err
+    assert _no_cell_ran(tmp_path / "results")
+
+
+@pytest.mark.parametrize("arguments, expected", [
+    (("--executor", "slurm"), "invalid value 'slurm' for --executor; allowed values: local, ray"),
+    (("--ray-address", "auto"), "--ray-address only applies with --executor ray"),
+    (("--gpus-per-task", "1"), "--gpus-per-task only applies with --executor ray"),
+])
+def test_executor_options_are_checked(run_cli, tmp_path, arguments, expected):
+    code, _, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--results", tmp_path / "results", *arguments)
+    assert code == 2 and expected in err and err.count("\n") == 1
