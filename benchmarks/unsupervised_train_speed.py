@@ -1,17 +1,19 @@
 """Training throughput of harness' unsupervised objectives against sentence-transformers, in one run.
 
-- ``tsdae`` (harness.training.fit over the tsdae objective) vs sentence-transformers' ``DenoisingAutoEncoderLoss``
-  fed by ``DenoisingAutoEncoderDataset``'s deletion;
+- ``tsdae`` (its objective, stepped as harness.training.fit steps) vs sentence-transformers'
+  ``DenoisingAutoEncoderLoss`` fed by ``DenoisingAutoEncoderDataset``'s deletion;
 - ``simcse`` vs ``MultipleNegativesRankingLoss`` on (s, s) pairs (scale 20 = 1 / 0.05);
 
 same backbone, sentences (BWS cross-topic train sentences), batch size, max length and number of steps, the same
-AdamW (fused where available), gradient clipping and constant learning rate. The sentence-transformers side is a
-plain loop around its loss (tokenising each batch as its data collator would, one call per text column): the
-fastest way to drive it, without the Trainer's overhead. Each side runs ``--repeats`` times, alternating, and the
-best run counts (the machine is shared). Then each TSDAE implementation trains once more in a fresh process at
+AdamW (fused where available), gradient clipping and constant learning rate; the harness side is exactly the step
+of ``harness.training.fit`` (collate, forward, backward, clip, AdamW). The sentence-transformers side is a plain loop
+around its loss (tokenising each batch as its data collator would, one call per text column): the fastest way to
+drive it, without the Trainer's overhead. The two run step by step in alternation (which goes first alternates too),
+so on a shared machine both meet the same load; sentences/s = sentences / summed step time. Then each TSDAE
+implementation trains once more in a fresh process at
 batch 8 and max length 128 to report peak resident memory (``ru_maxrss``) next to each other.
 
-    python benchmarks/unsupervised_train_speed.py [--backbone PATH] [--steps 20] [--batch-size 16] [--repeats 2]
+    python benchmarks/unsupervised_train_speed.py [--backbone PATH] [--steps 20] [--batch-size 16]
 
 sentence-transformers' ``word_tokenize`` needs NLTK's Punkt data, which cannot be downloaded offline; as in the tests
 it tokenises each text as one line (what harness does).
@@ -54,32 +56,61 @@ def patch_nltk() -> None:
     nltk.word_tokenize = lambda text, *a, **k: original(text, preserve_line=True)
 
 
-def ours(method: str, backbone: str, texts: list[str], batch_size: int, steps: int, max_length: int) -> float:
-    """Sentences per second of harness' objective through the shared training loop."""
+class Side:
+    """One implementation, set up once; ``step(i)`` runs training step i (batching, noise and tokenisation
+    included) and returns its wall time."""
+
+    def __init__(self, name: str, step):
+        self.name = name
+        self.run_step = step
+
+    def step(self, index: int) -> float:
+        started = time.perf_counter()
+        self.run_step(index)
+        return time.perf_counter() - started
+
+
+def batches(texts: list[str], batch_size: int, steps: int) -> list[list[str]]:
+    """The batches the shared loop draws (its seeded shuffle, TrainConfig's seed 42), given to both sides."""
+    used = texts[: batch_size * steps]
+    order = torch.randperm(len(used), generator=torch.Generator().manual_seed(42)).tolist()
+    return [[used[i] for i in order[s * batch_size:(s + 1) * batch_size]] for s in range(steps)]
+
+
+def ours(method: str, backbone: str, parts: list[list[str]], max_length: int) -> Side:
+    """harness' objective: the collator, the objective module, the shared loop's AdamW step and clipping."""
     from harness.nn import SentenceEncoder
     from harness.nn.noise import WordDeletion
-    from harness.nn.objectives import CLEAN, ObjectiveSetup, ObjectiveSum, UnlabeledCollator
-    from harness.training import TrainConfig, fit
+    from harness.nn.objectives import CLEAN, DELETED, ObjectiveSetup, ObjectiveSum, UnlabeledCollator
+    from harness.training import make_adamw, parameter_groups, to_device
 
     torch.manual_seed(0)
     encoder = SentenceEncoder.from_backbone(backbone, "cls", max_length)
     options = {"temperature": 0.05, "directions": "one", "ratio": 0.6}
     if method == "tsdae":
         from harness.plugins.tsdae import DenoisingReconstruction as Term
-        views = [CLEAN, "deleted"]
+        views = [CLEAN, DELETED]
     else:
         from harness.plugins.simcse import DropoutContrast as Term
         views = [CLEAN]
     module = ObjectiveSum(encoder, [(method, Term(ObjectiveSetup(encoder, backbone, options, 0)), 1.0)])
     collate = UnlabeledCollator(encoder.tokenizer, max_length, views, WordDeletion(0.6, 0))
-    config = TrainConfig(batch_size=batch_size, max_steps=steps, learning_rate=3e-5, weight_decay=0.0,
-                         warmup_ratio=0.0, schedule="constant", progress=False, epochs=1)
-    report = fit(module, texts[: batch_size * steps], collate, config)
-    return report.examples_seen / report.seconds
+    optimizer = make_adamw(parameter_groups(module, 0.0), 3e-5)
+    module.train()
+
+    def step(index: int) -> None:  # what harness.training.fit does per step
+        loss = module(**to_device(collate(parts[index]), torch.device("cpu"))).mean()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
+        optimizer.step()
+        float(loss.detach())
+
+    return Side("harness", step)
 
 
-def theirs(method: str, backbone: str, texts: list[str], batch_size: int, steps: int, max_length: int) -> float:
-    """Sentences per second of sentence-transformers' loss in a plain loop."""
+def theirs(method: str, backbone: str, parts: list[list[str]], max_length: int) -> Side:
+    """sentence-transformers' loss in a plain loop (tokenising each text column as its data collator would)."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.datasets import DenoisingAutoEncoderDataset
     from sentence_transformers.sentence_transformer.losses import (
@@ -101,36 +132,33 @@ def theirs(method: str, backbone: str, texts: list[str], batch_size: int, steps:
     else:
         loss = MultipleNegativesRankingLoss(model, scale=20.0)
     optimizer = make_adamw([{"params": list(loss.parameters()), "weight_decay": 0.0}], 3e-5)
-    # The batches the shared loop draws (its seeded shuffle, TrainConfig's seed 42), so both sides see the same ones.
-    used = texts[: batch_size * steps]
-    order = torch.randperm(len(used), generator=torch.Generator().manual_seed(42)).tolist()
-    texts = [used[i] for i in order]
-    dataset = DenoisingAutoEncoderDataset(texts) if method == "tsdae" else None
     loss.train()
-    started = time.perf_counter()
-    for step in range(steps):
-        batch = texts[step * batch_size:(step + 1) * batch_size]
-        if dataset is not None:
-            pairs = [dataset[step * batch_size + i].texts for i in range(len(batch))]  # [damaged, original]
+
+    def step(index: int) -> None:
+        batch = parts[index]
+        if method == "tsdae":
+            dataset = DenoisingAutoEncoderDataset(batch)
+            pairs = [dataset[i].texts for i in range(len(batch))]  # [damaged, original]
             columns = [[p[0] for p in pairs], [p[1] for p in pairs]]
         else:
             columns = [batch, batch]
-        features = [dict(model.tokenize(column)) for column in columns]
-        value = loss(features, None)
+        value = loss([dict(model.tokenize(column)) for column in columns], None)
         optimizer.zero_grad(set_to_none=True)
         value.backward()
         torch.nn.utils.clip_grad_norm_(loss.parameters(), 1.0)
         optimizer.step()
-        float(value.detach())  # as the shared loop, read the loss every step
-    return batch_size * steps / (time.perf_counter() - started)
+        float(value.detach())
+
+    return Side("sentence-transformers", step)
 
 
 def memory_child(side: str, backbone: str, steps: int) -> None:
     """Train TSDAE at batch 8 / max length 128 in this (fresh) process and print peak RSS in MiB."""
-    texts = sentences(8 * steps)
-    run = ours if side == "harness" else theirs
+    parts = batches(sentences(8 * steps), 8, steps)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    run("tsdae", backbone, texts, 8, steps, 128)
+    implementation = (ours if side == "harness" else theirs)("tsdae", backbone, parts, 128)
+    for index in range(steps):
+        implementation.step(index)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"side": side, "peak_mib": round(peak, 1), "before_mib": round(before, 1)}))
 
@@ -141,7 +169,6 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-length", type=int, default=128)
-    parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--memory-steps", type=int, default=10)
     parser.add_argument("--memory-child", choices=("harness", "sentence-transformers"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -152,22 +179,27 @@ def main() -> None:
     if args.memory_child:
         memory_child(args.memory_child, backbone, args.memory_steps)
         return
-    texts = sentences(args.batch_size * args.steps)
+    parts = batches(sentences(args.batch_size * args.steps), args.batch_size, args.steps)
     load_before = os.getloadavg()
     logger.info("backbone %s, %d steps of batch %d, max length %d, %d threads, load average %.2f %.2f %.2f",
                 backbone, args.steps, args.batch_size, args.max_length, torch.get_num_threads(), *load_before)
     rows = []
     for method, reference in (("tsdae", "DenoisingAutoEncoderLoss"), ("simcse", "MultipleNegativesRankingLoss")):
-        best = {"harness": 0.0, "sentence-transformers": 0.0}
-        for _ in range(args.repeats):
-            best["sentence-transformers"] = max(best["sentence-transformers"], theirs(
-                method, backbone, texts, args.batch_size, args.steps, args.max_length))
-            best["harness"] = max(best["harness"], ours(method, backbone, texts, args.batch_size, args.steps,
-                                                        args.max_length))
-        ratio = best["harness"] / best["sentence-transformers"]
-        rows.append((method, reference, best["harness"], best["sentence-transformers"], ratio))
-        logger.info("%-7s harness %.2f sentences/s, sentence-transformers %s %.2f sentences/s: ratio %.2f", method,
-                    best["harness"], reference, best["sentence-transformers"], ratio)
+        sides = [ours(method, backbone, parts, args.max_length), theirs(method, backbone, parts, args.max_length)]
+        for side in sides:  # one untimed warm-up step each (first-call allocations)
+            side.step(0)
+        seconds = {side.name: [] for side in sides}
+        # Steps alternate between the two (and which goes first), so both meet the same load on a shared machine.
+        for index in range(args.steps):
+            for side in (sides if index % 2 == 0 else sides[::-1]):
+                seconds[side.name].append(side.step(index))
+        speed = {name: args.batch_size * len(times) / sum(times) for name, times in seconds.items()}
+        step_ratios = [t / h for h, t in zip(seconds["harness"], seconds["sentence-transformers"])]
+        ratio = speed["harness"] / speed["sentence-transformers"]
+        rows.append((method, reference, speed["harness"], speed["sentence-transformers"], ratio))
+        logger.info("%-7s harness %.2f sentences/s, sentence-transformers %s %.2f sentences/s: ratio %.2f (median "
+                    "per-step ratio %.2f)", method, speed["harness"], reference, speed["sentence-transformers"],
+                    ratio, float(np.median(step_ratios)))
     memory = {}
     for side in ("harness", "sentence-transformers"):
         output = subprocess.run([sys.executable, __file__, "--memory-child", side, "--backbone", backbone,
