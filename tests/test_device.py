@@ -1,0 +1,215 @@
+"""GPU readiness without a GPU (issue 12, point 4): device resolution honours CUDA_VISIBLE_DEVICES, mixed precision is
+chosen per device, training spreads over GPUs only for plain ``cuda``, and a Ray task's resources and device are
+what it asked for. torch's CUDA queries are faked where a test needs a GPU that this machine does not have; one test
+starts a Ray cluster that declares two (fake) GPUs and checks that each task is shown exactly its own."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from harness.device import (
+    autocast,
+    autocast_dtype,
+    check_device_name,
+    data_parallel_device_ids,
+    resolve_device,
+    visible_cuda_devices,
+)
+from harness.errors import HarnessError, InvalidOptionError
+from harness.executors.ray_cluster import (
+    ResourceRequestError,
+    TaskResources,
+    task_resources,
+    threads_for,
+    worker_device,
+)
+
+
+@pytest.fixture()
+def fake_gpus(monkeypatch):
+    """Pretend torch sees ``count`` CUDA GPUs (bf16 support as given); returns the setter."""
+
+    def set_gpus(count: int, bf16: bool = True) -> None:
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: count > 0)
+        monkeypatch.setattr(torch.cuda, "device_count", lambda: count)
+        monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: bf16)
+
+    return set_gpus
+
+
+# -- device names and CUDA_VISIBLE_DEVICES -------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["auto", "cpu", "cuda", "cuda:0", "cuda:3", "mps"])
+def test_known_device_names_pass(name):
+    assert check_device_name(name) == name
+
+
+@pytest.mark.parametrize("name", ["gpu", "cuda:x", "cpu:0", "cuda:", "tpu"])
+def test_unknown_device_names_are_one_clear_error(name):
+    with pytest.raises(InvalidOptionError, match="--device"):
+        check_device_name(name)
+
+
+def test_visible_devices_follow_cuda_visible_devices(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert visible_cuda_devices() is None
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2, 5")
+    assert visible_cuda_devices() == ["2", "5"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert visible_cuda_devices() == []
+
+
+def test_cuda_n_beyond_the_visible_gpus_names_cuda_visible_devices(fake_gpus, monkeypatch):
+    """A process shown one GPU (CUDA_VISIBLE_DEVICES=3, as Ray does for a task) calls it cuda:0."""
+    fake_gpus(1)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    assert resolve_device("cuda:0") == "cuda:0"
+    assert resolve_device("auto") == "cuda"
+    with pytest.raises(InvalidOptionError, match=r"only 1 GPU\(s\) are visible \(CUDA_VISIBLE_DEVICES: 3\)"):
+        resolve_device("cuda:1")
+
+
+def test_cuda_without_a_gpu_says_what_is_visible(fake_gpus, monkeypatch):
+    fake_gpus(0)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(InvalidOptionError, match=r"sees no CUDA GPU \(CUDA_VISIBLE_DEVICES: none\)"):
+        resolve_device("cuda")
+
+
+# -- mixed precision and several GPUs --------------------------------------------------------------------------------------
+def test_autocast_is_chosen_per_device(fake_gpus, monkeypatch):
+    monkeypatch.delenv("HARNESS_NO_AMP", raising=False)
+    fake_gpus(1, bf16=True)
+    assert autocast_dtype("cpu") is None and autocast_dtype("mps") is None
+    assert autocast_dtype("cuda") == torch.bfloat16 and autocast_dtype("cuda:0") == torch.bfloat16
+    fake_gpus(1, bf16=False)  # e.g. a V100 or T4: float16, and training then uses a gradient scaler
+    assert autocast_dtype("cuda") == torch.float16
+    monkeypatch.setenv("HARNESS_NO_AMP", "1")
+    assert autocast_dtype("cuda") is None
+
+
+def test_autocast_on_the_cpu_is_a_no_op():
+    with autocast("cpu"):
+        assert not torch.is_autocast_enabled()
+
+
+def test_data_parallel_only_for_plain_cuda_on_several_gpus(fake_gpus):
+    fake_gpus(4)
+    assert data_parallel_device_ids("cuda") == [0, 1, 2, 3]
+    # cuda:N is that GPU alone: DataParallel over all GPUs would need the model on cuda:0 and fail.
+    assert data_parallel_device_ids("cuda:1") is None
+    assert data_parallel_device_ids("cpu") is None
+    fake_gpus(1)  # a Ray task with one GPU
+    assert data_parallel_device_ids("cuda") is None
+
+
+def test_training_on_the_cpu_uses_no_scaler_and_no_data_parallel(monkeypatch):
+    """The CPU path of the shared loop: no autocast, no GradScaler, no DataParallel (they are CUDA-only)."""
+    from torch import nn
+
+    from harness import training
+
+    made: list[str] = []
+    monkeypatch.setattr(torch.amp, "GradScaler", lambda *a, **k: made.append("scaler"))
+    monkeypatch.setattr(nn, "DataParallel", lambda *a, **k: made.append("data-parallel"))
+
+    class Regression(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(2, 1)
+
+        def forward(self, inputs, targets):
+            return ((self.linear(inputs).squeeze(-1) - targets) ** 2).mean()
+
+    examples = [([float(i), 1.0], float(i)) for i in range(8)]
+
+    def collate(batch):
+        return {"inputs": torch.tensor([x for x, _ in batch]), "targets": torch.tensor([y for _, y in batch])}
+
+    report = training.fit(Regression(), examples, collate, training.TrainConfig(batch_size=4, device="cpu",
+                                                                                 progress=False))
+    assert report.steps == 2 and made == []
+
+
+# -- Ray task resources ----------------------------------------------------------------------------------------------------
+def node(cpus: float, gpus: float = 0, alive: bool = True) -> dict:
+    return {"Alive": alive, "Resources": {"CPU": cpus, **({"GPU": gpus} if gpus else {})}}
+
+
+def test_one_gpu_per_task_by_default_on_a_gpu_cluster():
+    assert task_resources(None, 4, "auto", [node(16, 4), node(16, 4)]) == TaskResources(4.0, 1.0)
+    assert task_resources(None, 1, "cuda", [node(8, 2)]) == TaskResources(1.0, 1.0)
+    assert TaskResources(4.0, 1.0).as_options() == {"num_cpus": 4.0, "num_gpus": 1.0}
+
+
+def test_no_gpu_by_default_on_a_cpu_cluster_or_for_the_cpu_device():
+    assert task_resources(None, 1, "auto", [node(2)]) == TaskResources(1.0, 0.0)
+    assert task_resources(None, 2, "cpu", [node(8, 4)]) == TaskResources(2.0, 0.0)
+
+
+def test_explicit_gpu_shares_and_counts():
+    assert task_resources(0.5, 1, "auto", [node(8, 1)]) == TaskResources(1.0, 0.5)  # two small models per GPU
+    assert task_resources(2, 1, "cuda", [node(8, 4)]) == TaskResources(1.0, 2.0)
+    assert task_resources(0, 1, "auto", [node(8, 4)]) == TaskResources(1.0, 0.0)
+
+
+@pytest.mark.parametrize("gpus, cpus, device, nodes, message", [
+    (1, 1, "auto", [node(2)], "--gpus-per-task 1: the Ray cluster has no GPUs (CPUs: 2); use --gpus-per-task 0"),
+    (None, 1, "cuda", [node(2)], "--device cuda under --executor ray needs --gpus-per-task 1"),
+    (0, 1, "cuda", [node(2, 2)], "--device cuda under --executor ray needs --gpus-per-task 1"),
+    (2, 1, "auto", [node(8, 1), node(8, 1)], "no node of the Ray cluster has that many GPUs (the most on one node: 1)"),
+    (1, 16, "auto", [node(8, 1)], "--cpus-per-task 16: no node of the Ray cluster has that many CPUs"),
+    (1, 1, "cpu", [node(8, 1)], "--device cpu with --gpus-per-task 1 would hold GPUs it never uses"),
+    (None, 1, "cuda:1", [node(8, 2)], "--device cuda:1 picks a GPU by number"),
+    (1.5, 1, "auto", [node(8, 2)], "ask for whole GPUs"),
+    (-1, 1, "auto", [node(8, 2)], "--gpus-per-task must be 0 or more"),
+    (None, 0, "auto", [node(8, 2)], "--cpus-per-task must be positive"),
+    (1, 1, "auto", [node(8, 4, alive=False), node(8)], "has no GPUs"),  # a dead node's GPUs do not count
+])
+def test_requests_a_cluster_cannot_meet_are_one_clear_line(gpus, cpus, device, nodes, message):
+    with pytest.raises(HarnessError) as caught:
+        task_resources(gpus, cpus, device, nodes)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_gpu_cluster_without_gpus_is_a_resource_error():
+    with pytest.raises(ResourceRequestError):
+        task_resources(1, 1, "auto", [node(4)])
+
+
+def test_a_task_uses_a_gpu_exactly_when_it_reserved_one():
+    assert worker_device("auto", 1.0) == "cuda" and worker_device("cuda", 0.5) == "cuda"
+    assert worker_device("auto", 0.0) == "cpu" and worker_device("cuda", 0.0) == "cpu"  # never an unreserved GPU
+    assert worker_device("cpu", 0.0) == "cpu" and worker_device("mps", 0.0) == "mps"
+    assert threads_for(4.0) == 4 and threads_for(0.5) == 1
+
+
+FAKE_GPU_CLUSTER = textwrap.dedent("""
+    import json, os, ray
+    from harness.executors.ray_cluster import TaskResources, worker_device
+    ray.init(address="local", num_cpus=2, num_gpus=2, include_dashboard=False, logging_level="ERROR")
+    resources = TaskResources(1.0, 1.0)
+
+    @ray.remote
+    def what_the_task_sees():
+        return os.environ.get("CUDA_VISIBLE_DEVICES"), ray.get_gpu_ids(), worker_device("auto", resources.num_gpus)
+
+    seen = ray.get([what_the_task_sees.options(**resources.as_options()).remote() for _ in range(2)])
+    print(json.dumps(seen))
+    ray.shutdown()
+""")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed; CI installs it")
+def test_each_ray_task_sees_exactly_the_gpu_it_asked_for():
+    """Ray (with two declared GPUs, none real) shows a 1-GPU task its own GPU through CUDA_VISIBLE_DEVICES, which the
+    harness then uses as ``cuda``, i.e. cuda:0 of that task."""
+    run = subprocess.run([sys.executable, "-c", FAKE_GPU_CLUSTER], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    seen = json.loads(run.stdout.strip().splitlines()[-1])
+    assert all(device == "cuda" and len(ids) == 1 and visible == str(ids[0]) for visible, ids, device in seen), seen
