@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: install run test leaderboard bench clean
+.PHONY: install run test leaderboard bench bench-executors clean
 
 install: $(VENV)/.installed
 
@@ -33,6 +33,10 @@ leaderboard: install
 bench: install
 	$(BIN)/python -m pip install --quiet -e ".[bench]"
 	$(BIN)/python benchmarks/encode_speed.py
+
+# Local executor against Ray with 1 and 2 workers on this machine (Ray comes with the test extras of `make install`).
+bench-executors: install
+	$(BIN)/python benchmarks/executor_scaling.py
 
 clean:
 	rm -rf $(VENV)

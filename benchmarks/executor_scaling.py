@@ -26,25 +26,40 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-def runnable_models(registry, tasks: list[str], profile: str, backbone: str, store: Path) -> tuple[list[str], dict]:
-    """The built-in models (and recipes) whose default spec can run these tasks, and why the others cannot."""
+# Models that wrap a sentence-transformers folder (not a plain transformer such as the tiny BERT): left out unless
+# named with --models and a --backbone that is such a folder.
+NEEDS_ST_FOLDER = ("st", "st-ce")
+UNLABELED_SOURCE = "bws-cross-topic"  # bundled unlabeled sentences for the models that need a training source
+
+
+def runnable_models(registry, tasks: list[str], profile: str, backbone: str,
+                    store: Path) -> tuple[list[tuple[str, str | None]], dict]:
+    """The built-in models and recipes that can run these tasks, each with its training source (None: its default,
+    else the bundled unlabeled sentences), and why the others cannot."""
     from harness.errors import HarnessError
     from harness.runner import ModelEntry, RunConfig, Runner
 
-    names = sorted(set(registry.models) | set(registry.recipes))
     usable, skipped = [], {}
-    for name in names:
-        config = RunConfig(models=[ModelEntry(name)], tasks=tasks, profile=profile, backbone=backbone,
-                           device="cpu", results_dir=store, progress=False)
-        try:
-            Runner(registry, config).plan()
-            usable.append(name)
-        except HarnessError as exc:
-            skipped[name] = str(exc).splitlines()[0][:110]
+    for name in sorted(set(registry.models) | set(registry.recipes)):
+        if name in NEEDS_ST_FOLDER:
+            skipped[name] = "needs a sentence-transformers folder as --backbone"
+            continue
+        for train_on in (None, UNLABELED_SOURCE):
+            config = RunConfig(models=[ModelEntry(name, train_on=train_on)], tasks=tasks, profile=profile,
+                               backbone=backbone, device="cpu", results_dir=store, progress=False)
+            try:
+                Runner(registry, config).plan()
+                usable.append((name, train_on))
+                break
+            except HarnessError as exc:
+                skipped[name] = str(exc).splitlines()[0][:110]
+        else:
+            continue
+        skipped.pop(name, None)
     return usable, skipped
 
 
-def run_once(mode: str, models: list[str], tasks: list[str], profile: str, backbone: str,
+def run_once(mode: str, models: list[tuple[str, str | None]], tasks: list[str], profile: str, backbone: str,
              store: Path) -> tuple[float, float, int]:
     """(wall seconds of the run, of which cluster start-up, cells computed)."""
     from harness.registry import build_registry
@@ -58,34 +73,17 @@ def run_once(mode: str, models: list[str], tasks: list[str], profile: str, backb
         workers = int(mode[3:])
         executor = RayExecutor(address="local", num_cpus=workers)
         options = {"executor": "ray"}
-    config = RunConfig(models=[ModelEntry(m) for m in models], tasks=tasks, profile=profile, backbone=backbone,
+    config = RunConfig(models=[ModelEntry(m, train_on=t) for m, t in models], tasks=tasks, profile=profile,
+                       backbone=backbone,
                        device="cpu", results_dir=store, progress=False, **options)
     runner = Runner(build_registry(), config, log=lambda message: None)
     plan = runner.plan()
     started = time.perf_counter()
-    if executor is not None:
-        executor.start(runner, plan)
-        startup = time.perf_counter() - started
-        outcomes = runner.run(plan, _Started(executor))
-    else:
-        startup = 0.0
-        outcomes = runner.run(plan)
+    outcomes = runner.run(plan, executor)
     wall = time.perf_counter() - started
+    startup = executor.startup_seconds if executor is not None else 0.0
     computed = sum(outcome.status in ("ok", "failed", "missing") for outcome in outcomes)
     return wall, startup, computed
-
-
-class _Started:
-    """The executor once started: runner.run calls start again, which must not reconnect."""
-
-    def __init__(self, executor):
-        self.executor = executor
-
-    def start(self, runner, plan) -> None:
-        pass
-
-    def run(self, *args):
-        return self.executor.run(*args)
 
 
 def main() -> None:
@@ -106,12 +104,13 @@ def main() -> None:
     backbone = args.backbone or str(tiny_bert(work / "tiny-bert"))
     tasks = [args.tasks]
     if args.models:
-        models, skipped = args.models.split(","), {}
+        models, skipped = [(name, None) for name in args.models.split(",")], {}
     else:
         models, skipped = runnable_models(build_registry(), tasks, args.profile, backbone, work / "probe")
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start; local executor "
           f"uses {torch.get_num_threads()} PyTorch threads, each Ray task 1")
-    print(f"matrix: {', '.join(models)} x {args.tasks}, profile {args.profile}, backbone "
+    shown = [name + (f" (trained on {train_on})" if train_on else "") for name, train_on in models]
+    print(f"matrix: {', '.join(shown)} x {args.tasks}, profile {args.profile}, backbone "
           f"{'tiny BERT' if not args.backbone else backbone}")
     for name, why in skipped.items():
         print(f"  left out {name}: {why}")

@@ -259,7 +259,8 @@ def _executor_options(args) -> dict:
     executor = getattr(args, "executor", "local")
     if executor not in EXECUTORS:
         raise invalid_choice("--executor", executor, EXECUTORS)
-    options = {"ray_address": getattr(args, "ray_address", None), "gpus_per_task": getattr(args, "gpus_per_task", None),
+    options = {"ray_address": getattr(args, "ray_address", None),
+               "gpus_per_task": getattr(args, "gpus_per_task", None),
                "cpus_per_task": getattr(args, "cpus_per_task", 1.0)}
     if executor != "ray":
         given = [name for name, value in (("--ray-address", options["ray_address"]),
@@ -361,10 +362,9 @@ def cmd_describe(registry, name: str) -> int:
 def cmd_run(registry, args) -> int:
     from tabulate import tabulate
 
+    from .executors import make_executor
     from .leaderboard import write_leaderboards
     from .runner import Runner, summary_rows
-
-    from .executors import make_executor
 
     config = _run_config(args)
     runner = Runner(registry, config)

@@ -5,7 +5,9 @@ use it as ``augsbert:teacher=cbe,sampler=NAME``.
 The two-stage contract (``propose`` candidates, then ``select`` among the teacher-scored ones), ``SamplingInput`` and
 the ``PairSampler`` base class are the core's (``harness.nn.sampling``), so recipes and samplers never import each
 other. As in the AugSBERT examples, a neighbour pair that is a repeat or a gold pair is dropped, not replaced by the
-next one.
+next one; so is a pair of two ``held_out`` sentences (both also in the target's dev or test pairs, e.g. in-topic BWS),
+which the thesis code would have proposed. ``top_k`` is 5 by default, the thesis code's value (random, BM25 and
+semantic search alike).
 
 Samplers:
 
@@ -28,7 +30,7 @@ Samplers:
   semantic search plus random pairs, as the thesis settled on in 6.2 ("otherwise there are not enough positive
   candidates"); the pipeline option ``candidates`` changes that (e.g. ``candidates=random``, for figure 6.4).
 
-Deviations: the KDEs are 1-D Gaussian with Scott's bandwidth (what ``scipy.stats.gaussian_kde`` computes, which both
+Deviations: pairs of two held-out sentences are never proposed (see above). The KDEs are 1-D Gaussian with Scott's bandwidth (what ``scipy.stats.gaussian_kde`` computes, which both
 public implementations use), implemented here so that a degenerate set (e.g. two equal scores) gets a small
 bandwidth floor instead of a singular-matrix error. Neighbours are the ``top_k`` of each score row
 (``harness.evaluation.search.top_k``: best first, ties to the lower index). BM25 scores come from ``rank_bm25``

@@ -38,7 +38,7 @@ def hold_in_subprocess(path: Path, seconds: float = 60.0) -> subprocess.Popen:
     return holder
 
 
-# -- locks ---------------------------------------------------------------------------------------------------------------
+# -- locks -------------------------------------------------------------------------------------------------------------
 def test_a_lock_excludes_other_processes_and_names_its_holder(tmp_path):
     path = tmp_path / "locks" / "m" / "seed-1.lock"
     holder = hold_in_subprocess(path)
@@ -74,7 +74,7 @@ def test_a_waiter_is_told_whom_it_waits_for_and_gets_the_lock_when_it_is_release
     lock.acquire(timeout=60, on_wait=messages.append)
     lock.release()
     holder.wait()
-    assert len(messages) == 1 and f"waiting for host" in messages[0] and f"pid {holder.pid}" in messages[0]
+    assert len(messages) == 1 and "waiting for host" in messages[0] and f"pid {holder.pid}" in messages[0]
 
 
 def test_a_lock_is_reentrant_in_a_thread_and_exclusive_between_threads(tmp_path):
@@ -183,7 +183,7 @@ def _umask() -> int:
     return mask
 
 
-# -- two runs on one store -----------------------------------------------------------------------------------------------
+# -- two runs on one store ---------------------------------------------------------------------------------------------
 class GateTask(harness.Task):
     """Evaluates once the file HARNESS_TEST_GATE exists (after saying so in ``<gate>.reached``): lets a test hold a
     run in the middle of its cells for as long as it needs, whatever the machine's load."""

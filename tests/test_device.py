@@ -43,7 +43,7 @@ def fake_gpus(monkeypatch):
     return set_gpus
 
 
-# -- device names and CUDA_VISIBLE_DEVICES -------------------------------------------------------------------------------
+# -- device names and CUDA_VISIBLE_DEVICES -----------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["auto", "cpu", "cuda", "cuda:0", "cuda:3", "mps"])
 def test_known_device_names_pass(name):
     assert check_device_name(name) == name
@@ -81,7 +81,7 @@ def test_cuda_without_a_gpu_says_what_is_visible(fake_gpus, monkeypatch):
         resolve_device("cuda")
 
 
-# -- mixed precision and several GPUs --------------------------------------------------------------------------------------
+# -- mixed precision and several GPUs ----------------------------------------------------------------------------------
 def test_autocast_is_chosen_per_device(fake_gpus, monkeypatch):
     monkeypatch.delenv("HARNESS_NO_AMP", raising=False)
     fake_gpus(1, bf16=True)
@@ -136,7 +136,7 @@ def test_training_on_the_cpu_uses_no_scaler_and_no_data_parallel(monkeypatch):
     assert report.steps == 2 and made == []
 
 
-# -- Ray task resources ----------------------------------------------------------------------------------------------------
+# -- Ray task resources ------------------------------------------------------------------------------------------------
 def node(cpus: float, gpus: float = 0, alive: bool = True) -> dict:
     return {"Alive": alive, "Resources": {"CPU": cpus, **({"GPU": gpus} if gpus else {})}}
 

@@ -18,13 +18,13 @@ import time
 from pathlib import Path
 
 import pytest
+from test_concurrent_store import _records as comparable_records
+from test_concurrent_store import differences
 
 from conftest import REPO
 from harness.registry import build_registry
 from harness.runner import ModelEntry, RunConfig, Runner
 from harness.store import Store
-from test_concurrent_store import _records as comparable_records
-from test_concurrent_store import differences
 
 HAVE_RAY = importlib.util.find_spec("ray") is not None
 needs_ray = pytest.mark.skipif(not HAVE_RAY, reason="Ray is not installed (pip install -e '.[ray]'); CI installs it")
@@ -67,26 +67,19 @@ def ray_executor(**options):
     return RayExecutor(**options)
 
 
-# -- the same records under both executors -------------------------------------------------------------------------------
+# -- the same records under both executors -----------------------------------------------------------------------------
 @needs_ray
-def test_ray_gives_the_records_of_the_local_executor(ray_cluster, reference, tmp_path, tiny_bert, caplog):
+def test_ray_gives_the_records_of_the_local_executor(ray_cluster, reference, tmp_path, tiny_bert):
     started = time.monotonic()
     results = tmp_path / "ray"
     outcomes = run_matrix(results, tiny_bert, ray_executor(), executor="ray")
     assert [(o.spec.name, o.task.name, o.status) for o in outcomes] == [
         ("be", "stsb", "ok"), ("be", "sickr", "ok"), ("ce", "stsb", "ok"), ("ce", "sickr", "ok")]
     assert differences(comparable_records(results), reference) == []
-    # Every record was written by this process (the driver), as the local executor's are.
     assert len(Store(results).record_files()) == 4
     assert time.monotonic() - started < 240  # about 20 s on an idle 2-core machine; generous for a loaded one
-
-
-@needs_ray
-def test_a_second_ray_run_answers_everything_from_the_store(ray_cluster, reference, tmp_path, tiny_bert):
-    results = tmp_path / "ray"
-    run_matrix(results, tiny_bert, ray_executor(), executor="ray")
-    outcomes = run_matrix(results, tiny_bert, ray_executor(), executor="ray")
-    assert {o.status for o in outcomes} == {"cached"}
+    again = run_matrix(results, tiny_bert, ray_executor(), executor="ray")  # a second run computes nothing
+    assert {o.status for o in again} == {"cached"}
 
 
 def _children(pid: int) -> list[int]:
@@ -174,7 +167,7 @@ def test_a_rerun_after_the_driver_died_resumes_from_the_store(reference, tmp_pat
     assert differences(comparable_records(results), reference) == []
 
 
-# -- bad input: one line, before any cell runs ----------------------------------------------------------------------------
+# -- bad input: one line, before any cell runs -------------------------------------------------------------------------
 def _no_cell_ran(results: Path) -> bool:
     return not Store(results).record_files()
 
@@ -220,3 +213,23 @@ def test_a_gpu_request_on_a_cluster_without_gpus_is_one_line(ray_cluster, run_cl
 def test_executor_options_are_checked(run_cli, tmp_path, arguments, expected):
     code, _, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--results", tmp_path / "results", *arguments)
     assert code == 2 and expected in err and err.count("\n") == 1
+
+
+def test_progress_is_a_line_per_cell_and_a_bar_of_cells_done_with_an_eta(capsys):
+    from harness.executors.progress import CellProgress
+
+    class FakeRunner:
+        def __init__(self):
+            self.lines: list[str] = []
+            self.log = self.lines.append
+
+    runner = FakeRunner()
+    with CellProgress(runner, total=2, enabled=True) as progress:
+        runner.log("  be seed 42 stsb: 71.00 (1.0s)")  # the runner's line for a finished cell, written above the bar
+        progress.advance()
+        runner.log("  be seed 42 sickr: 65.00 (1.0s)")
+        progress.advance()
+    assert runner.lines == ["  be seed 42 stsb: 71.00 (1.0s)", "  be seed 42 sickr: 65.00 (1.0s)"]
+    assert runner.log == runner.lines.append  # the runner's own log is back
+    bar = capsys.readouterr().err
+    assert "cells:" in bar and "2/2" in bar and "<" in bar  # cells done / total, then elapsed<remaining (ETA)

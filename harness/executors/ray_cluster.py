@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -238,7 +239,7 @@ def probe_node(marker: str) -> tuple[str, bool, str]:
     return socket.gethostname(), Path(marker).is_file(), harness.__version__
 
 
-# -- the driver ---------------------------------------------------------------------------------------------------------
+# -- the driver --------------------------------------------------------------------------------------------------------
 @dataclass
 class _Pending:
     job: TrainingJob
@@ -249,29 +250,36 @@ class _Pending:
 class RayExecutor:
     """``address``: None (join the machine's running cluster, else start one), ``"local"`` (always start one),
     ``"auto"`` or ``host:port`` / ``ray://host:port``. ``num_cpus`` sizes a cluster this executor starts (its number
-    of concurrent 1-CPU tasks; default: every core). ``max_retries``: how often Ray reruns a task whose worker died."""
+    of concurrent 1-CPU tasks; default: every core). ``max_retries``: how often Ray reruns a task whose worker died.
+    ``max_in_flight``: tasks submitted and not yet finished at any time (default: 4 per slot of the cluster, at least
+    64)."""
 
     name = "ray"
 
     def __init__(self, address: str | None = None, gpus_per_task: float | None = None, cpus_per_task: float = 1.0,
-                 num_cpus: int | None = None, max_retries: int = 3):
+                 num_cpus: int | None = None, max_retries: int = 3, max_in_flight: int | None = None):
         self.address = address
         self.gpus_per_task = gpus_per_task
         self.cpus_per_task = cpus_per_task
         self.num_cpus = num_cpus
         self.max_retries = max_retries
+        self.max_in_flight = max_in_flight  # tasks submitted and not finished (None: 4 per slot, at least 64)
         self.resources: TaskResources | None = None
         self._started_cluster = False
+        self.startup_seconds = 0.0  # connecting (or starting a local cluster) and probing the nodes
         # The mistakes that need no cluster are reported at once, before the runner plans anything.
         self._ray: Any = import_ray()
         check_address(address)
 
-    # -- before any cell ------------------------------------------------------------------------------------------------
+    # -- before any cell -----------------------------------------------------------------------------------------------
     def start(self, runner: Runner, plan: Plan) -> None:
         """Ray installed, the cluster reachable, the task resources available, the store and harness on every node;
-        each failure is one line, and comes before any cell runs."""
-        runner.store.check_locking()
+        each failure is one line, and comes before any cell runs. Started once: a second call does nothing."""
         ray = self._ray
+        if self.resources is not None and ray.is_initialized():
+            return
+        started = time.perf_counter()
+        runner.store.check_locking()
         if ":" in plan.device:  # the same message as task_resources, before connecting to anything
             task_resources(None, self.cpus_per_task, plan.device, [])
         self._connect(ray)
@@ -282,6 +290,7 @@ class RayExecutor:
         except BaseException:
             self._disconnect()
             raise
+        self.startup_seconds = time.perf_counter() - started
 
     def _connect(self, ray: Any) -> None:
         if ray.is_initialized():  # a caller (a notebook, a test) connected already: use that cluster, leave it up
@@ -340,7 +349,7 @@ class RayExecutor:
                 raise RayClusterError(f"node {host} runs harness {version}, this driver {harness.__version__}; "
                                       "install the same version everywhere.")
 
-    # -- running --------------------------------------------------------------------------------------------------------
+    # -- running -------------------------------------------------------------------------------------------------------
     def run(self, runner: Runner, plan: Plan, jobs: list[TrainingJob], hardware: str) -> list[CellOutcome]:
         ray = self._ray
         assert ray is not None and self.resources is not None, "start() first"
@@ -369,8 +378,14 @@ class RayExecutor:
                     run_id, config_ref, plan_ref, job, index, self.resources, training)
                 waiting[ref] = ("cell", pending, index)
 
+        window = self.max_in_flight or max(64, 4 * self._slots(ray))
+
         def claim_what_is_free(progress: CellProgress, blocking: bool) -> None:
+            """Claim and submit jobs while fewer than ``window`` tasks are in flight: the driver's work per finished
+            task stays bounded however large the matrix, and jobs not yet claimed are left to other drivers."""
             for claim in list(unclaimed):
+                if len(waiting) >= window:
+                    return
                 if not try_claim(runner, claim):
                     if not blocking:
                         continue
@@ -421,6 +436,7 @@ class RayExecutor:
             for claim in held:
                 claim.lock.release()
             self._disconnect()
+            self.resources = None  # a later run starts (or joins) a cluster again
         return outcomes
 
     @staticmethod
@@ -452,6 +468,15 @@ class RayExecutor:
             raise HarnessError(f"the Ray task for {what} failed {self.max_retries + 1} times ({type(exc).__name__}); "
                                "finished cells are stored: fix the cause (see the worker logs) and run again to "
                                "resume.") from None
+
+    def _slots(self, ray: Any) -> int:
+        """How many tasks of this executor's size the cluster runs at once."""
+        resources = ray.cluster_resources()
+        assert self.resources is not None
+        slots = resources.get("CPU", 0) / self.resources.num_cpus
+        if self.resources.num_gpus:
+            slots = min(slots, resources.get("GPU", 0) / self.resources.num_gpus)
+        return max(1, int(slots))
 
     @staticmethod
     def _cluster_text(ray: Any) -> str:
