@@ -93,9 +93,14 @@ def main() -> None:
     parser.add_argument("--tasks", default="senteval")
     parser.add_argument("--profile", default="smoke")
     parser.add_argument("--modes", default="local,ray1,ray2", help="local, rayN (N workers)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="PyTorch threads of the local executor (default 1, as each 1-CPU Ray task has: with more, "
+                             "a tiny model on a loaded machine mostly waits on thread synchronisation)")
     args = parser.parse_args()
 
     import torch
+
+    torch.set_num_threads(args.threads)
 
     from harness.registry import build_registry
     from harness.testing import tiny_bert

@@ -37,10 +37,9 @@ logger = logging.getLogger("benchmark")
 
 def sentences(count: int) -> list[str]:
     from harness import UNLABELED_SENTENCES
-    from harness.registry import build_registry
+    from harness.tasks.bws import CrossTopicTask  # directly: building the registry would load every plugin
 
-    task = build_registry().task("bws-cross-topic").factory({}, None)
-    return task.training_data(UNLABELED_SENTENCES, None).train.sentences[:count]
+    return CrossTopicTask({}, None).training_data(UNLABELED_SENTENCES, None).train.sentences[:count]
 
 
 def default_backbone() -> str:

@@ -410,8 +410,10 @@ class RayExecutor:
             with CellProgress(runner, total, runner.config.progress) as progress:
                 claim_what_is_free(progress, blocking=False)
                 while waiting or unclaimed:
-                    if not waiting:  # only jobs another process holds are left: wait for the next one
-                        claim_what_is_free(progress, blocking=True)
+                    if not waiting:  # nothing in flight: claim what is free, else wait for another process's job
+                        claim_what_is_free(progress, blocking=False)
+                        if not waiting:
+                            claim_what_is_free(progress, blocking=True)
                         continue
                     ready, _ = ray.wait(list(waiting), num_returns=1, timeout=1.0)
                     for ref in ready:
