@@ -22,6 +22,7 @@ run: install
 	$(BIN)/harness run --models be,ce,cbe --tasks senteval,useb
 
 test: install
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
 # The committed tables in leaderboards/ from the committed records in published/ (`harness publish` adds records;

@@ -328,7 +328,8 @@ def cmd_describe(registry, name: str) -> int:
         recipe = registry.recipe(name)
         print(f"recipe {recipe.name}  [{registry.package_of('recipe', recipe.name)}]")
         print(f"  {recipe.description}")
-        print(f"  trains on: {', '.join(recipe.training_kinds)}; student learns from: {', '.join(recipe.student_kinds)}")
+        print(f"  trains on: {', '.join(recipe.training_kinds)}; "
+              f"student learns from: {', '.join(recipe.student_kinds)}")
         if recipe.reference:
             print(f"  reference: {recipe.reference}")
         for line in describe_options(recipe.options):

@@ -1,13 +1,14 @@
 """Training-data kinds, dataset resolution and checksums.
 
-Datasets resolve in this order (docs/writing-plugins.md, "Data"): an explicit ``--data-dir`` / ``HARNESS_DATA_DIR``, then the copy
+Datasets resolve in this order (docs/writing-plugins.md, "Data"): an explicit ``--data-dir`` /
+``HARNESS_DATA_DIR``, then the copy
 bundled with the plugin package, then (where a task offers it) ``harness data download``.
 """
 from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -42,7 +43,9 @@ class ScoredPairs:
         return len(self.scores)
 
     def subset(self, indices: Sequence[int]) -> "ScoredPairs":
-        return ScoredPairs([self.first[i] for i in indices], [self.second[i] for i in indices], self.scores[list(indices)])
+        return ScoredPairs(
+            [self.first[i] for i in indices], [self.second[i] for i in indices], self.scores[list(indices)]
+        )
 
     def sentences(self) -> list[str]:
         """Distinct sentences in order of first appearance."""

@@ -29,7 +29,8 @@ def git_commit() -> str | None:
     if result.returncode != 0:
         return None
     dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=source, capture_output=True, text=True, check=False
+        ["git", "status", "--porcelain", "--untracked-files=no"],
+        cwd=source, capture_output=True, text=True, check=False,
     )
     return result.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 

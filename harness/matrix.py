@@ -110,7 +110,9 @@ def load_matrix(path: Path) -> dict:
             )
     tasks = document.get("tasks") or []
     if not isinstance(tasks, list) or not all(isinstance(t, str) and t.strip() for t in tasks):
-        raise data_error(path, None, f"tasks must be a list of task or family names, e.g. tasks: [stsb]; got {tasks!r}.")
+        raise data_error(
+            path, None, f"tasks must be a list of task or family names, e.g. tasks: [stsb]; got {tasks!r}."
+        )
     seeds = document.get("seeds", [42])
     try:
         seeds = check_seeds(seeds, "seeds")

@@ -44,7 +44,9 @@ def _checked(predicted: Sequence[float], gold: Sequence[float], metric: str) -> 
             "broken (e.g. training diverged: lower the learning rate)."
         )
     if np.all(gold_array == gold_array[0]):
-        raise ScoreError(f"{metric}: every gold score is {gold_array[0]:g}; a correlation is undefined. Check the data.")
+        raise ScoreError(
+            f"{metric}: every gold score is {gold_array[0]:g}; a correlation is undefined. Check the data."
+        )
     if np.all(predicted_array == predicted_array[0]):
         raise ConstantPredictionError(
             f"{metric}: the model gave every pair the same score ({predicted_array[0]:g}); a correlation with a "

@@ -1,7 +1,7 @@
 """Typed, validated options for models and tasks (``name:key=value,key=value`` specs)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from .errors import InvalidOptionError, close_matches_hint, invalid_choice

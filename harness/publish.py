@@ -154,7 +154,7 @@ def publish(
     check_writable_dir(target.root, "the published set")
     plans: list[tuple[Path, dict]] = []
     conflicts: list[str] = []
-    for path, record, unsigned in chosen:
+    for _path, record, unsigned in chosen:
         destination = target.record_path(record["model_key"], record["seed"], record["task"]["key"])
         published = seal_record({**record, "published": _provenance(record, unsigned, same_store)})
         existing = _existing(destination)

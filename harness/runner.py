@@ -15,7 +15,6 @@ import logging
 import math
 import statistics
 import time
-import traceback
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,10 +23,13 @@ from typing import Any, Callable
 import numpy as np
 
 from .capabilities import TRAINABLE, reachable_capabilities
-from .data import TrainingSplits
+from .data import TrainingSplits, check_data_dir
 from .device import check_device_name, hardware_description, resolve_device, seed_everything
 from .environment import environment_record
 from .errors import DataFileError, HarnessError, IncompatibleError, InvalidOptionError, MissingDataError
+from .executors import make_executor
+from .matrix import check_seeds
+from .metrics import ScoreError
 from .plugin_api import EvalContext, ModelContext, RecipeContext, RecipePlugin, Task
 from .profiles import Profile, get_profile
 from .registry import Registry, check_model_object
@@ -40,12 +42,8 @@ from .spec import (
     stable_hash,
     student_spec,
 )
-from .data import check_data_dir
-from .matrix import check_seeds
-from .metrics import ScoreError
 from .store import Store, atomic_write_json, build_checkpoint, checkpoint_problem, reuse_problem
 from .training import NonFiniteLossError
-from .executors import make_executor
 
 
 @dataclass
@@ -561,7 +559,8 @@ class Runner:
             cells = [f"{label}: {why}" for label, why in reasons.values()]
             raise HarnessError(
                 f"--store-only: {len(cells)} of {plan.cells} cells cannot be answered from {self.store.root}: "
-                + "; ".join(cells[:5]) + ("; ..." if len(cells) > 5 else "") + ". Run without --store-only to compute them."
+                + "; ".join(cells[:5]) + ("; ..." if len(cells) > 5 else "")
+                + ". Run without --store-only to compute them."
             )
         self.log(
             f"{plan.cells} cells: {len(plan.models)} models x {len(plan.tasks)} tasks x {len(plan.seeds)} seeds "

@@ -10,8 +10,8 @@ from typing import Any
 from .capabilities import TRAINABLE
 from .errors import IncompatibleError
 from .options import format_options, parse_spec_text, resolve_options
-from .profiles import Profile, check_budget, resolve_budget
 from .plugin_api import RecipePlugin
+from .profiles import Profile, check_budget, resolve_budget
 from .registry import Registry
 
 SPEC_VERSION = 1

@@ -54,8 +54,9 @@ point about score ranges, so nothing is rescaled). The silver set is capped at t
 ``max_silver`` says otherwise (the thesis used all sampled pairs). KDE samplers need the target's gold scores and so
 are refused in domain transfer. Semantic-search sampling embeds with a ``be`` of the run's backbone (fine-tuned on
 the teacher's source, or pretrained), whatever the student is. The thesis allowed pairs of held-out sentences (its
-samplers saw every sentence of the train pairs); the harness does not, since such a pair can be a test pair. A teacher (or student) spec given as an option value
-carries at most one option of its own (``teacher=ce:activation=tanh`` works; a second would be read as a recipe
+samplers saw every sentence of the train pairs); the harness does not, since such a pair can be a test pair. A
+teacher (or student) spec given as an option value carries at most one option of its own
+(``teacher=ce:activation=tanh`` works; a second would be read as a recipe
 option).
 
 Before harness 0.2 this recipe was spelled as options of the Bi-Encoder (``be:teacher=cbe,...``); the options, their
@@ -146,8 +147,7 @@ def teacher_spec_text(options: dict[str, Any], frozen_embeddings: bool) -> str:
 def validate(spec, registry) -> None:
     """Refuse, before anything trains, a distillation that cannot work; the message says what would."""
     # Spec resolution is the core's; the public API has no name for it yet, so the recipe borrows the runner's.
-    from harness import get_profile
-    from harness import resolve_model_spec
+    from harness import get_profile, resolve_model_spec
 
     options = spec.options
     target_has_gold = SCORED_PAIRS in _offered_kinds(registry, spec.train_on)

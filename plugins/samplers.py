@@ -30,8 +30,9 @@ Samplers:
   semantic search plus random pairs, as the thesis settled on in 6.2 ("otherwise there are not enough positive
   candidates"); the pipeline option ``candidates`` changes that (e.g. ``candidates=random``, for figure 6.4).
 
-Deviations: pairs of two held-out sentences are never proposed (see above). The KDEs are 1-D Gaussian with Scott's bandwidth (what ``scipy.stats.gaussian_kde`` computes, which both
-public implementations use), implemented here so that a degenerate set (e.g. two equal scores) gets a small
+Deviations: pairs of two held-out sentences are never proposed (see above). The KDEs are 1-D Gaussian with Scott's
+bandwidth (what ``scipy.stats.gaussian_kde`` computes, which both public implementations use), implemented here so
+that a degenerate set (e.g. two equal scores) gets a small
 bandwidth floor instead of a singular-matrix error. Neighbours are the ``top_k`` of each score row
 (``harness.evaluation.search.top_k``: best first, ties to the lower index). BM25 scores come from ``rank_bm25``
 itself, not from ``harness.evaluation.bm25.BM25Index``: the index sums in another order, which moves scores by about

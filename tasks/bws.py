@@ -11,7 +11,8 @@ Thesis 3.5, 5.2.2, 5.5 and tables 3.7, 5.1; corpus of Thakur et al. 2021 (AugSBE
   topics of each split are in the task's metadata details and in every record.
 - ``bws-in-topic``: every topic's pairs are shuffled (seeded, option ``split_seed``, default 0) and cut into
   train/dev/test with (nearly) the same counts per topic. Option ``sizes``: ``thesis-code`` (default) cuts 266/53/106
-  pairs per topic (T6: 265/54/106, T7-T8: 265/53/107; 2125/425/850), as the thesis code does for the in-topic experiments (tables 6.5-6.8, 6.12-6.13);
+  pairs per topic (T6: 265/54/106, T7-T8: 265/53/107; 2125/425/850), as the thesis code does for the in-topic
+  experiments (tables 6.5-6.8, 6.12-6.13);
   ``thesis-text`` applies the ratios of table 5.1's 2471/478/451 (totals that cannot be split equally over 8
   topics): round(425 * 2471/3400) = 309, round(425 * 478/3400) = 60, the remaining 56, i.e. 2472/480/448. Pairs are
   split, not sentences, so (as in the thesis' random pair sampling) a sentence may occur in a train pair and in a
@@ -328,7 +329,10 @@ class CrossTopicTask(ArgumentSimilarityTask):
         main_score="spearman",
         metric="Spearman x100 of pair scores vs the BWS score on the test topics",
         training_kinds=(SCORED_PAIRS, UNLABELED_SENTENCES),
-        details={**TOPIC_DETAILS, "splits": {name: topic_labels(topics) for name, topics in CROSS_TOPIC_SPLITS.items()}},
+        details={
+            **TOPIC_DETAILS,
+            "splits": {name: topic_labels(topics) for name, topics in CROSS_TOPIC_SPLITS.items()},
+        },
         **COMMON_METADATA,
     )
 

@@ -144,7 +144,7 @@ def test_pair_scorers_train_on_both_pair_orders(registry, tiny_bert, name, monke
         pairs = _pairs(8)
         original = model.fit_scored_pairs.__globals__["fit_scored_pairs"]
 
-        def spy(model_, objective, collate, train, dev, ctx_, lr, description):
+        def spy(model_, objective, collate, train, dev, ctx_, lr, description, original=original):
             seen.extend(zip(train.first, train.second))
             return original(model_, objective, collate, train, dev, ctx_, lr, description)
 

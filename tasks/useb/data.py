@@ -47,7 +47,8 @@ def find_eval_dir(member: str, data_dir: Path | None, bundled: Path | None = Non
     explicit = data_dir or data_dir_override()
     folders = [root / "data-eval" / member for root in candidate_roots(data_dir)]
     if bundled is not None:
-        # Data resolution order: the explicit data dir (its two layouts), then the bundled copy, then the download folder.
+        # Data resolution order: the explicit data dir (its two layouts), then the bundled copy, then the download
+        # folder.
         folders.insert(2 if explicit is not None else 0, bundled)
     needed = REQUIRED_FILES[member]
     for folder in folders:
