@@ -15,7 +15,8 @@ def minilm_be(minilm_path):
     from harness.registry import build_registry
 
     registry = build_registry()
-    ctx = ModelContext(options={"pooling": "mean", "lr": 2e-5}, backbone=minilm_path, profile=get_profile("paper"),
+    defaults = {key: option.default for key, option in registry.model("be").options.items()}  # mean pooling
+    ctx = ModelContext(options=defaults, backbone=minilm_path, profile=get_profile("paper"),
                        device="cpu", seed=42, progress=False)
     return registry, registry.model("be").factory(ctx)
 
