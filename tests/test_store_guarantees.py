@@ -568,7 +568,7 @@ def test_published_records_are_valid_and_rebuild_the_committed_leaderboards_byte
 
     store = Store(REPO / "published")
     records = list(store.records())
-    assert len(records) >= 80 and store.skipped == []
+    assert len(records) >= 30 and store.skipped == []  # every committed record must be readable
     assert all(record.get("published") for record in records)
     written = write_leaderboards(store, tmp_path, ("md", "csv"), registry.families())
     assert {p.name for p in written} == {p.name for p in (REPO / "leaderboards").glob("*.md")} | {
