@@ -1,12 +1,15 @@
 """Proposition encoding speed: every proposition of the bundled PropSegmEnt corpus (the reference segmentations of
-the dev and test Wikipedia clusters), encoded two ways with the default backbone (all-MiniLM-L6-v2):
+the dev and test Wikipedia clusters), encoded with the default backbone (all-MiniLM-L6-v2):
 
 1. ``subencoder``: one forward pass per sentence, every proposition of it pooled from that pass
    (``harness.nn.spans.encode_span_items``, the Sub-Sentence Encoder's inference, section 3.1 / 5.4);
 2. separately: each proposition's tokens encoded as a sentence of its own (appendix C.1 "token subset", what a
-   plain sentence encoder must do to embed propositions one by one), with the same length-sorted batching.
+   plain sentence encoder must do to embed propositions one by one), with the same length-sorted batching;
+3. one forward pass per proposition over its whole sentence (what a span encoder that did not group propositions
+   by sentence would pay; appendix C.1 "full mask" costs the same).
 
-Prints propositions per second of each and their ratio (higher is faster). Each way gets a warm-up pass on a few
+Prints propositions per second of each, the tokens each way feeds the transformer, and the ratios (higher is
+faster). Each way gets a warm-up pass on a few
 items and is then timed over the full set (best of ``--repeats``). The subencoder is untrained (its MLP is random):
 speed does not depend on the weights.
 
@@ -79,17 +82,31 @@ def main() -> None:
     def one_pass_per_proposition(texts):
         return sentence_encoder.encode(texts, batch_size=args.batch_size)
 
+    def whole_sentence_per_proposition(chosen):
+        return encode_span_items(chosen, tokenizer, network.token_states, "cpu", args.batch_size, max_length,
+                                 head=network.mlp, attention="proposition")
+
+    def token_count(texts):
+        return sum(len(ids) for ids in tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"])
+
+    print(f"tokens fed to the transformer: {token_count(dict.fromkeys(t for t, _ in items)):,} (one pass per "
+          f"sentence), {token_count(subset_texts):,} (token subsets), {token_count(t for t, _ in items):,} (one pass "
+          "per proposition over its sentence)")
+
     one_pass_per_sentence(items[:16])  # warm-up
     one_pass_per_proposition(subset_texts[:16])
     results = {
         "subencoder (one forward per sentence)": timed(lambda: one_pass_per_sentence(items), args.repeats)[0],
         "each proposition as its own sentence": timed(lambda: one_pass_per_proposition(subset_texts),
                                                       args.repeats)[0],
+        "one pass per proposition (whole sentence)": timed(lambda: whole_sentence_per_proposition(items),
+                                                           args.repeats)[0],
     }
     for name, seconds in results.items():
-        print(f"{name:40s} {seconds:8.2f} s  {len(items) / seconds:9.1f} propositions/s")
-    fast, slow = results.values()
-    print(f"ratio: subencoder is {slow / fast:.2f}x the propositions/s of encoding each proposition separately")
+        print(f"{name:42s} {seconds:8.2f} s  {len(items) / seconds:9.1f} propositions/s")
+    fast, subsets, per_proposition = results.values()
+    print(f"ratio: subencoder is {subsets / fast:.2f}x the propositions/s of encoding each proposition's tokens "
+          f"separately and {per_proposition / fast:.2f}x that of one pass per proposition over its sentence")
 
 
 if __name__ == "__main__":

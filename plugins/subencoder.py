@@ -27,6 +27,9 @@ selection on a validation loss (the sources offer no dev split): the last epoch 
 pytorch-metric-learning's SupConLoss with its default temperature 0.1 (its ``--temperature 0.01`` flag is never
 passed on) and labels positive pairs without closing cliques; this follows the paper (0.01, cliques closed). The
 official warm-up is 10 steps; here 10% of the steps (the harness' shared schedule).
+
+Limit: training on several GPUs at once is not supported (the shared loop's ``DataParallel`` would split a batch's
+sentences and its propositions independently): ``fit`` refuses it; set ``CUDA_VISIBLE_DEVICES`` to one GPU.
 """
 from __future__ import annotations
 
@@ -40,7 +43,7 @@ import torch
 from safetensors.torch import load_model, save_model
 from torch import nn
 
-from harness import PROPOSITION_PAIRS, InvalidOptionError, ModelPlugin, Option, hookimpl
+from harness import PROPOSITION_PAIRS, IncompatibleError, InvalidOptionError, ModelPlugin, Option, hookimpl
 from harness.nn import SupCon, load_tokenizer, load_transformer, sequence_limits
 from harness.nn.encoder import MODEL_INPUTS
 from harness.nn.spans import (
@@ -174,6 +177,9 @@ class SubEncoder:
         return vectors.reshape(len(items), self.network.output_dim)
 
     def fit(self, splits, ctx) -> TrainReport:
+        if str(ctx.device).startswith("cuda") and torch.cuda.device_count() > 1:
+            raise IncompatibleError("subencoder trains on one GPU (the shared loop's DataParallel would split a "
+                                    "batch's sentences and propositions apart); set CUDA_VISIBLE_DEVICES to one GPU.")
         options = ctx.options
         epochs = options["epochs"] or (PAPER_EPOCHS if ctx.profile.name == "paper" else ctx.profile.epochs)
         rate = learning_rate(options["lr"], self.backbone)

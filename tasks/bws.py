@@ -45,6 +45,7 @@ Data: bundled under ``tasks/data/bws/`` with its SOURCE.md; ``--data-dir`` overr
 from __future__ import annotations
 
 import csv
+import hashlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -298,8 +299,11 @@ class ArgumentSimilarityTask(BWSTask):
             train = splits["train"]
             sentences = [s for s in dict.fromkeys(t.strip() for t in (*train.first, *train.second))
                          if s and s not in held_out]
+            # The checksum covers the sentences themselves, not just the file: a changed split (e.g. the topic
+            # order) must retrain every model trained on the old sentences.
+            content = hashlib.sha256("\n".join(sentences).encode("utf-8")).hexdigest()
             return TrainingSplits(source=self.metadata.name, train=UnlabeledSentences(sentences),
-                                  checksum=files_checksum([self.path()]))
+                                  checksum=f"{files_checksum([self.path()])}:{content[:16]}")
         if kind != SCORED_PAIRS:
             return None
         splits = self.split_pairs()

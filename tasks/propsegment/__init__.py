@@ -5,9 +5,9 @@ table 1) and its sentence- and document-level variants (section 5.2, table 4): t
   removed from its own ranking; gold are the propositions annotated as entailing it. P@1 (main score), R@5/10/20.
 - ``propsegment-sentences`` / ``propsegment-documents``: the ``candidates`` best propositions are retrieved and each
   sentence / document is scored by its best one (5.2); gold units hold a gold proposition. Same metrics; the main
-  score is R@5, because with best-of aggregation the top sentence is always the top proposition's sentence, so the
-  sentence-level P@1 equals the proposition-level P@1 by construction (the document level can only add hits where
-  a non-gold proposition of a gold document ranks first).
+  score is R@5: with best-of aggregation the top unit is always the top proposition's unit, so the unit-level P@1
+  repeats the proposition-level P@1 except where a non-gold proposition of a gold sentence (document) ranks first;
+  both are in every record (table 4 reports P@1 and R@5).
 
 How judgements, rater disagreement and the reference segmentation become queries, corpus and gold:
 ``collection.py``. Reading the files: ``files.py``. Metrics: ``harness.evaluation.retrieval`` (matrix products over
