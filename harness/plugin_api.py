@@ -137,6 +137,9 @@ class ModelPlugin:
     # work, so a bad combination fails before anything trains.
     validate: Callable[[Any, Any], None] | None = None
     model_class: type | None = None
+    # Training budget per profile name, e.g. {"quick": {"max_steps": 360}} (keys: harness.profiles.BUDGET_KEYS);
+    # replaces the profile's values when this model trains. Matrix entries and --set override it.
+    budgets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _check_name("model", self.name)
@@ -173,6 +176,7 @@ class RecipePlugin:
     aliases: tuple[str, ...] = ()
     reference: str = ""
     validate: Callable[[Any, Any], None] | None = None
+    budgets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # as ModelPlugin.budgets
 
     def __post_init__(self) -> None:
         _check_name("recipe", self.name)

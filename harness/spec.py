@@ -89,7 +89,7 @@ def resolve_model_spec(
     changed = format_options(options, defaults)
     label = plugin.name + (f":{changed}" if changed else "")
     overrides = check_budget(budget_overrides or {}, f"budget of {label}")
-    budget = resolve_budget(profile, plugin.name, overrides) if train_on is not None else {}
+    budget = resolve_budget(profile, plugin.budgets, overrides) if train_on is not None else {}
     return ModelSpec(
         name=plugin.name,
         options=options,

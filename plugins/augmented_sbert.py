@@ -560,5 +560,7 @@ def register_recipes(register):
         student_kinds=(SCORED_PAIRS,),
         default_student="be",
         validate=validate,
+        # quick: the student sees every gold / silver pair of the source, as the plain Bi-Encoder does.
+        budgets={"quick": {"max_train_examples": None, "max_steps": None, "epochs": 1}},
         reference="Thakur et al. 2021 (AugSBERT); thesis 2.4.7, 4.3, 5.3, 5.5, tables 6.3-6.8, 6.10-6.13",
     ))

@@ -139,5 +139,7 @@ def register_models(register):
             training_kinds=(SCORED_PAIRS,),
             reference="Reimers & Gurevych 2019 (SBERT); thesis 4.1.2",
             model_class=BiEncoder,
+            # quick: one epoch over the whole training split (README "Budgets").
+            budgets={"quick": {"max_train_examples": None, "max_steps": None, "epochs": 1}},
         )
     )

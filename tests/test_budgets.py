@@ -38,7 +38,7 @@ def test_overrides_enter_the_spec_hash(registry):
     assert five.hash != plain.hash
     same = resolve_model_spec(registry, "ce", quick, None, "stsb", {"epochs": 5, "learning_rate": 3e-5})
     assert same.hash == five.hash
-    assert resolve_budget(quick, "ce", {"epochs": 1}) == plain.budget  # equal to the profile: no key
+    assert resolve_budget(quick, registry.model("ce").budgets, {"epochs": 1}) == plain.budget  # equal to the profile: no key
 
 
 def test_matrix_entries_set_their_own_budget(tmp_path):
