@@ -773,6 +773,8 @@ class Runner:
             return self._problem(spec, seed, task_spec, plan, "missing", str(exc), hardware)
         except (DataFileError, ScoreError) as exc:  # malformed data, or a score undefined for these predictions
             return self._problem(spec, seed, task_spec, plan, "failed", str(exc), hardware)
+        except IncompatibleError as exc:  # found only at evaluation (e.g. a reranker's first stage): this cell alone
+            return self._problem(spec, seed, task_spec, plan, "failed", str(exc), hardware)
         eval_seconds = time.perf_counter() - started
         if metadata.main_score not in result.scores:
             raise HarnessError(

@@ -78,6 +78,17 @@ class NaNTask(ToyPairs):
         return harness.EvalResult({"spearman": float("nan")}, harness.files_checksum([self.path()]))
 
 
+class IncompatibleAtEvaluationTask(ToyPairs):
+    metadata = harness.TaskMetadata(
+        name="toy-incompatible", family="toy", description="finds out at evaluation that the model cannot run it",
+        main_score="spearman", metric="Spearman x100", reference="tests", dataset="toy", dataset_source="tests",
+        license="none",
+    )
+
+    def evaluate(self, model, ctx):
+        raise harness.IncompatibleError("toy-incompatible needs a first-stage retriever this model lacks.")
+
+
 class WordHashEmbedder:
     """A deterministic bag-of-hashed-words embedder."""
 
@@ -114,6 +125,7 @@ class ToyPlugin:
     def register_tasks(self, register):
         register(ToyPairs)
         register(NaNTask)
+        register(IncompatibleAtEvaluationTask)
 
 
 # The same plugin as a module, for the CLI (HARNESS_EXTRA_PLUGINS=test_store_guarantees).
@@ -178,6 +190,13 @@ def test_nan_score_from_a_task_is_a_failed_cell(tmp_path):
     outcomes, _ = toy_run(tmp_path, tasks=("toy-nan",))
     assert outcomes[0].status == "failed" and "non-finite scores (spearman=nan)" in outcomes[0].message
     assert only_record(tmp_path / "results")["status"] == "failed"
+
+
+def test_a_task_that_finds_the_model_incompatible_fails_its_cell_not_the_run(tmp_path):
+    write_toy_data(tmp_path / "data")
+    outcomes, _ = toy_run(tmp_path, tasks=("toy-incompatible", "toy-pairs"))
+    assert [o.status for o in outcomes] == ["failed", "ok"]
+    assert "needs a first-stage retriever" in outcomes[0].message
 
 
 def test_nan_gold_score_in_a_users_file_is_a_failed_cell(tmp_path):
