@@ -11,7 +11,7 @@ around its loss (tokenising each batch as its data collator would, one call per 
 drive it, without the Trainer's overhead. The two run step by step in alternation (which goes first alternates too),
 so on a shared machine both meet the same load; sentences/s = sentences / summed step time. Then each TSDAE
 implementation trains once more in a fresh process at
-batch 8 and max length 128 to report peak resident memory (``ru_maxrss``) next to each other.
+batch 8 and max length 128 to report peak resident memory (VmHWM) next to each other.
 
     python benchmarks/unsupervised_train_speed.py [--backbone PATH] [--steps 20] [--batch-size 16]
 
@@ -28,6 +28,7 @@ import resource
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -151,14 +152,26 @@ def theirs(method: str, backbone: str, parts: list[list[str]], max_length: int) 
     return Side("sentence-transformers", step)
 
 
+def peak_rss_mib() -> float:
+    """This process' peak resident set size (VmHWM of /proc/self/status) in MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # no procfs: bytes on macOS, KiB elsewhere
+    return maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
+
+
 def memory_child(side: str, backbone: str, steps: int) -> None:
-    """Train TSDAE at batch 8 / max length 128 in this (fresh) process and print peak RSS in MiB."""
+    """Train TSDAE at batch 8 / max length 128 in this (fresh) process and print peak RSS in MiB.
+
+    The peak is the process' VmHWM, which starts anew at exec; ``ru_maxrss`` would not do: Linux carries it over
+    from the parent at fork and across exec, so both children would report the parent's peak."""
     parts = batches(sentences(8 * steps), 8, steps)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    before = peak_rss_mib()
     implementation = (ours if side == "harness" else theirs)("tsdae", backbone, parts, 128)
     for index in range(steps):
         implementation.step(index)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_rss_mib()
     print(json.dumps({"side": side, "peak_mib": round(peak, 1), "before_mib": round(before, 1)}))
 
 
