@@ -8,10 +8,10 @@ Durme 2023, eq. 10): for a query with vectors q_1..q_I and a document with vecto
 It is one-sided (the query's vectors look for their best match in the document). :func:`harness.maxsim` is the
 per-pair reference; this module computes the same numbers for many pairs at once:
 
-- :func:`maxsim_pairs`: scores of given (query set, document set) pairs. Pairs are sorted by their two lengths and
-  cut into batches whose padded similarity tensor ``[pairs, I_max, J_max]`` holds at most ``max_elements`` floats;
-  one batched matrix product per batch, document padding masked to -inf before the max, query padding left out of
-  the mean.
+- :func:`maxsim_pairs`: scores of given (query set, document set) pairs. The distinct sets are normalised once and
+  grouped by their number of vectors; pairs are grouped by their two lengths (I, J), so each group is gathered in
+  whole blocks and scored by batched matrix products ``[pairs, I, d] x [pairs, d, J]`` with no padding, in batches
+  of at most ``max_elements`` similarities.
 - :class:`MaxSimIndex`: a set of documents stacked into one ``[all vectors, d]`` matrix; ``scores(queries)`` is
   ``[n_queries, n_documents]``, computed in query chunks (one matrix product per chunk, then the max over each
   document's block of columns), so at most ``max_elements`` similarities exist at once.
@@ -42,7 +42,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_ELEMENTS = 1 << 23
 # Pair batches are kept small enough that their gathered vectors stay in the CPU caches (measured fastest on
 # benchmarks/maxsim_speed.py); max_elements still bounds them.
-PAIR_BATCH_ELEMENTS = 1 << 12
+PAIR_BATCH_ELEMENTS = 1 << 14
 
 
 def _checked_sets(vector_sets: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -109,19 +109,28 @@ class _StackedSets:
         return gathered.view(len(rows), longest, self.width), torch.from_numpy(real)
 
 
-def _pair_batches(query_lengths: np.ndarray, document_lengths: np.ndarray, max_elements: int) -> list[np.ndarray]:
-    """Pair positions sorted by (query length, document length), cut so each padded batch stays under
-    ``max_elements`` similarities (a single pair larger than that is its own batch)."""
-    order = np.lexsort((document_lengths, query_lengths))[::-1]  # longest first, so memory problems show at once
-    batches, start = [], 0
-    while start < len(order):
-        # Lengths decrease along the order, so the first pair of a batch sets its padded size.
-        first = order[start]
-        per_pair = int(query_lengths[first]) * int(document_lengths[first])
-        size = max(1, max_elements // max(per_pair, 1))
-        batches.append(order[start : start + size])
-        start += size
-    return batches
+class _LengthBuckets:
+    """Unit vector sets grouped by their number of vectors: per length k a ``[texts of length k, k, d]`` tensor, so a
+    group of pairs with the same two lengths is gathered in whole blocks and needs no padding or mask."""
+
+    def __init__(self, vector_sets: Sequence[np.ndarray]):
+        checked = _checked_sets(vector_sets)
+        self.lengths = np.array([len(vectors) for vectors in checked], dtype=np.int64)
+        self.width = checked[0].shape[1] if checked else 0
+        self.slot = np.zeros(len(checked), dtype=np.int64)  # each set's row in its bucket
+        self.buckets: dict[int, torch.Tensor] = {}
+        for length in np.unique(self.lengths).tolist():
+            members = np.flatnonzero(self.lengths == length)
+            self.slot[members] = np.arange(len(members))
+            bucket = torch.from_numpy(np.stack([checked[i] for i in members]).astype(np.float32, copy=False))
+            norms = torch.linalg.vector_norm(bucket, dim=2, keepdim=True)
+            self.buckets[length] = bucket.div_(norms.clamp_min_(torch.finfo(torch.float32).tiny))  # zero rows stay 0
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def gather(self, length: int, rows: np.ndarray) -> torch.Tensor:
+        return torch.index_select(self.buckets[length], 0, torch.from_numpy(self.slot[rows]))
 
 
 def maxsim_pairs(query_sets: Sequence[np.ndarray], document_sets: Sequence[np.ndarray],
@@ -134,24 +143,33 @@ def maxsim_pairs(query_sets: Sequence[np.ndarray], document_sets: Sequence[np.nd
     """
     if max_elements < 1:
         raise ValueError("max_elements must be at least 1")
-    queries = _StackedSets(query_sets)
-    documents = queries if document_sets is query_sets else _StackedSets(document_sets)
-    query_rows = np.arange(len(queries)) if query_rows is None else np.asarray(query_rows, dtype=np.int64)
-    document_rows = np.arange(len(documents)) if document_rows is None else np.asarray(document_rows, dtype=np.int64)
+    query_buckets = _LengthBuckets(query_sets)
+    document_buckets = query_buckets if document_sets is query_sets else _LengthBuckets(document_sets)
+    query_rows = np.arange(len(query_buckets)) if query_rows is None else np.asarray(query_rows, dtype=np.int64)
+    document_rows = np.arange(len(document_buckets)) if document_rows is None else \
+        np.asarray(document_rows, dtype=np.int64)
     if len(query_rows) != len(document_rows):
         raise ValueError(f"{len(query_rows)} query rows but {len(document_rows)} document rows")
-    if len(query_rows) and queries.width != documents.width:
-        raise ValueError(f"query vectors have width {queries.width}, document vectors {documents.width}")
+    if len(query_rows) and query_buckets.width != document_buckets.width:
+        raise ValueError(f"query vectors have width {query_buckets.width}, document vectors {document_buckets.width}")
     scores = np.zeros(len(query_rows), dtype=np.float64)
+    if len(query_rows) == 0:
+        return scores
+    query_lengths, document_lengths = query_buckets.lengths[query_rows], document_buckets.lengths[document_rows]
+    # Pairs grouped by their two lengths: each group is one batched product without padding.
+    group_key = query_lengths * (int(document_lengths.max()) + 1) + document_lengths
+    order = np.argsort(group_key, kind="stable")
+    bounds = np.flatnonzero(np.diff(group_key[order])) + 1
     with torch.inference_mode():
-        batch_elements = min(max_elements, PAIR_BATCH_ELEMENTS)
-        for batch in _pair_batches(queries.lengths[query_rows], documents.lengths[document_rows], batch_elements):
-            query_vectors, query_mask = queries.padded(query_rows[batch])
-            document_vectors, document_mask = documents.padded(document_rows[batch])
-            similarities = torch.bmm(query_vectors, document_vectors.transpose(1, 2))  # [b, I, J]
-            similarities.masked_fill_(~document_mask[:, None, :], float("-inf"))
-            best = similarities.amax(dim=2).masked_fill_(~query_mask, 0.0)  # [b, I]
-            scores[batch] = (best.double().sum(dim=1) / query_mask.sum(dim=1)).numpy()
+        for group in np.split(order, bounds):
+            query_length, document_length = int(query_lengths[group[0]]), int(document_lengths[group[0]])
+            size = max(1, min(max_elements, PAIR_BATCH_ELEMENTS) // (query_length * document_length))
+            for start in range(0, len(group), size):
+                batch = group[start : start + size]
+                query_vectors = query_buckets.gather(query_length, query_rows[batch])  # [b, I, d]
+                document_vectors = document_buckets.gather(document_length, document_rows[batch])  # [b, J, d]
+                best = torch.bmm(query_vectors, document_vectors.transpose(1, 2)).amax(dim=2)  # [b, I]
+                scores[batch] = best.double().mean(dim=1).numpy()
     return scores
 
 
