@@ -2,6 +2,8 @@
 
 - :mod:`~harness.evaluation.bm25`: ``bm25_tokens``, ``BM25Index`` (rank_bm25's Okapi BM25, batch scoring).
 - :mod:`~harness.evaluation.search`: ``top_k``, ``chunked_top_k``, ``cosine_top_k`` (exact, bounded memory).
+- :mod:`~harness.evaluation.maxsim`: batched MaxSim of multi-vector embeddings: ``maxsim_pairs``, ``MaxSimIndex``,
+  ``maxsim_top_k`` (exact, bounded memory).
 - :mod:`~harness.evaluation.ranking`: reranking metrics (useb), trec_eval's MAP/nDCG, top-list AP/nDCG@10.
 - :mod:`~harness.evaluation.pairs`: ``PairSet``, scoring many pair sets in one model call, Spearman/Pearson per set
   and pooled.
