@@ -246,23 +246,18 @@ class NewsgroupsProbe(Task):
             return None
         splits = self.split_documents().documents
         cut = self.options["max_words"]
-
-        def texts(name: str) -> list[str]:
-            return [cut_words(d.text, cut) for d in splits[name]]
-
-        def parents(name: str) -> list[str]:
-            return [d.parent for d in splits[name]]
-
+        texts = {name: [cut_words(d.text, cut) for d in splits[name]] for name in ("train", "dev")}
+        parents = {name: [d.parent for d in splits[name]] for name in ("train", "dev")}
         # The checksum covers the offered texts and labels, not just the files: another dev split or cut retrains.
         content = hashlib.sha256()
         for name in ("train", "dev"):
-            for text, parent in zip(texts(name), parents(name)):
+            for text, parent in zip(texts[name], parents[name]):
                 content.update(f"{name}\t{parent}\t{text}\x00".encode("utf-8"))
         checksum = f"{files_checksum(self.paths())}:{content.hexdigest()[:16]}"
         if kind == UNLABELED_SENTENCES:
-            return TrainingSplits(self.metadata.name, UnlabeledSentences(texts("train")), checksum=checksum)
-        return TrainingSplits(self.metadata.name, LabeledSentences(texts("train"), parents("train")),
-                              LabeledSentences(texts("dev"), parents("dev")), checksum)
+            return TrainingSplits(self.metadata.name, UnlabeledSentences(texts["train"]), checksum=checksum)
+        return TrainingSplits(self.metadata.name, LabeledSentences(texts["train"], parents["train"]),
+                              LabeledSentences(texts["dev"], parents["dev"]), checksum)
 
     # -- evaluation --------------------------------------------------------------------------------------------------
     def evaluate(self, model: Any, ctx) -> EvalResult:

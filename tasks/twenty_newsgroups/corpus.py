@@ -12,6 +12,7 @@ import lzma
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +46,6 @@ PARENTS = ("Computers", "Recreational", "Science", "For Sale", "Politics", "Reli
 # split, i.e. about 10% of the whole corpus (1886 documents; table 3.8).
 THESIS_DEV_FRACTION = 0.1 / 0.6
 THESIS_SPLIT_SEED = 42
-WORD = re.compile(r"\S+")
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,12 @@ def cut_words(text: str, max_words: int) -> str:
     ``max_words`` 0: no cut). The text itself is kept as it is, white space included."""
     if max_words <= 0:
         return text
-    for count, match in enumerate(WORD.finditer(text), start=1):
-        if count == max_words:
-            return text[: match.end()]
-    return text
+    match = _first_words(max_words).match(text)
+    return text[: match.end()] if match else text
+
+
+@lru_cache(maxsize=8)
+def _first_words(count: int) -> re.Pattern:
+    """Leading white space and ``count`` words (a word cannot be split: ``\\S+`` must be followed by white space or
+    end the match)."""
+    return re.compile(rf"\s*(?:\S+\s+){{{count - 1}}}\S+")
