@@ -8,6 +8,8 @@
 - :mod:`~harness.evaluation.pairs`: ``PairSet``, scoring many pair sets in one model call, Spearman/Pearson per set
   and pooled.
 - :mod:`~harness.evaluation.sampling`: the smoke profile's seeded evaluation sample.
+- :mod:`~harness.evaluation.probe`: frozen-encoder classification probes (``train_probe``, macro-F1) and
+  ``encode_once``, the per-model cache of a frozen encoder's embeddings shared by the probe tasks of a run.
 - :mod:`~harness.evaluation.first_stage`: candidates for pair scorers to rerank (BM25, or an embedder built by the
   evaluation context).
 """
