@@ -24,7 +24,7 @@ def test_quick_profile_gives_pair_scorers_their_own_budget(registry):
     ce = resolve_model_spec(registry, "ce", quick, None, "stsb")
     cbe = resolve_model_spec(registry, "cbe", quick, None, "stsb")
     assert ce.budget == {"max_steps": 360, "max_train_examples": None}
-    assert cbe.budget == {"max_steps": None, "max_train_examples": None}
+    assert cbe.budget == {"max_steps": None, "max_train_examples": None, "epochs": 2}
     assert ce.identity()["budget"] == ce.budget
     trained = quick.with_budget(ce.budget)
     assert trained.max_train_examples is None and trained.max_steps == 360 and trained.name == "quick"
