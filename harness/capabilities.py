@@ -15,6 +15,8 @@ from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from .evaluation.maxsim import maxsim_pairs
+
 EMBEDDER = "embedder"
 PAIR_SCORER = "pair_scorer"
 MULTI_VECTOR_EMBEDDER = "multi_vector_embedder"
@@ -112,7 +114,10 @@ def cosine_rows(first: np.ndarray, second: np.ndarray) -> np.ndarray:
 
 
 def maxsim(query_vectors: np.ndarray, document_vectors: np.ndarray) -> float:
-    """One-sided MaxSim averaged over query vectors: (1/I) sum_i max_j cos(q_i, d_j)."""
+    """One-sided MaxSim averaged over query vectors: (1/I) sum_i max_j cos(q_i, d_j).
+
+    The per-pair reference definition; many pairs are scored with :func:`harness.evaluation.maxsim.maxsim_pairs`
+    (batched, the same numbers)."""
     q = query_vectors / np.maximum(np.linalg.norm(query_vectors, axis=1, keepdims=True), 1e-12)
     d = document_vectors / np.maximum(np.linalg.norm(document_vectors, axis=1, keepdims=True), 1e-12)
     return float((q @ d.T).max(axis=1).mean())
@@ -142,14 +147,17 @@ class EmbedderAsPairScorer:
 
 
 class MultiVectorAsPairScorer:
+    """One-sided MaxSim of the first text's vectors against the second's; every distinct text is encoded once and
+    all pairs are scored in padded batches (:func:`harness.evaluation.maxsim.maxsim_pairs`)."""
+
     def __init__(self, model: MultiVectorEmbedder):
         self.model = model
 
     def score(self, first: Sequence[str], second: Sequence[str]) -> np.ndarray:
         distinct = list(dict.fromkeys([*first, *second]))
         row_of = {text: row for row, text in enumerate(distinct)}
-        vectors = self.model.encode_multi(distinct)
-        return np.array([maxsim(vectors[row_of[a]], vectors[row_of[b]]) for a, b in zip(first, second)])
+        vectors = list(self.model.encode_multi(distinct))
+        return maxsim_pairs(vectors, vectors, [row_of[a] for a in first], [row_of[b] for b in second])
 
 
 def as_embedder(model: object) -> Embedder:

@@ -61,6 +61,7 @@ from harness import (
     hookimpl,
 )
 from harness.evaluation.first_stage import EmbedderFirstStage, first_stage_from_context
+from harness.evaluation.maxsim import MaxSimIndex
 from harness.evaluation.sampling import sample_items
 from harness.evaluation.search import top_k
 
@@ -192,25 +193,13 @@ def cosine_search(query_vectors: np.ndarray, encode_documents: Callable[[int, in
 def maxsim_search(query_vectors: list[np.ndarray], encode_documents: Callable[[int, int], list[np.ndarray]],
                   document_count: int, k: int, corpus_chunk: int = DEFAULT_CORPUS_CHUNK) -> tuple[np.ndarray,
                                                                                                   np.ndarray]:
-    """Exact MaxSim top-k for multi-vector models (ColBERT-style late interaction, one-sided, averaged)."""
-    queries = [unit_rows_float32(q) for q in query_vectors]
+    """Exact MaxSim top-k for multi-vector models (ColBERT-style late interaction, one-sided, averaged), batched
+    per corpus chunk by :class:`harness.evaluation.maxsim.MaxSimIndex`."""
+    queries = list(query_vectors)
 
     def score_chunk(start: int, stop: int) -> Callable[[int, int], np.ndarray]:
-        documents = [unit_rows_float32(d) for d in encode_documents(start, stop)]
-        lengths = [len(d) for d in documents]
-        stacked = np.concatenate(documents) if documents else np.zeros((0, 1), dtype=np.float32)
-        bounds = np.cumsum([0, *lengths])[:-1]
-
-        def block(a: int, b: int) -> np.ndarray:
-            scores = np.zeros((b - a, len(documents)), dtype=np.float32)
-            for row, query in enumerate(queries[a:b]):
-                similarities = query @ stacked.T  # [query vectors, all vectors of the chunk]
-                best_per_document = np.maximum.reduceat(similarities, bounds, axis=1) if len(documents) else \
-                    np.zeros((len(query), 0), dtype=np.float32)
-                scores[row] = best_per_document.mean(axis=0)
-            return scores
-
-        return block
+        index = MaxSimIndex(encode_documents(start, stop))
+        return lambda a, b: index.scores(queries[a:b]).astype(np.float32)
 
     return streaming_top_k(len(queries), document_count, k, score_chunk, corpus_chunk)
 

@@ -39,7 +39,8 @@ equal shares (``sizes=thesis-text`` is the closest).
 
 Texts are stripped of surrounding white space (some sentences end in a space). The smoke profile's
 ``max_eval_examples`` cuts every evaluated split (and the probe's train and dev splits) to a fixed seeded sample
-(``harness.evaluation.sampling``); pair scores come from ``harness.evaluation.pairs``.
+(``harness.evaluation.sampling``); pair scores come from ``harness.evaluation.pairs``, the probe (head, training,
+epoch selection, macro-F1) from ``harness.evaluation.probe``.
 Data: bundled under ``tasks/data/bws/`` with its SOURCE.md; ``--data-dir`` overrides.
 """
 from __future__ import annotations
@@ -51,9 +52,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
-from sklearn.metrics import f1_score
-from torch import nn
 
 from harness import (
     LABELED_SENTENCES,
@@ -74,12 +72,18 @@ from harness import (
     hookimpl,
     pearson,
     resolve_dataset_dir,
-    seed_everything,
     spearman,
 )
 from harness.evaluation.pairs import score_pairs
+from harness.evaluation.probe import (  # noqa: F401  (macro_f1: re-exported, the probe's metric)
+    PROBE_BATCH_SIZE,
+    PROBE_EPOCHS,
+    PROBE_LEARNING_RATE,
+    ProbeSplit,
+    macro_f1,
+    train_probe,
+)
 from harness.evaluation.sampling import evaluation_sample
-from harness.training import TrainConfig, fit
 
 logger = logging.getLogger(__name__)
 
@@ -117,9 +121,6 @@ IN_TOPIC_SIZES: dict[str, dict[str, dict[str, int]]] = {
 }
 # Topic probe: sentences of every topic split 80 / 10 / 10.
 PROBE_FRACTIONS = {"train": 0.8, "dev": 0.1}
-PROBE_EPOCHS = 10
-PROBE_LEARNING_RATE = 1e-3
-PROBE_BATCH_SIZE = 16
 
 LICENSE = "no data license stated; original corpus distributed by TU Darmstadt (tudatalib 2496), see SOURCE.md"
 SOURCE = "BWS_corpus.csv from TamaraAtanasoska/AMRArgumentSimilarity (see tasks/data/bws/SOURCE.md)"
@@ -236,11 +237,6 @@ def per_topic_split(labels: list[str], fractions: dict, seed: int) -> dict[str, 
         splits["dev"] += members[counts["train"] : counts["train"] + counts["dev"]]
         splits["test"] += members[counts["train"] + counts["dev"] :]
     return {name: sorted(indices) for name, indices in splits.items()}
-
-
-def macro_f1(predicted, gold) -> float:
-    """scikit-learn's macro-averaged F1 over the labels present in gold or predictions (0 for an undefined F1)."""
-    return float(f1_score(gold, predicted, average="macro", zero_division=0))
 
 
 class BWSTask(Task):
@@ -365,23 +361,6 @@ class InTopicTask(ArgumentSimilarityTask):
         return per_topic_split(pairs.topics, IN_TOPIC_SIZES[self.options["sizes"]], self.options["split_seed"])
 
 
-class TopicClassifier(nn.Module):
-    """A linear layer (or, for the thesis code's probe, Linear-SiLU-Linear) over frozen sentence embeddings, trained
-    with cross-entropy."""
-
-    def __init__(self, dimension: int, classes: int, hidden: bool = False):
-        super().__init__()
-        self.linear = (nn.Sequential(nn.Linear(dimension, dimension), nn.SiLU(), nn.Linear(dimension, classes))
-                       if hidden else nn.Linear(dimension, classes))
-
-    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        return nn.functional.cross_entropy(self.linear(embeddings), labels)
-
-    @torch.inference_mode()
-    def predict(self, embeddings: torch.Tensor) -> np.ndarray:
-        return self.linear(embeddings).argmax(dim=-1).cpu().numpy()
-
-
 class TopicProbeTask(BWSTask):
     """Frozen-encoder topic classification, macro-F1 on the test sentences."""
 
@@ -454,44 +433,27 @@ class TopicProbeTask(BWSTask):
         }
         all_sentences = [sentence for split in splits.values() for sentence in split.sentences]
         embeddings = np.asarray(as_embedder(model).encode(all_sentences), dtype=np.float32)
-        vectors, start = {}, 0
+        probe_splits, start = {}, 0
         for name, split in splits.items():
-            vectors[name] = torch.from_numpy(embeddings[start : start + len(split)])
+            labels = [TOPICS.index(label) for label in split.labels]
+            probe_splits[name] = ProbeSplit(embeddings[start : start + len(split)], np.array(labels))
             start += len(split)
-        label_ids = {
-            name: torch.tensor([TOPICS.index(label) for label in split.labels]) for name, split in splits.items()
-        }
-
-        seed_everything(ctx.seed)  # the classifier's initial weights depend on the seed only
-        thesis_code = self.options["probe"] == "thesis-code"
-        classifier = TopicClassifier(embeddings.shape[1], len(TOPICS), hidden=thesis_code)
-        config = TrainConfig(
-            epochs=PROBE_EPOCHS, batch_size=PROBE_BATCH_SIZE, learning_rate=PROBE_LEARNING_RATE, seed=ctx.seed,
-            device=ctx.device, progress=ctx.progress, description="topic probe",
-        )
-
-        def collate(rows):
-            indices = torch.tensor(rows)
-            return {"embeddings": vectors["train"][indices], "labels": label_ids["train"][indices]}
-
-        def predict(name: str) -> np.ndarray:
-            return classifier.predict(vectors[name].to(next(classifier.parameters()).device))
-
         # The thesis code keeps the last epoch; the thesis text's protocol the best dev epoch.
-        report = fit(
-            classifier, list(range(len(splits["train"]))), collate, config,
-            dev_score=None if thesis_code else lambda: macro_f1(predict("dev"), label_ids["dev"].numpy()),
+        thesis_code = self.options["probe"] == "thesis-code"
+        probe = train_probe(
+            probe_splits["train"], probe_splits["dev"], probe_splits["test"], len(TOPICS), seed=ctx.seed,
+            device=ctx.device, progress=ctx.progress, hidden=thesis_code, keep="last" if thesis_code else "best-dev",
+            epochs=PROBE_EPOCHS, learning_rate=PROBE_LEARNING_RATE, batch_size=PROBE_BATCH_SIZE,
+            description="topic probe",
         )
-        predicted = predict("test")
-        gold = label_ids["test"].numpy()
         return EvalResult(
-            scores={"f1_macro": 100 * macro_f1(predicted, gold), "accuracy": 100 * float(np.mean(predicted == gold))},
+            scores=probe.scores(),
             dataset_checksum=files_checksum([self.path()]),
             details={
                 "sentences": {name: len(split) for name, split in splits.items()},
                 "sentences_with_conflicting_topics": conflicting,
                 "topics": topic_labels(TOPICS),
-                "probe": {"best_epoch": report.best_epoch, "dev_f1_macro_history": report.dev_history},
+                "probe": probe.details(),
                 "options": self.options,
             },
         )

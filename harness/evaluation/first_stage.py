@@ -17,7 +17,7 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
-from harness.capabilities import Embedder, PairScorer, SpanEncoder, as_embedder
+from harness.capabilities import Embedder, MultiVectorEmbedder, PairScorer, SpanEncoder, as_embedder
 from harness.errors import IncompatibleError
 from harness.evaluation.bm25 import BM25Index
 from harness.evaluation.search import DEFAULT_CHUNK, chunked_top_k, cosine_top_k
@@ -63,6 +63,22 @@ def encode_once(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     distinct = list(dict.fromkeys(texts))
     row_of = {text: row for row, text in enumerate(distinct)}
     return np.asarray(embedder.encode(distinct))[[row_of[text] for text in texts]]
+
+
+def encode_multi_once(model: MultiVectorEmbedder, texts: Sequence[str]) -> list[np.ndarray]:
+    """Multi-vector embeddings of ``texts`` with each distinct text encoded once."""
+    distinct = list(dict.fromkeys(texts))
+    row_of = {text: row for row, text in enumerate(distinct)}
+    vector_sets = list(model.encode_multi(distinct))
+    return [vector_sets[row_of[text]] for text in texts]
+
+
+def full_pool_multi_vector(model: Any) -> MultiVectorEmbedder | None:
+    """The multi-vector model to rank a whole pool with by MaxSim (:mod:`harness.evaluation.maxsim`), or None when
+    the model scores pairs itself or embeds single vectors (those take the other paths)."""
+    if isinstance(model, (PairScorer, Embedder, SpanEncoder)):
+        return None
+    return model if isinstance(model, MultiVectorEmbedder) else None
 
 
 def full_pool_embedder(model: Any) -> Embedder | None:

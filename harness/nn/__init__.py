@@ -11,6 +11,8 @@ Model plugins build from these and import nothing from other plugins:
   scoring.
 - :mod:`harness.nn.losses`: CosineRegression, ScoreRegression, InfoNCE, SupCon.
 - :mod:`harness.nn.mlm`: BERT masking, MLM heads, a frozen embedding layer, domain-adaptive MLM.
+- :mod:`harness.nn.topic_prompts`: topic prompts ``[CLS] topic [T] sentence [SEP]`` and their pair format, the
+  delimiter check, and the topic-token mask MLM never masks (thesis 4.4).
 - :mod:`harness.nn.decoder`: a transformer decoder built from an encoder (TSDAE, Nugget, PaSeR).
 - :mod:`harness.nn.sampling`: the contract between silver-pair samplers and the recipes that use them.
 """
@@ -39,6 +41,16 @@ from .pairs import (
 )
 from .pooling import POOLING_CHOICES, cls_pool, mean_pool, pool
 from .sampling import PairSampler, SamplingInput
+from .topic_prompts import (
+    DEFAULT_DELIMITER,
+    TopicPromptBuilder,
+    TopicPromptError,
+    check_delimiter,
+    check_topic,
+    prompt_text,
+    prompted_texts,
+    strip_prompt,
+)
 
 __all__ = [
     "BackboneError", "CosineRegression", "DecoderOutput", "FIRST", "InfoNCE", "PADDING", "POOLING_CHOICES",
@@ -48,4 +60,7 @@ __all__ = [
     "has_two_token_types", "length_sorted_batches", "load_tokenizer", "load_transformer", "mask_tokens",
     "maskable_positions", "mean_pool", "pool", "position_limit", "progress_bar", "quiet_transformers",
     "score_in_length_sorted_batches", "sequence_limits", "truncate_longest_first",
+    # topic prompts (thesis 4.4)
+    "DEFAULT_DELIMITER", "TopicPromptBuilder", "TopicPromptError", "check_delimiter", "check_topic", "prompt_text",
+    "prompted_texts", "strip_prompt",
 ]

@@ -18,6 +18,12 @@ at least the word embeddings; ``share="embeddings"`` and ``num_layers`` cover th
   reach the encoder through the memory and through the shared weights.
 - ``forward(memory, target_ids, memory_mask, target_mask)``: teacher-forced token logits and the mean
   cross-entropy over the non-padding target tokens.
+- ``memory_bias`` (``[b, m]``, in ``logits``, ``hidden_states`` and ``forward``): a value per memory vector added to
+  the cross-attention logits of every head in every layer (Nugget, Qin & Van Durme 2023, eq. 5: the nugget scores,
+  through which the gradient reaches the scorer). It travels as a prepared 4-d additive cross-attention mask
+  (0 on memory vectors, the dtype's minimum on padding, plus the bias), which Hugging Face passes to every
+  cross-attention layer unchanged (``create_bidirectional_mask``: "an already prepared 4D mask ... is returned
+  as-is"), eager and SDPA attention alike.
 
 Deviations: the decoder's self-attention gets the targets' padding mask (sentence-transformers passes none; with
 right padding and a causal mask the logits of real tokens are the same). Padding targets are left out of the loss by
@@ -62,17 +68,23 @@ class TransformerDecoder(nn.Module):
     @classmethod
     def from_encoder(
         cls, encoder: nn.Module, *, share: str = "all", num_layers: int | None = None, backbone: str | None = None,
+        fresh_layers: bool = False,
     ) -> "TransformerDecoder":
         """A decoder of ``encoder``'s architecture (a Hugging Face transformer, e.g. ``SentenceEncoder.transformer``).
 
         ``num_layers`` keeps only the bottom layers; ``backbone`` (the encoder's checkpoint folder) also loads a
         pretrained language-model head when the checkpoint has one, as sentence-transformers does; without it the
-        head is freshly initialised. Fresh weights (cross-attention, a new head) consume torch's global RNG.
+        head is freshly initialised. ``fresh_layers`` (with ``share="embeddings"``) initialises the transformer
+        layers randomly instead of copying them (PaSeR: "the weights of the generative decoder are randomly
+        initialized"); the shared word embeddings stay. Fresh weights (cross-attention, a new head, fresh layers)
+        consume torch's global RNG.
         """
         from transformers import AutoModelForCausalLM
 
         if share not in SHARING:
             raise ValueError(f"share must be one of {SHARING}, got {share!r}")
+        if fresh_layers and share != "embeddings":
+            raise ValueError("fresh_layers needs share='embeddings' (with share='all' the layers are the encoder's)")
         encoder = getattr(encoder, "base_model", encoder)
         config = copy.deepcopy(encoder.config)
         config.is_decoder = True
@@ -102,6 +114,8 @@ class TransformerDecoder(nn.Module):
             # Start from the encoder's current weights (it may have been trained since it was loaded), then share
             # only the word embeddings.
             base.load_state_dict(encoder.state_dict(), strict=False)
+            if fresh_layers:
+                base.encoder.apply(language_model._init_weights)
             base.get_input_embeddings().weight = encoder.get_input_embeddings().weight
         language_model.get_output_embeddings().weight = encoder.get_input_embeddings().weight
         return cls(language_model)
@@ -110,32 +124,54 @@ class TransformerDecoder(nn.Module):
     def pad_token_id(self) -> int | None:
         return getattr(self.language_model.config, "pad_token_id", None)
 
-    def logits(self, memory: torch.Tensor, input_ids: torch.Tensor, memory_mask: torch.Tensor | None = None,
-               attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """``[b, t, vocabulary]`` next-token logits of ``input_ids`` (causal), each position cross-attending to the
-        ``memory`` ``[b, m, d]`` (or ``[b, d]``: one vector) where ``memory_mask`` ``[b, m]`` is 1."""
+    @staticmethod
+    def cross_attention_mask(memory_mask: torch.Tensor, target_length: int, memory_bias: torch.Tensor,
+                             dtype: torch.dtype) -> torch.Tensor:
+        """``[b, 1, target_length, m]`` additive mask: ``memory_bias`` on memory vectors, the dtype's minimum on
+        padding (``memory_mask`` 0)."""
+        blocked = torch.zeros(memory_mask.shape, dtype=dtype, device=memory_mask.device)
+        blocked = blocked.masked_fill(memory_mask == 0, torch.finfo(dtype).min)
+        additive = torch.where(memory_mask.bool(), memory_bias.to(dtype), blocked)
+        return additive[:, None, None, :].expand(-1, 1, target_length, -1)
+
+    def _inputs(self, memory: torch.Tensor, input_ids: torch.Tensor, memory_mask: torch.Tensor | None,
+                attention_mask: torch.Tensor | None, memory_bias: torch.Tensor | None) -> dict:
         if memory.dim() == 2:
             memory = memory[:, None]
         if memory_mask is None:
             memory_mask = torch.ones(memory.shape[:2], dtype=torch.long, device=memory.device)
-        output = self.language_model(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            encoder_hidden_states=memory,
-            encoder_attention_mask=memory_mask,
-            use_cache=False,
-            return_dict=True,
-        )
-        return output.logits
+        encoder_mask: torch.Tensor = memory_mask
+        if memory_bias is not None:
+            if memory_bias.shape != memory.shape[:2]:
+                raise ValueError(f"memory_bias must be [batch, memory] = {tuple(memory.shape[:2])}, got "
+                                 f"{tuple(memory_bias.shape)}")
+            encoder_mask = self.cross_attention_mask(memory_mask, input_ids.shape[1], memory_bias, memory.dtype)
+        return {"input_ids": input_ids, "attention_mask": attention_mask, "encoder_hidden_states": memory,
+                "encoder_attention_mask": encoder_mask, "use_cache": False, "return_dict": True}
+
+    def logits(self, memory: torch.Tensor, input_ids: torch.Tensor, memory_mask: torch.Tensor | None = None,
+               attention_mask: torch.Tensor | None = None, memory_bias: torch.Tensor | None = None) -> torch.Tensor:
+        """``[b, t, vocabulary]`` next-token logits of ``input_ids`` (causal), each position cross-attending to the
+        ``memory`` ``[b, m, d]`` (or ``[b, d]``: one vector) where ``memory_mask`` ``[b, m]`` is 1, with
+        ``memory_bias`` ``[b, m]`` added to the cross-attention logits."""
+        return self.language_model(**self._inputs(memory, input_ids, memory_mask, attention_mask, memory_bias)).logits
+
+    def hidden_states(self, memory: torch.Tensor, input_ids: torch.Tensor, memory_mask: torch.Tensor | None = None,
+                      attention_mask: torch.Tensor | None = None,
+                      memory_bias: torch.Tensor | None = None) -> torch.Tensor:
+        """``[b, t, d]`` last hidden states of the decoder (before the language-model head), as :meth:`logits`; for
+        losses that compute logits only where they are scored."""
+        inputs = self._inputs(memory, input_ids, memory_mask, attention_mask, memory_bias)
+        return self.language_model.base_model(**inputs).last_hidden_state
 
     def forward(self, memory: torch.Tensor, target_ids: torch.Tensor, memory_mask: torch.Tensor | None = None,
-                target_mask: torch.Tensor | None = None) -> DecoderOutput:
+                target_mask: torch.Tensor | None = None, memory_bias: torch.Tensor | None = None) -> DecoderOutput:
         """Teacher forcing: tokens ``target_ids[:, :-1]`` predict ``target_ids[:, 1:]``. ``target_mask`` (1 on real
         tokens; default: ids that are not the pad id) keeps padding out of attention and loss."""
         if target_mask is None:
             pad_id = self.pad_token_id
             target_mask = (target_ids != pad_id).long() if pad_id is not None else torch.ones_like(target_ids)
-        logits = self.logits(memory, target_ids[:, :-1], memory_mask, target_mask[:, :-1])
+        logits = self.logits(memory, target_ids[:, :-1], memory_mask, target_mask[:, :-1], memory_bias)
         labels = target_ids[:, 1:].masked_fill(target_mask[:, 1:] == 0, IGNORED_LABEL)
         loss = nn.functional.cross_entropy(
             logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=IGNORED_LABEL

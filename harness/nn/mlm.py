@@ -3,7 +3,8 @@ domain-adaptive MLM of thesis 4.3.1.
 
 - Masking: BERT's recipe (Devlin et al. 2019, section 3.1 / appendix A.1): 15% of the content tokens are predicted,
   of which 80% become the mask token, 10% a random token and 10% stay unchanged; never a segment's CLS/SEP, never
-  padding, and at least one token per sequence (a sequence with none would add nothing, a batch of them a NaN loss).
+  padding, never a protected token (``maskable_positions(segments, protected)``: the topic prompt of thesis 4.4.3),
+  and at least one token per sequence (a sequence with none would add nothing, a batch of them a NaN loss).
   Hugging Face counterpart: ``DataCollatorForLanguageModeling``.
 - :func:`load_masked_lm`: the backbone with its MLM head; a bare backbone (e.g. all-MiniLM-L6-v2, a ``BertModel``)
   gets a freshly initialised head whose output projection is tied to the word embeddings.
@@ -47,13 +48,21 @@ class MaskedLanguageModelError(HarnessError):
     """A backbone that cannot be trained with MLM (its tokenizer has no mask token)."""
 
 
-def maskable_positions(segments: torch.Tensor) -> torch.Tensor:
+def maskable_positions(segments: torch.Tensor, protected: torch.Tensor | None = None) -> torch.Tensor:
     """True on the content tokens of each segment: not padding (segment 0), not a segment's first or last token
-    (its CLS/SEP or <s>/</s>)."""
+    (its CLS/SEP or <s>/</s>), and not a ``protected`` token (a bool tensor of the same shape; e.g. the topic and
+    delimiter tokens of a topic prompt, :class:`harness.nn.topic_prompts.TopicPromptBuilder`'s ``topic_mask``,
+    which thesis 4.4.3 never masks)."""
     previous = nn.functional.pad(segments[:, :-1], (1, 0), value=PADDING)
     following = nn.functional.pad(segments[:, 1:], (0, 1), value=PADDING)
     boundary = (segments != previous) | (segments != following)
-    return (segments != PADDING) & ~boundary
+    maskable = (segments != PADDING) & ~boundary
+    if protected is not None:
+        if protected.shape != segments.shape:
+            raise ValueError(f"maskable_positions(): protected has shape {tuple(protected.shape)}, segments "
+                             f"{tuple(segments.shape)}")
+        maskable &= ~protected.bool()
+    return maskable
 
 
 def mask_tokens(

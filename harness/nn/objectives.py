@@ -114,6 +114,9 @@ class Objective:
 
     ``build(setup)`` returns a module whose ``forward(step: TrainingStep)`` is the scalar loss; its parameters
     beyond the encoder's (a decoder's cross-attention, an MLM head) are trained with it and dropped afterwards.
+    ``prepare(setup)`` (optional) returns a function ``sentences -> {name: tensors}`` whose entries the collator
+    adds to each batch (e.g. PaSeR's masked copies), read back with ``step.features(name)``. ``options`` are the
+    objective's own options, added to its model's; ``check(options, owner)`` validates them at plan time.
     """
 
     name: str
@@ -123,6 +126,9 @@ class Objective:
     reads: tuple[str, ...] = ()  # model options it reads (others, if changed, are refused at plan time)
     setup: TrainingSetup = CONTRASTIVE_SETUP  # its training setup when it is trained alone
     reference: str = ""
+    prepare: Callable[[ObjectiveSetup], Callable[[list[str]], dict[str, Any]]] | None = None
+    options: Mapping[str, Option] = field(default_factory=dict)
+    check: Callable[[Mapping[str, Any], str], None] | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.views) - set(VIEWS)
@@ -188,13 +194,15 @@ class ObjectiveSum(nn.Module):
 class UnlabeledCollator:
     """Sentences -> the token views the objectives need. ``noise`` makes the deleted copy of a sentence."""
 
-    def __init__(self, tokenizer, max_length: int, views: Sequence[str], noise: Callable[[str], str] | None = None):
+    def __init__(self, tokenizer, max_length: int, views: Sequence[str], noise: Callable[[str], str] | None = None,
+                 extras: Sequence[Callable[[list[str]], dict[str, Any]]] = ()):
         if DELETED in views and noise is None:
             raise ValueError("a deleted view needs a noise function")
         self.tokenizer = tokenizer
         self.max_length = max_length
         self.views = tuple(dict.fromkeys(views))
         self.noise = noise
+        self.extras = tuple(extras)  # objectives' own batch entries (Objective.prepare)
 
     def tokenize(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
         return dict(self.tokenizer(list(texts), truncation=True, max_length=self.max_length, padding=True,
@@ -204,6 +212,8 @@ class UnlabeledCollator:
         batch = {CLEAN: self.tokenize(sentences)}
         if DELETED in self.views:
             batch[DELETED] = self.tokenize([self.noise(sentence) for sentence in sentences])  # type: ignore[misc]
+        for extra in self.extras:
+            batch.update(extra(sentences))
         return batch
 
 
@@ -347,7 +357,16 @@ def validate_objective_spec(primary: str) -> Callable[[Any, Any], None]:
         if not options["lr"] > 0:
             raise InvalidOptionError(f"{owner}: lr must be positive, e.g. 3e-5; got {options['lr']}.")
         plugin = registry.model(spec.name)
-        read = set(ALWAYS_READ) | {r for o in objectives for r in o.reads} | ({"aux_weight"} if names else set())
+        for objective in objectives:
+            lacking = sorted(set(objective.options) - set(plugin.options))
+            if lacking:
+                raise InvalidOptionError(f"{owner}: objective {objective.name!r} needs its own options "
+                                         f"({', '.join(lacking)}), which this model lacks; train it as the primary "
+                                         f"objective ({objective.name}:aux=...).")
+            if objective.check is not None:
+                objective.check(options, owner)
+        read = set(ALWAYS_READ) | {r for o in objectives for r in (*o.reads, *o.options)} | \
+            ({"aux_weight"} if names else set())
         ignored = sorted(key for key, option in plugin.options.items()
                          if key not in read and options[key] != option.default)
         if ignored:
@@ -453,7 +472,9 @@ class ObjectiveEmbedder:
     def collator(self, objectives: Sequence[Objective], seed: int) -> UnlabeledCollator:
         views = [view for objective in objectives for view in objective.views]
         noise = WordDeletion(self.settings.options["ratio"], seed) if DELETED in views else None
-        return UnlabeledCollator(self.encoder.tokenizer, self.encoder.max_length, [CLEAN, *views], noise)
+        setup = ObjectiveSetup(self.encoder, self.backbone, self.settings.options, seed)
+        extras = [objective.prepare(setup) for objective in objectives if objective.prepare is not None]
+        return UnlabeledCollator(self.encoder.tokenizer, self.encoder.max_length, [CLEAN, *views], noise, extras)
 
     def start_from(self, init: str, ctx: Any) -> None:
         """Load the transformer weights of the model ``init`` trained on the same source (shared checkpoint)."""
@@ -536,7 +557,7 @@ def objective_model(objective: Objective, *, description: str, reference: str,
         description=description,
         factory=lambda ctx: ObjectiveEmbedder.from_context(ctx, objective.name),
         capabilities=("embedder", "trainable"),
-        options=objective_options(lr),
+        options={**objective_options(lr), **objective.options},
         training_kinds=(UNLABELED_SENTENCES,),
         reference=reference,
         validate=validate_objective_spec(objective.name),

@@ -5,7 +5,8 @@ Per forum (the 12 of ``corpus.json``), the split's queries retrieve from the for
 queries (as useb: a query never retrieves itself). ``map@100``: scikit-learn's average precision over the top 100
 (hits vs scores; 0 without a hit), mean over queries, then over forums (main); ``ndcg@10`` as useb computes it
 (harness.evaluation.ranking.top_list_metrics). Embedders rank the whole pool by cosine, scored in float32 as useb
-does (harness.evaluation.search.cosine_top_k).
+does (harness.evaluation.search.cosine_top_k); multi-vector embedders rank it by MaxSim the same way
+(harness.evaluation.maxsim.maxsim_top_k: batched, every distinct text encoded once per forum).
 
 Deviation: a model that scores pairs itself (cross-encoders) reranks the top 100 of a first stage (useb defines the
 protocol for embedders only): option ``first_stage`` = ``bm25`` (default) or an embedder model spec (e.g. ``be``)
@@ -24,7 +25,15 @@ from typing import Any
 import numpy as np
 
 from harness import EvalResult, Option, data_error, files_checksum
-from harness.evaluation.first_stage import BM25, encode_once, first_stage_from_context, full_pool_embedder
+from harness.evaluation.first_stage import (
+    BM25,
+    encode_multi_once,
+    encode_once,
+    first_stage_from_context,
+    full_pool_embedder,
+    full_pool_multi_vector,
+)
+from harness.evaluation.maxsim import maxsim_top_k
 from harness.evaluation.pairs import score_pairs
 from harness.evaluation.ranking import top_list_metrics
 from harness.evaluation.sampling import evaluation_sample
@@ -121,18 +130,25 @@ class CQADupStack(UsebTask):
     def evaluate(self, model, ctx) -> EvalResult:
         forums = [smoke_cut(forum, ctx.profile.max_eval_examples) for forum in self.load()]
         embedder = full_pool_embedder(model)
+        multi_vector = full_pool_multi_vector(model)
         scores: dict[str, float] = {}
         details: dict[str, Any] = {"split": self.options["split"], "forums": {}}
         first_stage = None
         if embedder is not None:
             details["ranking"] = "embedder: whole pool by cosine (useb)"
+        elif multi_vector is not None:
+            details["ranking"] = "multi-vector embedder: whole pool by MaxSim"
         else:
             first_stage = first_stage_from_context(self.options["first_stage"], ctx, self.metadata.name)
             details["ranking"] = f"pair scorer: reranks the top {CANDIDATES_TOP_K} of the first stage"
             details["first_stage"] = first_stage.name
             details["first_stage_used"] = first_stage.description
         for forum in forums:
-            if first_stage is None:
+            if multi_vector is not None:
+                vector_sets = encode_multi_once(multi_vector, [*forum.queries, *forum.docs])
+                indices, top_scores = maxsim_top_k(vector_sets[: len(forum.queries)], vector_sets[len(forum.queries):],
+                                                   CANDIDATES_TOP_K)
+            elif first_stage is None:
                 vectors = encode_once(embedder, [*forum.queries, *forum.docs])
                 indices, top_scores = cosine_top_k(vectors[: len(forum.queries)], vectors[len(forum.queries):],
                                                    CANDIDATES_TOP_K)

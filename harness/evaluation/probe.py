@@ -1,0 +1,190 @@
+"""Frozen-encoder classification probes (thesis 5.2.2 and 5.6.2) and the embedding cache they read from.
+
+The thesis measures how much topic information sentence embeddings hold with a probe: "the encoder weights are
+frozen, and a classification head is added to the sentence embedding ... trained on the topics ... for ten epochs
+with an increased learning rate of 1e-3, and the F1 macro score is determined on the test split" (5.2.2; 5.6.2 uses
+the same protocol for 20 Newsgroups and the UKP corpus). Tasks (``bws-topic``, ``20ng-*``) supply the embeddings of
+their train / dev / test texts and integer labels; :func:`train_probe` does the rest:
+
+- the head: ``Linear(d, classes)`` (``hidden=False``, the thesis text), or the thesis code's
+  ``Linear(d, d) -> SiLU -> Linear(d, classes)`` (``hidden=True``);
+- training: the shared loop (:func:`harness.training.fit`): AdamW lr 1e-3, weight decay 0.01, batch 16, 10 epochs,
+  10% linear warm-up then linear decay, seeded; cross-entropy on the frozen, unnormalised embeddings;
+- selection: the epoch with the best dev macro-F1 (``keep="best-dev"``, the thesis' protocol of 5.1), or the last
+  epoch (``keep="last"``, what the thesis code's Trainer does without ``load_best_model_at_end``);
+- scores: macro-F1 x100 (scikit-learn's ``f1_score(average="macro")``, 0 for an undefined F1) and accuracy x100.
+
+:func:`encode_once` is the embedding cache: a frozen encoder's vectors of one list of texts, kept per model object
+(weak keys, so nothing outlives the model) for the tasks evaluated after it in the same run. Several probe tasks
+over the same texts (e.g. 20 Newsgroups' 20-group and parent-group probes) encode them once per model; the classifier
+epochs never encode anything (they read the cached vectors). The runner never changes a model between the cells it
+evaluates, which is what makes the reuse safe.
+
+Deviations: none in the protocol (the thesis code's Hugging Face Trainer draws other random batches).
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from sklearn.metrics import f1_score
+from torch import nn
+
+from harness.capabilities import as_embedder
+from harness.device import seed_everything
+from harness.training import TrainConfig, fit
+
+logger = logging.getLogger(__name__)
+
+PROBE_EPOCHS = 10
+PROBE_LEARNING_RATE = 1e-3
+PROBE_BATCH_SIZE = 16
+KEEP_CHOICES = ("best-dev", "last")
+CACHED_ENCODINGS_PER_MODEL = 4  # e.g. raw and prompted texts of two probe families
+
+
+def macro_f1(predicted, gold) -> float:
+    """scikit-learn's macro-averaged F1 over the labels present in gold or predictions (0 for an undefined F1)."""
+    return float(f1_score(gold, predicted, average="macro", zero_division=0))
+
+
+class ProbeClassifier(nn.Module):
+    """A linear layer (or, for the thesis code's probe, Linear-SiLU-Linear) over frozen sentence embeddings, trained
+    with cross-entropy."""
+
+    def __init__(self, dimension: int, classes: int, hidden: bool = False):
+        super().__init__()
+        self.linear = (nn.Sequential(nn.Linear(dimension, dimension), nn.SiLU(), nn.Linear(dimension, classes))
+                       if hidden else nn.Linear(dimension, classes))
+
+    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return nn.functional.cross_entropy(self.linear(embeddings), labels)
+
+    @torch.inference_mode()
+    def predict(self, embeddings: torch.Tensor) -> np.ndarray:
+        return self.linear(embeddings).argmax(dim=-1).cpu().numpy()
+
+
+@dataclass
+class ProbeSplit:
+    """The frozen embeddings ``[n, d]`` of one split and their integer labels ``[n]``."""
+
+    embeddings: np.ndarray
+    labels: np.ndarray
+
+    def __post_init__(self) -> None:
+        self.embeddings = np.asarray(self.embeddings, dtype=np.float32)
+        self.labels = np.asarray(self.labels, dtype=np.int64)
+        if self.embeddings.ndim != 2 or len(self.embeddings) != len(self.labels):
+            raise ValueError(f"ProbeSplit: {self.embeddings.shape} embeddings for {len(self.labels)} labels")
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+@dataclass
+class ProbeResult:
+    f1_macro: float  # x100
+    accuracy: float  # x100
+    best_epoch: int | None
+    dev_history: list[float] = field(default_factory=list)
+    predictions: np.ndarray | None = None  # test predictions (label ids)
+
+    def scores(self) -> dict[str, float]:
+        return {"f1_macro": self.f1_macro, "accuracy": self.accuracy}
+
+    def details(self) -> dict[str, Any]:
+        return {"best_epoch": self.best_epoch, "dev_f1_macro_history": self.dev_history}
+
+
+def train_probe(
+    train: ProbeSplit, dev: ProbeSplit | None, test: ProbeSplit, classes: int, *, seed: int, device: str = "cpu",
+    progress: bool = False, hidden: bool = False, keep: str = "best-dev", epochs: int = PROBE_EPOCHS,
+    learning_rate: float = PROBE_LEARNING_RATE, batch_size: int = PROBE_BATCH_SIZE, description: str = "probe",
+) -> ProbeResult:
+    """Train the probe on ``train``, select its epoch on ``dev`` (``keep="best-dev"``) or keep the last one, and
+    score it on ``test``. The classifier's initial weights and the batches depend on ``seed`` only."""
+    if keep not in KEEP_CHOICES:
+        raise ValueError(f"train_probe(): keep must be one of {KEEP_CHOICES}, got {keep!r}")
+    if keep == "best-dev" and dev is None:
+        raise ValueError("train_probe(): keep='best-dev' needs a dev split")
+    if len(train) == 0 or len(test) == 0:
+        raise ValueError(f"train_probe(): empty split (train {len(train)}, test {len(test)})")
+    vectors = {"train": torch.from_numpy(train.embeddings), "test": torch.from_numpy(test.embeddings)}
+    labels = {"train": torch.from_numpy(train.labels)}
+    if dev is not None:
+        vectors["dev"] = torch.from_numpy(dev.embeddings)
+
+    seed_everything(seed)  # the classifier's initial weights depend on the seed only
+    classifier = ProbeClassifier(train.embeddings.shape[1], classes, hidden=hidden)
+    config = TrainConfig(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, seed=seed,
+                         device=device, progress=progress, description=description)
+
+    def collate(rows):
+        indices = torch.tensor(rows)
+        return {"embeddings": vectors["train"][indices], "labels": labels["train"][indices]}
+
+    def predict(name: str) -> np.ndarray:
+        return classifier.predict(vectors[name].to(next(classifier.parameters()).device))
+
+    report = fit(
+        classifier, list(range(len(train))), collate, config,
+        dev_score=(lambda: macro_f1(predict("dev"), dev.labels)) if keep == "best-dev" else None,
+    )
+    predicted = predict("test")
+    return ProbeResult(
+        f1_macro=100 * macro_f1(predicted, test.labels),
+        accuracy=100 * float(np.mean(predicted == test.labels)),
+        best_epoch=report.best_epoch,
+        dev_history=report.dev_history,
+        predictions=predicted,
+    )
+
+
+# -- the embedding cache ---------------------------------------------------------------------------------------------
+_ENCODED: "weakref.WeakKeyDictionary[Any, OrderedDict[str, np.ndarray]]" = weakref.WeakKeyDictionary()
+
+
+def texts_key(texts: Sequence[str]) -> str:
+    """A digest of a list of texts (order and content)."""
+    digest = hashlib.sha256()
+    for text in texts:
+        encoded = text.encode("utf-8", "surrogatepass")
+        digest.update(len(encoded).to_bytes(8, "little"))
+        digest.update(encoded)
+    return digest.hexdigest()
+
+
+def encode_once(model: Any, texts: Sequence[str], description: str = "texts") -> np.ndarray:
+    """``as_embedder(model).encode(texts)`` as float32 ``[n, d]``, computed once per model object and list of texts
+    (the last :data:`CACHED_ENCODINGS_PER_MODEL` lists are kept). A model that cannot be weakly referenced is
+    encoded every time."""
+    key = texts_key(texts)
+    try:
+        cached = _ENCODED.setdefault(model, OrderedDict())
+    except TypeError:  # not weak-referenceable: no reuse
+        cached = OrderedDict()
+    if key in cached:
+        cached.move_to_end(key)
+        logger.info("reusing the embeddings of %d %s", len(texts), description)
+        return cached[key]
+    logger.info("encoding %d %s", len(texts), description)
+    vectors = np.asarray(as_embedder(model).encode(list(texts)), dtype=np.float32)
+    if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+        raise ValueError(f"the model returned an array of shape {vectors.shape} for {len(texts)} texts; encode must "
+                         "return one row per text.")
+    cached[key] = vectors
+    while len(cached) > CACHED_ENCODINGS_PER_MODEL:
+        cached.popitem(last=False)
+    return vectors
+
+
+def clear_encoding_cache() -> None:
+    """Forget every cached encoding (tests; a caller that changed a model in place)."""
+    _ENCODED.clear()

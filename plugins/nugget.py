@@ -1,0 +1,381 @@
+"""Nugget: a text as a few selected token vectors (Qin & Van Durme 2023, "Nugget: Neural Agglomerative Embeddings of
+Text", sections 3-4 and 6.1; table 2).
+
+Encoder: the backbone's transformer. A scorer FFN (Linear(d, d) - ReLU - Linear(d, 1), eq. 2/7) reads the hidden
+states of layer ``layer`` (l = 3, section 4; l = 0 is the embedding layer's output) and gives one score per token. Of
+a text's n tokens (n counts its real tokens, special tokens included, never padding), the k = ceil(``ratio`` * n)
+best-scored are kept (section 3.1 "Choice of k"; always 1 <= k <= n), taken from the LAST layer's hidden states and
+projected by W^V (eq. 4): these are the text's nuggets, in text order. With ``feedback`` (section 3.3, eq. 8) a type
+embedding for selected / unselected tokens is added to the hidden states after layer l, so the upper layers know
+which tokens are nuggets. The embedding layer and the bottom l layers are frozen (section 3.3 "Stabilized training").
+
+Training (section 3.4, autoencoding): a transformer decoder cross-attends to the nuggets only and reconstructs the
+sentence with teacher-forced cross-entropy. TopK is not differentiable; the nugget scores s are added to the
+decoder's cross-attention logits in every head and layer (eq. 5, ``residual=scores``: the logit is
+(QK^T + s) / sqrt(d), d the attention head width), so the gradient reaches the scorer (eq. 6). ``residual=
+straight-through`` is the public code's form (hiaoxui/nugget README): s - sg(s) is added, which is zero in the forward
+pass and passes the same gradient. ``deletion`` (0 by default, as the AE rows of table 2) deletes that share of the
+words of the encoder's input, TSDAE's noise (:mod:`harness.nn.noise`), which section 3.4 allows.
+
+Inference: ``encode_multi`` returns each text's nuggets ``[k, d]``; texts are compared by one-sided MaxSim averaged
+over the query's nuggets (eq. 10; :mod:`harness.evaluation.maxsim`, through the core's multi-vector adapters).
+
+Training setup: Adam(W) lr 5e-5 (appendix B.1), constant, no warm-up, no weight decay; budgets: quick 40 steps of the
+profile's batch (2 CPU cores), paper batch 64 (16 per card x 4 cards, B.1; "until convergence": steps from the
+profile).
+
+Bad input: ``ratio`` outside (0, 1] and ``layer`` below 0 are refused at plan time, ``layer`` above the backbone's
+depth when the model is built (InvalidOptionError naming the option and its allowed values). A text that is only
+special tokens (e.g. the empty string: [CLS] [SEP], n = 2) has k = ceil(r * 2) = 1 nugget, the best-scored of its
+special tokens; a text with no token at all (possible only with a tokenizer that adds no special tokens) is refused
+with a ValueError, since it has no vector to keep.
+
+Deviations:
+- Backbone: the paper builds on mBART (12+12 layers, 602M parameters) trained for machine translation (MT) or
+  autoencoding (AE) on WMT19 documents; here any BERT- or RoBERTa-style encoder, trained by autoencoding only
+  (translation needs bitext that no task offers; not implemented). The decoder is built from the encoder's weights
+  (:class:`harness.nn.TransformerDecoder`, ``share="embeddings"``: a trainable copy of the encoder's layers with new
+  cross-attention, word embeddings shared with the encoder, output tied to them), as TSDAE builds its decoder from a
+  BERT-style encoder; mBART has a separately pretrained decoder.
+- Frozen embeddings: the word embeddings are frozen with the bottom l layers (they compute the scorer's features);
+  in mBART they are shared with the decoder and also trained through it. Here the decoder's input and output
+  embeddings are therefore frozen too.
+- The scorer's input X^(l) is computed in training mode (dropout applies in the frozen layers, as in any frozen
+  module of a model in training mode).
+- Nuggets are ordered by their token position; the paper's TopK leaves the order open (order does not change the
+  cross-attention or MaxSim).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from safetensors.torch import load_model, save_model
+from torch import nn
+
+from harness import (
+    MULTI_VECTOR_EMBEDDER,
+    TRAINABLE,
+    UNLABELED_SENTENCES,
+    HarnessError,
+    IncompatibleError,
+    InvalidOptionError,
+    ModelPlugin,
+    Option,
+    hookimpl,
+)
+from harness.nn import SentenceEncoder, TransformerDecoder, length_sorted_batches, progress_bar
+from harness.nn.noise import WordDeletion
+from harness.nn.objectives import (
+    CLEAN,
+    DELETED,
+    IGNORED_LABEL,
+    TrainingSetup,
+    UnlabeledCollator,
+    budget_overrides,
+    curve_summary,
+    language_model_head,
+    scored_token_loss,
+    transformer_inputs,
+    usable_sentences,
+)
+from harness.training import config_from_profile, fit
+
+logger = logging.getLogger(__name__)
+
+NAME = "nugget"
+PAPER_RATIOS = (0.05, 0.1, 0.15, 0.25)  # table 2
+RESIDUALS = ("scores", "straight-through")
+WEIGHTS_FILE = "model.safetensors"
+SETTINGS_FILE = "nugget.json"
+
+# Appendix B.1: Adam, lr 5e-5, trained to convergence; constant rate, no warm-up, no weight decay.
+SETUP = TrainingSetup(
+    "nugget-b.1", schedule="constant", warmup_ratio=0.0, weight_decay=0.0,
+    budgets={"quick": {"max_steps": 40}, "paper": {"batch_size": 64}},
+)
+
+
+# -- selection -----------------------------------------------------------------------------------------------------
+def nugget_counts(lengths: torch.Tensor, ratio: float) -> torch.Tensor:
+    """k = ceil(ratio * n) per text, within [1, n]; ``lengths`` n counts real tokens (special ones included)."""
+    if not 0.0 < ratio <= 1.0:
+        raise InvalidOptionError(f"nugget ratio must lie in (0, 1], e.g. {PAPER_RATIOS}; got {ratio!r}.")
+    if len(lengths) and int(lengths.min()) < 1:
+        raise ValueError("a text has no token at all, so it has no nugget; its tokenizer adds no special tokens and "
+                         "the text is empty")
+    # The tiny offset keeps float error from rounding an exact product up (0.1 * 30 = 3.0000000000000004 -> 3).
+    counts = torch.ceil(lengths.double() * ratio - 1e-9).long()
+    return torch.minimum(counts.clamp(min=1), lengths.long())
+
+
+@dataclass
+class Selection:
+    positions: torch.Tensor  # [b, K] token positions of the nuggets, in text order (padding rows: 0)
+    mask: torch.Tensor  # [b, K] True on real nuggets
+    selected: torch.Tensor  # [b, L] True on the tokens chosen as nuggets
+    counts: torch.Tensor  # [b] k of each text
+
+
+def select_nuggets(scores: torch.Tensor, attention_mask: torch.Tensor, ratio: float) -> Selection:
+    """The top k = ceil(ratio * n) tokens of each text by ``scores`` ``[b, L]``, padding never chosen."""
+    real = attention_mask.bool()
+    counts = nugget_counts(real.sum(dim=1), ratio)
+    widest = int(counts.max()) if len(counts) else 0
+    ranked = scores.detach().masked_fill(~real, float("-inf")).topk(widest, dim=1).indices  # [b, K] best first
+    kept = torch.arange(widest, device=scores.device)[None, :] < counts[:, None]
+    # Text order: kept positions ascending, the unused slots (position past the end) last.
+    ordered = torch.where(kept, ranked, torch.full_like(ranked, scores.shape[1])).sort(dim=1).values
+    mask = ordered < scores.shape[1]
+    positions = ordered.masked_fill(~mask, 0)
+    selected = torch.zeros_like(real)
+    selected.scatter_(1, positions, mask)
+    return Selection(positions, mask, selected, counts)
+
+
+@dataclass
+class Nuggets:
+    vectors: torch.Tensor  # [b, K, d] projected nugget vectors (W^V of the last layer's states)
+    mask: torch.Tensor  # [b, K]
+    scores: torch.Tensor  # [b, K] the scorer's value of each nugget (with gradient)
+    selection: Selection
+
+
+class NuggetEncoder(nn.Module):
+    """The transformer with the scorer at layer ``layer``, W^V and (``feedback``) the type embeddings."""
+
+    def __init__(self, encoder: SentenceEncoder, ratio: float, layer: int, feedback: bool):
+        super().__init__()
+        self.transformer = encoder.transformer
+        self.tokenizer = encoder.tokenizer
+        self.max_length = encoder.max_length
+        self.ratio = float(ratio)
+        self.layer = int(layer)
+        layers = getattr(getattr(self.transformer, "encoder", None), "layer", None)
+        if not isinstance(layers, nn.ModuleList):
+            raise IncompatibleError("nugget needs a BERT- or RoBERTa-style --backbone (transformer.encoder.layer); "
+                                    f"{type(self.transformer).__name__} has no such layer list.")
+        if not 0 <= self.layer <= len(layers):
+            raise InvalidOptionError(f"nugget option layer must be in 0..{len(layers)} for this backbone "
+                                     f"({len(layers)} layers; 0 = the embedding layer); got {self.layer}.")
+        width = self.transformer.config.hidden_size
+        self.scorer = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 1))
+        self.value = nn.Linear(width, width)  # W^V
+        self.type_embeddings = nn.Embedding(2, width) if feedback else None  # 0: other token, 1: nugget
+        if self.layer > 0:  # the bottom l layers (and the embeddings below them) are frozen
+            for module in [self.transformer.embeddings, *layers[: self.layer]]:
+                module.requires_grad_(False)
+        self.frozen = [name for name, p in self.transformer.named_parameters() if not p.requires_grad]
+        watched = self.transformer.embeddings if self.layer == 0 else layers[self.layer - 1]
+        watched.register_forward_hook(self._score_and_inform)
+        self._attention_mask: torch.Tensor | None = None
+        self._found: tuple[torch.Tensor, Selection] | None = None
+
+    def _score_and_inform(self, module: nn.Module, inputs: Any, output: Any) -> Any:
+        """After layer l: score every token, select the nuggets, add the type embeddings (feedback)."""
+        hidden = output[0] if isinstance(output, tuple) else output
+        scores = self.scorer(hidden).squeeze(-1)  # [b, L]
+        assert self._attention_mask is not None, "NuggetEncoder.forward sets the attention mask"
+        selection = select_nuggets(scores, self._attention_mask, self.ratio)
+        self._found = (scores, selection)
+        if self.type_embeddings is None:
+            return None
+        informed = hidden + self.type_embeddings(selection.selected.long())
+        return (informed, *output[1:]) if isinstance(output, tuple) else informed
+
+    def forward(self, features: dict[str, torch.Tensor]) -> Nuggets:
+        inputs = transformer_inputs(features)
+        self._attention_mask = inputs["attention_mask"]
+        try:
+            last = self.transformer(**inputs).last_hidden_state
+            assert self._found is not None
+            scores, selection = self._found
+        finally:
+            self._attention_mask, self._found = None, None
+        index = selection.positions
+        chosen = last.gather(1, index[..., None].expand(-1, -1, last.shape[-1]))
+        return Nuggets(self.value(chosen), selection.mask, scores.gather(1, index), selection)
+
+    def encode_multi(self, texts: Sequence[str], batch_size: int = 64, progress: bool = False) -> list[np.ndarray]:
+        """Each distinct text's nuggets ``[k, d]`` (float32), computed once, in length-sorted batches."""
+        distinct = list(dict.fromkeys(texts))
+        if not distinct:
+            return []
+        encoded = self.tokenizer(distinct, truncation=True, max_length=self.max_length, padding=False)
+        features = [{key: encoded[key][i] for key in encoded.keys()} for i in range(len(distinct))]
+        device = next(self.parameters()).device
+        outputs: list[np.ndarray | None] = [None] * len(distinct)
+        was_training = self.training
+        self.eval()
+        try:
+            with torch.inference_mode(), progress_bar(len(distinct), "encoding nuggets", progress) as bar:
+                for batch in length_sorted_batches([len(f["input_ids"]) for f in features], batch_size):
+                    padded = self.tokenizer.pad([features[i] for i in batch], return_tensors="pt")
+                    nuggets = self(({key: value.to(device) for key, value in padded.items()}))
+                    vectors, counts = nuggets.vectors.float().cpu().numpy(), nuggets.selection.counts.tolist()
+                    for row, index in enumerate(batch):
+                        outputs[index] = vectors[row, : counts[row]]
+                    bar.update(len(batch))
+        finally:
+            self.train(was_training)
+        row_of = {text: row for row, text in enumerate(distinct)}
+        return [outputs[row_of[text]] for text in texts]  # type: ignore[misc]
+
+
+# -- training ------------------------------------------------------------------------------------------------------
+class NuggetAutoencoder(nn.Module):
+    """``forward(clean=..., [deleted=...])``: cross-entropy of the sentence decoded from its nuggets (eq. 5 bias)."""
+
+    def __init__(self, nugget_encoder: NuggetEncoder, backbone: str, residual: str):
+        super().__init__()
+        if residual not in RESIDUALS:
+            raise InvalidOptionError(f"nugget option residual must be one of {', '.join(RESIDUALS)}; got "
+                                     f"{residual!r}.")
+        self.encoder = nugget_encoder
+        self.decoder = TransformerDecoder.from_encoder(nugget_encoder.transformer, share="embeddings",
+                                                       backbone=backbone)
+        self.head = language_model_head(self.decoder.language_model)
+        config = self.decoder.language_model.config
+        self.score_scale = 1.0 / math.sqrt(config.hidden_size // config.num_attention_heads)
+        self.residual = residual
+        self.history: list[dict[str, float]] = []
+
+    def memory_bias(self, scores: torch.Tensor) -> torch.Tensor:
+        """What is added to the cross-attention logits: s / sqrt(d) (eq. 5) or (s - sg(s)) / sqrt(d)."""
+        if self.residual == "straight-through":
+            scores = scores - scores.detach()
+        return scores * self.score_scale
+
+    def forward(self, **views: dict[str, torch.Tensor]) -> torch.Tensor:
+        source = views.get(DELETED, views[CLEAN])
+        nuggets = self.encoder(source)
+        target = views[CLEAN]
+        ids, mask = target["input_ids"], target["attention_mask"]
+        hidden = self.decoder.hidden_states(nuggets.vectors, ids[:, :-1], nuggets.mask.long(), mask[:, :-1],
+                                            memory_bias=self.memory_bias(nuggets.scores))
+        labels = ids[:, 1:].masked_fill(mask[:, 1:] == 0, IGNORED_LABEL)
+        loss = scored_token_loss(self.head, hidden, labels)
+        if self.training:
+            self.history.append({"reconstruction": float(loss.detach())})
+        return loss
+
+
+# -- the model -----------------------------------------------------------------------------------------------------
+class NuggetModel:
+    """Capabilities ``multi_vector_embedder`` and ``trainable``; the checkpoint is the nugget encoder
+    (safetensors) with its settings (``nugget.json``); the decoder is dropped after training."""
+
+    def __init__(self, ctx: Any):
+        options = ctx.options
+        encoder = SentenceEncoder.from_backbone(ctx.backbone, "cls", ctx.profile.max_seq_length)
+        self.nugget_encoder = NuggetEncoder(encoder, options["ratio"], options["layer"], options["feedback"])
+        self.nugget_encoder.to(ctx.device)
+        self.options = dict(options)
+        self.backbone = ctx.backbone
+        self.device = ctx.device
+        self.eval_batch_size = ctx.eval_batch_size
+        self.progress = ctx.progress
+
+    def encode_multi(self, texts: Sequence[str]) -> list[np.ndarray]:
+        return self.nugget_encoder.encode_multi(texts, self.eval_batch_size, self.progress)
+
+    def fit(self, splits: Any, ctx: Any) -> dict[str, Any]:
+        sentences, dropped = usable_sentences(splits.train.sentences)
+        if dropped:
+            ctx.logger.warning("%d empty sentence(s) of %s dropped before training", dropped, splits.source)
+        if not sentences:
+            raise HarnessError(f"{splits.source} offers no non-empty training sentence; choose another --train-on.")
+        deletion = float(self.options["deletion"])
+        noise = WordDeletion(deletion, ctx.seed) if deletion > 0 else None
+        views = [CLEAN, DELETED] if noise else [CLEAN]
+        collate = UnlabeledCollator(self.nugget_encoder.tokenizer, self.nugget_encoder.max_length, views, noise)
+        module = NuggetAutoencoder(self.nugget_encoder, self.backbone, self.options["residual"])
+        budget = budget_overrides(ctx.profile, SETUP, len(sentences))
+        config = config_from_profile(
+            ctx.profile, ctx.seed, ctx.device, ctx.progress, learning_rate=float(self.options["lr"]),
+            schedule=SETUP.schedule, warmup_ratio=SETUP.warmup_ratio, weight_decay=SETUP.weight_decay,
+            description=f"training nugget (r={self.options['ratio']}, l={self.options['layer']})", **budget,
+        )
+        report = fit(module, sentences, collate, config)
+        self.nugget_encoder.eval()
+        record = report.as_record()
+        curve = curve_summary([h["reconstruction"] for h in module.history])
+        record.update({
+            "setup": SETUP.name, "batch_size": config.batch_size, "learning_rate": config.learning_rate,
+            "schedule": config.schedule, "sentences": len(sentences), "empty_sentences_dropped": dropped,
+            "frozen_parameters": len(self.nugget_encoder.frozen), "loss_curve": {"reconstruction": curve},
+        })
+        ctx.logger.info("trained nugget: %d steps, %.1f s, %.1f sentences/s, loss %s -> %s", report.steps,
+                        report.wall_seconds, report.examples_per_second, curve.get("first"), curve.get("last"))
+        return record
+
+    def save(self, directory: Path) -> None:
+        directory = Path(directory)
+        save_model(self.nugget_encoder, str(directory / WEIGHTS_FILE))
+        settings = {key: self.options[key] for key in ("ratio", "layer", "feedback", "residual", "deletion")}
+        (directory / SETTINGS_FILE).write_text(json.dumps({**settings, "max_length": self.nugget_encoder.max_length}))
+
+    def load(self, directory: Path) -> None:
+        load_model(self.nugget_encoder, str(Path(directory) / WEIGHTS_FILE), device=str(self.device))
+
+
+# -- registration --------------------------------------------------------------------------------------------------
+OPTIONS = {
+    "ratio": Option(0.1, "compression ratio r: k = ceil(r * n) nuggets of n tokens, in (0, 1] (paper: 0.05, 0.1, "
+                         "0.15, 0.25; 0.1 saturates reconstruction, section 5.1)", type=float),
+    "layer": Option(3, "layer l whose states the scorer reads; the embeddings and layers 1..l are frozen (paper: 3)",
+                    type=int),
+    "feedback": Option(True, "add selected/unselected type embeddings after layer l (section 3.3)", type=bool),
+    "residual": Option("scores", "how the scores reach the decoder's cross-attention: scores (eq. 5) or "
+                                 "straight-through (s - sg(s), the public code)", choices=RESIDUALS),
+    "deletion": Option(0.0, "share of words deleted from the encoder's input (0: none, the paper's AE)",
+                       type=float),
+    "lr": Option(5e-5, "learning rate (appendix B.1: 5e-5)", type=float),
+}
+
+
+def validate(spec: Any, registry: Any) -> None:
+    owner = f"model {spec.label!r}"
+    options = spec.options
+    ratio = options["ratio"]
+    if not 0.0 < float(ratio) <= 1.0:
+        raise InvalidOptionError(f"{owner}: option ratio must lie in (0, 1] (k = ceil(r * n) nuggets, at least one); "
+                                 f"the paper's values are {', '.join(map(str, PAPER_RATIOS))}; got {ratio!r}.")
+    if int(options["layer"]) < 0:
+        raise InvalidOptionError(f"{owner}: option layer must be 0 (the embedding layer) or a layer number up to the "
+                                 f"backbone's depth; got {options['layer']!r}.")
+    if not 0.0 <= float(options["deletion"]) < 1.0:
+        raise InvalidOptionError(f"{owner}: option deletion must be 0 (no deletion) or lie in (0, 1), e.g. 0.6 "
+                                 f"(TSDAE); got {options['deletion']!r}.")
+    if not float(options["lr"]) > 0:
+        raise InvalidOptionError(f"{owner}: option lr must be positive, e.g. 5e-5; got {options['lr']!r}.")
+    if spec.train_on is None:
+        sources = sorted(name for name, task in registry.tasks.items()
+                         if UNLABELED_SENTENCES in task.metadata.training_kinds)
+        raise IncompatibleError(f"{owner} learns from unlabeled sentences; add --train-on TASK "
+                                f"({', '.join(sources)}) or --train-on self (each task's own train sentences).")
+
+
+MODEL = ModelPlugin(
+    name=NAME,
+    description="Nugget: the top ceil(r*n) token vectors chosen by a learned scorer, trained as an autoencoder; "
+                "compared by MaxSim",
+    factory=NuggetModel,
+    capabilities=(MULTI_VECTOR_EMBEDDER, TRAINABLE),
+    options=OPTIONS,
+    training_kinds=(UNLABELED_SENTENCES,),
+    reference="Qin & Van Durme 2023 (Nugget), sections 3-4, 6.1, table 2",
+    validate=validate,
+    model_class=NuggetModel,
+)
+
+
+@hookimpl
+def register_models(register):
+    register(MODEL)

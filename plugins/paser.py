@@ -1,0 +1,286 @@
+"""PaSeR, Phrase-aware Sentence Representation, unsupervised (Wu et al. 2023, section 3; tables 1 and 5, appendix A).
+
+Per training sentence s (section 3.1): its key phrases are ranked by RAKE (:mod:`harness.nn.phrases`: stopword and
+punctuation split, word score deg/freq, phrase score = sum); a copy s~ has the ``top_k`` best phrases masked (every
+token overlapping a phrase word becomes the mask token; 1 = the method's p0, table 5 found top-5 best on STS). The
+shared encoder gives E_s and E_s~ (``pooling``: [CLS] without a pooler MLP, the paper's default; MEAN as an
+option). The decoding signal (eq. 2) is the length-4 memory [E_s, E_s~, m|E_s - E_s~|, n|E_s * E_s~|] with m = n = 10
+(``signal_m``, ``signal_n``; appendix A's best); ``signal=public`` is the public code's variant: E_s~ projected by a
+Linear P, and no absolute values: [E_s, P(E_s~), m(E_s - P(E_s~)), n(E_s * P(E_s~))]. A transformer decoder
+(``decoder_layers`` = 6, section 4.2, at most the backbone's depth; weights randomly initialised, word embeddings
+shared with the encoder, output tied to them; :class:`harness.nn.TransformerDecoder`) generates the masked phrases
+(eq. 3, teacher forcing, the target [CLS] p0 [p1 ...] [SEP] in importance order). Loss (eq. 4): L_MLM + L_gen, L_MLM
+BERT's masking (15%, 80/10/10; :func:`harness.nn.mlm.mask_tokens`) of s through the same encoder and the backbone's
+MLM head. Inference:
+the pooled [CLS] vector (an ``embedder``).
+
+Training setup (section 4.2): lr 3e-5, batch 64, 5 epochs (paper profile), max length 32 (the profile's limit
+applies); linear decay without warm-up or weight decay (the paper does not state them). Quick profile: 40 steps.
+
+EDA (section 3.1.3), option ``synonyms`` (EDA's alpha_sr, 0 = off): that share of the words of s that are neither
+stopwords nor punctuation (at least one) is replaced by a random WordNet synonym before the phrases are ranked, so
+both views carry the same replacements. It needs NLTK's WordNet data; without it the option is refused at plan time
+with the command that installs it.
+
+Defined behaviour at the edges (tests/test_paser.py):
+- a sentence without any candidate phrase (only stopwords and punctuation) keeps an unmasked copy and adds nothing to
+  L_gen (it still adds to L_MLM); the report counts such sentences;
+- a phrase mask that covers the whole sentence (e.g. "machine learning": no stopword) is kept: s~ is all mask tokens
+  and the target is the whole sentence; the report counts such sentences.
+
+Deviations:
+- Stopwords: scikit-learn's English list instead of NLTK's corpus (a download); see :mod:`harness.nn.phrases`.
+- EDA: only synonym replacement (the paper also uses random deletion and token reordering), applied once to s before
+  masking instead of separately to s and s~.
+- No checkpoint selection on STS-B dev (the paper evaluates every 125 steps and keeps the best); the last step's
+  weights are kept, as for the other unsupervised objectives here.
+- The supervised variant (SimCSE-sup + alpha L_gen on NLI triples) is not implemented: no NLI data is available
+  offline.
+"""
+from __future__ import annotations
+
+import logging
+import random
+from typing import Any, Callable, Mapping
+
+import torch
+from torch import nn
+
+from harness import IncompatibleError, InvalidOptionError, Option, hookimpl
+from harness.nn import TransformerDecoder
+from harness.nn.mlm import load_masked_lm, mask_tokens
+from harness.nn.objectives import (
+    CLEAN,
+    IGNORED_LABEL,
+    Objective,
+    ObjectiveSetup,
+    TrainingSetup,
+    TrainingStep,
+    language_model_head,
+    objective_model,
+    scored_token_loss,
+    share_parameters,
+    transformer_inputs,
+)
+from harness.nn.phrases import english_stopwords, masked_copy, pad_ids, rake_phrases, words_with_spans
+
+logger = logging.getLogger(__name__)
+
+NAME = "paser"
+PHRASES = "paser"  # the batch entry this objective's collator adds
+SIGNALS = ("paper", "public")
+SETUP = TrainingSetup(  # section 4.2: lr 3e-5, batch 64, 5 epochs
+    "paser-4.2", schedule="linear", warmup_ratio=0.0, weight_decay=0.0,
+    budgets={"quick": {"max_steps": 40}, "paper": {"batch_size": 64, "epochs": 5}},
+)
+WORDNET_HINT = ("NLTK's WordNet data is not installed; install it with `python -m nltk.downloader wordnet omw-1.4` "
+                "(or set synonyms=0)")
+
+
+# -- EDA synonym replacement ---------------------------------------------------------------------------------------
+def wordnet_synonyms() -> Callable[[str], list[str]]:
+    """``word -> synonyms`` from NLTK's WordNet; raises IncompatibleError naming what to install when it is absent."""
+    try:
+        from nltk.corpus import wordnet
+
+        wordnet.synsets("dog")
+    except LookupError:
+        raise IncompatibleError(f"paser option synonyms: {WORDNET_HINT}.") from None
+
+    def synonyms(word: str) -> list[str]:
+        names = {lemma.name().replace("_", " ").replace("-", " ").lower()
+                 for synset in wordnet.synsets(word) for lemma in synset.lemmas()}
+        return sorted(name for name in names if name != word.lower())
+
+    return synonyms
+
+
+def replace_synonyms(text: str, share: float, synonyms: Callable[[str], list[str]], stopwords: frozenset[str],
+                     rng: random.Random) -> str:
+    """EDA's synonym replacement: ``max(1, int(share * words))`` content words (not stopwords, not punctuation)
+    replaced by a random synonym each, in random order, skipping words without one."""
+    words = [(word, start, end) for word, start, end in words_with_spans(text)
+             if word.isalpha() and word.lower() not in stopwords]
+    wanted = max(1, int(share * len(words)))
+    rng.shuffle(words)
+    replacements: list[tuple[int, int, str]] = []
+    for word, start, end in words:
+        if len(replacements) == wanted:
+            break
+        options = synonyms(word)
+        if options:
+            replacements.append((start, end, rng.choice(options)))
+    for start, end, synonym in sorted(replacements, reverse=True):
+        text = text[:start] + synonym + text[end:]
+    return text
+
+
+# -- batches -------------------------------------------------------------------------------------------------------
+class PhraseMasking:
+    """``sentences -> {"paser": {masked_ids, masked_mask, target_ids, target_mask, has_phrase, covers}}``."""
+
+    def __init__(self, setup: ObjectiveSetup):
+        tokenizer = setup.encoder.tokenizer
+        if tokenizer.mask_token_id is None or not getattr(tokenizer, "is_fast", False):
+            raise IncompatibleError("paser needs a fast tokenizer with a mask token (offsets locate the phrases); "
+                                    "choose a BERT- or RoBERTa-style --backbone.")
+        self.tokenizer = tokenizer
+        self.max_length = setup.encoder.max_length
+        self.top_k = int(setup.options["top_k"])
+        self.stopwords = english_stopwords()
+        share = float(setup.options["synonyms"])
+        self.synonym_share = share
+        self.synonyms = wordnet_synonyms() if share > 0 else None
+        self.rng = random.Random(setup.seed)
+
+    def __call__(self, sentences: list[str]) -> dict[str, Any]:
+        masked_rows, target_rows, has_phrase, covers = [], [], [], []
+        for sentence in sentences:
+            if self.synonyms is not None:
+                sentence = replace_synonyms(sentence, self.synonym_share, self.synonyms, self.stopwords, self.rng)
+            chosen = rake_phrases(sentence, self.stopwords)[: self.top_k]
+            copy = masked_copy(sentence, chosen, self.tokenizer, self.max_length, self.tokenizer.mask_token_id)
+            masked_rows.append(copy.input_ids)
+            has_phrase.append(bool(copy.masked_positions))
+            covers.append(copy.covers_sentence)
+            target_text = " ".join(sentence[p.start:p.end] for p in chosen)
+            target_rows.append(self.tokenizer(target_text, truncation=True, max_length=self.max_length)["input_ids"])
+        pad = self.tokenizer.pad_token_id or 0
+        masked_ids, masked_mask = pad_ids(masked_rows, pad)
+        target_ids, target_mask = pad_ids(target_rows, pad)
+        return {PHRASES: {"masked_ids": masked_ids, "masked_mask": masked_mask, "target_ids": target_ids,
+                          "target_mask": target_mask, "has_phrase": torch.tensor(has_phrase),
+                          "covers": torch.tensor(covers)}}
+
+
+# -- the objective -------------------------------------------------------------------------------------------------
+class PhraseReconstruction(nn.Module):
+    """L_MLM + L_gen (eq. 4)."""
+
+    def __init__(self, setup: ObjectiveSetup):
+        super().__init__()
+        options = setup.options
+        transformer = setup.encoder.transformer
+        tokenizer = setup.encoder.tokenizer
+        if tokenizer.mask_token_id is None:
+            raise IncompatibleError("paser needs a tokenizer with a mask token; choose a BERT- or RoBERTa-style "
+                                    "--backbone.")
+        depth = transformer.config.num_hidden_layers
+        layers = min(int(options["decoder_layers"]), depth)
+        if layers < int(options["decoder_layers"]):
+            logger.info("paser: the backbone has %d layers; the decoder gets %d instead of %s", depth, depth,
+                        options["decoder_layers"])
+        self.decoder = TransformerDecoder.from_encoder(transformer, share="embeddings", num_layers=layers,
+                                                       backbone=setup.backbone, fresh_layers=True)
+        self.decoder_head = language_model_head(self.decoder.language_model)
+        mlm = load_masked_lm(setup.backbone).to(next(transformer.parameters()).device)
+        share_parameters(mlm.base_model, transformer)
+        mlm.get_output_embeddings().weight = transformer.get_input_embeddings().weight
+        self.mlm = mlm
+        self.mlm_head = language_model_head(mlm)
+        width = transformer.config.hidden_size
+        self.signal = str(options["signal"])
+        self.projection = nn.Linear(width, width) if self.signal == "public" else None
+        self.scale_difference = float(options["signal_m"])
+        self.scale_product = float(options["signal_n"])
+        self.mask_token_id = int(tokenizer.mask_token_id)
+        self.vocab_size = int(transformer.config.vocab_size)
+        self.special_ids = torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long)
+        self.generator = torch.Generator().manual_seed(setup.seed + 2)
+        self.last_terms: dict[str, float] = {}
+
+    def decoding_signal(self, sentence: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+        """``[b, 4, d]``: eq. 2 (``signal=paper``) or the public code's variant."""
+        if self.projection is not None:
+            masked = self.projection(masked)
+            parts = [sentence, masked, self.scale_difference * (sentence - masked),
+                     self.scale_product * (sentence * masked)]
+        else:
+            parts = [sentence, masked, self.scale_difference * (sentence - masked).abs(),
+                     self.scale_product * (sentence * masked).abs()]
+        return torch.stack(parts, dim=1)
+
+    def mlm_loss(self, features: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        inputs = transformer_inputs(features)
+        ids = inputs["input_ids"]
+        maskable = inputs["attention_mask"].bool() & ~torch.isin(ids, self.special_ids.to(ids.device))
+        masked, labels = mask_tokens(ids.cpu(), maskable.cpu(), self.mask_token_id, self.vocab_size, self.generator)
+        hidden = self.mlm.base_model(**{**inputs, "input_ids": masked.to(ids.device)}).last_hidden_state
+        return scored_token_loss(self.mlm_head, hidden, labels.to(ids.device))
+
+    def generation_loss(self, step: TrainingStep) -> torch.Tensor:
+        phrases = step.features(PHRASES)
+        sentence = step.sentence_vectors(CLEAN)
+        masked = step.encoder({"input_ids": phrases["masked_ids"], "attention_mask": phrases["masked_mask"]})
+        memory = self.decoding_signal(sentence, masked)
+        ids, mask = phrases["target_ids"], phrases["target_mask"]
+        hidden = self.decoder.hidden_states(memory, ids[:, :-1], attention_mask=mask[:, :-1])
+        labels = ids[:, 1:].masked_fill(mask[:, 1:] == 0, IGNORED_LABEL)
+        labels = labels.masked_fill(~phrases["has_phrase"].to(labels.device)[:, None], IGNORED_LABEL)
+        if not (labels != IGNORED_LABEL).any():  # no sentence of the batch has a phrase: nothing to generate
+            return hidden.sum() * 0.0
+        return scored_token_loss(self.decoder_head, hidden, labels)
+
+    def forward(self, step: TrainingStep) -> torch.Tensor:
+        mlm, generation = self.mlm_loss(step.features(CLEAN)), self.generation_loss(step)
+        self.last_terms = {"mlm": float(mlm.detach()), "generation": float(generation.detach())}
+        return mlm + generation
+
+
+def check_options(options: Mapping[str, Any], owner: str) -> None:
+    if int(options["top_k"]) < 1:
+        raise InvalidOptionError(f"{owner}: option top_k must be at least 1 (phrases masked per sentence; paper: "
+                                 f"1, best 5); got {options['top_k']!r}.")
+    if int(options["decoder_layers"]) < 1:
+        raise InvalidOptionError(f"{owner}: option decoder_layers must be at least 1 (paper: 6); got "
+                                 f"{options['decoder_layers']!r}.")
+    for key in ("signal_m", "signal_n"):
+        if not float(options[key]) > 0:
+            raise InvalidOptionError(f"{owner}: option {key} must be positive (paper: 10); got {options[key]!r}.")
+    share = float(options["synonyms"])
+    if not 0.0 <= share < 1.0:
+        raise InvalidOptionError(f"{owner}: option synonyms must be 0 (off) or lie in (0, 1), e.g. 0.1 (EDA's "
+                                 f"alpha_sr); got {share!r}.")
+    if share > 0:
+        try:
+            wordnet_synonyms()
+        except IncompatibleError:
+            raise InvalidOptionError(f"{owner}: option synonyms={share} needs WordNet: {WORDNET_HINT}.") from None
+
+
+OBJECTIVE = Objective(
+    name=NAME,
+    description="PaSeR: generate the RAKE-top phrases from [E_s, E_s~, m|E_s-E_s~|, n|E_s*E_s~|], plus MLM",
+    build=PhraseReconstruction,
+    views=(CLEAN,),
+    setup=SETUP,
+    reference="Wu et al. 2023 (PaSeR), section 3",
+    prepare=PhraseMasking,
+    options={
+        "top_k": Option(1, "RAKE phrases masked and generated per sentence (paper: 1; table 5: 5 is best)",
+                        type=int),
+        "signal": Option("paper", "decoder memory: paper (eq. 2, absolute values) or public (a Linear on E_s~, no "
+                                  "absolute values)", choices=SIGNALS),
+        "signal_m": Option(10.0, "scale m of the difference term (appendix A: 10)", type=float),
+        "signal_n": Option(10.0, "scale n of the product term (appendix A: 10)", type=float),
+        "decoder_layers": Option(6, "layers of the randomly initialised decoder (paper: 6)", type=int),
+        "synonyms": Option(0.0, "EDA synonym replacement share (0: off; needs NLTK's WordNet data)", type=float),
+    },
+    check=check_options,
+)
+
+COMPONENT, MODEL = objective_model(
+    OBJECTIVE,
+    description="PaSeR (unsupervised): masked-phrase generation from both views' [CLS] plus MLM; [CLS] at inference",
+    reference="Wu et al. 2023 (PaSeR), section 3, tables 1 and 5",
+)
+
+
+@hookimpl
+def register_components(register):
+    register(COMPONENT)
+
+
+@hookimpl
+def register_models(register):
+    register(MODEL)

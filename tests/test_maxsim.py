@@ -1,0 +1,94 @@
+"""Batched MaxSim (harness.evaluation.maxsim) against the per-pair definition (harness.maxsim), and the paths that
+use it: the multi-vector pair scorer, BEIR's exact MaxSim search and CQADupStack's full-pool MaxSim ranking."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness import maxsim
+from harness.capabilities import MultiVectorAsPairScorer, as_pair_scorer
+from harness.evaluation.maxsim import MaxSimIndex, maxsim_pairs, maxsim_top_k
+from harness.evaluation.search import top_k
+
+
+def ragged_sets(rng: np.random.Generator, count: int, width: int = 24, longest: int = 9) -> list[np.ndarray]:
+    lengths = rng.integers(1, longest + 1, size=count)
+    lengths[0] = 1  # a text with a single vector
+    sets = [rng.normal(size=(int(n), width)).astype(np.float32) for n in lengths]
+    sets[1][0] = 0.0  # a zero vector: cosine 0 with anything, as the definition's 1e-12 floor gives
+    return sets
+
+
+def test_batched_pairs_equal_the_definition_on_ragged_sets():
+    rng = np.random.default_rng(0)
+    sets = ragged_sets(rng, 60)
+    first, second = rng.integers(0, 60, size=500), rng.integers(0, 60, size=500)
+    naive = np.array([maxsim(sets[a].astype(np.float64), sets[b].astype(np.float64)) for a, b in zip(first, second)])
+    for max_elements in (1, 50, 1 << 23):  # batches of one pair, a few pairs, everything
+        batched = maxsim_pairs(sets, sets, first, second, max_elements=max_elements)
+        np.testing.assert_allclose(batched, naive, atol=1e-6, rtol=0)
+    single = [rng.normal(size=(1, 24)) for _ in range(5)]  # only single-vector texts: plain cosine
+    cosines = [float(a[0] @ b[0] / np.linalg.norm(a) / np.linalg.norm(b)) for a, b in zip(single, single[::-1])]
+    np.testing.assert_allclose(maxsim_pairs(single, single[::-1]), cosines, atol=1e-6)
+
+
+def test_index_scores_and_top_k_equal_the_definition():
+    rng = np.random.default_rng(1)
+    queries, documents = ragged_sets(rng, 17), ragged_sets(rng, 31)
+    naive = np.array([[maxsim(q.astype(np.float64), d.astype(np.float64)) for d in documents] for q in queries])
+    for max_elements in (1, 300, 1 << 23):
+        np.testing.assert_allclose(MaxSimIndex(documents, max_elements).scores(queries), naive, atol=1e-6, rtol=0)
+    indices, scores = maxsim_top_k(queries, documents, 5)
+    expected, _ = top_k(naive.astype(np.float32), 5)
+    assert (indices == expected).all() and scores.shape == (17, 5)
+    same, _ = maxsim_top_k(documents, documents, 3, exclude_same_index=True, max_elements=40)
+    assert not (same == np.arange(31)[:, None]).any()
+
+
+def test_maxsim_is_one_sided():
+    query = np.array([[1.0, 0.0]])
+    document = np.array([[1.0, 0.0], [0.0, 1.0]])
+    assert maxsim_pairs([query], [document])[0] == pytest.approx(1.0)
+    assert maxsim_pairs([document], [query])[0] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("bad", [np.zeros((0, 4)), np.zeros(4)])
+def test_a_text_without_vectors_is_refused(bad):
+    with pytest.raises(ValueError, match="at least one vector"):
+        maxsim_pairs([np.ones((2, 4)), bad], [np.ones((1, 4)), np.ones((1, 4))])
+
+
+class CountingMultiVector:
+    """A multi-vector model that records which texts it was asked to encode."""
+
+    def __init__(self):
+        self.calls: list[list[str]] = []
+
+    def encode_multi(self, texts):
+        self.calls.append(list(texts))
+        return [np.array([[len(word), i + 1.0, 1.0] for i, word in enumerate(text.split())] or [[0.0, 0.0, 1.0]])
+                for text in texts]
+
+
+def test_pair_scorer_encodes_each_distinct_text_once_and_matches_the_definition():
+    model = CountingMultiVector()
+    scorer = as_pair_scorer(model)
+    assert isinstance(scorer, MultiVectorAsPairScorer)
+    first = ["a bb ccc", "dd e", "a bb ccc", "f"]
+    second = ["dd e", "a bb ccc", "f", "f"]
+    scores = scorer.score(first, second)
+    assert len(model.calls) == 1 and sorted(model.calls[0]) == sorted({*first, *second})
+    vectors = {text: model.encode_multi([text])[0] for text in {*first, *second}}
+    np.testing.assert_allclose(scores, [maxsim(vectors[a], vectors[b]) for a, b in zip(first, second)], atol=1e-6)
+
+
+def test_beir_search_uses_the_batched_index():
+    from harness.tasks.beir import maxsim_search
+
+    rng = np.random.default_rng(2)
+    queries, documents = ragged_sets(rng, 6), ragged_sets(rng, 23)
+    indices, scores = maxsim_search(queries, lambda a, b: documents[a:b], len(documents), 4, corpus_chunk=5)
+    naive = np.array([[maxsim(q, d) for d in documents] for q in queries])
+    expected, _ = top_k(naive.astype(np.float32), 4)
+    assert (indices == expected).all()
+    np.testing.assert_allclose(scores, np.take_along_axis(naive, expected, axis=1), atol=1e-6)

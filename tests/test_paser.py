@@ -1,0 +1,159 @@
+"""PaSeR (plugins/paser.py) and RAKE (harness.nn.phrases): phrases and scores equal rake-nltk's on the same
+stopwords, the masked copy masks exactly the chosen phrase tokens, the edge cases, the loss, bad options."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from harness import InvalidOptionError, TrainingSplits, UnlabeledSentences
+from harness.nn import SentenceEncoder
+from harness.nn.objectives import CLEAN, ObjectiveSetup, ObjectiveSum
+from harness.nn.phrases import english_stopwords, masked_copy, rake_phrases
+from harness.plugin_api import ModelContext
+from harness.plugins.paser import PhraseMasking, PhraseReconstruction, replace_synonyms
+from harness.profiles import get_profile
+from harness.runner import ModelEntry, RunConfig, Runner
+
+TEXT = ("Compatibility of systems of linear constraints over the set of natural numbers. Criteria of compatibility "
+        "of a system of linear Diophantine equations, strict inequations, and nonstrict inequations are considered. "
+        "Upper bounds for components of a minimal set of solutions?! and algorithms of construction of minimal "
+        "generating sets of solutions for all types of systems are given; minimal sets -- again: minimal sets.")
+OPTIONS = {"top_k": 1, "signal": "paper", "signal_m": 10.0, "signal_n": 10.0, "decoder_layers": 6, "synonyms": 0.0}
+
+
+@pytest.mark.parametrize("stopwords", ["sklearn", "small"])
+def test_rake_equals_rake_nltk(stopwords):
+    rake_nltk = pytest.importorskip("rake_nltk")
+    from nltk.tokenize import wordpunct_tokenize
+
+    words = english_stopwords() if stopwords == "sklearn" else frozenset({"of", "the", "a", "and", "are", "for"})
+    reference = rake_nltk.Rake(stopwords=set(words), sentence_tokenizer=lambda text: [text],
+                               word_tokenizer=wordpunct_tokenize)
+    for text in (TEXT, "Red apples, are good in flavour.", "the of a", "Machine learning"):
+        reference.extract_keywords_from_text(text)
+        ours = rake_phrases(text, words)
+        assert [(p.score, p.text) for p in ours] == reference.get_ranked_phrases_with_scores()
+        for phrase in ours:  # spans point at the phrase's words in the original text
+            assert " ".join(text[a:b].lower() for a, b in phrase.word_spans) == phrase.text
+
+
+@pytest.fixture(scope="module")
+def encoder(tiny_bert):
+    torch.manual_seed(0)
+    return SentenceEncoder.from_backbone(tiny_bert, "cls", 64)
+
+
+def test_masked_copy_masks_exactly_the_chosen_phrase_tokens(encoder):
+    tokenizer = encoder.tokenizer
+    sentence = "A man is playing a wooden guitar on the big stage tonight."
+    phrases = rake_phrases(sentence)
+    chosen = phrases[:2]
+    copy = masked_copy(sentence, chosen, tokenizer, 64, tokenizer.mask_token_id)
+    encoded = tokenizer(sentence, return_offsets_mapping=True)
+    expected = [i for i, (a, b) in enumerate(encoded["offset_mapping"]) if a < b and any(
+        a < end and start < b for p in chosen for start, end in p.word_spans)]
+    assert copy.masked_positions == expected and expected
+    assert [i for i, t in enumerate(copy.input_ids) if t == tokenizer.mask_token_id] == expected
+    unmasked = [i for i in range(len(copy.input_ids)) if i not in expected]
+    assert [copy.input_ids[i] for i in unmasked] == [encoded["input_ids"][i] for i in unmasked]
+    masked_text = tokenizer.decode([encoded["input_ids"][i] for i in expected])
+    assert masked_text.split() == " ".join(p.text for p in sorted(chosen, key=lambda p: p.start)).split()
+    assert not copy.covers_sentence
+
+
+def test_edge_cases_whole_sentence_and_no_phrase(encoder):
+    setup = ObjectiveSetup(encoder, "", {**OPTIONS, "top_k": 5}, seed=0)
+    batch = PhraseMasking(setup)(["machine learning", "it is what it is .", "a cat sat on the mat ."])["paser"]
+    mask_id = encoder.tokenizer.mask_token_id
+    whole = batch["masked_ids"][0][batch["masked_mask"][0].bool()]
+    assert (whole[1:-1] == mask_id).all() and whole[0] != mask_id and whole[-1] != mask_id
+    assert batch["covers"].tolist() == [True, False, False]
+    assert batch["has_phrase"].tolist() == [True, False, True]
+    assert tokenizer_text(encoder, batch["target_ids"][0]) == "machine learning"
+    no_phrase = batch["masked_ids"][1][batch["masked_mask"][1].bool()]
+    assert no_phrase.tolist() == encoder.tokenizer("it is what it is .")["input_ids"]  # unmasked copy
+
+
+def tokenizer_text(encoder, ids) -> str:
+    return encoder.tokenizer.decode(ids, skip_special_tokens=True)
+
+
+def test_loss_trains_the_encoder_and_skips_sentences_without_phrase(encoder, tiny_bert):
+    torch.manual_seed(0)
+    setup = ObjectiveSetup(encoder, tiny_bert, {**OPTIONS, "signal": "public"}, seed=0)
+    term = PhraseReconstruction(setup)
+    module = ObjectiveSum(encoder, [("paser", term, 1.0)])
+    sentences = ["a man is playing a guitar .", "it is what it is ."]
+    batch = {CLEAN: dict(encoder.tokenize(sentences)), **PhraseMasking(setup)(sentences)}
+    module.train()
+    loss = module(**batch)
+    loss.backward()
+    assert term.last_terms["mlm"] > 0 and term.last_terms["generation"] > 0
+    assert encoder.transformer.encoder.layer[1].attention.self.query.weight.grad.abs().sum() > 0
+    decoder_embeddings = term.decoder.language_model.get_input_embeddings().weight
+    assert decoder_embeddings is encoder.transformer.get_input_embeddings().weight  # shared word embeddings
+    assert term.decoder.language_model.config.num_hidden_layers == 2  # min(6, the tiny backbone's depth)
+    memory = term.decoding_signal(torch.ones(1, 32), torch.full((1, 32), 3.0))
+    projected = term.projection(torch.full((1, 32), 3.0))
+    torch.testing.assert_close(memory[0, 1:], torch.cat([projected, 10 * (1 - projected), 10 * projected]))
+    only_stopwords = {CLEAN: dict(encoder.tokenize(["it is ."])), **PhraseMasking(setup)(["it is ."])}
+    module(**only_stopwords)
+    assert term.last_terms["generation"] == 0.0
+
+
+def test_paper_signal_is_equation_2():
+    term = PhraseReconstruction.__new__(PhraseReconstruction)
+    nn_init = torch.nn.Module.__init__
+    nn_init(term)
+    term.projection, term.scale_difference, term.scale_product = None, 10.0, 10.0
+    sentence, masked = torch.tensor([[1.0, -2.0]]), torch.tensor([[3.0, 0.5]])
+    expected = torch.tensor([[[1.0, -2.0], [3.0, 0.5], [20.0, 25.0], [30.0, 10.0]]])
+    torch.testing.assert_close(term.decoding_signal(sentence, masked), expected)
+
+
+def test_synonym_replacement_and_missing_wordnet(monkeypatch):
+    table = {"guitar": ["lute"], "playing": ["strumming"], "man": []}
+    replaced = replace_synonyms("a man is playing a guitar .", 0.5, lambda w: table.get(w, []), english_stopwords(),
+                                random.Random(0))
+    assert replaced in {"a man is strumming a lute .", "a man is playing a lute .", "a man is strumming a guitar ."}
+    assert replaced != "a man is playing a guitar ."
+    import nltk.corpus
+
+    class Missing:
+        def synsets(self, word):
+            raise LookupError("Resource wordnet not found.")
+
+    monkeypatch.setattr(nltk.corpus, "wordnet", Missing())
+    from harness.plugins.paser import check_options
+
+    with pytest.raises(InvalidOptionError, match="nltk.downloader wordnet"):
+        check_options({**OPTIONS, "synonyms": 0.1}, "model 'paser'")
+
+
+def test_training_end_to_end_and_bad_options(tiny_bert, registry, tmp_path):
+    plugin = registry.model("paser")
+    options = {key: option.default for key, option in plugin.options.items()} | {"top_k": 2}
+    ctx = ModelContext(options=options, backbone=tiny_bert, profile=get_profile("smoke"), device="cpu", seed=3,
+                       progress=False, component=registry.component, artifact_dir=tmp_path, cache_dir=tmp_path,
+                       train_on="test")
+    model = plugin.factory(ctx)
+    sentences = ["a man is playing a guitar .", "machine learning", "it is .", "the cat sits on the red mat ."]
+    before = model.encode(sentences)
+    report = model.fit(TrainingSplits("test", UnlabeledSentences(sentences)), ctx)
+    assert report["objectives"] == ["paser"] and report["setup"] == "paser-4.2" and report["steps"] > 0
+    assert not np.allclose(before, model.encode(sentences))
+
+    def plan(spec):
+        config = RunConfig(models=[ModelEntry(spec)], tasks=["stsb"], train_on="stsb", profile="smoke",
+                           results_dir=tmp_path / "results", progress=False)
+        return Runner(registry, config, log=lambda _: None).plan()
+
+    with pytest.raises(InvalidOptionError, match="top_k must be at least 1"):
+        plan("paser:top_k=0")
+    with pytest.raises(InvalidOptionError, match="signal"):
+        plan("paser:signal=concat")
+    with pytest.raises(InvalidOptionError, match="needs its own options"):
+        plan("simcse:aux=paser")
