@@ -15,8 +15,6 @@ from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from .evaluation.maxsim import maxsim_pairs
-
 EMBEDDER = "embedder"
 PAIR_SCORER = "pair_scorer"
 MULTI_VECTOR_EMBEDDER = "multi_vector_embedder"
@@ -157,6 +155,8 @@ class MultiVectorAsPairScorer:
         distinct = list(dict.fromkeys([*first, *second]))
         row_of = {text: row for row, text in enumerate(distinct)}
         vectors = list(self.model.encode_multi(distinct))
+        from .evaluation.maxsim import maxsim_pairs  # imports torch: only when a multi-vector model is scored
+
         return maxsim_pairs(vectors, vectors, [row_of[a] for a in first], [row_of[b] for b in second])
 
 

@@ -126,3 +126,9 @@ def test_builtins_use_only_the_public_api(folder):
                         and module not in PUBLIC_MODULES[:2]:
                     offenders.append(f"{path.relative_to(REPO)} imports {module}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_importing_harness_does_not_load_torch():
+    # `harness list`, `harness validate` and plugin discovery stay fast; torch loads with the first model.
+    code = "import sys, harness, harness.capabilities; assert 'torch' not in sys.modules, 'torch was imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)

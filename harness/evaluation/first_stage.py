@@ -58,19 +58,24 @@ class EmbedderFirstStage:
         return indices
 
 
-def encode_once(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
-    """Embeddings of ``texts`` with each distinct text encoded once (duplicate titles are common in forums)."""
+def _distinct_rows(texts: Sequence[str]) -> tuple[list[str], list[int]]:
+    """The distinct texts in first-seen order and, per input text, its row among them."""
     distinct = list(dict.fromkeys(texts))
     row_of = {text: row for row, text in enumerate(distinct)}
-    return np.asarray(embedder.encode(distinct))[[row_of[text] for text in texts]]
+    return distinct, [row_of[text] for text in texts]
+
+
+def encode_once(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Embeddings of ``texts`` with each distinct text encoded once (duplicate titles are common in forums)."""
+    distinct, rows = _distinct_rows(texts)
+    return np.asarray(embedder.encode(distinct))[rows]
 
 
 def encode_multi_once(model: MultiVectorEmbedder, texts: Sequence[str]) -> list[np.ndarray]:
     """Multi-vector embeddings of ``texts`` with each distinct text encoded once."""
-    distinct = list(dict.fromkeys(texts))
-    row_of = {text: row for row, text in enumerate(distinct)}
+    distinct, rows = _distinct_rows(texts)
     vector_sets = list(model.encode_multi(distinct))
-    return [vector_sets[row_of[text]] for text in texts]
+    return [vector_sets[row] for row in rows]
 
 
 def full_pool_multi_vector(model: Any) -> MultiVectorEmbedder | None:

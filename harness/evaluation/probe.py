@@ -14,7 +14,7 @@ their train / dev / test texts and integer labels; :func:`train_probe` does the 
   epoch (``keep="last"``, what the thesis code's Trainer does without ``load_best_model_at_end``);
 - scores: macro-F1 x100 (scikit-learn's ``f1_score(average="macro")``, 0 for an undefined F1) and accuracy x100.
 
-:func:`encode_once` is the embedding cache: a frozen encoder's vectors of one list of texts, kept per model object
+:func:`cached_embeddings` is the embedding cache: a frozen encoder's vectors of one list of texts, kept per model object
 (weak keys, so nothing outlives the model) for the tasks evaluated after it in the same run. Several probe tasks
 over the same texts (e.g. 20 Newsgroups' 20-group and parent-group probes) encode them once per model; the classifier
 epochs never encode anything (they read the cached vectors). The runner never changes a model between the cells it
@@ -161,7 +161,7 @@ def texts_key(texts: Sequence[str]) -> str:
     return digest.hexdigest()
 
 
-def encode_once(model: Any, texts: Sequence[str], description: str = "texts") -> np.ndarray:
+def cached_embeddings(model: Any, texts: Sequence[str], description: str = "texts") -> np.ndarray:
     """``as_embedder(model).encode(texts)`` as float32 ``[n, d]``, computed once per model object and list of texts
     (the last :data:`CACHED_ENCODINGS_PER_MODEL` lists are kept). A model that cannot be weakly referenced is
     encoded every time."""

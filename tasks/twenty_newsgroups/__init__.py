@@ -35,8 +35,8 @@ model then keeps the first tokens that fit its own sequence limit (right truncat
 thesis code's ``truncation=True`` do), so the prompt is never cut away.
 
 Encoding: the documents of all three splits go to the model in one ``encode`` call (the harness encoders sort texts
-by token length, so batches carry little padding) through :func:`harness.evaluation.probe.encode_once`: the raw and
-the prompted form are two encodings per model, shared by ``20ng-topic`` and ``20ng-parent`` in one run, and the
+by token length, so batches carry little padding) through :func:`harness.evaluation.probe.cached_embeddings`: the
+raw and the prompted form are two encodings per model, shared by ``20ng-topic`` and ``20ng-parent`` in one run, and the
 probe's ten epochs read the cached vectors.
 
 Probe (option ``probe``, as ``bws-topic``): ``linear`` (default, the thesis text): ``Linear(d, classes)``, AdamW lr
@@ -86,7 +86,7 @@ from harness.evaluation.probe import (
     PROBE_EPOCHS,
     PROBE_LEARNING_RATE,
     ProbeSplit,
-    encode_once,
+    cached_embeddings,
     train_probe,
 )
 from harness.evaluation.sampling import evaluation_sample
@@ -267,7 +267,7 @@ class NewsgroupsProbe(Task):
             for name, documents in splits.documents.items()
         }
         everything = [d for name in SPLITS for d in evaluated[name]]
-        embeddings = encode_once(model, self.input_texts(everything),
+        embeddings = cached_embeddings(model, self.input_texts(everything),
                                  f"20 Newsgroups documents ({self.options['input']})")
         probe_splits, start = {}, 0
         for name in SPLITS:
@@ -296,22 +296,32 @@ class NewsgroupsProbe(Task):
         )
 
 
-class TopicProbe(NewsgroupsProbe):
-    metadata = TaskMetadata(
-        name="20ng-topic",
+def probe_metadata(name: str, description: str, labels: str, labels_detail: str) -> TaskMetadata:
+    """The metadata the two probes share; they differ in name, description and label set."""
+    return TaskMetadata(
+        name=name,
         family=FAMILY,
-        description="20 Newsgroups: frozen-encoder linear probe on the 20 newsgroups (thesis 5.6.2, table 6.14); "
-                    "input=raw or prompted (parent-group topic prompt, 4.4.2)",
+        description=description,
         main_score="f1_macro",
         metric="macro-F1 x100 of a linear classifier (10 epochs, lr 1e-3, best dev epoch) on frozen embeddings of "
-               "the official test split's documents, 20 newsgroups",
+               f"the official test split's documents, {labels}",
         reference=REFERENCE,
         dataset=DATASET,
         dataset_source=SOURCE,
         license=LICENSE,
         requires=("embedder",),
         training_kinds=(LABELED_SENTENCES, UNLABELED_SENTENCES),
-        details={**COMMON_DETAILS, "labels": "the 20 newsgroups"},
+        details={**COMMON_DETAILS, "labels": labels_detail},
+    )
+
+
+class TopicProbe(NewsgroupsProbe):
+    metadata = probe_metadata(
+        "20ng-topic",
+        "20 Newsgroups: frozen-encoder linear probe on the 20 newsgroups (thesis 5.6.2, table 6.14); "
+        "input=raw or prompted (parent-group topic prompt, 4.4.2)",
+        "20 newsgroups",
+        "the 20 newsgroups",
     )
     label_names = GROUPS
 
@@ -320,21 +330,12 @@ class TopicProbe(NewsgroupsProbe):
 
 
 class ParentProbe(NewsgroupsProbe):
-    metadata = TaskMetadata(
-        name="20ng-parent",
-        family=FAMILY,
-        description="20 Newsgroups: frozen-encoder linear probe on the six parent groups of thesis table 3.9; "
-                    "input=raw or prompted (the prompt names the parent group)",
-        main_score="f1_macro",
-        metric="macro-F1 x100 of a linear classifier (10 epochs, lr 1e-3, best dev epoch) on frozen embeddings of "
-               "the official test split's documents, 6 parent groups",
-        reference=REFERENCE,
-        dataset=DATASET,
-        dataset_source=SOURCE,
-        license=LICENSE,
-        requires=("embedder",),
-        training_kinds=(LABELED_SENTENCES, UNLABELED_SENTENCES),
-        details={**COMMON_DETAILS, "labels": "the 6 parent groups of thesis table 3.9"},
+    metadata = probe_metadata(
+        "20ng-parent",
+        "20 Newsgroups: frozen-encoder linear probe on the six parent groups of thesis table 3.9; "
+        "input=raw or prompted (the prompt names the parent group)",
+        "6 parent groups",
+        "the 6 parent groups of thesis table 3.9",
     )
     label_names = PARENTS
 
