@@ -4,28 +4,33 @@ pair scorer uses) against the per-pair loop it replaced (harness.maxsim once per
 Vector sets are random with Nugget's ragged lengths: ``--texts`` distinct texts of ``--min-tokens`` ..
 ``--max-tokens`` tokens (uniform; 8-40 covers STS sentences with their special tokens) keep k = ceil(r * n) vectors
 of width ``--width`` (384, all-MiniLM-L6-v2), for each of the paper's ratios r (``--ratios``; 0.1 is the plugin's
-default); ``--pairs`` random pairs of them (10,000 by default). Both paths get the same sets; the scores are checked
+default); ``--pairs`` random pairs of them (10,000 by default). All paths get the same sets; the scores are checked
 equal (1e-6) before timing. Pairs/s = pairs / best of ``--repeats`` wall times; the ratio is batched / naive
-(target >= 20).
+(target >= 20). The fused engine's one-off compilation (first call in a process) is printed, not timed.
 
     python benchmarks/maxsim_speed.py [--pairs 10000] [--ratios 0.05,0.1,0.15,0.25] [--repeats 3] [--threads 1]
 
-Measured 2026-11-22 on the 2-core CPU, quiet (load average 1.7), torch's 2 threads, best of 5. "Batched" reads
-the sets as Nugget's ``encode_multi`` returns them (:class:`harness.VectorSets`, one array); "separate arrays" is
-the same call on a list of separately allocated arrays, which it stacks first:
+Columns: "fused" is the default engine (numba kernel) reading the sets as Nugget's ``encode_multi`` returns them
+(:class:`harness.VectorSets`, one array); "separate arrays" is the same call on a list of separately allocated arrays,
+which it stacks first; "sparse" is the fallback engine without numba (sampled sparse-dense product) on the
+``VectorSets``.
 
-| r | vectors per text | naive pairs/s | batched pairs/s | ratio | separate arrays pairs/s | ratio |
-| --- | --- | ---: | ---: | ---: | ---: | ---: |
-| 0.05 | 1-2 | 35.8K | 1222K | 34.1 | 742K | 20.7 |
-| 0.10 | 1-4 | 34.8K | 625K | 17.9 | 342K | 9.8 |
-| 0.15 | 2-6 | 34.0K | 395K | 11.6 | 279K | 8.2 |
-| 0.25 | 2-10 | 29.7K | 200K | 6.7 | 140K | 4.7 |
+Measured 2026-11-22 on the 2-core CPU, quiet (load average 0.7), torch's and numba's 2 threads, best of 5
+(compilation 4-6 s, once per process):
 
-The naive loop costs a near-constant ~30 us per pair (Python and NumPy call overhead), while the batched path's cost
-grows with the vectors (the sampled product and its segment reductions over every query-vector x document-vector
-similarity; stacking separate arrays adds ~7 ms per 4,000 texts at r = 0.1). So the ratio passes 20 only for the
-smallest sets: at the default r = 0.1 it is ~18 (17-29 in runs on the loaded machine), at r = 0.25 ~7. The first
-batched version (padded, length-bucketed gathers) reached ~4.5-7.
+| r | vectors per text | naive pairs/s | fused pairs/s | ratio | separate arrays pairs/s | ratio | sparse pairs/s | ratio |
+| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+| 0.05 | 1-2 | 25.8K | 3067K | **118.9** | 782K | 30.3 | 1185K | 45.9 |
+| 0.10 | 1-4 | 21.4K | 1895K | **88.4** | 622K | 29.0 | 649K | 30.3 |
+| 0.15 | 2-6 | 20.9K | 1032K | **49.4** | 493K | 23.6 | 373K | 17.8 |
+| 0.25 | 2-10 | 24.1K | 693K | **28.7** | 322K | 13.3 | 248K | 10.3 |
+
+The naive loop costs a near-constant 30-50 us per pair (Python and NumPy call overhead; 20-35K pairs/s across runs
+on this machine). The fused kernel's cost is the dot products themselves (r = 0.25: ~40 similarities of 384
+dimensions per pair), so its ratio falls as r grows; r = 0.25 is the tightest case (24-29x in three runs). Separate
+arrays add the copy of every vector into one matrix (~40 MB at r = 0.25), which at these set sizes costs more than
+the scoring. The sparse engine adds index building and segment reductions over every similarity; the first batched
+version (padded, length-bucketed gathers) reached only ~4.5-7.
 """
 from __future__ import annotations
 
@@ -47,10 +52,11 @@ def naive_scores(vector_sets: list[np.ndarray], first: np.ndarray, second: np.nd
     return np.array([maxsim(vector_sets[a], vector_sets[b]) for a, b in zip(first, second)])
 
 
-def batched_scores(vector_sets: list[np.ndarray], first: np.ndarray, second: np.ndarray) -> np.ndarray:
+def batched_scores(vector_sets: list[np.ndarray], first: np.ndarray, second: np.ndarray,
+                   engine: str | None = None) -> np.ndarray:
     from harness.evaluation.maxsim import maxsim_pairs
 
-    return maxsim_pairs(vector_sets, vector_sets, first, second)
+    return maxsim_pairs(vector_sets, vector_sets, first, second, engine=engine)
 
 
 def best_time(function, repeats: int) -> float:
@@ -74,22 +80,28 @@ def measure(args: argparse.Namespace, ratio: float) -> dict:
     plain_sets = [vectors.copy() for vectors in vector_sets]  # separate arrays: the batched path stacks them first
     first = rng.integers(0, args.texts, size=args.pairs)
     second = rng.integers(0, args.texts, size=args.pairs)
-    difference = np.abs(naive_scores(vector_sets, first, second) - batched_scores(vector_sets, first, second)).max()
+    naive = naive_scores(vector_sets, first, second)
+    difference = max(np.abs(naive - batched_scores(vector_sets, first, second, engine)).max()
+                     for engine in ("fused", "sparse"))
     if difference > 1e-6:
         raise SystemExit(f"batched and naive MaxSim differ by {difference:.2e} (> 1e-6)")
-    naive_seconds = best_time(lambda: naive_scores(vector_sets, first, second), args.repeats)
-    batched_seconds = best_time(lambda: batched_scores(vector_sets, first, second), args.repeats)
-    plain_seconds = best_time(lambda: batched_scores(plain_sets, first, second), args.repeats)
-    naive_rate, batched_rate = args.pairs / naive_seconds, args.pairs / batched_seconds
-    plain_rate = args.pairs / plain_seconds
-    logger.info("r = %.2f (%d-%d vectors per text): naive per-pair loop %.0f pairs/s, batched %.0f pairs/s: ratio "
-                "%.1f (target >= 20); from separate arrays %.0f pairs/s: ratio %.1f (max difference %.1e)", ratio,
-                lengths.min(), lengths.max(), naive_rate, batched_rate, batched_rate / naive_rate, plain_rate,
-                plain_rate / naive_rate, difference)
-    return {"pairs": args.pairs, "ratio_r": ratio, "vectors_per_text": [int(lengths.min()), int(lengths.max())],
-            "naive_pairs_per_second": round(naive_rate, 1), "batched_pairs_per_second": round(batched_rate, 1),
-            "ratio": round(batched_rate / naive_rate, 2), "separate_arrays_pairs_per_second": round(plain_rate, 1),
-            "separate_arrays_ratio": round(plain_rate / naive_rate, 2), "max_difference": float(difference)}
+    rates = {"naive": args.pairs / best_time(lambda: naive_scores(vector_sets, first, second), args.repeats)}
+    for name, sets, engine in (("fused", vector_sets, "fused"), ("separate_arrays", plain_sets, "fused"),
+                               ("sparse", vector_sets, "sparse")):
+        rates[name] = args.pairs / best_time(lambda sets=sets, engine=engine: batched_scores(sets, first, second, engine),
+                                             args.repeats)
+    logger.info("r = %.2f (%d-%d vectors per text): naive per-pair loop %.0f pairs/s; fused %.0f pairs/s: ratio %.1f "
+                "(target >= 20); from separate arrays %.0f: ratio %.1f; sparse engine %.0f: ratio %.1f (max "
+                "difference %.1e)", ratio, lengths.min(), lengths.max(), rates["naive"], rates["fused"],
+                rates["fused"] / rates["naive"], rates["separate_arrays"], rates["separate_arrays"] / rates["naive"],
+                rates["sparse"], rates["sparse"] / rates["naive"], difference)
+    row = {"pairs": args.pairs, "ratio_r": ratio, "vectors_per_text": [int(lengths.min()), int(lengths.max())],
+           "max_difference": float(difference)}
+    for name, rate in rates.items():
+        row[f"{name}_pairs_per_second"] = round(rate, 1)
+        if name != "naive":
+            row[f"{name}_ratio"] = round(rate / rates["naive"], 2)
+    return row
 
 
 def main() -> None:
@@ -110,8 +122,13 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     logger.info("%d pairs of %d texts, width %d, %d torch threads, load average %.2f %.2f %.2f", args.pairs,
                 args.texts, args.width, torch.get_num_threads(), *os.getloadavg())
+    started = time.perf_counter()
+    batched_scores([np.ones((2, args.width), dtype=np.float32)] * 2, np.array([0]), np.array([1]), "fused")
+    compile_seconds = time.perf_counter() - started
+    logger.info("fused engine: compiled in %.1f s (once per process, not timed below)", compile_seconds)
     rows = [measure(args, float(ratio)) for ratio in args.ratios.split(",")]
-    print(json.dumps({"threads": torch.get_num_threads(), "rows": rows, "load_average": os.getloadavg()}))
+    print(json.dumps({"threads": torch.get_num_threads(), "compile_seconds": round(compile_seconds, 2), "rows": rows,
+                      "load_average": os.getloadavg()}))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import pytest
 
 from harness import maxsim
 from harness.capabilities import MultiVectorAsPairScorer, as_pair_scorer
+from harness.evaluation import maxsim as maxsim_module
 from harness.evaluation.maxsim import MaxSimIndex, maxsim_pairs, maxsim_top_k
 from harness.evaluation.search import top_k
 
@@ -19,17 +20,44 @@ def ragged_sets(rng: np.random.Generator, count: int, width: int = 24, longest: 
     return sets
 
 
-def test_batched_pairs_equal_the_definition_on_ragged_sets():
+@pytest.mark.parametrize("engine", ["fused", "sparse"])
+def test_batched_pairs_equal_the_definition_on_ragged_sets(engine):
     rng = np.random.default_rng(0)
-    sets = ragged_sets(rng, 60)
+    sets = ragged_sets(rng, 60, longest=11)  # 1..11 vectors: the fused kernel's blocks of four and its remainder
+    sets[2][:] = 0.0  # every vector zero: its MaxSim is 0 on either side
     first, second = rng.integers(0, 60, size=500), rng.integers(0, 60, size=500)
+    first[:3], second[:3] = [2, 5, 2], [5, 2, 2]
     naive = np.array([maxsim(sets[a].astype(np.float64), sets[b].astype(np.float64)) for a, b in zip(first, second)])
-    for max_elements in (1, 50, 1 << 23):  # batches of one pair, a few pairs, everything
-        batched = maxsim_pairs(sets, sets, first, second, max_elements=max_elements)
+    assert (naive[:3] == 0).all()
+    for max_elements in (1, 50, 1 << 23):  # batches of one pair, a few pairs, everything (bounds the sparse engine)
+        batched = maxsim_pairs(sets, sets, first, second, max_elements=max_elements, engine=engine)
         np.testing.assert_allclose(batched, naive, atol=1e-6, rtol=0)
+    queries, documents = sets[:25], ragged_sets(rng, 25, width=24)  # two different lists, pairs in order
+    naive = [maxsim(q.astype(np.float64), d.astype(np.float64)) for q, d in zip(queries, documents)]
+    np.testing.assert_allclose(maxsim_pairs(queries, documents, engine=engine), naive, atol=1e-6, rtol=0)
     single = [rng.normal(size=(1, 24)) for _ in range(5)]  # only single-vector texts: plain cosine
     cosines = [float(a[0] @ b[0] / np.linalg.norm(a) / np.linalg.norm(b)) for a, b in zip(single, single[::-1])]
-    np.testing.assert_allclose(maxsim_pairs(single, single[::-1]), cosines, atol=1e-6)
+    np.testing.assert_allclose(maxsim_pairs(single, single[::-1], engine=engine), cosines, atol=1e-6)
+
+
+def test_engines_agree_and_bad_engine_input_is_refused(monkeypatch):
+    rng = np.random.default_rng(4)
+    sets = ragged_sets(rng, 30)
+    first, second = rng.integers(0, 30, size=200), rng.integers(0, 30, size=200)
+    np.testing.assert_allclose(maxsim_pairs(sets, sets, first, second, engine="fused"),
+                               maxsim_pairs(sets, sets, first, second, engine="sparse"), atol=1e-6, rtol=0)
+    with pytest.raises(ValueError, match="unknown MaxSim engine 'numba'; choose one of fused, sparse"):
+        maxsim_pairs(sets, sets, first, second, engine="numba")
+    with pytest.raises(IndexError, match=r"document rows must lie in \[0, 30\); got 0\.\.30"):
+        maxsim_pairs(sets, sets, [0, 1], [0, 30])  # the kernel has no bounds checks: refused before it runs
+    with pytest.raises(IndexError, match="query rows"):
+        maxsim_pairs(sets, sets, [-1], [0], engine="sparse")
+    monkeypatch.setattr(maxsim_module, "_kernels", False)  # as without numba
+    assert maxsim_module.default_engine() == "sparse"
+    np.testing.assert_allclose(maxsim_pairs(sets, sets, first, second),
+                               maxsim_pairs(sets, sets, first, second, engine="sparse"), atol=0, rtol=0)
+    with pytest.raises(ValueError, match="needs numba"):
+        maxsim_pairs(sets, sets, first, second, engine="fused")
 
 
 def test_index_scores_and_top_k_equal_the_definition():

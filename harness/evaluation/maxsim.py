@@ -9,11 +9,17 @@ It is one-sided (the query's vectors look for their best match in the document).
 per-pair reference; this module computes the same numbers for many pairs at once:
 
 - :func:`maxsim_pairs`: scores of given (query set, document set) pairs. The sets are stacked once into one matrix
-  each (no per-pair copies), the distinct pairs sorted by query, and the similarities the pairs need, the
-  query-vector x document-vector blocks, are computed as one sampled sparse-dense product
-  (``torch.sparse.sampled_addmm`` on the CSR pattern of those blocks), in chunks of at most ``max_elements``
-  similarities; each block's row maxima and their mean are segment reductions over the result. Cosines are the dot
-  products scaled by both vectors' inverse norms.
+  each (no per-pair copies; none at all for a :class:`~harness.capabilities.VectorSets`). Two engines compute the
+  same numbers:
+
+  - ``fused`` (the default when numba imports; :mod:`harness.evaluation.maxsim_kernels`): one compiled pass per
+    pair, parallel over pairs; the pair's similarities stay in registers.
+  - ``sparse`` (the fallback without numba): the distinct pairs sorted by query, and the similarities they need,
+    the query-vector x document-vector blocks, computed as one sampled sparse-dense product
+    (``torch.sparse.sampled_addmm`` on the CSR pattern of those blocks), in chunks of at most ``max_elements``
+    similarities; each block's row maxima and their mean are segment reductions over the result.
+
+  Both give cosines as the dot products scaled by both vectors' inverse norms.
 - :class:`MaxSimIndex`: a set of documents stacked into one ``[all vectors, d]`` matrix; ``scores(queries)`` is
   ``[n_queries, n_documents]``, computed in query chunks (one matrix product per chunk, then the max over each
   document's block of columns), so at most ``max_elements`` similarities exist at once.
@@ -22,8 +28,9 @@ per-pair reference; this module computes the same numbers for many pairs at once
 
 Vectors are float32; a zero vector has cosine 0 with anything, as in :func:`harness.maxsim`. ``MaxSimIndex`` scales
 every vector to unit length once; ``maxsim_pairs`` scales each dot product by the two inverse norms instead (the
-same cosine to float32 rounding, without a normalised copy of every vector). tests/test_maxsim.py checks
-equality with the per-pair definition to 1e-6 on ragged sets, including sets of a single vector.
+same cosine to float32 rounding, without a normalised copy of every vector). tests/test_maxsim.py checks both
+engines' equality with the per-pair definition to 1e-6 on ragged sets, including sets of a single vector and zero
+vectors.
 
 Bad input: a text with no vector at all has no MaxSim (the mean over zero query vectors, or the max over zero
 document vectors, is undefined); it is refused with a ValueError naming the text's position. Sets of different
@@ -32,6 +39,7 @@ widths are refused likewise.
 from __future__ import annotations
 
 import logging
+import threading
 import warnings
 from typing import Sequence
 
@@ -45,6 +53,31 @@ logger = logging.getLogger(__name__)
 
 # Similarities held at once (float32): 2^23 = 32 MB, the bound for MaxSimIndex chunks and search blocks.
 DEFAULT_MAX_ELEMENTS = 1 << 23
+
+ENGINES = ("fused", "sparse")
+_kernels = None  # harness.evaluation.maxsim_kernels once imported, False when numba is unavailable
+# numba's default threading layer (workqueue, where OpenMP and TBB are missing) aborts the process when two Python
+# threads launch parallel kernels at once; the kernel is short, so launches are serialised.
+_kernel_lock = threading.Lock()
+
+
+def _fused_kernels():
+    """The numba kernels module, or None when numba cannot be imported (the warning says so once)."""
+    global _kernels
+    if _kernels is None:
+        try:
+            from . import maxsim_kernels
+            _kernels = maxsim_kernels
+        except ImportError as error:
+            logger.warning("numba is not usable (%s): MaxSim pairs use the slower sampled sparse product; "
+                           "`pip install numba` for the fused kernel", error)
+            _kernels = False
+    return _kernels or None
+
+
+def default_engine() -> str:
+    """The engine :func:`maxsim_pairs` uses when none is named: ``fused`` when numba imports, else ``sparse``."""
+    return "fused" if _fused_kernels() is not None else "sparse"
 
 
 def _checked_sets(vector_sets: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -106,16 +139,16 @@ class _StackedSets:
 
 
 class _RawSets:
-    """Vector sets stacked as they are into one ``[total, d]`` float32 tensor (one copy, none for a
-    :class:`~harness.capabilities.VectorSets` that still matches its array; no normalisation) with each set's offset,
-    length and the inverse norm of every row (0-norm rows get a finite inverse, so their cosines are
-    0 exactly)."""
+    """Vector sets stacked as they are into one C-contiguous ``[total, d]`` float32 array (one copy, none for a
+    :class:`~harness.capabilities.VectorSets` that still matches its array; no normalisation) with each set's offset
+    and length, and the inverse norm of every row once :meth:`with_inverse_norms` ran (0-norm rows get a finite
+    inverse, so their cosines are 0 exactly)."""
 
     def __init__(self, vector_sets: Sequence[np.ndarray]):
         if isinstance(vector_sets, VectorSets) and vector_sets.matches_stacked() and \
                 vector_sets.stacked.dtype == np.float32 and (vector_sets.lengths > 0).all():
             # Already one array (e.g. Nugget's encode_multi): used as it is, no copy.
-            stacked, self.lengths = vector_sets.stacked, vector_sets.lengths
+            stacked, self.lengths = vector_sets.stacked, vector_sets.lengths.astype(np.int64, copy=False)
         else:
             checked = _checked_sets(vector_sets)
             self.lengths = np.array([vectors.shape[0] for vectors in checked], dtype=np.int64)
@@ -123,9 +156,21 @@ class _RawSets:
         self.offsets = np.zeros(len(self.lengths), dtype=np.int64)
         np.cumsum(self.lengths[:-1], out=self.offsets[1:])
         self.width = stacked.shape[1] if len(self.lengths) else 0
-        self.vectors = torch.from_numpy(stacked)
-        norms = torch.linalg.vector_norm(self.vectors, dim=1)
-        self.inverse_norms = torch.reciprocal(norms.clamp_min_(torch.finfo(torch.float32).tiny)).numpy()
+        self.stacked = np.ascontiguousarray(stacked)
+        self.inverse_norms: np.ndarray | None = None
+
+    def with_inverse_norms(self, engine: str) -> "_RawSets":
+        if self.inverse_norms is None:
+            if engine == "fused":
+                self.inverse_norms = _fused_kernels().inverse_norms(self.stacked)
+            else:
+                norms = torch.linalg.vector_norm(torch.from_numpy(self.stacked), dim=1)
+                self.inverse_norms = torch.reciprocal(norms.clamp_min_(torch.finfo(torch.float32).tiny)).numpy()
+        return self
+
+    @property
+    def vectors(self) -> torch.Tensor:
+        return torch.from_numpy(self.stacked)
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -204,25 +249,55 @@ def _block_scores(queries: _RawSets, documents: _RawSets, query_rows: np.ndarray
 
 def maxsim_pairs(query_sets: Sequence[np.ndarray], document_sets: Sequence[np.ndarray],
                  query_rows: Sequence[int] | None = None, document_rows: Sequence[int] | None = None,
-                 max_elements: int = DEFAULT_MAX_ELEMENTS) -> np.ndarray:
+                 max_elements: int = DEFAULT_MAX_ELEMENTS, engine: str | None = None) -> np.ndarray:
     """MaxSim of pairs ``(query_sets[query_rows[p]], document_sets[document_rows[p]])`` as float64 ``[n_pairs]``.
 
     Without rows, pair ``p`` is ``(query_sets[p], document_sets[p])``. Passing the same list as both sets with row
-    indices lets each distinct text's vectors be stacked once. A pair that occurs several times is scored once.
+    indices lets each distinct text's vectors be stacked once. ``engine``: ``fused`` or ``sparse`` (module
+    docstring); None picks :func:`default_engine`. ``max_elements`` bounds the similarities the ``sparse`` engine
+    holds at once (the fused one holds none). With ``sparse`` a pair that occurs several times is scored once.
     """
     if max_elements < 1:
         raise ValueError("max_elements must be at least 1")
+    if engine is None:
+        engine = default_engine()
+    elif engine not in ENGINES:
+        raise ValueError(f"unknown MaxSim engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    elif engine == "fused" and _fused_kernels() is None:
+        raise ValueError("the fused MaxSim engine needs numba (`pip install numba`); or use engine='sparse'")
     queries = _RawSets(query_sets)
     documents = queries if document_sets is query_sets else _RawSets(document_sets)
-    query_rows = np.arange(len(queries)) if query_rows is None else np.asarray(query_rows, dtype=np.int64)
+    # Contiguous int64 rows: the kernel is compiled (and cached) for exactly these array types.
+    query_rows = np.arange(len(queries)) if query_rows is None else \
+        np.ascontiguousarray(query_rows, dtype=np.int64).reshape(-1)
     document_rows = np.arange(len(documents)) if document_rows is None else \
-        np.asarray(document_rows, dtype=np.int64)
+        np.ascontiguousarray(document_rows, dtype=np.int64).reshape(-1)
     if len(query_rows) != len(document_rows):
         raise ValueError(f"{len(query_rows)} query rows but {len(document_rows)} document rows")
     if len(query_rows) and queries.width != documents.width:
         raise ValueError(f"query vectors have width {queries.width}, document vectors {documents.width}")
     if len(query_rows) == 0:
         return np.zeros(0, dtype=np.float64)
+    for rows, sets, role in ((query_rows, queries, "query"), (document_rows, documents, "document")):
+        if rows.min() < 0 or rows.max() >= len(sets):  # the fused kernel reads memory without bounds checks
+            raise IndexError(f"{role} rows must lie in [0, {len(sets)}); got {rows.min()}..{rows.max()}")
+    queries.with_inverse_norms(engine)
+    documents.with_inverse_norms(engine)
+    if engine == "fused":
+        import numba
+
+        kernels = _fused_kernels()
+        # Pairs of one query text run one after another, so its vectors are still in cache (~10% faster on random
+        # pairs); scores go back to the caller's order.
+        order = np.argsort(query_rows, kind="stable")
+        scores = np.empty(len(query_rows), dtype=np.float64)
+        with _kernel_lock:
+            numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
+            scores[order] = kernels.pair_scores(queries.stacked, queries.inverse_norms, queries.offsets,
+                                                queries.lengths, documents.stacked, documents.inverse_norms,
+                                                documents.offsets, documents.lengths, query_rows[order],
+                                                document_rows[order])
+        return scores
     # Distinct pairs in (query, document) order: the CSR pattern needs each row's columns sorted and unique.
     distinct, pair_of = np.unique(query_rows * len(documents) + document_rows, return_inverse=True)
     distinct_queries, distinct_documents = distinct // len(documents), distinct % len(documents)
