@@ -130,7 +130,7 @@ def test_vector_sets_are_read_without_copying_and_give_the_same_scores():
     sets = ragged_sets(rng, 40)
     stacked = VectorSets.from_stacked(np.concatenate(sets).astype(np.float32), [len(s) for s in sets])
     assert isinstance(stacked, list) and all((a == b).all() for a, b in zip(stacked, sets))
-    assert _RawSets(stacked).vectors.data_ptr() == stacked.stacked.__array_interface__["data"][0]  # no copy
+    assert _RawSets(stacked, "sparse").vectors.data_ptr() == stacked.stacked.__array_interface__["data"][0]  # no copy
     first, second = rng.integers(0, 40, size=300), rng.integers(0, 40, size=300)
     np.testing.assert_array_equal(maxsim_pairs(stacked, stacked, first, second), maxsim_pairs(sets, sets, first, second))
     stacked.append(np.ones((2, 24), dtype=np.float32))  # no longer the blocks of its array: read as a plain list

@@ -141,10 +141,10 @@ class _StackedSets:
 class _RawSets:
     """Vector sets stacked as they are into one C-contiguous ``[total, d]`` float32 array (one copy, none for a
     :class:`~harness.capabilities.VectorSets` that still matches its array; no normalisation) with each set's offset
-    and length, and the inverse norm of every row once :meth:`with_inverse_norms` ran (0-norm rows get a finite
-    inverse, so their cosines are 0 exactly)."""
+    and length, and the inverse norm of every row, computed by ``engine`` (0-norm rows get a finite inverse, so
+    their cosines are 0 exactly)."""
 
-    def __init__(self, vector_sets: Sequence[np.ndarray]):
+    def __init__(self, vector_sets: Sequence[np.ndarray], engine: str):
         if isinstance(vector_sets, VectorSets) and vector_sets.matches_stacked() and \
                 vector_sets.stacked.dtype == np.float32 and (vector_sets.lengths > 0).all():
             # Already one array (e.g. Nugget's encode_multi): used as it is, no copy.
@@ -157,16 +157,11 @@ class _RawSets:
         np.cumsum(self.lengths[:-1], out=self.offsets[1:])
         self.width = stacked.shape[1] if len(self.lengths) else 0
         self.stacked = np.ascontiguousarray(stacked)
-        self.inverse_norms: np.ndarray | None = None
-
-    def with_inverse_norms(self, engine: str) -> "_RawSets":
-        if self.inverse_norms is None:
-            if engine == "fused":
-                self.inverse_norms = _fused_kernels().inverse_norms(self.stacked)
-            else:
-                norms = torch.linalg.vector_norm(torch.from_numpy(self.stacked), dim=1)
-                self.inverse_norms = torch.reciprocal(norms.clamp_min_(torch.finfo(torch.float32).tiny)).numpy()
-        return self
+        if engine == "fused":
+            self.inverse_norms = _fused_kernels().inverse_norms(self.stacked)
+        else:
+            norms = torch.linalg.vector_norm(torch.from_numpy(self.stacked), dim=1)
+            self.inverse_norms = torch.reciprocal(norms.clamp_min_(torch.finfo(torch.float32).tiny)).numpy()
 
     @property
     def vectors(self) -> torch.Tensor:
@@ -265,9 +260,9 @@ def maxsim_pairs(query_sets: Sequence[np.ndarray], document_sets: Sequence[np.nd
         raise ValueError(f"unknown MaxSim engine {engine!r}; choose one of {', '.join(ENGINES)}")
     elif engine == "fused" and _fused_kernels() is None:
         raise ValueError("the fused MaxSim engine needs numba (`pip install numba`); or use engine='sparse'")
-    queries = _RawSets(query_sets)
-    documents = queries if document_sets is query_sets else _RawSets(document_sets)
-    # Contiguous int64 rows: the kernel is compiled (and cached) for exactly these array types.
+    queries = _RawSets(query_sets, engine)
+    documents = queries if document_sets is query_sets else _RawSets(document_sets, engine)
+    # Contiguous int64 rows: the kernel is compiled (once per process) for exactly these array types.
     query_rows = np.arange(len(queries)) if query_rows is None else \
         np.ascontiguousarray(query_rows, dtype=np.int64).reshape(-1)
     document_rows = np.arange(len(documents)) if document_rows is None else \
@@ -281,8 +276,6 @@ def maxsim_pairs(query_sets: Sequence[np.ndarray], document_sets: Sequence[np.nd
     for rows, sets, role in ((query_rows, queries, "query"), (document_rows, documents, "document")):
         if rows.min() < 0 or rows.max() >= len(sets):  # the fused kernel reads memory without bounds checks
             raise IndexError(f"{role} rows must lie in [0, {len(sets)}); got {rows.min()}..{rows.max()}")
-    queries.with_inverse_norms(engine)
-    documents.with_inverse_norms(engine)
     if engine == "fused":
         import numba
 
