@@ -182,17 +182,18 @@ def export_model(registry: Any, request: ExportRequest) -> ExportReport:
     from .profiles import get_profile
     from .runner import ModelEntry, RunConfig, Runner
     from .spec import resolve_model_spec
-    from .store import Store, checkpoint_problem
+    from .store import Store, trained_checkpoint_problem
 
     target = Path(request.to).expanduser()
     _check_target(target)
     profile = get_profile(request.profile)
-    spec = resolve_model_spec(registry, request.spec, profile, request.backbone, request.train_on)
+    spec = resolve_model_spec(registry, request.spec, profile, request.backbone, request.train_on,
+                              content_cache=Path(request.results_dir) / "cache")
     _check_exportable_class(registry, spec, profile)
     store = Store(request.results_dir)
     if spec.train_on is not None:
         checkpoint = store.checkpoint_dir(spec.key, request.seed)
-        problem = checkpoint_problem(checkpoint)
+        problem = trained_checkpoint_problem(checkpoint, spec_hash=spec.hash, seed=request.seed)
         if problem is not None:
             raise ExportError(
                 f"no usable checkpoint of {spec.label} trained on {spec.train_on} (seed {request.seed}, profile "

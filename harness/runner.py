@@ -42,7 +42,7 @@ from .spec import (
     stable_hash,
     student_spec,
 )
-from .store import Store, atomic_write_json, build_checkpoint, checkpoint_problem, reuse_problem
+from .store import Store, atomic_write_json, build_checkpoint, reuse_problem, trained_checkpoint_problem
 from .training import NonFiniteLossError
 
 
@@ -204,7 +204,7 @@ class Runner:
             backbone = entry.backbone or self.config.backbone
             train_on = entry.train_on or self.config.train_on
             spec = resolve_model_spec(self.registry, entry.spec, profile, backbone, train_on,
-                                      {**self.config.budget, **entry.budget})
+                                      {**self.config.budget, **entry.budget}, content_cache=self.store.root / CACHE)
             _check_finite_options(f"model {spec.label!r}", spec.options)
             self._check_training(spec)
             validate = self.registry.spec_plugin(spec.name).validate
@@ -469,7 +469,7 @@ class Runner:
         report_record = None
         if spec.train_on is not None:
             checkpoint = self.store.checkpoint_dir(spec.key, seed)
-            problem = "--overwrite" if self.config.overwrite else self._checkpoint_problem(spec, checkpoint)
+            problem = "--overwrite" if self.config.overwrite else self._checkpoint_problem(spec, seed, checkpoint)
             if problem is None:
                 self.log(f"  loading checkpoint {checkpoint}")
                 model.load(checkpoint)
@@ -502,20 +502,14 @@ class Runner:
         self._loaded[cache_key] = model
         return model
 
-    def _checkpoint_problem(self, spec: ModelSpec, checkpoint: Path) -> str | None:
+    def _checkpoint_problem(self, spec: ModelSpec, seed: int, checkpoint: Path) -> str | None:
         """Why a stored checkpoint cannot be loaded: not built, damaged (a file differs from the checksum recorded
-        when it was built), or trained on data that has changed since (planned specs only). None: load it."""
-        problem = checkpoint_problem(checkpoint)
-        if problem is not None:
-            return problem
-        try:
-            training_record = json.loads((checkpoint / "training.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return "its training.json is unreadable"
-        expected = self._planned_training_checksums.get(spec.key)
-        if expected is not None and training_record.get("source_checksum") != expected:
-            return f"the training data of {spec.train_on} changed since it was trained"
-        return None
+        when it was built), built for another spec or seed (a checkpoint folder copied or moved by hand: its
+        ``training.json`` names the spec hash and seed it was trained for), or trained on data that has changed
+        since (planned specs only). None: load it."""
+        return trained_checkpoint_problem(checkpoint, spec_hash=spec.hash, seed=seed,
+                                          training_data_checksum=self._planned_training_checksums.get(spec.key),
+                                          train_on=spec.train_on)
 
     def _fit(self, spec: ModelSpec, model: Any, splits: TrainingSplits, profile: Profile, device: str,
              seed: int) -> tuple[Any, Any]:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .capabilities import TRAINABLE
 from .errors import IncompatibleError
+from .fingerprint import folder_fingerprint, local_model_folder
 from .options import format_options, parse_spec_text, resolve_options
 from .plugin_api import RecipePlugin
 from .profiles import Profile, check_budget, resolve_budget
@@ -43,6 +45,10 @@ class ModelSpec:
     # Options left out of the identity: those declared with ``Option(hash_default=False)`` that are at their
     # default value (options added after specs were stored; such specs keep their hashes).
     unhashed_options: tuple[str, ...] = ()
+    # sha256 of the backbone's files when the backbone is a local folder (harness.fingerprint): replacing the files
+    # of ``--backbone ./my`` changes the spec hash. None for a registered backbone or a hub id (their specs keep the
+    # hash they had before this field existed).
+    backbone_content: str | None = None
 
     def identity(self) -> dict:
         options = self.options
@@ -60,6 +66,8 @@ class ModelSpec:
             identity["recipe"] = True
         if self.budget:  # likewise for specs trained with their profile's own budget
             identity["budget"] = dict(self.budget)
+        if self.backbone_content:  # likewise for registered and hub backbones
+            identity["backbone_content"] = self.backbone_content
         return identity
 
     @property
@@ -77,11 +85,12 @@ class ModelSpec:
 
 def resolve_model_spec(
     registry: Registry, text: str, profile: Profile, backbone: str | None = None, train_on: str | None = None,
-    budget_overrides: dict | None = None,
+    budget_overrides: dict | None = None, content_cache: Path | None = None,
 ) -> ModelSpec:
     """``be:pooling=cls`` (or a recipe, ``augsbert:teacher=cbe``) -> validated ModelSpec. Models that need training
     get their default source; a trained spec gets its budget (the profile's per-method budget and
-    ``budget_overrides``, harness.profiles.resolve_budget)."""
+    ``budget_overrides``, harness.profiles.resolve_budget). A backbone that is a local folder is identified by its
+    files too (:func:`backbone_content`; ``content_cache``: where their checksums are cached)."""
     name, raw_options = parse_spec_text(text)
     plugin = registry.spec_plugin(name)
     is_recipe = isinstance(plugin, RecipePlugin)
@@ -96,10 +105,11 @@ def resolve_model_spec(
     label = plugin.name + (f":{changed}" if changed else "")
     overrides = check_budget(budget_overrides or {}, f"budget of {label}")
     budget = resolve_budget(profile, plugin.budgets, overrides) if train_on is not None else {}
+    backbone = backbone or profile.default_backbone
     return ModelSpec(
         name=plugin.name,
         options=options,
-        backbone=backbone or profile.default_backbone,
+        backbone=backbone,
         profile=profile.name,
         train_on=train_on,
         label=label,
@@ -108,7 +118,17 @@ def resolve_model_spec(
         budget_overrides=overrides,
         unhashed_options=tuple(key for key, option in plugin.options.items()
                                if not option.hash_default and options[key] == option.default),
+        backbone_content=backbone_content(registry, backbone, content_cache),
     )
+
+
+def backbone_content(registry: Registry, backbone: str, cache_dir: Path | None = None) -> str | None:
+    """The content checksum of a backbone that is a local folder; None for a registered backbone (shipped in a
+    package, versioned with it) or a name that is not a folder here (a hub id)."""
+    if ("backbone", backbone) in registry.components:
+        return None
+    folder = local_model_folder(backbone)
+    return folder_fingerprint(folder, cache_dir) if folder is not None else None
 
 
 def _check_student(registry: Registry, recipe: RecipePlugin, student: str, profile: Profile,

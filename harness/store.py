@@ -137,13 +137,17 @@ def stale_temporary(path: Path, now: float | None = None) -> str | None:
 
 # -- atomic writes -----------------------------------------------------------------------------------------------------
 def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=temporary_prefix(path.name), suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(handle, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide records from the others sharing a store
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, path)
@@ -457,6 +461,50 @@ class Store:
         return removed
 
 
+# -- cache entries -----------------------------------------------------------------------------------------------------
+CACHE_CHECKSUM_SUFFIX = ".sha256"
+
+
+def cached_bytes(path: Path, compute: Callable[[], bytes], check: Callable[[bytes], bool] | None = None,
+                 what: str = "cache entry") -> tuple[bytes, bool]:
+    """The content of the cache file ``path`` if it verifies, else ``compute()`` written there; returns ``(content,
+    True if it came from the cache)``. Plugins keep what they cache in the store (``ctx.cache_dir``) through this.
+
+    Every entry is written atomically with its sha256 in ``<path>.sha256``; an entry whose file or checksum is
+    missing, does not match (edited, truncated or damaged) or that ``check`` rejects is logged and recomputed, so a
+    damaged cache file never serves wrong values or breaks later runs. Two processes computing the same entry at
+    once both write the same content (a cache key names everything that determines it), so no lock is needed.
+    """
+    path = Path(path)
+    sidecar = path.with_name(path.name + CACHE_CHECKSUM_SUFFIX)
+    problem = _cache_problem(path, sidecar, check)
+    if problem is None:
+        return path.read_bytes(), True
+    if problem != "not cached yet":
+        logger.warning("%s %s cannot be used: %s; computing it again", what, path, problem)
+    content = compute()
+    atomic_write_bytes(path, content)
+    atomic_write_text(sidecar, hashlib.sha256(content).hexdigest() + "\n")
+    return content, False
+
+
+def _cache_problem(path: Path, sidecar: Path, check: Callable[[bytes], bool] | None) -> str | None:
+    if not path.exists():
+        return "not cached yet"
+    try:
+        content = path.read_bytes()
+        expected = sidecar.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return f"it has no checksum file {sidecar.name}"
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"it cannot be read ({getattr(exc, 'strerror', None) or exc})"
+    if hashlib.sha256(content).hexdigest() != expected:
+        return "its content does not match its checksum (edited or damaged)"
+    if check is not None and not check(content):
+        return "its content is not what this entry holds"
+    return None
+
+
 # -- checkpoints -------------------------------------------------------------------------------------------------------
 def sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
@@ -513,6 +561,34 @@ def _checkpoint_problem(directory: Path) -> str | None:
             return f"{relative} has {size} bytes, {expected.get('bytes')} when it was built (truncated or replaced)"
         if sha256_file(path) != expected.get("sha256"):
             return f"{relative} does not match the sha256 recorded when it was built (the file was changed)"
+    return None
+
+
+TRAINING_RECORD = "training.json"  # in a trained model's checkpoint: the spec, seed and training data it was made of
+
+
+def trained_checkpoint_problem(directory: Path, *, spec_hash: str, seed: int,
+                               training_data_checksum: str | None = None, train_on: str | None = None) -> str | None:
+    """Why the checkpoint of a trained model in ``directory`` cannot serve the spec ``spec_hash`` and ``seed``: not
+    built or damaged (:func:`checkpoint_problem`), or its ``training.json`` names another spec hash, another seed or
+    (when ``training_data_checksum`` is given) other training data, e.g. ``seed-43`` copied over ``seed-42`` by
+    hand. None: load it."""
+    problem = checkpoint_problem(directory)
+    if problem is not None:
+        return problem
+    try:
+        training_record = json.loads((Path(directory) / TRAINING_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return f"its {TRAINING_RECORD} is unreadable"
+    trained_for = training_record.get("spec") if isinstance(training_record, dict) else None
+    trained_hash = trained_for.get("hash") if isinstance(trained_for, dict) else None
+    if trained_hash != spec_hash:
+        return (f"it was trained for another model spec (spec hash {str(trained_hash)[:12]}..., wanted "
+                f"{spec_hash[:12]}...): a checkpoint copied or moved by hand")
+    if training_record.get("seed") != seed:
+        return f"it was trained with seed {training_record.get('seed')!r}, not {seed}: a checkpoint copied by hand"
+    if training_data_checksum is not None and training_record.get("source_checksum") != training_data_checksum:
+        return f"the training data{' of ' + train_on if train_on else ''} changed since it was trained"
     return None
 
 

@@ -87,8 +87,6 @@ import hashlib
 import io
 import json
 import logging
-import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,6 +115,7 @@ from harness import (
 from harness.nn import DEFAULT_DELIMITER, TopicPromptError, check_delimiter, check_topic
 from harness.nn.mlm import PairTopics, domain_adapted_backbone
 from harness.nn.sampling import SamplingInput
+from harness.store import atomic_write_text, cached_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -572,16 +571,24 @@ def cached_teacher_scores(ctx, teacher, teacher_text: str, first: list[str], sec
     key = _content_key({"teacher": teacher_text, "class": type(teacher).__qualname__, "weights": fingerprint,
                         "max_seq_length": ctx.profile.max_seq_length, "pairs": _content_key([first, second], 64)})
     path = Path(ctx.cache_dir) / f"{SCORE_CACHE_PREFIX}{key}.npy"
-    if path.is_file():
-        scores = np.load(path)
-        if scores.shape == (len(first),):
-            ctx.logger.info("augmented sbert: %d teacher scores from %s", len(first), path)
-            return scores
-    scores = np.asarray(scorer.score(first, second), dtype=np.float64)
-    buffer = io.BytesIO()
-    np.save(buffer, scores)
-    _atomic_write_bytes(path, buffer.getvalue())
-    return scores
+
+    def compute() -> bytes:
+        buffer = io.BytesIO()
+        np.save(buffer, np.asarray(scorer.score(first, second), dtype=np.float64))
+        return buffer.getvalue()
+
+    def holds_the_scores(content: bytes) -> bool:
+        try:
+            scores = np.load(io.BytesIO(content), allow_pickle=False)
+        except (ValueError, OSError, EOFError):
+            return False
+        return scores.shape == (len(first),) and bool(np.isfinite(scores).all())
+
+    # Checksummed by the core (harness.store.cached_bytes): an edited or damaged file is scored again, never used.
+    content, from_cache = cached_bytes(path, compute, holds_the_scores, what="augmented sbert teacher scores")
+    if from_cache:
+        ctx.logger.info("augmented sbert: %d teacher scores from %s", len(first), path)
+    return np.load(io.BytesIO(content), allow_pickle=False)
 
 
 def weights_fingerprint(model) -> str | None:
@@ -679,25 +686,6 @@ def _mlm_directory(ctx, first: list[str], second: list[str], topics: PairTopics 
     return Path(ctx.cache_dir) / f"{MLM_CACHE_PREFIX}{key}" / f"seed-{ctx.seed}"
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
-    _atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write via a temporary file in the same folder and a rename, so a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def write_silver_artifact(ctx, pairs: SilverPairs, gold_source: str) -> Path | None:
     """Step 7: every candidate with its teacher score and whether it was kept, for thesis figure 6.4."""
     if ctx.artifact_dir is None:
@@ -732,7 +720,7 @@ def write_silver_artifact(ctx, pairs: SilverPairs, gold_source: str) -> Path | N
                   for row, ((i, j), score) in enumerate(zip(pairs.candidates, pairs.candidate_scores))],
     }
     path = Path(ctx.artifact_dir) / ARTIFACT
-    _atomic_write_text(path, json.dumps(payload, separators=(",", ":")) + "\n")
+    atomic_write_text(path, json.dumps(payload, separators=(",", ":")) + "\n")
     return path
 
 

@@ -1,0 +1,107 @@
+"""The content identity of a local model folder (a ``--backbone ./my-model``): a sha256 over its weight, config and
+tokenizer files, so that replacing the files of a folder changes the spec hash of every model built on it, and so its
+results and checkpoints are recomputed rather than served (issue 26, point 1).
+
+Hashing a few hundred MB takes a second or two, so each file's sha256 is cached by its size and modification time:
+in this process, and (when the caller names a cache folder, the runner names the store's ``cache/``) in
+``backbone-contents.json`` there, so a re-run hashes nothing. A file whose size or modification time changed is
+hashed again. Hidden files and folders (``.git``, ``.cache``) and Markdown files (model cards) are not part of the
+identity: they do not change what the model computes.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+CACHE_FILE = "backbone-contents.json"
+_IGNORED_SUFFIXES = (".md",)
+_memo: dict[tuple, str] = {}
+_memo_lock = threading.Lock()
+
+
+def local_model_folder(name: str) -> Path | None:
+    """The folder ``name`` names on this machine, or None (a hub id, or a path that does not exist)."""
+    try:
+        path = Path(name).expanduser()
+        return path if path.is_dir() else None
+    except (OSError, ValueError):
+        return None
+
+
+def _content_files(folder: Path) -> list[tuple[str, Path, int, int]]:
+    """``(relative path, path, size, mtime_ns)`` of every file that makes up the model, sorted."""
+    found = []
+    for directory, dirs, files in os.walk(folder, followlinks=True):
+        dirs[:] = sorted(name for name in dirs if not name.startswith("."))
+        for name in files:
+            if name.startswith(".") or name.lower().endswith(_IGNORED_SUFFIXES):
+                continue
+            path = Path(directory) / name
+            try:
+                status = path.stat()  # follows links: a hub cache snapshot links to its blobs
+            except OSError:
+                continue
+            found.append((path.relative_to(folder).as_posix(), path, status.st_size, status.st_mtime_ns))
+    return sorted(found)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def folder_fingerprint(folder: Path | str, cache_dir: Path | str | None = None) -> str:
+    """sha256 over the relative path and sha256 of every file of ``folder`` (see the module docstring)."""
+    folder = Path(folder).expanduser()
+    files = _content_files(folder)
+    real = os.path.realpath(folder)
+    memo_key = (real, tuple((relative, size, mtime) for relative, _, size, mtime in files))
+    with _memo_lock:
+        if memo_key in _memo:
+            return _memo[memo_key]
+    cache_path = Path(cache_dir) / CACHE_FILE if cache_dir is not None else None
+    cache = _read_cache(cache_path)
+    known = cache.get(real, {}) if isinstance(cache.get(real), dict) else {}
+    entries, changed = {}, False
+    for relative, path, size, mtime in files:
+        cached = known.get(relative)
+        if isinstance(cached, list) and len(cached) == 3 and cached[:2] == [size, mtime]:
+            entries[relative] = cached
+        else:
+            entries[relative] = [size, mtime, _sha256(path)]
+            changed = True
+    digest = hashlib.sha256(json.dumps(sorted((r, e[2]) for r, e in entries.items())).encode()).hexdigest()
+    if cache_path is not None and (changed or set(known) != set(entries)):
+        cache[real] = entries
+        _write_cache(cache_path, cache)
+    with _memo_lock:
+        _memo[memo_key] = digest
+    return digest
+
+
+def _read_cache(path: Path | None) -> dict:
+    if path is None:
+        return {}
+    try:
+        cache = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}  # missing or damaged: hashed again (the cache only saves time)
+    return cache if isinstance(cache, dict) else {}
+
+
+def _write_cache(path: Path, cache: dict) -> None:
+    from .store import atomic_write_json
+
+    try:
+        atomic_write_json(path, cache)
+    except OSError as exc:  # a read-only store: hashing again next time is the only cost
+        logger.debug("cannot keep backbone checksums in %s: %s", path, exc)
