@@ -1,6 +1,7 @@
 """Typed, validated options for models and tasks (``name:key=value,key=value`` specs)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -18,6 +19,14 @@ class Option:
     # False for an option added after specs using its plugin were stored: at its default value it stays out of the
     # spec identity (and so out of the hash), so those specs keep their hashes and stored results.
     hash_default: bool = True
+    # The numeric range of the value as an interval, e.g. "(0, inf)" (positive), "[0, 1)" or "[1, inf)"; checked when
+    # the spec is resolved (at plan time, so `harness validate` refuses `be:lr=-1` rather than training failing
+    # mid-matrix). Not part of the spec identity.
+    bounds: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.bounds is not None:
+            parse_bounds(self.bounds)  # a malformed interval is a bug in the plugin: fail when it registers
 
     def parse(self, owner: str, key: str, raw: Any) -> Any:
         wanted = self.type or (type(self.default) if self.default is not None else str)
@@ -37,7 +46,37 @@ class Option:
                 ) from None
         if self.choices is not None and value not in self.choices:
             raise invalid_choice(f"option {key!r} of {owner}", value, self.choices)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            problem = range_problem(value, self.bounds)
+            if problem:
+                raise InvalidOptionError(f"option {key!r} of {owner} is {value!r}; {problem}.")
         return value
+
+
+def parse_bounds(bounds: str) -> tuple[float, bool, float, bool]:
+    """``"(0, 1]"`` -> (low, low included, high, high included); ``inf`` / ``-inf`` for no limit."""
+    text = bounds.strip()
+    try:
+        if text[0] not in "([" or text[-1] not in ")]":
+            raise ValueError(text)
+        low_text, high_text = text[1:-1].split(",")
+        return float(low_text), text[0] == "[", float(high_text), text[-1] == "]"
+    except (ValueError, IndexError):
+        raise ValueError(f"option bounds {bounds!r}: write an interval such as (0, inf) or [0, 1]") from None
+
+
+def range_problem(value: float, bounds: str | None) -> str | None:
+    """Why ``value`` is outside ``bounds`` (or not a finite number), or None."""
+    if not math.isfinite(value):
+        return "give a finite number"
+    if bounds is None:
+        return None
+    low, low_included, high, high_included = parse_bounds(bounds)
+    below = value < low or (value == low and not low_included)
+    above = value > high or (value == high and not high_included)
+    if below or above:
+        return f"it must lie in {bounds.strip()}"
+    return None
 
 
 def parse_spec_text(text: str) -> tuple[str, dict[str, str]]:
@@ -79,4 +118,5 @@ def format_options(options: Mapping[str, Any], defaults: Mapping[str, Any] | Non
 def describe_options(declared: Mapping[str, Option]) -> Iterable[str]:
     for key, option in sorted(declared.items()):
         choices = f" (one of: {', '.join(map(str, option.choices))})" if option.choices else ""
+        choices += f" (in {option.bounds})" if option.bounds else ""
         yield f"{key}={option.default}{choices}  {option.help}".rstrip()

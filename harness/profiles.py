@@ -8,6 +8,7 @@ stored result. Evaluation budgets (``eval_batch_size``, ``max_eval_examples``) a
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Mapping
 
@@ -74,6 +75,8 @@ def check_budget(values: Mapping[str, Any], where: str) -> dict[str, Any]:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (wanted is int and value != int(value)):
             raise InvalidOptionError(f"{where}: {key} expects a {wanted.__name__}, got {raw!r}.")
         value = wanted(value)
+        if not math.isfinite(value):  # numeric ranges are checked at plan time (issue 26.5)
+            raise InvalidOptionError(f"{where}: {key} must be a finite number, got {raw!r}.")
         if not value > 0:
             raise InvalidOptionError(f"{where}: {key} must be positive, got {raw!r}.")
         checked[key] = value

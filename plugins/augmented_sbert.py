@@ -143,7 +143,7 @@ OPTIONS: dict[str, Option] = {
                    "silver only with a teacher trained on teacher_train_on", choices=MODES),
     "teacher_train_on": Option("", "domain-transfer only: the task whose gold pairs train the teacher, e.g. stsb"),
     "top_k": Option(5, "partners per sentence for random / bm25 / semantic-search sampling (thesis code: 5)",
-                    type=int),
+                    type=int, bounds="[1, inf)"),
     "gold_labels": Option("teacher", "semi-supervised: the student learns the teacher's scores of the gold pairs "
                           "(thesis 5.5) or their true gold scores", choices=("teacher", "gold")),
     "kde_fit": Option("teacher", "kde samplers: fit the gold density on the teacher's scores of the gold pairs "
@@ -153,11 +153,12 @@ OPTIONS: dict[str, Option] = {
     "search_model": Option("fine-tuned", "semantic search with a be fine-tuned on the teacher's training source "
                            "(thesis, Thakur et al.) or the backbone as is", choices=SEARCH_MODELS),
     "max_silver": Option(-1, "cap on silver pairs (seeded subsample); -1: the profile's training budget, "
-                         "0: no cap", type=int),
+                         "0: no cap", type=int, bounds="[-1, inf)"),
     "teacher_mlm": Option(False, "domain-adaptive MLM of the teacher on the candidate pairs, then fine-tuning with "
                           "frozen embeddings (thesis 4.3.1; DomainSBERT)", type=bool),
     "student_from_mlm": Option(False, "the student starts from the MLM checkpoint (FullDomainSBERT)", type=bool),
-    "mlm_lr": Option(3e-5, "learning rate of the domain-adaptive MLM (thesis 5.4.3)", type=float),
+    "mlm_lr": Option(3e-5, "learning rate of the domain-adaptive MLM (thesis 5.4.3)", type=float,
+                     bounds="(0, inf)"),
     # Added in harness 0.3: at their defaults they stay out of the spec hash, so earlier specs keep their results.
     "topics": Option(ORIGINAL, "topic distillation (thesis 4.4, 5.6; sources with labeled sentences, domain "
                      "transfer): original: no topics; prompted: MLM, teacher and student read '{topic} ¥ {sentence}'; "
@@ -166,7 +167,7 @@ OPTIONS: dict[str, Option] = {
     "delimiter": Option(DEFAULT_DELIMITER, "topic delimiter of topics=prompted/hidden (thesis: the yen sign); refused "
                         "if a sentence or topic label contains it", type=str, hash_default=False),
     "max_sentences": Option(0, "target sentences kept before pairing (seeded subsample; 0: all); the quick "
-                            "matrices' cut", type=int, hash_default=False),
+                            "matrices' cut", type=int, hash_default=False, bounds="[0, inf)"),
 }
 
 

@@ -131,7 +131,7 @@ def register_models(register):
             capabilities=("embedder", "span_encoder", "trainable"),
             options={
                 "pooling": Option("mean", "how token states become one vector", choices=POOLING_CHOICES),
-                "lr": Option(2e-5, "AdamW learning rate (thesis 5.1)", type=float),
+                "lr": Option(2e-5, "AdamW learning rate (thesis 5.1)", type=float, bounds="(0, inf)"),
                 "span_input": Option("mask", "how encode_spans represents a proposition (Sub-Sentence Encoder "
                                              "appendix C.1): mask pooling, full-mask attention, token subset, or "
                                              "the whole sentence", choices=SPAN_INPUTS),

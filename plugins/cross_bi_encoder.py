@@ -204,7 +204,7 @@ def register_models(register):
                     "boundaries", "pool each segment from its CLS to its SEP (thesis) or only its own tokens",
                     choices=SEGMENT_POOLING,
                 ),
-                "lr": Option(2e-5, "AdamW learning rate (thesis 5.1)", type=float),
+                "lr": Option(2e-5, "AdamW learning rate (thesis 5.1)", type=float, bounds="(0, inf)"),
                 "freeze_embeddings": Option(
                     False, "freeze the embedding layer during training (Augmented SBERT after domain MLM, thesis "
                     "4.3.1)", type=bool,

@@ -259,7 +259,7 @@ def register_models(register):
                                "(thesis code)", choices=HEADS),
                 "pair_orders": Option("both", "train on (a, b) and (b, a) (thesis code, UKPLab examples) or on the "
                                       "given order", choices=PAIR_ORDERS),
-                "lr": Option(2e-5, "AdamW learning rate (thesis 5.1)", type=float),
+                "lr": Option(2e-5, "AdamW learning rate (thesis 5.1)", type=float, bounds="(0, inf)"),
                 "freeze_embeddings": Option(
                     False, "freeze the embedding layer during training (Augmented SBERT after domain MLM, thesis "
                     "4.3.1)", type=bool,

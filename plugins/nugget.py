@@ -345,7 +345,7 @@ OPTIONS = {
                                  "straight-through (s - sg(s), the public code)", choices=RESIDUALS),
     "deletion": Option(0.0, "share of words deleted from the encoder's input (0: none, the paper's AE)",
                        type=float),
-    "lr": Option(5e-5, "learning rate (appendix B.1: 5e-5)", type=float),
+    "lr": Option(5e-5, "learning rate (appendix B.1: 5e-5)", type=float, bounds="(0, inf)"),
 }
 
 

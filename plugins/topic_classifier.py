@@ -169,7 +169,7 @@ def register_models(register):
                 "head": Option("linear", "linear: Linear(d, classes); thesis-code: Linear-SiLU-Dropout-Linear",
                                choices=HEADS),
                 "pooling": Option("mean", "how token states become one vector (as be)", choices=POOLING_CHOICES),
-                "lr": Option(2e-5, "AdamW learning rate (the thesis code's)", type=float),
+                "lr": Option(2e-5, "AdamW learning rate (the thesis code's)", type=float, bounds="(0, inf)"),
                 "delimiter": Option(DEFAULT_DELIMITER, "topic delimiter of input=prompted", type=str),
             },
             training_kinds=(LABELED_SENTENCES,),

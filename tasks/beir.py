@@ -213,8 +213,10 @@ class BeirTask(Task):
         "split": Option("test", "the qrels split to evaluate (qrels/<split>.tsv)", type=str),
         "first_stage": Option("bm25", "candidates a pair scorer reranks: bm25 or an embedder spec (e.g. be)",
                               type=str),
-        "rerank_k": Option(100, "how many first-stage candidates a pair scorer reranks", type=int),
-        "corpus_chunk": Option(DEFAULT_CORPUS_CHUNK, "documents embedded and scored at once (memory bound)", type=int),
+        "rerank_k": Option(100, "how many first-stage candidates a pair scorer reranks", type=int,
+                           bounds="[1, inf)"),
+        "corpus_chunk": Option(DEFAULT_CORPUS_CHUNK, "documents embedded and scored at once (memory bound)",
+                               type=int, bounds="[1, inf)"),
     }
 
     def __init__(self, options=None, data_dir=None):

@@ -294,16 +294,18 @@ def objective_options(lr: float = 3e-5) -> dict[str, Option]:
     return {
         "pooling": Option("cls", "how token states become the sentence vector (the thesis reports both)",
                           choices=POOLING_CHOICES),
-        "lr": Option(lr, "AdamW learning rate (thesis 5.4: 3e-5)", type=float),
+        "lr": Option(lr, "AdamW learning rate (thesis 5.4: 3e-5)", type=float, bounds="(0, inf)"),
         "aux": Option("", "auxiliary objectives added to this one, joined by '+', e.g. simcse or nm", type=str),
         "aux_weight": Option(1.0, "weight of each auxiliary loss (thesis code: 1, the contrastive term summed over "
-                                  "both directions)", type=float),
-        "temperature": Option(0.05, "contrastive temperature tau (scale 1/tau = 20)", type=float),
+                                  "both directions)", type=float, bounds="[0, inf)"),
+        "temperature": Option(0.05, "contrastive temperature tau (scale 1/tau = 20)", type=float,
+                              bounds="(0, inf)"),
         "directions": Option("both", "contrastive term: one (anchor -> positive, SimCSE eq. 1) or both (plus the "
                                      "transposed term, the thesis code)", choices=DIRECTIONS),
-        "ratio": Option(DELETION_RATIO, "word-deletion ratio of the noised view, in (0, 1)", type=float),
+        "ratio": Option(DELETION_RATIO, "word-deletion ratio of the noised view, in (0, 1)", type=float,
+                        bounds="(0, 1)"),
         "mlm_probability": Option(0.2, "share of tokens masked for MLM (thesis code: 0.2, all replaced by [MASK])",
-                                  type=float),
+                                  type=float, bounds="(0, 1)"),
         "init": Option("", "start from this unsupervised model spec trained on the same source (e.g. mlm)",
                        type=str),
     }
