@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import sys
@@ -534,6 +535,21 @@ def cmd_export_results(registry, args) -> int:
     return 0
 
 
+def os_error_line(exc: OSError) -> str:
+    """One line for an operating-system error that reached the command: the file, what went wrong, what to do."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    what = exc.strerror or str(exc)
+    if exc.errno == errno.ENOSPC:
+        advice = "free some space and run the same command again (finished cells are stored)"
+    elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        advice = "make it writable (or choose another folder) and run again"
+    elif exc.errno in (errno.EISDIR, errno.ENOTDIR):
+        advice = "a folder stands where a file belongs (or the reverse); move it away and run again"
+    else:
+        advice = "fix that and run again"
+    return f"{where}{what}; {advice}."
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -572,6 +588,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_export_results(registry, args)
     except HarnessError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # the environment, not the input: a full disk, a folder that cannot be written
+        print(f"error: {os_error_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("\ninterrupted: finished cells are stored; run the same command again to resume.", file=sys.stderr)

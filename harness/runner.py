@@ -42,7 +42,15 @@ from .spec import (
     stable_hash,
     student_spec,
 )
-from .store import Store, atomic_write_json, build_checkpoint, reuse_problem, trained_checkpoint_problem
+from .store import (
+    Store,
+    StoreError,
+    atomic_write_json,
+    build_checkpoint,
+    check_checkpoint_target,
+    reuse_problem,
+    trained_checkpoint_problem,
+)
 from .training import NonFiniteLossError
 
 
@@ -450,7 +458,14 @@ class Runner:
         if spec.train_on is None or (spec.hash, seed) in self._loaded:
             return self._trained_model(spec, profile, device, seed)
         lock = self.store.checkpoint_lock(spec.key, seed, f"training {spec.label} seed {seed}")
-        lock.acquire(on_wait=lambda message: self.log(f"  {spec.label} seed {seed}: {message}"))
+        try:
+            lock.acquire(on_wait=lambda message: self.log(f"  {spec.label} seed {seed}: {message}"))
+        except PermissionError as exc:  # a read-only store (e.g. `harness export` from a shared one)
+            checkpoint = self.store.checkpoint_dir(spec.key, seed)
+            if self.config.overwrite or self._checkpoint_problem(spec, seed, checkpoint) is not None:
+                raise StoreError(f"cannot train {spec.label} seed {seed}: the store {self.store.root} is not "
+                                 f"writable ({exc.strerror}); choose a writable store.") from None
+            return self._trained_model(spec, profile, device, seed)  # nobody can replace it from here: load it
         try:
             return self._trained_model(spec, profile, device, seed)
         finally:
@@ -479,6 +494,7 @@ class Runner:
             else:
                 if problem not in ("--overwrite", "not built yet"):
                     logger.warning("checkpoint %s cannot be used: %s; training it again", checkpoint, problem)
+                check_checkpoint_target(checkpoint)  # before training, not after it
                 splits = self.training_splits(spec.train_on, kinds, profile.with_budget(spec.budget), seed)
                 self.log(
                     f"  training {spec.label} on {spec.train_on} ({len(splits.train)} examples, seed {seed}, "

@@ -31,6 +31,7 @@ import os
 import re
 import shutil
 import socket
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -307,6 +308,9 @@ def record_problem(record: Any, path: Path | None = None) -> str | None:
 def read_record(path: Path) -> dict:
     """The validated record at ``path``; InvalidRecordError (with the path and reason) otherwise."""
     path = Path(path)
+    kind = _not_a_regular_file(path)
+    if kind:  # never open a FIFO (it would block the run) or a folder
+        raise InvalidRecordError(path, f"not a regular file ({kind})")
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -323,6 +327,21 @@ def read_record(path: Path) -> dict:
     if problem:
         raise InvalidRecordError(path, problem)
     return record
+
+
+def _not_a_regular_file(path: Path) -> str | None:
+    """What ``path`` is when it exists and is not a regular file ("a folder", "a FIFO", ...), else None."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None  # missing or unreadable: the read says why
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    return "a socket or device"
 
 
 def reuse_problem(
@@ -395,6 +414,9 @@ class Store:
 
     def write(self, model_key: str, seed: int, task_key: str, record: dict) -> Path:
         path = self.record_path(model_key, seed, task_key)
+        if path.is_dir() and not path.is_symlink():
+            raise StoreError(f"cannot store the record {path}: a folder has its name; remove or rename that folder "
+                             "and run again (finished cells are stored).")
         sealed = seal_record(record)
         problem = record_problem(sealed, path)
         if problem:  # a bug in the caller: never store what would be rejected when read
@@ -609,6 +631,7 @@ def build_checkpoint(directory: Path, save: Callable[[Path], Any]) -> Path:
     crash in between leaves no checkpoint (it is rebuilt) and a temporary that the next build or run removes.
     """
     directory = Path(directory)
+    check_checkpoint_target(directory)
     directory.parent.mkdir(parents=True, exist_ok=True)
     with checkpoint_lock(directory):
         _remove_stale_siblings(directory)
@@ -629,6 +652,18 @@ def build_checkpoint(directory: Path, save: Callable[[Path], Any]) -> Path:
             shutil.rmtree(temporary, ignore_errors=True)
             raise
     return directory
+
+
+def check_checkpoint_target(directory: Path) -> None:
+    """Refuse (StoreError) a checkpoint place that cannot be replaced by a rename: a symbolic link (renaming onto it
+    fails after training; the link's target would keep the old checkpoint) or a file. Called before training."""
+    directory = Path(directory)
+    if directory.is_symlink():
+        raise StoreError(f"the checkpoint folder {directory} is a symbolic link (to {os.readlink(directory)}); the "
+                         "harness replaces checkpoints by renaming, which a link does not allow: remove the link "
+                         "(link the whole store elsewhere instead) and run again.")
+    if directory.exists() and not directory.is_dir():
+        raise StoreError(f"the checkpoint folder {directory} is a file; remove it and run again.")
 
 
 def _remove_stale_siblings(directory: Path) -> None:

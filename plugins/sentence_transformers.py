@@ -100,10 +100,16 @@ def check_folder(location: str, wanted: str, model_name: str) -> None:
                             f"instead of {model_name}.")
 
 
+# Weights are read from safetensors only, as the harness' own backbones are: a pickle-only folder is refused with
+# load_error's one line instead of being unpickled.
+SAFETENSORS_ONLY = {"use_safetensors": True}
+
+
 def _load_error(location: str, exc: Exception) -> HarnessError:
     first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     return HarnessError(f"sentence-transformers could not load {location!r} ({type(exc).__name__}: {first_line}); "
-                        "give a local model folder, or check the Hugging Face id and the network.")
+                        "give a local model folder with safetensors weights (pickled weights are never loaded), or "
+                        "check the Hugging Face id and the network.")
 
 
 class SentenceTransformerEmbedder:
@@ -179,7 +185,7 @@ def build_embedder(ctx) -> SentenceTransformerEmbedder:
     check_folder(location, SENTENCE_TRANSFORMER, "st")
     sentence_transformers = _import_sentence_transformers()
     try:
-        model = sentence_transformers.SentenceTransformer(location, device=ctx.device)
+        model = sentence_transformers.SentenceTransformer(location, device=ctx.device, model_kwargs=SAFETENSORS_ONLY)
     except (OSError, ValueError, KeyError) as exc:
         raise _load_error(location, exc) from None
     return SentenceTransformerEmbedder(model, ctx.eval_batch_size, ctx.progress, ctx.options["prompts"])
@@ -190,7 +196,7 @@ def build_cross_encoder(ctx) -> CrossEncoderScorer:
     check_folder(location, CROSS_ENCODER, "st-ce")
     sentence_transformers = _import_sentence_transformers()
     try:
-        model = sentence_transformers.CrossEncoder(location, device=ctx.device)
+        model = sentence_transformers.CrossEncoder(location, device=ctx.device, model_kwargs=SAFETENSORS_ONLY)
     except (OSError, ValueError, KeyError) as exc:
         raise _load_error(location, exc) from None
     if model.num_labels != 1:
