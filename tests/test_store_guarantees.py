@@ -647,3 +647,131 @@ def test_publish_refuses_a_record_whose_data_changed(tmp_path):
     with pytest.raises(PublishError, match="stale"):
         publish(Store(tmp_path / "results"), Store(tmp_path / "published"), Selection(), registry=registry,
                 data_dir=tmp_path / "data")
+
+
+# == issue 26 (helper i26-store): what the current inputs would not produce is never served ===========================
+# -- 26.1 a local --backbone is identified by its files ------------------------------------------------------------------
+def test_a_local_backbone_replaced_by_another_model_is_recomputed(run_cli, tmp_path, tiny_bert, tiny_roberta):
+    backbone, results = tmp_path / "my", tmp_path / "results"
+    shutil.copytree(tiny_bert, backbone)
+    common = ("run", "--models", "be", "--tasks", "stsb", *SMOKE, "--backbone", backbone, "--results", results)
+    code, out, err = run_cli(*common)
+    assert code == 0 and "1 cells computed" in out, err
+    code, out, _ = run_cli(*common)
+    assert "0 cells computed, 1 from the store" in out
+    shutil.rmtree(backbone)
+    shutil.copytree(tiny_roberta, backbone)  # same path, another model: used to be served the first one's score
+    code, out, err = run_cli(*common)
+    assert code == 0 and "1 cells computed, 0 from the store" in out, err
+    assert len({r["model"]["backbone_content"] for r in Store(results).records()}) == 2
+
+
+def test_backbone_checksums_are_cached_by_size_and_mtime(tmp_path, tiny_bert, monkeypatch):
+    import harness.fingerprint as fingerprint
+
+    backbone, cache = tmp_path / "my", tmp_path / "cache"
+    shutil.copytree(tiny_bert, backbone)
+    first = fingerprint.folder_fingerprint(backbone, cache)
+    hashed: list[Path] = []
+    real_sha256 = fingerprint._sha256
+    monkeypatch.setattr(fingerprint, "_sha256", lambda path: hashed.append(path) or real_sha256(path))
+    monkeypatch.setattr(fingerprint, "_memo", {})  # a new process: only the cache file is left
+    assert fingerprint.folder_fingerprint(backbone, cache) == first and hashed == []
+    (backbone / "config.json").write_text((backbone / "config.json").read_text().replace("32", "33", 1))
+    assert fingerprint.folder_fingerprint(backbone, cache) != first and [p.name for p in hashed] == ["config.json"]
+
+
+def test_published_records_keep_their_keys(registry):
+    """The bundled backbone and hub ids are identified by name as before: every published spec re-resolves to the
+    hash (and so the key) it was published under."""
+    from harness.profiles import get_profile
+    from harness.spec import resolve_model_spec
+
+    records = list(Store(REPO / "published").records())
+    assert records
+    for record in records:
+        model = record["model"]
+        spec = resolve_model_spec(registry, model["label"], get_profile(model["profile"]), model["backbone"],
+                                  model["train_on"], model.get("budget") or {})
+        assert spec.backbone_content is None and spec.key == record["model_key"], model["label"]
+
+
+# -- 26.2 a checkpoint names the spec, seed and training data it was made of ---------------------------------------------
+def test_a_checkpoint_copied_over_another_seed_is_retrained_not_loaded(run_cli, tmp_path, tiny_bert):
+    results = tmp_path / "results"
+    common = ("run", "--models", "be", "--train-on", "stsb", *SMOKE, "--backbone", tiny_bert, "--results", results)
+    code, out, err = run_cli(*common, "--tasks", "stsb", "--seeds", "42,43")
+    assert code == 0, err
+    (seed_42,) = (results / "checkpoints").glob("be-*/seed-42")
+    shutil.rmtree(seed_42)
+    shutil.copytree(seed_42.parent / "seed-43", seed_42)  # a consistent checkpoint, of the wrong seed
+    assert checkpoint_problem(seed_42) is None
+    code, out, err = run_cli(*common, "--tasks", "stsb,sickr", "--seeds", "42")
+    assert code == 0 and "trained with seed 43, not 42" in err and "training be on stsb" in out, err
+    assert json.loads((seed_42 / "training.json").read_text())["seed"] == 42
+
+
+# -- 26.3 cache entries offered to plugins are checksummed ---------------------------------------------------------------
+def test_edited_or_damaged_teacher_scores_are_recomputed_not_used(tmp_path, caplog):
+    import torch
+
+    from harness.plugins.augmented_sbert import cached_teacher_scores
+    from harness.profiles import get_profile
+
+    class Teacher:
+        def __init__(self):
+            self.network = torch.nn.Linear(2, 1)
+            self.calls = 0
+
+        def score(self, first, second):
+            self.calls += 1
+            return np.arange(len(first), dtype=np.float64)
+
+    class Context:
+        cache_dir = tmp_path / "cache"
+        profile = get_profile("smoke")
+        logger = __import__("logging").getLogger("test")
+
+    teacher, first, second = Teacher(), ["a", "b", "c"], ["d", "e", "f"]
+    expected = cached_teacher_scores(Context, teacher, "ce", first, second)
+    (path,) = (tmp_path / "cache").glob("teacher-scores-*.npy")
+    assert list(cached_teacher_scores(Context, teacher, "ce", first, second)) == [0, 1, 2] and teacher.calls == 1
+    edited = np.load(path)
+    edited[0] = 99.0
+    np.save(path, edited)  # a valid .npy with other scores: used to become silver labels
+    with caplog.at_level("WARNING"):
+        assert list(cached_teacher_scores(Context, teacher, "ce", first, second)) == list(expected)
+    assert teacher.calls == 2 and "does not match its checksum" in caplog.text
+    path.write_bytes(b"\x93NUMPY garbage")  # damaged: used to crash every later run
+    assert list(cached_teacher_scores(Context, teacher, "ce", first, second)) == list(expected)
+    assert teacher.calls == 3 and list(np.load(path)) == list(expected)
+
+
+def test_cached_bytes_recomputes_entries_without_a_checksum_or_that_fail_their_check(tmp_path):
+    from harness.store import cached_bytes
+
+    path = tmp_path / "cache" / "entry.bin"
+    assert cached_bytes(path, lambda: b"one") == (b"one", False)
+    assert cached_bytes(path, lambda: b"two") == (b"one", True)
+    path.with_name("entry.bin.sha256").unlink()  # an entry of an older harness, without a checksum
+    assert cached_bytes(path, lambda: b"two") == (b"two", False)
+    assert cached_bytes(path, lambda: b"three", check=lambda content: content == b"three") == (b"three", False)
+
+
+# -- 26.5 numeric ranges are checked at plan time -----------------------------------------------------------------------
+@pytest.mark.parametrize("extra, expected", [
+    (("--models", "be:lr=-1"), "option 'lr' of model 'be' is -1.0; it must lie in (0, inf)"),
+    (("--models", "be:lr=inf"), "option 'lr' of model 'be' is inf; give a finite number"),
+    (("--models", "be", "--set", "learning_rate=inf"), "learning_rate must be a finite number"),
+    (("--models", "augsbert:teacher=ce,top_k=0"), "option 'top_k' of recipe 'augsbert' is 0; it must lie in [1, inf)"),
+])
+def test_out_of_range_options_are_refused_by_validate(run_cli, extra, expected):
+    code, _, err = run_cli("validate", *extra, "--tasks", "stsb", "--train-on", "stsb")
+    assert code == 2 and expected in err and "Traceback" not in err, err
+
+
+def test_a_matrix_with_an_out_of_range_option_runs_nothing(run_cli, tmp_path):
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text("models: [be, 'be:lr=-1']\ntasks: [stsb]\ntrain_on: stsb\nprofile: smoke\n")
+    code, out, err = run_cli("run", "--matrix", matrix, "--results", tmp_path / "results", "--no-progress")
+    assert code == 2 and "must lie in (0, inf)" in err and not (tmp_path / "results" / "checkpoints").exists()
