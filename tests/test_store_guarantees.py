@@ -775,3 +775,122 @@ def test_a_matrix_with_an_out_of_range_option_runs_nothing(run_cli, tmp_path):
     matrix.write_text("models: [be, 'be:lr=-1']\ntasks: [stsb]\ntrain_on: stsb\nprofile: smoke\n")
     code, out, err = run_cli("run", "--matrix", matrix, "--results", tmp_path / "results", "--no-progress")
     assert code == 2 and "must lie in (0, inf)" in err and not (tmp_path / "results" / "checkpoints").exists()
+
+
+# -- 26.6 one line, never a traceback or a hang --------------------------------------------------------------------------
+def _trained_be(run_cli, tmp_path, tiny_bert, *extra):
+    results = tmp_path / "results"
+    common = ("run", "--models", "be", "--train-on", "stsb", "--tasks", "stsb", *SMOKE, "--backbone", tiny_bert,
+              "--results", results)
+    code, out, err = run_cli(*common, *extra)
+    assert code == 0, err
+    return results, common
+
+
+def test_export_from_a_store_it_cannot_write_loads_the_checkpoint(run_cli, tmp_path, tiny_bert, monkeypatch):
+    import errno
+
+    import harness.locks as locks
+
+    results, _ = _trained_be(run_cli, tmp_path, tiny_bert)
+    real_open = os.open
+
+    def read_only_locks(path, flags, *args, **kwargs):  # the store is read-only: no lock file can be created
+        if str(path).endswith(".lock"):
+            raise PermissionError(errno.EROFS, "Read-only file system", str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(locks.os, "open", read_only_locks)
+    code, out, err = run_cli("export", "--models", "be", "--train-on", "stsb", "--profile", "smoke", "--backbone",
+                             tiny_bert, "--results", results, "--to", tmp_path / "exported")
+    assert code == 0 and "Traceback" not in err and (tmp_path / "exported" / "README.md").is_file(), err
+
+
+@pytest.mark.parametrize("error, expected", [
+    (28, "No space left on device; free some space and run the same command again"),
+    (13, "Permission denied; make it writable (or choose another folder)"),
+])
+def test_a_full_disk_or_an_unwritable_sub_folder_is_one_line_and_resumes(run_cli, tmp_path, monkeypatch, error,
+                                                                           expected):
+    import harness.store as store_module
+
+    write_toy_data(tmp_path / "data")
+    monkeypatch.setenv("HARNESS_EXTRA_PLUGINS", "test_store_guarantees")
+    from harness.registry import default_registry
+
+    default_registry.cache_clear()
+    real_fsync = os.fsync
+
+    def failing_fsync(descriptor):
+        raise OSError(error, os.strerror(error))
+
+    monkeypatch.setattr(store_module.os, "fsync", failing_fsync)
+    common = ("run", "--models", "toy-embedder", "--tasks", "toy-pairs", *SMOKE, "--data-dir", tmp_path / "data",
+              "--results", tmp_path / "results")
+    try:
+        code, _, err = run_cli(*common)
+        assert code == 2 and expected in err and "Traceback" not in err, err
+        assert not list((tmp_path / "results").rglob("*.json")) or all(
+            p.parts[-3] == "cache" for p in (tmp_path / "results").rglob("*.json"))
+        monkeypatch.setattr(store_module.os, "fsync", real_fsync)
+        code, out, err = run_cli(*common)
+        assert code == 0 and "1 cells computed" in out, err
+    finally:
+        default_registry.cache_clear()
+
+
+def test_a_record_path_that_is_a_folder_is_one_line(tmp_path):
+    write_toy_data(tmp_path / "data")
+    toy_run(tmp_path)
+    (path,) = (tmp_path / "results").glob("*/seed-*/*.json")
+    path.unlink()
+    path.mkdir()
+    assert "not a regular file (a folder)" in Store(tmp_path / "results").lookup(
+        path.parts[-3], 42, "toy-pairs")[1]
+    with pytest.raises(harness.HarnessError, match="a folder has its name; remove or rename that folder"):
+        toy_run(tmp_path)
+
+
+def test_a_record_path_that_is_a_fifo_is_recomputed_without_hanging(tmp_path):
+    import threading
+
+    write_toy_data(tmp_path / "data")
+    toy_run(tmp_path)
+    (path,) = (tmp_path / "results").glob("*/seed-*/*.json")
+    path.unlink()
+    os.mkfifo(path)
+    finished: list = []
+    worker = threading.Thread(target=lambda: finished.append(toy_run(tmp_path)[0]), daemon=True)
+    worker.start()
+    worker.join(60)
+    if worker.is_alive():  # unblock the reader so the test process can end
+        with open(path, "w"):
+            pass
+        pytest.fail("reading a FIFO record blocked the run")
+    assert [o.status for o in finished[0]] == ["ok"] and read_record(path)["status"] == "ok"
+
+
+def test_a_symlinked_checkpoint_folder_is_refused_before_training(run_cli, tmp_path, tiny_bert):
+    results, common = _trained_be(run_cli, tmp_path, tiny_bert)
+    (checkpoint,) = (results / "checkpoints").glob("be-*/seed-42")
+    elsewhere = tmp_path / "elsewhere"
+    shutil.move(checkpoint, elsewhere)
+    checkpoint.symlink_to(elsewhere)
+    code, out, err = run_cli(*common, "--overwrite")
+    assert code == 2 and "is a symbolic link" in err and "Traceback" not in err, err
+    assert "training be on stsb" not in out
+
+
+def test_st_with_pickle_only_weights_is_refused_in_one_line(run_cli, tmp_path, tiny_bert):
+    import torch
+    from safetensors.torch import load_file
+    from sentence_transformers import SentenceTransformer
+
+    folder = tmp_path / "pickled-st"
+    SentenceTransformer(tiny_bert, device="cpu").save(str(folder))
+    (weights,) = folder.rglob("model.safetensors")
+    torch.save(load_file(weights), weights.with_name("pytorch_model.bin"))
+    weights.unlink()
+    code, _, err = run_cli("run", "--models", "st", "--tasks", "stsb", *SMOKE, "--backbone", folder,
+                           "--results", tmp_path / "results")
+    assert code == 2 and "safetensors weights (pickled weights are never loaded)" in err and "Traceback" not in err
