@@ -190,6 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
     export_results.add_argument("--to", type=Path, required=True, help="the folder to write into")
     export_results.add_argument("--results", type=Path, default=None,
                                 help=f"store to read (default ./{DEFAULT_RESULTS}, or HARNESS_RESULTS_DIR)")
+    export_results.add_argument("--overwrite", action="store_true",
+                                help="write into a folder that already holds files (they may be replaced)")
     return parser
 
 
@@ -236,7 +238,7 @@ def _run_config(args, for_validation: bool = False):
     config = RunConfig(
         models=models,
         tasks=tasks,
-        seeds=_seeds(args.seeds) if getattr(args, "seeds", None) else base.get("seeds", [42]),
+        seeds=_seeds(args.seeds) if getattr(args, "seeds", None) is not None else base.get("seeds", [42]),
         profile=profile,
         backbone=args.backbone or base.get("backbone"),
         train_on=args.train_on or base.get("train_on"),
@@ -457,7 +459,8 @@ def cmd_publish(registry, args) -> int:
 
     if not (args.models or args.tasks or args.seeds or args.all):
         raise HarnessError("choose what to publish: --models, --tasks and/or --seeds, or --all for every record.")
-    selection = Selection(_split(args.models), _split(args.tasks), _seeds(args.seeds) if args.seeds else [])
+    selection = Selection(_split(args.models), _split(args.tasks),
+                          _seeds(args.seeds) if args.seeds is not None else [])
     source = Store(_results_dir(args.results))
     if not source.root.is_dir():
         raise HarnessError(f"no result store at {source.root}; pass the store to publish from with --results.")
@@ -502,7 +505,7 @@ def cmd_export(registry, args) -> int:
     """harness/export.py does the work: the model's own export method, the checkpoint from the store, a model card."""
     from .export import ExportRequest, export_model
 
-    seeds = _seeds(args.seeds) if args.seeds else [42]
+    seeds = _seeds(args.seeds) if args.seeds is not None else [42]
     if len(seeds) != 1:
         raise HarnessError(f"export writes one trained model: give one seed (--seeds {seeds[0]}), not {len(seeds)}.")
     specs = _split(args.models)
@@ -527,6 +530,10 @@ def cmd_export_results(registry, args) -> int:
     store = Store(_results_dir(args.results))
     if not store.root.is_dir():
         raise HarnessError(f"no result store at {store.root}; run `harness run` first or pass --results.")
+    target = Path(args.to).expanduser()
+    if target.is_dir() and any(target.iterdir()) and not args.overwrite:  # never replace an earlier export silently
+        raise HarnessError(f"{target} already holds files (an earlier export?); choose an empty or new folder, or "
+                           "add --overwrite to replace what the export writes.")
     records = list(store.records())
     written = write(records, args.to)
     for path in written:

@@ -91,6 +91,11 @@ def parse_spec_text(text: str) -> tuple[str, dict[str, str]]:
                 raise InvalidOptionError(
                     f"cannot read option {item!r} in {text!r}; write options as name:key=value,key=value."
                 )
+            if key.strip() in options:  # the last value would win silently
+                raise InvalidOptionError(
+                    f"option {key.strip()!r} is given twice in {text!r} ({options[key.strip()]!r} and "
+                    f"{value.strip()!r}); give it once."
+                )
             options[key.strip()] = value.strip()
     return name.strip(), options
 

@@ -156,10 +156,28 @@ class CellResult:
     status: str  # ok | missing | failed
     record: dict
     message: str = ""
+    keeps_ok: bool = False  # a data problem: a stored ok record of the cell is kept, not replaced by this one
 
 
 def _data_dir_text(path: Path | None) -> str | None:
     return str(path) if path else None
+
+
+def check_finite_labels(splits: TrainingSplits, source: str) -> None:
+    """Refuse training data whose numeric labels (e.g. gold similarity scores) are NaN or infinite: training on them
+    makes the loss NaN, which would otherwise be reported as diverged training (DataFileError, at plan time)."""
+    for name, data in (("train", splits.train), ("dev", splits.dev)):
+        labels = getattr(data, "scores", None)
+        if labels is None:
+            continue
+        labels = np.asarray(labels, dtype=np.float64)
+        bad = int((~np.isfinite(labels)).sum())
+        if bad:
+            raise DataFileError(
+                f"training data of {source}: {bad} of {len(labels)} {name} labels are NaN or infinite; fix or remove "
+                "those lines of the data (a NaN label makes the training loss NaN; the learning rate is not the "
+                "cause)."
+            )
 
 
 def _check_finite_options(owner: str, options: dict[str, Any]) -> None:
@@ -272,6 +290,7 @@ class Runner:
                 continue
             try:
                 splits = self.training_splits(spec.train_on, self._training_kinds(spec), plan.profile, plan.seeds[0])
+                check_finite_labels(splits, spec.train_on)
                 plan.training_checksums[spec.key] = splits.checksum
             except DataFileError as exc:
                 plan.training_problems[spec.key] = exc
@@ -705,10 +724,13 @@ class Runner:
         return self.store_result(self.problem_result(spec, seed, task_spec, plan, error, hardware))
 
     def problem_result(self, spec, seed, task_spec, plan, error: Exception, hardware) -> CellResult:
-        """The cell of a data or training problem: missing (data not available) or failed (anything else)."""
+        """The cell of a data or training problem: missing (data not available) or failed (anything else). A
+        malformed data file does not replace a stored ``ok`` result (``keeps_ok``), as missing data does not."""
         if isinstance(error, MissingDataError):
             return self._problem(spec, seed, task_spec, plan, "missing", str(error), hardware)
-        return self._problem(spec, seed, task_spec, plan, "failed", str(error), hardware)
+        result = self._problem(spec, seed, task_spec, plan, "failed", str(error), hardware)
+        result.keeps_ok = isinstance(error, DataFileError) and not self.config.overwrite
+        return result
 
     def _write_failed(self, spec, seed, task_spec, plan, message, hardware) -> CellOutcome:
         return self.store_result(self._problem(spec, seed, task_spec, plan, "failed", message, hardware))
@@ -723,6 +745,12 @@ class Runner:
     def store_result(self, result: CellResult) -> CellOutcome:
         """Write a computed cell's record (the driver alone does this) and report it in one line."""
         spec, seed, task_spec = result.spec, result.seed, result.task
+        if result.keeps_ok:
+            stored, _ = self.store.lookup(spec.key, seed, task_spec.key)
+            if stored is not None and stored["status"] == "ok":
+                logger.error("%s seed %s %s: %s The stored ok result (computed from the data as it was) is kept; fix "
+                             "the data and run again.", spec.label, seed, task_spec.label, result.message)
+                return CellOutcome(spec, seed, task_spec, "failed", None, result.message)
         self.store.write(spec.key, seed, task_spec.key, result.record)
         if result.status == "failed":
             logger.error("%s seed %s %s failed: %s", spec.label, seed, task_spec.label, result.message)

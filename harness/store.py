@@ -73,7 +73,10 @@ class InvalidRecordError(HarnessError):
 
 # -- temporary names ---------------------------------------------------------------------------------------------------
 _TEMP_TAG = "harness-tmp"
-_OWNED_TEMP = re.compile(rf"\.{_TEMP_TAG}\.(?P<host>[A-Za-z0-9_]+)\.(?P<pid>\d+)\.")
+# ``.<name>.harness-tmp.<host>.n<space>.<pid>.<random>``: ``space`` names the kernel boot and the PID namespace of
+# the writer, so a process id is only checked by a process that sees the same processes (containers sharing a store
+# with the same host name do not); names without it (harness 0.2) are treated as another space's.
+_OWNED_TEMP = re.compile(rf"\.{_TEMP_TAG}\.(?P<host>[A-Za-z0-9_]+)\.(?:n(?P<space>[0-9a-f]{{8}})\.)?(?P<pid>\d+)\.")
 # harness 0.1 temporaries (no owner in the name): ``.<name>.<8 random chars>.tmp`` files and ``.<name>.<8 chars>``
 # checkpoint folders.
 _LEGACY_TEMP_FILE = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
@@ -84,9 +87,25 @@ def _host_tag() -> str:
     return re.sub(r"[^A-Za-z0-9]", "_", socket.gethostname() or "host")[:40] or "host"
 
 
+def _process_space() -> str:
+    """8 hex digits naming this boot of the kernel and this process's PID namespace: two processes with the same
+    space see the same process ids."""
+    parts = []
+    for source in ("/proc/sys/kernel/random/boot_id", "/proc/self/ns/pid"):
+        try:
+            parts.append(os.readlink(source) if source.endswith("/pid") else Path(source).read_text().strip())
+        except OSError:
+            parts.append("")
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:8]
+
+
+_SPACE = _process_space()
+
+
 def temporary_prefix(name: str) -> str:
-    """Prefix of a temporary file or folder that will be renamed to ``name``; it names this host and process."""
-    return f".{name}.{_TEMP_TAG}.{_host_tag()}.{os.getpid()}."
+    """Prefix of a temporary file or folder that will be renamed to ``name``; it names this host, its boot and PID
+    namespace, and this process (mkstemp adds a random token)."""
+    return f".{name}.{_TEMP_TAG}.{_host_tag()}.n{_SPACE}.{os.getpid()}."
 
 
 def _process_alive(pid: int) -> bool:
@@ -119,14 +138,15 @@ def stale_temporary(path: Path, now: float | None = None) -> str | None:
     owned = _OWNED_TEMP.search(name)
     now = time.time() if now is None else now
     if owned:
-        if owned.group("host") == _host_tag():
+        if owned.group("host") == _host_tag() and owned.group("space") == _SPACE:
             pid = int(owned.group("pid"))
             if pid == os.getpid() or _process_alive(pid):
                 return None
             return f"left by process {pid}, which is no longer running"
         age = now - _newest_mtime(path)
         if age > STALE_AFTER_SECONDS:
-            return f"left by host {owned.group('host')}, untouched for {age / 3600:.1f} h"
+            return (f"left by process {owned.group('pid')} of host {owned.group('host')} (another boot or "
+                    f"container), untouched for {age / 3600:.1f} h")
         return None
     legacy = _LEGACY_TEMP_FILE.match(name) if path.is_file() else _LEGACY_TEMP_DIR.match(name)
     if legacy:
@@ -639,6 +659,7 @@ def build_checkpoint(directory: Path, save: Callable[[Path], Any]) -> Path:
         try:
             os.chmod(temporary, 0o777 & ~_UMASK)  # mkdtemp's 0700 would hide it from others sharing the store
             save(temporary)
+            _share_like_records(temporary)
             manifest = {"format": CHECKPOINT_FORMAT, "files": _checkpoint_files(temporary)}
             (temporary / COMPLETE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
             if directory.exists():
@@ -652,6 +673,15 @@ def build_checkpoint(directory: Path, save: Callable[[Path], Any]) -> Path:
             shutil.rmtree(temporary, ignore_errors=True)
             raise
     return directory
+
+
+def _share_like_records(folder: Path) -> None:
+    """Give what a model's ``save`` wrote the modes records get (0644 / 0755 under the usual umask): some writers
+    create files 0600 (e.g. through mkstemp), which would hide a checkpoint from the others sharing a store."""
+    for path in [folder, *folder.rglob("*")]:
+        if path.is_symlink():
+            continue
+        os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~_UMASK)
 
 
 def check_checkpoint_target(directory: Path) -> None:

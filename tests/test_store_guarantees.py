@@ -894,3 +894,108 @@ def test_st_with_pickle_only_weights_is_refused_in_one_line(run_cli, tmp_path, t
     code, _, err = run_cli("run", "--models", "st", "--tasks", "stsb", *SMOKE, "--backbone", folder,
                            "--results", tmp_path / "results")
     assert code == 2 and "safetensors weights (pickled weights are never loaded)" in err and "Traceback" not in err
+
+
+# -- 26.7 smaller ones ---------------------------------------------------------------------------------------------------
+def test_malformed_data_keeps_a_good_stored_result_and_reports_the_problem(tmp_path, caplog):
+    data_file = write_toy_data(tmp_path / "data")
+    (computed,), _ = toy_run(tmp_path)
+    data_file.write_text(data_file.read_text() + "a line without tabs\n")
+    with caplog.at_level("ERROR"):
+        (outcome,), _ = toy_run(tmp_path)
+    assert outcome.status == "failed" and "expected first<TAB>second<TAB>score" in outcome.message
+    assert "stored ok result (computed from the data as it was) is kept" in caplog.text
+    record = only_record(tmp_path / "results")
+    assert record["status"] == "ok" and record["main_score"] == computed.main_score
+
+
+def test_temporaries_of_another_pid_namespace_are_kept_while_young(tmp_path):
+    """Containers sharing a store may share a host name but not process ids: a temporary named by another PID
+    namespace (or by harness 0.2, which did not name it) is removed only when old, whatever its pid says here."""
+    from harness.store import STALE_AFTER_SECONDS, _host_tag, temporary_prefix
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    folder = tmp_path / "results" / "be-1" / "seed-42"
+    folder.mkdir(parents=True)
+    other_space = folder / f".stsb.json.harness-tmp.{_host_tag()}.n0badcafe.{dead.pid}.abc.tmp"
+    unnamed_space = folder / f".sts12.json.harness-tmp.{_host_tag()}.{dead.pid}.abc.tmp"
+    same_space = folder / (temporary_prefix("sickr.json").replace(f".{os.getpid()}.", f".{dead.pid}.") + "abc.tmp")
+    for path in (other_space, unnamed_space, same_space):
+        path.write_text("{}")
+    store = Store(tmp_path / "results")
+    assert {path for path, _ in store.clean_stale_temporaries()} == {same_space}
+    old = time.time() - STALE_AFTER_SECONDS - 60
+    for path in (other_space, unnamed_space):
+        os.utime(path, (old, old))
+    assert {path for path, _ in store.clean_stale_temporaries()} == {other_space, unnamed_space}
+
+
+def test_checkpoint_files_get_the_mode_of_records(tmp_path):
+    def save(folder: Path):
+        handle = os.open(folder / "model.safetensors", os.O_WRONLY | os.O_CREAT, 0o600)  # as mkstemp-based writers do
+        os.write(handle, b"weights")
+        os.close(handle)
+
+    directory = build_checkpoint(tmp_path / "ckpt" / "seed-42", save)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (directory / "model.safetensors").stat().st_mode & 0o777 == 0o666 & ~umask
+    assert (directory / "COMPLETE").stat().st_mode & 0o777 == 0o666 & ~umask
+    assert checkpoint_problem(directory) is None
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (("run", "--models", "be", "--tasks", "stsb", "--seeds", ""), "--seeds needs at least one integer"),
+    (("validate", "--models", "be:pooling=cls,pooling=mean", "--tasks", "stsb"),
+     "option 'pooling' is given twice in 'be:pooling=cls,pooling=mean' ('cls' and 'mean'); give it once"),
+])
+def test_empty_seeds_and_repeated_options_are_refused(run_cli, tmp_path, argv, expected):
+    code, out, err = run_cli(*argv, "--results", tmp_path / "r") if argv[0] == "run" else run_cli(*argv)
+    assert code == 2 and expected in err and "cells computed" not in out, err
+
+
+def test_export_results_does_not_overwrite_an_earlier_export_silently(run_cli, tmp_path):
+    write_toy_data(tmp_path / "data")
+    toy_run(tmp_path)
+    target = tmp_path / "exported"
+    target.mkdir()
+    (target / "harness_export.json").write_text("[]")
+    common = ("export-results", "--format", "mteb", "--to", target, "--results", tmp_path / "results")
+    code, _, err = run_cli(*common)
+    assert code == 2 and "already holds files" in err and "--overwrite" in err
+    assert (target / "harness_export.json").read_text() == "[]"
+    code, _, err = run_cli(*common, "--overwrite")
+    assert code == 0, err
+
+
+def test_nan_training_labels_are_a_data_problem_not_a_learning_rate(run_cli, tmp_path):
+    data_dir = _sts_data(tmp_path)
+    train = data_dir / "stsb" / "senteval_tokenized" / "sts-train.csv"
+    rows = [line.split("\t") for line in train.read_text().splitlines()]
+    for row in rows[::3]:  # enough of them for the profile's subsample of the train split to meet some
+        row[4] = "nan"
+    train.write_text("".join("\t".join(row) + "\n" for row in rows))
+    code, out, err = run_cli("validate", "--models", "be", "--tasks", "sts12", "--train-on", "stsb",
+                             "--data-dir", data_dir)
+    assert code == 2 and "train labels are NaN or infinite" in err and "the learning rate is not the cause" in err, err
+
+
+def test_a_lost_ray_node_is_reported_in_one_line_of_its_own(caplog):
+    from harness.executors.ray_cluster import RayExecutor
+
+    class FakeRay:
+        nodes_now = [{"NodeID": "aaaaaaaa11", "NodeManagerHostname": "gpu-1", "Alive": True},
+                     {"NodeID": "bbbbbbbb22", "NodeManagerHostname": "gpu-2", "Alive": True}]
+
+        def nodes(self):
+            return self.nodes_now
+
+    executor, ray = RayExecutor(max_retries=3), FakeRay()
+    executor._report_lost_nodes(ray, None)
+    ray.nodes_now = [ray.nodes_now[0], {**ray.nodes_now[1], "Alive": False}]
+    executor._nodes_checked_at = 0.0
+    with caplog.at_level("ERROR"):
+        executor._report_lost_nodes(ray, None)
+    assert "Ray node gpu-2 (bbbbbbbb) was lost: its running tasks are retried on the other nodes (up to 3 times)" \
+        in caplog.text and "gpu-1" not in caplog.text

@@ -48,6 +48,7 @@ logger = logging.getLogger(__name__)
 
 LOCAL = "local"  # --ray-address local: always start a new local cluster (None: join the machine's, else start one)
 CONNECT_TIMEOUT_SECONDS = 5.0
+NODE_CHECK_SECONDS = 5.0  # how often the driver looks for lost nodes while tasks run
 PROBE_TIMEOUT_SECONDS = 180.0
 # Environment passed on to every worker (a remote cluster's workers do not inherit the driver's environment).
 FORWARDED_ENVIRONMENT = ("HARNESS_EXTRA_PLUGINS", "HARNESS_PLUGINS", "HARNESS_DISABLE_PLUGIN_AUTOLOAD",
@@ -263,6 +264,8 @@ class RayExecutor:
         self.cpus_per_task = cpus_per_task
         self.num_cpus = num_cpus
         self.max_retries = max_retries
+        self._alive_nodes: dict[str, dict] = {}  # NodeID -> ray.nodes() entry at the last check
+        self._nodes_checked_at = 0.0
         self.max_in_flight = max_in_flight  # tasks submitted and not finished (None: 4 per slot, at least 64)
         self.resources: TaskResources | None = None
         self._started_cluster = False
@@ -416,6 +419,7 @@ class RayExecutor:
                             claim_what_is_free(progress, blocking=True)
                         continue
                     ready, _ = ray.wait(list(waiting), num_returns=1, timeout=1.0)
+                    self._report_lost_nodes(ray, runner)
                     for ref in ready:
                         kind, pending, index = waiting.pop(ref)
                         value = self._get(ray, ref, kind, pending, index)
@@ -463,13 +467,29 @@ class RayExecutor:
             if isinstance(cause, HarnessError):
                 raise cause from None
             raise
-        except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
-                ray.exceptions.TaskCancelledError, ray.exceptions.ObjectLostError) as exc:
+        except ray.exceptions.RayError as exc:  # a worker or node lost, a task cancelled, an object gone...
             what = (f"training {pending.job.label}" if kind == "train"
                     else f"cell {pending.job.label} {pending.job.tasks[index].label}")
-            raise HarnessError(f"the Ray task for {what} failed {self.max_retries + 1} times ({type(exc).__name__}); "
-                               "finished cells are stored: fix the cause (see the worker logs) and run again to "
-                               "resume.") from None
+            node = " (a Ray node was lost)" if isinstance(exc, (ray.exceptions.NodeDiedError,
+                                                                 ray.exceptions.LocalRayletDiedError)) else ""
+            raise HarnessError(f"the Ray task for {what} failed {self.max_retries + 1} times ({type(exc).__name__})"
+                               f"{node}; finished cells are stored: fix the cause (see the worker logs) and run again "
+                               "to resume.") from None
+
+    def _report_lost_nodes(self, ray: Any, runner: Runner) -> None:
+        """Say in one line of its own when a node of the cluster is lost (its tasks are retried elsewhere, or fail
+        with the line of ``_get``); checked every few seconds."""
+        now = time.monotonic()
+        if now - self._nodes_checked_at < NODE_CHECK_SECONDS:
+            return
+        self._nodes_checked_at = now
+        try:
+            alive = {node["NodeID"]: node for node in ray.nodes() if node.get("Alive", True)}
+        except Exception:  # noqa: BLE001 - the check only informs; Ray itself reports a cluster that is gone
+            return
+        for line in lost_node_lines(self._alive_nodes, alive, self.max_retries):
+            logger.error(line)
+        self._alive_nodes = alive
 
     def _slots(self, ray: Any) -> int:
         """How many tasks of this executor's size the cluster runs at once."""
@@ -486,3 +506,13 @@ class RayExecutor:
         nodes = sum(1 for node in ray.nodes() if node.get("Alive", True))
         return (f"{nodes} node(s), {resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} GPUs")
 
+
+def lost_node_lines(before: dict[str, dict], alive: dict[str, dict], max_retries: int) -> list[str]:
+    """One line per node alive at the last check and gone now (``ray.nodes()`` entries by NodeID)."""
+    lines = []
+    for node_id, node in before.items():
+        if node_id not in alive:
+            where = node.get("NodeManagerHostname") or node.get("NodeManagerAddress") or "?"
+            lines.append(f"Ray node {where} ({node_id[:8]}) was lost: its running tasks are retried on the other "
+                         f"nodes (up to {max_retries} times); finished cells are stored, and a rerun resumes.")
+    return lines
