@@ -220,7 +220,7 @@ def _existing(path: Path) -> dict | None:
 
 
 def _without_publication(record: dict) -> dict:
-    return {k: v for k, v in record.items() if k not in ("published", "checksum", "_path", "schema")}
+    return {k: v for k, v in record.items() if k not in ("published", "checksum", "signature", "_path", "schema")}
 
 
 def _copy_artifacts(source: Store, target: Store, model_key: str, seed: int) -> None:

@@ -24,6 +24,7 @@ What the store guarantees (README "What the store guarantees"):
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import logging
 import math
@@ -43,6 +44,12 @@ from .locks import LOCKS, StoreLock, check_locking, checkpoint_lock
 logger = logging.getLogger(__name__)
 
 RECORD_SCHEMA = 2  # 2: records carry ``checksum``; 1 (harness 0.1): no checksum
+# The checksum detects accidents (a damaged file, a hand edit that forgot to re-seal), not tampering: anyone can
+# compute a sha256. A store whose records must prove who wrote them sets this secret: records are then also signed
+# (HMAC-SHA256 of the checksum, field SIGNATURE) and every read (run, leaderboard, publish) refuses a record whose
+# signature is missing or wrong.
+STORE_KEY_VARIABLE = "HARNESS_STORE_KEY"
+SIGNATURE = "signature"
 STATUSES = ("ok", "missing", "failed")
 CHECKPOINTS = "checkpoints"
 ARTIFACTS = "artifacts"
@@ -224,19 +231,52 @@ def _canonical(payload: Any) -> Any:
     return finite(json.loads(json.dumps(payload, default=str)))
 
 
+# Fields that are not part of a record's content: its checksum, its keyed signature, and where it was read from.
+_NOT_CONTENT = ("checksum", SIGNATURE, "_path")
+
+
 def content_checksum(record: dict) -> str:
     """sha256 of a record's content without its ``checksum`` field (canonical JSON: sorted keys, no spaces)."""
-    body = {key: value for key, value in record.items() if key not in ("checksum", "_path")}
+    body = {key: value for key, value in record.items() if key not in _NOT_CONTENT}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def seal_record(record: dict) -> dict:
-    """The record as stored: canonical JSON values, the current schema and the checksum of its content."""
-    sealed = _canonical({key: value for key, value in record.items() if key not in ("checksum", "_path")})
+    """The record as stored: canonical JSON values, the current schema and the checksum of its content (and, when
+    ``HARNESS_STORE_KEY`` is set, its keyed signature)."""
+    sealed = _canonical({key: value for key, value in record.items() if key not in _NOT_CONTENT})
     sealed["schema"] = RECORD_SCHEMA
     sealed["checksum"] = content_checksum(sealed)
+    key = store_key()
+    if key is not None:
+        sealed[SIGNATURE] = _signature(key, sealed["checksum"])
     return sealed
+
+
+def store_key() -> bytes | None:
+    """The secret of ``HARNESS_STORE_KEY``, or None when it is not set (records are then checksummed, not signed)."""
+    value = os.environ.get(STORE_KEY_VARIABLE, "")
+    return value.encode("utf-8") if value else None
+
+
+def _signature(key: bytes, checksum: str) -> str:
+    return hmac.new(key, checksum.encode("ascii"), hashlib.sha256).hexdigest()
+
+
+def signature_problem(record: dict) -> str | None:
+    """With ``HARNESS_STORE_KEY`` set: why the record's keyed signature does not prove it was written by someone
+    holding the key (missing, or not matching its content checksum), else None. Without a key: None."""
+    key = store_key()
+    if key is None:
+        return None
+    signature = record.get(SIGNATURE)
+    if not isinstance(signature, str):
+        return f"not signed, and {STORE_KEY_VARIABLE} is set: only records signed with that key are trusted"
+    if not hmac.compare_digest(signature, _signature(key, str(record.get("checksum")))):
+        return (f"its signature does not match {STORE_KEY_VARIABLE}: changed after it was signed, or signed with "
+                "another key")
+    return None
 
 
 def _is_number(value: Any) -> bool:
@@ -317,6 +357,9 @@ def record_problem(record: Any, path: Path | None = None) -> str | None:
         return "contains NaN or infinite values"
     if actual != checksum:
         return "content does not match its checksum: the record was changed after it was written"
+    signature = signature_problem(record)
+    if signature:
+        return signature
     if path is not None:
         path = Path(path)
         expected = (record["model_key"], f"seed-{record['seed']}", f"{record['task']['key']}.json")

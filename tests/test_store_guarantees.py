@@ -999,3 +999,34 @@ def test_a_lost_ray_node_is_reported_in_one_line_of_its_own(caplog):
         executor._report_lost_nodes(ray, None)
     assert "Ray node gpu-2 (bbbbbbbb) was lost: its running tasks are retried on the other nodes (up to 3 times)" \
         in caplog.text and "gpu-1" not in caplog.text
+
+
+# -- 26.8 the checksum detects accidents; HARNESS_STORE_KEY signs records against tampering -----------------------------
+def test_a_store_key_signs_records_and_a_resealed_edit_is_refused_by_leaderboard_and_publish(run_cli, tmp_path,
+                                                                                               monkeypatch):
+    from harness.publish import PublishError, Selection, publish
+    from harness.store import InvalidRecordError
+
+    monkeypatch.setenv("HARNESS_STORE_KEY", "a secret of the lab")
+    write_toy_data(tmp_path / "data")
+    (computed,), _ = toy_run(tmp_path)
+    (path,) = (tmp_path / "results").glob("*/seed-*/*.json")
+    assert read_record(path)["signature"]
+    edited = json.loads(path.read_text())
+    edited["main_score"] = edited["scores"]["spearman"] = 99.0
+    monkeypatch.delenv("HARNESS_STORE_KEY")
+    path.write_text(json.dumps(seal_record(edited)))  # re-sealed by someone without the key: the checksum passes
+    assert read_record(path)["main_score"] == 99.0  # without a key the checksum detects accidents only
+    monkeypatch.setenv("HARNESS_STORE_KEY", "a secret of the lab")
+    with pytest.raises(InvalidRecordError, match="not signed, and HARNESS_STORE_KEY is set"):
+        read_record(path)
+    code, _, err = run_cli("leaderboard", "--results", tmp_path / "results", "--output", tmp_path / "boards")
+    assert "not signed, and HARNESS_STORE_KEY is set" in err
+    assert "99.00" not in "".join(p.read_text() for p in (tmp_path / "boards").glob("*.md"))
+    registry = build_registry(extra_plugins=[ToyPlugin()])
+    with pytest.raises(PublishError, match="not signed"):
+        publish(Store(tmp_path / "results"), Store(tmp_path / "published"), Selection(), registry=registry,
+                data_dir=tmp_path / "data")
+    monkeypatch.setenv("HARNESS_STORE_KEY", "another key")
+    (outcome,), _ = toy_run(tmp_path)  # the run recomputes it rather than serving it
+    assert outcome.status == "ok" and outcome.main_score == pytest.approx(computed.main_score)
