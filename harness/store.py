@@ -8,14 +8,20 @@ What the store guarantees (README "What the store guarantees"):
 - **Atomic writes.** A record is written to a temporary file in the same folder, flushed, fsynced and renamed over
   the target; a checkpoint folder is built under a temporary name and renamed when complete. A crash leaves the old
   version or the new one, never half of one. Temporary names carry the host and process id, so the next run removes
-  the leftovers of dead processes (never those of a live one; see :meth:`Store.clean_stale_temporaries`).
+  the leftovers of dead processes (never those of a live one; see :meth:`Store.clean_stale_temporaries`). They also
+  name the kernel boot and PID namespace, so containers sharing a store never take each other's live temporaries
+  for leftovers.
 - **Records are validated.** Every record read is checked against the schema below and against the sha256 of its
   own content (``checksum``), and must sit at the path its model key, seed and task key name. A record that fails is
   reported with its path and reason, never used (the runner recomputes the cell; the leaderboard skips it and says so).
 - **Reuse needs a match** (:func:`reuse_problem`): status ``ok``, the same spec hash, task version, dataset checksum
   and (for trained models) training-data checksum.
 - **Checkpoints carry file checksums**: ``COMPLETE`` lists the sha256 and size of every file; a checkpoint whose
-  files do not match is not complete (:func:`checkpoint_problem`) and is rebuilt.
+  files do not match is not complete (:func:`checkpoint_problem`) and is rebuilt. A trained model's checkpoint
+  names the spec hash, seed and training data it was made of (:func:`trained_checkpoint_problem`).
+- **Cache entries are checksummed** (:func:`cached_bytes`): an edited or damaged entry is computed again.
+- **The checksum detects accidents, not tampering**; with ``HARNESS_STORE_KEY`` set records are also signed
+  (HMAC) and a record without a matching signature is invalid (:func:`signature_problem`).
 - **Several processes can share a store** (``harness.locks``): a checkpoint is checked, built and replaced under its
   lock (``<checkpoint>.lock``), so two writers never interleave and a reader never sees half of one; the runner
   holds a per-(model key, seed) lock while it computes those cells (``locks/``), so two runs never compute the same

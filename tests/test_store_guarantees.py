@@ -1,5 +1,7 @@
 """What the store guarantees (README "What the store guarantees"), one group of tests per defect of issue 9:
-broken results are failures, stale data and damaged files are recomputed, bad input is refused before computing.
+broken results are failures, stale data and damaged files are recomputed, bad input is refused before computing;
+and (the "issue 26" section at the end) one per point of issue 26: backbone contents, checkpoint identity, cache
+entries, numeric ranges, one-line machine errors, smaller ones, and what the record checksum is for.
 
 Most tests run the runner on a toy task (pairs in a CSV under a data dir) with toy embedders, which takes
 milliseconds; the tests that need real training use the tiny BERT fixture and the smoke profile."""
