@@ -31,12 +31,13 @@ from .executors import make_executor
 from .matrix import check_seeds
 from .metrics import ScoreError
 from .plugin_api import EvalContext, ModelContext, RecipeContext, RecipePlugin, Task
-from .profiles import Profile, get_profile
+from .profiles import Profile, budget_differences, format_budget, get_profile
 from .registry import Registry, check_model_object
 from .spec import (
     SELF_TRAINING,
     ModelSpec,
     TaskSpec,
+    budget_keys,
     resolve_model_spec,
     resolve_task_specs,
     stable_hash,
@@ -54,6 +55,9 @@ class ModelEntry:
     train_on: str | None = None
     backbone: str | None = None
     budget: dict = field(default_factory=dict)  # training budget overrides (harness.profiles.BUDGET_KEYS)
+    # The keys of ``budget`` the entry set itself (refused when its spec cannot honour them); the others came from a
+    # matrix-wide ``budget:`` and, like --set, need only one trained spec of the run that honours them. None: all.
+    own_budget_keys: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -207,6 +211,8 @@ class Runner:
                                       {**self.config.budget, **entry.budget})
             _check_finite_options(f"model {spec.label!r}", spec.options)
             self._check_training(spec)
+            own = entry.budget if entry.own_budget_keys is None else entry.own_budget_keys
+            self._check_budget_keys(spec, [key for key in entry.budget if key in own])
             validate = self.registry.spec_plugin(spec.name).validate
             if validate is not None:
                 validate(spec, self.registry)
@@ -221,12 +227,47 @@ class Runner:
                 else:
                     raise IncompatibleError(problem + " Leave this pair out of the matrix.")
             planned.append(model_plan)
+        shared = dict(self.config.budget)
+        for entry in self.config.models:
+            own = entry.budget if entry.own_budget_keys is None else entry.own_budget_keys
+            shared.update({key: value for key, value in entry.budget.items() if key not in own})
+        self._check_run_budget_keys([model_plan.spec for model_plan in planned], shared)
         plan = Plan(planned, task_specs, list(dict.fromkeys(self.config.seeds)), profile, device)
         if plan.cells == 0:
             reasons = "; ".join(problem for m in planned for _, problem in m.skipped[:1])
             raise IncompatibleError(f"nothing to run: no model of the plan can run any of its tasks ({reasons}).")
         self._check_data(plan)
         return plan
+
+    def _honoured_budget_keys(self, spec: ModelSpec) -> tuple[str, ...]:
+        """The budget keys ``spec``'s training honours; none when it is not trained."""
+        return budget_keys(self.registry.spec_plugin(spec.name)) if spec.train_on is not None else ()
+
+    def _check_budget_keys(self, spec: ModelSpec, entry_keys: list[str]) -> None:
+        """A matrix entry's budget key that the spec's training cannot honour is refused (never silently ignored)."""
+        honoured = self._honoured_budget_keys(spec)
+        refused = [key for key in entry_keys if key not in honoured]
+        if not refused:
+            return
+        if not honoured:
+            raise InvalidOptionError(f"model {spec.label!r} is not trained (no train_on), so its budget "
+                                     f"{', '.join(refused)} would have no effect; drop it or give train_on.")
+        raise InvalidOptionError(f"model {spec.label!r} cannot honour budget key(s) {', '.join(refused)}; "
+                                 f"{spec.name} takes {', '.join(honoured)}.")
+
+    def _check_run_budget_keys(self, specs: list[ModelSpec], shared: dict) -> None:
+        """``--set`` (and a matrix-wide ``budget:``) applies to every trained spec: each key must be honoured by at
+        least one of them."""
+        if not shared:
+            return
+        takes = {spec.name: self._honoured_budget_keys(spec) for spec in specs if spec.train_on is not None}
+        if not takes:
+            raise InvalidOptionError(f"--set {', '.join(shared)}: no model of this run is trained, so a training "
+                                     "budget has no effect; drop it or add --train-on.")
+        for key in shared:
+            if not any(key in keys for keys in takes.values()):
+                shown = "; ".join(f"{name} takes {', '.join(keys)}" for name, keys in takes.items())
+                raise InvalidOptionError(f"--set {key}: no trained model of this run honours it ({shown}).")
 
     def _check_config(self) -> None:
         """Values that would otherwise fail late (numpy's seed range) or pass silently (a data dir that does not
@@ -406,15 +447,15 @@ class Runner:
         return dict(
             options=dict(spec.options),
             backbone=self.resolve_backbone(spec.backbone),
-            profile=profile.with_budget(spec.budget),  # the spec's own training budget
+            profile=profile.with_budget(spec.requested_budget),  # the spec's training budget, as requested
             device=device,
             seed=seed,
             progress=self.config.progress,
             trained_model=trained_model,
             # Cut to the spec's own budget, as the splits it trains on are (a recipe fetching another kind of the
             # same source gets the same documents).
-            training_data=lambda source, kind: self.training_splits(source, (kind,), profile.with_budget(spec.budget),
-                                                                    seed),
+            training_data=lambda source, kind: self.training_splits(
+                source, (kind,), profile.with_budget(spec.requested_budget), seed),
             component=self.registry.component,
             artifact_dir=self.store.artifact_dir(spec.key, seed),
             cache_dir=self.store.root / CACHE,
@@ -430,6 +471,16 @@ class Runner:
         model = plugin.factory(self.model_context(spec, profile, device, seed))
         check_model_object(plugin, model)
         return model
+
+    def _budget_record(self, trained: ModelSpec, seed: int) -> dict:
+        """``{"budget": {"requested": ..., "applied": ...}}`` for a cell of a trained spec (empty otherwise): what
+        the spec asked for (harness.profiles.requested_budget) and what its training applied (the training loop's
+        ``applied_budget`` and the runner's cut of the training data)."""
+        if trained.train_on is None:
+            return {}
+        report = self.training_report(trained, seed)
+        applied = report.get("applied_budget") if isinstance(report, dict) else None
+        return {"budget": {"requested": dict(trained.requested_budget), "applied": dict(applied or {})}}
 
     def training_report(self, spec: ModelSpec, seed: int) -> Any:
         """The report of the training that produced the (spec, seed) model in this process, or None."""
@@ -479,13 +530,23 @@ class Runner:
             else:
                 if problem not in ("--overwrite", "not built yet"):
                     logger.warning("checkpoint %s cannot be used: %s; training it again", checkpoint, problem)
-                splits = self.training_splits(spec.train_on, kinds, profile.with_budget(spec.budget), seed)
+                budgeted = profile.with_budget(spec.requested_budget)
+                splits = self.training_splits(spec.train_on, kinds, budgeted, seed)
                 self.log(
                     f"  training {spec.label} on {spec.train_on} ({len(splits.train)} examples, seed {seed}, "
-                    f"profile {profile.name}{', budget ' + str(spec.budget) if spec.budget else ''})"
+                    f"profile {profile.name}, budget {format_budget(spec.requested_budget)})"
                 )
                 model, report = self._fit(spec, model, splits, profile, device, seed)
-                report_record = report.as_record() if hasattr(report, "as_record") else report
+                report_record = dict(report.as_record() if hasattr(report, "as_record") else report)
+                # The cut of the training data is applied here, not by the method: record it with what it applied.
+                report_record["applied_budget"] = {
+                    **dict(report_record.get("applied_budget") or {}),
+                    "max_train_examples": budgeted.max_train_examples, "train_examples": len(splits.train),
+                }
+                differences = budget_differences(spec.requested_budget, report_record["applied_budget"])
+                if differences:
+                    logger.warning("%s seed %s: the training applied another budget than requested (%s)",
+                                   spec.label, seed, "; ".join(differences))
                 trained = model
 
                 def save(directory: Path) -> None:
@@ -493,7 +554,8 @@ class Runner:
                     atomic_write_json(
                         directory / "training.json",
                         {"spec": spec.as_record(), "seed": seed, "source_checksum": splits.checksum,
-                         "train_examples": len(splits.train), "report": report_record},
+                         "train_examples": len(splits.train), "requested_budget": spec.requested_budget,
+                         "report": report_record},
                     )
 
                 build_checkpoint(checkpoint, save)
@@ -805,6 +867,7 @@ class Runner:
             "dataset_checksum": result.dataset_checksum,
             "training_data_checksum": self._training_data_checksums.get((trained.hash, seed)),
             "training": self.training_report(trained, seed),
+            **self._budget_record(trained, seed),
             "timings": {"model_seconds": round(train_seconds, 3), "eval_seconds": round(eval_seconds, 3)},
         }
         return CellResult(spec, seed, task_spec, "ok", record)
