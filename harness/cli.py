@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from .errors import HarnessError, invalid_choice
+from .errors import HarnessError, UnknownNameError, close_matches_hint, invalid_choice
 from .profiles import PROFILES
 
 DEFAULT_RESULTS = "results"  # the working store `harness run` writes to (git-ignored)
@@ -322,7 +322,9 @@ def cmd_list(registry) -> int:
 
 
 def cmd_describe(registry, name: str) -> int:
+    from .capabilities import TRAINABLE
     from .options import describe_options
+    from .spec import budget_keys
 
     if registry.is_recipe(name):
         recipe = registry.recipe(name)
@@ -334,6 +336,7 @@ def cmd_describe(registry, name: str) -> int:
             print(f"  reference: {recipe.reference}")
         for line in describe_options(recipe.options):
             print(f"  option {line}")
+        print(f"  budget keys: {', '.join(budget_keys(recipe))}")
         return 0
     if name in registry.models or name in registry.model_aliases:
         plugin = registry.model(name)
@@ -347,8 +350,18 @@ def cmd_describe(registry, name: str) -> int:
             print(f"  reference: {plugin.reference}")
         for line in describe_options(plugin.options):
             print(f"  option {line}")
+        if TRAINABLE in plugin.capabilities:
+            print(f"  budget keys: {', '.join(budget_keys(plugin))}")
         return 0
-    members = registry.expand_task(name)
+    try:
+        members = registry.expand_task(name)
+    except UnknownNameError:
+        if ":" in name or "." in name:  # a namespaced task (mteb:NAME) says itself what is wrong
+            raise
+        known = [*registry.models, *registry.model_aliases, *registry.recipes, *registry.recipe_aliases,
+                 *registry.tasks, *registry.families(), *registry.task_aliases]
+        raise UnknownNameError(f"unknown model or task {name!r}.{close_matches_hint(name, sorted(set(known)))} `harness list` "
+                               "shows them all.") from None
     for member in members:
         plugin = registry.task(member)
         print(f"task {member}  [{registry.package_of('task', member)}]")
@@ -378,9 +391,13 @@ def cmd_run(registry, args) -> int:
     counts = {status: sum(o.status == status for o in outcomes) for status in ("ok", "cached", "missing", "failed")}
     print(f"\n{counts['ok']} cells computed, {counts['cached']} from the store, {counts['missing']} missing data"
           + (f", {counts['failed']} failed" if counts["failed"] else "") + f"; records in {config.results_dir}")
+    missing: dict[str, int] = {}  # the reason was printed once per task during the run
     for outcome in outcomes:
         if outcome.status == "missing":
-            print(f"missing: {outcome.task.label}: {outcome.message}")
+            missing[outcome.task.label] = missing.get(outcome.task.label, 0) + 1
+    if missing:
+        print("missing data (reason above): " + ", ".join(f"{label} ({count} cell{'s' * (count > 1)})"
+                                                          for label, count in missing.items()))
     for outcome in outcomes:
         if outcome.status == "failed":
             print(f"failed: {outcome.spec.label} seed {outcome.seed} {outcome.task.label}: {outcome.message}",

@@ -180,6 +180,7 @@ class Runner:
         self._reports: dict[tuple[str, int], Any] = {}  # training report per (spec hash, seed)
         self._training_data_checksums: dict[tuple[str, int], str | None] = {}  # what each loaded model learnt from
         self._planned_training_checksums: dict[str, str] = {}  # by spec key: the training data as it is now
+        self._missing_reported: set[tuple[str, str]] = set()  # (task key, message) of data-missing lines printed
 
     # -- planning --------------------------------------------------------------------------------------------------
     def plan(self) -> Plan:
@@ -780,7 +781,9 @@ class Runner:
             logger.error("%s seed %s %s failed: %s", spec.label, seed, task_spec.label, result.message)
             return CellOutcome(spec, seed, task_spec, "failed", None, result.message)
         if result.status == "missing":
-            self.log(f"  {task_spec.label}: data missing: {result.message}")
+            if (task_spec.key, result.message) not in self._missing_reported:  # once per task, not once per cell
+                self._missing_reported.add((task_spec.key, result.message))
+                self.log(f"  {task_spec.label}: data missing (its cells are stored as missing): {result.message}")
             return CellOutcome(spec, seed, task_spec, "missing", None, result.message)
         score, eval_seconds = result.record["main_score"], result.record["timings"]["eval_seconds"]
         self.log(f"  {spec.label} seed {seed} {task_spec.label}: {score:.2f} ({eval_seconds:.1f}s)")
