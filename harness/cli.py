@@ -358,9 +358,9 @@ def cmd_describe(registry, name: str) -> int:
     except UnknownNameError:
         if ":" in name or "." in name:  # a namespaced task (mteb:NAME) says itself what is wrong
             raise
-        known = [*registry.models, *registry.model_aliases, *registry.recipes, *registry.recipe_aliases,
-                 *registry.tasks, *registry.families(), *registry.task_aliases]
-        raise UnknownNameError(f"unknown model or task {name!r}.{close_matches_hint(name, sorted(set(known)))} `harness list` "
+        known = sorted({*registry.models, *registry.model_aliases, *registry.recipes, *registry.recipe_aliases,
+                        *registry.tasks, *registry.families(), *registry.task_aliases})
+        raise UnknownNameError(f"unknown model or task {name!r}.{close_matches_hint(name, known)} `harness list` "
                                "shows them all.") from None
     for member in members:
         plugin = registry.task(member)
