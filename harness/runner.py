@@ -28,6 +28,7 @@ from .device import check_device_name, hardware_description, resolve_device, see
 from .environment import environment_record
 from .errors import DataFileError, HarnessError, IncompatibleError, InvalidOptionError, MissingDataError
 from .executors import make_executor
+from .hub import check_backbone
 from .matrix import check_seeds
 from .metrics import ScoreError
 from .plugin_api import EvalContext, ModelContext, RecipeContext, RecipePlugin, Task
@@ -233,6 +234,8 @@ class Runner:
             own = entry.budget if entry.own_budget_keys is None else entry.own_budget_keys
             shared.update({key: value for key, value in entry.budget.items() if key not in own})
         self._check_run_budget_keys([model_plan.spec for model_plan in planned], shared)
+        for backbone in dict.fromkeys(model_plan.spec.backbone for model_plan in planned):
+            check_backbone(self.resolve_backbone(backbone))  # a missing or unreachable backbone fails here, in seconds
         plan = Plan(planned, task_specs, list(dict.fromkeys(self.config.seeds)), profile, device)
         if plan.cells == 0:
             reasons = "; ".join(problem for m in planned for _, problem in m.skipped[:1])
