@@ -10,6 +10,7 @@ score is not finite (or undefined) or whose training diverged is stored as ``fai
 from __future__ import annotations
 
 import gc
+import importlib.metadata as importlib_metadata
 import json
 import logging
 import math
@@ -23,6 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .capabilities import TRAINABLE, reachable_capabilities
+from .consistency import batch_dependence
 from .data import TrainingSplits, check_data_dir
 from .device import check_device_name, hardware_description, resolve_device, seed_everything
 from .environment import environment_record
@@ -33,7 +35,7 @@ from .matrix import check_seeds
 from .metrics import ScoreError
 from .plugin_api import EvalContext, ModelContext, RecipeContext, RecipePlugin, Task
 from .profiles import Profile, budget_differences, format_budget, get_profile
-from .registry import Registry, check_model_object
+from .registry import BUILTIN_PACKAGES, Registry, check_model_object
 from .spec import (
     SELF_TRAINING,
     ModelSpec,
@@ -164,6 +166,10 @@ def _check_finite_options(owner: str, options: dict[str, Any]) -> None:
     for key, value in options.items():
         if isinstance(value, float) and not math.isfinite(value):
             raise InvalidOptionError(f"option {key!r} of {owner} is {value}; give a finite number.")
+
+
+class BatchDependenceError(HarnessError):
+    """An embedder whose vectors depend on the other texts of the batch (harness.consistency); its cells fail."""
 
 
 logger = logging.getLogger(__name__)
@@ -685,16 +691,42 @@ class Runner:
 
     def train_job(self, job: TrainingJob, plan: Plan) -> tuple[Any, float, Exception | None]:
         """The job's model (trained, loaded from its checkpoint, or built as is), the seconds that took, and the
-        data or training problem that stops it (its cells are then stored as missing/failed) or None."""
+        data, training or batch-dependence problem that stops it (its cells are then stored as missing/failed) or
+        None."""
         started = time.perf_counter()
         try:
             if job.trained.key in plan.training_problems:
                 raise plan.training_problems[job.trained.key]
             model = self.trained_model(job.trained, plan.profile, plan.device, job.seed)
-        except (DataFileError, NonFiniteLossError, ScoreError) as exc:
+            self.check_batch_independence(job.trained, model, plan.profile)
+        except (DataFileError, NonFiniteLossError, ScoreError, BatchDependenceError) as exc:
             self.release()
             return None, time.perf_counter() - started, exc
         return model, time.perf_counter() - started, None
+
+    def check_batch_independence(self, spec: ModelSpec, model: Any, profile: Profile) -> None:
+        """Third-party embedders are probed (harness.consistency) before their first cell, once per plugin version
+        (the verdict is cached in the store); one whose vectors depend on the rest of the batch raises
+        BatchDependenceError, so its cells fail instead of storing scores. Built-in models are covered by tests."""
+        name = student_spec(self.registry, spec, profile).name if spec.recipe else spec.name
+        package = self.registry.package_of("model", name)
+        if package in BUILTIN_PACKAGES or not callable(getattr(model, "encode", None)):
+            return
+        try:
+            version = importlib_metadata.version(package)
+        except (importlib_metadata.PackageNotFoundError, ValueError):
+            version = None  # not an installed distribution (e.g. registered in code): probed in every run
+        verdict_path = self.store.root / CACHE / "batch-probe" / f"{name}-{stable_hash([package, version], 16)}.json"
+        verdict: str | None
+        if version is not None and verdict_path.is_file():
+            verdict = json.loads(verdict_path.read_text(encoding="utf-8")).get("problem")
+        else:
+            verdict = batch_dependence(model)
+            if version is not None:
+                atomic_write_json(verdict_path, {"model": name, "package": package, "version": version,
+                                                 "problem": verdict})
+        if verdict:
+            raise BatchDependenceError(f"model {spec.label!r} ({package} {version or ''}): {verdict}.")
 
     def run_job(self, job: TrainingJob, plan: Plan, hardware: str,
                 on_cell: Callable[[CellOutcome], None] | None = None) -> list[CellOutcome]:
