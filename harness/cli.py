@@ -412,14 +412,16 @@ def cmd_run(registry, args) -> int:
 
 
 def cmd_validate(registry, args) -> int:
+    from .profiles import format_budget
     from .runner import Runner
 
     config = _run_config(args, for_validation=True)
     config.device = "cpu"
     plan = Runner(registry, config).plan()  # loads every task's data and every training source once
     for planned in plan.models:
+        budget = f", budget {format_budget(planned.spec.requested_budget)}" if planned.spec.requested_budget else ""
         print(f"model {planned.spec.label}: key {planned.spec.key}, backbone {planned.spec.backbone}, "
-              f"train on {planned.spec.train_on or '-'}")
+              f"train on {planned.spec.train_on or '-'}{budget}")
         if planned.spec.key in plan.training_problems:
             print(f"  training data: {plan.training_problems[planned.spec.key]}", file=sys.stderr)
     for task_spec in plan.tasks:
