@@ -182,8 +182,11 @@ class SubEncoder:
                                     "batch's sentences and propositions apart); set CUDA_VISIBLE_DEVICES to one GPU.")
         options = ctx.options
         rate = learning_rate(options["lr"], self.backbone)
-        config = config_from_profile(  # epochs / batch size: the requested budget (subencoder_budget, then --set)
-            ctx.profile, ctx.seed, ctx.device, ctx.progress, learning_rate=rate, description="training subencoder",
+        # The options epochs / batch_size, where set, are this spec's budget (validate refuses a --set of the same
+        # key); otherwise the requested budget in ctx.profile (10 paper epochs: subencoder_budget).
+        config = config_from_profile(
+            ctx.profile, ctx.seed, ctx.device, ctx.progress, learning_rate=rate, epochs=options["epochs"] or None,
+            batch_size=options["batch_size"] or None, description="training subencoder",
         )
         counts = splits.train.counts() if hasattr(splits.train, "counts") else {"pairs": len(splits.train)}
         ctx.logger.info("subencoder: %s, lr %g, %d epochs, batch %d pairs, temperature %g", counts, rate,
@@ -223,13 +226,21 @@ def build(ctx) -> SubEncoder:
 
 def subencoder_budget(options: Mapping[str, Any], profile_name: str) -> dict[str, Any]:
     """The method's budget (``ModelPlugin.budget_for``): the paper's 10 epochs under the paper profile, and the
-    options ``epochs`` / ``batch_size`` where set (a matrix entry's or --set budget still wins)."""
+    options ``epochs`` / ``batch_size`` where set (a budget key of the same name is then refused: validate)."""
     budget: dict[str, Any] = {"epochs": PAPER_EPOCHS} if profile_name == "paper" else {}
     if options["epochs"]:
         budget["epochs"] = options["epochs"]
     if options["batch_size"]:
         budget["batch_size"] = options["batch_size"]
     return budget
+
+
+def validate(spec: Any, registry: Any) -> None:
+    """The options epochs / batch_size and a budget key of the same name (matrix entry, --set) would compete."""
+    both = [key for key in ("epochs", "batch_size") if spec.options[key] and key in spec.budget_overrides]
+    if both:
+        raise InvalidOptionError(f"model {spec.label!r}: {', '.join(both)} given both as an option and as a budget "
+                                 "(--set or the matrix entry); give each once.")
 
 
 @hookimpl
@@ -257,5 +268,6 @@ def register_models(register):
             reference="Chen et al. 2023, Sub-Sentence Encoder (arXiv 2311.04335), 3.1-3.2, appendix B",
             model_class=SubEncoder,
             budget_for=subencoder_budget,
+            validate=validate,
         )
     )
