@@ -169,7 +169,7 @@ class MtebTask(Task):
                     f"mteb could not load the data of {self.mteb_name} ({dataset.get('path')} at revision "
                     f"{str(dataset.get('revision'))[:12]}): {type(exc).__name__}: {_first_line(str(exc))}. mteb "
                     "loads it from the Hugging Face hub (or its local cache, HF_DATASETS_CACHE); run where either "
-                    f"has it.{'' if reachable else ' ' + offline_reason()[0].upper() + offline_reason()[1:] + '.'}"
+                    f"has it{'' if reachable else ' (' + offline_reason() + ')'}."
                 ) from None
         return task
 
