@@ -93,9 +93,9 @@ def use_local_cache_only() -> None:
 def offline_reason() -> str:
     """Why nothing can be fetched, naming the setting: for the end of a one-line error."""
     if offline_requested() and not _switched:
-        return f"offline mode is on ({OFFLINE_SETTING} or HF_DATASETS_OFFLINE)"
-    return (f"{urlparse(hub_endpoint()).hostname} cannot be reached, so the harness runs as with {OFFLINE_SETTING} "
-            "(local cache only)")
+        return f"offline mode is on: {OFFLINE_SETTING} or HF_DATASETS_OFFLINE is set"
+    return (f"{urlparse(hub_endpoint()).hostname} cannot be reached, so the harness runs as with {OFFLINE_SETTING}, "
+            "from the local cache only")
 
 
 def _cached_in_hub(repo_id: str) -> bool:
