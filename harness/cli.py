@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from .errors import HarnessError, invalid_choice
+from .errors import HarnessError, UnknownNameError, close_matches_hint, invalid_choice
 from .profiles import PROFILES
 
 DEFAULT_RESULTS = "results"  # the working store `harness run` writes to (git-ignored)
@@ -325,7 +325,9 @@ def cmd_list(registry) -> int:
 
 
 def cmd_describe(registry, name: str) -> int:
+    from .capabilities import TRAINABLE
     from .options import describe_options
+    from .spec import budget_keys
 
     if registry.is_recipe(name):
         recipe = registry.recipe(name)
@@ -337,6 +339,7 @@ def cmd_describe(registry, name: str) -> int:
             print(f"  reference: {recipe.reference}")
         for line in describe_options(recipe.options):
             print(f"  option {line}")
+        print(f"  budget keys: {', '.join(budget_keys(recipe))}")
         return 0
     if name in registry.models or name in registry.model_aliases:
         plugin = registry.model(name)
@@ -350,8 +353,18 @@ def cmd_describe(registry, name: str) -> int:
             print(f"  reference: {plugin.reference}")
         for line in describe_options(plugin.options):
             print(f"  option {line}")
+        if TRAINABLE in plugin.capabilities:
+            print(f"  budget keys: {', '.join(budget_keys(plugin))}")
         return 0
-    members = registry.expand_task(name)
+    try:
+        members = registry.expand_task(name)
+    except UnknownNameError:
+        if ":" in name or "." in name:  # a namespaced task (mteb:NAME) says itself what is wrong
+            raise
+        known = sorted({*registry.models, *registry.model_aliases, *registry.recipes, *registry.recipe_aliases,
+                        *registry.tasks, *registry.families(), *registry.task_aliases})
+        raise UnknownNameError(f"unknown model or task {name!r}.{close_matches_hint(name, known)} `harness list` "
+                               "shows them all.") from None
     for member in members:
         plugin = registry.task(member)
         print(f"task {member}  [{registry.package_of('task', member)}]")
@@ -381,9 +394,13 @@ def cmd_run(registry, args) -> int:
     counts = {status: sum(o.status == status for o in outcomes) for status in ("ok", "cached", "missing", "failed")}
     print(f"\n{counts['ok']} cells computed, {counts['cached']} from the store, {counts['missing']} missing data"
           + (f", {counts['failed']} failed" if counts["failed"] else "") + f"; records in {config.results_dir}")
+    missing: dict[str, int] = {}  # the reason was printed once per task during the run
     for outcome in outcomes:
         if outcome.status == "missing":
-            print(f"missing: {outcome.task.label}: {outcome.message}")
+            missing[outcome.task.label] = missing.get(outcome.task.label, 0) + 1
+    if missing:
+        print("missing data (reason above): " + ", ".join(f"{label} ({count} cell{'s' * (count > 1)})"
+                                                          for label, count in missing.items()))
     for outcome in outcomes:
         if outcome.status == "failed":
             print(f"failed: {outcome.spec.label} seed {outcome.seed} {outcome.task.label}: {outcome.message}",
@@ -398,14 +415,16 @@ def cmd_run(registry, args) -> int:
 
 
 def cmd_validate(registry, args) -> int:
+    from .profiles import format_budget
     from .runner import Runner
 
     config = _run_config(args, for_validation=True)
     config.device = "cpu"
     plan = Runner(registry, config).plan()  # loads every task's data and every training source once
     for planned in plan.models:
+        budget = f", budget {format_budget(planned.spec.requested_budget)}" if planned.spec.requested_budget else ""
         print(f"model {planned.spec.label}: key {planned.spec.key}, backbone {planned.spec.backbone}, "
-              f"train on {planned.spec.train_on or '-'}")
+              f"train on {planned.spec.train_on or '-'}{budget}")
         if planned.spec.key in plan.training_problems:
             print(f"  training data: {plan.training_problems[planned.spec.key]}", file=sys.stderr)
     for task_spec in plan.tasks:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import DataFileError, HarnessError, data_error
+from .errors import DataFileError, HarnessError, close_matches_hint, data_error
 from .profiles import BUDGET_KEYS, check_budget
 
 ALLOWED_KEYS = {"description", "profile", "seeds", "tasks", "models", "backbone", "train_on", "data_dir", "budget"}
@@ -74,7 +74,9 @@ def load_matrix(path: Path) -> dict:
         raise data_error(path, None, "a matrix file is a YAML mapping with keys models, tasks, seeds, ...")
     unknown = set(document) - ALLOWED_KEYS
     if unknown:
-        raise data_error(path, None, f"unknown key(s) {sorted(unknown)}; allowed keys: {sorted(ALLOWED_KEYS)}.")
+        hints = "".join(close_matches_hint(str(key), ALLOWED_KEYS) for key in sorted(unknown, key=str))
+        raise data_error(path, None, f"unknown key(s) {sorted(unknown, key=str)};{hints} allowed keys: "
+                                     f"{sorted(ALLOWED_KEYS)}.")
     raw_models = document.get("models") or []
     if not isinstance(raw_models, list):
         raise data_error(path, None, f"models must be a list, e.g. models: [be, ce]; got {raw_models!r}.")
@@ -88,8 +90,13 @@ def load_matrix(path: Path) -> dict:
     models = []
     for position, item in enumerate(raw_models, start=1):
         if isinstance(item, str) and item.strip():
-            models.append(ModelEntry(item, budget=dict(shared_budget)))
-        elif isinstance(item, dict) and isinstance(item.get("model"), str) and set(item) <= MODEL_KEYS:
+            models.append(ModelEntry(item, budget=dict(shared_budget), own_budget_keys=()))
+        elif isinstance(item, dict) and isinstance(item.get("model"), str) and set(item) - MODEL_KEYS:
+            typos = "; ".join(f"{key!r}{close_matches_hint(str(key), MODEL_KEYS) or ' is not a key'}"
+                              for key in sorted(set(item) - MODEL_KEYS, key=str))
+            raise data_error(path, None, f"models entry {position} ({item['model']}): unknown key {typos} Keys: "
+                                         f"{', '.join(sorted(MODEL_KEYS))}.")
+        elif isinstance(item, dict) and isinstance(item.get("model"), str):
             for key in ("train_on", "backbone"):
                 if item.get(key) is not None and not isinstance(item[key], str):
                     raise data_error(path, None, f"models entry {position}: {key} must be a text such as "
@@ -101,7 +108,7 @@ def load_matrix(path: Path) -> dict:
             except HarnessError as exc:
                 raise data_error(path, None, str(exc)) from None
             models.append(ModelEntry(item["model"], item.get("train_on"), item.get("backbone"),
-                                     {**shared_budget, **own_budget}))
+                                     {**shared_budget, **own_budget}, own_budget_keys=tuple(own_budget)))
         else:
             raise data_error(
                 path, None, f"models entry {position} ({item!r}) must be a spec string or a mapping with keys "

@@ -79,8 +79,10 @@ class EmbedderLookup(Protocol):
 class ModelContext:
     """Everything a model factory (and ``fit``) may use; built by the runner.
 
-    Plugins must honour ``profile`` (``max_seq_length``, ``epochs``, ``batch_size``, ``max_steps``) and
-    ``eval_batch_size``, write only under ``artifact_dir`` / ``cache_dir``, and log through ``logger``.
+    Plugins must honour ``profile`` (``max_seq_length``, ``epochs``, ``batch_size``, ``max_steps``; it carries the
+    spec's requested budget, where ``epochs`` None means "as many as ``max_steps`` needs", which
+    ``harness.training.fit`` does) and ``eval_batch_size``, write only under ``artifact_dir`` / ``cache_dir``, and log
+    through ``logger``.
     """
 
     options: dict[str, Any]  # the spec's options, resolved: every declared option is present
@@ -140,6 +142,12 @@ class ModelPlugin:
     # Training budget per profile name, e.g. {"quick": {"max_steps": 360}} (keys: harness.profiles.BUDGET_KEYS);
     # replaces the profile's values when this model trains. Matrix entries and --set override it.
     budgets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # A budget that depends on the spec's options: ``budget_for(options, profile_name) -> {key: value}`` (e.g. the
+    # training setup an objective combination picks); above ``budgets``, below matrix entries and --set.
+    budget_for: Callable[[Mapping[str, Any], str], Mapping[str, Any]] | None = None
+    # The budget keys (harness.profiles.BUDGET_KEYS) its training honours; others are refused at plan time. None:
+    # harness.profiles.DEFAULT_BUDGET_KEYS (seed_trials only where scored-pair training runs seed trials).
+    budget_keys: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         _check_name("model", self.name)
@@ -177,6 +185,8 @@ class RecipePlugin:
     reference: str = ""
     validate: Callable[[Any, Any], None] | None = None
     budgets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # as ModelPlugin.budgets
+    budget_for: Callable[[Mapping[str, Any], str], Mapping[str, Any]] | None = None  # as ModelPlugin.budget_for
+    budget_keys: tuple[str, ...] | None = None  # as ModelPlugin.budget_keys
 
     def __post_init__(self) -> None:
         _check_name("recipe", self.name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .errors import InvalidOptionError, invalid_choice
 
@@ -44,11 +44,13 @@ class Profile:
 
 
 # What a budget may set: the training fields of a profile (and the learning rate). ``None`` means "no limit" for
-# max_train_examples and max_steps.
+# max_train_examples and max_steps. A method that cannot honour every key declares the ones it takes
+# (``ModelPlugin.budget_keys``); ``seed_trials`` is honoured only by scored-pair training, so it is not a default.
 BUDGET_KEYS: dict[str, type] = {
     "epochs": int, "max_steps": int, "batch_size": int, "learning_rate": float, "max_train_examples": int,
     "seed_trials": int,
 }
+DEFAULT_BUDGET_KEYS = ("epochs", "max_steps", "batch_size", "learning_rate", "max_train_examples")
 NO_LIMIT = ("none", "null", "all")  # --set max_train_examples=none
 
 
@@ -81,6 +83,65 @@ def check_budget(values: Mapping[str, Any], where: str) -> dict[str, Any]:
             raise InvalidOptionError(f"{where}: {key} must be positive, got {raw!r}.")
         checked[key] = value
     return checked
+
+
+def requested_budget(profile: Profile, plugin_budgets: Mapping[str, Mapping[str, Any]] | None,
+                     method_budget: Mapping[str, Any] | None, overrides: Mapping[str, Any] | None,
+                     keys: Sequence[str] | None = None) -> dict[str, Any]:
+    """The whole training budget a trained spec asks for, key by key (``keys``: the ones its method honours; default
+    all of :data:`BUDGET_KEYS`). Precedence: the profile < the plugin's budget for this profile (``plugin_budgets``)
+    < the method's budget for these options (``method_budget``, e.g. a training setup's step budget) < the matrix
+    entry / ``--set`` (``overrides``). ``epochs: None`` (a method's step budget without an epoch count) means "as
+    many epochs as max_steps needs"; ``learning_rate: None`` means the method's own (its option lr)."""
+    merged: dict[str, Any] = {key: getattr(profile, key) for key in BUDGET_KEYS}
+    merged.update((plugin_budgets or {}).get(profile.name, {}))
+    merged.update(method_budget or {})
+    merged.update(overrides or {})
+    wanted = BUDGET_KEYS if keys is None else keys
+    return {key: merged[key] for key in BUDGET_KEYS if key in wanted}
+
+
+def format_budget(budget: Mapping[str, Any]) -> str:
+    """``epochs=1 max_steps=none batch_size=8``: a budget as key=value text (log lines, messages)."""
+    def text(value: Any) -> str:
+        if value is None:
+            return "none"
+        return f"{value:g}" if isinstance(value, float) else str(value)
+
+    return " ".join(f"{key}={text(value)}" for key, value in budget.items())
+
+
+def budget_differences(requested: Mapping[str, Any], applied: Mapping[str, Any],
+                       strict: bool = False) -> list[str]:
+    """Where a training's ``applied`` budget (``TrainReport.applied_budget`` plus the runner's data cut) departs from
+    the ``requested`` one, as ``key: requested X, applied Y`` texts; ``strict`` also reports requested keys the
+    training did not report. The steps done must be what the budget gives: min(max_steps, epochs x
+    ceil(examples / batch_size)) (epochs None: as many as max_steps needs)."""
+    differences = []
+    for key, wanted in requested.items():
+        if key not in applied:
+            if strict:
+                differences.append(f"{key}: requested {wanted}, not reported")
+            continue
+        got = applied[key]
+        if wanted is None and key in ("epochs", "learning_rate"):  # a step budget; the method's own rate
+            continue
+        same = (got is not None and wanted is not None and math.isclose(float(got), float(wanted), rel_tol=1e-9)
+                if key == "learning_rate" else got == wanted)
+        if not same:
+            differences.append(f"{key}: requested {wanted}, applied {got}")
+    if all(isinstance(applied.get(key), int) for key in ("steps", "examples", "batch_size")):
+        per_epoch = math.ceil(applied["examples"] / max(1, applied["batch_size"]))
+        max_steps = applied.get("max_steps")
+        epochs = applied.get("epochs")
+        if epochs is None and max_steps is not None:
+            epochs = max(1, math.ceil(max_steps / max(1, per_epoch)))
+        expected = per_epoch * int(epochs or 1)
+        if max_steps is not None:
+            expected = min(expected, max_steps)
+        if applied["steps"] != expected:
+            differences.append(f"steps: the budget gives {expected}, {applied['steps']} done")
+    return differences
 
 
 def resolve_budget(profile: Profile, plugin_budgets: Mapping[str, Mapping[str, Any]] | None,

@@ -72,6 +72,8 @@ CORE_COMPONENT_KINDS = {
 
 
 CORE_PACKAGE = "sentence-harness (core)"
+# The packages of the built-in plugins (this distribution's entry points) and of the core.
+BUILTIN_PACKAGES = ("sentence-harness", CORE_PACKAGE)
 
 
 def _core_components() -> list[Component]:

@@ -10,6 +10,7 @@ score is not finite (or undefined) or whose training diverged is stored as ``fai
 from __future__ import annotations
 
 import gc
+import importlib.metadata as importlib_metadata
 import json
 import logging
 import math
@@ -23,20 +24,23 @@ from typing import Any, Callable
 import numpy as np
 
 from .capabilities import TRAINABLE, reachable_capabilities
+from .consistency import batch_dependence
 from .data import TrainingSplits, check_data_dir
 from .device import check_device_name, hardware_description, resolve_device, seed_everything
 from .environment import environment_record
 from .errors import DataFileError, HarnessError, IncompatibleError, InvalidOptionError, MissingDataError
 from .executors import make_executor
+from .hub import check_backbone
 from .matrix import check_seeds
 from .metrics import ScoreError
 from .plugin_api import EvalContext, ModelContext, RecipeContext, RecipePlugin, Task
-from .profiles import Profile, get_profile
-from .registry import Registry, check_model_object
+from .profiles import Profile, budget_differences, format_budget, get_profile
+from .registry import BUILTIN_PACKAGES, Registry, check_model_object
 from .spec import (
     SELF_TRAINING,
     ModelSpec,
     TaskSpec,
+    budget_keys,
     resolve_model_spec,
     resolve_task_specs,
     stable_hash,
@@ -62,6 +66,9 @@ class ModelEntry:
     train_on: str | None = None
     backbone: str | None = None
     budget: dict = field(default_factory=dict)  # training budget overrides (harness.profiles.BUDGET_KEYS)
+    # The keys of ``budget`` the entry set itself (refused when its spec cannot honour them); the others came from a
+    # matrix-wide ``budget:`` and, like --set, need only one trained spec of the run that honours them. None: all.
+    own_budget_keys: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -187,6 +194,10 @@ def _check_finite_options(owner: str, options: dict[str, Any]) -> None:
             raise InvalidOptionError(f"option {key!r} of {owner} is {value}; give a finite number.")
 
 
+class BatchDependenceError(HarnessError):
+    """An embedder whose vectors depend on the other texts of the batch (harness.consistency); its cells fail."""
+
+
 logger = logging.getLogger(__name__)
 CACHE = "cache"  # store folder shared by every spec: content-addressed artifacts (e.g. domain-MLM checkpoints)
 
@@ -202,6 +213,7 @@ class Runner:
         self._reports: dict[tuple[str, int], Any] = {}  # training report per (spec hash, seed)
         self._training_data_checksums: dict[tuple[str, int], str | None] = {}  # what each loaded model learnt from
         self._planned_training_checksums: dict[str, str] = {}  # by spec key: the training data as it is now
+        self._missing_reported: set[tuple[str, str]] = set()  # (task key, message) of data-missing lines printed
 
     # -- planning --------------------------------------------------------------------------------------------------
     def plan(self) -> Plan:
@@ -233,6 +245,8 @@ class Runner:
                                       {**self.config.budget, **entry.budget}, content_cache=self.store.root / CACHE)
             _check_finite_options(f"model {spec.label!r}", spec.options)
             self._check_training(spec)
+            own = entry.budget if entry.own_budget_keys is None else entry.own_budget_keys
+            self._check_budget_keys(spec, [key for key in entry.budget if key in own])
             validate = self.registry.spec_plugin(spec.name).validate
             if validate is not None:
                 validate(spec, self.registry)
@@ -247,12 +261,49 @@ class Runner:
                 else:
                     raise IncompatibleError(problem + " Leave this pair out of the matrix.")
             planned.append(model_plan)
+        shared = dict(self.config.budget)
+        for entry in self.config.models:
+            own = entry.budget if entry.own_budget_keys is None else entry.own_budget_keys
+            shared.update({key: value for key, value in entry.budget.items() if key not in own})
+        self._check_run_budget_keys([model_plan.spec for model_plan in planned], shared)
+        for backbone in dict.fromkeys(model_plan.spec.backbone for model_plan in planned):
+            check_backbone(self.resolve_backbone(backbone))  # a missing or unreachable backbone fails here, in seconds
         plan = Plan(planned, task_specs, list(dict.fromkeys(self.config.seeds)), profile, device)
         if plan.cells == 0:
             reasons = "; ".join(problem for m in planned for _, problem in m.skipped[:1])
             raise IncompatibleError(f"nothing to run: no model of the plan can run any of its tasks ({reasons}).")
         self._check_data(plan)
         return plan
+
+    def _honoured_budget_keys(self, spec: ModelSpec) -> tuple[str, ...]:
+        """The budget keys ``spec``'s training honours; none when it is not trained."""
+        return budget_keys(self.registry.spec_plugin(spec.name)) if spec.train_on is not None else ()
+
+    def _check_budget_keys(self, spec: ModelSpec, entry_keys: list[str]) -> None:
+        """A matrix entry's budget key that the spec's training cannot honour is refused (never silently ignored)."""
+        honoured = self._honoured_budget_keys(spec)
+        refused = [key for key in entry_keys if key not in honoured]
+        if not refused:
+            return
+        if not honoured:
+            raise InvalidOptionError(f"model {spec.label!r} is not trained (no train_on), so its budget "
+                                     f"{', '.join(refused)} would have no effect; drop it or give train_on.")
+        raise InvalidOptionError(f"model {spec.label!r} cannot honour budget key(s) {', '.join(refused)}; "
+                                 f"{spec.name} takes {', '.join(honoured)}.")
+
+    def _check_run_budget_keys(self, specs: list[ModelSpec], shared: dict) -> None:
+        """``--set`` (and a matrix-wide ``budget:``) applies to every trained spec: each key must be honoured by at
+        least one of them."""
+        if not shared:
+            return
+        takes = {spec.name: self._honoured_budget_keys(spec) for spec in specs if spec.train_on is not None}
+        if not takes:
+            raise InvalidOptionError(f"--set {', '.join(shared)}: no model of this run is trained, so a training "
+                                     "budget has no effect; drop it or add --train-on.")
+        for key in shared:
+            if not any(key in keys for keys in takes.values()):
+                shown = "; ".join(f"{name} takes {', '.join(keys)}" for name, keys in takes.items())
+                raise InvalidOptionError(f"--set {key}: no trained model of this run honours it ({shown}).")
 
     def _check_config(self) -> None:
         """Values that would otherwise fail late (numpy's seed range) or pass silently (a data dir that does not
@@ -433,15 +484,15 @@ class Runner:
         return dict(
             options=dict(spec.options),
             backbone=self.resolve_backbone(spec.backbone),
-            profile=profile.with_budget(spec.budget),  # the spec's own training budget
+            profile=profile.with_budget(spec.requested_budget),  # the spec's training budget, as requested
             device=device,
             seed=seed,
             progress=self.config.progress,
             trained_model=trained_model,
             # Cut to the spec's own budget, as the splits it trains on are (a recipe fetching another kind of the
             # same source gets the same documents).
-            training_data=lambda source, kind: self.training_splits(source, (kind,), profile.with_budget(spec.budget),
-                                                                    seed),
+            training_data=lambda source, kind: self.training_splits(
+                source, (kind,), profile.with_budget(spec.requested_budget), seed),
             component=self.registry.component,
             artifact_dir=self.store.artifact_dir(spec.key, seed),
             cache_dir=self.store.root / CACHE,
@@ -457,6 +508,16 @@ class Runner:
         model = plugin.factory(self.model_context(spec, profile, device, seed))
         check_model_object(plugin, model)
         return model
+
+    def _budget_record(self, trained: ModelSpec, seed: int) -> dict:
+        """``{"budget": {"requested": ..., "applied": ...}}`` for a cell of a trained spec (empty otherwise): what
+        the spec asked for (harness.profiles.requested_budget) and what its training applied (the training loop's
+        ``applied_budget`` and the runner's cut of the training data)."""
+        if trained.train_on is None:
+            return {}
+        report = self.training_report(trained, seed)
+        applied = report.get("applied_budget") if isinstance(report, dict) else None
+        return {"budget": {"requested": dict(trained.requested_budget), "applied": dict(applied or {})}}
 
     def training_report(self, spec: ModelSpec, seed: int) -> Any:
         """The report of the training that produced the (spec, seed) model in this process, or None."""
@@ -514,13 +575,23 @@ class Runner:
                 if problem not in ("--overwrite", "not built yet"):
                     logger.warning("checkpoint %s cannot be used: %s; training it again", checkpoint, problem)
                 check_checkpoint_target(checkpoint)  # before training, not after it
-                splits = self.training_splits(spec.train_on, kinds, profile.with_budget(spec.budget), seed)
+                budgeted = profile.with_budget(spec.requested_budget)
+                splits = self.training_splits(spec.train_on, kinds, budgeted, seed)
                 self.log(
                     f"  training {spec.label} on {spec.train_on} ({len(splits.train)} examples, seed {seed}, "
-                    f"profile {profile.name}{', budget ' + str(spec.budget) if spec.budget else ''})"
+                    f"profile {profile.name}, budget {format_budget(spec.requested_budget)})"
                 )
                 model, report = self._fit(spec, model, splits, profile, device, seed)
-                report_record = report.as_record() if hasattr(report, "as_record") else report
+                report_record = dict(report.as_record() if hasattr(report, "as_record") else report)
+                # The cut of the training data is applied here, not by the method: record it with what it applied.
+                report_record["applied_budget"] = {
+                    **dict(report_record.get("applied_budget") or {}),
+                    "max_train_examples": budgeted.max_train_examples, "train_examples": len(splits.train),
+                }
+                differences = budget_differences(spec.requested_budget, report_record["applied_budget"])
+                if differences:
+                    logger.warning("%s seed %s: the training applied another budget than requested (%s)",
+                                   spec.label, seed, "; ".join(differences))
                 trained = model
 
                 def save(directory: Path) -> None:
@@ -528,7 +599,8 @@ class Runner:
                     atomic_write_json(
                         directory / "training.json",
                         {"spec": spec.as_record(), "seed": seed, "source_checksum": splits.checksum,
-                         "train_examples": len(splits.train), "report": report_record},
+                         "train_examples": len(splits.train), "requested_budget": spec.requested_budget,
+                         "report": report_record},
                     )
 
                 build_checkpoint(checkpoint, save)
@@ -648,16 +720,42 @@ class Runner:
 
     def train_job(self, job: TrainingJob, plan: Plan) -> tuple[Any, float, Exception | None]:
         """The job's model (trained, loaded from its checkpoint, or built as is), the seconds that took, and the
-        data or training problem that stops it (its cells are then stored as missing/failed) or None."""
+        data, training or batch-dependence problem that stops it (its cells are then stored as missing/failed) or
+        None."""
         started = time.perf_counter()
         try:
             if job.trained.key in plan.training_problems:
                 raise plan.training_problems[job.trained.key]
             model = self.trained_model(job.trained, plan.profile, plan.device, job.seed)
-        except (DataFileError, NonFiniteLossError, ScoreError) as exc:
+            self.check_batch_independence(job.trained, model, plan.profile)
+        except (DataFileError, NonFiniteLossError, ScoreError, BatchDependenceError) as exc:
             self.release()
             return None, time.perf_counter() - started, exc
         return model, time.perf_counter() - started, None
+
+    def check_batch_independence(self, spec: ModelSpec, model: Any, profile: Profile) -> None:
+        """Third-party embedders are probed (harness.consistency) before their first cell, once per plugin version
+        (the verdict is cached in the store); one whose vectors depend on the rest of the batch raises
+        BatchDependenceError, so its cells fail instead of storing scores. Built-in models are covered by tests."""
+        name = student_spec(self.registry, spec, profile).name if spec.recipe else spec.name
+        package = self.registry.package_of("model", name)
+        if package in BUILTIN_PACKAGES or not callable(getattr(model, "encode", None)):
+            return
+        try:
+            version = importlib_metadata.version(package)
+        except (importlib_metadata.PackageNotFoundError, ValueError):
+            version = None  # not an installed distribution (e.g. registered in code): probed in every run
+        verdict_path = self.store.root / CACHE / "batch-probe" / f"{name}-{stable_hash([package, version], 16)}.json"
+        verdict: str | None
+        if version is not None and verdict_path.is_file():
+            verdict = json.loads(verdict_path.read_text(encoding="utf-8")).get("problem")
+        else:
+            verdict = batch_dependence(model)
+            if version is not None:
+                atomic_write_json(verdict_path, {"model": name, "package": package, "version": version,
+                                                 "problem": verdict})
+        if verdict:
+            raise BatchDependenceError(f"model {spec.label!r} ({package} {version or ''}): {verdict}.")
 
     def run_job(self, job: TrainingJob, plan: Plan, hardware: str,
                 on_cell: Callable[[CellOutcome], None] | None = None) -> list[CellOutcome]:
@@ -756,7 +854,9 @@ class Runner:
             logger.error("%s seed %s %s failed: %s", spec.label, seed, task_spec.label, result.message)
             return CellOutcome(spec, seed, task_spec, "failed", None, result.message)
         if result.status == "missing":
-            self.log(f"  {task_spec.label}: data missing: {result.message}")
+            if (task_spec.key, result.message) not in self._missing_reported:  # once per task, not once per cell
+                self._missing_reported.add((task_spec.key, result.message))
+                self.log(f"  {task_spec.label}: data missing (its cells are stored as missing): {result.message}")
             return CellOutcome(spec, seed, task_spec, "missing", None, result.message)
         score, eval_seconds = result.record["main_score"], result.record["timings"]["eval_seconds"]
         self.log(f"  {spec.label} seed {seed} {task_spec.label}: {score:.2f} ({eval_seconds:.1f}s)")
@@ -843,6 +943,7 @@ class Runner:
             "dataset_checksum": result.dataset_checksum,
             "training_data_checksum": self._training_data_checksums.get((trained.hash, seed)),
             "training": self.training_report(trained, seed),
+            **self._budget_record(trained, seed),
             "timings": {"model_seconds": round(train_seconds, 3), "eval_seconds": round(eval_seconds, 3)},
         }
         return CellResult(spec, seed, task_spec, "ok", record)

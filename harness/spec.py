@@ -13,7 +13,7 @@ from .errors import IncompatibleError
 from .fingerprint import folder_fingerprint, local_model_folder
 from .options import format_options, parse_spec_text, resolve_options
 from .plugin_api import RecipePlugin
-from .profiles import Profile, check_budget, resolve_budget
+from .profiles import DEFAULT_BUDGET_KEYS, Profile, check_budget, requested_budget, resolve_budget
 from .registry import Registry
 
 SPEC_VERSION = 1
@@ -42,6 +42,10 @@ class ModelSpec:
     # The overrides given for this spec (matrix entry / --set); models it trains through its context (teachers,
     # search encoders) get them too.
     budget_overrides: dict = field(default_factory=dict, compare=False)
+    # The whole budget its training asks for (harness.profiles.requested_budget: profile < plugin budget < method
+    # budget < overrides), for the keys its method honours; {} when untrained. Not part of the identity: it follows
+    # from the identity's fields and the plugin's code.
+    requested_budget: dict = field(default_factory=dict, compare=False)
     # Options left out of the identity: those declared with ``Option(hash_default=False)`` that are at their
     # default value (options added after specs were stored; such specs keep their hashes).
     unhashed_options: tuple[str, ...] = ()
@@ -106,6 +110,10 @@ def resolve_model_spec(
     overrides = check_budget(budget_overrides or {}, f"budget of {label}")
     budget = resolve_budget(profile, plugin.budgets, overrides) if train_on is not None else {}
     backbone = backbone or profile.default_backbone
+    requested = {}
+    if train_on is not None:
+        method_budget = plugin.budget_for(options, profile.name) if plugin.budget_for is not None else None
+        requested = requested_budget(profile, plugin.budgets, method_budget, overrides, budget_keys(plugin))
     return ModelSpec(
         name=plugin.name,
         options=options,
@@ -116,6 +124,7 @@ def resolve_model_spec(
         recipe=is_recipe,
         budget=budget,
         budget_overrides=overrides,
+        requested_budget=requested,
         unhashed_options=tuple(key for key, option in plugin.options.items()
                                if not option.hash_default and options[key] == option.default),
         backbone_content=backbone_content(registry, backbone, content_cache),
@@ -129,6 +138,11 @@ def backbone_content(registry: Registry, backbone: str, cache_dir: Path | None =
         return None
     folder = local_model_folder(backbone)
     return folder_fingerprint(folder, cache_dir) if folder is not None else None
+
+
+def budget_keys(plugin: Any) -> tuple[str, ...]:
+    """The budget keys a model's or recipe's training honours (its ``budget_keys``, else the defaults)."""
+    return tuple(plugin.budget_keys) if plugin.budget_keys is not None else DEFAULT_BUDGET_KEYS
 
 
 def _check_student(registry: Registry, recipe: RecipePlugin, student: str, profile: Profile,

@@ -325,6 +325,10 @@ def _field_problem(record: dict) -> str | None:
         return f"task.key {task['key']!r} is not a plain name"
     if record.get("hardware") is not None and not isinstance(record.get("hardware"), str):
         return "hardware is not a string"
+    budget = record.get("budget")  # requested and applied training budget (records written before it have none)
+    if budget is not None and not (isinstance(budget, dict) and isinstance(budget.get("requested"), dict)
+                                   and isinstance(budget.get("applied"), dict)):
+        return "budget is not an object with 'requested' and 'applied' objects"
     if status == "ok":
         if not _is_finite_number(record.get("main_score")):
             return f"main_score {record.get('main_score')!r} is not a finite number"

@@ -35,7 +35,7 @@ class NonFiniteLossError(HarnessError):
 
 @dataclass
 class TrainConfig:
-    epochs: int = 1
+    epochs: int | None = 1  # None: as many epochs as max_steps needs (a step budget, as Hugging Face's max_steps)
     batch_size: int = 16
     learning_rate: float = 2e-5
     weight_decay: float = 0.01
@@ -82,6 +82,9 @@ class TrainReport:
     loss_history: list[float] = field(default_factory=list)
     # Seed optimisation: per trial, its training seed and best dev score; the kept trial is the best one.
     seed_trials: list[dict] = field(default_factory=list)
+    # The budget this training applied (what the loop was configured with and what it did): epochs, max_steps,
+    # batch_size, learning_rate, examples, epochs_run, steps (and seed_trials where seed trials ran).
+    applied_budget: dict = field(default_factory=dict)
 
     @property
     def examples_per_second(self) -> float:
@@ -99,6 +102,7 @@ class TrainReport:
             "dev_history": self.dev_history,
             "mean_loss_per_epoch": self.loss_history,
             **({"seed_trials": self.seed_trials} if self.seed_trials else {}),
+            **({"applied_budget": self.applied_budget} if self.applied_budget else {}),
         }
 
 
@@ -158,7 +162,12 @@ def fit(
         runner = nn.DataParallel(module, device_ids=parallel_ids)
     optimizer = make_adamw(parameter_groups(module, config.weight_decay), config.learning_rate)
     steps_per_epoch = math.ceil(len(examples) / config.batch_size)
-    total_steps = steps_per_epoch * config.epochs
+    epochs = config.epochs
+    if epochs is None:  # a step budget: enough epochs to reach max_steps
+        if config.max_steps is None:
+            raise ValueError(f"{config.description}: epochs=None needs max_steps")
+        epochs = max(1, math.ceil(config.max_steps / max(1, steps_per_epoch)))
+    total_steps = steps_per_epoch * epochs
     if config.max_steps is not None:
         total_steps = min(total_steps, config.max_steps)
     scheduler = linear_schedule(optimizer, int(total_steps * config.warmup_ratio), total_steps, config.schedule)
@@ -171,7 +180,7 @@ def fit(
     started = time.perf_counter()
     bar = tqdm(total=total_steps, desc=config.description, disable=not config.progress, leave=False, unit="step")
     try:
-        for epoch in range(config.epochs):
+        for epoch in range(epochs):
             if report.steps >= total_steps:
                 break
             module.train()
@@ -223,6 +232,11 @@ def fit(
     finally:
         bar.close()
     report.wall_seconds = time.perf_counter() - started
+    report.applied_budget = {
+        "epochs": config.epochs, "max_steps": config.max_steps, "batch_size": config.batch_size,
+        "learning_rate": config.learning_rate, "examples": len(examples), "epochs_run": len(report.loss_history),
+        "steps": report.steps,
+    }
     if best_state is not None and report.best_epoch != len(report.loss_history) - 1:
         module.load_state_dict(best_state)
     module.eval()
@@ -258,6 +272,10 @@ def config_from_profile(profile, seed: int, device: str, progress: bool = True, 
     return TrainConfig(**values)
 
 
+# The budget keys scored-pair training honours (ModelPlugin.budget_keys of its users): every key, seed trials included.
+SCORED_PAIR_BUDGET_KEYS = ("epochs", "max_steps", "batch_size", "learning_rate", "max_train_examples", "seed_trials")
+
+
 def fit_scored_pairs(
     model: Any,
     loss_module: nn.Module,
@@ -280,8 +298,10 @@ def fit_scored_pairs(
     # Characters of the pair stand in for its token count when grouping batches by length (no tokenisation here).
     lengths = [len(first) + len(second) for first, second in zip(train.first, train.second)]
     trials = int(getattr(ctx.profile, "seed_trials", 1) or 1)
-    if trials <= 1 or dev_score is None:
-        return fit(loss_module, examples, collate, config, dev_score, lengths=lengths)
+    if trials <= 1 or dev_score is None:  # seed trials select on dev: without dev pairs one training runs
+        report = fit(loss_module, examples, collate, config, dev_score, lengths=lengths)
+        report.applied_budget["seed_trials"] = 1
+        return report
     return fit_with_seed_trials(loss_module, examples, collate, config, dev_score, lengths, trials)
 
 
@@ -313,6 +333,7 @@ def fit_with_seed_trials(module: nn.Module, examples: Sequence[Any], collate: Ca
     module.load_state_dict(best_state)
     module.eval()
     best_report.seed_trials = history
+    best_report.applied_budget["seed_trials"] = trials
     return best_report
 
 

@@ -116,6 +116,7 @@ from harness.nn import DEFAULT_DELIMITER, TopicPromptError, check_delimiter, che
 from harness.nn.mlm import PairTopics, domain_adapted_backbone
 from harness.nn.sampling import SamplingInput
 from harness.store import atomic_write_text, cached_bytes
+from harness.training import SCORED_PAIR_BUDGET_KEYS
 
 logger = logging.getLogger(__name__)
 
@@ -742,5 +743,6 @@ def register_recipes(register):
         validate=validate,
         # quick: the student sees every gold / silver pair of the source, as the plain Bi-Encoder does.
         budgets={"quick": {"max_train_examples": None, "max_steps": None, "epochs": 1}},
+        budget_keys=SCORED_PAIR_BUDGET_KEYS,  # the student / model trains through fit_scored_pairs
         reference="Thakur et al. 2021 (AugSBERT); thesis 2.4.7, 4.3, 5.3, 5.5, tables 6.3-6.8, 6.10-6.13",
     ))

@@ -35,7 +35,7 @@ from safetensors.torch import load_model, save_model
 from harness import SCORED_PAIRS, ModelPlugin, Option, hookimpl
 from harness.nn import POOLING_CHOICES, CosineRegression, SentenceEncoder
 from harness.nn.spans import encode_span_items, group_by_sentence, subset_text
-from harness.training import TrainReport, fit_scored_pairs
+from harness.training import SCORED_PAIR_BUDGET_KEYS, TrainReport, fit_scored_pairs
 
 logger = logging.getLogger(__name__)
 
@@ -141,5 +141,6 @@ def register_models(register):
             model_class=BiEncoder,
             # quick: one epoch over the whole training split (README "Budgets").
             budgets={"quick": {"max_train_examples": None, "max_steps": None, "epochs": 1}},
+            budget_keys=SCORED_PAIR_BUDGET_KEYS,  # the student / model trains through fit_scored_pairs
         )
     )

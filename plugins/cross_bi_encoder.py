@@ -52,7 +52,7 @@ from harness.nn import (
     sequence_limits,
     truncate_longest_first,
 )
-from harness.training import TrainReport, fit_scored_pairs, with_both_orders
+from harness.training import SCORED_PAIR_BUDGET_KEYS, TrainReport, fit_scored_pairs, with_both_orders
 
 logger = logging.getLogger(__name__)
 
@@ -220,6 +220,7 @@ def register_models(register):
             # its two-segment pooling starts far from the backbone's single-sentence embeddings, and one epoch
             # (81.79 on STS-B test) stays below the untrained be (82.03) (README "Budgets").
             budgets={"quick": {"max_train_examples": None, "max_steps": None, "epochs": 2}},
+            budget_keys=SCORED_PAIR_BUDGET_KEYS,  # the student / model trains through fit_scored_pairs
             reference="thesis 2.4.2.2, 4.1.2, 4.1.3, tables 6.3-6.8",
         )
     )

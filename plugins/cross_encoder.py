@@ -55,7 +55,7 @@ from harness.nn import (
     sequence_limits,
 )
 from harness.nn.losses import REGRESSION_LOSSES
-from harness.training import TrainReport, fit_scored_pairs, with_both_orders
+from harness.training import SCORED_PAIR_BUDGET_KEYS, TrainReport, fit_scored_pairs, with_both_orders
 
 logger = logging.getLogger(__name__)
 
@@ -272,6 +272,7 @@ def register_models(register):
             # quick: 360 steps of batch 16 over the whole split (both orders), as many examples as one epoch of
             # STS-B, the budget sentence-transformers' CrossEncoder reaches 75.55 with here (README "Budgets").
             budgets={"quick": {"max_train_examples": None, "max_steps": 360, "epochs": 1}},
+            budget_keys=SCORED_PAIR_BUDGET_KEYS,  # the student / model trains through fit_scored_pairs
             reference="thesis 4.1.2, 5.2.1, table 6.2; Thakur et al. 2021 (AugSBERT)",
         )
     )

@@ -79,10 +79,10 @@ from harness.nn.objectives import (
     IGNORED_LABEL,
     TrainingSetup,
     UnlabeledCollator,
-    budget_overrides,
     curve_summary,
     language_model_head,
     scored_token_loss,
+    setup_budget,
     transformer_inputs,
     usable_sentences,
 )
@@ -305,11 +305,10 @@ class NuggetModel:
         views = [CLEAN, DELETED] if noise else [CLEAN]
         collate = UnlabeledCollator(self.nugget_encoder.tokenizer, self.nugget_encoder.max_length, views, noise)
         module = NuggetAutoencoder(self.nugget_encoder, self.backbone, self.options["residual"])
-        budget = budget_overrides(ctx.profile, SETUP, len(sentences))
-        config = config_from_profile(
+        config = config_from_profile(  # ctx.profile carries the requested budget (SETUP's, then the user's)
             ctx.profile, ctx.seed, ctx.device, ctx.progress, learning_rate=float(self.options["lr"]),
             schedule=SETUP.schedule, warmup_ratio=SETUP.warmup_ratio, weight_decay=SETUP.weight_decay,
-            description=f"training nugget (r={self.options['ratio']}, l={self.options['layer']})", **budget,
+            description=f"training nugget (r={self.options['ratio']}, l={self.options['layer']})",
         )
         report = fit(module, sentences, collate, config)
         self.nugget_encoder.eval()
@@ -382,6 +381,7 @@ MODEL = ModelPlugin(
     reference="Qin & Van Durme 2023 (Nugget), sections 3-4, 6.1, table 2",
     validate=validate,
     model_class=NuggetModel,
+    budget_for=lambda options, profile_name: setup_budget(SETUP, profile_name),
 )
 
 

@@ -22,11 +22,12 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from harness import EMBEDDER, PAIR_SCORER, HarnessError, IncompatibleError, ModelPlugin, Option, hookimpl
+from harness.hub import check_backbone
 from harness.nn import distinct_pairs
 
 logger = logging.getLogger(__name__)
@@ -205,6 +206,21 @@ def build_cross_encoder(ctx) -> CrossEncoderScorer:
     return CrossEncoderScorer(model, ctx.eval_batch_size, ctx.progress)
 
 
+def plan_check(wanted: str, model_name: str) -> Callable[[Any, Any], None]:
+    """``ModelPlugin.validate``: the model folder (option ``model``, else ``--backbone``) is a sentence-transformers
+    model of the wanted kind, or a Hub id that is cached or reachable; checked before anything runs."""
+
+    def validate(spec: Any, registry: Any) -> None:
+        location = spec.options["model"] or spec.backbone
+        if ("backbone", location) in registry.components:  # a registered alias (a model shipped in a package)
+            location = str(registry.component("backbone", location)())
+        check_folder(location, wanted, model_name)
+        if not Path(location).expanduser().exists():
+            check_backbone(location)
+
+    return validate
+
+
 MODEL_OPTION = Option("", "a sentence-transformers model folder or Hugging Face id (default: --backbone)", type=str)
 
 
@@ -223,6 +239,7 @@ def register_models(register):
         },
         reference="Reimers & Gurevych 2019; sentence-transformers SentenceTransformer.encode",
         model_class=SentenceTransformerEmbedder,
+        validate=plan_check(SENTENCE_TRANSFORMER, "st"),
     ))
     register(ModelPlugin(
         name="st-ce",
@@ -233,4 +250,5 @@ def register_models(register):
         options={"model": MODEL_OPTION},
         reference="sentence-transformers CrossEncoder.predict",
         model_class=CrossEncoderScorer,
+        validate=plan_check(CROSS_ENCODER, "st-ce"),
     ))

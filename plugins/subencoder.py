@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -181,10 +181,11 @@ class SubEncoder:
             raise IncompatibleError("subencoder trains on one GPU (the shared loop's DataParallel would split a "
                                     "batch's sentences and propositions apart); set CUDA_VISIBLE_DEVICES to one GPU.")
         options = ctx.options
-        epochs = options["epochs"] or (PAPER_EPOCHS if ctx.profile.name == "paper" else ctx.profile.epochs)
         rate = learning_rate(options["lr"], self.backbone)
+        # The options epochs / batch_size, where set, are this spec's budget (validate refuses a --set of the same
+        # key); otherwise the requested budget in ctx.profile (10 paper epochs: subencoder_budget).
         config = config_from_profile(
-            ctx.profile, ctx.seed, ctx.device, ctx.progress, learning_rate=rate, epochs=epochs,
+            ctx.profile, ctx.seed, ctx.device, ctx.progress, learning_rate=rate, epochs=options["epochs"] or None,
             batch_size=options["batch_size"] or None, description="training subencoder",
         )
         counts = splits.train.counts() if hasattr(splits.train, "counts") else {"pairs": len(splits.train)}
@@ -223,6 +224,25 @@ def build(ctx) -> SubEncoder:
     return SubEncoder(network, tokenizer, max_length, ctx.device, ctx.eval_batch_size, ctx.progress, ctx.backbone)
 
 
+def subencoder_budget(options: Mapping[str, Any], profile_name: str) -> dict[str, Any]:
+    """The method's budget (``ModelPlugin.budget_for``): the paper's 10 epochs under the paper profile, and the
+    options ``epochs`` / ``batch_size`` where set (a budget key of the same name is then refused: validate)."""
+    budget: dict[str, Any] = {"epochs": PAPER_EPOCHS} if profile_name == "paper" else {}
+    if options["epochs"]:
+        budget["epochs"] = options["epochs"]
+    if options["batch_size"]:
+        budget["batch_size"] = options["batch_size"]
+    return budget
+
+
+def validate(spec: Any, registry: Any) -> None:
+    """The options epochs / batch_size and a budget key of the same name (matrix entry, --set) would compete."""
+    both = [key for key in ("epochs", "batch_size") if spec.options[key] and key in spec.budget_overrides]
+    if both:
+        raise InvalidOptionError(f"model {spec.label!r}: {', '.join(both)} given both as an option and as a budget "
+                                 "(--set or the matrix entry); give each once.")
+
+
 @hookimpl
 def register_models(register):
     register(
@@ -250,5 +270,7 @@ def register_models(register):
             default_train_on="propsegment-facts",
             reference="Chen et al. 2023, Sub-Sentence Encoder (arXiv 2311.04335), 3.1-3.2, appendix B",
             model_class=SubEncoder,
+            budget_for=subencoder_budget,
+            validate=validate,
         )
     )

@@ -57,7 +57,8 @@ def test_matrix_entries_set_their_own_budget(tmp_path):
 @pytest.mark.parametrize("entry, message", [
     ({"model": "ce", "epochs": "many"}, "epochs expects a int"),
     ({"model": "ce", "epochs": 0}, "epochs must be positive"),
-    ({"model": "ce", "warmup": 3}, "must be a spec string or a mapping"),
+    ({"model": "ce", "warmup": 3}, "unknown key .warmup."),
+    ({"model": "ce", "epoch": 3}, "Did you mean: epochs"),
 ])
 def test_bad_budgets_in_a_matrix_are_refused_at_plan_time(tmp_path, entry, message):
     path = tmp_path / "m.yaml"

@@ -40,6 +40,7 @@ def load_tokenizer(path: str):
     """The backbone's fast tokenizer."""
     from transformers import AutoTokenizer
 
+    _offline_if_unreachable(path)
     try:
         return AutoTokenizer.from_pretrained(path, use_fast=True)
     except Exception as exc:  # transformers raises many types for "not found / offline"
@@ -55,6 +56,7 @@ def load_transformer(path: str, auto_class: str = "AutoModel"):
 
     transformers.utils.logging.disable_progress_bar()
     auto_model = getattr(transformers, auto_class)
+    _offline_if_unreachable(path)
     try:
         return auto_model.from_pretrained(path, use_safetensors=True)
     except Exception as exc:
@@ -62,6 +64,15 @@ def load_transformer(path: str, auto_class: str = "AutoModel"):
             f"could not load backbone {path!r} ({type(exc).__name__}: {exc}). Pass --backbone a local folder or a "
             "Hugging Face id with safetensors weights that this machine can reach."
         ) from None
+
+
+def _offline_if_unreachable(path: str) -> None:
+    """A Hub id (not a local folder) is looked up only after the one reachability probe, so an unreachable Hub means
+    the local cache at once instead of retries (harness.hub)."""
+    if not Path(path).expanduser().exists():
+        from harness.hub import hub_reachable
+
+        hub_reachable()
 
 
 @contextmanager

@@ -19,7 +19,8 @@ no warm-up, no weight decay); every other objective and every combination the co
 10% linear warm-up then linear decay, weight decay 0.01: thesis 5.1 defaults, as the thesis code trains them).
 Budgets (batch size, steps) come from the profile, unless a setup declares its own for that profile in
 ``TrainingSetup.budgets`` (paper: batch 8 / 100K steps for 5.4.1, batch 64 / 12.5K steps for 5.4.2; quick: 40 steps),
-with epochs raised so that the step budget is reached, as Hugging Face's ``max_steps`` does.
+with as many epochs as the step budget needs, as Hugging Face's ``max_steps`` does. The setup's budget is the
+method's budget (``ModelPlugin.budget_for``): a matrix entry's or ``--set`` values win over it, key by key.
 
 Training data: the sentences of an ``unlabeled_sentences`` split, stripped; empty or blank sentences are dropped
 (and counted in the report) because they carry nothing to reconstruct or contrast; a non-empty sentence never
@@ -40,7 +41,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -402,16 +402,26 @@ def validate_objective_spec(primary: str) -> Callable[[Any, Any], None]:
     return validate
 
 
-def budget_overrides(profile: Any, setup: TrainingSetup, examples: int) -> dict[str, Any]:
-    """The setup's budget under ``profile`` (``setup.budgets[profile.name]``: batch_size, max_steps, epochs), with
-    epochs raised so that max_steps is reached on ``examples`` sentences."""
-    budget = dict(setup.budgets.get(profile.name, {}))
-    batch_size = int(budget.get("batch_size", profile.batch_size))
-    max_steps = budget.get("max_steps", profile.max_steps)
-    epochs = int(budget.get("epochs", profile.epochs))
-    if max_steps is not None and "max_steps" in budget:
-        epochs = max(epochs, math.ceil(int(max_steps) * batch_size / max(1, examples)))
-    return {"batch_size": batch_size, "max_steps": max_steps, "epochs": epochs}
+def setup_budget(setup: TrainingSetup, profile_name: str) -> dict[str, Any]:
+    """The setup's budget under a profile (``setup.budgets[profile_name]``); a step budget without an epoch count
+    gets ``epochs: None`` (as many epochs as max_steps needs, as Hugging Face's ``max_steps`` does). It sits
+    between the profile and the matrix entry / ``--set`` (harness.profiles.requested_budget), so a user's epochs or
+    max_steps always win over it."""
+    budget = dict(setup.budgets.get(profile_name, {}))
+    if "max_steps" in budget and "epochs" not in budget:
+        budget["epochs"] = None
+    return budget
+
+
+def objective_budget(objective: Objective) -> Callable[[Mapping[str, Any], str], dict]:
+    """``ModelPlugin.budget_for`` of an objective model: the budget of the training setup it trains in (its own
+    alone, the contrastive one in any combination, as :func:`training_setup`)."""
+
+    def budget_for(options: Mapping[str, Any], profile_name: str) -> dict[str, Any]:
+        setup = CONTRASTIVE_SETUP if aux_names(options) else objective.setup
+        return setup_budget(setup, profile_name)
+
+    return budget_for
 
 
 def curve_summary(values: Sequence[float], buckets: int = 10) -> dict[str, Any]:
@@ -509,12 +519,11 @@ class ObjectiveEmbedder:
         setup = training_setup(objectives)
         module = self.build_objective(objectives, ctx.seed)
         collate = self.collator(objectives, ctx.seed)
-        budget = budget_overrides(ctx.profile, setup, len(sentences))
         names = "+".join(o.name for o in objectives)
-        config = config_from_profile(
+        config = config_from_profile(  # ctx.profile carries the requested budget (setup's, then the user's)
             ctx.profile, ctx.seed, ctx.device, ctx.progress, learning_rate=float(options["lr"]),
             schedule=setup.schedule, warmup_ratio=setup.warmup_ratio, weight_decay=setup.weight_decay,
-            description=f"training {names} ({options['pooling']})", **budget,
+            description=f"training {names} ({options['pooling']})",
         )
         report = fit(module, sentences, collate, config)
         self.encoder.eval()
@@ -570,5 +579,6 @@ def objective_model(objective: Objective, *, description: str, reference: str,
         reference=reference,
         validate=validate_objective_spec(objective.name),
         model_class=ObjectiveEmbedder,
+        budget_for=objective_budget(objective),
     )
     return component, plugin

@@ -158,6 +158,9 @@ class MtebTask(Task):
         """The task with its data loaded; a failure to load is missing data, with mteb's reason."""
         task = self.mteb_task()
         if not task.data_loaded:
+            from harness.hub import hub_reachable, offline_reason
+
+            reachable = hub_reachable()  # unreachable: offline, an uncached dataset fails now
             try:
                 task.load_data()
             except Exception as exc:  # datasets/hub errors vary by version; any failure here means "no data"
@@ -166,7 +169,7 @@ class MtebTask(Task):
                     f"mteb could not load the data of {self.mteb_name} ({dataset.get('path')} at revision "
                     f"{str(dataset.get('revision'))[:12]}): {type(exc).__name__}: {_first_line(str(exc))}. mteb "
                     "loads it from the Hugging Face hub (or its local cache, HF_DATASETS_CACHE); run where either "
-                    "has it."
+                    f"has it{'' if reachable else ' (' + offline_reason() + ')'}."
                 ) from None
         return task
 
