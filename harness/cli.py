@@ -152,6 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"folder for the tables (default ./{DEFAULT_LEADERBOARDS} for the published records, "
                             "else <results>/leaderboards)")
     board.add_argument("--formats", default="md,csv", help="any of md, csv, tex, html")
+    board.add_argument("--matrix", type=Path, default=None,
+                       help="render one matrix file as its paper table (its entries as rows, its tasks as columns, "
+                            "the paper's numbers from its paper: block), into <output>/matrices/<file name>")
+    board.add_argument("--include-samples", action="store_true",
+                       help="also show records computed on an evaluation sample (max_eval_examples, e.g. --profile "
+                            "smoke), in sections of their own; left out by default")
 
     publish = commands.add_parser("publish", help="verify chosen records of your store and copy them into the "
                                                   "published set")
@@ -439,14 +445,26 @@ def cmd_leaderboard(args) -> int:
         family_members = default_registry().families()
     except HarnessError:
         family_members = {}  # ordering only; the tables come from the store alone
-    written = write_leaderboards(store, output, formats, family_members)
+    if args.matrix is not None:
+        from .matrix_board import write_matrix_board
+
+        written = write_matrix_board(args.matrix, store, output / "matrices", formats)
+    else:
+        written = write_leaderboards(store, output, formats, family_members, args.include_samples)
     for path in written:
         print(f"wrote {path}")
     if not written:
         print(f"no records in {store.root}")
+    left_out = getattr(store, "sample_records", [])
+    if left_out:
+        print(f"note: {len(left_out)} record(s) computed on an evaluation sample (max_eval_examples) left out; "
+              "--include-samples shows them in sections of their own.", file=sys.stderr)
+    for path, reason in store.skipped:
+        print(f"error: invalid record {path}: {reason}", file=sys.stderr)
     if store.skipped:
-        print(f"warning: {len(store.skipped)} invalid record(s) skipped (listed above); the tables lack them.",
-              file=sys.stderr)
+        print(f"error: {len(store.skipped)} invalid record(s), shown as `invalid` and never ranked; recompute them "
+              "(harness run --overwrite) or restore them from git.", file=sys.stderr)
+        return 1
     return 0
 
 
