@@ -193,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     export_results.add_argument("--format", required=True, help="a results format (`harness list`, components of "
                                                                 "kind 'results-format'), e.g. mteb")
     export_results.add_argument("--to", type=Path, required=True, help="the folder to write into")
+    export_results.add_argument("--include-samples", action="store_true",
+                                help="also export records computed on an evaluation sample (max_eval_examples, e.g. "
+                                     "--profile smoke), marked as samples; left out by default")
     export_results.add_argument("--results", type=Path, default=None,
                                 help=f"store to read (default ./{DEFAULT_RESULTS}, or HARNESS_RESULTS_DIR)")
     return parser
@@ -387,10 +390,13 @@ def cmd_run(registry, args) -> int:
     for outcome in outcomes:
         if outcome.status == "missing":
             print(f"missing: {outcome.task.label}: {outcome.message}")
+    failures: dict[str, list[str]] = {}  # each distinct reason once, with the cells it failed
     for outcome in outcomes:
         if outcome.status == "failed":
-            print(f"failed: {outcome.spec.label} seed {outcome.seed} {outcome.task.label}: {outcome.message}",
-                  file=sys.stderr)
+            failures.setdefault(outcome.message or "", []).append(
+                f"{outcome.spec.label} seed {outcome.seed} {outcome.task.label}")
+    for message, cells in failures.items():
+        print(f"failed: {', '.join(cells)}: {message}", file=sys.stderr)
     if args.leaderboards is not None:
         from .store import Store
 
@@ -544,7 +550,19 @@ def cmd_export_results(registry, args) -> int:
     store = Store(_results_dir(args.results))
     if not store.root.is_dir():
         raise HarnessError(f"no result store at {store.root}; run `harness run` first or pass --results.")
+    from .leaderboard import sample_size
+
     records = list(store.records())
+    samples = [r for r in records if sample_size(r) is not None]
+    if samples and not args.include_samples:
+        sizes = ", ".join(str(n) for n in sorted({sample_size(r) for r in samples}))
+        why = (f"{len(samples)} record(s) of {store.root} were computed on a sample of the evaluation data "
+               f"(max_eval_examples={sizes}), so their scores are not the benchmark's")
+        records = [r for r in records if sample_size(r) is None]
+        if not records:
+            raise HarnessError(f"{why}; nothing else to export. Run with --profile quick (or paper), or pass "
+                               "--include-samples to export them marked as samples.")
+        print(f"left out: {why} (--include-samples exports them, marked as samples).", file=sys.stderr)
     written = write(records, args.to)
     for path in written:
         print(f"wrote {path}")

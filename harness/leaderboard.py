@@ -14,10 +14,11 @@ Records computed on a sample of the evaluation data (the profile's ``max_eval_ex
 are left out unless ``include_samples`` is given; they then form sections of their own, marked as samples.
 
 Labels (issue 21.2): two rows never share a label. A spec label longer than :data:`LONG_LABEL` is shortened: the
-options that every long spec of that model in the family shares are named once in the legend (``augsbert[A]`` =
-``augsbert`` with option set A) and only the options that differ stay in the label; the full spec of every row is
-in the legend (markdown), a ``spec`` column (CSV) and a tooltip plus legend table (HTML). Rows whose labels still
-collide (same options, other budget, backbone or plugin version) get what differs appended, e.g. ``{max_steps=100}``.
+options that every long spec of that model and training source in the family shares are named once in the legend
+(``augsbert[A]`` = ``augsbert`` with option set A) and only the options that differ stay in the label; the full spec
+of every row is in the legend (markdown), a ``spec`` column (CSV) and a tooltip plus legend table (HTML). Rows whose
+labels still collide (same options, other budget, backbone or plugin version) get what differs appended, e.g.
+``{max_steps=100}``.
 
 The average only joins members that share a metric (their ``main_score``): when a section mixes metrics (BWS:
 Spearman for the similarity tasks, macro-F1 for the topic probe), it averages the columns of the metric most of its
@@ -46,7 +47,7 @@ from .store import Store, StoreError, atomic_write_text, check_writable_dir
 logger = logging.getLogger(__name__)
 
 FORMATS = ("md", "csv", "tex", "html")
-LONG_LABEL = 48  # spec labels longer than this get a short label and a legend entry
+LONG_LABEL = 48  # specs (without their training source) longer than this get a short label and a legend entry
 SAMPLE_NOTE = "computed on a sample of the evaluation data (max_eval_examples={n}); not comparable to full results"
 
 
@@ -302,11 +303,13 @@ def _letters(index: int) -> str:
 def assign_labels(rows: list[Row]) -> dict[str, str]:
     """Give ``rows`` (one family) short, distinct labels in place; returns the legend of the option sets."""
     legend: dict[str, str] = {}
-    long_rows: dict[str, list[Row]] = defaultdict(list)
+    long_rows: dict[tuple[str, str], list[Row]] = defaultdict(list)  # (model name, training source) -> rows
     for row in rows:
-        if len(row.spec) > LONG_LABEL and ":" in row.spec.split(" [train: ")[0]:
-            long_rows[_option_parts(row.spec)[0]].append(row)
-    for index, (name, group) in enumerate(sorted(long_rows.items())):
+        head = row.spec.split(" [train: ")[0]
+        if len(head) > LONG_LABEL and ":" in head:
+            name, _, train = _option_parts(row.spec)
+            long_rows[(name, train)].append(row)
+    for index, ((name, _), group) in enumerate(sorted(long_rows.items())):
         parts = [_option_parts(row.spec)[1] for row in group]
         shared = [part for part in parts[0] if all(part in other for other in parts[1:])]
         mark = f"{name}[{_letters(index)}]"

@@ -261,10 +261,12 @@ def plot_table(tables: Any, path: Path) -> Path:
         finite = [m for m in means if not np.isnan(m)]
         low, high = (min(finite), max(finite)) if finite else (0.0, 100.0)
         left = max(0.0, low - 0.25 * (high - low + 1.0) - 2.0)
-        panel.set_xlim(left, min(100.0, high + 0.08 * (high - low + 1.0) + 1.0))
-        for position, value, note in zip(positions, means, notes):
+        panel.set_xlim(left, min(100.0, high + 0.08 * (high - low + 1.0) + 1.0) + 0.18 * (high - left))
+        for position, value, error, note in zip(positions, means, errors, notes):
             if np.isnan(value) and note:  # say why a bar is absent instead of leaving a silent gap
                 panel.text(left, position, f" {note}", va="center", fontsize=7, color="#59636e")
+            elif not np.isnan(value):  # the number itself, so nobody has to read it off the axis
+                panel.text(value + error, position, f" {value:.1f}", va="center", fontsize=6, color="#1f2328")
         panel.set_title(column if column != "average" else "average\n(of the row's section)", fontsize=8)
         panel.tick_params(axis="x", labelsize=7)
         panel.grid(axis="x", alpha=0.3)

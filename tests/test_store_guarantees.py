@@ -491,15 +491,16 @@ def test_read_text_lines_names_file_and_line(tmp_path):
 
 
 # -- 8. leaderboard: skipped records are warned about, paths stay inside the output folder ------------------------------
-def test_leaderboard_warns_about_skipped_records(run_cli, tmp_path):
+def test_leaderboard_reports_invalid_records(run_cli, tmp_path):
     write_toy_data(tmp_path / "data")
     toy_run(tmp_path)
     damaged = tmp_path / "results" / "toy-embedder-0123456789ab" / "seed-42" / "toy-nan.json"
     damaged.parent.mkdir(parents=True)
     damaged.write_bytes(b"\x00\xff")
     code, out, err = run_cli("leaderboard", "--results", tmp_path / "results", "--output", tmp_path / "boards")
-    assert code == 0
-    assert f"skipped record {damaged}: not UTF-8 text" in err and "1 invalid record(s) skipped" in err
+    assert code == 1  # issue 26.4: a damaged record is an error, not a warning
+    assert f"invalid record {damaged}: not UTF-8 text" in err and "1 invalid record(s)" in err
+    assert err.count(str(damaged)) == 1  # one line naming the file
     assert (tmp_path / "boards" / "toy.md").is_file()
 
 
@@ -647,3 +648,22 @@ def test_publish_refuses_a_record_whose_data_changed(tmp_path):
     with pytest.raises(PublishError, match="stale"):
         publish(Store(tmp_path / "results"), Store(tmp_path / "published"), Selection(), registry=registry,
                 data_dir=tmp_path / "data")
+
+
+# == issue 26.4 (helper i21-outputs): one damaged record never silently changes a leaderboard's ranking =================
+def test_a_damaged_record_is_shown_invalid_not_ranked_and_the_leaderboard_exits_non_zero(run_cli, tmp_path):
+    from harness.leaderboard import collect_tables
+
+    write_toy_data(tmp_path / "data")
+    toy_run(tmp_path, seeds=[42, 43])
+    results = tmp_path / "results"
+    (damaged,) = results.glob("toy-embedder-*/seed-43/toy-pairs.json")
+    damaged.write_bytes(os.urandom(512))  # a published record replaced by random bytes
+    (table,) = collect_tables(Store(results))
+    (row,) = table.rows
+    assert table.cell_text(row, "toy-pairs") == "invalid" and table.ranked()[0][0] is None  # not ranked as complete
+    code, _, err = run_cli("leaderboard", "--results", results, "--output", tmp_path / "boards")
+    assert code != 0 and err.count(str(damaged)) == 1, err
+    markdown = (tmp_path / "boards" / "toy.md").read_text()
+    assert "| invalid " in markdown and "`invalid` = the record does not verify" in markdown
+# == end of issue 26.4 ==================================================================================================
