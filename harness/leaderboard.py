@@ -125,7 +125,7 @@ def cell_view(row: Row, column: str) -> CellView:
     elif not cell.values:
         view = CellView("failed", "failed") if cell.failed_seeds else CellView("missing", "missing")
     else:
-        view = CellView("value", f"{cell.mean():.2f}" + (f" ± {cell.std():.2f}" if len(row.seeds) > 1 else ""))
+        view = CellView("value", f"{cell.mean():.2f}" + (f" ± {cell.std():.2f}" if len(cell.values) > 1 else ""))
     if view.kind == "value":
         view.annotations = [a for a in (annotate(row, column, cell) for annotate in CELL_ANNOTATORS) if a]
     return view
