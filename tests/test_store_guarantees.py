@@ -150,8 +150,9 @@ def toy_run(tmp_path: Path, models=("toy-embedder",), tasks=("toy-pairs",), **co
     registry = build_registry(extra_plugins=[ToyPlugin()])
     config.setdefault("results_dir", tmp_path / "results")
     config.setdefault("data_dir", tmp_path / "data")
+    config.setdefault("profile", "smoke")
     run_config = RunConfig(models=[ModelEntry(m) for m in models], tasks=list(tasks), progress=False, device="cpu",
-                           profile="smoke", **config)
+                           **config)
     messages: list[str] = []
     runner = Runner(registry, run_config, log=messages.append)
     return runner.run(), messages
@@ -613,7 +614,7 @@ def test_publish_copies_verified_records_and_refuses_bad_ones(run_cli, tmp_path,
     from harness.registry import default_registry
 
     write_toy_data(tmp_path / "data")
-    toy_run(tmp_path, tasks=("toy-pairs", "toy-nan"))
+    toy_run(tmp_path, tasks=("toy-pairs", "toy-nan"), profile="quick")  # smoke records are samples
     monkeypatch.setenv("HARNESS_EXTRA_PLUGINS", "test_store_guarantees")  # the CLI's registry gets the toy plugins
     default_registry.cache_clear()
     try:
@@ -642,7 +643,7 @@ def test_publish_refuses_a_record_whose_data_changed(tmp_path):
     from harness.publish import PublishError, Selection, publish
 
     data_file = write_toy_data(tmp_path / "data")
-    toy_run(tmp_path)
+    toy_run(tmp_path, profile="quick")
     data_file.write_text(data_file.read_text().replace("\t4.8\n", "\t0.1\n"))
     registry = build_registry(extra_plugins=[ToyPlugin()])
     with pytest.raises(PublishError, match="stale"):
@@ -667,3 +668,17 @@ def test_a_damaged_record_is_shown_invalid_not_ranked_and_the_leaderboard_exits_
     markdown = (tmp_path / "boards" / "toy.md").read_text()
     assert "| invalid " in markdown and "`invalid` = the record does not verify" in markdown
 # == end of issue 26.4 ==================================================================================================
+
+
+# == issue 21.3 (helper i21-outputs): records computed on an evaluation sample are never published =====================
+def test_publish_refuses_records_computed_on_a_sample(tmp_path):
+    from harness.publish import PublishError, Selection, publish
+
+    write_toy_data(tmp_path / "data")
+    toy_run(tmp_path)  # the smoke profile: max_eval_examples=200
+    registry = build_registry(extra_plugins=[ToyPlugin()])
+    with pytest.raises(PublishError, match=r"computed on a sample of the evaluation data \(max_eval_examples=200"):
+        publish(Store(tmp_path / "results"), Store(tmp_path / "published"), Selection(), registry=registry,
+                data_dir=tmp_path / "data")
+    assert not (tmp_path / "published").exists()
+# == end of issue 21.3 ==================================================================================================
