@@ -272,6 +272,14 @@ def render_csv(board: MatrixBoard) -> str:
     return buffer.getvalue()
 
 
+def _inline(text: str) -> str:
+    """The two markdown marks the header uses (``code`` and **strong**) as HTML."""
+    import re
+
+    text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
+    return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
+
+
 def render_html(board: MatrixBoard) -> str:
     from .leaderboard_views import _CSS
 
@@ -286,13 +294,15 @@ def render_html(board: MatrixBoard) -> str:
             css = "failed" if text in ("failed", "invalid") else "status" if text in ("missing", "-") else ""
             cells.append(f'<td><span class="{css}">{escape(text)}</span></td>' if css else f"<td>{escape(text)}</td>")
         lines.append("<tr>" + "".join(cells) + "</tr>")
-    notes = "".join(f'<p class="legend">{escape(text).replace("**", "")}</p>' for text in header_lines(board))
+    notes = "".join(f'<p class="{"warning" if text.startswith("**") else "legend"}">{_inline(escape(text))}</p>'
+                    for text in header_lines(board))
     entries = "".join(f'<tr><td class="text">{escape(r.label)}</td><td class="text spec">{escape(r.spec)}</td>'
                       f'<td class="text">{escape(r.model_key)}</td></tr>' for r in board.rows)
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{escape(board.name)}</title>", f"<style>{_CSS}</style>", "</head>", "<body>",
+        f"<title>{escape(board.name)}</title>",
+        f"<style>{_CSS} .warning {{ color: #9a3412; max-width: 70rem; }}</style>", "</head>", "<body>",
         f"<h1>{escape(board.name)}</h1>", notes,
         *([f'<p class="legend">What it reproduces: {escape(board.description)}</p>'] if board.description else []),
         '<div class="scroll"><table>', f"<thead><tr>{head}</tr></thead>", "<tbody>", *lines, "</tbody></table></div>",
