@@ -459,9 +459,10 @@ def cmd_leaderboard(args) -> int:
         written = write_leaderboards(store, output, formats, family_members, args.include_samples)
     for path in written:
         print(f"wrote {path}")
-    if not written:
-        print(f"no records in {store.root}")
     left_out = getattr(store, "sample_records", [])
+    if not written:
+        print(f"no records in {store.root}" + (" other than those computed on an evaluation sample" if left_out
+                                                else ""))
     if left_out:
         print(f"note: {len(left_out)} record(s) computed on an evaluation sample (max_eval_examples) left out; "
               "--include-samples shows them in sections of their own.", file=sys.stderr)

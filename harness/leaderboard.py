@@ -373,7 +373,7 @@ def collect_tables(store: Store, family_members: dict[str, list[str]] | None = N
                      + f": {len(groups[key])} row(s) evaluated on {', '.join(covered)}")
             tables.append(Table(family_name, list(covered), groups[key],
                                 {c: m for c, m in family.metrics.items() if c in covered},
-                                title if len(order) > 1 else "", legend))
+                                title if len(order) > 1 or sample else "", legend))
     return tables
 
 
@@ -421,7 +421,8 @@ def legend_rows(sections: list[Table]) -> list[tuple[str, str]]:
     seen = set()
     for table in sections:
         for row in table.rows:
-            if row.label != row.spec and row.label not in seen:
+            shortened = row.label.split(" {")[0] != row.spec  # not only a budget/backbone suffix
+            if shortened and row.label not in seen:
                 seen.add(row.label)
                 entries.append((row.label, row.spec))
     return entries
