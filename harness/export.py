@@ -120,7 +120,7 @@ def stored_scores(records: list[dict]) -> list[dict]:
             continue
         task = record["task"]
         sample = sample_size(record)
-        rows.append({"task": task["label"] + (f" (sample of {sample})" if sample is not None else ""),
+        rows.append({"task": task["label"], "evaluated on": "full data" if sample is None else f"a sample of {sample}",
                      "family": task["family"], "metric": task.get("main_score", "main"),
                      "score": float(record["main_score"]), "created_at": record.get("created_at", "")})
     return sorted(rows, key=lambda row: (row["family"], row["task"]))
@@ -174,8 +174,9 @@ def model_card(spec_record: dict, seed: int, exported_format: str, scores: list[
     lines += ["", "## Stored scores", ""]
     if scores:
         lines += ["Main scores x100, as the harness' result store holds them for this spec and seed.", "",
-                  "| family | task | metric | score |", "| --- | --- | --- | --- |"]
-        lines += [f"| {row['family']} | {row['task']} | {row['metric']} | {row['score']:.2f} |" for row in scores]
+                  "| family | task | metric | score | evaluated on |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {row['family']} | {row['task']} | {row['metric']} | {row['score']:.2f} | "
+                  f"{row.get('evaluated on', 'full data')} |" for row in scores]
     else:
         lines.append("The result store holds no evaluation of this spec and seed yet (`harness run` writes them).")
     lines += ["", f"Exported {datetime.now(timezone.utc).isoformat(timespec='seconds')} by `harness export`.", ""]
