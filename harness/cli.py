@@ -400,8 +400,10 @@ def cmd_run(registry, args) -> int:
     if args.leaderboards is not None:
         from .store import Store
 
+        # The run's own tables show its sample records too (in sections marked as samples); `harness leaderboard`
+        # leaves them out unless asked.
         for path in write_leaderboards(Store(config.results_dir), args.leaderboards, ("md", "csv"),
-                                       registry.families()):
+                                       registry.families(), include_samples=True):
             print(f"wrote {path}")
     return 1 if counts["failed"] else 0
 

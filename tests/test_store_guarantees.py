@@ -220,7 +220,7 @@ def test_diverging_training_stops_and_is_stored_as_failed(run_cli, tmp_path, tin
     record = only_record(results)
     assert record["status"] == "failed" and "training loss became nan" in record["message"]
     assert not (results / "checkpoints").exists() or not list((results / "checkpoints").rglob("*.safetensors"))
-    (table,) = collect_tables(Store(results))
+    (table,) = collect_tables(Store(results), include_samples=True)  # a smoke record: computed on a sample
     (row,) = table.rows
     assert table.cell_text(row, "stsb") == "failed" and table.ranked()[0][0] is None  # never ranked
 
@@ -517,7 +517,9 @@ def test_a_crafted_family_cannot_write_outside_the_output_folder(tmp_path):
     path.write_text(json.dumps(seal_record(record)))  # even with a valid checksum
     store = Store(tmp_path / "results")
     written = write_leaderboards(store, tmp_path / "out" / "boards")
-    assert written == [] and "task.family '../../escaped'" in store.skipped[0][1]
+    assert "task.family '../../escaped'" in store.skipped[0][1]
+    # The refused record is shown as invalid in its cell (issue 26.4), inside the output folder only.
+    assert all(p.parent == tmp_path / "out" / "boards" for p in written)
     assert not list(tmp_path.rglob("escaped*"))
     with pytest.raises(StoreError, match="outside"):
         table_path(tmp_path / "out", "../x", "md")
@@ -681,4 +683,11 @@ def test_publish_refuses_records_computed_on_a_sample(tmp_path):
         publish(Store(tmp_path / "results"), Store(tmp_path / "published"), Selection(), registry=registry,
                 data_dir=tmp_path / "data")
     assert not (tmp_path / "published").exists()
+def test_a_failed_cell_shows_failed_in_the_run_summary_not_a_dash(tmp_path):
+    from harness.runner import summary_rows
+
+    write_toy_data(tmp_path / "data")
+    outcomes, _ = toy_run(tmp_path, models=("toy-constant", "toy-embedder"))
+    _, rows = summary_rows(outcomes)
+    assert [row[1] for row in rows][0] == "failed" and rows[1][1] not in ("failed", "-")  # "-" means not run
 # == end of issue 21.3 ==================================================================================================

@@ -170,9 +170,7 @@ def write_mteb_results(records: list[dict], output_dir: Path) -> list[Path]:
         except KeyError as missing:
             logger.warning("skipped %s: it has no %s score to map to %s", record.get("_path"), missing, mteb_task)
             continue
-        from harness.leaderboard import sample_size
-
-        sample = sample_size(record)
+        sample = (record.get("profile") or {}).get("max_eval_examples")  # the smoke profile's evaluation sample
         meta = _model_meta(record)
         folder = output_dir / "results" / meta.model_name_as_path() / meta.revision
         folder.mkdir(parents=True, exist_ok=True)
