@@ -658,13 +658,14 @@ def test_a_damaged_record_is_shown_invalid_not_ranked_and_the_leaderboard_exits_
     from harness.leaderboard import collect_tables
 
     write_toy_data(tmp_path / "data")
-    toy_run(tmp_path, seeds=[42, 43])
+    toy_run(tmp_path, seeds=[42, 43], profile="quick")  # full evaluations (smoke records would be left out)
     results = tmp_path / "results"
     (damaged,) = results.glob("toy-embedder-*/seed-43/toy-pairs.json")
     damaged.write_bytes(os.urandom(512))  # a published record replaced by random bytes
     (table,) = collect_tables(Store(results))
     (row,) = table.rows
     assert table.cell_text(row, "toy-pairs") == "invalid" and table.ranked()[0][0] is None  # not ranked as complete
+    assert list(row.cells["toy-pairs"].values) == [42] and 43 in row.cells["toy-pairs"].invalid_seeds
     code, _, err = run_cli("leaderboard", "--results", results, "--output", tmp_path / "boards")
     assert code != 0 and err.count(str(damaged)) == 1, err
     markdown = (tmp_path / "boards" / "toy.md").read_text()
