@@ -21,6 +21,7 @@ from __future__ import annotations
 import html
 import logging
 import os
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -273,12 +274,16 @@ def plot_table(tables: Any, path: Path) -> Path:
     axes[0][0].set_yticks(positions)
     axes[0][0].set_yticklabels([row.label for _, _, row, _ in ordered], fontsize=7)
     axes[0][0].set_ylim(-0.6, count - 0.4)
-    if len(sections) > 1:
-        from matplotlib.patches import Patch
+    from matplotlib.patches import Patch
 
-        handles = [Patch(color=palette(i % 10), label=table.title) for i, table in enumerate(sections)]
-        figure.legend(handles=handles, loc="lower center", ncol=1, fontsize=7, frameon=False,
-                      bbox_to_anchor=(0.5, -0.02 * len(sections)))
+    handles = [Patch(color=palette(i % 10), label=table.title) for i, table in enumerate(sections)
+               if len(sections) > 1]
+    # What a short label stands for, so the picture reads without the markdown legend.
+    handles += [Patch(color="none", label=textwrap.fill(f"{mark} = {spec}", 160, subsequent_indent="    "))
+                for mark, spec in sections[0].legend.items()]
+    if handles:
+        figure.legend(handles=handles, loc="upper center", ncol=1, fontsize=7, frameon=False,
+                      bbox_to_anchor=(0.5, 0.0), handlelength=1.0)
     hardware = sorted({h for _, _, row, _ in ordered for h in row.hardware})
     family = sections[0].family
     figure.suptitle(f"Leaderboard: {family}  (main score x100, mean ± std over seeds; "
