@@ -125,3 +125,16 @@ def test_a_matrix_renders_as_its_paper_table(tmp_path, registry):
     assert "| Base " in markdown and "82.00 ± 1.41" in markdown and "80.00" in markdown and "+2.00" in markdown
     assert "**Not comparable to the paper:** another backbone" in markdown
     assert "| CLS " in markdown and "| -  " in markdown  # not run
+
+
+def test_a_paper_row_that_names_no_entry_is_one_clear_error(tmp_path, registry):
+    import pytest
+
+    from harness.errors import HarnessError
+    from harness.matrix_board import build_board
+
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text("profile: smoke\ntasks: [stsb]\nmodels:\n  - {model: be, name: Base}\n"
+                      "paper:\n  rows:\n    Bsae: {stsb: 80.0}\n")
+    with pytest.raises(HarnessError, match=r"paper.rows names \['Bsae'\], which are not entries"):
+        build_board(matrix, Store(tmp_path / "store"), registry)
