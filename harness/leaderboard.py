@@ -258,16 +258,24 @@ def _add_record(family: _Family, record: dict) -> None:
         cell.messages[seed] = record.get("message", "")
 
 
+def _family_of(task_key: str, family_members: dict[str, list[str]]) -> str:
+    """The family of a task key (``name`` or ``name-<options hash>``) by the registry's members, else the key."""
+    for family, members in family_members.items():
+        if any(task_key == member or task_key.startswith(f"{member}-") for member in members):
+            return family
+    return task_key
+
+
 def _add_invalid(families: dict[str, _Family], path: Path, reason: str, task_places: dict[str, tuple[str, str]],
-                 models: dict[str, dict]) -> None:
+                 models: dict[str, dict], family_members: dict[str, list[str]]) -> None:
     """An invalid record in its cell: model key, seed and task key come from its path (the record itself cannot be
-    trusted); the family and column from the valid records of the same task, else the task key."""
+    trusted); the family and column from the valid records of the same task, else from the registry's families."""
     model_key, seed_folder, task_key = path.parent.parent.name, path.parent.name, path.stem
     try:
         seed = int(seed_folder.removeprefix("seed-"))
     except ValueError:
         return
-    family_name, column = task_places.get(task_key, (task_key.split("-")[0], task_key))
+    family_name, column = task_places.get(task_key, (_family_of(task_key, family_members), task_key))
     family = families.setdefault(family_name, _Family())
     if model_key not in family.rows:
         known = models.get(model_key)
@@ -355,7 +363,7 @@ def collect_tables(store: Store, family_members: dict[str, list[str]] | None = N
             continue
         _add_record(families[family_name], record)
     for path, reason in store.skipped:
-        _add_invalid(families, Path(path), reason, task_places, models)
+        _add_invalid(families, Path(path), reason, task_places, models, family_members)
     tables: list[Table] = []
     for family_name in sorted(families):
         family = families[family_name]
