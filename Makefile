@@ -27,9 +27,15 @@ test: install
 
 # The committed tables in leaderboards/ from the committed records in published/ (`harness publish` adds records;
 # your own tables: harness leaderboard --results results, written to results/leaderboards/).
+# The paper tables of the matrices that have been run (published) go to leaderboards/matrices/.
+PAPER_MATRICES := thesis-tables-6-7-6-8 thesis-table-6-10-unsupervised-quick topic-distillation-quick \
+	nugget-paser-quick subencoder-table-1
+
 leaderboard: install
 	$(BIN)/harness leaderboard --formats md,csv,html
 	$(BIN)/harness plot leaderboard
+	for matrix in $(PAPER_MATRICES); do \
+		$(BIN)/harness leaderboard --matrix matrices/$$matrix.yaml --formats md,csv,html || exit 1; done
 
 bench: install
 	$(BIN)/python -m pip install --quiet -e ".[bench]"

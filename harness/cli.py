@@ -153,6 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"folder for the tables (default ./{DEFAULT_LEADERBOARDS} for the published records, "
                             "else <results>/leaderboards)")
     board.add_argument("--formats", default="md,csv", help="any of md, csv, tex, html")
+    board.add_argument("--matrix", type=Path, default=None,
+                       help="render one matrix file as its paper table (its entries as rows, its tasks as columns, "
+                            "the paper's numbers from its paper: block), into <output>/matrices/<file name>")
+    board.add_argument("--include-samples", action="store_true",
+                       help="also show records computed on an evaluation sample (max_eval_examples, e.g. --profile "
+                            "smoke), in sections of their own; left out by default")
 
     publish = commands.add_parser("publish", help="verify chosen records of your store and copy them into the "
                                                   "published set")
@@ -188,6 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
     export_results.add_argument("--format", required=True, help="a results format (`harness list`, components of "
                                                                 "kind 'results-format'), e.g. mteb")
     export_results.add_argument("--to", type=Path, required=True, help="the folder to write into")
+    export_results.add_argument("--include-samples", action="store_true",
+                                help="also export records computed on an evaluation sample (max_eval_examples, e.g. "
+                                     "--profile smoke), marked as samples; left out by default")
     export_results.add_argument("--results", type=Path, default=None,
                                 help=f"store to read (default ./{DEFAULT_RESULTS}, or HARNESS_RESULTS_DIR)")
     export_results.add_argument("--overwrite", action="store_true",
@@ -401,15 +410,20 @@ def cmd_run(registry, args) -> int:
     if missing:
         print("missing data (reason above): " + ", ".join(f"{label} ({count} cell{'s' * (count > 1)})"
                                                           for label, count in missing.items()))
+    failures: dict[str, list[str]] = {}  # each distinct reason once, with the cells it failed
     for outcome in outcomes:
         if outcome.status == "failed":
-            print(f"failed: {outcome.spec.label} seed {outcome.seed} {outcome.task.label}: {outcome.message}",
-                  file=sys.stderr)
+            failures.setdefault(outcome.message or "", []).append(
+                f"{outcome.spec.label} seed {outcome.seed} {outcome.task.label}")
+    for message, cells in failures.items():
+        print(f"failed: {', '.join(cells)}: {message}", file=sys.stderr)
     if args.leaderboards is not None:
         from .store import Store
 
+        # The run's own tables show its sample records too (in sections marked as samples); `harness leaderboard`
+        # leaves them out unless asked.
         for path in write_leaderboards(Store(config.results_dir), args.leaderboards, ("md", "csv"),
-                                       registry.families()):
+                                       registry.families(), include_samples=True):
             print(f"wrote {path}")
     return 1 if counts["failed"] else 0
 
@@ -461,14 +475,27 @@ def cmd_leaderboard(args) -> int:
         family_members = default_registry().families()
     except HarnessError:
         family_members = {}  # ordering only; the tables come from the store alone
-    written = write_leaderboards(store, output, formats, family_members)
+    if args.matrix is not None:
+        from .matrix_board import write_matrix_board
+
+        written = write_matrix_board(args.matrix, store, output / "matrices", formats)
+    else:
+        written = write_leaderboards(store, output, formats, family_members, args.include_samples)
     for path in written:
         print(f"wrote {path}")
+    left_out = getattr(store, "sample_records", [])
     if not written:
-        print(f"no records in {store.root}")
+        print(f"no records in {store.root}" + (" other than those computed on an evaluation sample" if left_out
+                                                else ""))
+    if left_out:
+        print(f"note: {len(left_out)} record(s) computed on an evaluation sample (max_eval_examples) left out; "
+              "--include-samples shows them in sections of their own.", file=sys.stderr)
+    for path, reason in store.skipped:
+        print(f"error: invalid record {path}: {reason}", file=sys.stderr)
     if store.skipped:
-        print(f"warning: {len(store.skipped)} invalid record(s) skipped (listed above); the tables lack them.",
-              file=sys.stderr)
+        print(f"error: {len(store.skipped)} invalid record(s), shown as `invalid` and never ranked; recompute them "
+              "(harness run --overwrite) or restore them from git.", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -553,7 +580,19 @@ def cmd_export_results(registry, args) -> int:
     if target.is_dir() and any(target.iterdir()) and not args.overwrite:  # never replace an earlier export silently
         raise HarnessError(f"{target} already holds files (an earlier export?); choose an empty or new folder, or "
                            "add --overwrite to replace what the export writes.")
+    from .leaderboard import sample_size
+
     records = list(store.records())
+    samples = [r for r in records if sample_size(r) is not None]
+    if samples and not args.include_samples:
+        sizes = ", ".join(str(n) for n in sorted({sample_size(r) for r in samples}))
+        why = (f"{len(samples)} record(s) of {store.root} were computed on a sample of the evaluation data "
+               f"(max_eval_examples={sizes}), so their scores are not the benchmark's")
+        records = [r for r in records if sample_size(r) is None]
+        if not records:
+            raise HarnessError(f"{why}; nothing else to export. Run with --profile quick (or paper), or pass "
+                               "--include-samples to export them marked as samples.")
+        print(f"left out: {why} (--include-samples exports them, marked as samples).", file=sys.stderr)
     written = write(records, args.to)
     for path in written:
         print(f"wrote {path}")

@@ -112,12 +112,16 @@ def _check_target(target: Path) -> None:
 
 def stored_scores(records: list[dict]) -> list[dict]:
     """One row per stored record of a model and seed: task label, family, main score and value (ok records)."""
+    from .leaderboard import sample_size
+
     rows = []
     for record in records:
         if record.get("status") != "ok":
             continue
         task = record["task"]
-        rows.append({"task": task["label"], "family": task["family"], "metric": task.get("main_score", "main"),
+        sample = sample_size(record)
+        rows.append({"task": task["label"], "evaluated on": "full data" if sample is None else f"a sample of {sample}",
+                     "family": task["family"], "metric": task.get("main_score", "main"),
                      "score": float(record["main_score"]), "created_at": record.get("created_at", "")})
     return sorted(rows, key=lambda row: (row["family"], row["task"]))
 
@@ -161,14 +165,18 @@ def model_card(spec_record: dict, seed: int, exported_format: str, scores: list[
         f"| seed | {seed} |",
     ]
     if training:
-        for key in ("steps", "examples_seen", "best_epoch", "best_dev_score"):
+        for key in ("steps", "examples_seen", "best_epoch"):
             if key in training and not isinstance(training[key], (dict, list)):
                 lines.append(f"| training {key.replace('_', ' ')} | {training[key]} |")
+        dev = training.get("best_dev_score")
+        if isinstance(dev, (int, float)) and not isinstance(dev, bool):  # trainers keep it as a fraction
+            lines.append(f"| training best dev score (x100, as the scores below) | {100 * dev:.2f} |")
     lines += ["", "## Stored scores", ""]
     if scores:
         lines += ["Main scores x100, as the harness' result store holds them for this spec and seed.", "",
-                  "| family | task | metric | score |", "| --- | --- | --- | --- |"]
-        lines += [f"| {row['family']} | {row['task']} | {row['metric']} | {row['score']:.2f} |" for row in scores]
+                  "| family | task | metric | score | evaluated on |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {row['family']} | {row['task']} | {row['metric']} | {row['score']:.2f} | "
+                  f"{row.get('evaluated on', 'full data')} |" for row in scores]
     else:
         lines.append("The result store holds no evaluation of this spec and seed yet (`harness run` writes them).")
     lines += ["", f"Exported {datetime.now(timezone.utc).isoformat(timespec='seconds')} by `harness export`.", ""]

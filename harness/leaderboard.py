@@ -1,17 +1,35 @@
-"""Leaderboards rebuilt from the store alone: one table per task family.
+"""Leaderboards rebuilt from the store alone: one file per task family, one ranked section per set of comparable rows.
 
 Rows are model specs (with their training source, backbone and profile), columns the family's member tasks plus
 the average; a cell is mean ± std of the main score over seeds. A row's expected seeds are all seeds it has any
 record for in that family: a cell with fewer seeds is marked incomplete (``*``), a cell without records shows
-``-`` (or ``missing`` when the data was not available), and the average is given only when every cell is complete.
-Rows with an average are ranked. A cell whose computation failed (e.g. training diverged) shows ``failed``, never a
-number. The average only joins members that share a metric (their ``main_score``): when a family mixes metrics
-(BWS: Spearman for the similarity tasks, macro-F1 for the topic probe), it averages the columns of the metric most
-of its members use (ties: the first column's) and its header names that metric, e.g. ``average (spearman)``.
+``-`` (not run; or ``missing`` when the data was not available), and the average is given only when every cell is
+complete. A cell whose computation failed (e.g. training diverged) shows ``failed``, a cell whose record does not
+verify (damaged, hand-edited) shows ``invalid``; neither is ever a number, and a row with one is never ranked.
 
-Only valid records are used (:meth:`harness.store.Store.records`); invalid ones are skipped, and
-:func:`write_leaderboards` returns them with the reason so the caller can warn. Every file is written inside the
-output folder: a table's file name is its family name, which must be a plain name.
+Sections (issue 21.3): rows of different profiles are never ranked together, and rows evaluated on different sets of
+the family's tasks neither (an average over other columns is another number): a family's rows are grouped by
+(profile, the columns they have records for), each group is one section with only its columns, ranked on its own.
+Records computed on a sample of the evaluation data (the profile's ``max_eval_examples``, e.g. smoke's 200 pairs)
+are left out unless ``include_samples`` is given; they then form sections of their own, marked as samples.
+
+Labels (issue 21.2): two rows never share a label. A spec label longer than :data:`LONG_LABEL` is shortened: the
+options that every long spec of that model and training source in the family shares are named once in the legend
+(``augsbert[A]`` = ``augsbert`` with option set A) and only the options that differ stay in the label; the full spec
+of every row is in the legend (markdown), a ``spec`` column (CSV) and a tooltip plus legend table (HTML). Rows whose
+labels still collide (same options, other budget, backbone or plugin version) get what differs appended, e.g.
+``{max_steps=100}``.
+
+The average only joins members that share a metric (their ``main_score``): when a section mixes metrics (BWS:
+Spearman for the similarity tasks, macro-F1 for the topic probe), it averages the columns of the metric most of its
+members use (ties: the first column's) and its header names that metric, e.g. ``average (spearman)``.
+
+Cell text comes from :func:`cell_view` (a :class:`CellView`: kind, text and a list of annotations); a later
+statistic (e.g. a confidence interval or a tie mark) is one more function in :data:`CELL_ANNOTATORS`.
+
+Only valid records give numbers (:meth:`harness.store.Store.records`); an invalid record is shown as ``invalid`` in
+its cell (its model, seed and task are read from its path) and listed in ``store.skipped``; the CLI exits non-zero.
+Every file is written inside the output folder: a table's file name is its family name, which must be a plain name.
 """
 from __future__ import annotations
 
@@ -22,12 +40,15 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 from .store import Store, StoreError, atomic_write_text, check_writable_dir
 
 logger = logging.getLogger(__name__)
 
 FORMATS = ("md", "csv", "tex", "html")
+LONG_LABEL = 48  # specs (without their training source) longer than this get a short label and a legend entry
+SAMPLE_NOTE = "computed on a sample of the evaluation data (max_eval_examples={n}); not comparable to full results"
 
 
 @dataclass
@@ -35,13 +56,19 @@ class Cell:
     values: dict[int, float] = field(default_factory=dict)  # seed -> main score
     missing_seeds: set[int] = field(default_factory=set)
     failed_seeds: set[int] = field(default_factory=set)
+    invalid_seeds: dict[int, str] = field(default_factory=dict)  # seed -> why the record does not verify
     records: dict[int, str] = field(default_factory=dict)  # seed -> the record's path (the HTML page links them)
+    messages: dict[int, str] = field(default_factory=dict)  # seed -> a failed or missing record's message
 
     def mean(self) -> float:
         return statistics.mean(self.values.values())
 
     def std(self) -> float:
         return statistics.stdev(self.values.values()) if len(self.values) > 1 else 0.0
+
+    @property
+    def has_record(self) -> bool:
+        return bool(self.values or self.missing_seeds or self.failed_seeds or self.invalid_seeds)
 
 
 @dataclass
@@ -54,6 +81,9 @@ class Row:
     cells: dict[str, Cell] = field(default_factory=lambda: defaultdict(Cell))
     seeds: set[int] = field(default_factory=set)
     hardware: set[str] = field(default_factory=set)
+    spec: str = ""  # the full spec label (with its training source): what a short label stands for
+    identity: dict = field(default_factory=dict)  # the record's model identity, flattened (what makes rows differ)
+    sample: int | None = None  # the profile's max_eval_examples when the records were computed on a sample
 
     def complete(self, column: str) -> bool:
         cell = self.cells.get(column)
@@ -66,11 +96,51 @@ class Row:
 
 
 @dataclass
+class CellView:
+    """What one cell shows: ``kind`` is value, failed, invalid, missing or not-run; ``annotations`` are appended to
+    the text (``*`` for a cell with fewer seeds than its row; statistics add theirs through CELL_ANNOTATORS)."""
+
+    kind: str
+    text: str
+    annotations: list[str] = field(default_factory=list)
+
+    def render(self) -> str:
+        return self.text + "".join(self.annotations)
+
+
+def _incomplete_mark(row: Row, column: str, cell: Cell) -> str | None:
+    return "*" if cell.values and not row.complete(column) else None
+
+
+# Functions (row, column, cell) -> an annotation or None, appended to a cell's text in this order.
+CELL_ANNOTATORS: list[Callable[[Row, str, Cell], str | None]] = [_incomplete_mark]
+
+
+def cell_view(row: Row, column: str) -> CellView:
+    cell = row.cells.get(column)
+    if cell is None or not cell.has_record:
+        return CellView("not-run", "-")
+    if cell.invalid_seeds:  # a damaged record is said first: it hides whatever number it held
+        view = CellView("invalid", "invalid")
+    elif not cell.values:
+        view = CellView("failed", "failed") if cell.failed_seeds else CellView("missing", "missing")
+    else:
+        view = CellView("value", f"{cell.mean():.2f}" + (f" ± {cell.std():.2f}" if len(cell.values) > 1 else ""))
+    if view.kind == "value":
+        view.annotations = [a for a in (annotate(row, column, cell) for annotate in CELL_ANNOTATORS) if a]
+    return view
+
+
+@dataclass
 class Table:
+    """One ranked section of a family's leaderboard (rows of one profile evaluated on the same columns)."""
+
     family: str
     columns: list[str]
     rows: list[Row]
     column_metrics: dict[str, str] = field(default_factory=dict)  # column -> its task's main score name
+    title: str = ""  # the section's heading when the family has more than one section
+    legend: dict[str, str] = field(default_factory=dict)  # short label -> what it stands for (family-wide)
 
     @property
     def averaged_metric(self) -> str | None:
@@ -106,14 +176,11 @@ class Table:
             ranked.append((rank if average is not None else None, row, average))
         return ranked
 
+    def cell_view(self, row: Row, column: str) -> CellView:
+        return cell_view(row, column)
+
     def cell_text(self, row: Row, column: str) -> str:
-        cell = row.cells.get(column)
-        if cell is None or not cell.values:
-            if cell is not None and cell.failed_seeds:
-                return "failed"
-            return "missing" if cell is not None and cell.missing_seeds else "-"
-        text = f"{cell.mean():.2f}" + (f" ± {cell.std():.2f}" if len(row.seeds) > 1 else "")
-        return text + ("*" if not row.complete(column) else "")
+        return cell_view(row, column).render()
 
 
 def _ordered(columns: list[str], preferred: list[str]) -> list[str]:
@@ -125,42 +192,208 @@ def _ordered(columns: list[str], preferred: list[str]) -> list[str]:
     return sorted(columns, key=position)
 
 
-def collect_tables(store: Store, family_members: dict[str, list[str]] | None = None) -> list[Table]:
-    """Tables per family. ``family_members`` (from the registry, when available) only orders the columns."""
+def _flatten(payload: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(payload, dict):
+        flat: dict[str, Any] = {}
+        for key, value in payload.items():
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        return flat
+    return {prefix.rstrip("."): payload}
+
+
+def _identity(record: dict) -> dict:
+    """What tells two specs apart, flattened: the record's model identity (options, budget, backbone, profile, ...)
+    and the plugin that made it."""
+    model = {k: v for k, v in record["model"].items() if k not in ("hash", "label")}
+    return {**_flatten(model), "plugin": record.get("model_package"), "plugin version": record.get("model_version"),
+            "sample": (record.get("profile") or {}).get("max_eval_examples")}
+
+
+def sample_size(record: dict) -> int | None:
+    """The evaluation sample a record was computed on (the profile's ``max_eval_examples``), or None for full data."""
+    profile = record.get("profile")
+    value = profile.get("max_eval_examples") if isinstance(profile, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass
+class _Family:
+    rows: dict[str, Row] = field(default_factory=dict)
+    columns: list[str] = field(default_factory=list)
+    metrics: dict[str, str] = field(default_factory=dict)
+
+
+def _new_row(record: dict) -> Row:
+    """The row of ``record``'s model, without cells."""
+    model = record["model"]
+    label = model["label"] + (f" [train: {model['train_on']}]" if model.get("train_on") else "")
+    return Row(label, record["model_key"], model.get("train_on"), model["backbone"], model["profile"], spec=label,
+               identity=_identity(record), sample=sample_size(record))
+
+
+def _add_record(family: _Family, record: dict) -> None:
+    task = record["task"]
+    row_id = record["model_key"]
+    if row_id not in family.rows:
+        family.rows[row_id] = _new_row(record)
+    row = family.rows[row_id]
+    column = task["label"]
+    if column not in family.columns:
+        family.columns.append(column)
+    if task.get("main_score"):
+        family.metrics.setdefault(column, task["main_score"])
+    seed = record["seed"]
+    row.seeds.add(seed)
+    row.hardware.add(record.get("hardware", "?"))
+    cell = row.cells[column]
+    if record.get("_path"):
+        cell.records[seed] = record["_path"]
+    if record.get("status") == "ok":
+        cell.values[seed] = record["main_score"]
+    elif record.get("status") == "missing":
+        cell.missing_seeds.add(seed)
+        cell.messages[seed] = record.get("message", "")
+    elif record.get("status") == "failed":
+        cell.failed_seeds.add(seed)
+        cell.messages[seed] = record.get("message", "")
+
+
+def _family_of(task_key: str, family_members: dict[str, list[str]]) -> str:
+    """The family of a task key (``name`` or ``name-<options hash>``) by the registry's members, else the key."""
+    for family, members in family_members.items():
+        if any(task_key == member or task_key.startswith(f"{member}-") for member in members):
+            return family
+    return task_key
+
+
+def _add_invalid(families: dict[str, _Family], path: Path, reason: str, task_places: dict[str, tuple[str, str]],
+                 models: dict[str, dict], family_members: dict[str, list[str]]) -> None:
+    """An invalid record in its cell: model key, seed and task key come from its path (the record itself cannot be
+    trusted); the family and column from the valid records of the same task, else from the registry's families."""
+    model_key, seed_folder, task_key = path.parent.parent.name, path.parent.name, path.stem
+    try:
+        seed = int(seed_folder.removeprefix("seed-"))
+    except ValueError:
+        return
+    family_name, column = task_places.get(task_key, (_family_of(task_key, family_members), task_key))
+    family = families.setdefault(family_name, _Family())
+    if model_key not in family.rows:
+        known = models.get(model_key)
+        if known is not None:
+            family.rows[model_key] = _new_row(known)
+        else:
+            family.rows[model_key] = Row(model_key, model_key, None, "?", "?", spec=model_key,
+                                         identity={"key": model_key})
+    row = family.rows[model_key]
+    if column not in family.columns:
+        family.columns.append(column)
+    row.seeds.add(seed)
+    row.cells[column].invalid_seeds[seed] = reason
+    row.cells[column].records[seed] = str(path)
+
+
+def _option_parts(spec_label: str) -> tuple[str, list[str], str]:
+    """``name:opt=a,opt=b [train: x]`` -> (name, [opt=a, opt=b], " [train: x]")."""
+    head, _, train = spec_label.partition(" [train: ")
+    name, _, options = head.partition(":")
+    return name, [part for part in options.split(",") if part], (f" [train: {train}" if train else "")
+
+
+def _letters(index: int) -> str:
+    text = ""
+    index += 1
+    while index:
+        index, remainder = divmod(index - 1, 26)
+        text = chr(ord("A") + remainder) + text
+    return text
+
+
+def assign_labels(rows: list[Row]) -> dict[str, str]:
+    """Give ``rows`` (one family) short, distinct labels in place; returns the legend of the option sets."""
+    legend: dict[str, str] = {}
+    long_rows: dict[tuple[str, str], list[Row]] = defaultdict(list)  # (model name, training source) -> rows
+    for row in rows:
+        head = row.spec.split(" [train: ")[0]
+        if len(head) > LONG_LABEL and ":" in head:
+            name, _, train = _option_parts(row.spec)
+            long_rows[(name, train)].append(row)
+    for index, ((name, _), group) in enumerate(sorted(long_rows.items())):
+        parts = [_option_parts(row.spec)[1] for row in group]
+        shared = [part for part in parts[0] if all(part in other for other in parts[1:])]
+        mark = f"{name}[{_letters(index)}]"
+        legend[mark] = f"{name}:{','.join(shared)}"
+        for row, own in zip(group, parts):
+            rest = [part for part in own if part not in shared]
+            row.label = mark + (f":{','.join(rest)}" if rest else "") + _option_parts(row.spec)[2]
+    by_label: dict[str, list[Row]] = defaultdict(list)
+    for row in rows:
+        by_label[row.label].append(row)
+    for group in by_label.values():
+        if len(group) < 2:
+            continue
+        keys = sorted({k for row in group for k in row.identity})
+        differing = [k for k in keys if len({repr(row.identity.get(k)) for row in group}) > 1]
+        for row in group:
+            shown = ",".join(f"{k.split('.')[-1]}={_plain(row.identity.get(k))}" for k in differing)
+            row.label += " {" + (shown or f"key={row.model_key}") + "}"
+    return legend
+
+
+def _plain(value: Any) -> str:
+    return "default" if value is None else str(value)
+
+
+def collect_tables(store: Store, family_members: dict[str, list[str]] | None = None,
+                   include_samples: bool = False) -> list[Table]:
+    """Sections per family (see the module docstring). ``family_members`` (from the registry, when available) only
+    orders the columns. Records on an evaluation sample are left out unless ``include_samples``; their number is in
+    ``store.sample_records``."""
     family_members = family_members or {}
-    rows_by_family: dict[str, dict[str, Row]] = defaultdict(dict)
-    columns_by_family: dict[str, list[str]] = defaultdict(list)
-    metrics_by_family: dict[str, dict[str, str]] = defaultdict(dict)
+    families: dict[str, _Family] = defaultdict(_Family)
+    task_places: dict[str, tuple[str, str]] = {}
+    models: dict[str, dict] = {}
+    store.sample_records = []
     for record in store.records():
         task = record["task"]
-        family = task.get("family") or task["name"]
-        model = record["model"]
-        row_id = record["model_key"]
-        rows = rows_by_family[family]
-        if row_id not in rows:
-            label = model["label"] + (f" [train: {model['train_on']}]" if model.get("train_on") else "")
-            rows[row_id] = Row(label, row_id, model.get("train_on"), model["backbone"], model["profile"])
-        row = rows[row_id]
-        column = task["label"]
-        if column not in columns_by_family[family]:
-            columns_by_family[family].append(column)
-        if task.get("main_score"):
-            metrics_by_family[family].setdefault(column, task["main_score"])
-        row.seeds.add(record["seed"])
-        row.hardware.add(record.get("hardware", "?"))
-        if record.get("_path"):
-            row.cells[column].records[record["seed"]] = record["_path"]
-        if record.get("status") == "ok":
-            row.cells[column].values[record["seed"]] = record["main_score"]
-        elif record.get("status") == "missing":
-            row.cells[column].missing_seeds.add(record["seed"])
-        elif record.get("status") == "failed":
-            row.cells[column].failed_seeds.add(record["seed"])
-    return [
-        Table(family, _ordered(columns_by_family[family], family_members.get(family, [])),
-              list(rows_by_family[family].values()), dict(metrics_by_family[family]))
-        for family in sorted(rows_by_family)
-    ]
+        family_name = task.get("family") or task["name"]
+        task_places.setdefault(task["key"], (family_name, task["label"]))
+        models.setdefault(record["model_key"], record)
+        if sample_size(record) is not None and not include_samples:
+            store.sample_records.append(record.get("_path"))
+            continue
+        _add_record(families[family_name], record)
+    for path, reason in store.skipped:
+        _add_invalid(families, Path(path), reason, task_places, models, family_members)
+    tables: list[Table] = []
+    for family_name in sorted(families):
+        family = families[family_name]
+        rows = list(family.rows.values())
+        legend = assign_labels(rows)
+        columns = _ordered(family.columns, family_members.get(family_name, []))
+        groups: dict[tuple, list[Row]] = defaultdict(list)
+        for row in rows:
+            covered = tuple(c for c in columns if row.cells.get(c) is not None and row.cells[c].has_record)
+            groups[(row.sample is not None, row.profile, row.sample or 0, covered)].append(row)
+        order = sorted(groups, key=lambda k: (k[0], k[1], -len(k[3]), [columns.index(c) for c in k[3]]))
+        for key in order:
+            sample, profile, size, covered = key
+            title = (f"profile {profile}" + (f", sample of {size} (not comparable to full results)" if sample else "")
+                     + f": {len(groups[key])} row(s) evaluated on {', '.join(covered)}")
+            tables.append(Table(family_name, list(covered), groups[key],
+                                {c: m for c, m in family.metrics.items() if c in covered},
+                                title if len(order) > 1 or sample else "", legend))
+    return tables
+
+
+def group_by_family(tables: list[Table]) -> dict[str, list[Table]]:
+    grouped: dict[str, list[Table]] = {}
+    for table in tables:
+        grouped.setdefault(table.family, []).append(table)
+    return grouped
+
+
+def _sections(tables: Table | list[Table]) -> list[Table]:
+    return [tables] if isinstance(tables, Table) else list(tables)
 
 
 def _header(table: Table) -> list[str]:
@@ -184,61 +417,105 @@ def _body(table: Table) -> list[list[str]]:
     return body
 
 
-def render_markdown(table: Table) -> str:
+def _cells(sections: list[Table]) -> list[tuple[Row, Cell]]:
+    return [(row, cell) for table in sections for row in table.rows for cell in row.cells.values()]
+
+
+def legend_rows(sections: list[Table]) -> list[tuple[str, str]]:
+    """(short label, what it stands for): the shared option sets, then every row whose label is not its spec."""
+    if not sections:
+        return []
+    entries = list(sections[0].legend.items())
+    seen = set()
+    for table in sections:
+        for row in table.rows:
+            shortened = row.label.split(" {")[0] != row.spec  # not only a budget/backbone suffix
+            if shortened and row.label not in seen:
+                seen.add(row.label)
+                entries.append((row.label, row.spec))
+    return entries
+
+
+def render_markdown(tables: Table | list[Table]) -> str:
     from tabulate import tabulate
 
-    hardware = sorted({h for row in table.rows for h in row.hardware})
+    sections = _sections(tables)
+    first = sections[0]
+    hardware = sorted({h for table in sections for row in table.rows for h in row.hardware})
+    cells = _cells(sections)
     lines = [
-        f"# Leaderboard: {table.family}",
+        f"# Leaderboard: {first.family}",
         "",
         "Generated by `harness leaderboard` from the result store; do not edit by hand.",
         "Cells: main score x100, mean ± std over seeds. `*` = not every seed of the row has this cell; "
         "`-` = not run; `missing` = data not available when it ran. Average and rank only for complete rows.",
-        *([f"Members use different metrics ({', '.join(f'{c}: {m}' for c, m in table.column_metrics.items())}); "
-           f"the average joins only the {table.averaged_metric} columns."] if table.mixed_metrics else []),
+        *(["Rows are ranked only against rows of the same profile evaluated on the same tasks: one section each."]
+          if len(sections) > 1 else []),
         *(["`failed` = the computation failed (e.g. training diverged); the record says why."]
-          if any(cell.failed_seeds and not cell.values for row in table.rows for cell in row.cells.values()) else []),
+          if any(cell.failed_seeds and not cell.values for _, cell in cells) else []),
+        *(["`invalid` = the record does not verify (damaged or edited); `harness leaderboard` names the file."]
+          if any(cell.invalid_seeds for _, cell in cells) else []),
         "",
         f"Hardware: {'; '.join(hardware)}",
         "",
-        tabulate(_body(table), headers=_header(table), tablefmt="github", disable_numparse=True),
-        "",
     ]
+    for table in sections:
+        if table.title:
+            lines += [f"## {table.title}", ""]
+        if table.mixed_metrics:
+            metrics = ", ".join(f"{c}: {m}" for c, m in table.column_metrics.items())
+            lines += [f"Members use different metrics ({metrics}); the average joins only the "
+                      f"{table.averaged_metric} columns.", ""]
+        lines += [tabulate(_body(table), headers=_header(table), tablefmt="github", disable_numparse=True), ""]
+    legend = legend_rows(sections)
+    if legend:
+        lines += ["## Legend: short labels", "",
+                  tabulate(legend, headers=["label", "full spec"], tablefmt="github", disable_numparse=True), ""]
     return "\n".join(lines)
 
 
-def render_csv(table: Table) -> str:
+def render_csv(tables: Table | list[Table]) -> str:
+    sections = _sections(tables)
+    columns = list(dict.fromkeys(c for table in sections for c in table.columns))
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["rank", "model", "model_key", "train_on", "backbone", "profile", "seeds", "hardware",
-                     *[f"{c}_mean" for c in table.columns], *[f"{c}_std" for c in table.columns],
-                     *[f"{c}_n" for c in table.columns], "average"])
-    for rank, row, average in table.ranked():
-        means, stds, counts = [], [], []
-        for column in table.columns:
-            cell = row.cells.get(column)
-            has = cell is not None and cell.values
-            means.append(f"{cell.mean():.4f}" if has else "")
-            stds.append(f"{cell.std():.4f}" if has else "")
-            counts.append(str(len(cell.values)) if cell is not None else "0")
-        writer.writerow([rank or "", row.label, row.model_key, row.train_on or "", row.backbone, row.profile,
-                         " ".join(str(s) for s in sorted(row.seeds)), "; ".join(sorted(row.hardware)),
-                         *means, *stds, *counts, f"{average:.4f}" if average is not None else ""])
-    # The csv's last column is "average"; with mixed metrics it averages only the averaged_metric columns.
+    writer.writerow(["section", "rank", "model", "spec", "model_key", "train_on", "backbone", "profile", "seeds",
+                     "hardware", *[f"{c}_mean" for c in columns], *[f"{c}_std" for c in columns],
+                     *[f"{c}_n" for c in columns], *[f"{c}_status" for c in columns], "average"])
+    for number, table in enumerate(sections, start=1):
+        for rank, row, average in table.ranked():
+            means, stds, counts, statuses = [], [], [], []
+            for column in columns:
+                cell = row.cells.get(column) if column in table.columns else None
+                has = cell is not None and cell.values
+                means.append(f"{cell.mean():.4f}" if has else "")
+                stds.append(f"{cell.std():.4f}" if has else "")
+                counts.append(str(len(cell.values)) if cell is not None else "0")
+                statuses.append(cell_view(row, column).kind if column in table.columns else "")
+            writer.writerow([number, rank or "", row.label, row.spec, row.model_key, row.train_on or "",
+                             row.backbone, row.profile, " ".join(str(s) for s in sorted(row.seeds)),
+                             "; ".join(sorted(row.hardware)), *means, *stds, *counts, *statuses,
+                             f"{average:.4f}" if average is not None else ""])
+    # The csv's last column is "average" of the row's section; with mixed metrics only the averaged_metric columns.
     return buffer.getvalue()
 
 
-def render_latex(table: Table) -> str:
+def render_latex(tables: Table | list[Table]) -> str:
     from tabulate import tabulate
 
-    return tabulate(_body(table), headers=_header(table), tablefmt="latex_booktabs", disable_numparse=True) + "\n"
+    parts = []
+    for table in _sections(tables):
+        title = f"% {table.title}\n" if table.title else ""
+        parts.append(title + tabulate(_body(table), headers=_header(table), tablefmt="latex_booktabs",
+                                      disable_numparse=True) + "\n")
+    return "\n".join(parts)
 
 
-def render_html(table: Table, output_dir: Path | None = None) -> str:
+def render_html(tables: Table | list[Table], output_dir: Path | None = None) -> str:
     """A static, sortable page (harness/leaderboard_views.py); record links are relative to ``output_dir``."""
     from .leaderboard_views import render_html_page
 
-    return render_html_page(table, output_dir)
+    return render_html_page(_sections(tables), output_dir)
 
 
 RENDERERS = {"md": render_markdown, "csv": render_csv, "tex": render_latex, "html": render_html}
@@ -256,18 +533,19 @@ def table_path(output_dir: Path, family: str, fmt: str) -> Path:
 
 def write_leaderboards(
     store: Store, output_dir: Path, formats: tuple[str, ...] = ("md", "csv"),
-    family_members: dict[str, list[str]] | None = None,
+    family_members: dict[str, list[str]] | None = None, include_samples: bool = False,
 ) -> list[Path]:
-    """Write every table; the invalid records that were skipped are in ``store.skipped`` (also logged)."""
+    """Write every family's file; invalid records are in ``store.skipped`` (also logged, and shown as ``invalid``),
+    records on an evaluation sample that were left out in ``store.sample_records``."""
     check_writable_dir(Path(output_dir), "the leaderboard folder")
-    tables = collect_tables(store, family_members)
-    for path, reason in store.skipped:
-        logger.warning("skipped record %s: %s", path, reason)
+    tables = collect_tables(store, family_members, include_samples)
+    for path, reason in store.skipped:  # the caller reports them (the CLI: one line each, then exits non-zero)
+        logger.debug("invalid record %s: %s", path, reason)
     written = []
-    for table in tables:
+    for family, sections in group_by_family(tables).items():
         for fmt in formats:
-            path = table_path(output_dir, table.family, fmt)
-            text = render_html(table, output_dir) if fmt == "html" else RENDERERS[fmt](table)
+            path = table_path(output_dir, family, fmt)
+            text = render_html(sections, output_dir) if fmt == "html" else RENDERERS[fmt](sections)
             atomic_write_text(path, text)
             written.append(path)
     return written

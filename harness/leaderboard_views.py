@@ -4,13 +4,15 @@ Both are drawn from the same :class:`harness.leaderboard.Table` the markdown and
 number agrees with them.
 
 - :func:`render_html_page`: a single self-contained page (inline CSS and a few lines of JavaScript, nothing fetched):
-  a header with the family's profile, backbone and hardware and how to read the cells; the table with sortable columns
-  (click a header; numbers sort as numbers, empty cells last); each cell mean ± std over seeds with a link to every
-  seed's record (relative to the page, so the links work in a checkout and on a static host); the best complete value
-  of each column in bold.
+  a header with the family's profile, backbone and hardware and how to read the cells; one sortable table per
+  section (rows of one profile evaluated on the same tasks; click a header; numbers sort as numbers, empty cells
+  last); each cell mean ± std over seeds with a link to every seed's record (relative to the page, so the links work
+  in a checkout and on a static host); the best complete value of each column in bold; a model's full spec as its
+  tooltip, a failed or invalid cell's reason as its tooltip; a legend table of the short labels.
 - :func:`plot_leaderboards`: ``harness plot leaderboard`` (a ``plot`` component): one PNG per family,
-  ``leaderboard-<family>.png``, a grouped bar chart of the main score per task (and the average) with one bar per
-  model spec and error bars of the standard deviation over seeds (none for one seed).
+  ``leaderboard-<family>.png``, small multiples: one panel per task (and the average), one horizontal bar per model
+  spec labelled on the shared y axis (legible at any number of rows: no colour has to be matched to a legend), error
+  bars of the standard deviation over seeds (none for one seed), bars coloured by section.
 
 Reference: none (presentation only). Deviations: none in the numbers (same Table as the markdown).
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 import html
 import logging
 import os
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,9 @@ td .seeds { display: block; font-size: .7rem; }
 td .seeds a { color: #59636e; margin-left: .3rem; text-decoration: none; }
 td .seeds a:hover { text-decoration: underline; }
 td.model { min-width: 16rem; max-width: 30rem; white-space: normal; }
+h2 { font-size: 1.1rem; margin: 1.5rem 0 .25rem; }
+table.legend-table td.spec { white-space: normal; max-width: 60rem; font-family: ui-monospace, monospace;
+                             font-size: .8rem; }
 .status { color: #9a6700; } .failed { color: #d1242f; }
 footer { margin-top: 1rem; font-size: .8rem; color: #59636e; }
 """
@@ -103,38 +109,34 @@ def _best_values(table: Any) -> dict[str, float]:
 
 def _score_cell(table: Any, row: Any, column: str, best: dict[str, float], output_dir: Path) -> str:
     cell = row.cells.get(column)
-    text = table.cell_text(row, column)
+    view = table.cell_view(row, column)
     records = getattr(cell, "records", {}) or {}
     links = "".join(f'<a href="{_escape(_link(records[seed], output_dir))}" title="record of seed {seed}">'
                     f"s{seed}</a>" for seed in sorted(records))
-    if cell is None or not cell.values:  # the record of a missing or failed cell says why
-        css = "failed" if text == "failed" else "status"
-        seeds = f'<span class="seeds">{links}</span>' if links else ""
-        return f'<td data-sort=""><span class="{css}">{_escape(text)}</span>{seeds}</td>'
+    seeds = f'<span class="seeds">{links}</span>' if links else ""
+    if view.kind != "value":  # the record of a missing, failed or invalid cell says why
+        css = "failed" if view.kind in ("failed", "invalid") else "status"
+        why = "; ".join(f"seed {seed}: {message}" for seed, message in sorted(
+            {**getattr(cell, "messages", {}), **getattr(cell, "invalid_seeds", {})}.items()) if message) if cell else ""
+        title = f' title="{_escape(why)}"' if why else ""
+        return f'<td data-sort=""><span class="{css}"{title}>{_escape(view.render())}</span>{seeds}</td>'
     is_best = row.complete(column) and column in best and abs(cell.mean() - best[column]) < 1e-12
     classes = ' class="best"' if is_best else ""
-    seeds = f'<span class="seeds">{links}</span>' if links else ""
-    return f'<td{classes} data-sort="{cell.mean():.6f}"><span class="value">{_escape(text)}</span>{seeds}</td>'
+    return f'<td{classes} data-sort="{cell.mean():.6f}"><span class="value">{_escape(view.render())}</span>{seeds}</td>'
 
 
-def render_html_page(table: Any, output_dir: Path | None = None) -> str:
-    """The family's leaderboard as one static, sortable HTML page (links relative to ``output_dir``)."""
-    output_dir = Path(output_dir or ".")
+def _section_html(table: Any, output_dir: Path, per_row: list[str]) -> list[str]:
     best = _best_values(table)
-    profiles = sorted({row.profile for row in table.rows})
-    backbones = sorted({row.backbone for row in table.rows})
-    hardware = sorted({h for row in table.rows for h in row.hardware})
-    # A backbone or profile shared by every row is said once in the header instead of in every row.
-    per_row = [name for name, values in (("backbone", backbones), ("profile", profiles)) if len(values) > 1]
     heads = ['<th class="text">rank</th>', '<th class="text">model</th>',
              *(f'<th class="text">{name}</th>' for name in per_row), '<th class="text">seeds</th>',
              *(f"<th>{_escape(column)}</th>" for column in table.columns), f"<th>{_escape(table.average_header)}</th>"]
     body = []
     for rank, row, average in table.ranked():
         model = ",<wbr>".join(_escape(part) for part in row.label.split(","))  # long specs may break after a comma
+        spec = getattr(row, "spec", "") or row.label
         cells = [
             f'<td class="text" data-sort="{rank if rank is not None else ""}">{rank or ""}</td>',
-            f'<td class="text model" data-sort="{_escape(row.label)}">{model}</td>',
+            f'<td class="text model" data-sort="{_escape(row.label)}" title="{_escape(spec)}">{model}</td>',
             *(f'<td class="text" data-sort="{_escape(getattr(row, name))}">{_escape(getattr(row, name))}</td>'
               for name in per_row),
             f'<td class="text" data-sort="{len(row.seeds)}">{_escape(",".join(map(str, sorted(row.seeds))))}</td>',
@@ -143,31 +145,70 @@ def render_html_page(table: Any, output_dir: Path | None = None) -> str:
              else '<td data-sort=""><span class="status">incomplete</span></td>'),
         ]
         body.append("<tr>" + "".join(cells) + "</tr>")
+    metrics = ""
+    if table.mixed_metrics:
+        metrics = ('<p class="legend">Members use different metrics ('
+                   + ", ".join(f"{_escape(c)}: {_escape(m)}" for c, m in table.column_metrics.items())
+                   + f"); the average joins only the {_escape(table.averaged_metric)} columns.</p>")
+    return [
+        *([f"<h2>{_escape(table.title)}</h2>"] if table.title else []),
+        *([metrics] if metrics else []),
+        '<div class="scroll"><table class="sortable">',
+        "<thead><tr>" + "".join(heads) + "</tr></thead>",
+        "<tbody>",
+        *body,
+        "</tbody></table></div>",
+    ]
+
+
+def _legend_html(entries: list[tuple[str, str]]) -> list[str]:
+    if not entries:
+        return []
+    rows = "".join(f'<tr><td class="text">{_escape(label)}</td><td class="text spec">{_escape(spec)}</td></tr>'
+                   for label, spec in entries)
+    return ["<h2>Legend: short labels</h2>",
+            '<table class="legend-table"><thead><tr><th class="text">label</th><th class="text">full spec</th></tr>'
+            f"</thead><tbody>{rows}</tbody></table>"]
+
+
+def render_html_page(tables: Any, output_dir: Path | None = None) -> str:
+    """A family's leaderboard (its sections) as one static, sortable HTML page (links relative to ``output_dir``)."""
+    from .leaderboard import legend_rows
+
+    sections = tables if isinstance(tables, list) else [tables]
+    output_dir = Path(output_dir or ".")
+    rows = [row for table in sections for row in table.rows]
+    profiles = sorted({row.profile for row in rows})
+    backbones = sorted({row.backbone for row in rows})
+    hardware = sorted({h for row in rows for h in row.hardware})
+    columns = list(dict.fromkeys(c for table in sections for c in table.columns))
+    # A backbone or profile shared by every row is said once in the header instead of in every row.
+    per_row = [name for name, values in (("backbone", backbones), ("profile", profiles)) if len(values) > 1]
+    family = sections[0].family
     facts = [("profile", ", ".join(profiles)), ("backbone", ", ".join(backbones)),
-             ("hardware", "; ".join(hardware) or "?"), ("models", str(len(table.rows))),
-             ("tasks", ", ".join(table.columns))]
+             ("hardware", "; ".join(hardware) or "?"), ("models", str(len(rows))), ("tasks", ", ".join(columns))]
+    body = [line for table in sections for line in _section_html(table, output_dir, per_row)]
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en">',
         "<head>",
         '<meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>Leaderboard: {_escape(table.family)}</title>",
+        f"<title>Leaderboard: {_escape(family)}</title>",
         f"<style>{_CSS}</style>",
         "</head>",
         "<body>",
-        f"<h1>Leaderboard: {_escape(table.family)}</h1>",
+        f"<h1>Leaderboard: {_escape(family)}</h1>",
         '<dl class="facts">' + "".join(f"<dt>{_escape(k)}</dt><dd>{_escape(v)}</dd>" for k, v in facts) + "</dl>",
         '<p class="legend">Cells: main score x100, mean ± std over seeds; the links under a value open each seed\'s '
         "record. <code>*</code> = not every seed of the row has this cell; <code>-</code> = not run; "
-        "<code>missing</code> = data not available when it ran; <code>failed</code> = the computation failed. "
-        "Average and rank only for complete rows; the best complete value of each column is bold. Click a column "
-        "header to sort.</p>",
-        '<div class="scroll"><table class="sortable">',
-        "<thead><tr>" + "".join(heads) + "</tr></thead>",
-        "<tbody>",
+        "<code>missing</code> = data not available when it ran; <code>failed</code> = the computation failed; "
+        "<code>invalid</code> = the record does not verify (damaged or edited). Hover a model for its full spec, "
+        "a failed cell for the reason. Average and rank only for complete rows, and only against rows of the same "
+        "profile evaluated on the same tasks (one section each); the best complete value of each column is bold. "
+        "Click a column header to sort.</p>",
         *body,
-        "</tbody></table></div>",
+        *_legend_html(legend_rows(sections)),
         "<footer>Generated by <code>harness leaderboard --formats html</code> from the result store; do not edit "
         "by hand.</footer>",
         f"<script>{_SCRIPT}</script>",
@@ -177,66 +218,87 @@ def render_html_page(table: Any, output_dir: Path | None = None) -> str:
     ])
 
 
-def plot_table(table: Any, path: Path) -> Path:
-    """A grouped bar chart of one family: per task (and the average) one bar per model, std over seeds as error
-    bars; written as a PNG to ``path``."""
+def plot_table(tables: Any, path: Path) -> Path:
+    """Small multiples of one family: one panel per task (and the section average), one horizontal bar per row
+    (labelled on the shared y axis, so no colour legend is needed), std over seeds as error bars, bars coloured by
+    section; written as a PNG to ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    ranked = [(rank, row, average) for rank, row, average in table.ranked()]
-    columns = [*table.columns, table.average_header]
-    width = 0.8 / max(len(ranked), 1)
-    figure, axes = plt.subplots(figsize=(max(8.0, 1.1 * len(columns) + 0.35 * len(ranked) * len(columns) / 3),
-                                         5.0 + 0.22 * len(ranked)))
-    colors = plt.get_cmap("tab10" if len(ranked) <= 10 else "tab20")
-    values = [cell.mean() for _, row, _ in ranked for cell in row.cells.values() if cell.values]
-    low, high = (min(values), max(values)) if values else (0.0, 100.0)
-    bottom = max(0.0, low - 0.15 * (high - low + 1.0) - 2.0)
-    without_value: list[tuple[float, str]] = []  # (x, why) of bars that have no number
-    for index, (_, row, average) in enumerate(ranked):
-        means, errors = [], []
-        for column in table.columns:
-            cell = row.cells.get(column)
-            has = cell is not None and bool(cell.values)
-            means.append(cell.mean() if has else np.nan)
-            errors.append(cell.std() if has and len(cell.values) > 1 else 0.0)
-        means.append(average if average is not None else np.nan)
-        errors.append(0.0)
-        positions = np.arange(len(columns)) + (index - (len(ranked) - 1) / 2) * width
-        for position, column, mean in zip(positions, columns, means):
-            if np.isnan(mean):
-                why = "incomplete" if column == table.average_header else table.cell_text(row, column)
-                without_value.append((position, why))
-        axes.bar(positions, means, width, yerr=errors, capsize=2, label=row.label, color=colors(index % colors.N),
-                 error_kw={"elinewidth": 0.8})
-    axes.set_xlim(-0.5, len(columns) - 0.5)
-    axes.set_xticks(np.arange(len(columns)))
-    axes.set_xticklabels(columns, rotation=30, ha="right")
-    axes.set_ylabel("main score x100, mean ± std over seeds" + (f" (axis from {bottom:.0f})" if bottom > 0 else ""))
-    axes.set_ylim(bottom, min(100.0, high + 0.1 * (high - low) + 2.0))
-    for position, why in without_value:  # say why a bar is absent instead of leaving a silent gap
-        axes.text(position, bottom + 0.01 * (high - bottom + 1.0), why, rotation=90, ha="center", va="bottom",
-                  fontsize=7, color="#59636e")
-    hardware = sorted({h for row in table.rows for h in row.hardware})
-    axes.set_title(f"Leaderboard: {table.family}  (profile {', '.join(sorted({r.profile for r in table.rows}))}; "
-                   f"{'; '.join(hardware)})", fontsize=10)
-    axes.grid(axis="y", alpha=0.3)
-    longest = max((len(row.label) for _, row, _ in ranked), default=0)
-    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1 if longest > 45 else 2,
-                frameon=False)
+    sections = tables if isinstance(tables, list) else [tables]
+    ordered = [(table, rank, row, average) for table in sections for rank, row, average in table.ranked()]
+    columns = [*dict.fromkeys(c for table in sections for c in table.columns), "average"]
+    count = len(ordered)
+    height = 1.6 + 0.24 * count + (0.3 * len(sections) if len(sections) > 1 else 0)
+    longest = max((len(row.label) for _, _, row, _ in ordered), default=10)
+    figure, axes = plt.subplots(1, len(columns), sharey=True, squeeze=False,
+                                figsize=(min(2.0 + 0.065 * longest + 1.9 * len(columns), 26.0), height))
+    palette = plt.get_cmap("tab10")
+    positions = np.arange(count)[::-1]
+    for panel, column in zip(axes[0], columns):
+        means, errors, colours, notes = [], [], [], []
+        for (table, _, row, average), _position in zip(ordered, positions):
+            section = sections.index(table)
+            colours.append(palette(section % 10))
+            if column == "average":
+                value, error = (average, 0.0) if average is not None else (np.nan, 0.0)
+                note = "" if average is not None else "incomplete"
+            elif column not in table.columns:
+                value, error, note = np.nan, 0.0, ""
+            else:
+                cell = row.cells.get(column)
+                has = cell is not None and bool(cell.values)
+                value = cell.mean() if has else np.nan
+                error = cell.std() if has and len(cell.values) > 1 else 0.0
+                note = "" if has else table.cell_text(row, column)
+            means.append(value)
+            errors.append(error)
+            notes.append(note)
+        panel.barh(positions, means, xerr=errors, color=colours, height=0.75, error_kw={"elinewidth": 0.8},
+                   capsize=1.5)
+        finite = [m for m in means if not np.isnan(m)]
+        low, high = (min(finite), max(finite)) if finite else (0.0, 100.0)
+        left = max(0.0, low - 0.25 * (high - low + 1.0) - 2.0)
+        panel.set_xlim(left, min(100.0, high + 0.08 * (high - low + 1.0) + 1.0) + 0.18 * (high - left))
+        for position, value, error, note in zip(positions, means, errors, notes):
+            if np.isnan(value) and note:  # say why a bar is absent instead of leaving a silent gap
+                panel.text(left, position, f" {note}", va="center", fontsize=7, color="#59636e")
+            elif not np.isnan(value):  # the number itself, so nobody has to read it off the axis
+                panel.text(value + error, position, f" {value:.1f}", va="center", fontsize=6, color="#1f2328")
+        panel.set_title(column if column != "average" else "average\n(of the row's section)", fontsize=8)
+        panel.tick_params(axis="x", labelsize=7)
+        panel.grid(axis="x", alpha=0.3)
+    axes[0][0].set_yticks(positions)
+    axes[0][0].set_yticklabels([row.label for _, _, row, _ in ordered], fontsize=7)
+    axes[0][0].set_ylim(-0.6, count - 0.4)
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=palette(i % 10), label=table.title) for i, table in enumerate(sections)
+               if len(sections) > 1]
+    # What a short label stands for, so the picture reads without the markdown legend.
+    handles += [Patch(color="none", label=textwrap.fill(f"{mark} = {spec}", 160, subsequent_indent="    "))
+                for mark, spec in sections[0].legend.items()]
+    if handles:
+        figure.legend(handles=handles, loc="upper center", ncol=1, fontsize=7, frameon=False,
+                      bbox_to_anchor=(0.5, 0.0), handlelength=1.0)
+    hardware = sorted({h for _, _, row, _ in ordered for h in row.hardware})
+    family = sections[0].family
+    figure.suptitle(f"Leaderboard: {family}  (main score x100, mean ± std over seeds; "
+                    f"profile {', '.join(sorted({r.profile for _, _, r, _ in ordered}))}; {'; '.join(hardware)})",
+                    fontsize=9)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110, bbox_inches="tight")  # the legend under the axes is part of the picture
+    figure.savefig(path, dpi=110, bbox_inches="tight")  # the section legend under the panels is part of the picture
     plt.close(figure)
     return path
 
 
 def plot_leaderboards(results_dir: Path, output_dir: Path) -> list[Path]:
     """``harness plot leaderboard``: ``leaderboard-<family>.png`` per family of the store at ``results_dir``."""
-    from .leaderboard import collect_tables, table_path
+    from .leaderboard import collect_tables, group_by_family, table_path
     from .store import Store
 
     try:  # the registry only orders the columns as the families register their tasks
@@ -247,7 +309,7 @@ def plot_leaderboards(results_dir: Path, output_dir: Path) -> list[Path]:
         family_members = {}
     tables = collect_tables(Store(results_dir), family_members)
     written = []
-    for table in tables:
-        target = table_path(Path(output_dir), table.family, "png")
-        written.append(plot_table(table, target.with_name(f"leaderboard-{target.name}")))
+    for family, sections in group_by_family(tables).items():
+        target = table_path(Path(output_dir), family, "png")
+        written.append(plot_table(sections, target.with_name(f"leaderboard-{target.name}")))
     return written

@@ -21,8 +21,10 @@ from pathlib import Path
 from .errors import DataFileError, HarnessError, close_matches_hint, data_error
 from .profiles import BUDGET_KEYS, check_budget
 
-ALLOWED_KEYS = {"description", "profile", "seeds", "tasks", "models", "backbone", "train_on", "data_dir", "budget"}
-MODEL_KEYS = {"model", "train_on", "backbone", *BUDGET_KEYS}
+# ``paper`` (the source table's numbers) and an entry's ``name`` are read by ``harness leaderboard --matrix`` only.
+ALLOWED_KEYS = {"description", "profile", "seeds", "tasks", "models", "backbone", "train_on", "data_dir", "budget",
+                "paper"}
+MODEL_KEYS = {"model", "name", "train_on", "backbone", *BUDGET_KEYS}
 
 
 def check_seeds(seeds: object, where: str = "--seeds") -> list[int]:

@@ -3,7 +3,8 @@
 The published set (``published/`` in this repository, committed with git) is what ``leaderboards/`` is built from;
 a working store (``results/`` by default, not tracked) is where ``harness run`` writes. A record is published only
 if it is valid (schema, content checksum, stored at its own path), its status is ``ok`` or ``missing`` (a
-``failed`` cell is recomputed, not published), its task version is the installed one, and, where the task's data
+``failed`` cell is recomputed, not published), it was computed on the full evaluation data (not on the smoke
+profile's sample, ``max_eval_examples``), its task version is the installed one, and, where the task's data
 is available here, its dataset checksum is that of the data as it is now (the last two for ``ok`` records: a
 ``missing`` one holds no number they could make stale). If any chosen record fails, nothing is
 written. Records written by harness 0.1 have no content checksum; ``trust_unsigned`` checks everything else and signs
@@ -180,6 +181,12 @@ def publish(
 
 
 def _publish_problem(record: dict, checks: _DataChecks, warnings: list[str], path: Path) -> str | None:
+    from .leaderboard import sample_size
+
+    sample = sample_size(record)
+    if sample is not None:  # the published set builds the committed leaderboards: full evaluations only
+        return (f"computed on a sample of the evaluation data (max_eval_examples={sample}, profile "
+                f"{record['model']['profile']}), not comparable to full results; run it with --profile quick or paper")
     if record["status"] == "failed":
         return f"the cell failed ({record.get('message', '')}); recompute it, a failure is never published"
     if record["status"] != "ok":

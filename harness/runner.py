@@ -851,7 +851,8 @@ class Runner:
                 return CellOutcome(spec, seed, task_spec, "failed", None, result.message)
         self.store.write(spec.key, seed, task_spec.key, result.record)
         if result.status == "failed":
-            logger.error("%s seed %s %s failed: %s", spec.label, seed, task_spec.label, result.message)
+            # The reason is in the outcome (the CLI prints each distinct reason once, after the run's table).
+            self.log(f"  {spec.label} seed {seed} {task_spec.label}: failed")
             return CellOutcome(spec, seed, task_spec, "failed", None, result.message)
         if result.status == "missing":
             if (task_spec.key, result.message) not in self._missing_reported:  # once per task, not once per cell
@@ -990,7 +991,8 @@ def summary_rows(outcomes: list[CellOutcome]) -> tuple[list[str], list[list[str]
                 if o.spec.key == key and o.task.label == task_label and o.main_score is not None
             ]
             statuses = {o.status for o in outcomes if o.spec.key == key and o.task.label == task_label}
-            row.append(format_mean_std(values) if values else ("missing" if "missing" in statuses else "-"))
+            empty = "failed" if "failed" in statuses else "missing" if "missing" in statuses else "-"
+            row.append(format_mean_std(values) if values else empty)
         rows.append(row)
     return ["model", *task_labels], rows
 

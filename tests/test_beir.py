@@ -112,7 +112,8 @@ def test_a_folder_without_qrels_is_one_clear_line(tmp_path):
     result = run("run", "--models", "testing-embedder", "--tasks", "beir:broken", "--results", tmp_path / "r",
                  data_dir=tmp_path / "data")
     # A malformed dataset is a failed cell (the runner's rule for broken data), reported in that one line.
-    assert result.exit_code == 1 and "beir.broken failed:" in result.stderr and "has no qrels/ folder" in result.stderr
+    assert result.exit_code == 1 and "beir.broken: " in result.stderr and "has no qrels/ folder" in result.stderr
+    assert (result.stdout + result.stderr).count("has no qrels/ folder") == 1, result.stderr  # printed once
     with pytest.raises(MissingDataError, match="harness data download beir:scifact"):
         beir_tasks.find_dataset("scifact", "test", tmp_path / "data")
     with pytest.raises(DataFileError, match="its splits: test"):

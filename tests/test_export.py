@@ -49,8 +49,11 @@ def test_exported_be_loads_in_sentence_transformers_with_the_same_embeddings(tra
     theirs = SentenceTransformer(str(target), device="cpu").encode(TEXTS)
     assert np.abs(ours - theirs).max() < 1e-5
     card = (target / "README.md").read_text()
-    for fact in ("`be`", "stsb", "`smoke`", "| seed | 42 |", "| senteval | stsb | spearman |"):
+    for fact in ("`be`", "stsb", "`smoke`", "| seed | 42 |", "| senteval | stsb | spearman |",
+                 "| a sample of 200 |"):  # issue 21.3: a smoke score says it is a sample
         assert fact in card, fact
+    dev = next(line for line in card.splitlines() if "best dev score" in line)  # issue 21.3: one scale (x100)
+    assert "x100" in dev and abs(float(dev.strip("|").split("|")[1])) <= 100.0
 
 
 def test_exported_ce_loads_as_a_cross_encoder_with_the_same_scores(trained_store, tiny_bert, tmp_path):

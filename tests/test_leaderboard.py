@@ -58,3 +58,83 @@ def test_write_is_reproducible_from_store(tmp_path):
     second = write_leaderboards(store, tmp_path / "out", ("md", "csv", "tex", "html"))
     assert [p.read_text() for p in second] == contents
     assert {p.suffix for p in first} == {".md", ".csv", ".tex", ".html"}
+
+
+# -- issue 21: labels, sections, samples, the paper table of a matrix ------------------------------------------------
+def _spec_record(key, label, seed, task, score, budget=None, profile="quick", sample=None, family="fam", name="m"):
+    record = _record(name, seed, task, score, family=family)
+    record["model"].update(label=label, profile=profile, hash=f"{key}-hash", **({"budget": budget} if budget else {}))
+    record["model_key"] = key
+    record["profile"] = {"name": profile, "max_eval_examples": sample}
+    return record
+
+
+def test_rows_that_differ_never_share_a_label_and_long_specs_get_a_legend(tmp_path):
+    store = Store(tmp_path)
+    long = "augsbert:max_sentences=200,max_silver=400,mode=domain-transfer,sampler=semantic-search+random"
+    store.write("ce-a", 42, "t1", _spec_record("ce-a", "ce", 42, "t1", 80.0, name="ce"))
+    store.write("ce-b", 42, "t1", _spec_record("ce-b", "ce", 42, "t1", 81.0, {"max_steps": 100}, name="ce"))
+    store.write("aug-a", 42, "t1", _spec_record("aug-a", long, 42, "t1", 70.0, name="augsbert"))
+    store.write("aug-b", 42, "t1", _spec_record("aug-b", long + ",topics=hidden", 42, "t1", 71.0, name="augsbert"))
+    (table,) = collect_tables(store)
+    labels = sorted(row.label for row in table.rows)
+    assert len(set(labels)) == 4
+    assert "ce {max_steps=100}" in labels and "ce {max_steps=default}" in labels
+    assert "augsbert[A]" in labels and "augsbert[A]:topics=hidden" in labels
+    markdown = render_markdown(table)
+    assert "## Legend: short labels" in markdown and f"| {long}" in markdown.replace("  ", " ")
+    assert f"{long},topics=hidden" in render_csv(table)
+
+
+def test_profiles_and_task_sets_are_ranked_apart_and_samples_left_out(tmp_path):
+    store = Store(tmp_path)
+    store.write("q-key", 42, "t1", _spec_record("q-key", "q", 42, "t1", 60.0))
+    store.write("q-key", 42, "t2", _spec_record("q-key", "q", 42, "t2", 60.0))
+    store.write("one-key", 42, "t1", _spec_record("one-key", "one", 42, "t1", 90.0))
+    store.write("p-key", 42, "t1", _spec_record("p-key", "p", 42, "t1", 99.0, profile="paper"))
+    store.write("s-key", 42, "t1", _spec_record("s-key", "s", 42, "t1", 99.9, profile="smoke", sample=200))
+    tables = collect_tables(store)
+    assert [(t.title.split(":")[0], [r.label for r in t.rows]) for t in tables] == [
+        ("profile paper", ["p"]), ("profile quick", ["q"]), ("profile quick", ["one"])]
+    assert all(rank == 1 for table in tables for rank, _, _ in table.ranked())  # each ranked within its section
+    assert store.sample_records and "s-key" in store.sample_records[0]
+    with_samples = collect_tables(store, include_samples=True)
+    assert any("sample of 200" in t.title and [r.label for r in t.rows] == ["s"] for t in with_samples)
+
+
+def test_a_matrix_renders_as_its_paper_table(tmp_path, registry):
+    from harness.matrix_board import build_board
+    from harness.matrix_board import render_markdown as render_board
+    from harness.profiles import get_profile
+    from harness.spec import resolve_model_spec
+
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text("profile: smoke\nseeds: [42, 43]\ntasks: [stsb]\nmodels:\n"
+                      "  - {model: be, name: Base}\n  - {model: 'be:pooling=cls', name: CLS}\n"
+                      "paper:\n  source: a table\n  comparable: false\n  caveat: another backbone\n"
+                      "  rows:\n    Base: {stsb: 80.0}\n")
+    key = resolve_model_spec(registry, "be", get_profile("smoke")).key
+    store = Store(tmp_path / "store")
+    for seed, score in ((42, 81.0), (43, 83.0)):
+        record = _record("be", seed, "stsb", score, family="senteval")
+        record["model_key"] = key
+        store.write(key, seed, "stsb", record)
+    board = build_board(matrix, store, registry)
+    assert [row.label for row in board.rows] == ["Base", "CLS"]
+    markdown = render_board(board)
+    assert "| Base " in markdown and "82.00 ± 1.41" in markdown and "80.00" in markdown and "+2.00" in markdown
+    assert "**Not comparable to the paper:** another backbone" in markdown
+    assert "| CLS " in markdown and "| -  " in markdown  # not run
+
+
+def test_a_paper_row_that_names_no_entry_is_one_clear_error(tmp_path, registry):
+    import pytest
+
+    from harness.errors import HarnessError
+    from harness.matrix_board import build_board
+
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text("profile: smoke\ntasks: [stsb]\nmodels:\n  - {model: be, name: Base}\n"
+                      "paper:\n  rows:\n    Bsae: {stsb: 80.0}\n")
+    with pytest.raises(HarnessError, match=r"paper.rows names \['Bsae'\], which are not entries"):
+        build_board(matrix, Store(tmp_path / "store"), registry)

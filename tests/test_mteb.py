@@ -87,8 +87,13 @@ def test_export_results_are_read_back_by_mtebs_result_loader(tmp_path, caplog):
                  "mteb:HarnessLocalSTS,stsb:text=raw,sickr,bws-cross-topic,twitterpara", "--results", store)
     assert result.exit_code == 0, result.stderr
     target = tmp_path / "mteb-results"
+    # Smoke records are computed on a 200-pair sample: refused in one line naming the override (issue 21.3).
+    refused = ht.run_harness("export-results", "--format", "mteb", "--to", target, "--results", store,
+                             plugins=PLUGINS)
+    assert refused.exit_code == 2 and "max_eval_examples=200" in refused.stderr
+    assert "--include-samples" in refused.stderr and not target.exists()
     exported = ht.run_harness("export-results", "--format", "mteb", "--to", target, "--results", store,
-                              plugins=PLUGINS)
+                              "--include-samples", plugins=PLUGINS)
     assert exported.exit_code == 0, exported.stderr
     # One clear line per record without a counterpart.
     assert "skipped" in exported.stderr and "task 'bws-cross-topic' has no MTEB counterpart" in exported.stderr
@@ -104,7 +109,9 @@ def test_export_results_are_read_back_by_mtebs_result_loader(tmp_path, caplog):
     assert by_task["STSBenchmark"].get_score() == pytest.approx(records["stsb"]["scores"]["spearman_all"] / 100)
     assert by_task["HarnessLocalSTS"].get_score() == pytest.approx(records["mteb.harnesslocalsts"]["main_score"] / 100)
     manifest = json.loads((target / "harness_export.json").read_text())
-    assert {m["mteb_task"]: m["exact"] for m in manifest}["STSBenchmark"] is True
+    by_mteb_task = {m["mteb_task"]: m for m in manifest}
+    assert by_mteb_task["STSBenchmark"]["exact"] is False and by_mteb_task["STSBenchmark"]["sample"] == 200
+    assert "same test pairs" not in by_mteb_task["STSBenchmark"]["fidelity"]  # a sample is never "the same pairs"
 
 
 def test_pair_scorer_on_an_embedding_task_is_refused_before_running(registry):

@@ -152,8 +152,9 @@ def toy_run(tmp_path: Path, models=("toy-embedder",), tasks=("toy-pairs",), **co
     registry = build_registry(extra_plugins=[ToyPlugin()])
     config.setdefault("results_dir", tmp_path / "results")
     config.setdefault("data_dir", tmp_path / "data")
+    config.setdefault("profile", "smoke")
     run_config = RunConfig(models=[ModelEntry(m) for m in models], tasks=list(tasks), progress=False, device="cpu",
-                           profile="smoke", **config)
+                           **config)
     messages: list[str] = []
     runner = Runner(registry, run_config, log=messages.append)
     return runner.run(), messages
@@ -221,7 +222,7 @@ def test_diverging_training_stops_and_is_stored_as_failed(run_cli, tmp_path, tin
     record = only_record(results)
     assert record["status"] == "failed" and "training loss became nan" in record["message"]
     assert not (results / "checkpoints").exists() or not list((results / "checkpoints").rglob("*.safetensors"))
-    (table,) = collect_tables(Store(results))
+    (table,) = collect_tables(Store(results), include_samples=True)  # a smoke record: computed on a sample
     (row,) = table.rows
     assert table.cell_text(row, "stsb") == "failed" and table.ranked()[0][0] is None  # never ranked
 
@@ -493,15 +494,16 @@ def test_read_text_lines_names_file_and_line(tmp_path):
 
 
 # -- 8. leaderboard: skipped records are warned about, paths stay inside the output folder ------------------------------
-def test_leaderboard_warns_about_skipped_records(run_cli, tmp_path):
+def test_leaderboard_reports_invalid_records(run_cli, tmp_path):
     write_toy_data(tmp_path / "data")
     toy_run(tmp_path)
     damaged = tmp_path / "results" / "toy-embedder-0123456789ab" / "seed-42" / "toy-nan.json"
     damaged.parent.mkdir(parents=True)
     damaged.write_bytes(b"\x00\xff")
     code, out, err = run_cli("leaderboard", "--results", tmp_path / "results", "--output", tmp_path / "boards")
-    assert code == 0
-    assert f"skipped record {damaged}: not UTF-8 text" in err and "1 invalid record(s) skipped" in err
+    assert code == 1  # issue 26.4: a damaged record is an error, not a warning
+    assert f"invalid record {damaged}: not UTF-8 text" in err and "1 invalid record(s)" in err
+    assert err.count(str(damaged)) == 1  # one line naming the file
     assert (tmp_path / "boards" / "toy.md").is_file()
 
 
@@ -517,7 +519,9 @@ def test_a_crafted_family_cannot_write_outside_the_output_folder(tmp_path):
     path.write_text(json.dumps(seal_record(record)))  # even with a valid checksum
     store = Store(tmp_path / "results")
     written = write_leaderboards(store, tmp_path / "out" / "boards")
-    assert written == [] and "task.family '../../escaped'" in store.skipped[0][1]
+    assert "task.family '../../escaped'" in store.skipped[0][1]
+    # The refused record is shown as invalid in its cell (issue 26.4), inside the output folder only.
+    assert all(p.parent == tmp_path / "out" / "boards" for p in written)
     assert not list(tmp_path.rglob("escaped*"))
     with pytest.raises(StoreError, match="outside"):
         table_path(tmp_path / "out", "../x", "md")
@@ -614,7 +618,7 @@ def test_publish_copies_verified_records_and_refuses_bad_ones(run_cli, tmp_path,
     from harness.registry import default_registry
 
     write_toy_data(tmp_path / "data")
-    toy_run(tmp_path, tasks=("toy-pairs", "toy-nan"))
+    toy_run(tmp_path, tasks=("toy-pairs", "toy-nan"), profile="quick")  # smoke records are samples
     monkeypatch.setenv("HARNESS_EXTRA_PLUGINS", "test_store_guarantees")  # the CLI's registry gets the toy plugins
     default_registry.cache_clear()
     try:
@@ -643,7 +647,7 @@ def test_publish_refuses_a_record_whose_data_changed(tmp_path):
     from harness.publish import PublishError, Selection, publish
 
     data_file = write_toy_data(tmp_path / "data")
-    toy_run(tmp_path)
+    toy_run(tmp_path, profile="quick")
     data_file.write_text(data_file.read_text().replace("\t4.8\n", "\t0.1\n"))
     registry = build_registry(extra_plugins=[ToyPlugin()])
     with pytest.raises(PublishError, match="stale"):
@@ -1032,3 +1036,44 @@ def test_a_store_key_signs_records_and_a_resealed_edit_is_refused_by_leaderboard
     monkeypatch.setenv("HARNESS_STORE_KEY", "another key")
     (outcome,), _ = toy_run(tmp_path)  # the run recomputes it rather than serving it
     assert outcome.status == "ok" and outcome.main_score == pytest.approx(computed.main_score)
+
+
+# == issue 26.4 (helper i21-outputs): one damaged record never silently changes a leaderboard's ranking =================
+def test_a_damaged_record_is_shown_invalid_not_ranked_and_the_leaderboard_exits_non_zero(run_cli, tmp_path):
+    from harness.leaderboard import collect_tables
+
+    write_toy_data(tmp_path / "data")
+    toy_run(tmp_path, seeds=[42, 43], profile="quick")  # full evaluations (smoke records would be left out)
+    results = tmp_path / "results"
+    (damaged,) = results.glob("toy-embedder-*/seed-43/toy-pairs.json")
+    damaged.write_bytes(os.urandom(512))  # a published record replaced by random bytes
+    (table,) = collect_tables(Store(results))
+    (row,) = table.rows
+    assert table.cell_text(row, "toy-pairs") == "invalid" and table.ranked()[0][0] is None  # not ranked as complete
+    assert list(row.cells["toy-pairs"].values) == [42] and 43 in row.cells["toy-pairs"].invalid_seeds
+    code, _, err = run_cli("leaderboard", "--results", results, "--output", tmp_path / "boards")
+    assert code != 0 and err.count(str(damaged)) == 1, err
+    markdown = (tmp_path / "boards" / "toy.md").read_text()
+    assert "| invalid " in markdown and "`invalid` = the record does not verify" in markdown
+# == end of issue 26.4 ==================================================================================================
+
+
+# == issue 21.3 (helper i21-outputs): records computed on an evaluation sample are never published =====================
+def test_publish_refuses_records_computed_on_a_sample(tmp_path):
+    from harness.publish import PublishError, Selection, publish
+
+    write_toy_data(tmp_path / "data")
+    toy_run(tmp_path)  # the smoke profile: max_eval_examples=200
+    registry = build_registry(extra_plugins=[ToyPlugin()])
+    with pytest.raises(PublishError, match=r"computed on a sample of the evaluation data \(max_eval_examples=200"):
+        publish(Store(tmp_path / "results"), Store(tmp_path / "published"), Selection(), registry=registry,
+                data_dir=tmp_path / "data")
+    assert not (tmp_path / "published").exists()
+def test_a_failed_cell_shows_failed_in_the_run_summary_not_a_dash(tmp_path):
+    from harness.runner import summary_rows
+
+    write_toy_data(tmp_path / "data")
+    outcomes, _ = toy_run(tmp_path, models=("toy-constant", "toy-embedder"))
+    _, rows = summary_rows(outcomes)
+    assert [row[1] for row in rows][0] == "failed" and rows[1][1] not in ("failed", "-")  # "-" means not run
+# == end of issue 21.3 ==================================================================================================

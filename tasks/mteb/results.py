@@ -170,6 +170,7 @@ def write_mteb_results(records: list[dict], output_dir: Path) -> list[Path]:
         except KeyError as missing:
             logger.warning("skipped %s: it has no %s score to map to %s", record.get("_path"), missing, mteb_task)
             continue
+        sample = (record.get("profile") or {}).get("max_eval_examples")  # the smoke profile's evaluation sample
         meta = _model_meta(record)
         folder = output_dir / "results" / meta.model_name_as_path() / meta.revision
         folder.mkdir(parents=True, exist_ok=True)
@@ -181,8 +182,10 @@ def write_mteb_results(records: list[dict], output_dir: Path) -> list[Path]:
         manifest.append({
             "file": str(path.relative_to(output_dir)), "record": record.get("_path"),
             "harness_task": record["task"]["label"], "mteb_task": mteb_task, "model": record["model"]["label"],
-            "seed": seed, "exact": exact,
-            "fidelity": "mteb's own evaluation" if counterpart is None else counterpart.fidelity,
+            "seed": seed, "exact": exact and sample is None, "sample": sample,
+            "fidelity": (f"a sample of {sample} evaluation examples (harness --profile {record['model']['profile']}), "
+                         "not the benchmark's test set" if sample is not None
+                         else "mteb's own evaluation" if counterpart is None else counterpart.fidelity),
         })
     if written:
         (output_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")

@@ -1,0 +1,335 @@
+"""``harness leaderboard --matrix FILE``: one matrix file rendered as the paper table it reproduces.
+
+Rows are the matrix's entries in the order it declares them, labelled by the entry's ``name`` (else its spec
+label); columns are its tasks (a family expands to its members followed by the family's average, the paper's
+"Avg." column). A cell is mean ± std over the matrix's seeds of the record of (entry, seed, task) in the store: the
+entry's spec is resolved exactly as ``harness run`` resolves it (profile, backbone, training source, budget), so its
+model key finds the records. ``*`` marks a cell with fewer seeds than the matrix declares; ``failed``, ``missing``,
+``invalid`` and ``-`` (not run) as in the family leaderboards (harness.leaderboard). A family average is the mean
+over its members per seed, then mean ± std over seeds; it is given only when every member has that seed.
+
+The optional ``paper:`` block of the matrix carries the source table's numbers, typed from the paper::
+
+    paper:
+      source: thesis table 6.8 (SentEval STS, Spearman x100; BERT-base, 3 seeds)
+      comparable: false            # our profile/backbone differ from the paper's: the header says so
+      caveat: quick profile on all-MiniLM-L6-v2, 40 training steps; the paper trains BERT-base for 12.5K steps
+      rows:                        # entry name -> {column: the paper's number}
+        BE (BWS): {sts12: 43.37, senteval avg: 60.9}
+
+Each column the paper reports gets two more columns: the paper's number and the difference (ours - paper).
+
+Reference: none (presentation). Deviations: none in the numbers (the same records as the family leaderboards).
+"""
+from __future__ import annotations
+
+import html
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import DataFileError, data_error
+from .leaderboard import Cell, Row, cell_view, sample_size
+from .store import Store, atomic_write_text, check_writable_dir
+
+MATRIX_FORMATS = ("md", "csv", "html")
+
+
+@dataclass
+class Column:
+    label: str
+    task_keys: list[str]  # one task; a family average: its members' keys
+    members: list[str] = field(default_factory=list)  # a family average: its members' labels
+
+    @property
+    def is_average(self) -> bool:
+        return bool(self.members)
+
+
+@dataclass
+class Paper:
+    source: str = ""
+    comparable: bool = True
+    caveat: str = ""
+    rows: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+@dataclass
+class MatrixBoard:
+    name: str
+    description: str
+    profile: str
+    seeds: list[int]
+    columns: list[Column]
+    rows: list[Row]
+    paper: Paper
+    sample: int | None = None
+
+    def paper_columns(self) -> list[str]:
+        return [c.label for c in self.columns if any(c.label in values for values in self.paper.rows.values())]
+
+
+def _paper(path: Path, document: dict) -> Paper:
+    block = document.get("paper")
+    if block is None:
+        return Paper()
+    if not isinstance(block, dict) or not isinstance(block.get("rows", {}), dict):
+        raise data_error(path, None, "paper must be a mapping with source, comparable, caveat and rows "
+                                     "(entry name -> {column: number}).")
+    rows: dict[str, dict[str, float]] = {}
+    for name, values in (block.get("rows") or {}).items():
+        if not isinstance(values, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                   and math.isfinite(v) for v in values.values()):
+            raise data_error(path, None, f"paper.rows[{name!r}] must map column names to numbers; got {values!r}.")
+        rows[str(name)] = {str(k): float(v) for k, v in values.items()}
+    return Paper(str(block.get("source", "")), bool(block.get("comparable", True)), str(block.get("caveat", "")),
+                 rows)
+
+
+def build_board(matrix_path: Path, store: Store, registry: Any = None) -> MatrixBoard:
+    """The matrix's table from the records in ``store`` (see the module docstring)."""
+    import yaml
+
+    from .matrix import load_matrix
+    from .profiles import get_profile
+    from .spec import resolve_model_spec, resolve_task_specs
+
+    if registry is None:
+        from .registry import default_registry
+
+        registry = default_registry()
+    matrix_path = Path(matrix_path)
+    matrix = load_matrix(matrix_path)
+    document = yaml.safe_load(matrix_path.read_text(encoding="utf-8"))
+    raw_entries = document.get("models") or []
+    profile = get_profile(matrix.get("profile", "quick"))
+    columns: list[Column] = []
+    for text in matrix["tasks"]:
+        specs = resolve_task_specs(registry, text)
+        columns += [Column(spec.label, [spec.key]) for spec in specs]
+        if len(specs) > 1:
+            columns.append(Column(f"{text} avg", [s.key for s in specs], [s.label for s in specs]))
+    records: dict[tuple[str, int, str], dict] = {}
+    for record in store.records():
+        records[(record["model_key"], record["seed"], record["task"]["key"])] = record
+    invalid = {(Path(p).parent.parent.name, Path(p).parent.name, Path(p).stem): reason for p, reason in store.skipped}
+    rows: list[Row] = []
+    samples: set[int] = set()
+    for entry, raw in zip(matrix["models"], raw_entries):
+        spec = resolve_model_spec(registry, entry.spec, profile, entry.backbone or matrix.get("backbone"),
+                                  entry.train_on or matrix.get("train_on"), entry.budget)
+        full = spec.label + (f" [train: {spec.train_on}]" if spec.train_on else "")
+        name = raw.get("name") if isinstance(raw, dict) and raw.get("name") else full
+        row = Row(str(name), spec.key, spec.train_on, spec.backbone, spec.profile, spec=full)
+        row.seeds = set(matrix["seeds"])
+        for column in columns:
+            if column.is_average:
+                continue
+            task_key = column.task_keys[0]
+            for seed in matrix["seeds"]:
+                _fill(row.cells[column.label], records.get((spec.key, seed, task_key)), seed,
+                      invalid.get((spec.key, f"seed-{seed}", task_key)))
+                record = records.get((spec.key, seed, task_key))
+                if record is not None and sample_size(record) is not None:
+                    samples.add(sample_size(record))
+            row.hardware |= {records[k].get("hardware", "?") for k in records if k[0] == spec.key}
+        for column in columns:
+            if column.is_average:
+                _average(row, column)
+        rows.append(row)
+    names = [row.label for row in rows]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise DataFileError(f"{matrix_path}: entries share the row name(s) {duplicates}; give each a distinct name.")
+    paper = _paper(matrix_path, document)
+    unknown = sorted(set(paper.rows) - set(names))
+    if unknown:
+        raise DataFileError(f"{matrix_path}: paper.rows names {unknown}, which are not entries of the matrix "
+                            f"(entries: {names}).")
+    labels = {c.label for c in columns}
+    stray = sorted({k for values in paper.rows.values() for k in values} - labels)
+    if stray:
+        raise DataFileError(f"{matrix_path}: paper.rows use column(s) {stray} that the matrix does not have "
+                            f"(columns: {sorted(labels)}).")
+    description = " ".join(str(document.get("description", "")).split())
+    return MatrixBoard(matrix_path.stem, description, profile.name, list(matrix["seeds"]), columns, rows, paper,
+                       max(samples) if samples else None)
+
+
+def _fill(cell: Cell, record: dict | None, seed: int, invalid: str | None) -> None:
+    if invalid is not None:
+        cell.invalid_seeds[seed] = invalid
+        return
+    if record is None:
+        return
+    if record.get("_path"):
+        cell.records[seed] = record["_path"]
+    if record["status"] == "ok":
+        cell.values[seed] = record["main_score"]
+    elif record["status"] == "missing":
+        cell.missing_seeds.add(seed)
+        cell.messages[seed] = record.get("message", "")
+    else:
+        cell.failed_seeds.add(seed)
+        cell.messages[seed] = record.get("message", "")
+
+
+def _average(row: Row, column: Column) -> None:
+    """Per seed the mean over the family's members (only seeds every member has), as the family's average cell."""
+    cell = row.cells[column.label]
+    members = [row.cells[m] for m in column.members]
+    for seed in sorted(row.seeds):
+        if all(seed in member.values for member in members):
+            cell.values[seed] = statistics.mean(member.values[seed] for member in members)
+        elif any(seed in member.invalid_seeds for member in members):
+            cell.invalid_seeds[seed] = "a member's record is invalid"
+        elif any(seed in member.failed_seeds for member in members):
+            cell.failed_seeds.add(seed)
+        elif any(seed in member.missing_seeds for member in members):
+            cell.missing_seeds.add(seed)
+
+
+def _paper_value(board: MatrixBoard, row: Row, column: str) -> float | None:
+    return board.paper.rows.get(row.label, {}).get(column)
+
+
+def _difference(board: MatrixBoard, row: Row, column: str) -> str:
+    paper = _paper_value(board, row, column)
+    cell = row.cells.get(column)
+    if paper is None or cell is None or not cell.values:
+        return ""
+    return f"{cell.mean() - paper:+.2f}"
+
+
+def table_rows(board: MatrixBoard) -> tuple[list[str], list[list[str]]]:
+    with_paper = set(board.paper_columns())
+    headers = ["entry", "seeds"]
+    for column in board.columns:
+        headers.append(column.label)
+        if column.label in with_paper:
+            headers += [f"{column.label} (paper)", f"{column.label} Δ"]
+    body = []
+    for row in board.rows:
+        seeds_done = sorted({s for cell in row.cells.values() for s in cell.values})
+        line = [row.label, ",".join(map(str, seeds_done)) or "-"]
+        for column in board.columns:
+            line.append(cell_view(row, column.label).render())
+            if column.label in with_paper:
+                paper = _paper_value(board, row, column.label)
+                line += ["" if paper is None else f"{paper:.2f}", _difference(board, row, column.label)]
+        body.append(line)
+    return headers, body
+
+
+def header_lines(board: MatrixBoard) -> list[str]:
+    lines = [f"Matrix `matrices/{board.name}.yaml`, profile {board.profile}, seeds "
+             f"{', '.join(map(str, board.seeds))}. Cells: main score x100, mean ± std over the seeds that ran; `*` = "
+             "fewer seeds than the matrix declares; `-` = not run; `failed` / `missing` / `invalid` as in the family "
+             "leaderboards. A family's `avg` column is the mean over its members per seed."]
+    if board.sample is not None:
+        lines.append(f"**Computed on a sample of the evaluation data (max_eval_examples={board.sample}): not "
+                     "comparable to full results or to the paper.**")
+    if board.paper.rows:
+        lines.append(f"Paper: {board.paper.source}. `(paper)` columns are the paper's numbers, `Δ` = ours - paper.")
+        if not board.paper.comparable:
+            lines.append(f"**Not comparable to the paper:** {board.paper.caveat}")
+    return lines
+
+
+def render_markdown(board: MatrixBoard) -> str:
+    from tabulate import tabulate
+
+    headers, body = table_rows(board)
+    legend = [(row.label, row.spec, row.model_key) for row in board.rows]
+    return "\n".join([
+        f"# {board.name}",
+        "",
+        "Generated by `harness leaderboard --matrix` from the result store; do not edit by hand.",
+        "",
+        *[line for text in header_lines(board) for line in (text, "")],
+        *([f"What it reproduces: {board.description}", ""] if board.description else []),
+        tabulate(body, headers=headers, tablefmt="github", disable_numparse=True),
+        "",
+        "## Entries",
+        "",
+        tabulate(legend, headers=["entry", "full spec", "model key"], tablefmt="github", disable_numparse=True),
+        "",
+    ])
+
+
+def render_csv(board: MatrixBoard) -> str:
+    import csv
+    import io
+
+    headers, body = table_rows(board)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow([*headers, "spec", "model_key"])
+    for row, line in zip(board.rows, body):
+        writer.writerow([*line, row.spec, row.model_key])
+    return buffer.getvalue()
+
+
+def _inline(text: str) -> str:
+    """The two markdown marks the header uses (``code`` and **strong**) as HTML."""
+    import re
+
+    text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
+    return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
+
+
+def render_html(board: MatrixBoard) -> str:
+    from .leaderboard_views import _CSS
+
+    escape = lambda text: html.escape(str(text), quote=True)  # noqa: E731 - a local shorthand
+    headers, body = table_rows(board)
+    head = "".join(f'<th class="{"text" if i < 2 else ""}">{escape(h)}</th>' for i, h in enumerate(headers))
+    lines = []
+    for row, line in zip(board.rows, body):
+        cells = [f'<td class="text model" title="{escape(row.spec)}">{escape(line[0])}</td>',
+                 f'<td class="text">{escape(line[1])}</td>']
+        for text in line[2:]:
+            css = "failed" if text in ("failed", "invalid") else "status" if text in ("missing", "-") else ""
+            cells.append(f'<td><span class="{css}">{escape(text)}</span></td>' if css else f"<td>{escape(text)}</td>")
+        lines.append("<tr>" + "".join(cells) + "</tr>")
+    notes = "".join(f'<p class="{"warning" if text.startswith("**") else "legend"}">{_inline(escape(text))}</p>'
+                    for text in header_lines(board))
+    entries = "".join(f'<tr><td class="text">{escape(r.label)}</td><td class="text spec">{escape(r.spec)}</td>'
+                      f'<td class="text">{escape(r.model_key)}</td></tr>' for r in board.rows)
+    return "\n".join([
+        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{escape(board.name)}</title>",
+        f"<style>{_CSS} .warning {{ color: #9a3412; max-width: 70rem; }}</style>", "</head>", "<body>",
+        f"<h1>{escape(board.name)}</h1>", notes,
+        *([f'<p class="legend">What it reproduces: {escape(board.description)}</p>'] if board.description else []),
+        '<div class="scroll"><table>', f"<thead><tr>{head}</tr></thead>", "<tbody>", *lines, "</tbody></table></div>",
+        "<h2>Entries</h2>",
+        '<table class="legend-table"><thead><tr><th class="text">entry</th><th class="text">full spec</th>'
+        f'<th class="text">model key</th></tr></thead><tbody>{entries}</tbody></table>',
+        "<footer>Generated by <code>harness leaderboard --matrix</code> from the result store; do not edit by hand."
+        "</footer>", "</body>", "</html>", "",
+    ])
+
+
+RENDERERS = {"md": render_markdown, "csv": render_csv, "html": render_html}
+
+
+def write_matrix_board(matrix_path: Path, store: Store, output_dir: Path, formats: tuple[str, ...],
+                       registry: Any = None) -> list[Path]:
+    """``<output_dir>/<matrix file stem>.<fmt>`` for each of ``formats`` (md, csv, html)."""
+    for fmt in formats:
+        if fmt not in MATRIX_FORMATS:
+            from .errors import invalid_choice
+
+            raise invalid_choice("--formats (with --matrix)", fmt, MATRIX_FORMATS)
+    board = build_board(matrix_path, store, registry)
+    check_writable_dir(Path(output_dir), "the matrix table folder")
+    written = []
+    for fmt in formats:
+        path = Path(output_dir) / f"{board.name}.{fmt}"
+        atomic_write_text(path, RENDERERS[fmt](board))
+        written.append(path)
+    return written
