@@ -18,11 +18,14 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import re
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .leaderboard_stats import attach_statistics, csv_fields, decorate
+from .leaderboard_stats import notes as statistics_notes
 from .store import Store, StoreError, atomic_write_text, check_writable_dir
 
 logger = logging.getLogger(__name__)
@@ -113,7 +116,7 @@ class Table:
                 return "failed"
             return "missing" if cell is not None and cell.missing_seeds else "-"
         text = f"{cell.mean():.2f}" + (f" ± {cell.std():.2f}" if len(row.seeds) > 1 else "")
-        return text + ("*" if not row.complete(column) else "")
+        return decorate(self, row, column, text + ("*" if not row.complete(column) else ""))  # interval, tie marks
 
 
 def _ordered(columns: list[str], preferred: list[str]) -> list[str]:
@@ -178,7 +181,7 @@ def _body(table: Table) -> list[list[str]]:
                 row.profile,
                 ",".join(str(s) for s in sorted(row.seeds)),
                 *(table.cell_text(row, column) for column in table.columns),
-                f"{average:.2f}" if average is not None else "incomplete",
+                decorate(table, row, table.average_header, f"{average:.2f}") if average is not None else "incomplete",
             ]
         )
     return body
@@ -198,6 +201,7 @@ def render_markdown(table: Table) -> str:
            f"the average joins only the {table.averaged_metric} columns."] if table.mixed_metrics else []),
         *(["`failed` = the computation failed (e.g. training diverged); the record says why."]
           if any(cell.failed_seeds and not cell.values for row in table.rows for cell in row.cells.values()) else []),
+        *statistics_notes(table),
         "",
         f"Hardware: {'; '.join(hardware)}",
         "",
@@ -212,7 +216,8 @@ def render_csv(table: Table) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["rank", "model", "model_key", "train_on", "backbone", "profile", "seeds", "hardware",
                      *[f"{c}_mean" for c in table.columns], *[f"{c}_std" for c in table.columns],
-                     *[f"{c}_n" for c in table.columns], "average"])
+                     *[f"{c}_n" for c in table.columns], "average",
+                     *[f"{c}_{field}" for c in (*table.columns, "average") for field in ("ci_low", "ci_high", "mark")]])
     for rank, row, average in table.ranked():
         means, stds, counts = [], [], []
         for column in table.columns:
@@ -223,7 +228,9 @@ def render_csv(table: Table) -> str:
             counts.append(str(len(cell.values)) if cell is not None else "0")
         writer.writerow([rank or "", row.label, row.model_key, row.train_on or "", row.backbone, row.profile,
                          " ".join(str(s) for s in sorted(row.seeds)), "; ".join(sorted(row.hardware)),
-                         *means, *stds, *counts, f"{average:.4f}" if average is not None else ""])
+                         *means, *stds, *counts, f"{average:.4f}" if average is not None else "",
+                         *[value for c in (*table.columns, table.average_header)
+                           for value in csv_fields(table, row, c)]])
     # The csv's last column is "average"; with mixed metrics it averages only the averaged_metric columns.
     return buffer.getvalue()
 
@@ -231,7 +238,8 @@ def render_csv(table: Table) -> str:
 def render_latex(table: Table) -> str:
     from tabulate import tabulate
 
-    return tabulate(_body(table), headers=_header(table), tablefmt="latex_booktabs", disable_numparse=True) + "\n"
+    text = tabulate(_body(table), headers=_header(table), tablefmt="latex_booktabs", disable_numparse=True) + "\n"
+    return re.sub(r"\*\*(.+?)\*\*", r"\\textbf{\1}", text)  # significance bold (harness.leaderboard_stats)
 
 
 def render_html(table: Table, output_dir: Path | None = None) -> str:
@@ -261,6 +269,8 @@ def write_leaderboards(
     """Write every table; the invalid records that were skipped are in ``store.skipped`` (also logged)."""
     check_writable_dir(Path(output_dir), "the leaderboard folder")
     tables = collect_tables(store, family_members)
+    for table in tables:
+        attach_statistics(table)  # bootstrap intervals and tie marks (harness.leaderboard_stats)
     for path, reason in store.skipped:
         logger.warning("skipped record %s: %s", path, reason)
     written = []

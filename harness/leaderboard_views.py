@@ -22,6 +22,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .leaderboard_stats import notes as statistics_notes
+from .leaderboard_stats import significance_bold
+
 logger = logging.getLogger(__name__)
 
 _CSS = """
@@ -112,6 +115,9 @@ def _score_cell(table: Any, row: Any, column: str, best: dict[str, float], outpu
         seeds = f'<span class="seeds">{links}</span>' if links else ""
         return f'<td data-sort=""><span class="{css}">{_escape(text)}</span>{seeds}</td>'
     is_best = row.complete(column) and column in best and abs(cell.mean() - best[column]) < 1e-12
+    significant = significance_bold(table, row, column)  # None: no per-example data to test with
+    if significant is not None:  # bold only where significantly better than the runner-up (harness.leaderboard_stats)
+        text, is_best = (text[2:-2] if significant else text), significant
     classes = ' class="best"' if is_best else ""
     seeds = f'<span class="seeds">{links}</span>' if links else ""
     return f'<td{classes} data-sort="{cell.mean():.6f}"><span class="value">{_escape(text)}</span>{seeds}</td>'
@@ -163,6 +169,7 @@ def render_html_page(table: Any, output_dir: Path | None = None) -> str:
         "<code>missing</code> = data not available when it ran; <code>failed</code> = the computation failed. "
         "Average and rank only for complete rows; the best complete value of each column is bold. Click a column "
         "header to sort.</p>",
+        *(f'<p class="legend">{_escape(line.replace("**bold**", "bold"))}</p>' for line in statistics_notes(table)),
         '<div class="scroll"><table class="sortable">',
         "<thead><tr>" + "".join(heads) + "</tr></thead>",
         "<tbody>",

@@ -27,6 +27,7 @@ from .data import TrainingSplits, check_data_dir
 from .device import check_device_name, hardware_description, resolve_device, seed_everything
 from .environment import environment_record
 from .errors import DataFileError, HarnessError, IncompatibleError, InvalidOptionError, MissingDataError
+from .evaluation.bootstrap import example_side_file
 from .executors import make_executor
 from .matrix import check_seeds
 from .metrics import ScoreError
@@ -68,6 +69,7 @@ class RunConfig:
     results_dir: Path = Path("results")
     data_dir: Path | None = None
     overwrite: bool = False
+    rescore: bool = False  # recompute every cell's evaluation from stored checkpoints; never train (harness rescore)
     progress: bool = True
     batch_size: int | None = None
     store_only: bool = False  # answer every cell from the store; refuse (saying why) if one would be computed
@@ -137,6 +139,10 @@ class TrainingJob:
         return f"{self.spec.label} seed {self.seed}"
 
 
+class RescoreError(HarnessError):
+    """``harness rescore`` met a trained spec without a usable checkpoint."""
+
+
 @dataclass
 class CellResult:
     """A computed cell before it is stored: the record (status ok, missing or failed) and the line that reports it.
@@ -148,6 +154,7 @@ class CellResult:
     status: str  # ok | missing | failed
     record: dict
     message: str = ""
+    examples: bytes | None = None  # the per-example side file (npz) of an ok record with ``record["examples"]``
 
 
 def _data_dir_text(path: Path | None) -> str | None:
@@ -477,6 +484,9 @@ class Runner:
                 report_record = training_record.get("report")
                 self._training_data_checksums[cache_key] = training_record.get("source_checksum")
             else:
+                if self.config.rescore:  # rescore evaluates what was trained; it never trains
+                    raise RescoreError(f"cannot rescore {spec.label} seed {seed}: its checkpoint {checkpoint} "
+                                       f"cannot be loaded ({problem}); train it with `harness run` instead.")
                 if problem not in ("--overwrite", "not built yet"):
                     logger.warning("checkpoint %s cannot be used: %s; training it again", checkpoint, problem)
                 splits = self.training_splits(spec.train_on, kinds, profile.with_budget(spec.budget), seed)
@@ -551,6 +561,8 @@ class Runner:
     def run(self, plan: Plan | None = None, executor: Any = None) -> list[CellOutcome]:
         """Compute the plan's cells (``executor``: a harness.executors executor, by default the config's)."""
         plan = plan or self.plan()
+        if self.config.rescore:
+            self.check_rescore(plan)
         executor = executor or make_executor(self.config)
         executor.start(self, plan)  # checks that can fail (Ray missing, cluster unreachable) before any cell runs
         outcomes: list[CellOutcome] = []
@@ -574,6 +586,22 @@ class Runner:
         # by this process only (store_result), so the store stays consistent whatever the workers do.
         outcomes += executor.run(self, plan, jobs, hardware)
         return in_plan_order(plan, outcomes)
+
+    def check_rescore(self, plan: Plan) -> None:
+        """``harness rescore`` needs every trained spec's checkpoint: refuse before any cell runs when one is not
+        usable (rescore never trains)."""
+        problems = {}
+        for planned in plan.models:
+            for task_spec in planned.tasks:
+                trained = self.trained_spec(planned.spec, task_spec)
+                for seed in plan.seeds if trained.train_on is not None else ():
+                    problem = self._checkpoint_problem(trained, self.store.checkpoint_dir(trained.key, seed))
+                    if problem is not None:
+                        problems[(trained.label, seed)] = problem
+        if problems:
+            shown = "; ".join(f"{label} seed {seed}: {why}" for (label, seed), why in list(problems.items())[:4])
+            raise RescoreError(f"cannot rescore {len(problems)} trained model(s) without a usable checkpoint "
+                               f"({shown}); train them with `harness run`, rescore recomputes evaluations only.")
 
     def pending_jobs(self, plan: Plan, answers: dict, hardware: str,
                      outcomes: list[CellOutcome]) -> list[TrainingJob]:
@@ -659,8 +687,8 @@ class Runner:
                 for task_spec in planned.tasks:
                     cell = (spec.key, seed, task_spec.key)
                     label = f"{spec.label} seed {seed} {task_spec.label}"
-                    if self.config.overwrite:
-                        reasons[cell] = (label, "--overwrite")
+                    if self.config.overwrite or self.config.rescore:
+                        reasons[cell] = (label, "--overwrite" if self.config.overwrite else "rescore")
                         continue
                     record, invalid = self.store.lookup(*cell)
                     path = self.store.record_path(*cell)
@@ -713,7 +741,7 @@ class Runner:
     def store_result(self, result: CellResult) -> CellOutcome:
         """Write a computed cell's record (the driver alone does this) and report it in one line."""
         spec, seed, task_spec = result.spec, result.seed, result.task
-        self.store.write(spec.key, seed, task_spec.key, result.record)
+        self.store.write(spec.key, seed, task_spec.key, result.record, examples=result.examples)
         if result.status == "failed":
             logger.error("%s seed %s %s failed: %s", spec.label, seed, task_spec.label, result.message)
             return CellOutcome(spec, seed, task_spec, "failed", None, result.message)
@@ -807,7 +835,10 @@ class Runner:
             "training": self.training_report(trained, seed),
             "timings": {"model_seconds": round(train_seconds, 3), "eval_seconds": round(eval_seconds, 3)},
         }
-        return CellResult(spec, seed, task_spec, "ok", record)
+        description, side_file = example_side_file(result.examples, record["main_score"], task_spec.label)
+        if description is not None:
+            record["examples"] = description
+        return CellResult(spec, seed, task_spec, "ok", record, examples=side_file)
 
 
 def in_plan_order(plan: Plan, outcomes: list[CellOutcome]) -> list[CellOutcome]:

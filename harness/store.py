@@ -137,13 +137,17 @@ def stale_temporary(path: Path, now: float | None = None) -> str | None:
 
 # -- atomic writes -----------------------------------------------------------------------------------------------------
 def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, content: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=temporary_prefix(path.name), suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(handle, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide records from the others sharing a store
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(content)
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, path)
@@ -265,6 +269,11 @@ def _field_problem(record: dict) -> str | None:
                 return f"score {name!r} is {value!r}, not a finite number"
         if not isinstance(record.get("dataset_checksum"), str):
             return "dataset_checksum is missing"
+        examples = record.get("examples")
+        if examples is not None and not (isinstance(examples, dict) and isinstance(examples.get("statistic"), str)
+                                         and isinstance(examples.get("sha256"), str)
+                                         and _HEX64.match(examples["sha256"])):
+            return "examples (the per-example side file's description) lacks its statistic or sha256"
     elif not isinstance(record.get("message"), str):
         return f"a {status} record needs a 'message' saying why"
     return None
@@ -319,6 +328,32 @@ def read_record(path: Path) -> dict:
     if problem:
         raise InvalidRecordError(path, problem)
     return record
+
+
+EXAMPLES_SUFFIX = ".examples.npz"
+
+
+def examples_path(record_path: Path) -> Path:
+    """The per-example side file of the record at ``record_path`` (``<task-key>.examples.npz`` beside it)."""
+    record_path = Path(record_path)
+    return record_path.with_name(record_path.stem + EXAMPLES_SUFFIX)
+
+
+def read_examples(record: dict) -> tuple[bytes | None, str | None]:
+    """A valid record's per-example side file: ``(content, None)``, ``(None, reason)`` when it is absent or does
+    not match the sha256 the record names, ``(None, None)`` when the record has none (stored before harness kept
+    per-example data, or by a task that keeps none). ``record`` carries ``_path`` (as :meth:`Store.records` gives)."""
+    description = record.get("examples")
+    if not description or not record.get("_path"):
+        return None, None
+    path = examples_path(Path(record["_path"]))
+    try:
+        content = path.read_bytes()
+    except OSError:
+        return None, f"its per-example file {path} is missing"
+    if hashlib.sha256(content).hexdigest() != description["sha256"]:
+        return None, f"its per-example file {path} does not match the sha256 its record names"
+    return content, None
 
 
 def reuse_problem(
@@ -389,12 +424,21 @@ class Store:
         record, _ = self.lookup(model_key, seed, task_key)
         return record is not None and record["status"] == "ok"
 
-    def write(self, model_key: str, seed: int, task_key: str, record: dict) -> Path:
+    def write(self, model_key: str, seed: int, task_key: str, record: dict, examples: bytes | None = None) -> Path:
+        """Store a record; ``examples`` is its per-example side file (npz), whose sha256 ``record["examples"]``
+        names. The side file is written first: a crash in between leaves a side file no record names (unused)."""
         path = self.record_path(model_key, seed, task_key)
         sealed = seal_record(record)
         problem = record_problem(sealed, path)
         if problem:  # a bug in the caller: never store what would be rejected when read
             raise ValueError(f"refusing to store an invalid record at {path}: {problem}")
+        side_file = examples_path(path)
+        if examples is not None:
+            if (sealed.get("examples") or {}).get("sha256") != hashlib.sha256(examples).hexdigest():
+                raise ValueError(f"refusing to store {side_file}: the record does not name its sha256")
+            atomic_write_bytes(side_file, examples)
+        elif side_file.exists():
+            side_file.unlink()  # a recomputed record without per-example data: never leave the old one beside it
         atomic_write_text(path, json.dumps(sealed, indent=2, sort_keys=True, allow_nan=False) + "\n")
         return path
 
