@@ -7,7 +7,7 @@ the rows over the same test examples are compared with the best row by the paire
 (:func:`harness.evaluation.significance.column_marks`): the best is bold only when significantly better than the
 runner-up; rows not distinguishable from the best carry ``≈``. The average column gets the same from the mean of
 its columns' replicates (test sets of different tasks are resampled independently). A cell whose records have no
-per-example data (stored before harness kept it) shows no interval and carries ``°``.
+per-example data (stored before harness kept it) shows no interval; the table's notes say which columns.
 
 The hook: :func:`attach_statistics` (once per table, after it is collected) stores a :class:`TableStatistics` on
 the table; :func:`decorate` turns a cell's text into the text with interval and marks; :func:`notes` gives the
@@ -34,7 +34,6 @@ from .store import InvalidRecordError, read_examples, read_record
 
 logger = logging.getLogger(__name__)
 
-NO_INTERVAL = "°"
 TIED = "≈"
 
 
@@ -140,14 +139,12 @@ def _marks(stats: TableStatistics, column: str, column_scores: dict[str, float])
 
 def decorate(table: Any, row: Any, column: str, text: str) -> str:
     """The cell's text with its interval ``[low, high]`` and marks (``**bold**``: best and significantly better than
-    the runner-up; ``≈``: not distinguishable from the best; ``°``: no per-example data)."""
+    the runner-up; ``≈``: not distinguishable from the best). A cell without per-example data is left as it is:
+    no interval, which :func:`notes` explains."""
     stats: TableStatistics | None = getattr(table, "statistics", None)
     if stats is None:
         return text
-    key = (row.model_key, column)
-    if key in stats.without_data:
-        return text + NO_INTERVAL
-    cell = stats.cells.get(key)
+    cell = stats.cells.get((row.model_key, column))
     if cell is None:
         return text
     low, high = cell.interval
@@ -181,8 +178,10 @@ def notes(table: Any) -> list[str]:
                      f"pooled). Per column, **bold**: best and significantly better than the runner-up; {TIED}: not "
                      f"distinguishable from the best (paired bootstrap on the same examples, p >= {ALPHA}).")
     if stats.without_data:
-        lines.append(f"{NO_INTERVAL}: no interval, the record has no per-example data (stored before harness kept "
-                     "it; `harness rescore` recomputes the evaluation from a stored checkpoint).")
+        columns = sorted({column for _, column in stats.without_data}, key=lambda c: (c not in table.columns, c))
+        lines.append(f"No interval in {len(stats.without_data)} cell(s) (columns: {', '.join(columns)}): their records "
+                     "have no per-example data (stored before harness kept it, or the task keeps none); "
+                     "`harness rescore` recomputes the evaluation from the stored checkpoints.")
     return lines
 
 

@@ -107,6 +107,7 @@ def test_askubuntu_equals_useb(exact_useb, buckets, split):
         assert_same(result.scores, reference, {"map": "map_askubuntu_title", "mrr": "mrr_askubuntu_title",
                                                "p@1": "p@1_askubuntu_title", "p@5": "p@5_askubuntu_title"})
     assert result.details["queries"] == (9 if split == "test" else 4)  # the query without gold is skipped
+    assert result.examples.value() == pytest.approx(result.scores["map"])  # per-query AP for its interval
     assert 0 <= result.scores["mrr@10"] <= result.scores["mrr"]
 
 
@@ -129,6 +130,7 @@ def test_cqadupstack_embedder_equals_useb(exact_useb, split):
         mapping[f"map@100.{forum}"] = f"map@100_cqadupstack_{forum}"
         mapping[f"ndcg@10.{forum}"] = f"ndcg@10_cqadupstack_{forum}"
     assert_same(result.scores, reference, mapping)
+    assert result.examples.value() == pytest.approx(result.scores["map@100"])  # mean over forums of per-query AP
     assert result.details["ranking"].startswith("embedder")
     assert "first_stage" not in result.details
 
@@ -240,6 +242,7 @@ def test_scidocs_equals_useb(exact_useb, split):
             mapping[f"map.{subtask}"] = f"map_scidocs_{subtask}_cosine"
             mapping[f"ndcg.{subtask}"] = f"ndcg_scidocs_{subtask}_cosine"
         assert_same(result.scores, reference, mapping)
+        assert result.examples.value() == pytest.approx(result.scores["map"])  # mean over sub-tasks
     data = json.loads((DATA_EVAL / "scidocs" / "data.json").read_text())
     titled = {subtask: sum(1 for q in qrels if (data["corpus"].get(q) or {}).get("title"))
               for subtask, qrels in data[split].items()}

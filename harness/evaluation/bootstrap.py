@@ -213,6 +213,14 @@ def _statistic(name: str, arrays: dict[str, np.ndarray]) -> np.ndarray:
     return _macro_f1(arrays["predicted"], arrays["gold"], arrays["classes"])
 
 
+def mean_examples(values: Sequence[float], ids: Sequence | None = None, groups: Sequence[int] | None = None,
+                  scale: float = 100.0) -> ExampleScores:
+    """Per-example values whose mean (x ``scale``) is the main score, e.g. per-query AP; with ``groups`` the mean of
+    the group means (e.g. a benchmark's sub-collections averaged with equal weight)."""
+    return ExampleScores("mean", {"values": values}, groups=groups, scale=scale, ids=ids,
+                         aggregate="group-mean" if groups is not None else "pooled")
+
+
 def bootstrap_indices(data: ExampleScores, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> np.ndarray:
     """``[resamples, n]`` example positions drawn with replacement within each group, laid out group by group. The
     same (seed, examples' layout) always gives the same matrix, so every model over these examples is resampled
