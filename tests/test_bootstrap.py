@@ -194,3 +194,23 @@ def test_run_keeps_examples_and_compare(tmp_path):
     rescore = ht.run_harness("rescore", "--models", "testing-embedder", "--tasks", "stsb", "--profile", "smoke",
                              "--results", tmp_path, "--no-progress", plugins=["harness.testing"])
     assert rescore.exit_code == 0 and "1 cells computed" in rescore.stdout
+    published = ht.run_harness("publish", "--results", tmp_path, "--to", tmp_path / "pub", "--all",
+                               plugins=["harness.testing"])
+    assert published.exit_code == 0, published.stderr
+    assert len(list((tmp_path / "pub").glob("*/seed-42/stsb.examples.npz"))) == 2
+    board = ht.run_harness("leaderboard", "--results", tmp_path / "pub", "--output", tmp_path / "boards")
+    assert board.exit_code == 0 and "95% bootstrap interval" in (tmp_path / "boards" / "senteval.md").read_text()
+
+
+def test_rescore_never_trains(tmp_path):
+    refused = ht.run_harness("rescore", "--models", "testing-trainable", "--train-on", "stsb", "--tasks", "stsb",
+                             "--profile", "smoke", "--results", tmp_path, "--no-progress", plugins=["harness.testing"])
+    assert refused.exit_code == 2 and "cannot rescore 1 trained model(s)" in refused.stderr
+    assert not list(tmp_path.glob("*/seed-42/*.json"))  # nothing stored, nothing trained
+    trained = ht.run_harness("run", "--models", "testing-trainable", "--train-on", "stsb", "--tasks", "stsb",
+                             "--profile", "smoke", "--results", tmp_path, "--no-progress", plugins=["harness.testing"])
+    assert trained.exit_code == 0, trained.stderr
+    rescored = ht.run_harness("rescore", "--models", "testing-trainable", "--train-on", "stsb", "--tasks", "stsb",
+                              "--profile", "smoke", "--results", tmp_path, "--no-progress", plugins=["harness.testing"])
+    assert rescored.exit_code == 0 and "loading checkpoint" in rescored.stdout + rescored.stderr
+    assert "training testing-trainable" not in rescored.stdout + rescored.stderr
