@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 from scipy import stats
-from sklearn.metrics import f1_score
+from sklearn.metrics import average_precision_score, f1_score
 
 import harness.testing as ht
 from harness.evaluation.bootstrap import (
@@ -108,6 +108,11 @@ def test_statistics_reproduce_the_task_scores():
     indices = bootstrap_indices(f1, 4)
     assert np.allclose(f1.resampled(indices), [100 * f1_score(gold[r], predicted[r], average="macro",
                                                               zero_division=0) for r in indices])
+    scores = np.round(rng.normal(size=300), 1)  # ties: thresholds at distinct scores, as scikit-learn
+    positive = (scores + rng.normal(size=300) > 0.5).astype(int)
+    ap = ExampleScores("average_precision", {"predicted": scores, "gold": positive})
+    indices = bootstrap_indices(ap, 4)
+    assert np.allclose(ap.resampled(indices), [100 * average_precision_score(positive[r], scores[r]) for r in indices])
     with pytest.raises(ExampleDataError, match="needs arrays"):
         ExampleScores("spearman", {"values": [1.0, 2.0]})
     assert example_side_file(f1, f1.value() + 1.0, "t") == (None, None)  # does not reproduce the score: not stored

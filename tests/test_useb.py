@@ -203,6 +203,7 @@ def test_twitterpara_equals_useb(exact_useb):
             "ap": "ap_twitter_avg", "ap.pit": "ap_twitter_pit", "ap.twitterurl": "ap_twitter_twitterurl",
             "spearman": "spearman_twitter_avg", "spearman.pit": "spearman_twitter_pit",
             "spearman.twitterurl": "spearman_twitter_twitterurl"})
+        assert result.examples.value() == pytest.approx(result.scores["ap"])  # judged pairs, mean over datasets
 
 
 def test_twitterpara_bundled_release_equals_useb(exact_useb, tmp_path, monkeypatch):
@@ -372,7 +373,8 @@ def test_family_runs_end_to_end_with_missing_members(tmp_path, monkeypatch):
     header = [cell.strip() for cell in header_row.strip("|").split("|")]
     by_column = dict(zip(header, cells))
     assert [by_column[m] for m in ("askubuntu", "cqadupstack", "scidocs")] == ["missing"] * 3
-    assert float(by_column["twitterpara"]) == pytest.approx(outcome_score(outcomes, "twitterpara"), abs=0.005)
+    value, interval = by_column["twitterpara"].split(" ", 1)  # the score and its bootstrap interval
+    assert float(value) == pytest.approx(outcome_score(outcomes, "twitterpara"), abs=0.005) and interval.startswith("[")
     average_column = next(column for column in header if column.startswith("average"))  # "average (map)"
     assert by_column[average_column] == "incomplete"
 

@@ -10,6 +10,9 @@ statistic that turns them into the score. The statistics cover the main scores o
   ``groups`` and ``"group-mean"`` the mean of the group means (e.g. SciDocs' four sub-tasks).
 - ``f1_macro`` (arrays ``predicted``, ``gold``: integer labels): scikit-learn's macro-F1 (labels present in gold or
   predictions, 0 for an undefined F1).
+- ``average_precision`` (arrays ``predicted``: scores, ``gold``: 1 for a positive, 0 else): scikit-learn's
+  ``average_precision_score`` (thresholds at the distinct scores; 0 for a resample without a positive), e.g.
+  TwitterPara's AP per dataset, averaged over datasets with ``groups``.
 
 Resampling draws test examples with replacement, within each group when there are groups (a test set made of fixed
 sub-datasets keeps their sizes). Every resample of every model over the same examples uses the same index matrix
@@ -41,7 +44,7 @@ DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 2025  # fixed, so an interval is a function of the stored examples alone
 CONFIDENCE = 0.95
 STATISTICS = {"spearman": ("predicted", "gold"), "pearson": ("predicted", "gold"), "mean": ("values",),
-              "f1_macro": ("predicted", "gold")}
+              "f1_macro": ("predicted", "gold"), "average_precision": ("predicted", "gold")}
 AGGREGATES = ("pooled", "group-mean")
 _IDENTITY_ARRAYS = ("gold", "ids")  # arrays that say which examples these are (not how a model did on them)
 
@@ -202,6 +205,23 @@ def _macro_f1(predicted_index: np.ndarray, gold_index: np.ndarray, classes: int)
     return (f1 * present).sum(axis=1) / present.sum(axis=1)
 
 
+def _average_precision(scores: np.ndarray, positive: np.ndarray) -> np.ndarray:
+    """scikit-learn's average precision of each row: sum over distinct score thresholds (descending) of the recall
+    gained there times the precision there."""
+    order = np.argsort(-scores, axis=1, kind="stable")
+    sorted_scores = np.take_along_axis(scores, order, axis=1)
+    true_positives = np.cumsum(np.take_along_axis(positive, order, axis=1), axis=1)
+    block_end = np.ones_like(sorted_scores, dtype=bool)  # the last position of each run of equal scores
+    block_end[:, :-1] = sorted_scores[:, 1:] != sorted_scores[:, :-1]
+    at_ends = np.where(block_end, true_positives, 0)
+    before = np.zeros_like(at_ends)
+    before[:, 1:] = np.maximum.accumulate(at_ends, axis=1)[:, :-1]  # true positives at the previous threshold
+    precision = true_positives / np.arange(1, scores.shape[1] + 1)
+    total = true_positives[:, -1]
+    gained = np.where(block_end, (true_positives - before) * precision, 0.0).sum(axis=1)
+    return np.divide(gained, total, out=np.zeros(len(total)), where=total > 0)
+
+
 def _statistic(name: str, arrays: dict[str, np.ndarray]) -> np.ndarray:
     """The statistic (a fraction, not x100) of each row of the ``[resamples, n]`` arrays."""
     if name == "mean":
@@ -210,6 +230,8 @@ def _statistic(name: str, arrays: dict[str, np.ndarray]) -> np.ndarray:
         return _row_correlation(arrays["predicted"], arrays["gold"])
     if name == "spearman":
         return _row_correlation(rankdata(arrays["predicted"], axis=1), rankdata(arrays["gold"], axis=1))
+    if name == "average_precision":
+        return _average_precision(arrays["predicted"], arrays["gold"])
     return _macro_f1(arrays["predicted"], arrays["gold"], arrays["classes"])
 
 
