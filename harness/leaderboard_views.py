@@ -22,8 +22,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .leaderboard_stats import decorate, significance_bold
 from .leaderboard_stats import notes as statistics_notes
-from .leaderboard_stats import significance_bold
 
 logger = logging.getLogger(__name__)
 
@@ -145,7 +145,9 @@ def render_html_page(table: Any, output_dir: Path | None = None) -> str:
               for name in per_row),
             f'<td class="text" data-sort="{len(row.seeds)}">{_escape(",".join(map(str, sorted(row.seeds))))}</td>',
             *(_score_cell(table, row, column, best, output_dir) for column in table.columns),
-            (f'<td data-sort="{average:.6f}"><strong>{average:.2f}</strong></td>' if average is not None
+            (f'<td data-sort="{average:.6f}"><strong>'
+             f'{_escape(decorate(table, row, table.average_header, f"{average:.2f}").strip("*"))}</strong></td>'
+             if average is not None
              else '<td data-sort=""><span class="status">incomplete</span></td>'),
         ]
         body.append("<tr>" + "".join(cells) + "</tr>")
