@@ -10,9 +10,12 @@ its columns' replicates (test sets of different tasks are resampled independentl
 per-example data (stored before harness kept it) shows no interval; the table's notes say which columns.
 
 The hook: :func:`attach_statistics` (once per table, after it is collected) stores a :class:`TableStatistics` on
-the table; :func:`decorate` turns a cell's text into the text with interval and marks; :func:`notes` gives the
-legend lines; :func:`csv_fields` the csv's extra columns. A paper-table view compares two rows with
-:func:`compare_rows`.
+the table and each cell's interval and mark on the cell (``cell.bootstrap``); :func:`decorate` turns a cell's text
+into the text with interval and marks (or :func:`annotate`, a ``(row, column, cell)`` annotator, appends them);
+:func:`significance_bold` says where a renderer bolds; :func:`notes` gives the legend lines; :func:`csv_fields` the
+csv's extra columns. A paper-table view compares two rows with :func:`compare_cells` (their cells of one column, or
+of an average's members) and :func:`paper_agreement` (our difference against the paper's: same sign and
+significant?); :func:`compare_rows` does it within a family table.
 """
 from __future__ import annotations
 
@@ -29,7 +32,14 @@ from .evaluation.bootstrap import (
     percentile_interval,
     pooled_replicates,
 )
-from .evaluation.significance import ALPHA, ColumnMarks, PairedResult, column_marks, from_replicates
+from .evaluation.significance import (
+    ALPHA,
+    ColumnMarks,
+    PairedResult,
+    agrees_with_paper,
+    column_marks,
+    from_replicates,
+)
 from .store import InvalidRecordError, read_examples, read_record
 
 logger = logging.getLogger(__name__)
@@ -79,6 +89,67 @@ def cell_examples(paths: dict[int, str], seeds: set[int], problems: list[str]) -
     return results
 
 
+def cell_statistics(cell: Any, problems: list[str] | None = None,
+                    resamples: int = DEFAULT_RESAMPLES) -> CellStatistics | None:
+    """A leaderboard cell's seed-pooled bootstrap replicates (from the records its ``records`` name, for the seeds
+    in its ``values``), or None when a seed has no per-example data. ``problems`` collects damaged side files."""
+    problems = problems if problems is not None else []
+    results = cell_examples(cell.records, set(cell.values), problems) if cell.values else None
+    if results is None:
+        return None
+    try:
+        replicates = pooled_replicates(results, resamples)
+    except ExampleDataError as exc:
+        problems.append(f"{sorted(cell.records.values())[0]}: {exc}")
+        return None
+    return CellStatistics(replicates, results[0].identity(), len(results[0]), len(results))
+
+
+def mean_of_cells(parts: list[CellStatistics]) -> CellStatistics:
+    """The replicates of an average over columns (each column's test set resampled on its own)."""
+    return CellStatistics(np.mean([part.replicates for part in parts], axis=0),
+                          "|".join(part.identity for part in parts), sum(part.examples for part in parts),
+                          min(part.seeds for part in parts))
+
+
+def compare_cells(cells_a: list[Any], cells_b: list[Any]) -> PairedResult | None:
+    """Row a minus row b by the paired bootstrap, each given as its cells of one column (one task) or of the
+    members of an averaged column (the score is then the mean over members); None when a cell has no per-example
+    data or the two rows are not over the same examples. For the paper-table view (``leaderboard --matrix``): pass
+    the result and the paper's difference to :func:`harness.evaluation.significance.agrees_with_paper`."""
+    if not cells_a or len(cells_a) != len(cells_b):
+        return None
+    sides = []
+    for cells in (cells_a, cells_b):
+        parts = [cell_statistics(cell) for cell in cells]
+        if not all(parts):
+            return None
+        sides.append(mean_of_cells(parts) if len(parts) > 1 else parts[0])
+    a, b = sides
+    if a.identity != b.identity:
+        return None
+    score_a = float(np.mean([cell.mean() for cell in cells_a]))
+    score_b = float(np.mean([cell.mean() for cell in cells_b]))
+    return from_replicates(score_a, score_b, a.replicates, b.replicates, a.examples, a.seeds, b.seeds)
+
+
+def paper_agreement(cells_a: list[Any], cells_b: list[Any], paper_a: float, paper_b: float) -> str | None:
+    """Whether our difference row a - row b has the paper's sign and is significant: ``agrees``, ``opposite`` or
+    ``not significant``; None when it cannot be tested (no per-example data)."""
+    result = compare_cells(cells_a, cells_b)
+    return None if result is None else agrees_with_paper(result, paper_a - paper_b)
+
+
+def annotate(row: Any, column: str, cell: Any) -> str | None:
+    """A cell annotator (``(row, column, cell) -> text or None``): `` [low, high]`` and `` ≈`` for a row tied with
+    the column's best, from what :func:`attach_statistics` left on the cell."""
+    attached: tuple[tuple[float, float], str] | None = getattr(cell, "bootstrap", None)
+    if attached is None:
+        return None
+    (low, high), mark = attached
+    return f" [{low:.2f}, {high:.2f}]" + (f" {TIED}" if mark == "tied" else "")
+
+
 def attach_statistics(table: Any, resamples: int = DEFAULT_RESAMPLES) -> "TableStatistics":
     """Compute intervals and marks for a collected ``harness.leaderboard.Table``; stored as ``table.statistics``."""
     stats = TableStatistics()
@@ -89,21 +160,18 @@ def attach_statistics(table: Any, resamples: int = DEFAULT_RESAMPLES) -> "TableS
             if cell is None or not cell.values:
                 continue
             scores.setdefault(column, {})[row.model_key] = cell.mean()
-            results = cell_examples(cell.records, set(cell.values), stats.problems)
-            if results is None:
+            statistics = cell_statistics(cell, stats.problems, resamples)
+            if statistics is None:
                 stats.without_data.add((row.model_key, column))
-                continue
-            try:
-                replicates = pooled_replicates(results, resamples)
-            except ExampleDataError as exc:
-                stats.problems.append(f"{row.label} {column}: {exc}")
-                stats.without_data.add((row.model_key, column))
-                continue
-            stats.cells[(row.model_key, column)] = CellStatistics(replicates, results[0].identity(), len(results[0]),
-                                                                  len(results))
+            else:
+                stats.cells[(row.model_key, column)] = statistics
     _average_column(table, stats, scores)
     for column, column_scores in scores.items():
         stats.marks[column] = _marks(stats, column, column_scores)
+    for (model_key, column), statistics in stats.cells.items():  # for annotate(): what a cell shows
+        cell = next((row.cells.get(column) for row in table.rows if row.model_key == model_key), None)
+        if cell is not None:
+            cell.bootstrap = (statistics.interval, _mark(stats.marks.get(column), model_key))
     for problem in stats.problems:
         logger.warning("no interval: %s", problem)
     table.statistics = stats
@@ -119,9 +187,7 @@ def _average_column(table: Any, stats: TableStatistics, scores: dict[str, dict[s
         scores.setdefault(table.average_header, {})[row.model_key] = average
         parts = [stats.cells.get((row.model_key, column)) for column in columns]
         if all(parts):
-            stats.cells[(row.model_key, table.average_header)] = CellStatistics(
-                np.mean([part.replicates for part in parts], axis=0), "|".join(part.identity for part in parts),
-                sum(part.examples for part in parts), min(part.seeds for part in parts))
+            stats.cells[(row.model_key, table.average_header)] = mean_of_cells(parts)
         else:
             stats.without_data.add((row.model_key, table.average_header))
 
@@ -192,13 +258,16 @@ def csv_fields(table: Any, row: Any, column: str) -> list[str]:
     if cell is None:
         return ["", "", "no-data" if stats is not None and (row.model_key, column) in stats.without_data else ""]
     low, high = cell.interval
-    marks = stats.marks.get(column)
-    mark = ""
-    if marks is not None and marks.best == row.model_key:
-        mark = "best-significant" if marks.best_significant else "best"
-    elif marks is not None and row.model_key in marks.tied:
-        mark = "tied"
-    return [f"{low:.4f}", f"{high:.4f}", mark]
+    return [f"{low:.4f}", f"{high:.4f}", _mark(stats.marks.get(column), row.model_key)]
+
+
+def _mark(marks: ColumnMarks | None, model_key: str) -> str:
+    """best-significant, best, tied or empty."""
+    if marks is not None and marks.best == model_key:
+        return "best-significant" if marks.best_significant else "best"
+    if marks is not None and model_key in marks.tied:
+        return "tied"
+    return ""
 
 
 def compare_rows(table: Any, row_a: str, row_b: str, column: str) -> PairedResult | None:

@@ -22,7 +22,7 @@ from harness.evaluation.pairs import PairSet, correlation_scores, pair_examples
 from harness.evaluation.ranking import rerank_metrics
 from harness.evaluation.significance import agrees_with_paper, holm, paired_test
 from harness.leaderboard import collect_tables, render_csv, render_latex, render_markdown
-from harness.leaderboard_stats import attach_statistics, compare_rows
+from harness.leaderboard_stats import annotate, attach_statistics, compare_cells, compare_rows, paper_agreement
 from harness.metrics import spearman
 from harness.store import Store, read_examples
 
@@ -164,6 +164,13 @@ def test_side_file_leaderboard_marks_and_old_records(tmp_path):
     assert "95% bootstrap interval" in markdown and "No interval in 1 cell(s) (columns: t1)" in markdown
     assert "ci_low" in render_csv(table).splitlines()[0]
     assert compare_rows(table, "strong-key", "weak-key", "t1").p_value < 0.05
+    # the building blocks a paper-table view calls: per column, or an average over member columns
+    assert paper_agreement([rows["strong"].cells["t1"]], [rows["weak"].cells["t1"]], 80.0, 70.0) == "agrees"
+    assert paper_agreement([rows["weak"].cells["t1"]], [rows["strong"].cells["t1"]], 80.0, 70.0) == "opposite"
+    assert paper_agreement([rows["old"].cells["t1"]], [rows["weak"].cells["t1"]], 80.0, 70.0) is None
+    both = compare_cells([rows["strong"].cells[c] for c in ("t1", "t2")], [rows["weak"].cells[c] for c in ("t1", "t2")])
+    assert both.difference == pytest.approx(rows["strong"].average(["t1", "t2"]) - rows["weak"].average(["t1", "t2"]))
+    assert annotate(rows["weak"], "t1", rows["weak"].cells["t1"]).startswith(" [")
     # the strong row alone against weak and old: bold (significant), LaTeX gets \textbf
     store_b = Store(tmp_path / "b")
     for model in ("strong", "weak"):
