@@ -22,8 +22,10 @@ Seeds of one model are pooled by resampling the same examples in every seed and 
 is then that of the seed mean, the quantity a leaderboard cell shows.
 
 The interval is the percentile interval of ``resamples`` (default 1000) bootstrap replicates (Efron & Tibshirani
-1993, ch. 13). All statistics are computed on ``[resamples, n]`` arrays at once (ranks by ``scipy.stats.rankdata``
-along rows for Spearman, confusion counts by one ``bincount`` for macro-F1), no loop over replicates.
+1993, ch. 13). A resample is a multiset of the examples, so it is held as ``[resamples, n]`` counts and every
+statistic is computed on the examples with those weights, all resamples at once: the examples are sorted once (ranks
+with averaged ties for Spearman: the tie run's count before it plus half its own; AP over runs of equal scores),
+never per resample, and nothing loops over resamples.
 
 Deviation from lm-evaluation-harness (which reports a bootstrap standard error): we report the 95% percentile interval.
 """
@@ -36,7 +38,6 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
-from scipy.stats import rankdata
 
 logger = logging.getLogger(__name__)
 
@@ -142,7 +143,7 @@ class ExampleScores:
     # -- the statistic -----------------------------------------------------------------------------------------
     def value(self) -> float:
         """The statistic on the examples as stored (equals the task's main score)."""
-        return float(self.resampled(np.concatenate(self.layout())[None, :])[0])
+        return float(self.weighted(np.ones((1, len(self))))[0])
 
     def layout(self) -> list[np.ndarray]:
         """Example positions of each group (one group of all examples without groups), in group order."""
@@ -151,20 +152,17 @@ class ExampleScores:
         return [np.flatnonzero(self.groups == group) for group in np.unique(self.groups)]
 
     def resampled(self, indices: np.ndarray) -> np.ndarray:
-        """The statistic of each row of ``indices`` ``[resamples, n]`` (positions laid out group by group, as
-        :func:`bootstrap_indices` draws them)."""
-        indices = np.atleast_2d(indices)
-        arrays = self.arrays
-        if self.statistic == "f1_macro":  # labels as 0..k-1 once, so resamples are counted with one bincount
-            labels, encoded = np.unique(np.concatenate([arrays["predicted"], arrays["gold"]]), return_inverse=True)
-            arrays = {"predicted": encoded[: len(self)], "gold": encoded[len(self) :], "classes": len(labels)}
+        """The statistic of each row of ``indices`` ``[resamples, n]`` (example positions drawn with replacement)."""
+        return self.weighted(_counts(np.atleast_2d(indices), len(self)))
+
+    def weighted(self, counts: np.ndarray) -> np.ndarray:
+        """The statistic of each resample given as ``counts`` ``[resamples, n]``: how often each example was drawn
+        (a bootstrap resample is a multiset of the examples, so every statistic is computed once on the examples
+        with weights: no per-resample sorting)."""
         if self.aggregate == "pooled":
-            return self.scale * _statistic(self.statistic, _take(arrays, indices))
-        per_group, start = [], 0
-        for positions in self.layout():
-            block = indices[:, start : start + len(positions)]
-            per_group.append(_statistic(self.statistic, _take(arrays, block)))
-            start += len(positions)
+            return self.scale * _statistic(self.statistic, self.arrays, counts)
+        per_group = [_statistic(self.statistic, {k: v[positions] for k, v in self.arrays.items()},
+                                counts[:, positions]) for positions in self.layout()]
         return self.scale * np.mean(per_group, axis=0)
 
 
@@ -174,65 +172,82 @@ def _array_bytes(values: np.ndarray) -> bytes:
     return "\x1f".join(map(str, values.tolist())).encode("utf-8", "surrogatepass")
 
 
-def _row_correlation(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Pearson correlation of each row pair; a row with no variance on either side counts as 0 (as a broken
-    resample would be scored by ``harness.metrics``' NaN-as-0 aggregation)."""
-    x = x - x.mean(axis=1, keepdims=True)
-    y = y - y.mean(axis=1, keepdims=True)
-    denominator = np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
-    numerator = (x * y).sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(denominator > 0, numerator / np.where(denominator > 0, denominator, 1.0), 0.0)
+def _counts(indices: np.ndarray, n: int) -> np.ndarray:
+    """``[resamples, n]`` float counts of each example in each row of ``indices``."""
+    rows = indices.shape[0]
+    flat = (np.arange(rows, dtype=np.int64)[:, None] * n + indices).ravel()
+    return np.bincount(flat, minlength=rows * n).reshape(rows, n).astype(np.float64)
 
 
-def _take(arrays: dict, indices: np.ndarray) -> dict:
-    return {name: values[indices] if isinstance(values, np.ndarray) else values for name, values in arrays.items()}
+def _tie_blocks(values: np.ndarray, descending: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The order that sorts ``values``, the start of each run of equal values in it, and each sorted position's
+    run."""
+    order = np.argsort(-values if descending else values, kind="stable")
+    sorted_values = values[order]
+    new_run = np.r_[True, sorted_values[1:] != sorted_values[:-1]]
+    return order, np.flatnonzero(new_run), np.cumsum(new_run) - 1
 
 
-def _macro_f1(predicted_index: np.ndarray, gold_index: np.ndarray, classes: int) -> np.ndarray:
-    """scikit-learn's macro-F1 of each row of label indices 0..classes-1 (labels present in the row's gold or
-    predictions; 0 where undefined)."""
-    rows = predicted_index.shape[0]
-    offsets = (np.arange(rows) * classes)[:, None]
-    true_positive = np.bincount((offsets + gold_index)[predicted_index == gold_index], minlength=rows * classes)
-    predicted_count = np.bincount((offsets + predicted_index).ravel(), minlength=rows * classes)
-    gold_count = np.bincount((offsets + gold_index).ravel(), minlength=rows * classes)
-    true_positive, predicted_count, gold_count = (a.reshape(rows, classes).astype(np.float64)
-                                                  for a in (true_positive, predicted_count, gold_count))
+def _weighted_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The average rank (ties averaged, as scipy's ``rankdata``) each example has in each resample."""
+    order, starts, run_of_sorted = _tie_blocks(values)
+    run_totals = np.add.reduceat(counts[:, order], starts, axis=1)
+    run_ranks = np.cumsum(run_totals, axis=1) - run_totals + (run_totals + 1) / 2
+    ranks = np.empty_like(counts)
+    ranks[:, order] = run_ranks[:, run_of_sorted]
+    return ranks
+
+
+def _weighted_correlation(x: np.ndarray, y: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Pearson correlation of x and y in each resample; a resample with no variance on either side counts as 0 (as
+    ``harness.metrics``' NaN-as-0 aggregation would score it)."""
+    total = counts.sum(axis=1, keepdims=True)
+    x_centred = x - (counts * x).sum(axis=1, keepdims=True) / total
+    y_centred = y - (counts * y).sum(axis=1, keepdims=True) / total
+    covariance = (counts * x_centred * y_centred).sum(axis=1)
+    variance = (counts * x_centred**2).sum(axis=1) * (counts * y_centred**2).sum(axis=1)
+    positive = variance > 1e-300
+    return np.divide(covariance, np.sqrt(np.where(positive, variance, 1.0)), out=np.zeros(len(counts)),
+                     where=positive)
+
+
+def _macro_f1(predicted: np.ndarray, gold: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """scikit-learn's macro-F1 of each resample (labels present in its gold or predictions; 0 where undefined)."""
+    labels, encoded = np.unique(np.concatenate([predicted, gold]), return_inverse=True)
+    predicted_index, gold_index = encoded[: len(predicted)], encoded[len(predicted) :]
+    one_hot = np.eye(len(labels))
+    predicted_count = counts @ one_hot[predicted_index]
+    gold_count = counts @ one_hot[gold_index]
+    true_positive = counts @ (one_hot[gold_index] * (predicted_index == gold_index)[:, None])
     present = (predicted_count + gold_count) > 0
-    f1 = np.divide(2 * true_positive, predicted_count + gold_count, out=np.zeros_like(true_positive),
-                   where=present)
-    return (f1 * present).sum(axis=1) / present.sum(axis=1)
+    f1 = np.divide(2 * true_positive, predicted_count + gold_count, out=np.zeros_like(true_positive), where=present)
+    return f1.sum(axis=1) / present.sum(axis=1)
 
 
-def _average_precision(scores: np.ndarray, positive: np.ndarray) -> np.ndarray:
-    """scikit-learn's average precision of each row: sum over distinct score thresholds (descending) of the recall
-    gained there times the precision there."""
-    order = np.argsort(-scores, axis=1, kind="stable")
-    sorted_scores = np.take_along_axis(scores, order, axis=1)
-    true_positives = np.cumsum(np.take_along_axis(positive, order, axis=1), axis=1)
-    block_end = np.ones_like(sorted_scores, dtype=bool)  # the last position of each run of equal scores
-    block_end[:, :-1] = sorted_scores[:, 1:] != sorted_scores[:, :-1]
-    at_ends = np.where(block_end, true_positives, 0)
-    before = np.zeros_like(at_ends)
-    before[:, 1:] = np.maximum.accumulate(at_ends, axis=1)[:, :-1]  # true positives at the previous threshold
-    precision = true_positives / np.arange(1, scores.shape[1] + 1)
-    total = true_positives[:, -1]
-    gained = np.where(block_end, (true_positives - before) * precision, 0.0).sum(axis=1)
-    return np.divide(gained, total, out=np.zeros(len(total)), where=total > 0)
+def _average_precision(scores: np.ndarray, positive: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """scikit-learn's average precision of each resample: over the distinct scores (descending), the recall gained
+    at each times the precision there; 0 for a resample without a positive."""
+    order, starts, _ = _tie_blocks(scores, descending=True)
+    drawn = np.add.reduceat(counts[:, order], starts, axis=1)
+    hits = np.add.reduceat((counts * positive)[:, order], starts, axis=1)
+    cumulative_hits, cumulative_drawn = np.cumsum(hits, axis=1), np.cumsum(drawn, axis=1)
+    precision = np.divide(cumulative_hits, cumulative_drawn, out=np.zeros_like(hits), where=cumulative_drawn > 0)
+    total = cumulative_hits[:, -1]
+    return np.divide((hits * precision).sum(axis=1), total, out=np.zeros(len(total)), where=total > 0)
 
 
-def _statistic(name: str, arrays: dict[str, np.ndarray]) -> np.ndarray:
-    """The statistic (a fraction, not x100) of each row of the ``[resamples, n]`` arrays."""
+def _statistic(name: str, arrays: dict[str, np.ndarray], counts: np.ndarray) -> np.ndarray:
+    """The statistic (a fraction, not x100) of each resample given by ``counts``."""
     if name == "mean":
-        return arrays["values"].mean(axis=1)
+        return counts @ arrays["values"] / counts.sum(axis=1)
     if name == "pearson":
-        return _row_correlation(arrays["predicted"], arrays["gold"])
+        return _weighted_correlation(arrays["predicted"], arrays["gold"], counts)
     if name == "spearman":
-        return _row_correlation(rankdata(arrays["predicted"], axis=1), rankdata(arrays["gold"], axis=1))
+        return _weighted_correlation(_weighted_ranks(arrays["predicted"], counts),
+                                     _weighted_ranks(arrays["gold"], counts), counts)
     if name == "average_precision":
-        return _average_precision(arrays["predicted"], arrays["gold"])
-    return _macro_f1(arrays["predicted"], arrays["gold"], arrays["classes"])
+        return _average_precision(arrays["predicted"], arrays["gold"], counts)
+    return _macro_f1(arrays["predicted"], arrays["gold"], counts)
 
 
 def mean_examples(values: Sequence[float], ids: Sequence | None = None, groups: Sequence[int] | None = None,
