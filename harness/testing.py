@@ -1021,12 +1021,12 @@ def _evaluate(instance: Task, model: Any, ctx: EvalContext, owner: str) -> Any:
 
 def _check_examples(examples: Any, score: float, main_score: str, problems: list[str]) -> None:
     """EvalResult.examples must reproduce the main score, or no interval could be trusted."""
-    from .evaluation.bootstrap import ExampleScores
+    from .evaluation.bootstrap import ExampleScores, reproduces
 
     if not isinstance(examples, ExampleScores):
         problems.append(f"EvalResult.examples is {type(examples).__name__}; give a "
                         "harness.evaluation.bootstrap.ExampleScores (or None).")
-    elif abs(examples.value() - score) > 1e-6 * max(1.0, abs(score)):
+    elif not reproduces(examples.value(), score):
         problems.append(f"EvalResult.examples give {examples.value():.6f}, not the main score {main_score} = "
                         f"{score:.6f}; they must hold what that score is computed from.")
 

@@ -304,6 +304,14 @@ def bootstrap_interval(results: Sequence[ExampleScores] | ExampleScores, resampl
     return percentile_interval(pooled_replicates(results, resamples, seed), confidence)
 
 
+SCORE_TOLERANCE = 1e-3  # points x100: below any reported digit, above BEIR's rounding of its means to 5 decimals
+
+
+def reproduces(recomputed: float, main_score: float) -> bool:
+    """Whether per-example data give the main score (to :data:`SCORE_TOLERANCE`)."""
+    return abs(recomputed - main_score) <= SCORE_TOLERANCE
+
+
 def example_side_file(data: ExampleScores | None, main_score: float, what: str) -> tuple[dict | None, bytes | None]:
     """The record's ``examples`` description and the side file's npz bytes for a task's per-example data, or
     ``(None, None)`` when there is none or it does not reproduce the main score (logged: a task wiring bug must
@@ -314,7 +322,7 @@ def example_side_file(data: ExampleScores | None, main_score: float, what: str) 
         logger.warning("%s: per-example data of type %s ignored (expected ExampleScores)", what, type(data).__name__)
         return None, None
     recomputed = data.value()
-    if not abs(recomputed - main_score) <= 1e-6 * max(1.0, abs(main_score)):
+    if not reproduces(recomputed, main_score):
         logger.warning("%s: the per-example data give %.6f, not the main score %.6f; no interval is stored",
                        what, recomputed, main_score)
         return None, None
