@@ -35,7 +35,7 @@ import hashlib
 import io
 import logging
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -47,6 +47,7 @@ CONFIDENCE = 0.95
 STATISTICS = {"spearman": ("predicted", "gold"), "pearson": ("predicted", "gold"), "mean": ("values",),
               "f1_macro": ("predicted", "gold"), "average_precision": ("predicted", "gold")}
 AGGREGATES = ("pooled", "group-mean")
+CHUNK_ELEMENTS = 4_000_000  # example positions resampled at once (a few [rows, n] float arrays of this size)
 _IDENTITY_ARRAYS = ("gold", "ids")  # arrays that say which examples these are (not how a model did on them)
 
 
@@ -258,16 +259,25 @@ def mean_examples(values: Sequence[float], ids: Sequence | None = None, groups: 
                          aggregate="group-mean" if groups is not None else "pooled")
 
 
-def bootstrap_indices(data: ExampleScores, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> np.ndarray:
-    """``[resamples, n]`` example positions drawn with replacement within each group, laid out group by group. The
-    same (seed, examples' layout) always gives the same matrix, so every model over these examples is resampled
-    alike."""
+def resample_chunks(data: ExampleScores, resamples: int = DEFAULT_RESAMPLES,
+                    seed: int = DEFAULT_SEED) -> Iterator[np.ndarray]:
+    """The resamples as ``[rows, n]`` blocks of example positions (drawn with replacement within each group), at
+    most :data:`CHUNK_ELEMENTS` positions per block so memory stays bounded on large test sets. The same (seed,
+    examples' layout) always gives the same blocks, so every model over these examples is resampled alike."""
     if resamples < 1:
         raise ValueError(f"resamples must be at least 1, got {resamples}")
-    rng = np.random.default_rng([seed, len(data)])
-    blocks = [positions[rng.integers(0, len(positions), size=(resamples, len(positions)))]
-              for positions in data.layout()]
-    return np.concatenate(blocks, axis=1)
+    rows = max(1, CHUNK_ELEMENTS // len(data))
+    layout = data.layout()
+    for number, start in enumerate(range(0, resamples, rows)):
+        rng = np.random.default_rng([seed, len(data), number])
+        count = min(rows, resamples - start)
+        yield np.concatenate([positions[rng.integers(0, len(positions), size=(count, len(positions)))]
+                              for positions in layout], axis=1)
+
+
+def bootstrap_indices(data: ExampleScores, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> np.ndarray:
+    """All ``[resamples, n]`` example positions of :func:`resample_chunks` at once."""
+    return np.concatenate(list(resample_chunks(data, resamples, seed)))
 
 
 def check_same_examples(results: Sequence[ExampleScores]) -> None:
@@ -285,8 +295,8 @@ def pooled_replicates(results: Sequence[ExampleScores], resamples: int = DEFAULT
     if not results:
         raise ExampleDataError("no results to resample")
     check_same_examples(results)
-    indices = bootstrap_indices(results[0], resamples, seed)
-    return np.mean([data.resampled(indices) for data in results], axis=0)
+    return np.concatenate([np.mean([data.resampled(block) for data in results], axis=0)
+                           for block in resample_chunks(results[0], resamples, seed)])
 
 
 def percentile_interval(replicates: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:

@@ -24,9 +24,9 @@ from .bootstrap import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     ExampleScores,
-    bootstrap_indices,
     check_same_examples,
     percentile_interval,
+    resample_chunks,
 )
 
 ALPHA = 0.05
@@ -58,9 +58,11 @@ def paired_replicates(a: Sequence[ExampleScores], b: Sequence[ExampleScores], re
     if not a or not b:
         raise ValueError("each model needs at least one result with per-example data")
     check_same_examples([*a, *b])
-    indices = bootstrap_indices(a[0], resamples, seed)
-    return (np.mean([data.resampled(indices) for data in a], axis=0),
-            np.mean([data.resampled(indices) for data in b], axis=0))
+    replicates_a, replicates_b = [], []
+    for block in resample_chunks(a[0], resamples, seed):
+        replicates_a.append(np.mean([data.resampled(block) for data in a], axis=0))
+        replicates_b.append(np.mean([data.resampled(block) for data in b], axis=0))
+    return np.concatenate(replicates_a), np.concatenate(replicates_b)
 
 
 def p_from_replicates(observed: float, replicates: np.ndarray) -> float:
