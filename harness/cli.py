@@ -119,6 +119,26 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--leaderboards", type=Path, default=None,
                      help="also rebuild leaderboards into this folder after the run")
 
+    rescore = commands.add_parser(
+        "rescore", help="recompute the evaluation of stored cells from their stored checkpoints (adds per-example "
+                        "data to old records); trains nothing",
+        parents=[run], add_help=False, conflict_handler="resolve")
+    rescore.set_defaults(overwrite=False)
+
+    compare = commands.add_parser("compare", help="paired significance test of model A vs model B on the same test "
+                                                  "examples (bootstrap interval, p-value, Holm across tasks)")
+    compare.add_argument("model_a", metavar="A", help="a model spec as for `harness run`, e.g. be")
+    compare.add_argument("model_b", metavar="B", help="another model spec, e.g. be:pooling=cls")
+    compare.add_argument("--tasks", required=True, help="comma-separated tasks or task families, e.g. stsb,senteval")
+    compare.add_argument("--seeds", default=None, help="comma-separated seeds to pool (default 42)")
+    compare.add_argument("--profile", default="quick", help=f"as given to `harness run`: {', '.join(PROFILES)}")
+    compare.add_argument("--backbone", default=None, help="as given to `harness run` (default: the profile's)")
+    compare.add_argument("--train-on", default=None, help="as given to `harness run`, e.g. stsb")
+    compare.add_argument("--results", type=Path, default=None,
+                         help=f"store to read (default ./{DEFAULT_RESULTS}, or HARNESS_RESULTS_DIR)")
+    compare.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    compare.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
+
     validate = commands.add_parser("validate", help="check specs or a matrix without running anything")
     validate.add_argument("--models")
     validate.add_argument("--tasks")
@@ -255,6 +275,7 @@ def _run_config(args, for_validation: bool = False):
         results_dir=_results_dir(getattr(args, "results", None)),
         data_dir=_data_dir(args.data_dir, base.get("data_dir")),
         overwrite=getattr(args, "overwrite", False),
+        rescore=getattr(args, "rescore", False),
         progress=not getattr(args, "no_progress", False) and sys.stderr.isatty(),
         batch_size=_batch_size(getattr(args, "batch_size", None)),
         store_only=getattr(args, "store_only", False),
@@ -426,6 +447,34 @@ def cmd_run(registry, args) -> int:
                                        registry.families(), include_samples=True):
             print(f"wrote {path}")
     return 1 if counts["failed"] else 0
+
+
+def cmd_compare(registry, args) -> int:
+    import json
+
+    from tabulate import tabulate
+
+    from .compare import CompareError, compare, comparison_rows, results_dir_exists
+
+    if args.resamples < 100:
+        raise CompareError(f"--resamples {args.resamples} is too few for a 95% interval; use at least 100.")
+    store = results_dir_exists(_results_dir(args.results))
+    seeds = _seeds(args.seeds) if args.seeds else [42]
+    spec_a, spec_b, comparisons = compare(registry, store, args.model_a, args.model_b, _split(args.tasks), seeds,
+                                          args.profile, args.backbone, args.train_on, args.resamples)
+    if args.json:
+        print(json.dumps({"a": {"label": spec_a.label, "model_key": spec_a.key},
+                          "b": {"label": spec_b.label, "model_key": spec_b.key}, "seeds": seeds,
+                          "resamples": args.resamples, "method": "paired bootstrap over test examples, seeds "
+                          "pooled; two-sided p; Holm across tasks", "tasks": [c.as_dict() for c in comparisons]},
+                         indent=2))
+        return 0
+    headers, rows = comparison_rows(comparisons)
+    print(f"A = {spec_a.label} ({spec_a.key}), B = {spec_b.label} ({spec_b.key}); seeds {','.join(map(str, seeds))}; "
+          f"paired bootstrap over test examples ({args.resamples} resamples)")
+    print(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
+    print("* significant after Holm's correction across the tasks (p < 0.05)")
+    return 0
 
 
 def cmd_validate(registry, args) -> int:
@@ -638,6 +687,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "describe":
             return cmd_describe(registry, args.name)
         if args.command == "run":
+            return cmd_run(registry, args)
+        if args.command == "compare":
+            return cmd_compare(registry, args)
+        if args.command == "rescore":
+            if args.overwrite or args.store_only:
+                raise HarnessError("rescore recomputes evaluations from stored checkpoints; --overwrite (retrain) "
+                                   "and --store-only do not apply: use `harness run` for those.")
+            args.rescore = True
             return cmd_run(registry, args)
         if args.command == "validate":
             return cmd_validate(registry, args)

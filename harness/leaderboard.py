@@ -36,12 +36,15 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import re
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from .leaderboard_stats import attach_statistics, csv_fields, decorate
+from .leaderboard_stats import notes as statistics_notes
 from .store import Store, StoreError, atomic_write_text, check_writable_dir
 
 logger = logging.getLogger(__name__)
@@ -180,7 +183,9 @@ class Table:
         return cell_view(row, column)
 
     def cell_text(self, row: Row, column: str) -> str:
-        return cell_view(row, column).render()
+        view = cell_view(row, column)
+        # interval and tie marks (harness.leaderboard_stats) on numbers only
+        return decorate(self, row, column, view.render()) if view.kind == "value" else view.render()
 
 
 def _ordered(columns: list[str], preferred: list[str]) -> list[str]:
@@ -411,7 +416,7 @@ def _body(table: Table) -> list[list[str]]:
                 row.profile,
                 ",".join(str(s) for s in sorted(row.seeds)),
                 *(table.cell_text(row, column) for column in table.columns),
-                f"{average:.2f}" if average is not None else "incomplete",
+                decorate(table, row, table.average_header, f"{average:.2f}") if average is not None else "incomplete",
             ]
         )
     return body
@@ -455,6 +460,7 @@ def render_markdown(tables: Table | list[Table]) -> str:
           if any(cell.failed_seeds and not cell.values for _, cell in cells) else []),
         *(["`invalid` = the record does not verify (damaged or edited); `harness leaderboard` names the file."]
           if any(cell.invalid_seeds for _, cell in cells) else []),
+        *dict.fromkeys(line for table in sections for line in statistics_notes(table)),
         "",
         f"Hardware: {'; '.join(hardware)}",
         "",
@@ -481,7 +487,8 @@ def render_csv(tables: Table | list[Table]) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["section", "rank", "model", "spec", "model_key", "train_on", "backbone", "profile", "seeds",
                      "hardware", *[f"{c}_mean" for c in columns], *[f"{c}_std" for c in columns],
-                     *[f"{c}_n" for c in columns], *[f"{c}_status" for c in columns], "average"])
+                     *[f"{c}_n" for c in columns], *[f"{c}_status" for c in columns], "average",
+                     *[f"{c}_{field}" for c in (*columns, "average") for field in ("ci_low", "ci_high", "mark")]])
     for number, table in enumerate(sections, start=1):
         for rank, row, average in table.ranked():
             means, stds, counts, statuses = [], [], [], []
@@ -495,7 +502,10 @@ def render_csv(tables: Table | list[Table]) -> str:
             writer.writerow([number, rank or "", row.label, row.spec, row.model_key, row.train_on or "",
                              row.backbone, row.profile, " ".join(str(s) for s in sorted(row.seeds)),
                              "; ".join(sorted(row.hardware)), *means, *stds, *counts, *statuses,
-                             f"{average:.4f}" if average is not None else ""])
+                             f"{average:.4f}" if average is not None else "",
+                             *[value for c in columns for value in
+                               (csv_fields(table, row, c) if c in table.columns else ["", "", ""])],
+                             *csv_fields(table, row, table.average_header)])
     # The csv's last column is "average" of the row's section; with mixed metrics only the averaged_metric columns.
     return buffer.getvalue()
 
@@ -508,7 +518,8 @@ def render_latex(tables: Table | list[Table]) -> str:
         title = f"% {table.title}\n" if table.title else ""
         parts.append(title + tabulate(_body(table), headers=_header(table), tablefmt="latex_booktabs",
                                       disable_numparse=True) + "\n")
-    return "\n".join(parts)
+    # significance bold (harness.leaderboard_stats) in LaTeX
+    return re.sub(r"\*\*(.+?)\*\*", r"\\textbf{\1}", "\n".join(parts))
 
 
 def render_html(tables: Table | list[Table], output_dir: Path | None = None) -> str:
@@ -539,6 +550,8 @@ def write_leaderboards(
     records on an evaluation sample that were left out in ``store.sample_records``."""
     check_writable_dir(Path(output_dir), "the leaderboard folder")
     tables = collect_tables(store, family_members, include_samples)
+    for table in tables:
+        attach_statistics(table)  # bootstrap intervals and tie marks (harness.leaderboard_stats)
     for path, reason in store.skipped:  # the caller reports them (the CLI: one line each, then exits non-zero)
         logger.debug("invalid record %s: %s", path, reason)
     written = []

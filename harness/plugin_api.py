@@ -267,6 +267,9 @@ class EvalResult:
     scores: dict[str, float]  # metric name -> value x 100 where the metric is a correlation or a ratio
     dataset_checksum: str
     details: dict[str, Any] = field(default_factory=dict)  # e.g. number of examples, first-stage retriever
+    # What resampling the main score needs (harness.evaluation.bootstrap.ExampleScores): stored beside the record,
+    # it gives the score's bootstrap interval and paired tests (`harness compare`). None: no interval.
+    examples: Any = None
 
 
 class Task:

@@ -25,8 +25,11 @@ from .store import (
     InvalidRecordError,
     Store,
     _field_problem,
+    atomic_write_bytes,
     atomic_write_text,
     check_writable_dir,
+    examples_path,
+    read_examples,
     read_record,
     record_problem,
     seal_record,
@@ -133,6 +136,7 @@ def publish(
     checks = _DataChecks(registry, data_dir)
     refused: list[str] = []
     chosen: list[tuple[Path, dict, bool]] = []
+    side_files: dict[Path, bytes] = {}  # source record -> its verified per-example file (copied with it)
     for path in source.record_files():
         try:
             record, unsigned = _load(path, trust_unsigned)
@@ -143,9 +147,12 @@ def publish(
         if not selection.matches(record):
             continue
         problem = _publish_problem(record, checks, result.warnings, path)
-        if problem:
-            refused.append(f"{path}: {problem}")
+        content, side_problem = read_examples({**record, "_path": str(path)})
+        if problem or side_problem:
+            refused.append(f"{path}: {problem or side_problem + ' (rescore the cell to rewrite it)'}")
             continue
+        if content is not None:
+            side_files[path] = content
         chosen.append((path, record, unsigned))
     if refused:
         raise PublishError(f"{len(refused)} chosen record(s) cannot be published, so nothing was: "
@@ -153,24 +160,30 @@ def publish(
     if not chosen:
         raise PublishError(f"no record in {source.root} matches the selection; nothing to publish.")
     check_writable_dir(target.root, "the published set")
-    plans: list[tuple[Path, dict]] = []
+    plans: list[tuple[Path, dict, bytes | None]] = []
     conflicts: list[str] = []
-    for _path, record, unsigned in chosen:
+    for path, record, unsigned in chosen:
         destination = target.record_path(record["model_key"], record["seed"], record["task"]["key"])
         published = seal_record({**record, "published": _provenance(record, unsigned, same_store)})
         existing = _existing(destination)
         if existing is not None and _without_publication(existing) == _without_publication(published):
             if not same_store or existing.get("published"):
                 result.unchanged.append(destination)
+                if path in side_files and not same_store and not examples_path(destination).exists():
+                    atomic_write_bytes(examples_path(destination), side_files[path])
                 continue
         elif existing is not None and not overwrite and not same_store:
             conflicts.append(f"{destination} holds another result for this cell")
             continue
-        plans.append((destination, published))
+        plans.append((destination, published, side_files.get(path) if not same_store else None))
     if conflicts:
         raise PublishError(f"{len(conflicts)} cell(s) are already published with other results, so nothing was "
                            "published: " + "; ".join(conflicts[:8]) + ". Pass --overwrite to replace them.")
-    for destination, published in plans:
+    for destination, published, side_file in plans:
+        if side_file is not None:
+            atomic_write_bytes(examples_path(destination), side_file)  # before the record that names it
+        elif not same_store and examples_path(destination).exists():
+            examples_path(destination).unlink()  # the replaced record's: no record names it any more
         atomic_write_text(destination, json.dumps(published, indent=2, sort_keys=True, allow_nan=False) + "\n")
         result.written.append(destination)
         if not same_store:

@@ -29,6 +29,7 @@ from .data import TrainingSplits, check_data_dir
 from .device import check_device_name, hardware_description, resolve_device, seed_everything
 from .environment import environment_record
 from .errors import DataFileError, HarnessError, IncompatibleError, InvalidOptionError, MissingDataError
+from .evaluation.bootstrap import example_side_file
 from .executors import make_executor
 from .hub import check_backbone
 from .matrix import check_seeds
@@ -83,6 +84,7 @@ class RunConfig:
     results_dir: Path = Path("results")
     data_dir: Path | None = None
     overwrite: bool = False
+    rescore: bool = False  # recompute every cell's evaluation from stored checkpoints; never train (harness rescore)
     progress: bool = True
     batch_size: int | None = None
     store_only: bool = False  # answer every cell from the store; refuse (saying why) if one would be computed
@@ -152,6 +154,10 @@ class TrainingJob:
         return f"{self.spec.label} seed {self.seed}"
 
 
+class RescoreError(HarnessError):
+    """``harness rescore`` met a trained spec without a usable checkpoint."""
+
+
 @dataclass
 class CellResult:
     """A computed cell before it is stored: the record (status ok, missing or failed) and the line that reports it.
@@ -164,6 +170,7 @@ class CellResult:
     record: dict
     message: str = ""
     keeps_ok: bool = False  # a data problem: a stored ok record of the cell is kept, not replaced by this one
+    examples: bytes | None = None  # the per-example side file (npz) of an ok record with ``record["examples"]``
 
 
 def _data_dir_text(path: Path | None) -> str | None:
@@ -572,6 +579,9 @@ class Runner:
                 report_record = training_record.get("report")
                 self._training_data_checksums[cache_key] = training_record.get("source_checksum")
             else:
+                if self.config.rescore:  # rescore evaluates what was trained; it never trains
+                    raise RescoreError(f"cannot rescore {spec.label} seed {seed}: its checkpoint {checkpoint} "
+                                       f"cannot be loaded ({problem}); train it with `harness run` instead.")
                 if problem not in ("--overwrite", "not built yet"):
                     logger.warning("checkpoint %s cannot be used: %s; training it again", checkpoint, problem)
                 check_checkpoint_target(checkpoint)  # before training, not after it
@@ -652,6 +662,8 @@ class Runner:
     def run(self, plan: Plan | None = None, executor: Any = None) -> list[CellOutcome]:
         """Compute the plan's cells (``executor``: a harness.executors executor, by default the config's)."""
         plan = plan or self.plan()
+        if self.config.rescore:
+            self.check_rescore(plan)
         executor = executor or make_executor(self.config)
         executor.start(self, plan)  # checks that can fail (Ray missing, cluster unreachable) before any cell runs
         outcomes: list[CellOutcome] = []
@@ -675,6 +687,22 @@ class Runner:
         # by this process only (store_result), so the store stays consistent whatever the workers do.
         outcomes += executor.run(self, plan, jobs, hardware)
         return in_plan_order(plan, outcomes)
+
+    def check_rescore(self, plan: Plan) -> None:
+        """``harness rescore`` needs every trained spec's checkpoint: refuse before any cell runs when one is not
+        usable (rescore never trains)."""
+        problems = {}
+        for planned in plan.models:
+            for task_spec in planned.tasks:
+                trained = self.trained_spec(planned.spec, task_spec)
+                for seed in plan.seeds if trained.train_on is not None else ():
+                    problem = self._checkpoint_problem(trained, self.store.checkpoint_dir(trained.key, seed))
+                    if problem is not None:
+                        problems[(trained.label, seed)] = problem
+        if problems:
+            shown = "; ".join(f"{label} seed {seed}: {why}" for (label, seed), why in list(problems.items())[:4])
+            raise RescoreError(f"cannot rescore {len(problems)} trained model(s) without a usable checkpoint "
+                               f"({shown}); train them with `harness run`, rescore recomputes evaluations only.")
 
     def pending_jobs(self, plan: Plan, answers: dict, hardware: str,
                      outcomes: list[CellOutcome]) -> list[TrainingJob]:
@@ -786,8 +814,8 @@ class Runner:
                 for task_spec in planned.tasks:
                     cell = (spec.key, seed, task_spec.key)
                     label = f"{spec.label} seed {seed} {task_spec.label}"
-                    if self.config.overwrite:
-                        reasons[cell] = (label, "--overwrite")
+                    if self.config.overwrite or self.config.rescore:
+                        reasons[cell] = (label, "--overwrite" if self.config.overwrite else "rescore")
                         continue
                     record, invalid = self.store.lookup(*cell)
                     path = self.store.record_path(*cell)
@@ -849,7 +877,7 @@ class Runner:
                 logger.error("%s seed %s %s: %s The stored ok result (computed from the data as it was) is kept; fix "
                              "the data and run again.", spec.label, seed, task_spec.label, result.message)
                 return CellOutcome(spec, seed, task_spec, "failed", None, result.message)
-        self.store.write(spec.key, seed, task_spec.key, result.record)
+        self.store.write(spec.key, seed, task_spec.key, result.record, examples=result.examples)
         if result.status == "failed":
             # The reason is in the outcome (the CLI prints each distinct reason once, after the run's table).
             self.log(f"  {spec.label} seed {seed} {task_spec.label}: failed")
@@ -947,7 +975,10 @@ class Runner:
             **self._budget_record(trained, seed),
             "timings": {"model_seconds": round(train_seconds, 3), "eval_seconds": round(eval_seconds, 3)},
         }
-        return CellResult(spec, seed, task_spec, "ok", record)
+        description, side_file = example_side_file(result.examples, record["main_score"], task_spec.label)
+        if description is not None:
+            record["examples"] = description
+        return CellResult(spec, seed, task_spec, "ok", record, examples=side_file)
 
 
 def in_plan_order(plan: Plan, outcomes: list[CellOutcome]) -> list[CellOutcome]:

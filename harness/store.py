@@ -340,6 +340,11 @@ def _field_problem(record: dict) -> str | None:
                 return f"score {name!r} is {value!r}, not a finite number"
         if not isinstance(record.get("dataset_checksum"), str):
             return "dataset_checksum is missing"
+        examples = record.get("examples")
+        if examples is not None and not (isinstance(examples, dict) and isinstance(examples.get("statistic"), str)
+                                         and isinstance(examples.get("sha256"), str)
+                                         and _HEX64.match(examples["sha256"])):
+            return "examples (the per-example side file's description) lacks its statistic or sha256"
     elif not isinstance(record.get("message"), str):
         return f"a {status} record needs a 'message' saying why"
     return None
@@ -417,6 +422,32 @@ def _not_a_regular_file(path: Path) -> str | None:
     return "a socket or device"
 
 
+EXAMPLES_SUFFIX = ".examples.npz"
+
+
+def examples_path(record_path: Path) -> Path:
+    """The per-example side file of the record at ``record_path`` (``<task-key>.examples.npz`` beside it)."""
+    record_path = Path(record_path)
+    return record_path.with_name(record_path.stem + EXAMPLES_SUFFIX)
+
+
+def read_examples(record: dict) -> tuple[bytes | None, str | None]:
+    """A valid record's per-example side file: ``(content, None)``, ``(None, reason)`` when it is absent or does
+    not match the sha256 the record names, ``(None, None)`` when the record has none (stored before harness kept
+    per-example data, or by a task that keeps none). ``record`` carries ``_path`` (as :meth:`Store.records` gives)."""
+    description = record.get("examples")
+    if not description or not record.get("_path"):
+        return None, None
+    path = examples_path(Path(record["_path"]))
+    try:
+        content = path.read_bytes()
+    except OSError:
+        return None, f"its per-example file {path} is missing"
+    if hashlib.sha256(content).hexdigest() != description["sha256"]:
+        return None, f"its per-example file {path} does not match the sha256 its record names"
+    return content, None
+
+
 def reuse_problem(
     record: dict,
     *,
@@ -485,7 +516,9 @@ class Store:
         record, _ = self.lookup(model_key, seed, task_key)
         return record is not None and record["status"] == "ok"
 
-    def write(self, model_key: str, seed: int, task_key: str, record: dict) -> Path:
+    def write(self, model_key: str, seed: int, task_key: str, record: dict, examples: bytes | None = None) -> Path:
+        """Store a record; ``examples`` is its per-example side file (npz), whose sha256 ``record["examples"]``
+        names. The side file is written first: a crash in between leaves a side file no record names (unused)."""
         path = self.record_path(model_key, seed, task_key)
         if path.is_dir() and not path.is_symlink():
             raise StoreError(f"cannot store the record {path}: a folder has its name; remove or rename that folder "
@@ -494,6 +527,13 @@ class Store:
         problem = record_problem(sealed, path)
         if problem:  # a bug in the caller: never store what would be rejected when read
             raise ValueError(f"refusing to store an invalid record at {path}: {problem}")
+        side_file = examples_path(path)
+        if examples is not None:
+            if (sealed.get("examples") or {}).get("sha256") != hashlib.sha256(examples).hexdigest():
+                raise ValueError(f"refusing to store {side_file}: the record does not name its sha256")
+            atomic_write_bytes(side_file, examples)
+        elif side_file.exists():
+            side_file.unlink()  # a recomputed record without per-example data: never leave the old one beside it
         atomic_write_text(path, json.dumps(sealed, indent=2, sort_keys=True, allow_nan=False) + "\n")
         return path
 

@@ -1019,6 +1019,18 @@ def _evaluate(instance: Task, model: Any, ctx: EvalContext, owner: str) -> Any:
                                  f"{ctx.profile.name}, max_eval_examples {ctx.profile.max_eval_examples}).") from exc
 
 
+def _check_examples(examples: Any, score: float, main_score: str, problems: list[str]) -> None:
+    """EvalResult.examples must reproduce the main score, or no interval could be trusted."""
+    from .evaluation.bootstrap import ExampleScores, reproduces
+
+    if not isinstance(examples, ExampleScores):
+        problems.append(f"EvalResult.examples is {type(examples).__name__}; give a "
+                        "harness.evaluation.bootstrap.ExampleScores (or None).")
+    elif not reproduces(examples.value(), score):
+        problems.append(f"EvalResult.examples give {examples.value():.6f}, not the main score {main_score} = "
+                        f"{score:.6f}; they must hold what that score is computed from.")
+
+
 def _check_result(result: Any, main_score: str, checksum: str, problems: list[str]) -> float:
     if not isinstance(result, EvalResult):
         problems.append(f"evaluate returned {type(result).__name__}; return harness.EvalResult(scores, "
@@ -1040,6 +1052,8 @@ def _check_result(result: Any, main_score: str, checksum: str, problems: list[st
         if not math.isfinite(number):
             problems.append(f"score {key!r} is {number}; scores must be finite (for input a metric is undefined "
                             "on, raise a HarnessError saying why, as harness.spearman does).")
+    if result.examples is not None and main_score in result.scores:
+        _check_examples(result.examples, float(result.scores[main_score]), main_score, problems)
     if result.dataset_checksum != checksum:
         problems.append(f"EvalResult.dataset_checksum ({str(result.dataset_checksum)[:16]}...) differs from "
                         f"check_data() ({checksum[:16]}...); both must be the checksum of the data evaluated, so a "

@@ -60,6 +60,7 @@ from harness import (
     files_checksum,
     hookimpl,
 )
+from harness.evaluation.bootstrap import mean_examples
 from harness.evaluation.first_stage import EmbedderFirstStage, first_stage_from_context
 from harness.evaluation.maxsim import MaxSimIndex
 from harness.evaluation.sampling import sample_items
@@ -205,6 +206,17 @@ def maxsim_search(query_vectors: list[np.ndarray], encode_documents: Callable[[i
 
 
 # -- the task ------------------------------------------------------------------------------------------------------
+def per_query_ndcg(qrels: dict, results: dict) -> Any:
+    """Each evaluated query's nDCG@10 (pytrec_eval, as BEIR's ``EvaluateRetrieval.evaluate``, whose mean over them
+    is the main score; ``results`` as that call left them, the query's own id removed) for a bootstrap interval.
+    BEIR rounds its mean to 5 decimals; the per-query values are not rounded."""
+    import pytrec_eval
+
+    per_query = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(results)
+    query_ids = sorted(per_query)
+    return mean_examples([per_query[query_id]["ndcg_cut_10"] for query_id in query_ids], ids=query_ids)
+
+
 class BeirTask(Task):
     """One dataset in BEIR's format; ``dataset_name`` is its folder name (set by :func:`task_class`)."""
 
@@ -268,7 +280,8 @@ class BeirTask(Task):
         for table in (ndcg, mean_ap, recall, precision, mrr):
             for name, value in table.items():
                 scores[name.lower()] = 100 * float(value)
-        return EvalResult(scores, files_checksum(self.data_files(folder)), details)
+        return EvalResult(scores, files_checksum(self.data_files(folder)), details,
+                          examples=per_query_ndcg(qrels, results))
 
     def _texts(self, corpus: dict, document_ids: Sequence[str], start: int, stop: int) -> list[str]:
         return [document_text(corpus[doc_id]) for doc_id in document_ids[start:stop]]

@@ -82,6 +82,7 @@ from harness import (
     resolve_dataset_dir,
     spearman,
 )
+from harness.evaluation.bootstrap import ExampleScores
 from harness.evaluation.pairs import score_pairs
 from harness.evaluation.probe import (  # noqa: F401  (macro_f1: re-exported, the probe's metric)
     PROBE_VARIANTS,
@@ -297,6 +298,7 @@ class ArgumentSimilarityTask(BWSTask):
         return EvalResult(
             scores={"spearman": 100 * spearman(predicted, test.gold), "pearson": 100 * pearson(predicted, test.gold)},
             dataset_checksum=files_checksum([self.path()]),
+            examples=ExampleScores("spearman", {"predicted": predicted, "gold": test.gold}),
             details={
                 "pairs": {name: len(split) for name, split in splits.items()},
                 "evaluated_pairs": len(test),
@@ -470,6 +472,7 @@ class TopicProbeTask(BWSTask):
         )
         return EvalResult(
             scores=probe.scores(),
+            examples=probe.examples(self.metadata.main_score),
             dataset_checksum=files_checksum([self.path()]),
             details={
                 "sentences": {name: len(split) for name, split in splits.items()},

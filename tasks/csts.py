@@ -60,6 +60,7 @@ from harness import (
     read_text_lines,
     spearman,
 )
+from harness.evaluation.bootstrap import ExampleScores
 from harness.evaluation.sampling import evaluation_sample
 from harness.nn.spans import normalise_spans
 
@@ -236,6 +237,7 @@ class CSTS(Task):
         paths = self.paths()
         scores: dict[str, float] = {}
         details: dict[str, Any] = {}
+        examples = None
         for split in ("validation", "test"):
             if split not in paths:
                 details[f"{split}_status"] = f"{FILES[split]} not in {self.folder()}; not scored"
@@ -249,9 +251,11 @@ class CSTS(Task):
             split_details: dict[str, Any] = {}
             predicted = self.similarities(model, pairs, ctx, split_details)
             scores[f"spearman_{split}"] = 100.0 * spearman(predicted, pairs.labels)
+            if split == "validation":  # the main score's pairs, resampled for its bootstrap interval
+                examples = ExampleScores("spearman", {"predicted": predicted, "gold": pairs.labels})
             details[split] = {"rows": len(pairs), **split_details}
         scores["spearman"] = scores["spearman_validation"]
-        return EvalResult(scores, checksum, details)
+        return EvalResult(scores, checksum, details, examples=examples)
 
 
 @hookimpl

@@ -45,7 +45,7 @@ from harness import (
     read_text_lines,
     resolve_dataset_dir,
 )
-from harness.evaluation.pairs import PairSet, correlation_scores, score_pair_sets
+from harness.evaluation.pairs import PairSet, correlation_scores, pair_examples, score_pair_sets
 from harness.evaluation.sampling import evaluation_sample
 
 logger = logging.getLogger(__name__)
@@ -166,6 +166,7 @@ class STSTask(Task):
             scores=self.aggregate(pair_sets, predictions),
             dataset_checksum=files_checksum(paths),
             details={"pairs": {p.name: len(p) for p in pair_sets}, "options": self.options},
+            examples=pair_examples(pair_sets, predictions, self.options.get("aggregation", "all")),
         )
 
     def aggregate(self, pair_sets: list[PairSet], predictions: list[np.ndarray]) -> dict[str, float]:

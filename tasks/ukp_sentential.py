@@ -229,6 +229,7 @@ class UKPSententialTopics(Task):
         )
         return EvalResult(
             scores=probe.scores(),
+            examples=probe.examples(self.metadata.main_score),
             dataset_checksum=files_checksum(self.paths()),
             details={
                 "sentences": {name: len(split) for name, split in splits.items()},

@@ -44,6 +44,8 @@ def test_embedder_numbers_are_beirs_exact_search(tmp_path):
     assert result.exit_code == 0, result.stderr
     (record,) = stored(tmp_path, "beir.tiny")
     assert record["details"]["retrieval"] == "exact cosine over every document"
+    assert record["examples"]["statistic"] == "mean"  # per-query nDCG@10 kept beside it: a bootstrap interval
+    assert list(tmp_path.glob("*/seed-42/beir.tiny.examples.npz"))
 
     embedder = ht.HashingEmbedder()
 

@@ -107,6 +107,7 @@ def test_askubuntu_equals_useb(exact_useb, buckets, split):
         assert_same(result.scores, reference, {"map": "map_askubuntu_title", "mrr": "mrr_askubuntu_title",
                                                "p@1": "p@1_askubuntu_title", "p@5": "p@5_askubuntu_title"})
     assert result.details["queries"] == (9 if split == "test" else 4)  # the query without gold is skipped
+    assert result.examples.value() == pytest.approx(result.scores["map"])  # per-query AP for its interval
     assert 0 <= result.scores["mrr@10"] <= result.scores["mrr"]
 
 
@@ -129,6 +130,7 @@ def test_cqadupstack_embedder_equals_useb(exact_useb, split):
         mapping[f"map@100.{forum}"] = f"map@100_cqadupstack_{forum}"
         mapping[f"ndcg@10.{forum}"] = f"ndcg@10_cqadupstack_{forum}"
     assert_same(result.scores, reference, mapping)
+    assert result.examples.value() == pytest.approx(result.scores["map@100"])  # mean over forums of per-query AP
     assert result.details["ranking"].startswith("embedder")
     assert "first_stage" not in result.details
 
@@ -201,6 +203,7 @@ def test_twitterpara_equals_useb(exact_useb):
             "ap": "ap_twitter_avg", "ap.pit": "ap_twitter_pit", "ap.twitterurl": "ap_twitter_twitterurl",
             "spearman": "spearman_twitter_avg", "spearman.pit": "spearman_twitter_pit",
             "spearman.twitterurl": "spearman_twitter_twitterurl"})
+        assert result.examples.value() == pytest.approx(result.scores["ap"])  # judged pairs, mean over datasets
 
 
 def test_twitterpara_bundled_release_equals_useb(exact_useb, tmp_path, monkeypatch):
@@ -240,6 +243,7 @@ def test_scidocs_equals_useb(exact_useb, split):
             mapping[f"map.{subtask}"] = f"map_scidocs_{subtask}_cosine"
             mapping[f"ndcg.{subtask}"] = f"ndcg_scidocs_{subtask}_cosine"
         assert_same(result.scores, reference, mapping)
+        assert result.examples.value() == pytest.approx(result.scores["map"])  # mean over sub-tasks
     data = json.loads((DATA_EVAL / "scidocs" / "data.json").read_text())
     titled = {subtask: sum(1 for q in qrels if (data["corpus"].get(q) or {}).get("title"))
               for subtask, qrels in data[split].items()}
@@ -369,7 +373,8 @@ def test_family_runs_end_to_end_with_missing_members(tmp_path, monkeypatch):
     header = [cell.strip() for cell in header_row.strip("|").split("|")]
     by_column = dict(zip(header, cells))
     assert [by_column[m] for m in ("askubuntu", "cqadupstack", "scidocs")] == ["missing"] * 3
-    assert float(by_column["twitterpara"]) == pytest.approx(outcome_score(outcomes, "twitterpara"), abs=0.005)
+    value, interval = by_column["twitterpara"].split(" ", 1)  # the score and its bootstrap interval
+    assert float(value) == pytest.approx(outcome_score(outcomes, "twitterpara"), abs=0.005) and interval.startswith("[")
     average_column = next(column for column in header if column.startswith("average"))  # "average (map)"
     assert by_column[average_column] == "incomplete"
 

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from harness.capabilities import as_pair_scorer
+from harness.evaluation.bootstrap import ExampleScores
 from harness.metrics import pearson, spearman
 
 logger = logging.getLogger(__name__)
@@ -79,3 +80,17 @@ def correlation_scores(pair_sets: Sequence[PairSet], predictions: Sequence[np.nd
         for pair_set, value in zip(pair_sets, spearman_per_set):
             scores[f"spearman.{pair_set.name}"] = value
     return scores
+
+
+def pair_examples(pair_sets: Sequence[PairSet], predictions: Sequence[np.ndarray], aggregation: str = "all",
+                  statistic: str = "spearman") -> ExampleScores:
+    """What resampling a correlation main score needs (harness.evaluation.bootstrap): every pair's prediction and
+    gold, its set as the group (resampled within sets), and the aggregation of :func:`correlation_scores`:
+    ``"all"`` (pairs pooled: ``<statistic>_all``) or ``"mean"`` (mean over sets: ``<statistic>_mean``)."""
+    groups = np.repeat(np.arange(len(pair_sets)), [len(p) for p in pair_sets]) if len(pair_sets) > 1 else None
+    return ExampleScores(
+        statistic,
+        {"predicted": np.concatenate(list(predictions)),
+         "gold": np.concatenate([np.asarray(p.gold, dtype=np.float64) for p in pair_sets])},
+        groups=groups, aggregate="group-mean" if aggregation == "mean" and groups is not None else "pooled",
+    )

@@ -38,6 +38,7 @@ from torch import nn
 
 from harness.capabilities import as_embedder
 from harness.device import seed_everything
+from harness.evaluation.bootstrap import ExampleScores
 from harness.nn.classification import classification_head
 from harness.training import TrainConfig, fit
 
@@ -95,9 +96,19 @@ class ProbeResult:
     best_epoch: int | None
     dev_history: list[float] = field(default_factory=list)
     predictions: np.ndarray | None = None  # test predictions (label ids)
+    gold: np.ndarray | None = None  # test labels (label ids)
 
     def scores(self) -> dict[str, float]:
         return {"f1_macro": self.f1_macro, "accuracy": self.accuracy}
+
+    def examples(self, metric: str = "f1_macro") -> ExampleScores | None:
+        """The test predictions and labels that resample ``metric`` (``f1_macro`` or ``accuracy``) for a bootstrap
+        interval (harness.evaluation.bootstrap)."""
+        if self.predictions is None or self.gold is None:
+            return None
+        if metric == "accuracy":
+            return ExampleScores("mean", {"values": (self.predictions == self.gold).astype(np.float64)})
+        return ExampleScores("f1_macro", {"predicted": self.predictions, "gold": self.gold})
 
     def details(self) -> dict[str, Any]:
         return {"best_epoch": self.best_epoch, "dev_f1_macro_history": self.dev_history}
@@ -144,6 +155,7 @@ def train_probe(
         best_epoch=report.best_epoch,
         dev_history=report.dev_history,
         predictions=predicted,
+        gold=test.labels,
     )
 
 

@@ -84,28 +84,36 @@ def _gold_matrix(gold: Sequence[np.ndarray], width: int) -> np.ndarray:
     return matrix
 
 
-def hit_metrics(hits: np.ndarray, gold_counts: np.ndarray, ks: Sequence[int] = DEFAULT_KS) -> dict[str, float]:
+def per_query_hit_metrics(hits: np.ndarray, gold_counts: np.ndarray,
+                          ks: Sequence[int] = DEFAULT_KS) -> dict[str, np.ndarray]:
     """``hits`` ``[n_queries, depth]`` (True where the ranked item is gold, padding False), ``gold_counts``
-    ``[n_queries]``: P@1 and R@k as fractions, averaged over queries."""
+    ``[n_queries]``: each query's P@1 and R@k as fractions (what a bootstrap interval resamples)."""
     metrics = {}
     for name, k in zip(_metric_names(ks), ks):
         if k == 1:
-            metrics[name] = float(hits[:, :1].any(axis=1).mean())
+            metrics[name] = hits[:, :1].any(axis=1).astype(np.float64)
         else:
-            metrics[name] = float((hits[:, :k].sum(axis=1) / gold_counts).mean())
+            metrics[name] = hits[:, :k].sum(axis=1) / gold_counts
     return metrics
 
 
+def hit_metrics(hits: np.ndarray, gold_counts: np.ndarray, ks: Sequence[int] = DEFAULT_KS) -> dict[str, float]:
+    """P@1 and R@k as fractions, averaged over queries (:func:`per_query_hit_metrics`)."""
+    return {name: float(values.mean()) for name, values in per_query_hit_metrics(hits, gold_counts, ks).items()}
+
+
 def retrieval_metrics(corpus_vectors: np.ndarray, queries: RetrievalQueries, ks: Sequence[int] = DEFAULT_KS,
-                      chunk: int = DEFAULT_CHUNK) -> dict[str, float]:
-    """P@1 and R@k (fractions) of item retrieval: each query against every other corpus item."""
+                      chunk: int = DEFAULT_CHUNK, per_query: bool = False) -> dict[str, float] | dict[str, np.ndarray]:
+    """P@1 and R@k (fractions) of item retrieval: each query against every other corpus item (``per_query``: each
+    query's values instead of their means)."""
     if len(queries.rows) == 0:
         raise ValueError("no queries to evaluate")
     hits = []
     for start, indices in _ranked_chunks(corpus_vectors, queries, max(ks), chunk):
         gold = _gold_matrix(queries.gold[start : start + len(indices)], len(corpus_vectors))
         hits.append(np.take_along_axis(gold, indices, axis=1))
-    return hit_metrics(np.concatenate(hits), np.array([len(g) for g in queries.gold]), ks)
+    metrics = hit_metrics if not per_query else per_query_hit_metrics
+    return metrics(np.concatenate(hits), np.array([len(g) for g in queries.gold]), ks)
 
 
 def first_occurrences(units: np.ndarray) -> np.ndarray:
@@ -122,7 +130,8 @@ def first_occurrences(units: np.ndarray) -> np.ndarray:
 
 def unit_retrieval_metrics(corpus_vectors: np.ndarray, queries: RetrievalQueries, unit_of_item: np.ndarray,
                            candidates: int, ks: Sequence[int] = DEFAULT_KS,
-                           chunk: int = DEFAULT_CHUNK) -> dict[str, float]:
+                           chunk: int = DEFAULT_CHUNK,
+                           per_query: bool = False) -> dict[str, float] | dict[str, np.ndarray]:
     """P@1 and R@k (fractions) of retrieving units (sentences, documents): the ``candidates`` best items of each
     query are retrieved, each unit scored by its best item among them; gold units are those of the gold items."""
     if len(queries.rows) == 0:
@@ -143,4 +152,5 @@ def unit_retrieval_metrics(corpus_vectors: np.ndarray, queries: RetrievalQueries
         row_index, position = np.nonzero(first & (unit_rank < depth))
         chunk_hits[row_index, unit_rank[row_index, position]] = gold[row_index, units[row_index, position]]
         hits.append(chunk_hits)
-    return hit_metrics(np.concatenate(hits), np.array([len(g) for g in gold_units]), ks)
+    metrics = hit_metrics if not per_query else per_query_hit_metrics
+    return metrics(np.concatenate(hits), np.array([len(g) for g in gold_units]), ks)

@@ -63,6 +63,7 @@ from harness import (
     hookimpl,
     resolve_dataset_dir,
 )
+from harness.evaluation.bootstrap import mean_examples
 from harness.evaluation.retrieval import DEFAULT_KS, retrieval_metrics, unit_retrieval_metrics
 
 from .collection import (
@@ -203,14 +204,17 @@ class PropSegmentRetrieval(Task):
                                       ctx.profile.max_eval_examples)
         vectors = encoded_corpus(model, collection, (checksum, ctx.profile.max_eval_examples))
         if self.level == "proposition":
-            fractions = retrieval_metrics(vectors, collection.queries)
+            per_query = retrieval_metrics(vectors, collection.queries, per_query=True)
         else:
             units = collection.sentence_of_item if self.level == "sentence" else collection.document_of_item
-            fractions = unit_retrieval_metrics(vectors, collection.queries, units, self.options["candidates"])
+            per_query = unit_retrieval_metrics(vectors, collection.queries, units, self.options["candidates"],
+                                               per_query=True)
+        fractions = {name: float(values.mean()) for name, values in per_query.items()}
         details = {"level": self.level, **collection.stats}
         if self.level != "proposition":
             details["candidates"] = self.options["candidates"]
-        return EvalResult({name: 100.0 * value for name, value in fractions.items()}, checksum, details)
+        return EvalResult({name: 100.0 * value for name, value in fractions.items()}, checksum, details,
+                          examples=mean_examples(per_query[self.metadata.main_score], ids=collection.queries.rows))
 
     # -- training data --------------------------------------------------------------------------------------------
     def training_data(self, kind: str, ctx=None) -> TrainingSplits | None:

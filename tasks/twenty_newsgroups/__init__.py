@@ -275,6 +275,7 @@ class NewsgroupsProbe(Task):
         )
         return EvalResult(
             scores=probe.scores(),
+            examples=probe.examples(self.metadata.main_score),
             dataset_checksum=files_checksum(self.paths()),
             details={
                 "documents": {name: len(evaluated[name]) for name in SPLITS},

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from harness import EvalResult, Option, data_error, files_checksum
+from harness.evaluation.bootstrap import mean_examples
 from harness.evaluation.pairs import score_pairs
 from harness.evaluation.ranking import rerank_metrics, stable_rank
 from harness.evaluation.sampling import sample_items
@@ -115,4 +116,5 @@ class AskUbuntu(UsebTask):
             dataset_checksum=files_checksum(self.data_files()),
             details={"queries": len(queries), "pairs": len(first), "split": self.options["split"],
                      "text": self.options["text"], "queries_without_gold_in_candidates": without_gold},
+            examples=mean_examples(per_query[self.metadata.main_score], ids=[q.query_id for q in queries]),
         )

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from harness import EvalResult, Option, data_error, files_checksum
+from harness.evaluation.bootstrap import mean_examples
 from harness.evaluation.first_stage import (
     BM25,
     encode_multi_once,
@@ -134,6 +135,7 @@ class CQADupStack(UsebTask):
         scores: dict[str, float] = {}
         details: dict[str, Any] = {"split": self.options["split"], "forums": {}}
         first_stage = None
+        per_query: dict[str, list] = {"ap": [], "forum": [], "id": []}  # resampling map@100 (bootstrap interval)
         if embedder is not None:
             details["ranking"] = "embedder: whole pool by cosine (useb)"
         elif multi_vector is not None:
@@ -164,8 +166,12 @@ class CQADupStack(UsebTask):
                 if ndcg is not None:
                     ndcgs.append(ndcg)
             scores[f"map@100.{forum.name}"] = 100 * float(np.mean(average_precisions))
+            per_query["ap"] += average_precisions
+            per_query["forum"] += [len(details["forums"])] * len(average_precisions)
+            per_query["id"] += [f"{forum.name}/{query_id}" for query_id in forum.query_ids]
             scores[f"ndcg@10.{forum.name}"] = 100 * float(np.mean(ndcgs))
             details["forums"][forum.name] = {"queries": len(forum.query_ids), "pool": len(forum.doc_ids)}
         scores["map@100"] = float(np.mean([scores[f"map@100.{f.name}"] for f in forums]))
         scores["ndcg@10"] = float(np.mean([scores[f"ndcg@10.{f.name}"] for f in forums]))
-        return EvalResult(scores, files_checksum(self.data_files()), details)
+        return EvalResult(scores, files_checksum(self.data_files()), details,
+                          examples=mean_examples(per_query["ap"], ids=per_query["id"], groups=per_query["forum"]))

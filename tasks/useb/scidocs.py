@@ -16,6 +16,7 @@ import logging
 import numpy as np
 
 from harness import EvalResult, data_error, files_checksum
+from harness.evaluation.bootstrap import mean_examples
 from harness.evaluation.pairs import score_pairs
 from harness.evaluation.ranking import trec_map_ndcg
 from harness.evaluation.sampling import sample_items
@@ -85,4 +86,8 @@ class SciDocs(UsebTask):
         return EvalResult(result, files_checksum(self.data_files()), {
             "split": self.options["split"], "queries": {s: len(v["map"]) for s, v in per_subtask.items()},
             "pairs": len(first),
-        })
+        }, examples=mean_examples(  # main score: the mean over sub-tasks of their mean AP (or nDCG)
+            [value for values in per_subtask.values() for value in values[self.metadata.main_score]],
+            ids=[f"{subtask}/{query_id}" for subtask, query_id, _ in rankings],
+            groups=[index for index, values in enumerate(per_subtask.values())
+                    for _ in values[self.metadata.main_score]]))

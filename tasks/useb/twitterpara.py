@@ -19,6 +19,7 @@ import numpy as np
 from sklearn.metrics import average_precision_score
 
 from harness import EvalResult, data_error, files_checksum, spearman
+from harness.evaluation.bootstrap import ExampleScores
 from harness.evaluation.pairs import PairSet, score_pair_sets
 from harness.evaluation.sampling import evaluation_sample
 
@@ -89,13 +90,21 @@ class TwitterPara(UsebTask):
         predictions = score_pair_sets(model, datasets)
         scores: dict[str, float] = {}
         details: dict[str, Any] = {"folder": str(self.eval_dir()), "pairs": {}}
-        for dataset, pair_scores in zip(datasets, predictions):
+        judged_pairs: dict[str, list] = {"score": [], "paraphrase": [], "dataset": []}  # resampling the main AP
+        for index, (dataset, pair_scores) in enumerate(zip(datasets, predictions)):
             judged = dataset.gold != UNDECIDED_LABEL
             paraphrase = (dataset.gold[judged] > UNDECIDED_LABEL).astype(int)
+            judged_pairs["score"].append(pair_scores[judged])
+            judged_pairs["paraphrase"].append(paraphrase)
+            judged_pairs["dataset"].append(np.full(len(paraphrase), index))
             scores[f"ap.{dataset.name}"] = 100 * float(average_precision_score(paraphrase, pair_scores[judged]))
             scores[f"spearman.{dataset.name}"] = 100 * spearman(pair_scores, dataset.gold * 20)
             details["pairs"][dataset.name] = {"all": len(dataset), "judged": int(judged.sum()),
                                               "paraphrases": int(paraphrase.sum())}
         scores["ap"] = float(np.mean([scores[f"ap.{d.name}"] for d in datasets]))
         scores["spearman"] = float(np.mean([scores[f"spearman.{d.name}"] for d in datasets]))
-        return EvalResult(scores, files_checksum(self.data_files()), details)
+        examples = ExampleScores(
+            "average_precision", {"predicted": np.concatenate(judged_pairs["score"]),
+                                  "gold": np.concatenate(judged_pairs["paraphrase"])},
+            groups=np.concatenate(judged_pairs["dataset"]), aggregate="group-mean")
+        return EvalResult(scores, files_checksum(self.data_files()), details, examples=examples)

@@ -1,0 +1,284 @@
+"""Bootstrap intervals and tie marks for leaderboard tables (issue #25): the statistics behind the hook that
+``harness.leaderboard`` calls, kept out of the renderers.
+
+For each cell with per-example data (the record's side file, :func:`harness.store.read_examples`) the 95% bootstrap
+interval of its seed mean over test examples (:func:`harness.evaluation.bootstrap.pooled_replicates`). Per column,
+the rows over the same test examples are compared with the best row by the paired bootstrap on the same resamples
+(:func:`harness.evaluation.significance.column_marks`): the best is bold only when significantly better than the
+runner-up; rows not distinguishable from the best carry ``≈``. The average column gets the same from the mean of
+its columns' replicates (test sets of different tasks are resampled independently). A cell whose records have no
+per-example data (stored before harness kept it) shows no interval; the table's notes say which columns.
+
+The hook: :func:`attach_statistics` (once per table, after it is collected) stores a :class:`TableStatistics` on
+the table and each cell's interval and mark on the cell (``cell.bootstrap``); :func:`decorate` turns a cell's text
+into the text with interval and marks (or :func:`annotate`, a ``(row, column, cell)`` annotator, appends them);
+:func:`significance_bold` says where a renderer bolds; :func:`notes` gives the legend lines; :func:`csv_fields` the
+csv's extra columns. A paper-table view compares two rows with :func:`compare_cells` (their cells of one column, or
+of an average's members) and :func:`paper_agreement` (our difference against the paper's: same sign and
+significant?); :func:`compare_rows` does it within a family table.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .evaluation.bootstrap import (
+    DEFAULT_RESAMPLES,
+    ExampleDataError,
+    ExampleScores,
+    percentile_interval,
+    pooled_replicates,
+)
+from .evaluation.significance import (
+    ALPHA,
+    ColumnMarks,
+    PairedResult,
+    agrees_with_paper,
+    column_marks,
+    from_replicates,
+)
+from .store import InvalidRecordError, read_examples, read_record
+
+logger = logging.getLogger(__name__)
+
+TIED = "≈"
+
+
+@dataclass
+class CellStatistics:
+    replicates: np.ndarray
+    identity: str
+    examples: int
+    seeds: int
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return percentile_interval(self.replicates)
+
+
+@dataclass
+class TableStatistics:
+    cells: dict[tuple[str, str], CellStatistics] = field(default_factory=dict)  # (model key, column) ->
+    without_data: set[tuple[str, str]] = field(default_factory=set)  # cells with scores but no per-example data
+    marks: dict[str, ColumnMarks] = field(default_factory=dict)  # column -> marks (rows by model key)
+    problems: list[str] = field(default_factory=list)  # side files that were absent or damaged
+
+
+def cell_examples(paths: dict[int, str], seeds: set[int], problems: list[str]) -> list[ExampleScores] | None:
+    """The per-example data of a cell's seeds (``paths``: seed -> record path), or None when a seed has none."""
+    results = []
+    for seed in sorted(seeds):
+        try:
+            record = read_record(paths[seed])
+        except (KeyError, InvalidRecordError):
+            return None
+        record["_path"] = paths[seed]
+        content, problem = read_examples(record)
+        if problem:
+            problems.append(problem)
+        if content is None:
+            return None
+        try:
+            results.append(ExampleScores.from_npz(content, record["examples"]))
+        except (ExampleDataError, ValueError, KeyError) as exc:
+            problems.append(f"{paths[seed]}: its per-example file cannot be read ({exc})")
+            return None
+    return results
+
+
+def cell_statistics(cell: Any, problems: list[str] | None = None,
+                    resamples: int = DEFAULT_RESAMPLES) -> CellStatistics | None:
+    """A leaderboard cell's seed-pooled bootstrap replicates (from the records its ``records`` name, for the seeds
+    in its ``values``), or None when a seed has no per-example data. ``problems`` collects damaged side files."""
+    problems = problems if problems is not None else []
+    results = cell_examples(cell.records, set(cell.values), problems) if cell.values else None
+    if results is None:
+        return None
+    try:
+        replicates = pooled_replicates(results, resamples)
+    except ExampleDataError as exc:
+        problems.append(f"{sorted(cell.records.values())[0]}: {exc}")
+        return None
+    return CellStatistics(replicates, results[0].identity(), len(results[0]), len(results))
+
+
+def mean_of_cells(parts: list[CellStatistics]) -> CellStatistics:
+    """The replicates of an average over columns (each column's test set resampled on its own)."""
+    return CellStatistics(np.mean([part.replicates for part in parts], axis=0),
+                          "|".join(part.identity for part in parts), sum(part.examples for part in parts),
+                          min(part.seeds for part in parts))
+
+
+def compare_cells(cells_a: list[Any], cells_b: list[Any]) -> PairedResult | None:
+    """Row a minus row b by the paired bootstrap, each given as its cells of one column (one task) or of the
+    members of an averaged column (the score is then the mean over members); None when a cell has no per-example
+    data or the two rows are not over the same examples. For the paper-table view (``leaderboard --matrix``): pass
+    the result and the paper's difference to :func:`harness.evaluation.significance.agrees_with_paper`."""
+    if not cells_a or len(cells_a) != len(cells_b):
+        return None
+    sides = []
+    for cells in (cells_a, cells_b):
+        parts = [cell_statistics(cell) for cell in cells]
+        if not all(parts):
+            return None
+        sides.append(mean_of_cells(parts) if len(parts) > 1 else parts[0])
+    a, b = sides
+    if a.identity != b.identity:
+        return None
+    score_a = float(np.mean([cell.mean() for cell in cells_a]))
+    score_b = float(np.mean([cell.mean() for cell in cells_b]))
+    return from_replicates(score_a, score_b, a.replicates, b.replicates, a.examples, a.seeds, b.seeds)
+
+
+def paper_agreement(cells_a: list[Any], cells_b: list[Any], paper_a: float, paper_b: float) -> str | None:
+    """Whether our difference row a - row b has the paper's sign and is significant: ``agrees``, ``opposite`` or
+    ``not significant``; None when it cannot be tested (no per-example data)."""
+    result = compare_cells(cells_a, cells_b)
+    return None if result is None else agrees_with_paper(result, paper_a - paper_b)
+
+
+def annotate(row: Any, column: str, cell: Any) -> str | None:
+    """A cell annotator (``(row, column, cell) -> text or None``): `` [low, high]`` and `` ≈`` for a row tied with
+    the column's best, from what :func:`attach_statistics` left on the cell."""
+    attached: tuple[tuple[float, float], str] | None = getattr(cell, "bootstrap", None)
+    if attached is None:
+        return None
+    (low, high), mark = attached
+    return f" [{low:.2f}, {high:.2f}]" + (f" {TIED}" if mark == "tied" else "")
+
+
+def attach_statistics(table: Any, resamples: int = DEFAULT_RESAMPLES) -> "TableStatistics":
+    """Compute intervals and marks for a collected ``harness.leaderboard.Table``; stored as ``table.statistics``."""
+    stats = TableStatistics()
+    scores: dict[str, dict[str, float]] = {}
+    for row in table.rows:
+        for column in table.columns:
+            cell = row.cells.get(column)
+            if cell is None or not cell.values:
+                continue
+            scores.setdefault(column, {})[row.model_key] = cell.mean()
+            statistics = cell_statistics(cell, stats.problems, resamples)
+            if statistics is None:
+                stats.without_data.add((row.model_key, column))
+            else:
+                stats.cells[(row.model_key, column)] = statistics
+    _average_column(table, stats, scores)
+    for column, column_scores in scores.items():
+        stats.marks[column] = _marks(stats, column, column_scores)
+    for (model_key, column), statistics in stats.cells.items():  # for annotate(): what a cell shows
+        cell = next((row.cells.get(column) for row in table.rows if row.model_key == model_key), None)
+        if cell is not None:
+            cell.bootstrap = (statistics.interval, _mark(stats.marks.get(column), model_key))
+    for problem in stats.problems:
+        logger.warning("no interval: %s", problem)
+    table.statistics = stats
+    return stats
+
+
+def _average_column(table: Any, stats: TableStatistics, scores: dict[str, dict[str, float]]) -> None:
+    columns = table.averaged_columns
+    for row in table.rows:
+        average = row.average(columns)
+        if average is None:
+            continue
+        scores.setdefault(table.average_header, {})[row.model_key] = average
+        parts = [stats.cells.get((row.model_key, column)) for column in columns]
+        if all(parts):
+            stats.cells[(row.model_key, table.average_header)] = mean_of_cells(parts)
+        else:
+            stats.without_data.add((row.model_key, table.average_header))
+
+
+def _marks(stats: TableStatistics, column: str, column_scores: dict[str, float]) -> ColumnMarks:
+    """Marks among the rows over the same examples as the best row (rows over other examples, e.g. another
+    profile's cut, are never compared); none when the best row has no per-example data."""
+    with_data = {key: stats.cells[(key, column)] for key in column_scores if (key, column) in stats.cells}
+    best = max(column_scores, key=lambda key: column_scores[key])
+    if best not in with_data:  # the best row cannot be tested: no marks in this column
+        return ColumnMarks(None, False, frozenset(), {})
+    same = {key: cell.replicates for key, cell in with_data.items() if cell.identity == with_data[best].identity}
+    return column_marks({key: column_scores[key] for key in same}, same)
+
+
+def decorate(table: Any, row: Any, column: str, text: str) -> str:
+    """The cell's text with its interval ``[low, high]`` and marks (``**bold**``: best and significantly better than
+    the runner-up; ``≈``: not distinguishable from the best). A cell without per-example data is left as it is:
+    no interval, which :func:`notes` explains."""
+    stats: TableStatistics | None = getattr(table, "statistics", None)
+    if stats is None:
+        return text
+    cell = stats.cells.get((row.model_key, column))
+    if cell is None:
+        return text
+    low, high = cell.interval
+    text = f"{text} [{low:.2f}, {high:.2f}]"
+    marks = stats.marks.get(column)
+    if marks is not None and marks.best == row.model_key and marks.best_significant:
+        return f"**{text}**"
+    if marks is not None and row.model_key in marks.tied:
+        return f"{text} {TIED}"
+    return text
+
+
+def significance_bold(table: Any, row: Any, column: str) -> bool | None:
+    """Whether the cell is the column's best and significantly better than the runner-up; None when the column's
+    best has no per-example data (a renderer then keeps its own rule)."""
+    stats: TableStatistics | None = getattr(table, "statistics", None)
+    marks = stats.marks.get(column) if stats is not None else None
+    if marks is None or marks.best is None:
+        return None
+    return marks.best == row.model_key and marks.best_significant
+
+
+def notes(table: Any) -> list[str]:
+    """Legend lines for the table's intervals and marks (none when nothing was computed)."""
+    stats: TableStatistics | None = getattr(table, "statistics", None)
+    if stats is None:
+        return []
+    lines = []
+    if stats.cells:
+        lines.append(f"[low, high]: 95% bootstrap interval over test examples ({DEFAULT_RESAMPLES} resamples, seeds "
+                     f"pooled). Per column, **bold**: best and significantly better than the runner-up; {TIED}: not "
+                     f"distinguishable from the best (paired bootstrap on the same examples, p >= {ALPHA}).")
+    if stats.without_data:
+        columns = sorted({column for _, column in stats.without_data}, key=lambda c: (c not in table.columns, c))
+        lines.append(f"No interval in {len(stats.without_data)} cell(s) (columns: {', '.join(columns)}): their records "
+                     "have no per-example data (stored before harness kept it, or the task keeps none); "
+                     "`harness rescore` recomputes the evaluation from the stored checkpoints.")
+    return lines
+
+
+def csv_fields(table: Any, row: Any, column: str) -> list[str]:
+    """``[ci_low, ci_high, mark]`` of a cell for the csv (mark: best-significant, best, tied or empty)."""
+    stats: TableStatistics | None = getattr(table, "statistics", None)
+    cell = stats.cells.get((row.model_key, column)) if stats is not None else None
+    if cell is None:
+        return ["", "", "no-data" if stats is not None and (row.model_key, column) in stats.without_data else ""]
+    low, high = cell.interval
+    return [f"{low:.4f}", f"{high:.4f}", _mark(stats.marks.get(column), row.model_key)]
+
+
+def _mark(marks: ColumnMarks | None, model_key: str) -> str:
+    """best-significant, best, tied or empty."""
+    if marks is not None and marks.best == model_key:
+        return "best-significant" if marks.best_significant else "best"
+    if marks is not None and model_key in marks.tied:
+        return "tied"
+    return ""
+
+
+def compare_rows(table: Any, row_a: str, row_b: str, column: str) -> PairedResult | None:
+    """Row ``row_a`` minus row ``row_b`` (model keys) in ``column`` by the paired bootstrap, or None when either
+    has no per-example data or they are not over the same examples. For the paper-table view: pass the result
+    and the paper's difference to :func:`harness.evaluation.significance.agrees_with_paper`."""
+    stats: TableStatistics | None = getattr(table, "statistics", None) or attach_statistics(table)
+    a, b = stats.cells.get((row_a, column)), stats.cells.get((row_b, column))
+    if a is None or b is None or a.identity != b.identity:
+        return None
+    rows = {row.model_key: row for row in table.rows}
+    mean = (lambda key: rows[key].average(table.averaged_columns)) if column == table.average_header else (
+        lambda key: rows[key].cells[column].mean())
+    return from_replicates(mean(row_a), mean(row_b), a.replicates, b.replicates, a.examples, a.seeds, b.seeds)
