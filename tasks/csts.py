@@ -29,11 +29,12 @@ decrypt it with the official instructions and put ``csts_validation.csv`` (and o
 ``<data-dir>/csts/``; without them the cell is stored as missing with those instructions and the rest of the matrix
 runs. Files are the official CSV: a header with ``sentence1, sentence2, condition, label`` (other columns ignored).
 
-Deviations: C-STS's fine-tuned bi-encoder encodes (sentence, condition) as a tokenizer pair ``[CLS] s [SEP] c [SEP]``
-(``input=condition`` is the closest text form; table 3 of the Sub-Sentence Encoder paper reports only the zero-shot
-bi-encoders, without the condition) and the cross-encoder appends the condition as a third segment; through the harness' text interfaces the
-condition is joined to the text with a space. The paper's LLM selector is not offline; the default lexical
-selector is a weaker stand-in (numbers with it are not the paper's setting).
+Deviations: C-STS's fine-tuned bi-encoder encodes (sentence, condition) as a tokenizer pair
+``[CLS] s [SEP] c [SEP]`` (``input=condition`` is the closest text form; table 3 of the Sub-Sentence Encoder paper
+reports only the zero-shot bi-encoders, without the condition) and the cross-encoder appends the condition as a
+third segment; through the harness' text interfaces the condition is joined to the text with a space. The paper's
+LLM selector is not offline; the default lexical selector is a weaker stand-in (numbers with it are not the paper's
+setting).
 """
 from __future__ import annotations
 
