@@ -389,7 +389,7 @@ def cmd_run(registry, args) -> int:
         from .store import Store
 
         for path in write_leaderboards(Store(config.results_dir), args.leaderboards, ("md", "csv"),
-                                       registry.families()):
+                                       registry.families(), registry.family_baselines()):
             print(f"wrote {path}")
     return 1 if counts["failed"] else 0
 
@@ -436,10 +436,12 @@ def cmd_leaderboard(args) -> int:
     try:
         from .registry import default_registry
 
-        family_members = default_registry().families()
+        registry = default_registry()
+        family_members = registry.families()
+        family_baselines = registry.family_baselines()
     except HarnessError:
-        family_members = {}  # ordering only; the tables come from the store alone
-    written = write_leaderboards(store, output, formats, family_members)
+        family_members, family_baselines = {}, {}  # ordering and notes only; the tables come from the store alone
+    written = write_leaderboards(store, output, formats, family_members, family_baselines)
     for path in written:
         print(f"wrote {path}")
     if not written:

@@ -65,12 +65,52 @@ class Row:
         return statistics.mean(self.cells[c].mean() for c in columns)
 
 
+@dataclass(frozen=True)
+class Baseline:
+    """An untrained row a family's task names as the one trained rows must beat (its metadata
+    ``details["leaderboard_baseline"]``: ``model`` = the row's model label, ``column`` = the task compared on,
+    ``why``); the markdown table says which trained rows do not, from the table's own numbers."""
+
+    model: str
+    column: str
+    why: str = ""
+
+    @classmethod
+    def from_details(cls, details: dict) -> "Baseline | None":
+        entry = details.get("leaderboard_baseline")
+        return None if not entry else cls(str(entry["model"]), str(entry["column"]), str(entry.get("why", "")))
+
+
 @dataclass
 class Table:
     family: str
     columns: list[str]
     rows: list[Row]
     column_metrics: dict[str, str] = field(default_factory=dict)  # column -> its task's main score name
+    baseline: Baseline | None = None
+
+    def baseline_lines(self) -> list[str]:
+        """The baseline note: which trained rows beat the baseline row on its column, and which do not."""
+        baseline, column = self.baseline, self.baseline.column if self.baseline else ""
+        reference = next((row for row in self.rows if baseline and row.label == baseline.model
+                          and row.train_on is None and row.cells.get(column) and row.cells[column].values), None)
+        if baseline is None or reference is None:
+            return []
+        metric = self.column_metrics.get(column, "main score")
+        score = reference.cells[column].mean()
+        lines = [f"Baseline: `{baseline.model}`, untrained, {column} {metric} {score:.2f}"
+                 + (f" ({baseline.why})." if baseline.why else ".")]
+        trained = [row for row in self.rows if row.train_on and row.cells.get(column) and row.cells[column].values]
+        below = [f"`{row.label}` ({row.cells[column].mean():.2f})" for row in trained
+                 if row.cells[column].mean() <= score]
+        above = [f"`{row.label}` ({row.cells[column].mean():.2f})" for row in trained
+                 if row.cells[column].mean() > score]
+        if below:
+            lines.append(f"The untrained baseline beats or ties these trained rows on {column} ({metric}): "
+                         f"{', '.join(below)}; their training does not pay here.")
+        if above:
+            lines.append(f"Trained rows above the baseline on {column} ({metric}): {', '.join(above)}.")
+        return lines
 
     @property
     def averaged_metric(self) -> str | None:
@@ -125,9 +165,12 @@ def _ordered(columns: list[str], preferred: list[str]) -> list[str]:
     return sorted(columns, key=position)
 
 
-def collect_tables(store: Store, family_members: dict[str, list[str]] | None = None) -> list[Table]:
-    """Tables per family. ``family_members`` (from the registry, when available) only orders the columns."""
+def collect_tables(store: Store, family_members: dict[str, list[str]] | None = None,
+                   family_baselines: dict[str, Baseline] | None = None) -> list[Table]:
+    """Tables per family. ``family_members`` (from the registry, when available) only orders the columns;
+    ``family_baselines`` (also from the registry) adds the baseline note."""
     family_members = family_members or {}
+    family_baselines = family_baselines or {}
     rows_by_family: dict[str, dict[str, Row]] = defaultdict(dict)
     columns_by_family: dict[str, list[str]] = defaultdict(list)
     metrics_by_family: dict[str, dict[str, str]] = defaultdict(dict)
@@ -158,7 +201,7 @@ def collect_tables(store: Store, family_members: dict[str, list[str]] | None = N
             row.cells[column].failed_seeds.add(record["seed"])
     return [
         Table(family, _ordered(columns_by_family[family], family_members.get(family, [])),
-              list(rows_by_family[family].values()), dict(metrics_by_family[family]))
+              list(rows_by_family[family].values()), dict(metrics_by_family[family]), family_baselines.get(family))
         for family in sorted(rows_by_family)
     ]
 
@@ -198,6 +241,7 @@ def render_markdown(table: Table) -> str:
            f"the average joins only the {table.averaged_metric} columns."] if table.mixed_metrics else []),
         *(["`failed` = the computation failed (e.g. training diverged); the record says why."]
           if any(cell.failed_seeds and not cell.values for row in table.rows for cell in row.cells.values()) else []),
+        *(["", *table.baseline_lines()] if table.baseline_lines() else []),
         "",
         f"Hardware: {'; '.join(hardware)}",
         "",
@@ -256,11 +300,11 @@ def table_path(output_dir: Path, family: str, fmt: str) -> Path:
 
 def write_leaderboards(
     store: Store, output_dir: Path, formats: tuple[str, ...] = ("md", "csv"),
-    family_members: dict[str, list[str]] | None = None,
+    family_members: dict[str, list[str]] | None = None, family_baselines: dict[str, Baseline] | None = None,
 ) -> list[Path]:
     """Write every table; the invalid records that were skipped are in ``store.skipped`` (also logged)."""
     check_writable_dir(Path(output_dir), "the leaderboard folder")
-    tables = collect_tables(store, family_members)
+    tables = collect_tables(store, family_members, family_baselines)
     for path, reason in store.skipped:
         logger.warning("skipped record %s: %s", path, reason)
     written = []
