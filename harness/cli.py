@@ -444,7 +444,8 @@ def cmd_run(registry, args) -> int:
         # The run's own tables show its sample records too (in sections marked as samples); `harness leaderboard`
         # leaves them out unless asked.
         for path in write_leaderboards(Store(config.results_dir), args.leaderboards, ("md", "csv"),
-                                       registry.families(), include_samples=True):
+                                       registry.families(), include_samples=True,
+                                       family_baselines=registry.family_baselines()):
             print(f"wrote {path}")
     return 1 if counts["failed"] else 0
 
@@ -521,15 +522,17 @@ def cmd_leaderboard(args) -> int:
     try:
         from .registry import default_registry
 
-        family_members = default_registry().families()
+        registry = default_registry()
+        family_members = registry.families()
+        family_baselines = registry.family_baselines()
     except HarnessError:
-        family_members = {}  # ordering only; the tables come from the store alone
+        family_members, family_baselines = {}, {}  # ordering and notes only; the tables come from the store
     if args.matrix is not None:
         from .matrix_board import write_matrix_board
 
         written = write_matrix_board(args.matrix, store, output / "matrices", formats)
     else:
-        written = write_leaderboards(store, output, formats, family_members, args.include_samples)
+        written = write_leaderboards(store, output, formats, family_members, args.include_samples, family_baselines)
     for path in written:
         print(f"wrote {path}")
     left_out = getattr(store, "sample_records", [])

@@ -98,6 +98,22 @@ class Row:
         return statistics.mean(self.cells[c].mean() for c in columns)
 
 
+@dataclass(frozen=True)
+class Baseline:
+    """An untrained row a family's task names as the one trained rows must beat (its metadata
+    ``details["leaderboard_baseline"]``: ``model`` = the row's model label, ``column`` = the task compared on,
+    ``why``); the markdown table says which trained rows do not, from the table's own numbers."""
+
+    model: str
+    column: str
+    why: str = ""
+
+    @classmethod
+    def from_details(cls, details: dict) -> "Baseline | None":
+        entry = details.get("leaderboard_baseline")
+        return None if not entry else cls(str(entry["model"]), str(entry["column"]), str(entry.get("why", "")))
+
+
 @dataclass
 class CellView:
     """What one cell shows: ``kind`` is value, failed, invalid, missing or not-run; ``annotations`` are appended to
@@ -144,6 +160,30 @@ class Table:
     column_metrics: dict[str, str] = field(default_factory=dict)  # column -> its task's main score name
     title: str = ""  # the section's heading when the family has more than one section
     legend: dict[str, str] = field(default_factory=dict)  # short label -> what it stands for (family-wide)
+    baseline: Baseline | None = None
+
+    def baseline_lines(self) -> list[str]:
+        """The baseline note: which trained rows beat the baseline row on its column, and which do not."""
+        baseline, column = self.baseline, self.baseline.column if self.baseline else ""
+        reference = next((row for row in self.rows if baseline and row.spec == baseline.model
+                          and row.train_on is None and row.cells.get(column) and row.cells[column].values), None)
+        if baseline is None or reference is None:
+            return []
+        metric = self.column_metrics.get(column, "main score")
+        score = reference.cells[column].mean()
+        lines = [f"Baseline: `{baseline.model}`, untrained, {column} {metric} {score:.2f}"
+                 + (f" ({baseline.why})." if baseline.why else ".")]
+        trained = [row for row in self.rows if row.train_on and row.cells.get(column) and row.cells[column].values]
+        below = [f"`{row.label}` ({row.cells[column].mean():.2f})" for row in trained
+                 if row.cells[column].mean() <= score]
+        above = [f"`{row.label}` ({row.cells[column].mean():.2f})" for row in trained
+                 if row.cells[column].mean() > score]
+        if below:
+            lines.append(f"The untrained baseline beats or ties these trained rows on {column} ({metric}): "
+                         f"{', '.join(below)}; their training does not pay here.")
+        if above:
+            lines.append(f"Trained rows above the baseline on {column} ({metric}): {', '.join(above)}.")
+        return lines
 
     @property
     def averaged_metric(self) -> str | None:
@@ -349,7 +389,7 @@ def _plain(value: Any) -> str:
 
 
 def collect_tables(store: Store, family_members: dict[str, list[str]] | None = None,
-                   include_samples: bool = False) -> list[Table]:
+                   include_samples: bool = False, family_baselines: dict[str, Baseline] | None = None) -> list[Table]:
     """Sections per family (see the module docstring). ``family_members`` (from the registry, when available) only
     orders the columns. Records on an evaluation sample are left out unless ``include_samples``; their number is in
     ``store.sample_records``."""
@@ -386,7 +426,8 @@ def collect_tables(store: Store, family_members: dict[str, list[str]] | None = N
                      + f": {len(groups[key])} row(s) evaluated on {', '.join(covered)}")
             tables.append(Table(family_name, list(covered), groups[key],
                                 {c: m for c, m in family.metrics.items() if c in covered},
-                                title if len(order) > 1 or sample else "", legend))
+                                title if len(order) > 1 or sample else "", legend,
+                                (family_baselines or {}).get(family_name)))
     return tables
 
 
@@ -461,6 +502,7 @@ def render_markdown(tables: Table | list[Table]) -> str:
         *(["`invalid` = the record does not verify (damaged or edited); `harness leaderboard` names the file."]
           if any(cell.invalid_seeds for _, cell in cells) else []),
         *dict.fromkeys(line for table in sections for line in statistics_notes(table)),
+        *(line for table in sections for line in (["", *table.baseline_lines()] if table.baseline_lines() else [])),
         "",
         f"Hardware: {'; '.join(hardware)}",
         "",
@@ -545,11 +587,12 @@ def table_path(output_dir: Path, family: str, fmt: str) -> Path:
 def write_leaderboards(
     store: Store, output_dir: Path, formats: tuple[str, ...] = ("md", "csv"),
     family_members: dict[str, list[str]] | None = None, include_samples: bool = False,
+    family_baselines: dict[str, Baseline] | None = None,
 ) -> list[Path]:
     """Write every family's file; invalid records are in ``store.skipped`` (also logged, and shown as ``invalid``),
     records on an evaluation sample that were left out in ``store.sample_records``."""
     check_writable_dir(Path(output_dir), "the leaderboard folder")
-    tables = collect_tables(store, family_members, include_samples)
+    tables = collect_tables(store, family_members, include_samples, family_baselines)
     for table in tables:
         attach_statistics(table)  # bootstrap intervals and tie marks (harness.leaderboard_stats)
     for path, reason in store.skipped:  # the caller reports them (the CLI: one line each, then exits non-zero)

@@ -153,6 +153,17 @@ class Registry:
             families.setdefault(plugin.metadata.family, []).append(task_name)
         return families
 
+    def family_baselines(self) -> dict:
+        """Family -> the leaderboard baseline one of its tasks declares (``details["leaderboard_baseline"]``)."""
+        from .leaderboard import Baseline
+
+        baselines = {}
+        for plugin in self.tasks.values():
+            baseline = Baseline.from_details(dict(plugin.metadata.details or {}))
+            if baseline is not None:
+                baselines.setdefault(plugin.metadata.family, baseline)
+        return baselines
+
     def expand_task(self, name: str) -> list[str]:
         """A task name (or alias) as itself, a family name as its member tasks."""
         name = self.task_aliases.get(name, name)

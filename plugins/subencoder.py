@@ -26,7 +26,9 @@ source is any task offering ``proposition_pairs`` (PropSegmEnt's judged training
 selection on a validation loss (the sources offer no dev split): the last epoch is kept. The official code calls
 pytorch-metric-learning's SupConLoss with its default temperature 0.1 (its ``--temperature 0.01`` flag is never
 passed on) and labels positive pairs without closing cliques; this follows the paper (0.01, cliques closed). The
-official warm-up is 10 steps; here 10% of the steps (the harness' shared schedule).
+official warm-up is 10 steps; here 10% of the steps (the harness' shared schedule). Batches are length-grouped
+(the shared loop's ``group_by_length``: similar-length pairs share a batch, which the official code does not do), and
+a batch's short rows are run apart from its long ones (``trimmed_states``; same states up to float rounding).
 
 Limit: training on several GPUs at once is not supported (the shared loop's ``DataParallel`` would split a batch's
 sentences and its propositions independently): ``fit`` refuses it; set ``CUDA_VISIBLE_DEVICES`` to one GPU.
@@ -75,11 +77,33 @@ class SubSentenceNetwork(nn.Module):
 
     def token_states(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
         inputs = {key: value for key, value in features.items() if key in MODEL_INPUTS}
-        return self.transformer(**inputs).last_hidden_state
+        return trimmed_states(self.transformer, inputs)
 
     def forward(self, batch: SpanBatch) -> torch.Tensor:
         """``[n_propositions, output_dim]``: one forward pass over the batch's sentences, then pooling and MLP."""
         return self.mlp(pool_spans(self.token_states(batch.features), batch.masks, batch.rows))
+
+
+def trimmed_states(transformer: nn.Module, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+    """``last_hidden_state`` of a padded batch ``[b, L, d]``, computed in two groups: the rows whose tokens end
+    within half the width, and the others, each cut to its own longest row. A training batch pairs long sentences
+    with short proposition texts; this keeps the short rows from paying the long width. Padding is masked out of
+    attention, so the states of real tokens are those of one call (to float rounding); cut positions are zeros
+    (never in a proposition mask)."""
+    mask = inputs["attention_mask"]
+    width = mask.shape[1]
+    ends = (mask.ne(0) * torch.arange(1, width + 1, device=mask.device)).amax(dim=1)  # last real token + 1
+    short = ends <= width // 2
+    if bool(short.all()) or not bool(short.any()):
+        return transformer(**inputs).last_hidden_state
+    states = None
+    for rows in (short.nonzero().squeeze(1), (~short).nonzero().squeeze(1)):
+        cut = int(ends[rows].max())
+        part = transformer(**{key: value[rows, :cut] for key, value in inputs.items()}).last_hidden_state
+        if states is None:
+            states = part.new_zeros(mask.shape[0], width, part.shape[-1])
+        states = states.index_put((rows,), torch.nn.functional.pad(part, (0, 0, 0, width - cut)))
+    return states
 
 
 class SupConObjective(nn.Module):
@@ -192,8 +216,11 @@ class SubEncoder:
         ctx.logger.info("subencoder: %s, lr %g, %d epochs, batch %d pairs, temperature %g", counts, rate,
                         config.epochs, config.batch_size, options["temperature"])
         objective = SupConObjective(self.network, options["temperature"])
-        return fit(objective, list(splits.train.pairs), PropositionPairCollator(self.tokenizer, self.max_length),
-                   config)
+        pairs = list(splits.train.pairs)
+        # length-grouped batches (harness.training): the longer text sets a pair's padded width; examples of one
+        # sentence (segmentation pairs) share it and then a batch, where the collator reads the sentence once
+        return fit(objective, pairs, PropositionPairCollator(self.tokenizer, self.max_length), config,
+                   lengths=[max(len(pair.first), len(pair.second)) for pair in pairs])
 
     def save(self, directory: Path) -> None:
         save_model(self.network, str(Path(directory) / "model.safetensors"))

@@ -14,22 +14,27 @@ How the condition reaches the model (option ``input``; ``auto`` picks by what th
   words of each sentence that express the condition; the span encoder encodes those words in the context of their
   sentence; the score is the cosine of the two encodings. A sentence where the selector finds no word is encoded
   whole (the count is recorded as ``no_selection``).
-- ``condition`` (embedders; the paper's bi-encoder baseline): each sentence is encoded together with the condition,
-  ``"<sentence> <condition>"``; cosine.
+- ``no-condition`` (embedders; the paper's bi-encoder baseline): each sentence is encoded alone, the condition is
+  not read; cosine. Table 3's bi-encoder rows (RoBERTa base, SimCSE base, from Deshpande et al. 2023) are zero-shot
+  "without the condition", so an untrained embedder's row under ``auto`` is that baseline.
+- ``condition`` (embedders; a named variant, not the paper's baseline): each sentence is encoded together with the
+  condition, ``"<sentence> <condition>"``; cosine.
 - ``prepend`` (pair scorers, e.g. ``ce``): the condition is prepended to both sentences, ``"<condition> <sentence>"``.
 
-``auto`` uses ``spans`` for a model that encodes spans and is not itself an embedder, ``condition`` for an
-embedder, ``prepend`` for a pair scorer.
+``auto`` uses ``spans`` for a model that encodes spans and is not itself an embedder, ``no-condition`` for an
+embedder, ``prepend`` for a pair scorer. Version 2: ``auto`` picked ``condition`` for embedders in version 1.
 
 Data: distributed encrypted under terms that forbid redistribution, so it is never bundled or downloaded. Users
 decrypt it with the official instructions and put ``csts_validation.csv`` (and optionally ``csts_test.csv``) in
 ``<data-dir>/csts/``; without them the cell is stored as missing with those instructions and the rest of the matrix
 runs. Files are the official CSV: a header with ``sentence1, sentence2, condition, label`` (other columns ignored).
 
-Deviations: the official bi-encoder encodes (sentence, condition) as a tokenizer pair ``[CLS] s [SEP] c [SEP]``
-and the cross-encoder appends the condition as a third segment; through the harness' text interfaces the
-condition is joined to the text with a space. The paper's LLM selector is not offline; the default lexical
-selector is a weaker stand-in (numbers with it are not the paper's setting).
+Deviations: C-STS's fine-tuned bi-encoder encodes (sentence, condition) as a tokenizer pair
+``[CLS] s [SEP] c [SEP]`` (``input=condition`` is the closest text form; table 3 of the Sub-Sentence Encoder paper
+reports only the zero-shot bi-encoders, without the condition) and the cross-encoder appends the condition as a
+third segment; through the harness' text interfaces the condition is joined to the text with a space. The paper's
+LLM selector is not offline; the default lexical selector is a weaker stand-in (numbers with it are not the paper's
+setting).
 """
 from __future__ import annotations
 
@@ -69,7 +74,7 @@ logger = logging.getLogger(__name__)
 DATASET = "csts"
 FILES = {"validation": "csts_validation.csv", "test": "csts_test.csv"}
 COLUMNS = ("sentence1", "sentence2", "condition", "label")
-INPUT_CHOICES = ("auto", "spans", "condition", "prepend")
+INPUT_CHOICES = ("auto", "spans", "no-condition", "condition", "prepend")
 SELECTOR_KIND = "span-selector"
 HOW_TO_GET = (
     "C-STS is distributed encrypted and may not be redistributed, so harness never bundles or downloads it. Get it "
@@ -141,19 +146,20 @@ class CSTS(Task):
         description="C-STS: similarity of two sentences under a condition (validation; test where labelled)",
         main_score="spearman",
         metric="Spearman x100 between the model's conditional similarity (cosine of selected-span encodings, of "
-               "sentence+condition embeddings, or a pair scorer's score with the condition prepended) and the 1-5 "
-               "labels, on the validation split",
+               "sentence embeddings without the condition or, input=condition, of sentence+condition embeddings, or "
+               "a pair scorer's score with the condition prepended) and the 1-5 labels, on the validation split",
         reference="Deshpande et al. 2023, C-STS (arXiv 2305.15093); Chen et al. 2023, Sub-Sentence Encoder "
                   "(arXiv 2311.04335), 4.2.2 and table 3",
         dataset=DATASET,
         dataset_source="https://github.com/princeton-nlp/c-sts (encrypted; user-supplied decrypted CSV files)",
         license="C-STS terms: no public redistribution of the decrypted data (never bundled or downloaded)",
-        version="1",
+        version="2",  # 2: input=auto gives embedders no-condition (the paper's baseline), not condition
         requires=("pair_scorer",),
     )
     options: ClassVar = {
         "input": Option("auto", "how the condition reaches the model: spans (selected words, span encoders), "
-                                "condition (sentence + condition text, embedders), prepend (pair scorers), or auto",
+                                "no-condition (embedders, each sentence alone: the paper's bi-encoder baseline), "
+                                "condition (embedders, sentence + condition text), prepend (pair scorers), or auto",
                         choices=INPUT_CHOICES),
         "selector": Option("lexical", "the span-selector component that picks the words expressing the condition "
                                       "(input=spans)", type=str),
@@ -187,12 +193,12 @@ class CSTS(Task):
         if mode == "auto":
             if has["encode_spans"] and not has["encode"]:
                 return "spans"
-            return "condition" if has["encode"] else "prepend"
+            return "no-condition" if has["encode"] else "prepend"
         if mode == "spans" and not has["encode_spans"]:
             raise IncompatibleError("csts: input=spans needs a span encoder (encode_spans); this model has none. "
                                     "Use input=condition for embedders or input=prepend for pair scorers.")
-        if mode == "condition" and not (has["encode"] or has["encode_spans"]):
-            raise IncompatibleError("csts: input=condition needs an embedder; use input=prepend for a pair scorer.")
+        if mode in ("condition", "no-condition") and not (has["encode"] or has["encode_spans"]):
+            raise IncompatibleError(f"csts: input={mode} needs an embedder; use input=prepend for a pair scorer.")
         return mode
 
     def similarities(self, model: Any, pairs: ConditionalPairs, ctx: Any, details: dict) -> np.ndarray:
@@ -200,10 +206,13 @@ class CSTS(Task):
         details["input"] = mode
         if mode == "spans":
             return self._span_similarities(model, pairs, ctx, details)
-        if mode == "condition":
-            embedder = as_embedder(model)
-            vectors = np.asarray(embedder.encode([*(f"{s} {c}" for s, c in zip(pairs.first, pairs.conditions)),
-                                                  *(f"{s} {c}" for s, c in zip(pairs.second, pairs.conditions))]))
+        if mode in ("condition", "no-condition"):
+            # no-condition: the condition is never read (table 3's zero-shot bi-encoders)
+            sentences = [*pairs.first, *pairs.second]
+            if mode == "condition":
+                conditions = [*pairs.conditions, *pairs.conditions]
+                sentences = [f"{s} {c}" for s, c in zip(sentences, conditions)]
+            vectors = np.asarray(as_embedder(model).encode(sentences))
             return cosine_rows(vectors[: len(pairs)], vectors[len(pairs):])
         scorer = as_pair_scorer(model)
         return np.asarray(scorer.score([f"{c} {s}" for s, c in zip(pairs.first, pairs.conditions)],

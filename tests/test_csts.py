@@ -2,6 +2,8 @@
 third-party one registered as a component), missing and malformed data, an unlabelled test file, and a CLI run."""
 from __future__ import annotations
 
+import csv
+import io
 import shutil
 from pathlib import Path
 
@@ -51,7 +53,7 @@ def test_the_task_contract_with_each_kind_of_model(registry):
         assert set(report.scores) == {"spearman", "spearman_validation"}
 
 
-@pytest.mark.parametrize("model,mode", [(HashingSpanEncoder(), "spans"), (HashingEmbedder(), "condition"),
+@pytest.mark.parametrize("model,mode", [(HashingSpanEncoder(), "spans"), (HashingEmbedder(), "no-condition"),
                                         (OverlapPairScorer(), "prepend")])
 def test_auto_input_follows_what_the_model_offers(registry, model, mode):
     result = evaluate(model, registry)
@@ -81,8 +83,27 @@ def test_spans_get_the_selected_words_and_embedders_the_condition(registry):
     old = [words for t, words in kinds if t == "An elderly man plays guitar in a park."]
     assert old == [["An elderly man plays guitar in a park."]]  # "age" matches nothing: whole sentence
     seen.clear()
-    evaluate(RecordingEmbedder(), registry)
+    evaluate(RecordingEmbedder(), registry)  # auto: the paper's baseline never reads the condition
+    assert "A man in a red jacket rides a bicycle down a hill." in seen
+    assert not any("The color of the clothing." in text for text in seen)
+    seen.clear()
+    evaluate(RecordingEmbedder(), registry, input="condition")  # the named variant
     assert "A man in a red jacket rides a bicycle down a hill. The color of the clothing." in seen
+
+
+def test_no_condition_scores_do_not_depend_on_the_condition(registry, tmp_path):
+    (tmp_path / "csts").mkdir()
+    table = list(csv.reader(io.StringIO((FIXTURES / "csts" / "csts_validation.csv").read_text())))
+    column = table[0].index("condition")
+    for row in table[1:]:
+        row[column] = "Something else entirely."
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(table)
+    (tmp_path / "csts" / "csts_validation.csv").write_text(buffer.getvalue())
+    original = evaluate(HashingEmbedder(), registry, input="no-condition").scores["spearman"]
+    assert evaluate(HashingEmbedder(), registry, tmp_path, input="no-condition").scores["spearman"] == original
+    assert evaluate(HashingEmbedder(), registry, tmp_path, input="condition").scores["spearman"] != \
+        evaluate(HashingEmbedder(), registry, input="condition").scores["spearman"]
 
 
 def test_a_condition_that_matches_no_word_falls_back_to_the_whole_sentence_and_is_counted(registry):
@@ -208,7 +229,7 @@ def test_end_to_end_through_the_cli_with_subencoder_and_be(tmp_path, tiny_bert):
 
     inputs = {json.loads(p.read_text())["model"]["name"]: json.loads(p.read_text())["details"]["validation"]["input"]
               for p in records}
-    assert inputs == {"subencoder": "spans", "be": "condition"}
+    assert inputs == {"subencoder": "spans", "be": "no-condition"}
     assert all(np.isfinite(json.loads(p.read_text())["main_score"]) for p in records)
 
 

@@ -138,3 +138,24 @@ def test_a_paper_row_that_names_no_entry_is_one_clear_error(tmp_path, registry):
                       "paper:\n  rows:\n    Bsae: {stsb: 80.0}\n")
     with pytest.raises(HarnessError, match=r"paper.rows names \['Bsae'\], which are not entries"):
         build_board(matrix, Store(tmp_path / "store"), registry)
+
+
+def test_a_declared_baseline_names_the_trained_rows_it_beats(tmp_path):
+    from harness.leaderboard import Baseline
+    from harness.registry import default_registry
+
+    store = Store(tmp_path)
+    for seed in (1, 2):
+        store.write("base-key", seed, "t1", _record("base", seed, "t1", 30.0))
+        for model, score in (("weak", 20.0 + seed), ("strong", 40.0)):
+            record = _record(model, seed, "t1", score)
+            record["model"]["train_on"] = "src"
+            store.write(f"{model}-key", seed, "t1", record)
+    (table,) = collect_tables(store, family_baselines={"fam": Baseline("base", "t1", "the paper's input")})
+    markdown = render_markdown(table)
+    assert "Baseline: `base`, untrained, t1 main score 30.00 (the paper's input)." in markdown
+    assert "beats or ties these trained rows on t1 (main score): `weak [train: src]` (21.50)" in markdown
+    assert "above the baseline on t1 (main score): `strong [train: src]` (40.00)" in markdown
+    (plain,) = collect_tables(store)
+    assert "Baseline" not in render_markdown(plain)
+    assert default_registry().family_baselines()["propsegment"].model == "be:span_input=full-mask"

@@ -20,7 +20,14 @@ from harness.evaluation.retrieval import (
 )
 from harness.tasks import propsegment
 from harness.tasks.propsegment import DOCUMENTS, SENTENCES, PropSegmentRetrieval, heldout_clusters
-from harness.tasks.propsegment.collection import build_collection, counts_as_entailment, training_pairs
+from harness.tasks.propsegment.collection import (
+    build_collection,
+    counts_as_entailment,
+    fact_groups,
+    merge_variants,
+    segmentation_pairs,
+    training_pairs,
+)
 from harness.tasks.propsegment.files import Relationship, read_split
 from harness.testing import HashingSpanEncoder, check_task, eval_context
 
@@ -160,10 +167,13 @@ def write_split(folder: Path, split: str, with_relationships: bool = True, gz: b
         ("d1", 0): [[0, 1, 2, 3]], ("d1", 1): [[0, 1, 2, 3]], ("d2", 0): [[0, 5, 6, 7], [0, 2, 3, 4]],
         ("d3", 0): [[0, 1, 2], [0, 1, 3]], ("d4", 0): [[0, 1, 2, 3, 4]], ("d5", 0): [[0, 1, 2]],
     }  # d6 has no reference response
+    second_rater = {("d2", 0): [[0, 5, 6, 7, 8], [0, 3]]}  # a variant of [0, 5, 6, 7] (Jaccard 0.8) and a new fact
     propositions = [{"sentence_id": {"cluster_id": c, "document_id": d, "sentence_index": i},
-                     "segmentation_responses": [{"non_informational": False, "rater_did_not_understand_sentence": False,
-                                                 "is_reference_response": True,
-                                                 "propositions": [proposition(p) for p in segmentation[(d, i)]]}]}
+                     "segmentation_responses": [
+                         {"non_informational": False, "rater_did_not_understand_sentence": False,
+                          "is_reference_response": reference, "propositions": [proposition(p) for p in response]}
+                         for reference, response in ((False, second_rater.get((d, i))), (True, segmentation[(d, i)]))
+                         if response]}
                     for c, docs in CLUSTERS.items() for d, texts in docs.items() for i in range(len(texts))
                     if (d, i) in segmentation]
     propositions.append({"sentence_id": {"cluster_id": "news", "document_id": "n1", "sentence_index": 0},
@@ -253,6 +263,54 @@ def test_training_pairs_mutual_and_entails(tiny_dev):
                                                                                      "Bob is good at chess ."}
 
 
+def test_rater_variants_merge_into_the_proposition_already_in_their_sentence():
+    reference = {("d", 0): [frozenset({0, 1, 2, 3, 4}), frozenset({6, 7})]}
+    variant_query = ("d", 0, frozenset({0, 1, 2, 3}))  # Jaccard 0.8 with the first reference proposition
+    other_query = ("e", 0, frozenset({1, 2}))
+    gold = {variant_query: {("f", 0, frozenset({5}))},
+            other_query: {("d", 0, frozenset({0, 1, 2, 3, 4, 5})), ("d", 0, frozenset({6, 7, 8, 9}))}}
+    merged, count = merge_variants(gold, reference)
+    assert merged == {("d", 0, frozenset({0, 1, 2, 3, 4})): {("f", 0, frozenset({5}))},
+                      other_query: {("d", 0, frozenset({0, 1, 2, 3, 4})), ("d", 0, frozenset({6, 7, 8, 9}))}}
+    assert count == 2  # {6, 7, 8, 9} has Jaccard 0.5 with {6, 7}: a proposition of its own
+
+
+def test_variants_merge_removes_the_near_duplicates_that_keep_leaves_in_the_bundled_corpus():
+    root = propsegment.folder(None)
+    dev, test = propsegment._read(root, "dev", True), propsegment._read(root, "test", False)
+    _, evaluated = heldout_clusters(dev)
+    kept = build_collection(dev, evaluated, "majority", test, variants="keep")
+    merged = build_collection(dev, evaluated, "majority", test)
+    assert kept.stats["queries_with_own_sentence_near_duplicate"] == 74 and kept.stats["queries"] == 220
+    assert merged.stats["variants_merged"] > 0
+    assert merged.stats["corpus_propositions"] == kept.stats["corpus_propositions"] - merged.stats["variants_merged"]
+    # what is left are distinct facts of the reference segmentation itself (e.g. two objects of one verb)
+    for row, gold in zip(merged.queries.rows, merged.queries.gold):
+        key = merged.items[row]
+        twins = [other for other in merged.items if other[:2] == key[:2] and other != key
+                 and len(other[2] & key[2]) / len(other[2] | key[2]) >= 0.8
+                 and merged.items.index(other) not in set(gold.tolist())]
+        assert all(twin[2] in dev.reference[twin[:2]] and key[2] in dev.reference[key[:2]] for twin in twins)
+
+
+def test_segmentation_pairs_link_each_fact_in_context_to_its_own_text(tiny_dev):
+    split = read_split(tiny_dev / "propsegment" / "v1", "dev", True)
+    assert fact_groups(split.segmentations[("d2", 0)]) == [
+        [frozenset({0, 5, 6, 7}), frozenset({0, 5, 6, 7, 8})], [frozenset({0, 2, 3, 4})], [frozenset({0, 3})]]
+    data, counts = segmentation_pairs(split, {"c1"})
+    assert counts["pairs"] == 5  # d1: one fact in each of two sentences; d2: three facts
+    alice = [pair for pair in data.pairs if pair.first == "Alice , a painter , lives in Paris ."]
+    first = alice[0]
+    assert first.second == "Alice lives in Paris" and first.second_propositions == (((0, 20),),)
+    text = first.first
+    assert [[text[a:b] for a, b in spans] for spans in first.first_propositions] == [
+        ["Alice", "lives in Paris"], ["Alice", "lives in Paris ."], ["Alice", "a painter ,"], ["Alice", "painter"]]
+    assert first.positives == ((0, 0), (1, 0))  # the fact and its rater variant; the siblings are negatives
+    others, _ = segmentation_pairs(split, {"c2", "c3"})  # only the clusters asked for
+    assert {pair.first for pair in others.pairs} == {"Bob plays chess well .", "Bob is good at chess .",
+                                                     "Carol sings opera ."}
+
+
 def test_heldout_split_keeps_training_and_evaluated_clusters_disjoint():
     root = propsegment.folder(None)
     dev = propsegment._read(root, "dev", True)
@@ -266,6 +324,10 @@ def test_heldout_split_keeps_training_and_evaluated_clusters_disjoint():
     splits = task.training_data(PROPOSITION_PAIRS, eval_context())
     assert splits.train.kind == PROPOSITION_PAIRS and len(splits.train) > 0
     assert not set(splits.train.sentences()) & evaluated_texts
+    for pairs in ("segmentations", "both"):
+        splits = PropSegmentRetrieval({"pairs": pairs}, None).training_data(PROPOSITION_PAIRS, eval_context())
+        training_texts = {s.text for s in dev.sentences.values() if s.cluster in training}
+        assert {p.first for p in splits.train.pairs} <= training_texts and len(splits.train) > 1000
 
 
 def test_the_bundled_task_runs_with_a_span_encoder_and_reports_what_was_left_out():

@@ -167,6 +167,23 @@ def test_a_proposition_encodes_the_same_alone_or_among_others(tiny_bert):
         np.testing.assert_allclose(model.encode_spans([item])[0], together[index], rtol=1e-5, atol=1e-5)
 
 
+def test_short_rows_run_apart_with_the_same_states_and_gradients(tiny_bert, tokenizer):
+    model = build_subencoder(tiny_bert)
+    transformer = model.network.transformer
+    texts = [SENTENCE + " It tells of the count's move from Transylvania to England.", "A cat.", SENTENCE, "Go."]
+    features = {key: value for key, value in tokenizer(texts, padding=True, return_tensors="pt").items()}
+    calls = count_forwards(model)
+    trimmed = subencoder.trimmed_states(transformer, features)
+    assert calls == [2, 2]  # the two short rows apart from the two long ones
+    full = transformer(**features).last_hidden_state
+    real = features["attention_mask"].bool()
+    torch.testing.assert_close(trimmed[real], full[real], rtol=1e-4, atol=1e-5)
+    short_width = int(features["attention_mask"][[1, 3]].sum(dim=1).max())
+    assert trimmed[[1, 3], short_width:].abs().sum() == 0  # cut away: zeros, never in a proposition mask
+    trimmed[real].sum().backward()
+    assert transformer.embeddings.word_embeddings.weight.grad.abs().sum() > 0
+
+
 def test_full_mask_attention_gives_one_row_per_proposition(tiny_bert):
     model = build_subencoder(tiny_bert)
     calls = count_forwards(model)

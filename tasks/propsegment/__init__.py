@@ -25,6 +25,16 @@ Splits (option ``split``), honest with the data that is public:
   (``*.train`` for training, ``*.test`` with ``relationships.test`` for evaluation); a missing file is reported
   with where to get it.
 
+Training data (option ``pairs``, read by ``--train-on``): ``judged`` (default: the human ENTAILS links between
+sentences of the training clusters, 23 mutual / 43 entails sentence pairs), ``segmentations`` (each proposition of
+a training-cluster sentence paired with its own text, its sibling propositions as negatives: 1,520 examples from
+every rater's segmentation) or ``both``; see ``collection.py``.
+
+Rater variants (option ``variants``, version 2): ``merge`` (default) makes a query or gold proposition that is a
+rater variant (token Jaccard >= 0.8) of a proposition already in its sentence that proposition; ``keep`` keeps each
+variant as its own corpus item (version 1, where 74 of the 220 queries had a never-gold near-duplicate of their own
+sentence in the corpus).
+
 ``distractors=test`` (default) adds the propositions of the public test split's clusters, which have no judgements,
 to the corpus of ``heldout`` and ``all`` (no effect with ``official``, whose corpus is the test split).
 NewSHead clusters: their text is not redistributed (URLs only), so their judgements and segmentations cannot be
@@ -56,6 +66,7 @@ from harness import (
     EvalResult,
     IncompatibleError,
     Option,
+    PropositionPairs,
     Task,
     TaskMetadata,
     TrainingSplits,
@@ -69,9 +80,11 @@ from harness.evaluation.retrieval import DEFAULT_KS, retrieval_metrics, unit_ret
 from .collection import (
     AGREEMENT_CHOICES,
     POSITIVES_CHOICES,
+    VARIANTS_CHOICES,
     RetrievalCollection,
     build_collection,
     options_checksum,
+    segmentation_pairs,
     training_pairs,
 )
 from .files import OFFICIAL_SOURCE, PropSegmentSplit, read_split
@@ -81,6 +94,7 @@ logger = logging.getLogger(__name__)
 DATASET = "propsegment"
 BUNDLED = Path(__file__).resolve().parent.parent / "data" / DATASET
 SPLIT_CHOICES = ("heldout", "all", "official")
+PAIRS_CHOICES = ("judged", "segmentations", "both")
 LEVELS = ("proposition", "sentence", "document")
 
 
@@ -139,11 +153,16 @@ class PropSegmentRetrieval(Task):
         dataset=DATASET,
         dataset_source=OFFICIAL_SOURCE,
         license="Wikipedia clusters: CC BY-SA 3.0 (NewSHead text not redistributed, left out)",
-        version="1",
+        version="2",  # 2: rater variants merged by default (variants=merge)
         requires=(SPAN_ENCODER,),
         training_kinds=(PROPOSITION_PAIRS,),
         details={"split": "heldout: dev Wikipedia clusters sorted by id; even positions train, odd positions "
-                          "evaluate (disjoint); the public test split has no judgements and only adds distractors"},
+                          "evaluate (disjoint); the public test split has no judgements and only adds distractors",
+                 # the paper's all-MiniLM-L6-v2 row (table 1) uses full-mask pooling, its best input for compact
+                 # models (appendix C.1): the untrained row a trained span encoder has to beat
+                 "leaderboard_baseline": {"model": "be:span_input=full-mask", "column": "propsegment-facts",
+                                          "why": "the input strategy of the paper's all-MiniLM-L6-v2 row, table 1 "
+                                                 "and appendix C.1"}},
     )
     options: ClassVar = {
         "split": Option("heldout", "heldout: disjoint dev clusters for training and evaluation; all: every judged "
@@ -153,8 +172,14 @@ class PropSegmentRetrieval(Task):
                             choices=AGREEMENT_CHOICES),
         "distractors": Option("test", "add the public test split's propositions (no judgements) to the corpus",
                               choices=("test", "none")),
-        "positives": Option("mutual", "training data: links that entail each other (mutual) or every ENTAILS link",
-                            choices=POSITIVES_CHOICES),
+        "variants": Option("merge", "a query or gold proposition that is a rater variant (token Jaccard >= 0.8) of "
+                                    "a proposition already in its sentence: merge (that proposition stands for it) "
+                                    "or keep (its own corpus item; version 1)", choices=VARIANTS_CHOICES),
+        "pairs": Option("judged", "training data: judged (human ENTAILS links between sentences), segmentations "
+                                  "(each proposition in its sentence vs its own text, siblings as negatives; every "
+                                  "rater's segmentation) or both", choices=PAIRS_CHOICES),
+        "positives": Option("mutual", "training data (pairs=judged/both): links that entail each other (mutual) or "
+                                      "every ENTAILS link", choices=POSITIVES_CHOICES),
         "candidates": Option(100, "sentence/document level: propositions retrieved before aggregating", type=int),
     }
 
@@ -193,7 +218,8 @@ class PropSegmentRetrieval(Task):
             raise DataFileError(f"{evaluated.paths[0].parent}: the {evaluated.name} split has no judged cluster with "
                                 "text; nothing to evaluate.")
         return options_checksum(files_checksum(self._paths()), agreement=self.options["agreement"],
-                                split=self.options["split"], distractors=self.options["distractors"])
+                                split=self.options["split"], distractors=self.options["distractors"],
+                                variants=self.options["variants"])
 
     # -- evaluation -----------------------------------------------------------------------------------------------
     def evaluate(self, model, ctx) -> EvalResult:
@@ -201,7 +227,7 @@ class PropSegmentRetrieval(Task):
         evaluated = self._evaluated_split()
         _, clusters = self._clusters(evaluated)
         collection = build_collection(evaluated, clusters, self.options["agreement"], self._distractors(),
-                                      ctx.profile.max_eval_examples)
+                                      ctx.profile.max_eval_examples, self.options["variants"])
         vectors = encoded_corpus(model, collection, (checksum, ctx.profile.max_eval_examples))
         if self.level == "proposition":
             per_query = retrieval_metrics(vectors, collection.queries, per_query=True)
@@ -230,14 +256,35 @@ class PropSegmentRetrieval(Task):
         else:
             judged = self._evaluated_split()
             clusters, _ = heldout_clusters(judged)
-        pairs, counts = training_pairs(judged, clusters, self.options["agreement"], self.options["positives"])
-        if not len(pairs):
-            raise DataFileError(f"{judged.paths[0].parent}: no {self.options['positives']} positive links in the "
-                                f"training clusters; try --train-on propsegment-facts:positives=entails.")
+        pairs, counts = self._training_pairs(judged, clusters)
         logger.info("propsegment training pairs: %s", {k: v for k, v in counts.items() if k != "clusters"})
         checksum = options_checksum(files_checksum(judged.paths), agreement=self.options["agreement"],
-                                    positives=self.options["positives"], split=split)
+                                    positives=self.options["positives"], split=split,
+                                    variants=self.options["variants"], pairs=self.options["pairs"])
         return TrainingSplits(source=self.metadata.name, train=pairs, dev=None, checksum=checksum)
+
+    def _training_pairs(self, judged: PropSegmentSplit, clusters: set[str]) -> tuple[PropositionPairs, dict]:
+        """The ``pairs`` option's training data from ``clusters``; one error line when it is empty."""
+        kind, counts = self.options["pairs"], {}
+        pairs: list = []
+        if kind in ("judged", "both"):
+            judged_pairs, judged_counts = training_pairs(judged, clusters, self.options["agreement"],
+                                                         self.options["positives"], self.options["variants"])
+            counts = {f"judged_{k}" if k in judged_pairs.counts() else k: v for k, v in judged_counts.items()
+                      if k != "clusters"}
+            if not len(judged_pairs) and kind == "judged":
+                raise DataFileError(f"{judged.paths[0].parent}: no {self.options['positives']} positive links in "
+                                    "the training clusters; try --train-on propsegment-facts:positives=entails.")
+            pairs += judged_pairs.pairs
+        if kind in ("segmentations", "both"):
+            segmented, segmented_counts = segmentation_pairs(judged, clusters)
+            if not len(segmented):
+                raise DataFileError(f"{judged.paths[0].parent}: the training clusters have no segmented sentence; "
+                                    "train with pairs=judged.")
+            counts = {**counts, **{f"segmentations_{k}": v for k, v in segmented_counts.items() if k != "clusters"}}
+            pairs += segmented.pairs
+        data = PropositionPairs(pairs)
+        return data, {**counts, **data.counts(), "pairs_from": kind, "clusters": sorted(clusters)}
 
 
 SENTENCES = PropSegmentRetrieval.variant(

@@ -16,18 +16,35 @@ How the annotations become that:
   gold propositions that the reference segmentation does not contain (about 45% of the gold in v1 dev: raters drew
   them in the entailment task) are added to the corpus, so every query can reach its gold. Items are identified by
   (document, sentence, token set); duplicates are one item.
+- Rater variants (``variants``, task version 2): many added propositions are another rater's version of a fact
+  already in their sentence (token Jaccard >= 0.8 with it). Kept as their own items (``variants=keep``, version 1),
+  74 of the 220 held-out queries have such a near-duplicate of their own sentence in the corpus that is never gold
+  (it was added as another query's gold), which punishes whole-sentence (mask) pooling. ``variants=merge``
+  (default) makes every query and gold proposition that is a variant of a proposition already in its sentence (the
+  reference segmentation first, then earlier added ones) that proposition; queries that become one share their gold.
+  What remains (28 queries with the defaults) are distinct facts of the reference segmentation itself, e.g. the
+  same verb with two objects; both counts are in every record.
 - Distractors: the propositions of further clusters (the public test split's, which has no judgements) can join
   the corpus; they are never queries or gold.
 - Training pairs: each counted (hypothesis, gold) link gives a positive between two sentences of different
   documents; ``positives=mutual`` keeps a link only when the reverse link (the gold proposition as hypothesis,
   entailed with the query proposition as support) is also counted, the paper's "entail each other" rule;
   ``positives=entails`` keeps every link. Links of one sentence pair are one training example whose propositions
-  are both sentences' reference propositions plus the linked ones.
+  are both sentences' reference propositions plus the linked ones (``pairs=judged``).
+- Segmentation pairs (``pairs=segmentations``; ``both`` adds them to the judged pairs): no judgement is read. The
+  distinct propositions of every rater's segmentation of a sentence are grouped into facts (a rater variant, token
+  Jaccard >= 0.8, joins the fact it varies); one example per fact pairs the sentence, holding all of the fact's
+  variants and one proposition of every other fact (the siblings: hard negatives), with the fact's own text (its
+  tokens, ``proposition_text``) encoded as a sentence of its own; the variants are linked to that text. It teaches
+  a proposition in context to mean what its words say alone, apart from its siblings, the failure of mask pooling
+  on this corpus. The issue's suggestion, PropSegmEnt's train split, is not in the bundled data (dev/test only);
+  these pairs come from the same held-out training clusters (191 sentences, 1,520 facts), never from evaluated ones.
 
 The smoke profile's cut (``limit``) samples queries (harness.evaluation.sampling) and keeps in the corpus the
 sentences of those queries and their gold plus ``limit`` other sampled sentences.
 
-Deviations: the paper's retrieval data (~45k propositions from 1.5k documents, 1.13 gold per query; HF
+Deviations: the paper trains on 240k NLI-derived sentence pairs (3.3), not on segmentation pairs. The paper's
+retrieval data (~45k propositions from 1.5k documents, 1.13 gold per query; HF
 ``sihaochen/propsegment-retrieval``) is not redistributed with PropSegmEnt and its construction is not described;
 this is a reconstruction from the v1 judgements (about 1.8 gold per query with ``majority``).
 """
@@ -52,6 +69,8 @@ logger = logging.getLogger(__name__)
 
 AGREEMENT_CHOICES = ("majority", "any", "unanimous")
 POSITIVES_CHOICES = ("mutual", "entails")
+VARIANTS_CHOICES = ("merge", "keep")
+NEAR_DUPLICATE_JACCARD = 0.8  # token-set Jaccard at or above which two propositions of a sentence are one fact
 
 
 def counts_as_entailment(relationship: Relationship, agreement: str) -> bool:
@@ -77,6 +96,60 @@ def gold_links(relationships: Iterable[Relationship], agreement: str,
     return dict(gold)
 
 
+def jaccard(first: frozenset, second: frozenset) -> float:
+    return len(first & second) / len(first | second)
+
+
+def variant_of(candidate: frozenset, known: list[frozenset]) -> frozenset | None:
+    """The proposition of ``known`` that ``candidate`` is a rater variant of (highest token Jaccard, at least
+    NEAR_DUPLICATE_JACCARD; the earlier one on a tie), or None."""
+    best, best_score = None, NEAR_DUPLICATE_JACCARD
+    for proposition in known:
+        score = jaccard(candidate, proposition)
+        if score >= best_score and (best is None or score > best_score):
+            best, best_score = proposition, score
+    return best
+
+
+def merge_variants(gold: dict[PropositionKey, set[PropositionKey]],
+                   reference: dict[SentenceKey, list[frozenset]]) -> tuple[dict[PropositionKey, set[PropositionKey]],
+                                                                           int]:
+    """``variants=merge``: a query or gold proposition that is a rater variant of a proposition already in its
+    sentence (the reference segmentation first, then the added ones in order) becomes that proposition. Queries
+    that become one proposition share their gold. Returns the merged gold and how many propositions were merged."""
+    known: dict[SentenceKey, list[frozenset]] = {key: list(props) for key, props in reference.items()}
+    canonical: dict[PropositionKey, PropositionKey] = {}
+    for key in sorted({k for hypothesis, supports in gold.items() for k in (hypothesis, *supports)}, key=_order):
+        in_sentence = known.setdefault((key[0], key[1]), [])
+        if key[2] in in_sentence:
+            canonical[key] = key
+            continue
+        twin = variant_of(key[2], in_sentence)
+        if twin is None:
+            in_sentence.append(key[2])
+        canonical[key] = key if twin is None else (key[0], key[1], twin)
+    merged: dict[PropositionKey, set[PropositionKey]] = defaultdict(set)
+    for hypothesis, supports in gold.items():
+        query = canonical[hypothesis]
+        merged[query].update(canonical[support] for support in supports if canonical[support] != query)
+    return {query: supports for query, supports in merged.items() if supports}, sum(
+        key != target for key, target in canonical.items())
+
+
+def own_sentence_near_duplicates(items: list[PropositionKey], queries: RetrievalQueries) -> int:
+    """How many queries have a corpus proposition of their own sentence, not gold, at token Jaccard >=
+    NEAR_DUPLICATE_JACCARD (with ``variants=keep`` these rank near the top and count as misses)."""
+    rows_of_sentence: dict[SentenceKey, list[int]] = defaultdict(list)
+    for row, key in enumerate(items):
+        rows_of_sentence[(key[0], key[1])].append(row)
+    count = 0
+    for row, gold in zip(queries.rows, queries.gold):
+        key, gold_rows = items[row], set(np.asarray(gold).tolist())
+        count += any(other != row and other not in gold_rows and jaccard(items[other][2], key[2]) >=
+                     NEAR_DUPLICATE_JACCARD for other in rows_of_sentence[(key[0], key[1])])
+    return count
+
+
 @dataclass
 class RetrievalCollection:
     """The corpus items (propositions) with their sentence and document, and the queries."""
@@ -95,10 +168,11 @@ def _span_item(sentences: dict[SentenceKey, Sentence], key: PropositionKey) -> t
 
 
 def build_collection(evaluated: PropSegmentSplit, clusters: set[str], agreement: str,
-                     distractors: PropSegmentSplit | None = None, limit: int | None = None) -> RetrievalCollection:
+                     distractors: PropSegmentSplit | None = None, limit: int | None = None,
+                     variants: str = "merge") -> RetrievalCollection:
     """The retrieval collection of the judged ``clusters`` of ``evaluated`` (plus every cluster of
     ``distractors``), cut to ``limit`` queries when a limit is given."""
-    gold = gold_links(evaluated.relationships or [], agreement, clusters)
+    gold, merged = judged_gold(evaluated, clusters, agreement, variants)
     query_keys = sorted(gold, key=_order)
     chosen = [query_keys[i] for i in evaluation_sample(len(query_keys), limit)]
     sentences = dict(evaluated.sentences)
@@ -140,13 +214,17 @@ def build_collection(evaluated: PropSegmentSplit, clusters: set[str], agreement:
         "left_out_without_text": {**evaluated.left_out, **({f"distractors_{k}": v for k, v in
                                                              distractors.left_out.items()} if distractors else {})},
         "agreement": agreement,
+        "variants": variants,
+        "variants_merged": merged,
     }
+    queries = RetrievalQueries(query_rows, gold_rows)
+    stats["queries_with_own_sentence_near_duplicate"] = own_sentence_near_duplicates(items, queries)
     return RetrievalCollection(
         items=items,
         span_items=[_span_item(sentences, key) for key in items],
         sentence_of_item=np.array([sentence_ids.setdefault((k[0], k[1]), len(sentence_ids)) for k in items]),
         document_of_item=np.array([document_ids.setdefault(k[0], len(document_ids)) for k in items]),
-        queries=RetrievalQueries(query_rows, gold_rows),
+        queries=queries,
         stats=stats,
     )
 
@@ -155,12 +233,24 @@ def _order(key: PropositionKey) -> tuple:
     return (key[0], key[1], sorted(key[2]))
 
 
+def judged_gold(split: PropSegmentSplit, clusters: set[str], agreement: str,
+                variants: str) -> tuple[dict[PropositionKey, set[PropositionKey]], int]:
+    """The gold links of ``clusters``, with rater variants merged (``variants=merge``) or kept; and how many
+    propositions were merged."""
+    if variants not in VARIANTS_CHOICES:
+        raise ValueError(f"variants must be one of {VARIANTS_CHOICES}, got {variants!r}")
+    gold = gold_links(split.relationships or [], agreement, clusters)
+    if variants == "keep":
+        return gold, 0
+    return merge_variants(gold, split.reference)
+
+
 def training_pairs(split: PropSegmentSplit, clusters: set[str], agreement: str,
-                   positives: str) -> tuple[PropositionPairs, dict]:
+                   positives: str, variants: str = "merge") -> tuple[PropositionPairs, dict]:
     """Proposition-pair training data from the judged ``clusters`` (see the module docstring)."""
     if positives not in POSITIVES_CHOICES:
         raise ValueError(f"positives must be one of {POSITIVES_CHOICES}, got {positives!r}")
-    gold = gold_links(split.relationships or [], agreement, clusters)
+    gold, _ = judged_gold(split, clusters, agreement, variants)
     links = {(hypothesis, support) for hypothesis, supports in gold.items() for support in supports}
     if positives == "mutual":
         links = {(a, b) for a, b in links if (b, a) in links}
@@ -199,3 +289,54 @@ def options_checksum(paths_checksum: str, **options: object) -> str:
     """The data files' checksum combined with the options that change what is built from them."""
     payload = json.dumps({"files": paths_checksum, **options}, sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def proposition_text(sentence: Sentence, token_indices: frozenset) -> str:
+    """A proposition as a sentence of its own: its tokens' text in order, runs of consecutive tokens as they stand
+    in the sentence, separate runs joined by a space."""
+    return " ".join(sentence.text[start:end] for start, end in sentence.spans_of(token_indices))
+
+
+def fact_groups(segmentations: list[list[frozenset]]) -> list[list[frozenset]]:
+    """The distinct propositions of a sentence over its raters, grouped into facts: a proposition joins the first
+    group whose first member it is a rater variant of (token Jaccard >= NEAR_DUPLICATE_JACCARD); the reference
+    response comes first, so its propositions lead their groups."""
+    groups: list[list[frozenset]] = []
+    for response in segmentations:
+        for proposition in response:
+            if any(proposition in group for group in groups):
+                continue
+            leader = variant_of(proposition, [group[0] for group in groups])
+            if leader is None:
+                groups.append([proposition])
+            else:
+                next(group for group in groups if group[0] == leader).append(proposition)
+    return groups
+
+
+def segmentation_pairs(split: PropSegmentSplit, clusters: set[str]) -> tuple[PropositionPairs, dict]:
+    """``pairs=segmentations``: proposition-pair training data from the segmentations alone (no judgement). One
+    example per fact of a sentence of ``clusters``: the sentence with every rater variant of the fact and the
+    leading proposition of each other fact (its siblings, the hard negatives), paired with the fact's own text
+    (the leader's tokens, ``proposition_text``) as a sentence encoded whole; the variants are linked to it."""
+    pairs = []
+    for key in sorted(split.segmentations):
+        sentence = split.sentences[key]
+        if sentence.cluster not in clusters:
+            continue
+        groups = fact_groups(split.segmentations[key])
+        leaders = [group[0] for group in groups]
+        for group in groups:
+            propositions = group + [leader for leader in leaders if leader != group[0]]
+            text = proposition_text(sentence, group[0])
+            if text == sentence.text:
+                continue  # the whole sentence is the fact: nothing to tell apart
+            pairs.append(PropositionPair(
+                first=sentence.text,
+                second=text,
+                first_propositions=tuple(tuple(sentence.spans_of(p)) for p in propositions),
+                second_propositions=(((0, len(text)),),),
+                positives=tuple((i, 0) for i in range(len(group))),
+            ))
+    data = PropositionPairs(pairs)
+    return data, {**data.counts(), "clusters": sorted(clusters)}

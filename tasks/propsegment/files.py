@@ -95,6 +95,8 @@ class PropSegmentSplit:
     relationships: list[Relationship] | None
     paths: list[Path]
     left_out: dict[str, int] = field(default_factory=dict)
+    # every rater's segmentation of a sentence, the reference response's first (training data reads them all)
+    segmentations: dict[SentenceKey, list[list[frozenset]]] = field(default_factory=dict)
 
     def clusters(self) -> list[str]:
         return sorted({sentence.cluster for sentence in self.sentences.values()})
@@ -166,8 +168,11 @@ def _check_tokens(sentence: Sentence, indices: frozenset, path: Path, position: 
                                      f"({len(sentence.token_spans)} tokens).")
 
 
-def read_reference(path: Path, sentences: dict[SentenceKey, Sentence],
-                   left_out: dict[str, int]) -> dict[SentenceKey, list[frozenset]]:
+def read_reference(path: Path, sentences: dict[SentenceKey, Sentence], left_out: dict[str, int],
+                   segmentations: dict[SentenceKey, list[list[frozenset]]] | None = None,
+                   ) -> dict[SentenceKey, list[frozenset]]:
+    """The reference segmentation of every sentence with text; every rater's (reference first) into
+    ``segmentations`` when given."""
     reference: dict[SentenceKey, list[frozenset]] = {}
     for position, entry in enumerate(_load_json_array(path)):
         sentence_id = _field(entry, path, position, "sentence_id")
@@ -177,11 +182,18 @@ def read_reference(path: Path, sentences: dict[SentenceKey, Sentence],
             left_out["segmented_sentences_without_text"] = left_out.get("segmented_sentences_without_text", 0) + 1
             continue
         for response in _field(entry, path, position, "segmentation_responses"):
+            propositions = [_token_indices(p, path, position) for p in response.get("propositions") or []]
+            for indices in propositions:
+                _check_tokens(sentences[key], indices, path, position)
+            propositions = list(dict.fromkeys(propositions))
+            if segmentations is not None and propositions:
+                responses = segmentations.setdefault(key, [])
+                if response.get("is_reference_response"):
+                    responses.insert(0, propositions)
+                else:
+                    responses.append(propositions)
             if response.get("is_reference_response"):
-                propositions = [_token_indices(p, path, position) for p in response.get("propositions") or []]
-                for indices in propositions:
-                    _check_tokens(sentences[key], indices, path, position)
-                reference[key] = list(dict.fromkeys(propositions))
+                reference[key] = propositions
     return reference
 
 
@@ -235,10 +247,11 @@ def read_split(folder: Path, split: str, need_relationships: bool) -> PropSegmen
         )
     left_out: dict[str, int] = {}
     sentences = read_clusters(paths["document_clusters"])
-    reference = read_reference(paths["propositions"], sentences, left_out)
+    segmentations: dict[SentenceKey, list[list[frozenset]]] = {}
+    reference = read_reference(paths["propositions"], sentences, left_out, segmentations)
     relationships = None
     if paths["relationships"] is not None:
         relationships = read_relationships(paths["relationships"], sentences, left_out)
     used = [path for stem, path in paths.items() if path is not None and (stem in wanted or stem == "relationships")]
-    return PropSegmentSplit(split, sentences, reference, relationships, used, left_out)
+    return PropSegmentSplit(split, sentences, reference, relationships, used, left_out, segmentations)
 
