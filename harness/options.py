@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from .errors import InvalidOptionError, close_matches_hint, invalid_choice
 
@@ -18,6 +18,9 @@ class Option:
     # False for an option added after specs using its plugin were stored: at its default value it stays out of the
     # spec identity (and so out of the hash), so those specs keep their hashes and stored results.
     hash_default: bool = True
+    # With hash_default=False: at its default the option still enters the identity when hash_when(options) is true
+    # (a default whose meaning changed for some settings: those specs get new hashes, the others keep theirs).
+    hash_when: Callable[[Mapping[str, Any]], bool] | None = None
 
     def parse(self, owner: str, key: str, raw: Any) -> Any:
         wanted = self.type or (type(self.default) if self.default is not None else str)

@@ -107,7 +107,8 @@ def resolve_model_spec(
         budget=budget,
         budget_overrides=overrides,
         unhashed_options=tuple(key for key, option in plugin.options.items()
-                               if not option.hash_default and options[key] == option.default),
+                               if not option.hash_default and options[key] == option.default
+                               and not (option.hash_when and option.hash_when(options))),
     )
 
 
