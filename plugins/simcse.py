@@ -50,7 +50,7 @@ class DropoutContrast(nn.Module):
         self.temperature = float(setup.options["temperature"])
         self.directions = str(setup.options["directions"])
         width = setup.encoder.transformer.config.hidden_size
-        self.head = nn.Sequential(nn.Linear(width, width), nn.Tanh()) if setup.options["mlp_head"] else None
+        self.head = nn.Sequential(nn.Linear(width, width), nn.Tanh()) if setup.options.get("mlp_head") else None
 
     def forward(self, step: TrainingStep) -> torch.Tensor:
         features = step.features(CLEAN)
