@@ -37,8 +37,11 @@ Deviations:
 - Stopwords: scikit-learn's English list instead of NLTK's corpus (a download); see :mod:`harness.nn.phrases`.
 - EDA: only synonym replacement (the paper also uses random deletion and token reordering), applied once to s before
   masking instead of separately to s and s~.
-- No checkpoint selection on STS-B dev (the paper evaluates every 125 steps and keeps the best); the last step's
-  weights are kept, as for the other unsupervised objectives here.
+- Checkpoint selection on STS-B dev (the paper evaluates every 125 steps and keeps the best) is the option
+  ``select_every=125,select_on=stsb``; by default the last step's weights are kept, as for the other unsupervised
+  objectives here.
+- Training data (section 4.2): the unlabeled sentences of the seven STS datasets, test sentences included (ConSERT's
+  transductive setting) are ``--train-on stsb:unlabeled=seven-sts-transductive``; any other unlabeled source works.
 - The supervised variant (SimCSE-sup + alpha L_gen on NLI triples) is not implemented: no NLI data is available
   offline.
 """
