@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from .errors import InvalidOptionError, close_matches_hint, invalid_choice
 
@@ -27,6 +27,9 @@ class Option:
     def __post_init__(self) -> None:
         if self.bounds is not None:
             parse_bounds(self.bounds)  # a malformed interval is a bug in the plugin: fail when it registers
+    # With hash_default=False: at its default the option still enters the identity when hash_when(options) is true
+    # (a default whose meaning changed for some settings: those specs get new hashes, the others keep theirs).
+    hash_when: Callable[[Mapping[str, Any]], bool] | None = None
 
     def parse(self, owner: str, key: str, raw: Any) -> Any:
         wanted = self.type or (type(self.default) if self.default is not None else str)

@@ -126,7 +126,8 @@ def resolve_model_spec(
         budget_overrides=overrides,
         requested_budget=requested,
         unhashed_options=tuple(key for key, option in plugin.options.items()
-                               if not option.hash_default and options[key] == option.default),
+                               if not option.hash_default and options[key] == option.default
+                               and not (option.hash_when and option.hash_when(options))),
         backbone_content=backbone_content(registry, backbone, content_cache),
     )
 

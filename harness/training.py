@@ -3,7 +3,9 @@ linear warm-up over 10% of the steps then linear decay, a dev evaluation after e
 kept, seeded shuffling. Mixed precision on CUDA; ``torch.nn.DataParallel`` when several GPUs are visible.
 
 A plugin supplies a module whose ``forward(**batch)`` returns the scalar loss, a ``collate`` that turns a list of
-examples into that batch of tensors, and optionally ``dev_score`` (higher is better).
+examples into that batch of tensors, and optionally ``dev_score`` (higher is better). With ``dev_every_steps``
+the dev score is taken every that many optimiser steps (and after the last) instead of after every epoch, and the
+best step's weights are kept (SimCSE section 4 / appendix A: every 250 steps on STS-B dev).
 
 Length-grouped batches (``lengths`` given to :func:`fit`; :func:`fit_scored_pairs` does it for scored pairs): Hugging
 Face's ``group_by_length`` idea. Each epoch the examples are shuffled (seeded) as before, cut into chunks of
@@ -78,6 +80,7 @@ class TrainReport:
     examples_seen: int = 0
     best_epoch: int | None = None
     best_dev_score: float | None = None
+    best_step: int | None = None  # with dev_every_steps: the step whose weights were kept
     dev_history: list[float] = field(default_factory=list)
     loss_history: list[float] = field(default_factory=list)
     # Seed optimisation: per trial, its training seed and best dev score; the kept trial is the best one.
@@ -99,6 +102,7 @@ class TrainReport:
             "examples_per_second": round(self.examples_per_second, 3),
             "best_epoch": self.best_epoch,
             "best_dev_score": self.best_dev_score,
+            **({"best_step": self.best_step} if self.best_step is not None else {}),
             "dev_history": self.dev_history,
             "mean_loss_per_epoch": self.loss_history,
             **({"seed_trials": self.seed_trials} if self.seed_trials else {}),
@@ -143,6 +147,7 @@ def fit(
     config: TrainConfig,
     dev_score: Callable[[], float] | None = None,
     lengths: Sequence[int] | None = None,
+    dev_every_steps: int | None = None,
 ) -> TrainReport:
     """Train ``module`` in place; at the end it holds the weights of the best dev epoch (or the last epoch).
     ``lengths`` (one per example, e.g. characters of a pair) turns on length-grouped batches (see the module
@@ -177,6 +182,22 @@ def fit(
 
     report = TrainReport()
     best_state: dict[str, torch.Tensor] | None = None
+    if dev_every_steps is not None and (dev_score is None or dev_every_steps < 1):
+        raise ValueError("fit(): dev_every_steps needs a dev_score and must be at least 1")
+    step_dev_seconds = 0.0  # time of in-epoch dev evaluations, kept out of the optimisation time
+
+    def step_dev_evaluation() -> None:
+        nonlocal best_state, step_dev_seconds
+        evaluation_started = time.perf_counter()
+        module.eval()
+        score = float(dev_score())
+        module.train()
+        report.dev_history.append(score)
+        if report.best_dev_score is None or score > report.best_dev_score:
+            report.best_dev_score, report.best_step = score, report.steps
+            best_state = copy.deepcopy({k: v.detach().cpu() for k, v in module.state_dict().items()})
+        step_dev_seconds += time.perf_counter() - evaluation_started
+
     started = time.perf_counter()
     bar = tqdm(total=total_steps, desc=config.description, disable=not config.progress, leave=False, unit="step")
     try:
@@ -218,8 +239,13 @@ def fit(
                     )
                 bar.update(1)
                 bar.set_postfix(loss=f"{epoch_losses[-1]:.4f}")
+                if dev_every_steps is not None and (report.steps % dev_every_steps == 0
+                                                    or report.steps == total_steps):
+                    step_dev_evaluation()
             report.seconds += time.perf_counter() - epoch_started  # optimisation only, not dev evaluation
             report.loss_history.append(sum(epoch_losses) / max(1, len(epoch_losses)))
+            if dev_every_steps is not None:
+                continue
             if dev_score is not None:
                 module.eval()
                 score = float(dev_score())
@@ -237,7 +263,11 @@ def fit(
         "learning_rate": config.learning_rate, "examples": len(examples), "epochs_run": len(report.loss_history),
         "steps": report.steps,
     }
-    if best_state is not None and report.best_epoch != len(report.loss_history) - 1:
+    if dev_every_steps is not None:
+        report.seconds -= step_dev_seconds
+        if best_state is not None and report.best_step != report.steps:
+            module.load_state_dict(best_state)
+    elif best_state is not None and report.best_epoch != len(report.loss_history) - 1:
         module.load_state_dict(best_state)
     module.eval()
     return report

@@ -20,7 +20,9 @@ Pipeline (``train``):
    teacher's option ``freeze_embeddings``). ``student_from_mlm=true`` starts the student from the MLM checkpoint
    too: DomainSBERT = ``teacher_mlm=true``; FullDomainSBERT = ``teacher_mlm=true,student_from_mlm=true``. The MLM
    checkpoint lives in the store's shared cache (``ctx.cache_dir``) under a key of everything that determines it, so
-   DomainSBERT and FullDomainSBERT share one MLM checkpoint, and so one teacher.
+   DomainSBERT and FullDomainSBERT share one MLM checkpoint, and so one teacher. Masking (option ``mlm_masking``):
+   BERT's 15% with 80/10/10 for ``topics=original``; the topic settings default to the thesis code's 20% with the
+   mask token only (the thesis text states no rate); either can be chosen for any setting.
 4. The teacher comes from ``ctx.trained_model(teacher, train_on=...)``, so its checkpoint is cached and shared by
    every cell (and by a plain ``ce``/``cbe`` row trained on the same source), and scores every candidate.
 5. The sampler keeps a subset (KDE samplers compare with the gold score distribution; others keep all); at most
@@ -113,7 +115,7 @@ from harness import (
     hookimpl,
 )
 from harness.nn import DEFAULT_DELIMITER, TopicPromptError, check_delimiter, check_topic
-from harness.nn.mlm import PairTopics, domain_adapted_backbone
+from harness.nn.mlm import BERT_MASKING, THESIS_CODE_MASKING, Masking, PairTopics, domain_adapted_backbone
 from harness.nn.sampling import SamplingInput
 from harness.store import atomic_write_text, cached_bytes
 from harness.training import SCORED_PAIR_BUDGET_KEYS
@@ -128,6 +130,8 @@ SEARCH_MODELS = ("fine-tuned", "pretrained")
 # Topic distillation (thesis 4.4, 5.6): what teacher and student read of a sentence's topic label.
 ORIGINAL, PROMPTED, HIDDEN = "original", "prompted", "hidden"
 TOPIC_SETTINGS = (ORIGINAL, PROMPTED, HIDDEN)
+AUTO_MASKING = "auto"
+MASKINGS = {"bert": BERT_MASKING, "thesis-code": THESIS_CODE_MASKING}  # option mlm_masking (teacher_mlm=true)
 SEARCH_ENCODER = "be"  # the Bi-Encoder that embeds sentences for semantic-search sampling (Thakur et al. 2021)
 # The silver-pair artifact; plugins/silver_density.py reads files of this name (it keeps its own copy of the name,
 # since no plugin imports another) and recognises them by ARTIFACT_KIND.
@@ -169,6 +173,12 @@ OPTIONS: dict[str, Option] = {
                         "if a sentence or topic label contains it", type=str, hash_default=False),
     "max_sentences": Option(0, "target sentences kept before pairing (seeded subsample; 0: all); the quick "
                             "matrices' cut", type=int, hash_default=False, bounds="[0, inf)"),
+    # Added in harness 0.4 (issue 22): auto keeps BERT's masking for topics=original; with topics=prompted/hidden it
+    # now means the thesis code's (20%, [MASK] only), so those specs with teacher_mlm=true get new hashes.
+    "mlm_masking": Option(AUTO_MASKING, "teacher_mlm masking: bert (15%, 80/10/10), thesis-code (20%, the mask "
+                          "token only; the thesis code's topic MLM) or auto (thesis-code with topics=prompted/hidden, "
+                          "else bert)", choices=(AUTO_MASKING, *MASKINGS), hash_default=False,
+                          hash_when=lambda options: bool(options["teacher_mlm"]) and options["topics"] != ORIGINAL),
 }
 
 
@@ -526,10 +536,11 @@ def annotate_silver_pairs(splits, ctx) -> SilverPairs:
         student_texts = teacher_texts if options["topics"] == PROMPTED else sentences
     mlm_dir = None
     if options["teacher_mlm"]:
+        masking = mlm_masking(options)
         mlm_dir = domain_adapted_backbone(
-            _mlm_directory(ctx, first, second, mlm_topics), ctx.backbone, first, second, profile=ctx.profile,
-            seed=ctx.seed, device=ctx.device, progress=ctx.progress, learning_rate=options["mlm_lr"],
-            topics=mlm_topics,
+            _mlm_directory(ctx, first, second, mlm_topics, masking), ctx.backbone, first, second,
+            profile=ctx.profile, seed=ctx.seed, device=ctx.device, progress=ctx.progress,
+            learning_rate=options["mlm_lr"], topics=mlm_topics, masking=masking,
         )
     teacher_text = teacher_spec_text(options, frozen_embeddings=options["teacher_mlm"])
     teacher = ctx.trained_model(teacher_text, train_on=teacher_source,
@@ -668,7 +679,16 @@ def _content_key(payload: Any, length: int = 16) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
-def _mlm_directory(ctx, first: list[str], second: list[str], topics: PairTopics | None = None) -> Path:
+def mlm_masking(options: dict[str, Any]) -> Masking:
+    """The teacher MLM's masking: option mlm_masking, ``auto`` being the thesis code's for the topic settings."""
+    name = options["mlm_masking"]
+    if name == AUTO_MASKING:
+        name = "bert" if options["topics"] == ORIGINAL else "thesis-code"
+    return MASKINGS[name]
+
+
+def _mlm_directory(ctx, first: list[str], second: list[str], topics: PairTopics | None = None,
+                   masking: Masking = BERT_MASKING) -> Path:
     """The domain-adapted backbone's folder in the store's shared cache, named after everything that determines it
     (backbone, pairs, their topic prompts, budgets, lr, seed): every student with the same MLM inputs finds it
     (DomainSBERT and FullDomainSBERT share one MLM checkpoint, and so one teacher checkpoint; so do the Prompted and
@@ -684,6 +704,8 @@ def _mlm_directory(ctx, first: list[str], second: list[str], topics: PairTopics 
     }
     if topics is not None:  # only then: the key of a plain MLM checkpoint stays what it was
         payload["topics"] = _content_key([list(topics.first), list(topics.second), topics.delimiter], 64)
+    if masking != BERT_MASKING:  # likewise
+        payload["masking"] = masking.as_record()
     key = _content_key(payload)
     return Path(ctx.cache_dir) / f"{MLM_CACHE_PREFIX}{key}" / f"seed-{ctx.seed}"
 
@@ -704,6 +726,7 @@ def write_silver_artifact(ctx, pairs: SilverPairs, gold_source: str) -> Path | N
         "teacher_train_on": pairs.teacher_source,
         "gold_source": gold_source,
         "teacher_mlm": options["teacher_mlm"],
+        "mlm_masking": mlm_masking(options).as_record() if options["teacher_mlm"] else None,
         "domain_mlm_backbone": str(pairs.mlm_dir) if pairs.mlm_dir else None,
         "student": ctx.student,
         "backbone": ctx.backbone,

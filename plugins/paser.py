@@ -2,7 +2,8 @@
 
 Per training sentence s (section 3.1): its key phrases are ranked by RAKE (:mod:`harness.nn.phrases`: stopword and
 punctuation split, word score deg/freq, phrase score = sum); a copy s~ has the ``top_k`` best phrases masked (every
-token overlapping a phrase word becomes the mask token; 1 = the method's p0, table 5 found top-5 best on STS). The
+token overlapping a phrase word becomes the mask token; default 5: the paper's table 1 numbers are those of RAKE
+top-5 in table 5 with synonym replacement in table 4; ``top_k=1`` is the method's single phrase p0). The
 shared encoder gives E_s and E_s~ (``pooling``: [CLS] without a pooler MLP, the paper's default; MEAN as an
 option). The decoding signal (eq. 2) is the length-4 memory [E_s, E_s~, m|E_s - E_s~|, n|E_s * E_s~|] with m = n = 10
 (``signal_m``, ``signal_n``; appendix A's best); ``signal=public`` is the public code's variant: E_s~ projected by a
@@ -17,10 +18,12 @@ the pooled [CLS] vector (an ``embedder``).
 Training setup (section 4.2): lr 3e-5, batch 64, 5 epochs (paper profile), max length 32 (the profile's limit
 applies); linear decay without warm-up or weight decay (the paper does not state them). Quick profile: 40 steps.
 
-EDA (section 3.1.3), option ``synonyms`` (EDA's alpha_sr, 0 = off): that share of the words of s that are neither
-stopwords nor punctuation (at least one) is replaced by a random WordNet synonym before the phrases are ranked, so
-both views carry the same replacements. It needs NLTK's WordNet data; without it the option is refused at plan time
-with the command that installs it.
+EDA (section 3.1.3), option ``synonyms`` (EDA's alpha_sr; default 0.1, EDA's default and table 4's "+ SR" row that
+table 1 reports; 0 = off): that share of the words of s that are neither stopwords nor punctuation (at least one) is
+replaced by a random WordNet synonym before the phrases are ranked, so both views carry the same replacements.
+Synonyms come from the WordNet 3.0 database (:mod:`harness.nn.wordnet`; NLTK's ``synsets`` lookup, without NLTK):
+no PyPI package ships that database, so it is the system package ``wordnet-base`` (Debian/Ubuntu) or an NLTK data
+folder. Without it the default spec is refused at plan time in one line naming the package (or ``synonyms=0``).
 
 Defined behaviour at the edges (tests/test_paser.py):
 - a sentence without any candidate phrase (only stopwords and punctuation) keeps an unmasked copy and adds nothing to
@@ -34,8 +37,11 @@ Deviations:
 - Stopwords: scikit-learn's English list instead of NLTK's corpus (a download); see :mod:`harness.nn.phrases`.
 - EDA: only synonym replacement (the paper also uses random deletion and token reordering), applied once to s before
   masking instead of separately to s and s~.
-- No checkpoint selection on STS-B dev (the paper evaluates every 125 steps and keeps the best); the last step's
-  weights are kept, as for the other unsupervised objectives here.
+- Checkpoint selection on STS-B dev (the paper evaluates every 125 steps and keeps the best) is the option
+  ``select_every=125,select_on=stsb``; by default the last step's weights are kept, as for the other unsupervised
+  objectives here.
+- Training data (section 4.2): the unlabeled sentences of the seven STS datasets, test sentences included (ConSERT's
+  transductive setting) are ``--train-on stsb:unlabeled=seven-sts-transductive``; any other unlabeled source works.
 - The supervised variant (SimCSE-sup + alpha L_gen on NLI triples) is not implemented: no NLI data is available
   offline.
 """
@@ -49,7 +55,7 @@ import torch
 from torch import nn
 
 from harness import IncompatibleError, InvalidOptionError, Option, hookimpl
-from harness.nn import TransformerDecoder
+from harness.nn import TransformerDecoder, wordnet
 from harness.nn.mlm import load_masked_lm, mask_tokens
 from harness.nn.objectives import (
     CLEAN,
@@ -75,25 +81,16 @@ SETUP = TrainingSetup(  # section 4.2: lr 3e-5, batch 64, 5 epochs
     "paser-4.2", schedule="linear", warmup_ratio=0.0, weight_decay=0.0,
     budgets={"quick": {"max_steps": 40}, "paper": {"batch_size": 64, "epochs": 5}},
 )
-WORDNET_HINT = ("NLTK's WordNet data is not installed; install it with `python -m nltk.downloader wordnet omw-1.4` "
-                "(or set synonyms=0)")
 
 
 # -- EDA synonym replacement ---------------------------------------------------------------------------------------
 def wordnet_synonyms() -> Callable[[str], list[str]]:
-    """``word -> synonyms`` from NLTK's WordNet; raises IncompatibleError naming what to install when it is absent."""
+    """``word -> synonyms`` from WordNet; raises IncompatibleError naming what to install when it is absent."""
     try:
-        from nltk.corpus import wordnet
-
-        wordnet.synsets("dog")
-    except LookupError:
-        raise IncompatibleError(f"paser option synonyms: {WORDNET_HINT}.") from None
-
-    def synonyms(word: str) -> list[str]:
-        names = {lemma.name().replace("_", " ").replace("-", " ").lower()
-                 for synset in wordnet.synsets(word) for lemma in synset.lemmas()}
-        return sorted(name for name in names if name != word.lower())
-
+        synonyms, folder = wordnet.wordnet_synonyms()
+    except wordnet.WordNetMissingError as error:
+        raise IncompatibleError(f"paser option synonyms: {error}") from None
+    logger.info("paser: WordNet synonyms from %s", folder)
     return synonyms
 
 
@@ -239,7 +236,7 @@ class PhraseReconstruction(nn.Module):
 def check_options(options: Mapping[str, Any], owner: str) -> None:
     if int(options["top_k"]) < 1:
         raise InvalidOptionError(f"{owner}: option top_k must be at least 1 (phrases masked per sentence; paper: "
-                                 f"1, best 5); got {options['top_k']!r}.")
+                                 f"5, the method's p0: 1); got {options['top_k']!r}.")
     if int(options["decoder_layers"]) < 1:
         raise InvalidOptionError(f"{owner}: option decoder_layers must be at least 1 (paper: 6); got "
                                  f"{options['decoder_layers']!r}.")
@@ -252,9 +249,10 @@ def check_options(options: Mapping[str, Any], owner: str) -> None:
                                  f"alpha_sr); got {share!r}.")
     if share > 0:
         try:
-            wordnet_synonyms()
-        except IncompatibleError:
-            raise InvalidOptionError(f"{owner}: option synonyms={share} needs WordNet: {WORDNET_HINT}.") from None
+            wordnet.wordnet_folder()
+        except wordnet.WordNetMissingError:
+            raise InvalidOptionError(f"{owner}: synonyms={share} (EDA synonym replacement, the paper's table 1 "
+                                     f"setting) needs WordNet: {wordnet.INSTALL_HINT}; or set synonyms=0.") from None
 
 
 OBJECTIVE = Objective(
@@ -266,14 +264,15 @@ OBJECTIVE = Objective(
     reference="Wu et al. 2023 (PaSeR), section 3",
     prepare=PhraseMasking,
     options={
-        "top_k": Option(1, "RAKE phrases masked and generated per sentence (paper: 1; table 5: 5 is best)",
-                        type=int),
+        "top_k": Option(5, "RAKE phrases masked and generated per sentence (table 1 = table 5's top-5; 1: the "
+                           "method's single phrase p0)", type=int),
         "signal": Option("paper", "decoder memory: paper (eq. 2, absolute values) or public (a Linear on E_s~, no "
                                   "absolute values)", choices=SIGNALS),
         "signal_m": Option(10.0, "scale m of the difference term (appendix A: 10)", type=float),
         "signal_n": Option(10.0, "scale n of the product term (appendix A: 10)", type=float),
         "decoder_layers": Option(6, "layers of the randomly initialised decoder (paper: 6)", type=int),
-        "synonyms": Option(0.0, "EDA synonym replacement share (0: off; needs NLTK's WordNet data)", type=float),
+        "synonyms": Option(0.1, "EDA synonym replacement share (table 1 = table 4's + SR; 0: off; needs the WordNet "
+                                "database, e.g. apt-get install wordnet-base)", type=float),
     },
     check=check_options,
 )

@@ -13,7 +13,10 @@ of two embeddings, or a cross-encoder's score) against the gold score, Spearman 
   re-joins with single spaces; ``text=raw`` reads the original releases. SICK has one version only.
 - STS-B train/dev and SICK-R train/trial are offered as scored-pair training data (gold / 5, (gold - 1) / 4).
   Their train splits' distinct sentences are also offered as unlabeled training sentences (SimCSE, TSDAE, ...);
-  dev, trial and test text never is.
+  dev, trial and test text never is, except on request: ``stsb:unlabeled=seven-sts-transductive`` offers the
+  distinct sentences of all seven datasets, every split, test included (ConSERT's unsupervised setting, which PaSeR
+  section 4.2 follows). That source is transductive (the model sees the evaluated sentences, never their scores); its
+  name says so wherever a model trained on it is listed. The option changes training data only, never evaluation.
 
 Pair scoring (one model call per task, each distinct sentence encoded once), the correlations and both
 aggregations are ``harness.evaluation.pairs``; the smoke profile's seeded cut (per sub-dataset) is
@@ -132,6 +135,12 @@ AGGREGATION_OPTION = Option(
 )
 
 
+SEVEN_STS = "seven-sts-transductive"
+UNLABELED_OPTION = Option(
+    "train", "unlabeled training sentences: train (STS-B train only) or seven-sts-transductive (every split of "
+    "STS12-16, STS-B and SICK-R, test included: ConSERT's / PaSeR's setting)", choices=("train", SEVEN_STS))
+
+
 def unlabeled_split(source: str, train: PairSet, paths: list[Path]) -> TrainingSplits:
     """The distinct sentences of a train split as unlabeled training sentences (TSDAE, SimCSE, ...)."""
     sentences = list(dict.fromkeys(s.strip() for s in (*train.first, *train.second) if s.strip()))
@@ -213,14 +222,38 @@ class STSBenchmark(STSTask):
         license="scores CC BY-SA 4.0; sentences under their sources' licenses (LICENSE.txt)",
         training_kinds=(SCORED_PAIRS, UNLABELED_SENTENCES),
     )
-    options = {"text": TEXT_OPTION}
+    options = {"text": TEXT_OPTION, "unlabeled": UNLABELED_OPTION}
     aliases = ("sts-b",)
 
     def load(self) -> tuple[list[PairSet], list[Path]]:
         pair_set, paths = read_stsb(self.folder(), "test", self.tokenized())
         return [pair_set], paths
 
+    def seven_sts_sentences(self) -> TrainingSplits:
+        """ConSERT / PaSeR 4.2: the distinct sentences of STS12-16, STS-B and SICK-R, all splits (transductive)."""
+        pair_sets, paths = [], []
+        for dataset, prefix, subsets, _, _ in YEARS.values():
+            folder = resolve_dataset_dir(dataset, DATA_ROOT / dataset, data_dir=self.data_dir)
+            for subset in subsets:
+                pair_set, read = read_sts_year(folder, prefix, subset, self.tokenized())
+                pair_sets.append(pair_set)
+                paths.extend(read)
+        for split in ("train", "dev", "test"):
+            pair_set, read = read_stsb(self.folder(), split, self.tokenized())
+            pair_sets.append(pair_set)
+            paths.extend(read)
+        sick = resolve_dataset_dir("sick", DATA_ROOT / "sick", data_dir=self.data_dir)
+        for split in SICK_FILES:
+            pair_set, read = read_sick(sick, split)
+            pair_sets.append(pair_set)
+            paths.extend(read)
+        merged = PairSet(SEVEN_STS, [s for p in pair_sets for s in p.first], [s for p in pair_sets for s in p.second],
+                         np.concatenate([p.gold for p in pair_sets]))
+        return unlabeled_split(f"{self.metadata.name}:unlabeled={SEVEN_STS}", merged, paths)
+
     def training_data(self, kind, ctx=None):
+        if kind == UNLABELED_SENTENCES and self.options["unlabeled"] == SEVEN_STS:
+            return self.seven_sts_sentences()
         if kind == UNLABELED_SENTENCES:  # the train split's distinct sentences, never dev or test text
             train, train_paths = read_stsb(self.folder(), "train", self.tokenized())
             return unlabeled_split(self.metadata.name, train, train_paths)

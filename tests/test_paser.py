@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from harness import InvalidOptionError, TrainingSplits, UnlabeledSentences
-from harness.nn import SentenceEncoder
+from harness.nn import SentenceEncoder, wordnet
 from harness.nn.objectives import CLEAN, ObjectiveSetup, ObjectiveSum
 from harness.nn.phrases import english_stopwords, masked_copy, rake_phrases
 from harness.plugin_api import ModelContext
@@ -114,27 +114,61 @@ def test_paper_signal_is_equation_2():
     torch.testing.assert_close(term.decoding_signal(sentence, masked), expected)
 
 
-def test_synonym_replacement_and_missing_wordnet(monkeypatch):
+def write_wordnet(folder, synsets):
+    """A tiny WordNet 3.0 'dict' folder: ``synsets`` maps a part of speech (noun, verb, adj, adv) to lists of
+    synonym sets; index lines list each lemma's synset offsets, data lines sit at those byte offsets."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for part in ("noun", "verb", "adj", "adv"):
+        data, offsets = "  1 This software and database is being provided\n", {}
+        for words in synsets.get(part, []):
+            offset = len(data.encode())
+            data += f"{offset:08d} 00 {part[0]} {len(words):02x} " + " ".join(f"{w} 0" for w in words) + " 000 | x\n"
+            for word in words:
+                offsets.setdefault(word.lower(), []).append(offset)
+        index = "  1 This software and database is being provided\n" + "".join(
+            f"{lemma} {part[0]} {len(found)} 0 {len(found)} 0 " + " ".join(f"{o:08d}" for o in found) + "\n"
+            for lemma, found in sorted(offsets.items()))
+        (folder / f"data.{part}").write_text(data)
+        (folder / f"index.{part}").write_text(index)
+    (folder / "verb.exc").write_text("ran run\n")
+
+
+@pytest.fixture
+def tiny_wordnet(tmp_path, monkeypatch):
+    folder = tmp_path / "wordnet"
+    write_wordnet(folder, {"noun": [["guitar", "lute"], ["man", "adult_male"], ["cat", "true_cat"]],
+                           "verb": [["play", "strum"], ["run", "sprint"], ["sit", "sit_down"]]})
+    monkeypatch.setenv(wordnet.ENVIRONMENT_VARIABLE, str(folder))
+    return folder
+
+
+def test_wordnet_reader_finds_base_forms(tiny_wordnet):
+    synonyms, folder = wordnet.wordnet_synonyms()
+    assert folder == tiny_wordnet
+    # As NLTK's synsets(): the base form is a synonym of an inflected word; only the word itself is left out.
+    assert synonyms("guitars") == ["guitar", "lute"]  # noun rule s -> ""
+    assert synonyms("playing") == ["play", "strum"]  # verb rule ing -> ""
+    assert synonyms("ran") == ["run", "sprint"]  # verb.exc
+    assert synonyms("Man") == ["adult male"] and synonyms("mat") == []
+
+
+def test_synonym_replacement_and_missing_wordnet(monkeypatch, tmp_path):
     table = {"guitar": ["lute"], "playing": ["strumming"], "man": []}
     replaced = replace_synonyms("a man is playing a guitar .", 0.5, lambda w: table.get(w, []), english_stopwords(),
                                 random.Random(0))
     assert replaced in {"a man is strumming a lute .", "a man is playing a lute .", "a man is strumming a guitar ."}
     assert replaced != "a man is playing a guitar ."
-    import nltk.corpus
-
-    class Missing:
-        def synsets(self, word):
-            raise LookupError("Resource wordnet not found.")
-
-    monkeypatch.setattr(nltk.corpus, "wordnet", Missing())
+    monkeypatch.setenv(wordnet.ENVIRONMENT_VARIABLE, str(tmp_path))  # no WordNet files there
     from harness.plugins.paser import check_options
 
-    with pytest.raises(InvalidOptionError, match="nltk.downloader wordnet"):
+    with pytest.raises(InvalidOptionError, match="apt-get install wordnet-base"):
         check_options({**OPTIONS, "synonyms": 0.1}, "model 'paser'")
+    check_options(OPTIONS, "model 'paser'")  # synonyms=0 needs no WordNet
 
 
-def test_training_end_to_end_and_bad_options(tiny_bert, registry, tmp_path):
+def test_training_end_to_end_and_bad_options(tiny_bert, registry, tmp_path, tiny_wordnet):
     plugin = registry.model("paser")
+    assert plugin.options["top_k"].default == 5 and plugin.options["synonyms"].default == 0.1  # table 1's setting
     options = {key: option.default for key, option in plugin.options.items()} | {"top_k": 2}
     ctx = ModelContext(options=options, backbone=tiny_bert, profile=get_profile("smoke"), device="cpu", seed=3,
                        progress=False, component=registry.component, artifact_dir=tmp_path, cache_dir=tmp_path,

@@ -328,3 +328,37 @@ def test_the_classifier_runs_as_a_trained_model(tiny_bert, tmp_path):
     outcomes = runner.run(runner.plan())
     assert [o.status for o in outcomes] == ["ok", "ok"], [o.message for o in outcomes]
     assert len(list((tmp_path / "results" / "checkpoints").glob("classifier-*/seed-42"))) == 2
+
+
+# -- issue 22: the topic MLM's masking -------------------------------------------------------------------------------
+def test_thesis_code_masking_uses_only_the_mask_token():
+    import torch
+
+    from harness.nn.mlm import BERT_MASKING, THESIS_CODE_MASKING, mask_tokens
+
+    ids = torch.randint(1000, 2000, (64, 50))
+    maskable = torch.ones_like(ids, dtype=torch.bool)
+    masked, labels = mask_tokens(ids, maskable, 103, 30522, torch.Generator().manual_seed(0),
+                                 masking=THESIS_CODE_MASKING)
+    chosen = labels != -100
+    assert 0.17 < chosen.float().mean() < 0.23  # 20% predicted
+    assert (masked[chosen] == 103).all() and (masked[~chosen] == ids[~chosen]).all()
+    masked, labels = mask_tokens(ids, maskable, 103, 30522, torch.Generator().manual_seed(0), masking=BERT_MASKING)
+    chosen = labels != -100
+    assert 0.12 < chosen.float().mean() < 0.18 and 0.7 < (masked[chosen] == 103).float().mean() < 0.9
+
+
+def test_topic_recipes_default_to_the_thesis_code_masking_and_get_new_hashes(registry):
+    from harness.nn.mlm import BERT_MASKING, THESIS_CODE_MASKING
+    from harness.plugins.augmented_sbert import mlm_masking
+
+    base = "augsbert:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb,teacher_mlm=true"
+
+    def spec(extra):
+        return resolve_model_spec(registry, base + extra, get_profile("quick"), train_on="20ng-topic")
+
+    original, prompted = spec(""), spec(",topics=prompted")
+    assert mlm_masking(original.options) == BERT_MASKING and mlm_masking(prompted.options) == THESIS_CODE_MASKING
+    assert "mlm_masking" not in original.identity()["options"]  # topics=original keeps its hash
+    assert prompted.identity()["options"]["mlm_masking"] == "auto"  # the topic settings' meaning changed: new hash
+    assert mlm_masking(spec(",topics=prompted,mlm_masking=bert").options) == BERT_MASKING

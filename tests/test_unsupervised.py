@@ -341,3 +341,84 @@ def test_train_on_self_trains_one_model_per_task(registry, tmp_path, tiny_bert):
     assert len(checkpoints) == 2  # one model per task
     again = Runner(registry, config, log=lambda _: None).run()
     assert [o.status for o in again] == ["cached", "cached"]
+
+
+# -- issue 22: SimCSE's MLP head and checkpoint selection on dev pairs, the transductive STS source ----------------
+def test_simcse_mlp_head_and_step_selection(tiny_bert, registry, tmp_path):
+    from harness.data import ScoredPairs
+
+    plugin = registry.model("simcse")
+    options = {key: option.default for key, option in plugin.options.items()}
+    assert options["select_every"] == 0 and not options["mlp_head"]  # the thesis code's setting by default
+    options |= {"mlp_head": True, "select_every": 2}
+    dev = ScoredPairs(SENTENCES[:4], SENTENCES[4:8], np.array([0.1, 0.9, 0.4, 0.6]))
+    asked = []
+
+    def training_data(source, kind):
+        asked.append((source, kind))
+        return TrainingSplits(source, dev, dev=dev)
+
+    ctx = ModelContext(options=options, backbone=tiny_bert, profile=get_profile("smoke"), device="cpu", seed=3,
+                       progress=False, component=registry.component, artifact_dir=tmp_path, cache_dir=tmp_path,
+                       train_on="test", training_data=training_data)
+    model = plugin.factory(ctx)
+    report = model.fit(TrainingSplits("test", UnlabeledSentences(SENTENCES)), ctx)
+    assert asked == [("stsb", "scored_pairs")]
+    selection = report["selection"]
+    steps = report["steps"]
+    assert selection["every_steps"] == 2 and selection["on"] == "stsb" and 1 <= selection["best_step"] <= steps
+    assert len(report["dev_history"]) == steps // 2 + (steps % 2 > 0)
+    assert selection["best_dev_spearman"] == max(report["dev_history"])
+    # The MLP is training-only: the saved checkpoint is the encoder alone.
+    model.save(tmp_path / "ckpt")
+    assert not any("head" in name for name in model.encoder.state_dict())
+
+
+def test_step_selection_keeps_the_best_step():
+    from harness.training import TrainConfig, fit
+
+    module = torch.nn.Linear(1, 1, bias=False)
+    scores = iter([0.1, 0.7, 0.3])
+    weights = []
+
+    def dev_score():
+        weights.append(float(module.weight.detach()))
+        return next(scores)
+
+    config = TrainConfig(epochs=1, batch_size=1, learning_rate=0.1, max_steps=6, progress=False, warmup_ratio=0.0)
+    report = fit(LossOf(module), [1.0] * 6, lambda rows: {"x": torch.tensor([[rows[0]]])}, config, dev_score,
+                 dev_every_steps=2)
+    assert report.steps == 6 and report.dev_history == [0.1, 0.7, 0.3] and report.best_step == 4
+    assert float(module.weight.detach()) == pytest.approx(weights[1])  # the weights scored 0.7, not the last ones
+
+
+class LossOf(torch.nn.Module):
+    def __init__(self, linear):
+        super().__init__()
+        self.linear = linear
+
+    def forward(self, x):
+        return (self.linear(x) - 5.0).pow(2).mean()
+
+
+def test_selection_options_are_checked_at_plan_time(registry, tmp_path):
+    with pytest.raises(InvalidOptionError, match="select_on"):
+        plan(registry, ["tsdae:select_every=5"], ["stsb"], "stsb", tmp_path)  # no select_on for tsdae
+    with pytest.raises(InvalidOptionError, match="no effect"):
+        plan(registry, ["tsdae:mlp_head=true"], ["stsb"], "stsb", tmp_path)
+    plan(registry, ["simcse:select_every=250,mlp_head=true", "paser:select_every=125,select_on=stsb,synonyms=0"],
+         ["stsb"], "stsb", tmp_path)
+
+
+def test_seven_sts_transductive_source_is_labeled_and_holds_test_text(registry):
+    from harness.plugin_api import EvalContext
+
+    ctx = EvalContext(profile=get_profile("quick"), device="cpu", seed=0, batch_size=8)
+    task = registry.task("stsb").factory({"unlabeled": "seven-sts-transductive"}, None)
+    splits = task.training_data(UNLABELED_SENTENCES, ctx)
+    assert splits.source == "stsb:unlabeled=seven-sts-transductive"
+    sentences = set(splits.train.sentences)
+    test_pairs, _ = task.load()
+    assert set(test_pairs[0].first) <= sentences  # transductive: the evaluated sentences, never their scores
+    default = registry.task("stsb").factory({}, None).training_data(UNLABELED_SENTENCES, ctx).train.sentences
+    assert set(default) < sentences and not set(test_pairs[0].first) <= set(default)

@@ -2,7 +2,9 @@
 domain-adaptive MLM of thesis 4.3.1.
 
 - Masking: BERT's recipe (Devlin et al. 2019, section 3.1 / appendix A.1): 15% of the content tokens are predicted,
-  of which 80% become the mask token, 10% a random token and 10% stay unchanged; never a segment's CLS/SEP, never
+  of which 80% become the mask token, 10% a random token and 10% stay unchanged (:data:`BERT_MASKING`); the thesis
+  code's topic MLM instead predicts 20% and replaces every one by the mask token (:data:`THESIS_CODE_MASKING`,
+  ``Masking(0.2, 1.0, 0.0)``; the thesis text does not state its rate); never a segment's CLS/SEP, never
   padding, never a protected token (``maskable_positions(segments, protected)``: the topic prompt of thesis 4.4.3),
   and at least one token per sequence (a sequence with none would add nothing, a batch of them a NaN loss).
   Hugging Face counterpart: ``DataCollatorForLanguageModeling``.
@@ -48,6 +50,23 @@ from .topic_prompts import DEFAULT_DELIMITER, TopicPromptBuilder
 logger = logging.getLogger(__name__)
 
 MASK_PROBABILITY = 0.15
+
+
+@dataclass(frozen=True)
+class Masking:
+    """Which tokens MLM predicts and what it puts in their place: ``probability`` of the maskable tokens are
+    predicted; of those, ``mask_share`` become the mask token, ``random_share`` a random token, the rest stay."""
+
+    probability: float = MASK_PROBABILITY
+    mask_share: float = 0.8
+    random_share: float = 0.1
+
+    def as_record(self) -> dict:
+        return {"probability": self.probability, "mask_share": self.mask_share, "random_share": self.random_share}
+
+
+BERT_MASKING = Masking()  # Devlin et al. 2019: 15%, 80/10/10
+THESIS_CODE_MASKING = Masking(0.2, 1.0, 0.0)  # the thesis code's topic MLM: 20%, the mask token only
 RECORD_FILE = "domain_mlm.json"  # written into every domain-adapted backbone folder
 
 
@@ -74,10 +93,12 @@ def maskable_positions(segments: torch.Tensor, protected: torch.Tensor | None = 
 
 def mask_tokens(
     input_ids: torch.Tensor, maskable: torch.Tensor, mask_token_id: int, vocab_size: int,
-    generator: torch.Generator, probability: float = MASK_PROBABILITY,
+    generator: torch.Generator, probability: float = MASK_PROBABILITY, masking: Masking | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT masking: returns (masked input ids, labels with -100 where nothing is predicted)."""
-    chosen = (torch.rand(input_ids.shape, generator=generator) < probability) & maskable
+    """BERT masking (or ``masking``'s rates, which then replace ``probability``): returns (masked input ids, labels
+    with -100 where nothing is predicted)."""
+    masking = masking or Masking(probability)
+    chosen = (torch.rand(input_ids.shape, generator=generator) < masking.probability) & maskable
     # A pair with no masked token would contribute nothing (and a batch of them a NaN loss): mask one token.
     for row in torch.nonzero(~chosen.any(dim=1) & maskable.any(dim=1)).flatten().tolist():
         candidates = torch.nonzero(maskable[row]).flatten()
@@ -85,8 +106,8 @@ def mask_tokens(
     labels = torch.where(chosen, input_ids, torch.full_like(input_ids, -100))
     masked = input_ids.clone()
     draw = torch.rand(input_ids.shape, generator=generator)
-    to_mask_token = chosen & (draw < 0.8)
-    to_random = chosen & (draw >= 0.8) & (draw < 0.9)
+    to_mask_token = chosen & (draw < masking.mask_share)
+    to_random = chosen & (draw >= masking.mask_share) & (draw < masking.mask_share + masking.random_share)
     masked[to_mask_token] = mask_token_id
     masked[to_random] = torch.randint(vocab_size, (int(to_random.sum()),), generator=generator)
     return masked, labels
@@ -172,6 +193,7 @@ def topic_pairwise_features(tokenizer, first: Sequence[str], second: Sequence[st
 def train_domain_mlm(
     backbone: str, first: Sequence[str], second: Sequence[str], output_dir: Path, *, profile, seed: int,
     device: str, progress: bool = False, learning_rate: float = 3e-5, topics: PairTopics | None = None,
+    masking: Masking = BERT_MASKING,
 ) -> dict:
     """MLM on the pairs (``first[i]``, ``second[i]``), starting from ``backbone``; writes a Hugging Face backbone
     folder into ``output_dir`` and returns the record it also stores there (:data:`RECORD_FILE`). With ``topics``
@@ -197,7 +219,7 @@ def train_domain_mlm(
         protected = batch.pop("topic_mask", None)
         batch["input_ids"], batch["labels"] = mask_tokens(
             batch["input_ids"], maskable_positions(segments, protected), tokenizer.mask_token_id, len(tokenizer),
-            generator,
+            generator, masking=masking,
         )
         return batch
 
@@ -214,7 +236,7 @@ def train_domain_mlm(
         shutil.copy(st_config, output_dir / "sentence_bert_config.json")
     record = {
         "base_backbone": backbone, "pairs": len(features), "learning_rate": learning_rate, "seed": seed,
-        "report": report.as_record(),
+        "report": report.as_record(), "masking": masking.as_record(),
     }
     if topics is not None:
         record["topic_prompts"] = {"delimiter": topics.delimiter, "topic_tokens_masked": False}
@@ -224,7 +246,8 @@ def train_domain_mlm(
 
 def domain_adapted_backbone(directory: Path, backbone: str, first: Sequence[str], second: Sequence[str], *,
                             profile, seed: int, device: str, progress: bool = False,
-                            learning_rate: float = 3e-5, topics: PairTopics | None = None) -> Path:
+                            learning_rate: float = 3e-5, topics: PairTopics | None = None,
+                            masking: Masking = BERT_MASKING) -> Path:
     """The MLM-adapted backbone folder ``directory``, trained now unless a complete one is already there. The
     caller names the folder after everything that determines the result (backbone, pairs, budgets, lr, seed)."""
     directory = Path(directory)
@@ -234,7 +257,7 @@ def domain_adapted_backbone(directory: Path, backbone: str, first: Sequence[str]
     logger.info("domain-adaptive MLM of %s on %d target pairs (seed %d)", backbone, len(first), seed)
     build_checkpoint(directory, lambda temporary: train_domain_mlm(
         backbone, first, second, temporary, profile=profile, seed=seed, device=device, progress=progress,
-        learning_rate=learning_rate, topics=topics,
+        learning_rate=learning_rate, topics=topics, masking=masking,
     ))
     return directory
 

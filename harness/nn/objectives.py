@@ -51,7 +51,7 @@ import torch
 from safetensors.torch import load_model
 from torch import nn
 
-from harness.data import UNLABELED_SENTENCES
+from harness.data import SCORED_PAIRS, UNLABELED_SENTENCES
 from harness.errors import HarnessError, IncompatibleError, InvalidOptionError
 from harness.options import Option
 from harness.plugin_api import Component, ModelPlugin
@@ -308,10 +308,19 @@ def objective_options(lr: float = 3e-5) -> dict[str, Option]:
                                   type=float, bounds="(0, 1)"),
         "init": Option("", "start from this unsupervised model spec trained on the same source (e.g. mlm)",
                        type=str),
+        # Added in harness 0.4 (issue 22): at their defaults they stay out of the spec hash.
+        "select_every": Option(0, "checkpoint selection: score the dev pairs of select_on every this many steps and "
+                                  "keep the best step (SimCSE: 250 on STS-B dev); 0: keep the last step", type=int,
+                               hash_default=False),
+        "select_on": Option("", "the task whose scored-pair dev split select_every scores (cosine, Spearman)",
+                            type=str, hash_default=False),
+        "mlp_head": Option(False, "contrastive term through a training-only MLP (Linear + tanh) on the pooled "
+                                  "vector (SimCSE's unsupervised setting; thesis code: none)", type=bool,
+                           hash_default=False),
     }
 
 
-ALWAYS_READ = ("pooling", "lr", "aux", "init")
+ALWAYS_READ = ("pooling", "lr", "aux", "init", "select_every", "select_on")
 
 
 def aux_names(options: Mapping[str, Any]) -> list[str]:
@@ -363,6 +372,7 @@ def validate_objective_spec(primary: str) -> Callable[[Any, Any], None]:
             raise InvalidOptionError(f"{owner}: temperature must be positive, e.g. 0.05; got {options['temperature']}.")
         if not options["lr"] > 0:
             raise InvalidOptionError(f"{owner}: lr must be positive, e.g. 3e-5; got {options['lr']}.")
+        check_selection(options, owner, registry)
         plugin = registry.model(spec.name)
         for objective in objectives:
             lacking = sorted(set(objective.options) - set(plugin.options))
@@ -422,6 +432,37 @@ def objective_budget(objective: Objective) -> Callable[[Mapping[str, Any], str],
         return setup_budget(setup, profile_name)
 
     return budget_for
+
+
+def check_selection(options: Mapping[str, Any], owner: str, registry: Any) -> None:
+    """Options select_every / select_on: a non-negative step count, and a task that offers scored-pair dev data."""
+    every, source = int(options["select_every"]), str(options["select_on"]).strip()
+    if every < 0:
+        raise InvalidOptionError(f"{owner}: select_every must be 0 (keep the last step) or a step count, e.g. 250; "
+                                 f"got {every}.")
+    if every == 0:
+        return
+    offering = sorted(name for name, task in registry.tasks.items() if SCORED_PAIRS in task.metadata.training_kinds)
+    if source.split(":")[0] not in offering:
+        raise InvalidOptionError(f"{owner}: select_every={every} scores the dev pairs of select_on, which must name "
+                                 f"a task with scored-pair dev data ({', '.join(offering)}); got {source!r}.")
+
+
+def dev_pair_score(encoder: SentenceEncoder, dev: Any, batch_size: int) -> Callable[[], float]:
+    """Spearman rho of the cosine of the encoder's vectors on the dev pairs (constant scores count as 0)."""
+    from harness.metrics import ConstantPredictionError, spearman
+
+    def score() -> float:
+        first = encoder.encode(dev.first, batch_size=batch_size, progress=False)
+        second = encoder.encode(dev.second, batch_size=batch_size, progress=False)
+        cosine = (first * second).sum(axis=1) / np.maximum(
+            np.linalg.norm(first, axis=1) * np.linalg.norm(second, axis=1), 1e-12)
+        try:
+            return spearman(cosine, dev.scores)
+        except ConstantPredictionError:
+            return 0.0
+
+    return score
 
 
 def curve_summary(values: Sequence[float], buckets: int = 10) -> dict[str, Any]:
@@ -525,7 +566,15 @@ class ObjectiveEmbedder:
             schedule=setup.schedule, warmup_ratio=setup.warmup_ratio, weight_decay=setup.weight_decay,
             description=f"training {names} ({options['pooling']})",
         )
-        report = fit(module, sentences, collate, config)
+        every = int(options.get("select_every") or 0)
+        dev_score = None
+        if every:
+            dev = ctx.training_data(str(options["select_on"]), SCORED_PAIRS).dev
+            if dev is None:
+                raise IncompatibleError(f"select_on={options['select_on']!r} offers no dev pairs to select on; name "
+                                        "another task or set select_every=0.")
+            dev_score = dev_pair_score(self.encoder, dev, self.settings.eval_batch_size)
+        report = fit(module, sentences, collate, config, dev_score, dev_every_steps=every or None)
         self.encoder.eval()
         history = module.history
         record = report.as_record()
@@ -541,6 +590,9 @@ class ObjectiveEmbedder:
             "loss_curve": {name: curve_summary([h[name] for h in history]) for name in history[0]} if history else {},
             "counts": module.counts(),
         })
+        if every:
+            record["selection"] = {"every_steps": every, "on": options["select_on"], "best_step": report.best_step,
+                                   "best_dev_spearman": report.best_dev_score}
         ctx.logger.info("trained %s: %d steps, %.1f s, %.1f sentences/s, loss %s -> %s", names, report.steps,
                         report.wall_seconds, report.examples_per_second,
                         record["loss_curve"].get("total", {}).get("first"),
