@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
