@@ -109,13 +109,14 @@ from harness import (
     ScoredPairLearner,
     ScoredPairs,
     as_pair_scorer,
+    atomic_write_text,
+    cached_bytes,
     close_matches_hint,
     hookimpl,
 )
 from harness.nn import DEFAULT_DELIMITER, TopicPromptError, check_delimiter, check_topic
 from harness.nn.mlm import PairTopics, domain_adapted_backbone
 from harness.nn.sampling import SamplingInput
-from harness.store import atomic_write_text, cached_bytes
 
 logger = logging.getLogger(__name__)
 
