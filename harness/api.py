@@ -73,7 +73,7 @@ from .plugin_api import (
 )
 from .profiles import Profile, get_profile
 from .propositions import PropositionPair, PropositionPairs
-from .store import atomic_write_json, atomic_write_text
+from .store import atomic_write_json, atomic_write_text, cached_bytes
 
 
 def resolve_model_spec(registry, text: str, profile, backbone: str | None = None, train_on: str | None = None):
@@ -116,7 +116,7 @@ __all__ = [
     "resolve_dataset_dir", "data_dir_override", "default_download_dir", "files_checksum", "read_text_lines",
     "Archive", "ArchiveDataset",
     # utilities
-    "seed_everything", "atomic_write_json", "atomic_write_text",
+    "seed_everything", "atomic_write_json", "atomic_write_text", "cached_bytes",
     # errors
     "HarnessError", "DataFileError", "MissingDataError", "InvalidOptionError", "IncompatibleError",
     "data_error", "invalid_choice", "close_matches_hint",

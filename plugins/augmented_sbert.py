@@ -111,13 +111,14 @@ from harness import (
     ScoredPairLearner,
     ScoredPairs,
     as_pair_scorer,
+    atomic_write_text,
+    cached_bytes,
     close_matches_hint,
     hookimpl,
 )
 from harness.nn import DEFAULT_DELIMITER, TopicPromptError, check_delimiter, check_topic
 from harness.nn.mlm import BERT_MASKING, THESIS_CODE_MASKING, Masking, PairTopics, domain_adapted_backbone
 from harness.nn.sampling import SamplingInput
-from harness.store import atomic_write_text, cached_bytes
 from harness.training import SCORED_PAIR_BUDGET_KEYS
 
 logger = logging.getLogger(__name__)
