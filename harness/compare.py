@@ -15,10 +15,11 @@ from pathlib import Path
 from .errors import HarnessError
 from .evaluation.bootstrap import DEFAULT_RESAMPLES, ExampleDataError, ExampleScores
 from .evaluation.significance import ALPHA, PairedResult, holm, paired_test
+from .leaderboard_stats import stored_examples
 from .profiles import get_profile
 from .registry import Registry
 from .spec import ModelSpec, resolve_model_spec, resolve_task_specs
-from .store import InvalidRecordError, Store, read_examples, read_record
+from .store import Store
 
 
 class CompareError(HarnessError):
@@ -44,21 +45,8 @@ def _examples(store: Store, spec: ModelSpec, seed: int, task_key: str) -> tuple[
     path = store.record_path(spec.key, seed, task_key)
     if not path.exists():
         return None, f"{spec.label} seed {seed} has no record (run it first)"
-    try:
-        record = read_record(path)
-    except InvalidRecordError as exc:
-        return None, f"{spec.label} seed {seed}: {exc.reason}"
-    if record["status"] != "ok":
-        return None, f"{spec.label} seed {seed} is {record['status']}"
-    record["_path"] = str(path)
-    content, problem = read_examples(record)
-    if content is None:
-        return None, problem or (f"{spec.label} seed {seed} has no per-example data (stored before harness kept "
-                                 "it: `harness rescore` recomputes it)")
-    try:
-        return ExampleScores.from_npz(content, record["examples"]), ""
-    except (ExampleDataError, ValueError, KeyError) as exc:
-        return None, f"{spec.label} seed {seed}: its per-example file cannot be read ({exc})"
+    data, reason = stored_examples(path)
+    return data, "" if data is not None else f"{spec.label} seed {seed}: {reason}"
 
 
 def compare(registry: Registry, store: Store, model_a: str, model_b: str, tasks: list[str], seeds: list[int],

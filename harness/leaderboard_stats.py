@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -67,25 +68,40 @@ class TableStatistics:
     problems: list[str] = field(default_factory=list)  # side files that were absent or damaged
 
 
+NO_DATA = ("no per-example data (stored before harness kept it, or the task keeps none: `harness rescore` "
+           "recomputes it)")
+
+
+def stored_examples(path: str | Path) -> tuple[ExampleScores | None, str]:
+    """The per-example data of the ok record at ``path``, or ``(None, why not)`` (:data:`NO_DATA` for a record
+    that has none)."""
+    try:
+        record = read_record(Path(path))
+    except InvalidRecordError as exc:
+        return None, exc.reason
+    if record["status"] != "ok":
+        return None, f"its status is {record['status']}"
+    record["_path"] = str(path)
+    content, problem = read_examples(record)
+    if content is None:
+        return None, problem or NO_DATA
+    try:
+        return ExampleScores.from_npz(content, record["examples"]), ""
+    except (ExampleDataError, ValueError, KeyError) as exc:
+        return None, f"{path}: its per-example file cannot be read ({exc})"
+
+
 def cell_examples(paths: dict[int, str], seeds: set[int], problems: list[str]) -> list[ExampleScores] | None:
-    """The per-example data of a cell's seeds (``paths``: seed -> record path), or None when a seed has none."""
+    """The per-example data of a cell's seeds (``paths``: seed -> record path), or None when a seed has none
+    (damaged or absent side files are added to ``problems``)."""
     results = []
     for seed in sorted(seeds):
-        try:
-            record = read_record(paths[seed])
-        except (KeyError, InvalidRecordError):
+        data, reason = stored_examples(paths[seed]) if seed in paths else (None, NO_DATA)
+        if data is None:
+            if reason != NO_DATA:
+                problems.append(reason)
             return None
-        record["_path"] = paths[seed]
-        content, problem = read_examples(record)
-        if problem:
-            problems.append(problem)
-        if content is None:
-            return None
-        try:
-            results.append(ExampleScores.from_npz(content, record["examples"]))
-        except (ExampleDataError, ValueError, KeyError) as exc:
-            problems.append(f"{paths[seed]}: its per-example file cannot be read ({exc})")
-            return None
+        results.append(data)
     return results
 
 
