@@ -22,7 +22,11 @@ It needs training (its MLP starts random): without ``--train-on`` it trains on `
 held-out-split training clusters).
 
 Deviations: the paper trains on 240k NLI-labelled sentence pairs (not public as a harness task); here the training
-source is any task offering ``proposition_pairs`` (PropSegmEnt's judged training clusters by default). No model
+source is any task offering ``proposition_pairs``: PropSegmEnt's judged training clusters by default (23 mutual / 43
+ENTAILS sentence pairs), or ``--train-on "propsegment-facts:pairs=both,positives=entails"``, which adds 1,520
+segmentation pairs of the same clusters (each proposition in context linked to its own words, its siblings as
+negatives; tasks/propsegment/collection.py). With either, at the quick profile's CPU budget, the untrained ``be``
+with full-mask input (the paper's MiniLM baseline) still ranks better at P@1 (docs/fidelity.md). No model
 selection on a validation loss (the sources offer no dev split): the last epoch is kept. The official code calls
 pytorch-metric-learning's SupConLoss with its default temperature 0.1 (its ``--temperature 0.01`` flag is never
 passed on) and labels positive pairs without closing cliques; this follows the paper (0.01, cliques closed). The
