@@ -19,6 +19,12 @@ The optional ``paper:`` block of the matrix carries the source table's numbers, 
 
 Each column the paper reports gets two more columns: the paper's number and the difference (ours - paper).
 
+Cells with per-example data (harness.leaderboard_stats) show their 95% bootstrap interval. Below the table, "Does
+our ordering agree with the paper's?" takes, per paper column, the paper's rows in the paper's order and tests each
+neighbouring pair on our records (paired bootstrap on the same test examples): ``agrees`` (our difference has the
+paper's sign and is significant), ``opposite`` (the other sign, significant), ``not significant``, or ``no data``
+(a record without per-example data, stored before harness kept it).
+
 Reference: none (presentation). Deviations: none in the numbers (the same records as the family leaderboards).
 """
 from __future__ import annotations
@@ -203,6 +209,59 @@ def _difference(board: MatrixBoard, row: Row, column: str) -> str:
     return f"{cell.mean() - paper:+.2f}"
 
 
+def _member_cells(row: Row, column: Column) -> list[Cell]:
+    """The cells a column's score is made of: its own, or a family average's members."""
+    return [row.cells[m] for m in column.members] if column.is_average else [row.cells[column.label]]
+
+
+def _interval(row: Row, column: Column) -> str:
+    """`` [low, high]``: the 95% bootstrap interval of a cell whose seeds all have per-example data, else ""."""
+    from .leaderboard_stats import cell_statistics, mean_of_cells
+
+    cells = _member_cells(row, column)
+    if not all(cell.values for cell in cells) or not row.cells[column.label].values:
+        return ""
+    parts = [cell_statistics(cell) for cell in cells]
+    if not all(parts):
+        return ""
+    low, high = (mean_of_cells(parts) if len(parts) > 1 else parts[0]).interval
+    return f" [{low:.2f}, {high:.2f}]"
+
+
+def paper_agreement_rows(board: MatrixBoard) -> list[list[str]]:
+    """Per paper column, each neighbouring pair of the paper's rows in the paper's order (higher first): the paper's
+    difference, ours with its 95% interval and p-value, and whether ours agrees (see the module docstring)."""
+    from .evaluation.significance import agrees_with_paper
+    from .leaderboard_stats import compare_cells
+
+    by_label = {row.label: row for row in board.rows}
+    lines = []
+    for column in board.columns:
+        reported = sorted(((values[column.label], name) for name, values in board.paper.rows.items()
+                           if column.label in values), reverse=True)
+        for (paper_high, high), (paper_low, low) in zip(reported, reported[1:]):
+            row_a, row_b = by_label[high], by_label[low]
+            cells_a, cells_b = _member_cells(row_a, column), _member_cells(row_b, column)
+            if not all(c.values for c in cells_a + cells_b):
+                ours, verdict = "", "not run"
+            else:
+                result = compare_cells(cells_a, cells_b)
+                if result is None:
+                    difference = row_a.cells[column.label].mean() - row_b.cells[column.label].mean()
+                    ours = f"{difference:+.2f}"
+                    sign = "same" if (difference > 0) == (paper_high > paper_low) else "other"
+                    verdict = f"no data ({sign} sign, untested)"
+                else:
+                    ours = f"{result.difference:+.2f} [{result.low:+.2f}, {result.high:+.2f}], p={result.p_value:.3f}"
+                    verdict = agrees_with_paper(result, paper_high - paper_low)
+            lines.append([column.label, high, low, f"{paper_high - paper_low:+.2f}", ours, verdict])
+    return lines
+
+
+AGREEMENT_HEADERS = ["column", "higher in the paper", "lower in the paper", "paper Δ", "our Δ [95% CI], p",
+                     "verdict"]
+
+
 def table_rows(board: MatrixBoard) -> tuple[list[str], list[list[str]]]:
     with_paper = set(board.paper_columns())
     headers = ["entry", "seeds"]
@@ -215,7 +274,7 @@ def table_rows(board: MatrixBoard) -> tuple[list[str], list[list[str]]]:
         seeds_done = sorted({s for cell in row.cells.values() for s in cell.values})
         line = [row.label, ",".join(map(str, seeds_done)) or "-"]
         for column in board.columns:
-            line.append(cell_view(row, column.label).render())
+            line.append(cell_view(row, column.label).render() + _interval(row, column))
             if column.label in with_paper:
                 paper = _paper_value(board, row, column.label)
                 line += ["" if paper is None else f"{paper:.2f}", _difference(board, row, column.label)]
@@ -252,11 +311,26 @@ def render_markdown(board: MatrixBoard) -> str:
         *([f"What it reproduces: {board.description}", ""] if board.description else []),
         tabulate(body, headers=headers, tablefmt="github", disable_numparse=True),
         "",
+        *_agreement_markdown(board),
         "## Entries",
         "",
         tabulate(legend, headers=["entry", "full spec", "model key"], tablefmt="github", disable_numparse=True),
         "",
     ])
+
+
+def _agreement_markdown(board: MatrixBoard) -> list[str]:
+    from tabulate import tabulate
+
+    lines = paper_agreement_rows(board)
+    if not lines:
+        return []
+    return ["## Does our ordering agree with the paper's?", "",
+            "Neighbouring rows in the paper's order, tested on our records (paired bootstrap over the same test "
+            "examples, seeds pooled): `agrees` = our difference has the paper's sign and is significant (p < 0.05); "
+            "`opposite` = significant with the other sign; `no data` = a record without per-example data (stored "
+            "before harness kept it: `harness rescore` recomputes it from its checkpoint).", "",
+            tabulate(lines, headers=AGREEMENT_HEADERS, tablefmt="github", disable_numparse=True), ""]
 
 
 def render_csv(board: MatrixBoard) -> str:
@@ -306,12 +380,27 @@ def render_html(board: MatrixBoard) -> str:
         f"<h1>{escape(board.name)}</h1>", notes,
         *([f'<p class="legend">What it reproduces: {escape(board.description)}</p>'] if board.description else []),
         '<div class="scroll"><table>', f"<thead><tr>{head}</tr></thead>", "<tbody>", *lines, "</tbody></table></div>",
+        *_agreement_html(board, escape),
         "<h2>Entries</h2>",
         '<table class="legend-table"><thead><tr><th class="text">entry</th><th class="text">full spec</th>'
         f'<th class="text">model key</th></tr></thead><tbody>{entries}</tbody></table>',
         "<footer>Generated by <code>harness leaderboard --matrix</code> from the result store; do not edit by hand."
         "</footer>", "</body>", "</html>", "",
     ])
+
+
+def _agreement_html(board: MatrixBoard, escape: Any) -> list[str]:
+    lines = paper_agreement_rows(board)
+    if not lines:
+        return []
+    head = "".join(f'<th class="text">{escape(h)}</th>' for h in AGREEMENT_HEADERS)
+    body = "".join("<tr>" + "".join(f'<td class="text">{escape(v)}</td>' for v in line) + "</tr>" for line in lines)
+    return ["<h2>Does our ordering agree with the paper's?</h2>",
+            '<p class="legend">Neighbouring rows in the paper\'s order, tested on our records (paired bootstrap over '
+            "the same test examples, seeds pooled): agrees = our difference has the paper's sign and is significant "
+            "(p &lt; 0.05); opposite = significant with the other sign; no data = a record without per-example data "
+            "(stored before harness kept it).</p>",
+            f'<table class="legend-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>']
 
 
 RENDERERS = {"md": render_markdown, "csv": render_csv, "html": render_html}

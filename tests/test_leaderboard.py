@@ -159,3 +159,39 @@ def test_a_declared_baseline_names_the_trained_rows_it_beats(tmp_path):
     (plain,) = collect_tables(store)
     assert "Baseline" not in render_markdown(plain)
     assert default_registry().family_baselines()["propsegment"].model == "be:span_input=full-mask"
+
+
+def test_a_matrix_tests_the_papers_ordering_on_per_example_data(tmp_path, registry):
+    """Issue 25.3: the paper-table view says whether our difference between two rows has the paper's sign and is
+    significant (paired bootstrap on the records' per-example data), and 'no data' where records have none."""
+    import numpy as np
+
+    from harness.evaluation.bootstrap import ExampleScores, example_side_file
+    from harness.matrix_board import build_board, paper_agreement_rows
+    from harness.profiles import get_profile
+    from harness.spec import resolve_model_spec
+
+    generator = np.random.default_rng(0)
+    gold = generator.normal(size=400)
+    store = Store(tmp_path / "store")
+    keys = {}
+    for spec, noise in (("be", 0.3), ("be:pooling=cls", 3.0)):  # be follows the gold scores far more closely
+        keys[spec] = key = resolve_model_spec(registry, spec, get_profile("smoke")).key
+        for seed in (42, 43):
+            data = ExampleScores("spearman", {"predicted": gold + noise * generator.normal(size=400), "gold": gold})
+            record = _record(spec, seed, "stsb", data.value(), family="senteval")
+            record["model_key"] = key
+            record["examples"], side_file = example_side_file(data, data.value(), "test")
+            store.write(key, seed, "stsb", record, examples=side_file)
+    for paper, verdict in (("{Base: {stsb: 80.0}, CLS: {stsb: 70.0}}", "agrees"),
+                           ("{Base: {stsb: 70.0}, CLS: {stsb: 80.0}}", "opposite")):
+        matrix = tmp_path / "m.yaml"
+        matrix.write_text("profile: smoke\nseeds: [42, 43]\ntasks: [stsb]\nmodels:\n"
+                          "  - {model: be, name: Base}\n  - {model: 'be:pooling=cls', name: CLS}\n"
+                          f"paper:\n  source: a table\n  rows: {paper}\n")
+        (line,) = paper_agreement_rows(build_board(matrix, store, registry))
+        assert line[-1] == verdict and "p=0.00" in line[-2], line
+    for path in (tmp_path / "store").rglob("*.examples.npz"):  # records stored before per-example data
+        path.unlink()
+    (line,) = paper_agreement_rows(build_board(matrix, Store(tmp_path / "store"), registry))
+    assert line[-1] == "no data (other sign, untested)", line
