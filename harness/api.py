@@ -55,6 +55,7 @@ from .errors import (
     invalid_choice,
 )
 from .hookspecs import hookimpl
+from .hub import BackboneNotFoundError, check_backbone, hub_reachable, offline_reason
 from .metrics import pearson, spearman
 from .options import Option
 from .plugin_api import (
@@ -117,6 +118,7 @@ __all__ = [
     "Archive", "ArchiveDataset",
     # utilities
     "seed_everything", "atomic_write_json", "atomic_write_text", "cached_bytes",
+    "check_backbone", "BackboneNotFoundError", "hub_reachable", "offline_reason",
     # errors
     "HarnessError", "DataFileError", "MissingDataError", "InvalidOptionError", "IncompatibleError",
     "data_error", "invalid_choice", "close_matches_hint",

@@ -26,8 +26,16 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from harness import EMBEDDER, PAIR_SCORER, HarnessError, IncompatibleError, ModelPlugin, Option, hookimpl
-from harness.hub import check_backbone
+from harness import (
+    EMBEDDER,
+    PAIR_SCORER,
+    HarnessError,
+    IncompatibleError,
+    ModelPlugin,
+    Option,
+    check_backbone,
+    hookimpl,
+)
 from harness.nn import distinct_pairs
 
 logger = logging.getLogger(__name__)

@@ -158,7 +158,7 @@ class MtebTask(Task):
         """The task with its data loaded; a failure to load is missing data, with mteb's reason."""
         task = self.mteb_task()
         if not task.data_loaded:
-            from harness.hub import hub_reachable, offline_reason
+            from harness import hub_reachable, offline_reason
 
             reachable = hub_reachable()  # unreachable: offline, an uncached dataset fails now
             try:
