@@ -273,8 +273,11 @@ class Runner:
             own = entry.budget if entry.own_budget_keys is None else entry.own_budget_keys
             shared.update({key: value for key, value in entry.budget.items() if key not in own})
         self._check_run_budget_keys([model_plan.spec for model_plan in planned], shared)
-        for backbone in dict.fromkeys(model_plan.spec.backbone for model_plan in planned):
-            check_backbone(self.resolve_backbone(backbone))  # a missing or unreachable backbone fails here, in seconds
+        # A backbone the user names (--backbone, a matrix entry's) that is missing or unreachable fails here, in
+        # seconds; the profile's default is left to the models that read it (some read none).
+        given = [entry.backbone or self.config.backbone for entry in self.config.models]
+        for backbone in dict.fromkeys(name for name in given if name):
+            check_backbone(self.resolve_backbone(backbone))
         plan = Plan(planned, task_specs, list(dict.fromkeys(self.config.seeds)), profile, device)
         if plan.cells == 0:
             reasons = "; ".join(problem for m in planned for _, problem in m.skipped[:1])
