@@ -699,7 +699,7 @@ class Runner:
             for task_spec in planned.tasks:
                 trained = self.trained_spec(planned.spec, task_spec)
                 for seed in plan.seeds if trained.train_on is not None else ():
-                    problem = self._checkpoint_problem(trained, self.store.checkpoint_dir(trained.key, seed))
+                    problem = self._checkpoint_problem(trained, seed, self.store.checkpoint_dir(trained.key, seed))
                     if problem is not None:
                         problems[(trained.label, seed)] = problem
         if problems:

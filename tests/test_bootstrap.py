@@ -153,15 +153,18 @@ def test_side_file_leaderboard_marks_and_old_records(tmp_path):
             store.write(f"{model}-key", seed, "t2", *_record(model, seed, "t2", data))
     store.write("old-key", 1, "t1", *_record("old", 1, "t1", 50.0))  # stored before per-example data
     store.write("old-key", 2, "t1", *_record("old", 2, "t1", 51.0))
-    (table,) = collect_tables(store)
-    attach_statistics(table)
-    rows = {row.label: row for row in table.rows}
+    tables = collect_tables(store)  # old has only t1: a section of its own (issue 21)
+    for section in tables:
+        attach_statistics(section)
+    table = next(section for section in tables if any(row.label == "strong" for row in section.rows))
+    old_table = next(section for section in tables if any(row.label == "old" for row in section.rows))
+    rows = {row.label: row for section in tables for row in section.rows}
     strong, close, weak = (table.cell_text(rows[name], "t1") for name in ("strong", "close", "weak"))
     assert "[" in strong and not strong.startswith("**")  # strong vs close: a tie, so no bold
     assert close.endswith("≈") != strong.endswith("≈") and "≈" not in weak  # the runner-up is tied with the best
-    assert table.cell_text(rows["old"], "t1") == "50.50 ± 0.71"  # no interval; the notes say why
-    markdown = render_markdown(table)
-    assert "95% bootstrap interval" in markdown and "No interval in 1 cell(s) (columns: t1)" in markdown
+    assert old_table.cell_text(rows["old"], "t1") == "50.50 ± 0.71"  # no interval; the notes say why
+    markdown = render_markdown(tables)
+    assert "95% bootstrap interval" in markdown and "No interval in 2 cell(s) (columns: t1, average)" in markdown
     assert "ci_low" in render_csv(table).splitlines()[0]
     assert compare_rows(table, "strong-key", "weak-key", "t1").p_value < 0.05
     # the building blocks a paper-table view calls: per column, or an average over member columns
@@ -192,18 +195,18 @@ def test_side_file_leaderboard_marks_and_old_records(tmp_path):
 
 def test_run_keeps_examples_and_compare(tmp_path):
     run = ht.run_harness("run", "--models", "testing-embedder,testing-embedder:dim=8", "--tasks", "stsb",
-                         "--profile", "smoke", "--results", tmp_path, "--no-progress", plugins=["harness.testing"])
+                         "--profile", "quick", "--results", tmp_path, "--no-progress", plugins=["harness.testing"])
     assert run.exit_code == 0, run.stderr
     assert list(tmp_path.glob("*/seed-42/stsb.examples.npz"))
     compared = ht.run_harness("compare", "testing-embedder", "testing-embedder:dim=8", "--tasks", "stsb",
-                              "--profile", "smoke", "--results", tmp_path, "--json", plugins=["harness.testing"])
+                              "--profile", "quick", "--results", tmp_path, "--json", plugins=["harness.testing"])
     assert compared.exit_code == 0, compared.stderr
     (task,) = json.loads(compared.stdout)["tasks"]
     assert task["task"] == "stsb" and 0 < task["p_value"] <= 1 and task["interval"][0] <= task["difference"]
     table = ht.run_harness("compare", "testing-embedder", "testing-embedder:dim=8", "--tasks", "sickr",
-                           "--profile", "smoke", "--results", tmp_path, plugins=["harness.testing"])
+                           "--profile", "quick", "--results", tmp_path, plugins=["harness.testing"])
     assert table.exit_code == 0 and "no test" in table.stdout and "has no record" in table.stdout
-    rescore = ht.run_harness("rescore", "--models", "testing-embedder", "--tasks", "stsb", "--profile", "smoke",
+    rescore = ht.run_harness("rescore", "--models", "testing-embedder", "--tasks", "stsb", "--profile", "quick",
                              "--results", tmp_path, "--no-progress", plugins=["harness.testing"])
     assert rescore.exit_code == 0 and "1 cells computed" in rescore.stdout
     published = ht.run_harness("publish", "--results", tmp_path, "--to", tmp_path / "pub", "--all",
