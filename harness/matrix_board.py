@@ -250,7 +250,8 @@ def paper_agreement_rows(board: MatrixBoard) -> list[list[str]]:
                     difference = row_a.cells[column.label].mean() - row_b.cells[column.label].mean()
                     ours = f"{difference:+.2f}"
                     sign = "same" if (difference > 0) == (paper_high > paper_low) else "other"
-                    verdict = f"no data ({sign} sign, untested)"
+                    verdict = ("no data (the paper ties)" if paper_high == paper_low
+                               else f"no data ({sign} sign, untested)")
                 else:
                     ours = f"{result.difference:+.2f} [{result.low:+.2f}, {result.high:+.2f}], p={result.p_value:.3f}"
                     verdict = agrees_with_paper(result, paper_high - paper_low)

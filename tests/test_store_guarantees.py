@@ -596,7 +596,8 @@ def test_published_records_are_valid_and_rebuild_the_committed_leaderboards_byte
     records = list(store.records())
     assert len(records) >= 30 and store.skipped == []  # every committed record must be readable
     assert all(record.get("published") for record in records)
-    written = write_leaderboards(store, tmp_path, ("md", "csv"), registry.families())
+    written = write_leaderboards(store, tmp_path, ("md", "csv"), registry.families(),
+                                 family_baselines=registry.family_baselines())
     assert {p.name for p in written} == {p.name for p in (REPO / "leaderboards").glob("*.md")} | {
         p.name for p in (REPO / "leaderboards").glob("*.csv")}
     for path in written:
