@@ -920,10 +920,13 @@ def test_st_with_pickle_only_weights_is_refused_in_one_line(run_cli, tmp_path, t
 
 
 # -- 26.7 smaller ones ---------------------------------------------------------------------------------------------------
-def test_malformed_data_keeps_a_good_stored_result_and_reports_the_problem(tmp_path, caplog):
+@pytest.mark.parametrize("found_at", ["plan", "evaluation"])
+def test_malformed_data_keeps_a_good_stored_result_and_reports_the_problem(tmp_path, caplog, monkeypatch, found_at):
     data_file = write_toy_data(tmp_path / "data")
     (computed,), _ = toy_run(tmp_path)
     data_file.write_text(data_file.read_text() + "a line without tabs\n")
+    if found_at == "evaluation":  # a task whose plan-time check does not parse the file
+        monkeypatch.setattr(ToyPairs, "check_data", lambda self: harness.files_checksum([self.path()]))
     with caplog.at_level("ERROR"):
         (outcome,), _ = toy_run(tmp_path)
     assert outcome.status == "failed" and "expected first<TAB>second<TAB>score" in outcome.message
