@@ -97,6 +97,9 @@ class ModelContext:
     artifact_dir: Path | None = None  # this spec+seed's own files (silver pairs, plot inputs)
     cache_dir: Path | None = None  # shared by every spec in the store: content-addressed artifacts (MLM checkpoints)
     train_on: str | None = None  # the spec's training source as given (task name with its options), or None
+    # sha256 of the backbone's files when ``backbone`` is a local folder (None for a registered backbone or a hub
+    # id): a cache entry derived from the backbone (e.g. an MLM-adapted copy) names it in its key.
+    backbone_content: str | None = None
     eval_batch_size: int = 64  # --batch-size, else the profile's eval batch size
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("harness.plugin"))
 

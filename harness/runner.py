@@ -507,6 +507,7 @@ class Runner:
             artifact_dir=self.store.artifact_dir(spec.key, seed),
             cache_dir=self.store.root / CACHE,
             train_on=spec.train_on,
+            backbone_content=spec.backbone_content,
             eval_batch_size=self.config.batch_size or profile.eval_batch_size,
             logger=logging.getLogger(f"harness.model.{spec.name}"),
         )

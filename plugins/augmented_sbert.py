@@ -691,9 +691,9 @@ def mlm_masking(options: dict[str, Any]) -> Masking:
 def _mlm_directory(ctx, first: list[str], second: list[str], topics: PairTopics | None = None,
                    masking: Masking = BERT_MASKING) -> Path:
     """The domain-adapted backbone's folder in the store's shared cache, named after everything that determines it
-    (backbone, pairs, their topic prompts, budgets, lr, seed): every student with the same MLM inputs finds it
-    (DomainSBERT and FullDomainSBERT share one MLM checkpoint, and so one teacher checkpoint; so do the Prompted and
-    Hidden settings of topic distillation)."""
+    (backbone and, for a local folder, its files' checksum; pairs, their topic prompts, budgets, lr, seed): every
+    student with the same MLM inputs finds it (DomainSBERT and FullDomainSBERT share one MLM checkpoint, and so one
+    teacher checkpoint; so do the Prompted and Hidden settings of topic distillation)."""
     if ctx.cache_dir is None:
         raise HarnessError(
             "recipe augsbert with teacher_mlm=true keeps its MLM checkpoint in the store's cache folder, and this "
@@ -707,6 +707,8 @@ def _mlm_directory(ctx, first: list[str], second: list[str], topics: PairTopics 
         payload["topics"] = _content_key([list(topics.first), list(topics.second), topics.delimiter], 64)
     if masking != BERT_MASKING:  # likewise
         payload["masking"] = masking.as_record()
+    if ctx.backbone_content is not None:  # a local folder: its files, not its path, name the MLM copy (likewise)
+        payload["backbone_content"] = ctx.backbone_content
     key = _content_key(payload)
     return Path(ctx.cache_dir) / f"{MLM_CACHE_PREFIX}{key}" / f"seed-{ctx.seed}"
 

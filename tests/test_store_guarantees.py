@@ -770,6 +770,29 @@ def test_edited_or_damaged_teacher_scores_are_recomputed_not_used(tmp_path, capl
     assert teacher.calls == 3 and list(np.load(path)) == list(expected)
 
 
+def test_the_mlm_cache_of_a_local_backbone_folder_is_named_by_its_files_not_its_path(tmp_path, tiny_bert):
+    """Replacing the files of ``--backbone ./my`` gives the recipe another domain-adapted MLM copy, not the one trained
+    from the old weights (issue 26.1 for the recipe's cache)."""
+    from harness.plugins.augmented_sbert import _mlm_directory
+    from harness.profiles import get_profile
+    from harness.spec import backbone_content
+
+    folder = Path(shutil.copytree(tiny_bert, tmp_path / "my"))
+    registry = build_registry()
+
+    def mlm_folder() -> Path:
+        context = harness.ModelContext(options={"mlm_lr": 5e-5}, backbone=str(folder), profile=get_profile("smoke"),
+                                       device="cpu", seed=42, cache_dir=tmp_path / "cache",
+                                       backbone_content=backbone_content(registry, str(folder)))
+        return _mlm_directory(context, ["a b", "c d"], ["e f", "g h"])
+
+    before = mlm_folder()
+    assert mlm_folder() == before
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes() + b" ")  # other files at the same path
+    assert mlm_folder() != before
+
+
 def test_cached_bytes_recomputes_entries_without_a_checksum_or_that_fail_their_check(tmp_path):
     from harness.store import cached_bytes
 
