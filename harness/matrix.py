@@ -94,7 +94,7 @@ def load_matrix(path: Path) -> dict:
         if isinstance(item, str) and item.strip():
             models.append(ModelEntry(item, budget=dict(shared_budget), own_budget_keys=()))
         elif isinstance(item, dict) and isinstance(item.get("model"), str) and set(item) - MODEL_KEYS:
-            typos = "; ".join(f"{key!r}{close_matches_hint(str(key), MODEL_KEYS) or ' is not a key'}"
+            typos = "; ".join(f"{key!r}.{close_matches_hint(str(key), MODEL_KEYS)}"
                               for key in sorted(set(item) - MODEL_KEYS, key=str))
             raise data_error(path, None, f"models entry {position} ({item['model']}): unknown key {typos} Keys: "
                                          f"{', '.join(sorted(MODEL_KEYS))}.")

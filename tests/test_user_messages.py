@@ -28,7 +28,7 @@ def test_a_typo_in_a_matrix_entry_key_gets_did_you_mean(run_cli, tmp_path):
     matrix = tmp_path / "m.yaml"
     matrix.write_text("tasks: [stsb]\nmodels:\n  - {model: ce, train_on: stsb, epoch: 2}\n")
     code, _, err = run_cli("validate", "--matrix", matrix)
-    assert code != 0 and "unknown key 'epoch' Did you mean: epochs?" in err and len(err.strip().splitlines()) == 1
+    assert code != 0 and "unknown key 'epoch'. Did you mean: epochs?" in err and len(err.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("make, message", [
