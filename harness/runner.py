@@ -945,7 +945,7 @@ class Runner:
             result = task.evaluate(model, self.eval_context(plan.profile, plan.device, seed))
         except MissingDataError as exc:
             return self._problem(spec, seed, task_spec, plan, "missing", str(exc), hardware)
-        except DataFileError as exc:  # malformed data found only now: kept apart from a stored ok result, as at plan time
+        except DataFileError as exc:  # malformed data found only now: a stored ok result is kept, as at plan time
             return self.problem_result(spec, seed, task_spec, plan, exc, hardware)
         except ScoreError as exc:  # a score undefined for these predictions
             return self._problem(spec, seed, task_spec, plan, "failed", str(exc), hardware)
