@@ -29,7 +29,7 @@ test: install
 # your own tables: harness leaderboard --results results, written to results/leaderboards/).
 # The paper tables of the matrices that have been run (published) go to leaderboards/matrices/.
 PAPER_MATRICES := thesis-tables-6-7-6-8 thesis-table-6-10-unsupervised-quick topic-distillation-quick \
-	nugget-paser-quick subencoder-table-1
+	nugget-paser-quick nugget-passages-quick subencoder-table-1
 
 leaderboard: install
 	$(BIN)/harness leaderboard --formats md,csv,html
