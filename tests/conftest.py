@@ -73,3 +73,34 @@ def one_torch_thread():
     yield
     torch.set_num_threads(threads)
 
+
+def write_wordnet(folder, synsets):
+    """A tiny WordNet 3.0 'dict' folder: ``synsets`` maps a part of speech (noun, verb, adj, adv) to lists of
+    synonym sets; index lines list each lemma's synset offsets, data lines sit at those byte offsets."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for part in ("noun", "verb", "adj", "adv"):
+        data, offsets = "  1 This software and database is being provided\n", {}
+        for words in synsets.get(part, []):
+            offset = len(data.encode())
+            data += f"{offset:08d} 00 {part[0]} {len(words):02x} " + " ".join(f"{w} 0" for w in words) + " 000 | x\n"
+            for word in words:
+                offsets.setdefault(word.lower(), []).append(offset)
+        index = "  1 This software and database is being provided\n" + "".join(
+            f"{lemma} {part[0]} {len(found)} 0 {len(found)} 0 " + " ".join(f"{o:08d}" for o in found) + "\n"
+            for lemma, found in sorted(offsets.items()))
+        (folder / f"data.{part}").write_text(data)
+        (folder / f"index.{part}").write_text(index)
+    (folder / "verb.exc").write_text("ran run\n")
+
+
+@pytest.fixture
+def tiny_wordnet(tmp_path, monkeypatch):
+    """A tiny WordNet for PaSeR's synonym replacement (its default since issue 22), so no test needs the system's
+    WordNet database (`wordnet-base`), which a clean machine lacks."""
+    folder = tmp_path / "wordnet"
+    write_wordnet(folder, {"noun": [["guitar", "lute"], ["man", "adult_male"], ["cat", "true_cat"]],
+                           "verb": [["play", "strum"], ["run", "sprint"], ["sit", "sit_down"]]})
+    from harness.nn import wordnet
+
+    monkeypatch.setenv(wordnet.ENVIRONMENT_VARIABLE, str(folder))
+    return folder

@@ -50,7 +50,7 @@ def test_the_walk_covers_the_trainable_builtins(registry):
             "classifier", "augsbert"} <= names
 
 
-def test_every_trainable_model_applies_the_budget_it_requested(registry, tiny_bert, tmp_path):
+def test_every_trainable_model_applies_the_budget_it_requested(registry, tiny_bert, tmp_path, tiny_wordnet):
     walked = _walked(registry)
     entries = [ModelEntry(spec, source, budget=dict(REQUEST)) for spec, source in walked]
     config = RunConfig(models=entries, tasks=["stsb"], profile="smoke", backbone=tiny_bert, device="cpu",

@@ -114,34 +114,6 @@ def test_paper_signal_is_equation_2():
     torch.testing.assert_close(term.decoding_signal(sentence, masked), expected)
 
 
-def write_wordnet(folder, synsets):
-    """A tiny WordNet 3.0 'dict' folder: ``synsets`` maps a part of speech (noun, verb, adj, adv) to lists of
-    synonym sets; index lines list each lemma's synset offsets, data lines sit at those byte offsets."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for part in ("noun", "verb", "adj", "adv"):
-        data, offsets = "  1 This software and database is being provided\n", {}
-        for words in synsets.get(part, []):
-            offset = len(data.encode())
-            data += f"{offset:08d} 00 {part[0]} {len(words):02x} " + " ".join(f"{w} 0" for w in words) + " 000 | x\n"
-            for word in words:
-                offsets.setdefault(word.lower(), []).append(offset)
-        index = "  1 This software and database is being provided\n" + "".join(
-            f"{lemma} {part[0]} {len(found)} 0 {len(found)} 0 " + " ".join(f"{o:08d}" for o in found) + "\n"
-            for lemma, found in sorted(offsets.items()))
-        (folder / f"data.{part}").write_text(data)
-        (folder / f"index.{part}").write_text(index)
-    (folder / "verb.exc").write_text("ran run\n")
-
-
-@pytest.fixture
-def tiny_wordnet(tmp_path, monkeypatch):
-    folder = tmp_path / "wordnet"
-    write_wordnet(folder, {"noun": [["guitar", "lute"], ["man", "adult_male"], ["cat", "true_cat"]],
-                           "verb": [["play", "strum"], ["run", "sprint"], ["sit", "sit_down"]]})
-    monkeypatch.setenv(wordnet.ENVIRONMENT_VARIABLE, str(folder))
-    return folder
-
-
 def test_wordnet_reader_finds_base_forms(tiny_wordnet):
     synonyms, folder = wordnet.wordnet_synonyms()
     assert folder == tiny_wordnet
