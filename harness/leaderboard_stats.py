@@ -216,7 +216,8 @@ def _marks(stats: TableStatistics, column: str, column_scores: dict[str, float])
     if best not in with_data:  # the best row cannot be tested: no marks in this column
         return ColumnMarks(None, False, frozenset(), {})
     same = {key: cell.replicates for key, cell in with_data.items() if cell.identity == with_data[best].identity}
-    return column_marks({key: column_scores[key] for key in same}, same)
+    # Every row's score goes in: a runner-up that cannot be compared keeps the best from being bold.
+    return column_marks(dict(column_scores), same)
 
 
 def decorate(table: Any, row: Any, column: str, text: str) -> str:

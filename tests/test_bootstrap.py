@@ -20,7 +20,7 @@ from harness.evaluation.bootstrap import (
 )
 from harness.evaluation.pairs import PairSet, correlation_scores, pair_examples
 from harness.evaluation.ranking import rerank_metrics
-from harness.evaluation.significance import agrees_with_paper, holm, paired_test
+from harness.evaluation.significance import agrees_with_paper, column_marks, holm, paired_test
 from harness.leaderboard import collect_tables, render_csv, render_latex, render_markdown
 from harness.leaderboard_stats import annotate, attach_statistics, compare_cells, compare_rows, paper_agreement
 from harness.metrics import spearman
@@ -139,6 +139,19 @@ def _record(model, seed, task, data, family="fam"):
         return record, content
     record.update(main_score=data, scores={"spearman": data})
     return record, None
+
+
+def test_a_row_without_data_is_never_passed_over_by_a_mark():
+    """Bold means "significantly better than the runner-up"; a row without per-example data that scores above the
+    best compared row, or sits between it and the next, keeps the column unmarked or unbolded."""
+    rng = np.random.default_rng(3)
+    replicates = {"a": 80 + rng.normal(size=500) * 0.1, "b": 70 + rng.normal(size=500) * 0.1}
+    clear = column_marks({"a": 80.0, "b": 70.0}, replicates)
+    assert clear.best == "a" and clear.best_significant
+    above = column_marks({"old": 85.0, "a": 80.0, "b": 70.0}, replicates)
+    assert above.best is None and not above.best_significant and not above.tied
+    between = column_marks({"a": 80.0, "old": 79.9, "b": 70.0}, replicates)
+    assert between.best == "a" and not between.best_significant and "old" not in between.p_values
 
 
 def test_side_file_leaderboard_marks_and_old_records(tmp_path):

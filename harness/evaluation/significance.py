@@ -116,16 +116,16 @@ class ColumnMarks:
 def column_marks(scores: dict[str, float], replicates: dict[str, np.ndarray], alpha: float = ALPHA) -> ColumnMarks:
     """Marks of one column from each row's score and bootstrap replicates (rows with replicates share the same
     resamples: :func:`harness.evaluation.bootstrap.pooled_replicates` with one seed). Rows without replicates are
-    never compared (no mark)."""
-    comparable = [key for key in scores if key in replicates]
-    if not comparable:
+    never compared (no mark); the column's best row must have them (else nothing is marked), and it is bold only when
+    the runner-up has them too and is significantly below it (a row without data may be as good)."""
+    ranked = sorted(scores, key=lambda key: -scores[key])
+    if not ranked or ranked[0] not in replicates:
         return ColumnMarks(None, False, frozenset(), {})
-    ranked = sorted(comparable, key=lambda key: -scores[key])
     best = ranked[0]
     p_values = {key: p_from_replicates(scores[best] - scores[key], replicates[best] - replicates[key])
-                for key in ranked[1:]}
+                for key in ranked[1:] if key in replicates}
     tied = frozenset(key for key, p in p_values.items() if p >= alpha)
-    best_significant = len(ranked) > 1 and p_values[ranked[1]] < alpha
+    best_significant = len(ranked) > 1 and ranked[1] in p_values and p_values[ranked[1]] < alpha
     return ColumnMarks(best, best_significant, tied, p_values)
 
 
