@@ -101,6 +101,7 @@ from .corpus import (
 )
 
 logger = logging.getLogger(__name__)
+_REPORTED_EMPTY: set[str] = set()  # drop counts already logged in this process
 
 FAMILY = "20ng"
 DATASET = "20newsgroups"
@@ -225,9 +226,10 @@ class NewsgroupsProbe(Task):
         }
         kept = {name: [d for d in documents if d.text.strip()] for name, documents in drawn.items()}
         empty = {name: len(drawn[name]) - len(kept[name]) for name in SPLITS}
-        if any(empty.values()):
-            logger.info("20 Newsgroups: %s documents empty after cleaning dropped (train/dev/test)",
-                        "/".join(str(empty[name]) for name in SPLITS))
+        counts = "/".join(str(empty[name]) for name in SPLITS)
+        if any(empty.values()) and counts not in _REPORTED_EMPTY:  # once per process, not once per 20NG task
+            _REPORTED_EMPTY.add(counts)
+            logger.info("20 Newsgroups: %s documents empty after cleaning dropped (train/dev/test)", counts)
         return CorpusSplits(kept, empty)
 
     def input_texts(self, documents: list[Document]) -> list[str]:
