@@ -231,7 +231,7 @@ def _interval(row: Row, column: Column) -> str:
 def paper_agreement_rows(board: MatrixBoard) -> list[list[str]]:
     """Per paper column, each neighbouring pair of the paper's rows in the paper's order (higher first): the paper's
     difference, ours with its 95% interval and p-value, and whether ours agrees (see the module docstring)."""
-    from .evaluation.significance import agrees_with_paper
+    from .evaluation.significance import ALPHA, agrees_with_paper
     from .leaderboard_stats import compare_cells
 
     by_label = {row.label: row for row in board.rows}
@@ -254,7 +254,11 @@ def paper_agreement_rows(board: MatrixBoard) -> list[list[str]]:
                                else f"no data ({sign} sign, untested)")
                 else:
                     ours = f"{result.difference:+.2f} [{result.low:+.2f}, {result.high:+.2f}], p={result.p_value:.3f}"
-                    verdict = agrees_with_paper(result, paper_high - paper_low)
+                    if paper_high == paper_low:  # no sign to agree with: say whether ours differs
+                        verdict = ("the paper ties; ours differs" if result.p_value < ALPHA
+                                   else "the paper ties; ours too")
+                    else:
+                        verdict = agrees_with_paper(result, paper_high - paper_low)
             lines.append([column.label, high, low, f"{paper_high - paper_low:+.2f}", ours, verdict])
     return lines
 
@@ -329,8 +333,9 @@ def _agreement_markdown(board: MatrixBoard) -> list[str]:
     return ["## Does our ordering agree with the paper's?", "",
             "Neighbouring rows in the paper's order, tested on our records (paired bootstrap over the same test "
             "examples, seeds pooled): `agrees` = our difference has the paper's sign and is significant (p < 0.05); "
-            "`opposite` = significant with the other sign; `no data` = a record without per-example data (stored "
-            "before harness kept it: `harness rescore` recomputes it from its checkpoint).", "",
+            "`opposite` = significant with the other sign; `the paper ties` = the paper's two numbers are equal (ours "
+            "differs or not); `no data` = a record without per-example data (stored before harness kept it: "
+            "`harness rescore` recomputes it from its checkpoint).", "",
             tabulate(lines, headers=AGREEMENT_HEADERS, tablefmt="github", disable_numparse=True), ""]
 
 

@@ -183,7 +183,8 @@ def test_a_matrix_tests_the_papers_ordering_on_per_example_data(tmp_path, regist
             record["model_key"] = key
             record["examples"], side_file = example_side_file(data, data.value(), "test")
             store.write(key, seed, "stsb", record, examples=side_file)
-    for paper, verdict in (("{Base: {stsb: 80.0}, CLS: {stsb: 70.0}}", "agrees"),
+    for paper, verdict in (("{Base: {stsb: 75.0}, CLS: {stsb: 75.0}}", "the paper ties; ours differs"),
+                           ("{Base: {stsb: 80.0}, CLS: {stsb: 70.0}}", "agrees"),
                            ("{Base: {stsb: 70.0}, CLS: {stsb: 80.0}}", "opposite")):
         matrix = tmp_path / "m.yaml"
         matrix.write_text("profile: smoke\nseeds: [42, 43]\ntasks: [stsb]\nmodels:\n"
