@@ -404,8 +404,8 @@ def _agreement_html(board: MatrixBoard, escape: Any) -> list[str]:
     return ["<h2>Does our ordering agree with the paper's?</h2>",
             '<p class="legend">Neighbouring rows in the paper\'s order, tested on our records (paired bootstrap over '
             "the same test examples, seeds pooled): agrees = our difference has the paper's sign and is significant "
-            "(p &lt; 0.05); opposite = significant with the other sign; no data = a record without per-example data "
-            "(stored before harness kept it).</p>",
+            "(p &lt; 0.05); opposite = significant with the other sign; the paper ties = the paper's two numbers are "
+            "equal; no data = a record without per-example data (stored before harness kept it).</p>",
             f'<table class="legend-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>']
 
 
