@@ -232,3 +232,17 @@ def test_run_harness_in_process_with_the_tiny_models(tmp_path):
     assert "| testing-embedder" in result.stdout and "| testing-pair-scorer" in result.stdout
     listed = ht.run_harness("list", plugins=["harness.testing"], autoload=False)
     assert "testing-trainable" in listed.stdout and " be " not in listed.stdout
+
+
+def test_the_package_offers_what_the_single_module_did():
+    """harness.testing is a package now: suites written against 0.2 import the same names from it, and
+    ``pytest_plugins = ["harness.testing"]`` finds the four fixtures on it (pytest scans the module's attributes)."""
+    from _pytest.fixtures import getfixturemarker
+
+    namespace: dict = {}
+    exec("from harness.testing import *", namespace)  # what `import *` gives is the point
+    assert {"check_model", "check_task", "plugin_registry", "run_harness", "tiny_bert", "TESTING_MODELS"} \
+        <= set(namespace) and "register_models" not in namespace  # the hook would make the importer a plugin
+    assert ht.register_models.__module__ == "harness.testing.fakes" and ht.PROBE_TEXTS and ht.PICKLE_SUFFIXES
+    fixtures = {getfixturemarker(value).name for value in vars(ht).values() if getfixturemarker(value)}
+    assert fixtures == {"tiny_bert", "tiny_roberta", "smoke_profile", "harness_cli"}
