@@ -82,7 +82,7 @@ def test_validate_accepts_a_good_matrix(run_cli, tmp_path):
 
 
 def test_model_list_splitting_keeps_options_with_their_spec():
-    from harness.cli import _split
+    from harness.spec_grammar import split_spec_list as _split
 
     assert _split("be:teacher=ce,be:teacher=cbe") == ["be:teacher=ce", "be:teacher=cbe"]
     assert _split("be:teacher=cbe,sampler=kde-iterative,ce") == ["be:teacher=cbe,sampler=kde-iterative", "ce"]
