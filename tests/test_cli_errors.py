@@ -89,3 +89,13 @@ def test_model_list_splitting_keeps_options_with_their_spec():
     assert _split("be:teacher=ce:activation=tanh,mode=self-distillation") == [
         "be:teacher=ce:activation=tanh,mode=self-distillation"
     ]
+
+
+def test_every_command_is_dispatched_through_the_table():
+    import argparse
+
+    from harness.cli import COMMANDS, build_parser
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(commands.choices) == set(COMMANDS)
+    assert all(callable(handler) for handler in COMMANDS.values())
