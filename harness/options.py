@@ -1,4 +1,5 @@
-"""Typed, validated options for models and tasks (``name:key=value,key=value`` specs)."""
+"""Typed, validated options for models and tasks (``name:key=value,key=value`` specs; the text is read by
+harness.spec_grammar, the values are checked here)."""
 from __future__ import annotations
 
 import math
@@ -6,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 from .errors import InvalidOptionError, close_matches_hint, invalid_choice
+from .spec_grammar import parse_spec_text  # noqa: F401  (the grammar's home is spec_grammar; kept importable here)
 
 
 @dataclass(frozen=True)
@@ -80,27 +82,6 @@ def range_problem(value: float, bounds: str | None) -> str | None:
     if below or above:
         return f"it must lie in {bounds.strip()}"
     return None
-
-
-def parse_spec_text(text: str) -> tuple[str, dict[str, str]]:
-    """Split ``name:key=value,key=value`` into the name and raw option strings."""
-    text = text.strip()
-    name, _, rest = text.partition(":")
-    options: dict[str, str] = {}
-    if rest:
-        for item in rest.split(","):
-            key, eq, value = item.partition("=")
-            if not eq or not key.strip():
-                raise InvalidOptionError(
-                    f"cannot read option {item!r} in {text!r}; write options as name:key=value,key=value."
-                )
-            if key.strip() in options:  # the last value would win silently
-                raise InvalidOptionError(
-                    f"option {key.strip()!r} is given twice in {text!r} ({options[key.strip()]!r} and "
-                    f"{value.strip()!r}); give it once."
-                )
-            options[key.strip()] = value.strip()
-    return name.strip(), options
 
 
 def resolve_options(owner: str, declared: Mapping[str, Option], given: Mapping[str, Any]) -> dict[str, Any]:

@@ -110,7 +110,9 @@ class _DataChecks:
         if task["key"] not in self._checksums:
             value = None
             try:
-                instance = self.registry.task(task["name"]).factory(task.get("options") or {}, self.data_dir)
+                # A task namespace's task (mteb.sts22) is known once resolved.
+                plugin = self.registry.task(self.registry.resolve_task(task["name"]))
+                instance = plugin.factory(task.get("options") or {}, self.data_dir)
                 value = instance.check_data()
             except (MissingDataError, NotImplementedError):
                 value = None

@@ -29,7 +29,6 @@ import pluggy
 from . import hookspecs
 from .capabilities import missing_methods
 from .errors import DuplicateNameError, HarnessError, UnknownNameError, close_matches_hint, unknown_name
-from .options import parse_spec_text
 from .plugin_api import (
     Component,
     ComponentKind,
@@ -39,6 +38,7 @@ from .plugin_api import (
     Task,
     TaskPlugin,
 )
+from .spec_grammar import namespaced_name, split_task_text
 
 logger = logging.getLogger(__name__)
 
@@ -165,10 +165,11 @@ class Registry:
         return baselines
 
     def expand_task(self, name: str) -> list[str]:
-        """A task name (or alias) as itself, a family name as its member tasks."""
+        """A task name (or alias) as itself, a family name as its member tasks. A lookup only: a task namespace's
+        name (``mteb:STS22``) is known here once :meth:`resolve_task` has resolved it."""
         name = self.task_aliases.get(name, name)
-        if name in self.tasks or self._namespaced_task(name):
-            return [self.task_aliases.get(name, name)]
+        if name in self.tasks:
+            return [name]
         families = self.families()
         if name in families:
             return families[name]
@@ -177,36 +178,37 @@ class Registry:
                                    f"({self.components[('task-namespace', name)].description}).")
         raise self._unknown("task", name, [*self.tasks, *families, *self.task_aliases])
 
-    def split_task_text(self, text: str) -> tuple[str, dict[str, str]]:
-        """``name:key=value,...`` -> (name, raw options); for a registered task namespace the name keeps its
-        prefix: ``mteb:STS22`` -> ("mteb:STS22", {}), ``beir:scifact:k=5`` -> ("beir:scifact", {"k": "5"})."""
-        prefix, colon, rest = text.strip().partition(":")
-        if colon and ("task-namespace", prefix.strip()) in self.components:
-            member, _, options = rest.partition(":")
-            return f"{prefix.strip()}:{member.strip()}", (parse_spec_text(f"_:{options}")[1] if options else {})
-        return parse_spec_text(text)
+    def task_namespaces(self) -> set[str]:
+        """The prefixes of the registered ``task-namespace`` components (``mteb``, ``beir``, ...)."""
+        return {name for kind, name in self.components if kind == "task-namespace"}
 
-    def _namespaced_task(self, name: str) -> bool:
-        """Register the task a ``task-namespace`` component resolves ``NAMESPACE:member`` (or ``NAMESPACE.member``,
-        the form resolved names take) to, once; the name becomes an alias of the task's own name. False when
-        ``name`` has no registered namespace prefix."""
-        prefix, colon, member = name.partition(":")
-        if not colon:  # the resolved name itself (e.g. ``mteb.sts22`` in a stored record), in a fresh process
-            prefix, colon, member = name.partition(".")
-        if not colon or ("task-namespace", prefix) not in self.components:
-            return False
+    def split_task_text(self, text: str) -> tuple[str, dict[str, str]]:
+        """``name:key=value,...`` -> (name, raw options), a task namespace's name keeping its prefix
+        (harness.spec_grammar.split_task_text against the registered namespaces)."""
+        return split_task_text(text, self.task_namespaces())
+
+    def resolve_task(self, name: str) -> str:
+        """The explicit step that makes a task namespace's task known: ``NAMESPACE:member`` (or ``NAMESPACE.member``,
+        the form resolved names take, as stored in records) is resolved by the namespace's component once, its task
+        registered under its own name, and ``name`` becomes an alias of it. Returns the name to look up; any other
+        name comes back as given (lookups such as :meth:`task` never resolve). Planning calls it
+        (harness.spec.resolve_task_specs), and so does whatever reads task names from stored records."""
+        name = self.task_aliases.get(name, name)
+        parts = None if name in self.tasks else namespaced_name(name, self.task_namespaces())
+        if parts is None:
+            return name
+        prefix, member = parts
         resolved = self.component("task-namespace", prefix).resolve(member)
         plugin = resolved if isinstance(resolved, TaskPlugin) else TaskPlugin.from_class(resolved)
         if plugin.name not in self.tasks:
             self.tasks[plugin.name] = plugin
             self.origin.setdefault(("task", plugin.name), self.package_of("task-namespace", prefix))
-        self.task_aliases[name] = plugin.name
-        return True
+        if name != plugin.name:
+            self.task_aliases[name] = plugin.name
+        return plugin.name
 
     def task(self, name: str) -> TaskPlugin:
         name = self.task_aliases.get(name, name)
-        if name not in self.tasks and self._namespaced_task(name):
-            name = self.task_aliases[name]
         if name not in self.tasks:
             raise self._unknown("task", name, [*self.tasks, *self.families(), *self.task_aliases])
         return self.tasks[name]

@@ -11,10 +11,11 @@ from typing import Any
 from .capabilities import TRAINABLE
 from .errors import IncompatibleError
 from .fingerprint import folder_fingerprint, local_model_folder
-from .options import format_options, parse_spec_text, resolve_options
+from .options import format_options, resolve_options
 from .plugin_api import RecipePlugin
 from .profiles import DEFAULT_BUDGET_KEYS, Profile, check_budget, requested_budget, resolve_budget
 from .registry import Registry
+from .spec_grammar import parse_spec_text
 
 SPEC_VERSION = 1
 # ``--train-on self``: every evaluated task trains its own model on its own training data (the runner's
@@ -191,9 +192,10 @@ class TaskSpec:
 
 def resolve_task_specs(registry: Registry, text: str) -> list[TaskSpec]:
     """``senteval`` -> its members; ``sickr:split=all`` -> one task with options (family options apply to
-    every member that declares them)."""
+    every member that declares them); ``mteb:STS22`` -> the task its namespace resolves it to (the planner's
+    explicit resolve step, :meth:`Registry.resolve_task`)."""
     name, raw_options = registry.split_task_text(text)  # keeps a task namespace's prefix: mteb:STS22
-    members = registry.expand_task(name)
+    members = registry.expand_task(registry.resolve_task(name))
     specs = []
     for member in members:
         plugin = registry.task(member)

@@ -27,8 +27,8 @@ def stored(results: Path, task_key: str) -> list[dict]:
 
 
 def test_namespace_and_metadata(registry):
-    assert registry.expand_task("beir:tiny") == ["beir.tiny"]
-    metadata = registry.task("beir:scifact").metadata
+    assert registry.expand_task(registry.resolve_task("beir:tiny")) == ["beir.tiny"]
+    metadata = registry.task(registry.resolve_task("beir:scifact")).metadata
     assert metadata.main_score == "ndcg@10" and metadata.family == "beir"
     assert "scifact.zip" in metadata.dataset_source
     assert registry.split_task_text("beir:tiny:first_stage=be") == ("beir:tiny", {"first_stage": "be"})

@@ -70,7 +70,7 @@ def test_bad_budgets_in_a_matrix_are_refused_at_plan_time(tmp_path, entry, messa
 def test_set_on_the_command_line_reaches_every_trained_spec(registry):
     from argparse import Namespace
 
-    from harness.cli import _budget_set
+    from harness.cli.values import budget_set as _budget_set
 
     assert _budget_set(["epochs=5", "max_train_examples=none"]) == {"epochs": 5, "max_train_examples": None}
     with pytest.raises(HarnessError, match="unknown budget key 'warmup'"):

@@ -82,10 +82,20 @@ def test_validate_accepts_a_good_matrix(run_cli, tmp_path):
 
 
 def test_model_list_splitting_keeps_options_with_their_spec():
-    from harness.cli import _split
+    from harness.spec_grammar import split_spec_list as _split
 
     assert _split("be:teacher=ce,be:teacher=cbe") == ["be:teacher=ce", "be:teacher=cbe"]
     assert _split("be:teacher=cbe,sampler=kde-iterative,ce") == ["be:teacher=cbe,sampler=kde-iterative", "ce"]
     assert _split("be:teacher=ce:activation=tanh,mode=self-distillation") == [
         "be:teacher=ce:activation=tanh,mode=self-distillation"
     ]
+
+
+def test_every_command_is_dispatched_through_the_table():
+    import argparse
+
+    from harness.cli import COMMANDS, build_parser
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(commands.choices) == set(COMMANDS)
+    assert all(callable(handler) for handler in COMMANDS.values())

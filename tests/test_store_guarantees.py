@@ -605,7 +605,8 @@ def test_published_records_are_valid_and_rebuild_the_committed_leaderboards_byte
 
 
 def test_working_store_is_not_tracked_and_the_defaults_keep_them_apart():
-    from harness.cli import DEFAULT_PUBLISHED, DEFAULT_RESULTS, _read_store_and_output
+    from harness.cli.common import DEFAULT_PUBLISHED, DEFAULT_RESULTS
+    from harness.cli.common import read_store_and_output as _read_store_and_output
 
     ignored = subprocess.run(["git", "check-ignore", "-q", f"{DEFAULT_RESULTS}/be-x/seed-42/stsb.json"], cwd=REPO)
     published = subprocess.run(["git", "check-ignore", "-q", f"{DEFAULT_PUBLISHED}/be-x/seed-42/stsb.json"], cwd=REPO)

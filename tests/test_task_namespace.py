@@ -56,6 +56,7 @@ def test_prefixed_names_resolve_once_and_take_options():
     assert (spec.name, spec.options, spec.label) == ("toy.apple", {"size": 5}, "toy.apple:size=5")
     assert registry.task("toy:Apple").metadata.family == "toy"
     assert registry.expand_task("toy.apple") == ["toy.apple"]  # the resolved name is a plain task from now on
+    assert registry.resolve_task("toy:Apple") == "toy.apple"  # resolving again: known, the namespace is not asked
     assert registry.families()["toy"] == ["toy.apple"]
     assert NAMESPACE.calls.count("Apple") == 1
 
@@ -63,9 +64,9 @@ def test_prefixed_names_resolve_once_and_take_options():
 def test_resolution_errors_pass_through_and_unprefixed_names_are_untouched():
     registry = ht.plugin_registry(__name__)
     with pytest.raises(harness.HarnessError, match="did you mean toy:good"):
-        registry.expand_task("toy:bad-name")
+        registry.resolve_task("toy:bad-name")
     with pytest.raises(harness.HarnessError, match="unknown task 'nothing:here'"):
-        registry.expand_task("nothing:here")
+        registry.expand_task(registry.resolve_task("nothing:here"))
     with pytest.raises(harness.HarnessError, match="give one: --tasks toy:NAME"):
         registry.expand_task("toy")
 
@@ -73,3 +74,16 @@ def test_resolution_errors_pass_through_and_unprefixed_names_are_untouched():
 def test_a_namespace_without_resolve_fails_its_plugin_only():
     with pytest.raises(AssertionError, match="does not satisfy the kind's protocol"):
         ht.plugin_registry(NoResolve())
+
+
+def test_lookups_never_resolve_a_namespace_the_resolve_step_does():
+    registry = ht.plugin_registry(__name__)
+    calls = len(NAMESPACE.calls)
+    with pytest.raises(harness.HarnessError, match="unknown task 'toy:Pear'"):
+        registry.task("toy:Pear")
+    with pytest.raises(harness.HarnessError, match="unknown task 'toy.pear'"):
+        registry.expand_task("toy.pear")
+    assert len(NAMESPACE.calls) == calls and "toy.pear" not in registry.tasks
+    assert registry.resolve_task("toy.pear") == "toy.pear"  # a stored record's name, in a fresh process
+    assert registry.task("toy.pear").metadata.family == "toy" and NAMESPACE.calls[-1] == "pear"
+    assert registry.resolve_task("stsb") == "stsb" and registry.resolve_task("toy") == "toy"  # not namespaced

@@ -193,7 +193,10 @@ def _state(run_id: str, config: RunConfig, plan: Plan, resources: TaskResources)
     state = _worker_state.get(run_id)
     if state is None:
         device = resolve_device(worker_device(plan.device, resources.num_gpus))
-        runner = Runner(default_registry(), replace(config, progress=False, executor="local"), log=logger.debug)
+        registry = default_registry()
+        for task_spec in plan.tasks:  # a task namespace's tasks (mteb.sts22) are known once resolved
+            registry.resolve_task(task_spec.name)
+        runner = Runner(registry, replace(config, progress=False, executor="local"), log=logger.debug)
         # The training-data checksums the driver planned with: a checkpoint trained on other data is retrained.
         runner._planned_training_checksums = dict(plan.training_checksums)
         state = (runner, replace(plan, device=device), hardware_description(device))

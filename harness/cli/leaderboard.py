@@ -1,0 +1,45 @@
+"""`harness leaderboard`: rebuild the leaderboard tables (or one matrix's paper table) from a store."""
+from __future__ import annotations
+
+import sys
+
+from ..errors import HarnessError
+from . import values
+from .common import existing_store, load_registry, read_store_and_output
+
+
+def cmd_leaderboard(args) -> int:
+    """Needs no plugins: the tables come from the store; the registry only orders families and adds notes."""
+    from ..leaderboard import write_leaderboards
+
+    formats = values.formats(args.formats)
+    root, output = read_store_and_output(args.results, args.output)
+    store = existing_store(root)
+    try:
+        registry = load_registry()
+        family_members = registry.families()
+        family_baselines = registry.family_baselines()
+    except HarnessError:
+        family_members, family_baselines = {}, {}  # ordering and notes only; the tables come from the store
+    if args.matrix is not None:
+        from ..matrix_board import write_matrix_board
+
+        written = write_matrix_board(args.matrix, store, output / "matrices", formats)
+    else:
+        written = write_leaderboards(store, output, formats, family_members, args.include_samples, family_baselines)
+    for path in written:
+        print(f"wrote {path}")
+    left_out = getattr(store, "sample_records", [])
+    if not written:
+        print(f"no records in {store.root}" + (" other than those computed on an evaluation sample" if left_out
+                                                else ""))
+    if left_out:
+        print(f"note: {len(left_out)} record(s) computed on an evaluation sample (max_eval_examples) left out; "
+              "--include-samples shows them in sections of their own.", file=sys.stderr)
+    for path, reason in store.skipped:
+        print(f"error: invalid record {path}: {reason}", file=sys.stderr)
+    if store.skipped:
+        print(f"error: {len(store.skipped)} invalid record(s), shown as `invalid` and never ranked; recompute them "
+              "(harness run --overwrite) or restore them from git.", file=sys.stderr)
+        return 1
+    return 0

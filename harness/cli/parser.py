@@ -1,0 +1,161 @@
+"""The argument parser of the ``harness`` command line: every command, its flags and their help texts."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..profiles import PROFILES
+from .common import DEFAULT_LEADERBOARDS, DEFAULT_PUBLISHED, DEFAULT_RESULTS
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="harness", description="Benchmark harness for sentence-embedding methods.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug output")
+    parser.add_argument("-q", "--quiet", action="store_true", help="warnings and errors only")
+    parser.add_argument("--version", action="store_true", help="print the harness version and exit")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    commands.add_parser("list", help="list model and task plugins, their packages and plugins that failed to load")
+
+    describe = commands.add_parser("describe", help="show a model's or task's metadata and options")
+    describe.add_argument("name")
+
+    run = commands.add_parser("run", help="train what needs training, evaluate, store and print results")
+    run.add_argument("--models", help="comma-separated model specs, e.g. be,ce or be:pooling=cls")
+    run.add_argument("--tasks", help="comma-separated tasks or task families, e.g. senteval")
+    run.add_argument("--matrix", type=Path, help="a YAML matrix file (models, tasks, seeds, ...)")
+    run.add_argument("--seeds", default=None, help="comma-separated seeds (default 42)")
+    run.add_argument("--backbone", default=None, help="Hugging Face id or local folder (default: the profile's)")
+    run.add_argument("--profile", default=None, help=f"budget profile: {', '.join(PROFILES)} (default quick)")
+    run.add_argument("--train-on", default=None, help="training source task for trainable models, e.g. stsb")
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="budget_set",
+                     help="training budget for every trained spec: epochs, max_steps, batch_size, learning_rate, "
+                          "max_train_examples (repeatable; enters the spec hash), e.g. --set epochs=5")
+    run.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+    run.add_argument("--executor", default="local",
+                     help="where cells run: local (this process, the default) or ray (tasks on a Ray cluster; "
+                          "pip install 'sentence-harness[ray]')")
+    run.add_argument("--ray-address", default=None,
+                     help="with --executor ray: the cluster (default: join this machine's, else start one; local: "
+                          "always start one; auto; host:port; ray://host:port)")
+    run.add_argument("--gpus-per-task", type=float, default=None,
+                     help="with --executor ray: GPUs per training or evaluation task (default 1 if the cluster has "
+                          "GPUs, else 0)")
+    run.add_argument("--cpus-per-task", type=float, default=1.0,
+                     help="with --executor ray: CPUs per task, also its PyTorch threads (default 1)")
+    run.add_argument("--results", type=Path, default=None,
+                     help=f"working result store (default ./{DEFAULT_RESULTS}, or HARNESS_RESULTS_DIR)")
+    run.add_argument("--data-dir", type=Path, default=None, help="folder with datasets (or HARNESS_DATA_DIR)")
+    run.add_argument("--batch-size", type=int, default=None,
+                     help="encoding batch size for evaluation (default: the profile's)")
+    run.add_argument("--overwrite", action="store_true",
+                     help="recompute every cell and retrain every checkpoint, replacing what is stored")
+    run.add_argument("--store-only", action="store_true",
+                     help="compute nothing: answer every cell from the store, or stop and say which cells cannot be")
+    run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    run.add_argument("--leaderboards", type=Path, default=None,
+                     help="also rebuild leaderboards into this folder after the run")
+
+    rescore = commands.add_parser(
+        "rescore", help="recompute the evaluation of stored cells from their stored checkpoints (adds per-example "
+                        "data to old records); trains nothing",
+        parents=[run], add_help=False, conflict_handler="resolve")
+    rescore.set_defaults(overwrite=False)
+
+    compare = commands.add_parser("compare", help="paired significance test of model A vs model B on the same test "
+                                                  "examples (bootstrap interval, p-value, Holm across tasks)")
+    compare.add_argument("model_a", metavar="A", help="a model spec as for `harness run`, e.g. be")
+    compare.add_argument("model_b", metavar="B", help="another model spec, e.g. be:pooling=cls")
+    compare.add_argument("--tasks", required=True, help="comma-separated tasks or task families, e.g. stsb,senteval")
+    compare.add_argument("--seeds", default=None, help="comma-separated seeds to pool (default 42)")
+    compare.add_argument("--profile", default="quick", help=f"as given to `harness run`: {', '.join(PROFILES)}")
+    compare.add_argument("--backbone", default=None, help="as given to `harness run` (default: the profile's)")
+    compare.add_argument("--train-on", default=None, help="as given to `harness run`, e.g. stsb")
+    compare.add_argument("--results", type=Path, default=None,
+                         help=f"store to read (default ./{DEFAULT_RESULTS}, or HARNESS_RESULTS_DIR)")
+    compare.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    compare.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
+
+    validate = commands.add_parser("validate", help="check specs or a matrix without running anything")
+    validate.add_argument("--models")
+    validate.add_argument("--tasks")
+    validate.add_argument("--matrix", type=Path)
+    validate.add_argument("--profile", default=None)
+    validate.add_argument("--train-on", default=None)
+    validate.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="budget_set")
+    validate.add_argument("--backbone", default=None)
+    validate.add_argument("--data-dir", type=Path, default=None)
+
+    data = commands.add_parser("data", help="list or download datasets that plugins offer")
+    data_commands = data.add_subparsers(dest="data_command", metavar="ACTION")
+    data_commands.add_parser("list", help="datasets that can be downloaded, and where they would go")
+    download = data_commands.add_parser("download", help="download, verify and unpack a dataset")
+    download.add_argument("name")
+    download.add_argument("--data-dir", type=Path, default=None,
+                          help="target folder (default: HARNESS_DATA_DIR, else ~/.cache/harness/data)")
+
+    plot = commands.add_parser("plot", help="draw a plot that a plugin offers, from stored results and artifacts")
+    plot.add_argument("name", help="plot name (see `harness list`, components of kind 'plot')")
+    plot.add_argument("--results", type=Path, default=None,
+                      help=f"store to read (default ./{DEFAULT_PUBLISHED}, the published records)")
+    plot.add_argument("--output", type=Path, default=None,
+                      help=f"folder for the PNG files (default ./{DEFAULT_LEADERBOARDS} for the published records, "
+                           "else <results>/leaderboards)")
+
+    board = commands.add_parser("leaderboard", help="rebuild leaderboards/ from the published records")
+    board.add_argument("--results", type=Path, default=None,
+                       help=f"store to build from (default ./{DEFAULT_PUBLISHED}; e.g. --results {DEFAULT_RESULTS} "
+                            "for your own runs)")
+    board.add_argument("--output", type=Path, default=None,
+                       help=f"folder for the tables (default ./{DEFAULT_LEADERBOARDS} for the published records, "
+                            "else <results>/leaderboards)")
+    board.add_argument("--formats", default="md,csv", help="any of md, csv, tex, html")
+    board.add_argument("--matrix", type=Path, default=None,
+                       help="render one matrix file as its paper table (its entries as rows, its tasks as columns, "
+                            "the paper's numbers from its paper: block), into <output>/matrices/<file name>")
+    board.add_argument("--include-samples", action="store_true",
+                       help="also show records computed on an evaluation sample (max_eval_examples, e.g. --profile "
+                            "smoke), in sections of their own; left out by default")
+
+    publish = commands.add_parser("publish", help="verify chosen records of your store and copy them into the "
+                                                  "published set")
+    publish.add_argument("--results", type=Path, default=None,
+                         help=f"store to publish from (default ./{DEFAULT_RESULTS}, or HARNESS_RESULTS_DIR)")
+    publish.add_argument("--to", type=Path, default=Path(DEFAULT_PUBLISHED),
+                         help=f"the published set (default ./{DEFAULT_PUBLISHED})")
+    publish.add_argument("--models", help="model names, spec labels or model keys to publish (comma-separated)")
+    publish.add_argument("--tasks", help="task names or families to publish (comma-separated)")
+    publish.add_argument("--seeds", default=None, help="seeds to publish (comma-separated)")
+    publish.add_argument("--all", action="store_true", help="publish every valid record of the store")
+    publish.add_argument("--overwrite", action="store_true", help="replace published records of the same cells")
+    publish.add_argument("--trust-unsigned", action="store_true",
+                         help="accept records written by harness 0.1 (no content checksum) after the other checks, "
+                              "and sign them")
+    publish.add_argument("--data-dir", type=Path, default=None,
+                         help="datasets to verify the records' dataset checksums against (or HARNESS_DATA_DIR)")
+
+    export = commands.add_parser("export", help="write a trained model as a sentence-transformers folder (with a "
+                                                "model card)")
+    export.add_argument("--models", required=True, help="one model spec, named as for `harness run`, e.g. be")
+    export.add_argument("--to", type=Path, required=True, help="the folder to write (new or empty)")
+    export.add_argument("--seeds", default=None, help="the one seed of the trained model (default 42)")
+    export.add_argument("--backbone", default=None, help="as given to `harness run` (default: the profile's)")
+    export.add_argument("--profile", default="quick", help=f"as given to `harness run`: {', '.join(PROFILES)}")
+    export.add_argument("--train-on", default=None, help="as given to `harness run`, e.g. stsb")
+    export.add_argument("--results", type=Path, default=None,
+                        help=f"the store holding its checkpoint (default ./{DEFAULT_RESULTS}, or HARNESS_RESULTS_DIR)")
+    export.add_argument("--device", default="cpu", help="device to load the model on while exporting")
+
+    export_results = commands.add_parser("export-results", help="write stored results in another benchmark's "
+                                                                "results layout (e.g. --format mteb)")
+    export_results.add_argument("--format", required=True, help="a results format (`harness list`, components of "
+                                                                "kind 'results-format'), e.g. mteb")
+    export_results.add_argument("--to", type=Path, required=True, help="the folder to write into")
+    export_results.add_argument("--include-samples", action="store_true",
+                                help="also export records computed on an evaluation sample (max_eval_examples, e.g. "
+                                     "--profile smoke), marked as samples; left out by default")
+    export_results.add_argument("--results", type=Path, default=None,
+                                help=f"store to read (default ./{DEFAULT_RESULTS}, or HARNESS_RESULTS_DIR)")
+    export_results.add_argument("--overwrite", action="store_true",
+                                help="write into a folder that already holds files (they may be replaced)")
+    return parser

@@ -1,0 +1,74 @@
+"""`harness run` and `harness rescore`: plan, compute or look up every cell, store and print the results."""
+from __future__ import annotations
+
+import sys
+
+from ..errors import HarnessError
+from . import values
+from .common import load_registry
+
+
+def cmd_run(args) -> int:
+    return _run(load_registry(), args)
+
+
+def cmd_rescore(args) -> int:
+    """`harness run` that recomputes evaluations from stored checkpoints (RunConfig.rescore); trains nothing."""
+    registry = load_registry()
+    if args.overwrite or args.store_only:
+        raise HarnessError("rescore recomputes evaluations from stored checkpoints; --overwrite (retrain) "
+                           "and --store-only do not apply: use `harness run` for those.")
+    args.rescore = True
+    return _run(registry, args)
+
+
+def _run(registry, args) -> int:
+    from ..executors import make_executor
+    from ..runner import Runner
+
+    config = values.run_config(args)
+    runner = Runner(registry, config)
+    executor = make_executor(config)  # Ray missing, an unreachable --ray-address: said before the plan loads data
+    plan = runner.plan()
+    outcomes = runner.run(plan, executor)
+    counts = _print_summary(outcomes, config.results_dir)
+    if args.leaderboards is not None:
+        from ..leaderboard import write_leaderboards
+        from ..store import Store
+
+        # The run's own tables show its sample records too (in sections marked as samples); `harness leaderboard`
+        # leaves them out unless asked.
+        for path in write_leaderboards(Store(config.results_dir), args.leaderboards, ("md", "csv"),
+                                       registry.families(), include_samples=True,
+                                       family_baselines=registry.family_baselines()):
+            print(f"wrote {path}")
+    return 1 if counts["failed"] else 0
+
+
+def _print_summary(outcomes, results_dir) -> dict[str, int]:
+    """The table of the run's cells, the counts by status, missing data per task and each failure reason once."""
+    from tabulate import tabulate
+
+    from ..runner import summary_rows
+
+    headers, rows = summary_rows(outcomes)
+    print()
+    print(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
+    counts = {status: sum(o.status == status for o in outcomes) for status in ("ok", "cached", "missing", "failed")}
+    print(f"\n{counts['ok']} cells computed, {counts['cached']} from the store, {counts['missing']} missing data"
+          + (f", {counts['failed']} failed" if counts["failed"] else "") + f"; records in {results_dir}")
+    missing: dict[str, int] = {}  # the reason was printed once per task during the run
+    for outcome in outcomes:
+        if outcome.status == "missing":
+            missing[outcome.task.label] = missing.get(outcome.task.label, 0) + 1
+    if missing:
+        print("missing data (reason above): " + ", ".join(f"{label} ({count} cell{'s' * (count > 1)})"
+                                                          for label, count in missing.items()))
+    failures: dict[str, list[str]] = {}  # each distinct reason once, with the cells it failed
+    for outcome in outcomes:
+        if outcome.status == "failed":
+            failures.setdefault(outcome.message or "", []).append(
+                f"{outcome.spec.label} seed {outcome.seed} {outcome.task.label}")
+    for message, cells in failures.items():
+        print(f"failed: {', '.join(cells)}: {message}", file=sys.stderr)
+    return counts

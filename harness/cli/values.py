@@ -1,0 +1,139 @@
+"""The values given on the command line, each read and checked in exactly one function here (the commands call
+these; nothing else in the CLI checks them): seeds, profile, batch size, --set budget, data dir, executor options,
+leaderboard formats, bootstrap resamples, and the run configuration built from them."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from ..errors import HarnessError, invalid_choice
+from ..profiles import PROFILES
+from ..spec_grammar import split_spec_list
+from .common import results_dir
+
+DEFAULT_SEED = 42
+
+
+def seeds(text: str | None, default: list[int] | None = None) -> list[int]:
+    """--seeds ``42,43`` -> checked seeds; ``default`` (else [42]) when it is not given."""
+    from ..matrix import check_seeds
+
+    if text is None:
+        return default if default is not None else [DEFAULT_SEED]
+    try:
+        parsed = [int(s) for s in split_spec_list(text)]
+    except ValueError:
+        raise HarnessError(f"--seeds takes comma-separated integers such as 42,43,44; got {text!r}.") from None
+    if not parsed:
+        raise HarnessError("--seeds needs at least one integer, e.g. --seeds 42.")
+    return check_seeds(parsed, "--seeds")
+
+
+def profile_name(value: str) -> str:
+    """--profile: one of the budget profiles."""
+    if value not in PROFILES:
+        raise invalid_choice("--profile", value, PROFILES)
+    return value
+
+
+def batch_size(value: int | None) -> int | None:
+    """--batch-size: a positive integer, or None for the profile's."""
+    if value is not None and value < 1:
+        raise HarnessError(f"--batch-size must be a positive integer, got {value}.")
+    return value
+
+
+def budget_set(items: list[str]) -> dict:
+    """``--set epochs=5 --set learning_rate=3e-5`` -> a checked budget mapping."""
+    from ..profiles import check_budget
+
+    values: dict[str, str] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip() or not value.strip():
+            raise HarnessError(f"--set {item!r}: write --set KEY=VALUE, e.g. --set epochs=5.")
+        values[key.strip()] = value.strip()
+    return check_budget(values, "--set")
+
+
+def data_dir(value: Path | None, matrix_value: Path | None = None) -> Path | None:
+    """--data-dir, else the matrix's data_dir, else HARNESS_DATA_DIR; one that does not exist is refused (never a
+    silent fall-back to the bundled data while the record names the missing folder)."""
+    from ..data import check_data_dir
+
+    if value is not None:
+        return check_data_dir(value, "--data-dir")
+    if matrix_value is not None:
+        return check_data_dir(matrix_value, "data_dir of the matrix")
+    environment = os.environ.get("HARNESS_DATA_DIR")
+    return check_data_dir(environment, "HARNESS_DATA_DIR") if environment else None
+
+
+def executor_options(args) -> dict:
+    """--executor and its options (harness.executors); Ray's options without --executor ray are a mistake."""
+    from ..executors import EXECUTORS
+
+    executor = getattr(args, "executor", "local")
+    if executor not in EXECUTORS:
+        raise invalid_choice("--executor", executor, EXECUTORS)
+    options = {"ray_address": getattr(args, "ray_address", None),
+               "gpus_per_task": getattr(args, "gpus_per_task", None),
+               "cpus_per_task": getattr(args, "cpus_per_task", 1.0)}
+    if executor != "ray":
+        given = [name for name, value in (("--ray-address", options["ray_address"]),
+                                          ("--gpus-per-task", options["gpus_per_task"])) if value is not None]
+        if given or options["cpus_per_task"] != 1.0:
+            raise HarnessError(f"{', '.join(given) or '--cpus-per-task'} only applies with --executor ray.")
+    return {"executor": executor, **options}
+
+
+def formats(text: str) -> tuple[str, ...]:
+    """--formats ``md,csv``: leaderboard formats."""
+    from ..leaderboard import FORMATS
+
+    chosen = tuple(split_spec_list(text))
+    for fmt in chosen:
+        if fmt not in FORMATS:
+            raise invalid_choice("--formats", fmt, FORMATS)
+    return chosen
+
+
+def resamples(value: int) -> int:
+    """--resamples: enough bootstrap resamples for a 95% interval."""
+    from ..compare import CompareError
+
+    if value < 100:
+        raise CompareError(f"--resamples {value} is too few for a 95% interval; use at least 100.")
+    return value
+
+
+def run_config(args):
+    """The RunConfig of `run`, `rescore` and `validate`: the flags over the matrix file's values over defaults."""
+    from ..matrix import load_matrix
+    from ..runner import ModelEntry, RunConfig
+
+    base: dict = {}
+    if args.matrix is not None:
+        base = load_matrix(args.matrix)
+    models = [ModelEntry(m) for m in split_spec_list(args.models)] or base.get("models", [])
+    tasks = split_spec_list(args.tasks) or base.get("tasks", [])
+    profile = profile_name(args.profile or base.get("profile", "quick"))
+    return RunConfig(
+        models=models,
+        tasks=tasks,
+        seeds=seeds(getattr(args, "seeds", None), base.get("seeds")),
+        profile=profile,
+        backbone=args.backbone or base.get("backbone"),
+        train_on=args.train_on or base.get("train_on"),
+        device=getattr(args, "device", "auto"),
+        results_dir=results_dir(getattr(args, "results", None)),
+        data_dir=data_dir(args.data_dir, base.get("data_dir")),
+        overwrite=getattr(args, "overwrite", False),
+        rescore=getattr(args, "rescore", False),
+        progress=not getattr(args, "no_progress", False) and sys.stderr.isatty(),
+        batch_size=batch_size(getattr(args, "batch_size", None)),
+        store_only=getattr(args, "store_only", False),
+        budget=budget_set(getattr(args, "budget_set", None) or []),
+        **executor_options(args),
+    )
