@@ -86,7 +86,7 @@ def _resolve_task_plugin(task: Any, registry: Registry | None) -> tuple[TaskPlug
             from ..registry import build_registry
 
             registry = build_registry()
-        return registry.task(task), registry
+        return registry.task(registry.resolve_task(task)), registry
     raise TypeError(f"check_task takes a harness.Task subclass, a harness.TaskPlugin or a task name, got "
                     f"{type(task).__name__}")
 
