@@ -12,13 +12,16 @@ import re
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Protocol
 
 from .capabilities import CAPABILITIES
 from .data import SCORED_PAIRS, TRAINING_KINDS, TrainingSplits
 from .errors import HarnessError, close_matches_hint
 from .options import Option, resolve_options
 from .profiles import Profile
+
+if TYPE_CHECKING:
+    from .cache import ArtifactCache
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")
 
@@ -102,6 +105,13 @@ class ModelContext:
     backbone_content: str | None = None
     eval_batch_size: int = 64  # --batch-size, else the profile's eval batch size
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("harness.plugin"))
+
+    @property
+    def cache(self) -> ArtifactCache | None:
+        """The store's shared cache (:class:`harness.cache.ArtifactCache` over ``cache_dir``), or None without one."""
+        from .cache import ArtifactCache
+
+        return None if self.cache_dir is None else ArtifactCache(self.cache_dir)
 
     @property
     def work_dir(self) -> Path | None:

@@ -2,45 +2,26 @@
 of the gold scores, drawn from the silver-pair artifacts Augmented SBERT runs leave in the result store.
 
 Registered as the ``plot`` component ``silver-density`` (``harness plot silver-density --results RESULTS``). It
-reads ``<results>/artifacts/<model-key>/seed-<seed>/silver_pairs.json`` files whose ``artifact`` field is
-``augmented-sbert-silver-pairs`` (written by plugins/augmented_sbert.py; this module imports no other plugin, so the
-file name and kind are repeated here). One PNG per (gold source, teacher, mode); seeds are pooled.
+reads the silver-pair artifacts (``<results>/artifacts/<model-key>/seed-<seed>/silver_pairs.json``, the core's
+format :mod:`harness.nn.silver_pairs`, written by the ``augsbert`` recipe). One PNG per (gold source, teacher, mode);
+seeds are pooled.
 
 Deviations: densities are Gaussian KDEs with Scott's bandwidth (``scipy.stats.gaussian_kde``, the estimator the KDE
 samplers reproduce); a series whose scores are all equal is drawn with a 1e-3 bandwidth instead of failing.
 """
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
 import numpy as np
 
 from harness import Component, HarnessError, hookimpl
+from harness.nn.silver_pairs import read_silver_pairs
 
 logger = logging.getLogger(__name__)
 
-# Written by plugins/augmented_sbert.py (ARTIFACT, ARTIFACT_KIND there), under the store's per-spec artifact folders.
-ARTIFACT = "silver_pairs.json"
-ARTIFACT_KIND = "augmented-sbert-silver-pairs"
-ARTIFACT_FOLDERS = "artifacts/*/seed-*"  # <results>/artifacts/<model-key>/seed-<seed>/ (the store's layout)
 DEGENERATE_BANDWIDTH = 1e-3  # for a series of equal scores, where Scott's bandwidth is 0
-
-
-def read_silver_artifacts(results_dir: Path) -> list[dict]:
-    """Every readable silver-pair artifact under ``results_dir`` (each with its ``_path``)."""
-    artifacts = []
-    for path in sorted(Path(results_dir).glob(f"{ARTIFACT_FOLDERS}/{ARTIFACT}")):
-        try:
-            payload = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            logger.warning("skipping unreadable silver-pair artifact %s", path)
-            continue  # a damaged artifact is skipped rather than breaking every plot
-        if payload.get("artifact") == ARTIFACT_KIND:
-            payload["_path"] = str(path)
-            artifacts.append(payload)
-    return artifacts
 
 
 def density(points: list[float], grid: np.ndarray) -> np.ndarray:
@@ -75,7 +56,7 @@ def draw_silver_density(results_dir: Path, output_dir: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    artifacts = read_silver_artifacts(results_dir)
+    artifacts = read_silver_pairs(results_dir)
     if not artifacts:
         raise HarnessError(
             f"no silver-pair artifacts under {Path(results_dir) / 'artifacts'}; run a distilled model first, e.g. "

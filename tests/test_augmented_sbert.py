@@ -27,8 +27,8 @@ from harness import (
 from harness.errors import HarnessError
 from harness.nn.mlm import freeze_embedding_layer, mask_tokens, maskable_positions, pairwise_features
 from harness.nn.sampling import PairSampler
-from harness.plugins.augmented_sbert import ARTIFACT
-from harness.plugins.silver_density import draw_silver_density, read_silver_artifacts
+from harness.nn.silver_pairs import ARTIFACT, read_silver_pairs
+from harness.plugins.silver_density import draw_silver_density
 from harness.profiles import get_profile
 from harness.registry import build_registry
 from harness.runner import ModelEntry, RunConfig, Runner
@@ -98,7 +98,7 @@ def test_semi_supervised_and_self_distillation_share_one_teacher(run_cli, tiny_b
     pngs = sorted((tmp_path / "plots").glob("*.png"))
     assert len(pngs) == 2  # (stsb, cbe, semi-supervised) and (stsb, cbe, self-distillation)
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
-    assert len(read_silver_artifacts(results)) == 3
+    assert len(read_silver_pairs(results)) == 3
 
 
 def test_domain_transfer_with_mlm_adapted_teacher(run_cli, tiny_bert, tmp_path):
@@ -162,6 +162,12 @@ def test_domain_transfer_with_mlm_adapted_teacher(run_cli, tiny_bert, tmp_path):
         ("augsbert:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb,sampler=random,delimiter=#", "bws-topic",
          "delimiter only applies to topics=prompted or topics=hidden"),
         ("augsbert:teacher=cbe,max_sentences=10", "stsb", "has gold pairs, so cut those instead"),
+        ("augsbert:teacher=cbe,sampler=bm25,search_encoder=simcse", "stsb",
+         "search_encoder only applies to samplers that embed sentences"),
+        ("augsbert:teacher=cbe,sampler=semantic-search,search_encoder=cbe", "stsb",
+         "search_encoder='cbe' cannot embed sentences for semantic search"),
+        ("augsbert:teacher=cbe,sampler=kde,candidates=semantic-search,search_encoder=simcse", "stsb",
+         "search_model=fine-tuned trains search_encoder='simcse' on the teacher's scored pairs"),
     ],
 )
 def test_refused_before_training_with_a_message_that_helps(run_cli, tiny_bert, tmp_path, spec, train_on, expected):
@@ -366,7 +372,7 @@ class _FakeContext:
         self.train_on = "stsb"
         self.backbone = "unused"
         self.artifact_dir = None
-        self.cache_dir = None
+        self.cache_dir = self.cache = None
         self.student = "be"
         self.device = "cpu"
         self.progress = False
@@ -380,7 +386,7 @@ class _FakeContext:
 
     def trained_model(self, text, train_on=None, backbone=None):
         self.calls.append((text, train_on))
-        return _FakeSearchEncoder() if text == "be" else _FakeTeacher()
+        return _FakeSearchEncoder() if text == self.options["search_encoder"] else _FakeTeacher()
 
 
 def _gold_splits(held_out=frozenset()):
@@ -442,6 +448,27 @@ def test_semantic_search_embeds_with_a_bi_encoder_fine_tuned_on_the_gold_pairs(r
     assert ("be", expected_source) in ctx.calls  # default: fine-tuned on the teacher's gold source
 
 
+def test_the_search_encoder_is_the_option_search_encoder(registry, run_cli, tiny_bert):
+    """Option search_encoder (default be) embeds for semantic search; a pretrained embedder that cannot learn from
+    scored pairs validates with search_model=pretrained, and the default keeps published keys (its hash is unchanged)."""
+    from harness.plugins.augmented_sbert import annotate_silver_pairs
+
+    ctx = _FakeContext(registry, sampler="semantic-search", search_encoder="simcse", search_model="pretrained")
+    annotate_silver_pairs(_gold_splits(), ctx)
+    assert ("simcse", None) in ctx.calls and not [call for call in ctx.calls if call[0] == "be"]
+    code, out, err = run_cli("validate", "--models", "augsbert:teacher=cbe,sampler=semantic-search,"
+                             "search_encoder=simcse,search_model=pretrained", "--tasks", "stsb", "--train-on", "stsb",
+                             "--profile", "smoke", "--backbone", tiny_bert)
+    assert code == 0, err
+    profile = get_profile("smoke")
+    plain = resolve_model_spec(registry, "augsbert:teacher=cbe,sampler=semantic-search", profile, tiny_bert, "stsb")
+    named = resolve_model_spec(registry, "augsbert:teacher=cbe,sampler=semantic-search,search_encoder=be", profile,
+                               tiny_bert, "stsb")
+    other = resolve_model_spec(registry, "augsbert:teacher=cbe,sampler=semantic-search,search_encoder=simcse,"
+                               "search_model=pretrained", profile, tiny_bert, "stsb")
+    assert plain.key == named.key != other.key
+
+
 def test_pipeline_never_pairs_two_held_out_sentences(registry):
     from harness.plugins.augmented_sbert import annotate_silver_pairs
 
@@ -452,3 +479,39 @@ def test_pipeline_never_pairs_two_held_out_sentences(registry):
     assert pairs.held_out_count == 4
     assert not [c for c in pairs.candidates if set(c) <= held]
     assert pairs.held_out_pairs_dropped > 0
+
+
+def test_cache_entries_keep_the_names_of_earlier_releases(tmp_path):
+    """The recipe's cache moved to the core (harness.cache, ctx.cache): the names are those harness 0.3 computed
+    (pinned here), so existing stores keep hitting their teacher scores and MLM checkpoints."""
+    import logging
+
+    import harness
+    from harness.cache import ArtifactCache
+    from harness.plugins.augmented_sbert import cached_teacher_scores, mlm_directory
+
+    ctx = harness.ModelContext(options={"mlm_lr": 3e-5}, backbone="minilm", profile=get_profile("smoke"),
+                               device="cpu", seed=42, cache_dir=tmp_path)
+    assert ctx.cache.root == tmp_path and harness.ModelContext(**{**vars(ctx), "cache_dir": None}).cache is None
+    first, second = ["a b", "c d"], ["e f", "g h"]
+    assert mlm_directory(ctx, first, second) == tmp_path / "domain-mlm-9a8fee6417cf0822" / "seed-42"
+
+    class Teacher:
+        def __init__(self):
+            self.network = torch.nn.Linear(2, 1)
+            torch.nn.init.constant_(self.network.weight, 0.5)
+            torch.nn.init.constant_(self.network.bias, -1.0)
+
+        def score(self, first, second):
+            return np.arange(len(first), dtype=np.float64)
+
+    Teacher.__qualname__ = "Teacher"  # the class name is part of the key; pinned as computed at module level
+
+    class Context:
+        cache = ArtifactCache(tmp_path)
+        profile = get_profile("smoke")
+        logger = logging.getLogger("test")
+
+    cached_teacher_scores(Context, Teacher(), "ce", first, second)
+    assert sorted(path.name for path in tmp_path.glob("teacher-scores-*")) == [
+        "teacher-scores-8a4f45b2d7e8af7f.npy", "teacher-scores-8a4f45b2d7e8af7f.npy.sha256"]

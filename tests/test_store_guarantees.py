@@ -739,6 +739,7 @@ def test_a_checkpoint_copied_over_another_seed_is_retrained_not_loaded(run_cli, 
 def test_edited_or_damaged_teacher_scores_are_recomputed_not_used(tmp_path, caplog):
     import torch
 
+    from harness.cache import ArtifactCache
     from harness.plugins.augmented_sbert import cached_teacher_scores
     from harness.profiles import get_profile
 
@@ -752,7 +753,7 @@ def test_edited_or_damaged_teacher_scores_are_recomputed_not_used(tmp_path, capl
             return np.arange(len(first), dtype=np.float64)
 
     class Context:
-        cache_dir = tmp_path / "cache"
+        cache = ArtifactCache(tmp_path / "cache")
         profile = get_profile("smoke")
         logger = __import__("logging").getLogger("test")
 
@@ -774,7 +775,7 @@ def test_edited_or_damaged_teacher_scores_are_recomputed_not_used(tmp_path, capl
 def test_the_mlm_cache_of_a_local_backbone_folder_is_named_by_its_files_not_its_path(tmp_path, tiny_bert):
     """Replacing the files of ``--backbone ./my`` gives the recipe another domain-adapted MLM copy, not the one trained
     from the old weights (issue 26.1 for the recipe's cache)."""
-    from harness.plugins.augmented_sbert import _mlm_directory
+    from harness.plugins.augmented_sbert import mlm_directory
     from harness.profiles import get_profile
     from harness.spec import backbone_content
 
@@ -785,7 +786,7 @@ def test_the_mlm_cache_of_a_local_backbone_folder_is_named_by_its_files_not_its_
         context = harness.ModelContext(options={"mlm_lr": 5e-5}, backbone=str(folder), profile=get_profile("smoke"),
                                        device="cpu", seed=42, cache_dir=tmp_path / "cache",
                                        backbone_content=backbone_content(registry, str(folder)))
-        return _mlm_directory(context, ["a b", "c d"], ["e f", "g h"])
+        return mlm_directory(context, ["a b", "c d"], ["e f", "g h"])
 
     before = mlm_folder()
     assert mlm_folder() == before

@@ -219,7 +219,7 @@ class _FakeContext:
                             **options)
         self.registry, self.labeled = registry, labeled
         self.seed, self.profile, self.train_on, self.backbone = 42, get_profile("smoke"), "my-topics", "unused"
-        self.artifact_dir = self.cache_dir = None
+        self.artifact_dir = self.cache_dir = self.cache = None
         self.student, self.device, self.progress = "be", "cpu", False
         self.logger = logging.getLogger("test")
 

@@ -17,6 +17,7 @@ Model plugins build from these and import nothing from other plugins:
   delimiter check, and the topic-token mask MLM never masks (thesis 4.4).
 - :mod:`harness.nn.decoder`: a transformer decoder built from an encoder (TSDAE, Nugget, PaSeR).
 - :mod:`harness.nn.sampling`: the contract between silver-pair samplers and the recipes that use them.
+- :mod:`harness.nn.silver_pairs`: the silver-pair artifact format (written by distillation recipes, read by plots).
 """
 from .backbone import (
     BackboneError,

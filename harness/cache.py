@@ -1,0 +1,75 @@
+"""The store's shared cache folder as plugins see it (``ctx.cache``): content-addressed entries that every spec in a
+store may reuse, each named ``<kind>-<content key>`` where the key is a hash of everything that determines it.
+
+Two kinds of entry: a checksummed bytes file (:meth:`ArtifactCache.bytes_entry`, :meth:`ArtifactCache.array_entry`;
+an edited or damaged file is computed again, never used) and a folder another building block fills and verifies
+itself (:meth:`ArtifactCache.folder`, e.g. a domain-adapted MLM checkpoint, thesis 4.3.1). Augmented SBERT (Thakur et
+al. 2021; thesis 4.3) keeps its teacher scores and MLM checkpoints here. Entry names and formats are part of the
+store: a key computed by :func:`content_key` must stay what it was, so existing caches keep hitting.
+
+Deviations: none (no paper describes a cache).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+from .store import cached_bytes
+
+
+def content_key(payload: Any, length: int = 16) -> str:
+    """The first ``length`` hex digits of the sha256 of ``payload`` as compact, key-sorted JSON (other values as
+    ``str``): the same payload always names the same entry."""
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+class ArtifactCache:
+    """Content-addressed entries under ``root`` (the store's ``cache/`` folder, ``ModelContext.cache_dir``)."""
+
+    content_key = staticmethod(content_key)
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+
+    def __repr__(self) -> str:
+        return f"ArtifactCache({str(self.root)!r})"
+
+    def entry_path(self, kind: str, payload: Any, suffix: str = "") -> Path:
+        """``<root>/<kind>-<content key of payload><suffix>``."""
+        return self.root / f"{kind}-{content_key(payload)}{suffix}"
+
+    def bytes_entry(self, path: Path, compute: Callable[[], bytes], check: Callable[[bytes], bool] | None = None,
+                    what: str = "cache entry") -> tuple[bytes, bool]:
+        """The verified content of the entry file ``path`` (under ``root``), else ``compute()`` written there
+        atomically with its sha256; returns ``(content, True if it came from the cache)``. An entry whose checksum
+        does not match or that ``check`` rejects is logged and computed again."""
+        return cached_bytes(path, compute, check, what=what)
+
+    def array_entry(self, path: Path, compute: Callable[[], Any], check: Callable[[Any], bool] | None = None,
+                    what: str = "cache entry") -> tuple[Any, bool]:
+        """:meth:`bytes_entry` for a numpy array stored as ``.npy`` (never pickled); ``check`` sees the array."""
+        import numpy as np
+
+        def compute_bytes() -> bytes:
+            buffer = io.BytesIO()
+            np.save(buffer, np.asarray(compute()), allow_pickle=False)
+            return buffer.getvalue()
+
+        def holds_an_array(content: bytes) -> bool:
+            try:
+                array = np.load(io.BytesIO(content), allow_pickle=False)
+            except (ValueError, OSError, EOFError):
+                return False
+            return check is None or bool(check(array))
+
+        content, from_cache = self.bytes_entry(path, compute_bytes, holds_an_array, what=what)
+        return np.load(io.BytesIO(content), allow_pickle=False), from_cache
+
+    def folder(self, kind: str, payload: Any) -> Path:
+        """``<root>/<kind>-<content key of payload>``: a folder entry whose writer fills it atomically and checks its
+        own files (the cache only names it)."""
+        return self.entry_path(kind, payload)
