@@ -300,7 +300,7 @@ class CellRecord:
     def seal(cls, content: Mapping[str, Any], path: Path | None = None) -> CellRecord:
         """New record content sealed (canonical JSON values, current schema, checksum, signature with a store key) and
         validated; ValueError names the problem of content that would be rejected when read (a bug in the caller)."""
-        sealed = seal_record(dict(content))
+        sealed = seal_record(_thawed(content))  # values taken from another CellRecord are plain again
         problem = record_problem(sealed, path)
         if problem:
             raise ValueError(f"refusing to store an invalid record{f' at {path}' if path else ''}: {problem}")
