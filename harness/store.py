@@ -29,7 +29,6 @@ from typing import Iterator
 from .checkpoints import (
     build_checkpoint,
     check_checkpoint_target,
-    checkpoint_complete,
     checkpoint_problem,
     trained_checkpoint_problem,
 )
@@ -38,7 +37,6 @@ from .files import (
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
-    cached_bytes,
     check_writable_dir,
     remove_stale_temporaries,
     temporary_prefix,
@@ -51,10 +49,10 @@ logger = logging.getLogger(__name__)
 # Kept importable from here for the modules that still do (the record, file and checkpoint functions now live in
 # harness.run.record, harness.files and harness.checkpoints).
 __all__ = [
-    "Store", "StoreError", "InvalidRecordError", "CellRecord", "read_record", "read_examples", "examples_path",
-    "MAX_SEED", "reuse_problem", "atomic_write_bytes", "atomic_write_json", "atomic_write_text", "cached_bytes",
-    "check_writable_dir", "temporary_prefix", "build_checkpoint", "check_checkpoint_target", "checkpoint_complete",
-    "checkpoint_problem", "trained_checkpoint_problem",
+    "Store", "StoreError", "InvalidRecordError", "CellRecord", "read_cell_record", "read_record", "read_examples",
+    "examples_path",
+    "MAX_SEED", "reuse_problem", "atomic_write_json", "atomic_write_text", "check_writable_dir", "temporary_prefix",
+    "build_checkpoint", "check_checkpoint_target", "checkpoint_problem", "trained_checkpoint_problem",
 ]
 
 CHECKPOINTS = "checkpoints"
