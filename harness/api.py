@@ -27,6 +27,7 @@ from .capabilities import (
     maxsim,
     reachable_capabilities,
 )
+from .checkpoints import CheckpointedModule, build_checkpoint, checkpoint_complete, checkpoint_problem
 from .data import (
     LABELED_SENTENCES,
     PROPOSITION_PAIRS,
@@ -54,6 +55,17 @@ from .errors import (
     data_error,
     invalid_choice,
 )
+from .files import (
+    StoreError,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    cached_bytes,
+    remove_stale_temporaries,
+    sha256_file,
+    stale_temporary,
+    temporary_prefix,
+)
 from .hookspecs import hookimpl
 from .hub import BackboneNotFoundError, check_backbone, hub_reachable, offline_reason
 from .metrics import pearson, spearman
@@ -74,7 +86,6 @@ from .plugin_api import (
 )
 from .profiles import Profile, get_profile
 from .propositions import PropositionPair, PropositionPairs
-from .store import atomic_write_json, atomic_write_text, cached_bytes
 
 
 def resolve_model_spec(registry, text: str, profile, backbone: str | None = None, train_on: str | None = None):
@@ -117,7 +128,11 @@ __all__ = [
     "resolve_dataset_dir", "data_dir_override", "default_download_dir", "files_checksum", "read_text_lines",
     "Archive", "ArchiveDataset",
     # utilities
-    "seed_everything", "atomic_write_json", "atomic_write_text", "cached_bytes",
+    "seed_everything",
+    # files written safely (harness.files) and checkpoints (harness.checkpoints)
+    "atomic_write_bytes", "atomic_write_json", "atomic_write_text", "cached_bytes", "sha256_file", "temporary_prefix",
+    "stale_temporary", "remove_stale_temporaries", "StoreError",
+    "CheckpointedModule", "build_checkpoint", "checkpoint_complete", "checkpoint_problem",
     "check_backbone", "BackboneNotFoundError", "hub_reachable", "offline_reason",
     # errors
     "HarnessError", "DataFileError", "MissingDataError", "InvalidOptionError", "IncompatibleError",

@@ -99,7 +99,7 @@ def _read_cache(path: Path | None) -> dict:
 
 
 def _write_cache(path: Path, cache: dict) -> None:
-    from .store import atomic_write_json
+    from .files import atomic_write_json
 
     try:
         atomic_write_json(path, cache)

@@ -21,19 +21,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .errors import HarnessError, MissingDataError
-from .store import (
-    InvalidRecordError,
-    Store,
-    _field_problem,
-    atomic_write_bytes,
-    atomic_write_text,
-    check_writable_dir,
-    examples_path,
-    read_examples,
-    read_record,
-    record_problem,
-    seal_record,
-)
+from .files import atomic_write_bytes, atomic_write_text, check_writable_dir
+from .run.record import InvalidRecordError, field_problem, record_problem, seal_record
+from .store import Store, examples_path, read_examples, read_record
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +77,7 @@ def _load(path: Path, trust_unsigned: bool) -> tuple[dict, bool]:
     record = json.loads(path.read_text(encoding="utf-8"))
     record.pop("checksum", None)
     candidate = seal_record(record)
-    problem = _field_problem(candidate) or record_problem(candidate, path)
+    problem = field_problem(candidate) or record_problem(candidate, path)
     if problem:
         raise InvalidRecordError(path, problem)
     return candidate, True

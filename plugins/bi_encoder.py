@@ -23,16 +23,14 @@ Deviations: none in the method. Budgets (epochs, training-set size, max sequence
 """
 from __future__ import annotations
 
-import json
 import logging
 import warnings
 from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load_model, save_model
 
-from harness import SCORED_PAIRS, ModelPlugin, Option, hookimpl
+from harness import SCORED_PAIRS, CheckpointedModule, ModelPlugin, Option, hookimpl
 from harness.nn import POOLING_CHOICES, CosineRegression, SentenceEncoder
 from harness.nn.spans import encode_span_items, group_by_sentence, subset_text
 from harness.training import SCORED_PAIR_BUDGET_KEYS, TrainReport, fit_scored_pairs
@@ -42,7 +40,7 @@ logger = logging.getLogger(__name__)
 SPAN_INPUTS = ("mask", "full-mask", "subset", "sentence")  # appendix C.1 of the Sub-Sentence Encoder paper
 
 
-class BiEncoder:
+class BiEncoder(CheckpointedModule):
     """An Embedder (and, through the core's cosine adapter, a PairScorer)."""
 
     def __init__(self, encoder: SentenceEncoder, device: str, batch_size: int, progress: bool, learning_rate: float,
@@ -94,14 +92,12 @@ class BiEncoder:
         warnings.warn("BiEncoder.fit_pairs is deprecated; use fit_scored_pairs", DeprecationWarning, stacklevel=2)
         return self.fit_scored_pairs(train, dev, ctx, description)
 
-    def save(self, directory: Path) -> None:
-        save_model(self.encoder, str(Path(directory) / "model.safetensors"))
-        (Path(directory) / "config.json").write_text(
-            json.dumps({"pooling": self.encoder.pooling, "max_length": self.encoder.max_length})
-        )
+    # -- checkpoint: the encoder's weights and its pooling and token limit (harness.CheckpointedModule) -----------
+    def checkpoint_module(self):
+        return self.encoder
 
-    def load(self, directory: Path) -> None:
-        load_model(self.encoder, str(Path(directory) / "model.safetensors"), device=str(self.device))
+    def checkpoint_config(self) -> dict:
+        return {"pooling": self.encoder.pooling, "max_length": self.encoder.max_length}
 
     def export_sentence_transformers(self, directory: Path) -> None:
         """``harness export``: a sentence-transformers folder (Transformer -> Pooling) whose ``encode`` equals

@@ -27,17 +27,14 @@ Deviations and choices (documented here and in docs/fidelity.md):
 """
 from __future__ import annotations
 
-import json
 import logging
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import torch
-from safetensors.torch import load_model, save_model
 from torch import nn
 
-from harness import SCORED_PAIRS, ModelPlugin, Option, hookimpl, invalid_choice
+from harness import SCORED_PAIRS, CheckpointedModule, ModelPlugin, Option, hookimpl, invalid_choice
 from harness.nn import (
     FIRST,
     SECOND,
@@ -100,7 +97,7 @@ class CrossBiEncoderNetwork(nn.Module):
         return torch.cosine_similarity(first.float(), second.float(), dim=-1)
 
 
-class CrossBiEncoder:
+class CrossBiEncoder(CheckpointedModule):
     """A PairScorer whose score is a cosine in [-1, 1]."""
 
     def __init__(
@@ -157,22 +154,20 @@ class CrossBiEncoder:
             train = with_both_orders(train)
         return fit_scored_pairs(self, objective, collate, train, dev, ctx, self.learning_rate, description)
 
-    def save(self, directory: Path) -> None:
-        save_model(self.network, str(Path(directory) / "model.safetensors"))
-        (Path(directory) / "config.json").write_text(
-            json.dumps(
-                {
-                    "segment_pooling": self.network.segment_pooling,
-                    "sentence_limit": self.inputs.sentence_limit,
-                    "pair_limit": self.inputs.pair_limit,
-                    "token_types": self.inputs.use_token_types,
-                    "pair_orders": self.pair_orders,
-                }
-            )
-        )
+    # -- checkpoint: the network's weights and its settings (harness.CheckpointedModule) -------------------------
+    def checkpoint_module(self):
+        return self.network
 
-    def load(self, directory: Path) -> None:
-        load_model(self.network, str(Path(directory) / "model.safetensors"), device=str(self.device))
+    def checkpoint_config(self) -> dict:
+        return {
+            "segment_pooling": self.network.segment_pooling,
+            "sentence_limit": self.inputs.sentence_limit,
+            "pair_limit": self.inputs.pair_limit,
+            "token_types": self.inputs.use_token_types,
+            "pair_orders": self.pair_orders,
+        }
+
+    def restore_checkpoint_config(self, config: dict) -> None:
         self.network.eval()
 
 

@@ -34,17 +34,23 @@ Deviations and choices:
 """
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import torch
-from safetensors.torch import load_model, save_model
 from torch import nn
 
-from harness import SCORED_PAIRS, InvalidOptionError, ModelPlugin, Option, hookimpl, invalid_choice
+from harness import (
+    SCORED_PAIRS,
+    CheckpointedModule,
+    InvalidOptionError,
+    ModelPlugin,
+    Option,
+    hookimpl,
+    invalid_choice,
+)
 from harness.nn import (
     ScoreRegression,
     distinct_pairs,
@@ -119,7 +125,7 @@ class CrossEncoderNetwork(nn.Module):
         return self.activate(self.logits(features))
 
 
-class CrossEncoder:
+class CrossEncoder(CheckpointedModule):
     """A PairScorer: ``score(first, second)`` gives the activated head output for each pair."""
 
     def __init__(
@@ -201,15 +207,15 @@ class CrossEncoder:
             train = with_both_orders(train)
         return fit_scored_pairs(self, objective, collate, train, dev, ctx, self.learning_rate, description)
 
-    def save(self, directory: Path) -> None:
-        save_model(self.network, str(Path(directory) / "model.safetensors"))
-        (Path(directory) / "config.json").write_text(
-            json.dumps({"activation": self.network.activation, "loss": self.loss, "max_length": self.max_length,
-                        "head": self.network.head_kind, "pair_orders": self.pair_orders})
-        )
+    # -- checkpoint: the network's weights and its settings (harness.CheckpointedModule) -------------------------
+    def checkpoint_module(self):
+        return self.network
 
-    def load(self, directory: Path) -> None:
-        load_model(self.network, str(Path(directory) / "model.safetensors"), device=str(self.device))
+    def checkpoint_config(self) -> dict:
+        return {"activation": self.network.activation, "loss": self.loss, "max_length": self.max_length,
+                "head": self.network.head_kind, "pair_orders": self.pair_orders}
+
+    def restore_checkpoint_config(self, config: dict) -> None:
         self.network.eval()
 
     def export_cross_encoder(self, directory: Path) -> None:

@@ -47,22 +47,20 @@ Deviations:
 """
 from __future__ import annotations
 
-import json
 import logging
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 import torch
-from safetensors.torch import load_model, save_model
 from torch import nn
 
 from harness import (
     MULTI_VECTOR_EMBEDDER,
     TRAINABLE,
     UNLABELED_SENTENCES,
+    CheckpointedModule,
     HarnessError,
     IncompatibleError,
     InvalidOptionError,
@@ -93,8 +91,6 @@ logger = logging.getLogger(__name__)
 NAME = "nugget"
 PAPER_RATIOS = (0.05, 0.1, 0.15, 0.25)  # table 2
 RESIDUALS = ("scores", "straight-through")
-WEIGHTS_FILE = "model.safetensors"
-SETTINGS_FILE = "nugget.json"
 
 # Appendix B.1: Adam, lr 5e-5, trained to convergence; constant rate, no warm-up, no weight decay.
 SETUP = TrainingSetup(
@@ -276,7 +272,7 @@ class NuggetAutoencoder(nn.Module):
 
 
 # -- the model -----------------------------------------------------------------------------------------------------
-class NuggetModel:
+class NuggetModel(CheckpointedModule):
     """Capabilities ``multi_vector_embedder`` and ``trainable``; the checkpoint is the nugget encoder
     (safetensors) with its settings (``nugget.json``); the decoder is dropped after training."""
 
@@ -323,14 +319,15 @@ class NuggetModel:
                         report.wall_seconds, report.examples_per_second, curve.get("first"), curve.get("last"))
         return record
 
-    def save(self, directory: Path) -> None:
-        directory = Path(directory)
-        save_model(self.nugget_encoder, str(directory / WEIGHTS_FILE))
-        settings = {key: self.options[key] for key in ("ratio", "layer", "feedback", "residual", "deletion")}
-        (directory / SETTINGS_FILE).write_text(json.dumps({**settings, "max_length": self.nugget_encoder.max_length}))
+    # -- checkpoint: the nugget encoder's weights and its settings (harness.CheckpointedModule) ------------------
+    CONFIG_FILE = "nugget.json"  # the weights keep the default name, model.safetensors
 
-    def load(self, directory: Path) -> None:
-        load_model(self.nugget_encoder, str(Path(directory) / WEIGHTS_FILE), device=str(self.device))
+    def checkpoint_module(self):
+        return self.nugget_encoder
+
+    def checkpoint_config(self) -> dict:
+        settings = {key: self.options[key] for key in ("ratio", "layer", "feedback", "residual", "deletion")}
+        return {**settings, "max_length": self.nugget_encoder.max_length}
 
 
 # -- registration --------------------------------------------------------------------------------------------------

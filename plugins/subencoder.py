@@ -39,17 +39,22 @@ sentences and its propositions independently): ``fit`` refuses it; set ``CUDA_VI
 """
 from __future__ import annotations
 
-import json
 import logging
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
-from safetensors.torch import load_model, save_model
 from torch import nn
 
-from harness import PROPOSITION_PAIRS, IncompatibleError, InvalidOptionError, ModelPlugin, Option, hookimpl
+from harness import (
+    PROPOSITION_PAIRS,
+    CheckpointedModule,
+    IncompatibleError,
+    InvalidOptionError,
+    ModelPlugin,
+    Option,
+    hookimpl,
+)
 from harness.nn import SupCon, load_tokenizer, load_transformer, sequence_limits
 from harness.nn.encoder import MODEL_INPUTS
 from harness.nn.spans import (
@@ -180,7 +185,7 @@ def learning_rate(option_value: float, backbone: str) -> float:
     return SIMCSE_LR if "simcse" in backbone.lower() else PAPER_LR
 
 
-class SubEncoder:
+class SubEncoder(CheckpointedModule):
     """A span encoder (and, through the core's adapter, a sentence embedder); trainable on proposition pairs."""
 
     def __init__(self, network: SubSentenceNetwork, tokenizer, max_length: int, device: str, batch_size: int,
@@ -226,14 +231,12 @@ class SubEncoder:
         return fit(objective, pairs, PropositionPairCollator(self.tokenizer, self.max_length), config,
                    lengths=[max(len(pair.first), len(pair.second)) for pair in pairs])
 
-    def save(self, directory: Path) -> None:
-        save_model(self.network, str(Path(directory) / "model.safetensors"))
-        (Path(directory) / "config.json").write_text(
-            json.dumps({"output_dim": self.network.output_dim, "max_length": self.max_length})
-        )
+    # -- checkpoint: the network's weights and its output size and token limit (harness.CheckpointedModule) ------
+    def checkpoint_module(self):
+        return self.network
 
-    def load(self, directory: Path) -> None:
-        load_model(self.network, str(Path(directory) / "model.safetensors"), device=str(self.device))
+    def checkpoint_config(self) -> dict:
+        return {"output_dim": self.network.output_dim, "max_length": self.max_length}
 
 
 def build(ctx) -> SubEncoder:

@@ -32,15 +32,13 @@ split is not encoded.
 """
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load_model, save_model
 
-from harness import LABELED_SENTENCES, DataFileError, ModelPlugin, Option, hookimpl
+from harness import LABELED_SENTENCES, CheckpointedModule, DataFileError, ModelPlugin, Option, hookimpl
 from harness.evaluation.probe import macro_f1
 from harness.nn import (
     DEFAULT_DELIMITER,
@@ -59,10 +57,9 @@ logger = logging.getLogger(__name__)
 INPUTS = ("raw", "prompted")
 HEADS = ("linear", "thesis-code")
 HEAD_DROPOUT = 0.1  # the thesis code's classifier dropout (RoBERTa's hidden_dropout_prob)
-CONFIG_FILE = "config.json"
 
 
-class TopicClassifier:
+class TopicClassifier(CheckpointedModule):
     """An Embedder whose encoder was fine-tuned through a topic classification head (dropped after training)."""
 
     def __init__(self, encoder: SentenceEncoder, device: str, batch_size: int, progress: bool, options: dict):
@@ -128,16 +125,16 @@ class TopicClassifier:
             predicted[batch] = objective.predict(features)
         return predicted
 
-    def save(self, directory: Path) -> None:
-        save_model(self.encoder, str(Path(directory) / "model.safetensors"))
-        (Path(directory) / CONFIG_FILE).write_text(json.dumps({
-            "pooling": self.encoder.pooling, "max_length": self.encoder.max_length, "labels": self.labels,
-            "input": self.options["input"], "head": self.options["head"],
-        }))
+    # -- checkpoint: the encoder's weights, its settings and the topic labels (harness.CheckpointedModule) -------
+    def checkpoint_module(self):
+        return self.encoder
 
-    def load(self, directory: Path) -> None:
-        load_model(self.encoder, str(Path(directory) / "model.safetensors"), device=str(self.device))
-        self.labels = json.loads((Path(directory) / CONFIG_FILE).read_text()).get("labels", [])
+    def checkpoint_config(self) -> dict:
+        return {"pooling": self.encoder.pooling, "max_length": self.encoder.max_length, "labels": self.labels,
+                "input": self.options["input"], "head": self.options["head"]}
+
+    def restore_checkpoint_config(self, config: dict) -> None:
+        self.labels = config.get("labels", [])
 
     def export_sentence_transformers(self, directory: Path) -> None:
         """``harness export``: the fine-tuned encoder as a sentence-transformers folder (Transformer -> Pooling)."""

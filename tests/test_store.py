@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.store import Store, atomic_write_json, build_checkpoint
+from harness.checkpoints import build_checkpoint
+from harness.files import atomic_write_json
+from harness.store import Store
 
 
 def test_interrupted_write_leaves_old_record_and_no_temp_file(tmp_path, monkeypatch):

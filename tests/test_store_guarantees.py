@@ -21,9 +21,11 @@ import pytest
 
 import harness
 from conftest import REPO
+from harness.checkpoints import build_checkpoint, checkpoint_problem
 from harness.registry import build_registry
+from harness.run.record import seal_record
 from harness.runner import ModelEntry, RunConfig, Runner
-from harness.store import Store, build_checkpoint, checkpoint_problem, read_record, seal_record
+from harness.store import Store, read_record
 
 SMOKE = ("--profile", "smoke", "--no-progress")
 TOY_ROWS = [
@@ -347,7 +349,7 @@ def test_record_at_the_wrong_place_is_not_used(tmp_path):
 
 # -- 5. leftovers of killed runs are cleaned, those of live processes kept ----------------------------------------------
 def test_stale_temporaries_of_dead_processes_are_removed_and_live_ones_kept(tmp_path):
-    from harness.store import STALE_AFTER_SECONDS, temporary_prefix
+    from harness.files import STALE_AFTER_SECONDS, temporary_prefix
 
     store = Store(tmp_path / "results")
     folder = store.root / "be-123" / "seed-42"
@@ -381,7 +383,7 @@ def test_stale_temporaries_of_dead_processes_are_removed_and_live_ones_kept(tmp_
 
 
 def test_a_run_cleans_leftovers_before_it_starts(tmp_path):
-    from harness.store import temporary_prefix
+    from harness.files import temporary_prefix
 
     write_toy_data(tmp_path / "data")
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -394,7 +396,7 @@ def test_a_run_cleans_leftovers_before_it_starts(tmp_path):
 
 
 def test_temporary_names_carry_host_and_process(tmp_path):
-    from harness.store import _OWNED_TEMP, atomic_write_json
+    from harness.files import _OWNED_TEMP, atomic_write_json
 
     seen = []
     real_replace = os.replace
@@ -403,14 +405,14 @@ def test_temporary_names_carry_host_and_process(tmp_path):
         seen.append(Path(source).name)
         return real_replace(source, target)
 
-    import harness.store as store_module
+    import harness.files as files_module
 
-    original = store_module.os.replace
-    store_module.os.replace = spy
+    original = files_module.os.replace
+    files_module.os.replace = spy
     try:
         atomic_write_json(tmp_path / "r.json", {"a": 1})
     finally:
-        store_module.os.replace = original
+        files_module.os.replace = original
     match = _OWNED_TEMP.search(seen[0])
     assert match and int(match.group("pid")) == os.getpid()
 
@@ -509,8 +511,8 @@ def test_leaderboard_reports_invalid_records(run_cli, tmp_path):
 
 
 def test_a_crafted_family_cannot_write_outside_the_output_folder(tmp_path):
+    from harness.files import StoreError
     from harness.leaderboard import table_path, write_leaderboards
-    from harness.store import StoreError
 
     write_toy_data(tmp_path / "data")
     toy_run(tmp_path)
@@ -796,7 +798,7 @@ def test_the_mlm_cache_of_a_local_backbone_folder_is_named_by_its_files_not_its_
 
 
 def test_cached_bytes_recomputes_entries_without_a_checksum_or_that_fail_their_check(tmp_path):
-    from harness.store import cached_bytes
+    from harness.files import cached_bytes
 
     path = tmp_path / "cache" / "entry.bin"
     assert cached_bytes(path, lambda: b"one") == (b"one", False)
@@ -860,7 +862,7 @@ def test_export_from_a_store_it_cannot_write_loads_the_checkpoint(run_cli, tmp_p
 ])
 def test_a_full_disk_or_an_unwritable_sub_folder_is_one_line_and_resumes(run_cli, tmp_path, monkeypatch, error,
                                                                            expected):
-    import harness.store as store_module
+    import harness.files as files_module
 
     write_toy_data(tmp_path / "data")
     monkeypatch.setenv("HARNESS_EXTRA_PLUGINS", "test_store_guarantees")
@@ -872,7 +874,7 @@ def test_a_full_disk_or_an_unwritable_sub_folder_is_one_line_and_resumes(run_cli
     def failing_fsync(descriptor):
         raise OSError(error, os.strerror(error))
 
-    monkeypatch.setattr(store_module.os, "fsync", failing_fsync)
+    monkeypatch.setattr(files_module.os, "fsync", failing_fsync)
     common = ("run", "--models", "toy-embedder", "--tasks", "toy-pairs", *SMOKE, "--data-dir", tmp_path / "data",
               "--results", tmp_path / "results")
     try:
@@ -880,7 +882,7 @@ def test_a_full_disk_or_an_unwritable_sub_folder_is_one_line_and_resumes(run_cli
         assert code == 2 and expected in err and "Traceback" not in err, err
         assert not list((tmp_path / "results").rglob("*.json")) or all(
             p.parts[-3] == "cache" for p in (tmp_path / "results").rglob("*.json"))
-        monkeypatch.setattr(store_module.os, "fsync", real_fsync)
+        monkeypatch.setattr(files_module.os, "fsync", real_fsync)
         code, out, err = run_cli(*common)
         assert code == 0 and "1 cells computed" in out, err
     finally:
@@ -963,7 +965,7 @@ def test_malformed_data_keeps_a_good_stored_result_and_reports_the_problem(tmp_p
 def test_temporaries_of_another_pid_namespace_are_kept_while_young(tmp_path):
     """Containers sharing a store may share a host name but not process ids: a temporary named by another PID
     namespace (or by harness 0.2, which did not name it) is removed only when old, whatever its pid says here."""
-    from harness.store import STALE_AFTER_SECONDS, _host_tag, temporary_prefix
+    from harness.files import STALE_AFTER_SECONDS, _host_tag, temporary_prefix
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -1057,7 +1059,7 @@ def test_a_lost_ray_node_is_reported_in_one_line_of_its_own(caplog):
 def test_a_store_key_signs_records_and_a_resealed_edit_is_refused_by_leaderboard_and_publish(run_cli, tmp_path,
                                                                                                monkeypatch):
     from harness.publish import PublishError, Selection, publish
-    from harness.store import InvalidRecordError
+    from harness.run.record import InvalidRecordError
 
     monkeypatch.setenv("HARNESS_STORE_KEY", "a secret of the lab")
     write_toy_data(tmp_path / "data")

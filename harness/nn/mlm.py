@@ -38,8 +38,9 @@ from typing import Sequence
 import torch
 from torch import nn
 
+from harness.checkpoints import build_checkpoint, checkpoint_complete
 from harness.errors import HarnessError
-from harness.store import atomic_write_json, build_checkpoint, checkpoint_complete
+from harness.files import atomic_write_json
 from harness.training import config_from_profile, fit
 
 from .backbone import load_tokenizer, load_transformer, quiet_transformers, sequence_limits

@@ -1,0 +1,215 @@
+"""The checkpoint format: a folder built under a temporary name, with a ``COMPLETE`` manifest listing the sha256 and
+size of every file, renamed into place when complete; and :class:`CheckpointedModule`, the save/load that a model
+made of torch modules gets for free (safetensors weights and a JSON config, never pickles).
+
+- A checkpoint whose files do not match its manifest is not complete (:func:`checkpoint_problem`) and is rebuilt.
+- A trained model's checkpoint names the spec hash, seed and training data it was made of
+  (:func:`trained_checkpoint_problem`).
+- A checkpoint is checked, built and replaced under its lock (``<checkpoint>.lock``, ``harness.locks``), so two
+  writers never interleave and a reader never sees half of one.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, ClassVar
+
+from .files import UMASK, StoreError, atomic_write_json, remove_stale_siblings, sha256_file, temporary_prefix
+from .locks import checkpoint_lock
+
+logger = logging.getLogger(__name__)
+
+COMPLETE = "COMPLETE"
+CHECKPOINT_FORMAT = 2  # 2: COMPLETE lists every file's sha256 and size; 1 (harness 0.1): COMPLETE says "ok"
+
+
+def _checkpoint_files(directory: Path) -> dict[str, dict]:
+    files = {}
+    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+        relative = path.relative_to(directory).as_posix()
+        if relative == COMPLETE:
+            continue
+        files[relative] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
+    return files
+
+
+def checkpoint_problem(directory: Path) -> str | None:
+    """Why the checkpoint in ``directory`` cannot be loaded as it is (not built, or its files do not match the
+    checksums recorded when it was built), or None. Checked under the checkpoint's lock, so a checkpoint being
+    replaced by another process is seen before or after, never half-way (in a read-only store: without the lock)."""
+    directory = Path(directory)
+    if not directory.parent.is_dir():
+        return "not built yet"
+    lock = checkpoint_lock(directory)
+    try:
+        lock.acquire()
+    except OSError:  # a store this process cannot write (e.g. read-only): nobody can be replacing it from here
+        return _checkpoint_problem(directory)
+    try:
+        return _checkpoint_problem(directory)
+    finally:
+        lock.release()
+
+
+def _checkpoint_problem(directory: Path) -> str | None:
+    marker = directory / COMPLETE
+    if not marker.is_file():
+        return "not built yet" if not directory.exists() else f"incomplete (no {COMPLETE} marker)"
+    try:
+        manifest = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        manifest = None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
+        return "built by harness 0.1 without file checksums, so it cannot be verified"
+    for relative, expected in manifest["files"].items():
+        path = directory / relative
+        if not path.is_file():
+            return f"{relative} is missing"
+        size = path.stat().st_size
+        if size != expected.get("bytes"):
+            return f"{relative} has {size} bytes, {expected.get('bytes')} when it was built (truncated or replaced)"
+        if sha256_file(path) != expected.get("sha256"):
+            return f"{relative} does not match the sha256 recorded when it was built (the file was changed)"
+    return None
+
+
+TRAINING_RECORD = "training.json"  # in a trained model's checkpoint: the spec, seed and training data it was made of
+
+
+def trained_checkpoint_problem(directory: Path, *, spec_hash: str, seed: int,
+                               training_data_checksum: str | None = None, train_on: str | None = None) -> str | None:
+    """Why the checkpoint of a trained model in ``directory`` cannot serve the spec ``spec_hash`` and ``seed``: not
+    built or damaged (:func:`checkpoint_problem`), or its ``training.json`` names another spec hash, another seed or
+    (when ``training_data_checksum`` is given) other training data, e.g. ``seed-43`` copied over ``seed-42`` by
+    hand. None: load it."""
+    problem = checkpoint_problem(directory)
+    if problem is not None:
+        return problem
+    try:
+        training_record = json.loads((Path(directory) / TRAINING_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return f"its {TRAINING_RECORD} is unreadable"
+    trained_for = training_record.get("spec") if isinstance(training_record, dict) else None
+    trained_hash = trained_for.get("hash") if isinstance(trained_for, dict) else None
+    if trained_hash != spec_hash:
+        return (f"it was trained for another model spec (spec hash {str(trained_hash)[:12]}..., wanted "
+                f"{spec_hash[:12]}...): a checkpoint copied or moved by hand")
+    if training_record.get("seed") != seed:
+        return f"it was trained with seed {training_record.get('seed')!r}, not {seed}: a checkpoint copied by hand"
+    if training_data_checksum is not None and training_record.get("source_checksum") != training_data_checksum:
+        return f"the training data{' of ' + train_on if train_on else ''} changed since it was trained"
+    return None
+
+
+def checkpoint_complete(directory: Path) -> bool:
+    """The checkpoint is built and every file matches its recorded checksum (a damaged one logs a warning)."""
+    problem = checkpoint_problem(directory)
+    if problem is not None and (Path(directory) / COMPLETE).is_file():
+        logger.warning("checkpoint %s cannot be used: %s; it will be rebuilt", directory, problem)
+    return problem is None
+
+
+def build_checkpoint(directory: Path, save: Callable[[Path], Any]) -> Path:
+    """Call ``save(temporary_dir)``, record every file's sha256 in ``COMPLETE``, then move the folder into place.
+
+    All of it happens under the checkpoint's lock (re-entrant: a caller may already hold it), so concurrent builders
+    take turns and :func:`checkpoint_problem` never sees a checkpoint half-replaced. An existing checkpoint is renamed
+    aside before the new one is renamed in (a folder cannot be renamed over a non-empty one) and removed after; a
+    crash in between leaves no checkpoint (it is rebuilt) and a temporary that the next build or run removes.
+    """
+    directory = Path(directory)
+    check_checkpoint_target(directory)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    with checkpoint_lock(directory):
+        remove_stale_siblings(directory)
+        temporary = Path(tempfile.mkdtemp(prefix=temporary_prefix(directory.name), dir=directory.parent))
+        try:
+            os.chmod(temporary, 0o777 & ~UMASK)  # mkdtemp's 0700 would hide it from others sharing the store
+            save(temporary)
+            _share_like_records(temporary)
+            manifest = {"format": CHECKPOINT_FORMAT, "files": _checkpoint_files(temporary)}
+            (temporary / COMPLETE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+            if directory.exists():
+                aside = Path(tempfile.mkdtemp(prefix=temporary_prefix(directory.name), dir=directory.parent))
+                os.replace(directory, aside)  # onto the empty folder just made: atomic, and the name is ours
+                os.replace(temporary, directory)
+                shutil.rmtree(aside, ignore_errors=True)
+            else:
+                os.replace(temporary, directory)
+        except BaseException:
+            shutil.rmtree(temporary, ignore_errors=True)
+            raise
+    return directory
+
+
+
+def _share_like_records(folder: Path) -> None:
+    """Give what a model's ``save`` wrote the modes records get (0644 / 0755 under the usual umask): some writers
+    create files 0600 (e.g. through mkstemp), which would hide a checkpoint from the others sharing a store."""
+    for path in [folder, *folder.rglob("*")]:
+        if path.is_symlink():
+            continue
+        os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~UMASK)
+
+
+def check_checkpoint_target(directory: Path) -> None:
+    """Refuse (StoreError) a checkpoint place that cannot be replaced by a rename: a symbolic link (renaming onto it
+    fails after training; the link's target would keep the old checkpoint) or a file. Called before training."""
+    directory = Path(directory)
+    if directory.is_symlink():
+        raise StoreError(f"the checkpoint folder {directory} is a symbolic link (to {os.readlink(directory)}); the "
+                         "harness replaces checkpoints by renaming, which a link does not allow: remove the link "
+                         "(link the whole store elsewhere instead) and run again.")
+    if directory.exists() and not directory.is_dir():
+        raise StoreError(f"the checkpoint folder {directory} is a file; remove it and run again.")
+
+
+
+
+class CheckpointedModule:
+    """The ``save``/``load`` of a trainable model whose trained state is one torch module: its weights as
+    safetensors (``WEIGHTS_FILE``) and its settings as JSON (``CONFIG_FILE``); never a pickle.
+
+    A model class inherits it and names its module in ``checkpoint_module``; ``checkpoint_config`` returns the
+    settings worth keeping beside the weights (read back by ``restore_checkpoint_config`` after the weights load);
+    the weights load onto ``checkpoint_device()`` (``self.device`` unless overridden). The file names are those the
+    built-in models wrote before this class existed, so their checkpoints still load. Torch and safetensors are
+    imported when a checkpoint is saved or loaded, so ``import harness`` stays light.
+    """
+
+    WEIGHTS_FILE: ClassVar[str] = "model.safetensors"
+    CONFIG_FILE: ClassVar[str] = "config.json"
+
+    def checkpoint_module(self) -> Any:
+        """The torch module whose parameters and buffers are the trained state."""
+        raise NotImplementedError(f"{type(self).__name__} must name its torch module in checkpoint_module()")
+
+    def checkpoint_config(self) -> dict:
+        """JSON-serialisable settings written beside the weights (none by default)."""
+        return {}
+
+    def restore_checkpoint_config(self, config: dict) -> None:
+        """Called after the weights loaded, with the settings ``checkpoint_config`` wrote (``{}`` when none)."""
+
+    def checkpoint_device(self) -> Any:
+        return self.device
+
+    def save(self, directory: Path) -> None:
+        from safetensors.torch import save_model
+
+        directory = Path(directory)
+        save_model(self.checkpoint_module(), str(directory / self.WEIGHTS_FILE))
+        atomic_write_json(directory / self.CONFIG_FILE, self.checkpoint_config())
+
+    def load(self, directory: Path) -> None:
+        from safetensors.torch import load_model
+
+        directory = Path(directory)
+        load_model(self.checkpoint_module(), str(directory / self.WEIGHTS_FILE), device=str(self.checkpoint_device()))
+        config_path = directory / self.CONFIG_FILE
+        config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
+        self.restore_checkpoint_config(config if isinstance(config, dict) else {})

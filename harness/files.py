@@ -1,0 +1,280 @@
+"""Files written safely: atomic writes, temporary names that say who owns them, their cleanup, checksummed cache
+entries, and the writability check of an output folder. Every part of the harness (and every plugin, through
+``harness``) writes files through this module, so a crash leaves the old version of a file or the new one, never
+half of one.
+
+- **Atomic writes.** A file is written to a temporary file in the same folder, flushed, fsynced and renamed over the
+  target. Temporary names carry the host and process id, so the next run removes the leftovers of dead processes
+  (never those of a live one; :func:`stale_temporary`). They also name the kernel boot and PID namespace, so
+  containers sharing a folder never take each other's live temporaries for leftovers.
+- **Cache entries are checksummed** (:func:`cached_bytes`): an edited or damaged entry is computed again.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import socket
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import HarnessError
+
+logger = logging.getLogger(__name__)
+
+STALE_AFTER_SECONDS = 3600.0  # temporaries whose owner cannot be checked are removed only after this long
+UMASK = os.umask(0o022)  # read once at import; files get the mode a plain open() would give them
+os.umask(UMASK)
+
+
+class StoreError(HarnessError):
+    """A result store (or output folder) that cannot be used: not a folder, not writable."""
+
+
+# -- temporary names ---------------------------------------------------------------------------------------------------
+_TEMP_TAG = "harness-tmp"
+# ``.<name>.harness-tmp.<host>.n<space>.<pid>.<random>``: ``space`` names the kernel boot and the PID namespace of
+# the writer, so a process id is only checked by a process that sees the same processes (containers sharing a store
+# with the same host name do not); names without it (harness 0.2) are treated as another space's.
+_OWNED_TEMP = re.compile(rf"\.{_TEMP_TAG}\.(?P<host>[A-Za-z0-9_]+)\.(?:n(?P<space>[0-9a-f]{{8}})\.)?(?P<pid>\d+)\.")
+# harness 0.1 temporaries (no owner in the name): ``.<name>.<8 random chars>.tmp`` files and ``.<name>.<8 chars>``
+# checkpoint folders.
+_LEGACY_TEMP_FILE = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
+_LEGACY_TEMP_DIR = re.compile(r"^\..+\.[a-z0-9_]{8}$")
+
+
+def _host_tag() -> str:
+    return re.sub(r"[^A-Za-z0-9]", "_", socket.gethostname() or "host")[:40] or "host"
+
+
+def _process_space() -> str:
+    """8 hex digits naming this boot of the kernel and this process's PID namespace: two processes with the same
+    space see the same process ids."""
+    parts = []
+    for source in ("/proc/sys/kernel/random/boot_id", "/proc/self/ns/pid"):
+        try:
+            parts.append(os.readlink(source) if source.endswith("/pid") else Path(source).read_text().strip())
+        except OSError:
+            parts.append("")
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:8]
+
+
+_SPACE = _process_space()
+
+
+def temporary_prefix(name: str) -> str:
+    """Prefix of a temporary file or folder that will be renamed to ``name``; it names this host, its boot and PID
+    namespace, and this process (mkstemp adds a random token)."""
+    return f".{name}.{_TEMP_TAG}.{_host_tag()}.n{_SPACE}.{os.getpid()}."
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    except OSError:
+        return True  # cannot tell: keep
+    return True
+
+
+def _newest_mtime(path: Path) -> float:
+    newest = path.lstat().st_mtime
+    if path.is_dir() and not path.is_symlink():
+        for folder, _, files in os.walk(path):
+            for name in files:
+                try:
+                    newest = max(newest, os.lstat(os.path.join(folder, name)).st_mtime)
+                except OSError:
+                    pass
+    return newest
+
+
+def stale_temporary(path: Path, now: float | None = None) -> str | None:
+    """Why ``path`` is a leftover that can be removed, or None (not a temporary, or possibly still in use)."""
+    name = path.name
+    owned = _OWNED_TEMP.search(name)
+    now = time.time() if now is None else now
+    if owned:
+        if owned.group("host") == _host_tag() and owned.group("space") == _SPACE:
+            pid = int(owned.group("pid"))
+            if pid == os.getpid() or _process_alive(pid):
+                return None
+            return f"left by process {pid}, which is no longer running"
+        age = now - _newest_mtime(path)
+        if age > STALE_AFTER_SECONDS:
+            return (f"left by process {owned.group('pid')} of host {owned.group('host')} (another boot or "
+                    f"container), untouched for {age / 3600:.1f} h")
+        return None
+    legacy = _LEGACY_TEMP_FILE.match(name) if path.is_file() else _LEGACY_TEMP_DIR.match(name)
+    if legacy:
+        age = now - _newest_mtime(path)
+        if age > STALE_AFTER_SECONDS:
+            return f"left by an older harness, untouched for {age / 3600:.1f} h"
+    return None
+
+
+# -- atomic writes -----------------------------------------------------------------------------------------------------
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=temporary_prefix(path.name), suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(handle, 0o666 & ~UMASK)  # mkstemp's 0600 would hide records from the others sharing a store
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:  # includes KeyboardInterrupt: never leave the temporary file behind
+        try:
+            os.unlink(temporary)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def atomic_write_json(path: Path, payload: Any) -> None:
+    atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def check_writable_dir(path: Path, what: str) -> None:
+    """Raise StoreError unless ``path`` is (or can be created as) a folder this process can write to. Creates
+    nothing: the probe file goes into the folder itself or its nearest existing parent and is removed at once."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise StoreError(f"{what} {path} is a file, not a folder; give a folder (it is created if missing).")
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise StoreError(f"{what} {path} cannot be created: {probe} is a file.")
+    try:
+        handle, name = tempfile.mkstemp(prefix=temporary_prefix("write-test"), suffix=".tmp", dir=probe)
+        os.close(handle)
+        os.unlink(name)
+    except OSError as exc:
+        raise StoreError(
+            f"{what} {path} is not writable ({exc.strerror or exc}); choose a writable folder."
+        ) from None
+
+
+
+def remove_stale_temporaries(root: Path) -> list[tuple[Path, str]]:
+    """Remove temporary files and folders under ``root`` left by dead processes; returns ``(path, why)`` of each.
+
+    A temporary names its host and process id: one of this host whose process is gone is removed; one of a live
+    process never is. Temporaries whose owner cannot be checked (another host, or written by harness 0.1) are
+    removed only when untouched for STALE_AFTER_SECONDS.
+    """
+    root = Path(root)
+    removed: list[tuple[Path, str]] = []
+    if not root.is_dir():
+        return removed
+    now = time.time()
+    for folder, dirs, files in os.walk(root):
+        base = Path(folder)
+        for name in list(dirs):
+            path = base / name
+            if not name.startswith(".") or path.is_symlink():
+                continue
+            why = stale_temporary(path, now)
+            if why:
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append((path, why))
+            dirs.remove(name)  # never descend into hidden folders
+        for name in files:
+            if not name.startswith(".") or not name.endswith(".tmp"):
+                continue
+            path = base / name
+            why = stale_temporary(path, now)
+            if why:
+                try:
+                    path.unlink()
+                    removed.append((path, why))
+                except OSError:
+                    pass
+    return removed
+
+
+def remove_stale_siblings(path: Path) -> None:
+    """Remove the temporaries of earlier writes of ``path`` (a file or folder) whose process died (e.g. a Ray worker
+    killed mid-save)."""
+    path = Path(path)
+    prefix = f".{path.name}.{_TEMP_TAG}."
+    for sibling in path.parent.iterdir():
+        if sibling.name.startswith(prefix) and stale_temporary(sibling):
+            if sibling.is_dir() and not sibling.is_symlink():
+                shutil.rmtree(sibling, ignore_errors=True)
+            else:
+                try:
+                    sibling.unlink()
+                except OSError:
+                    pass
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# -- cache entries -----------------------------------------------------------------------------------------------------
+CACHE_CHECKSUM_SUFFIX = ".sha256"
+
+
+def cached_bytes(path: Path, compute: Callable[[], bytes], check: Callable[[bytes], bool] | None = None,
+                 what: str = "cache entry") -> tuple[bytes, bool]:
+    """The content of the cache file ``path`` if it verifies, else ``compute()`` written there; returns ``(content,
+    True if it came from the cache)``. Plugins keep what they cache in the store (``ctx.cache_dir``) through this.
+
+    Every entry is written atomically with its sha256 in ``<path>.sha256``; an entry whose file or checksum is
+    missing, does not match (edited, truncated or damaged) or that ``check`` rejects is logged and recomputed, so a
+    damaged cache file never serves wrong values or breaks later runs. Two processes computing the same entry at
+    once both write the same content (a cache key names everything that determines it), so no lock is needed.
+    """
+    path = Path(path)
+    sidecar = path.with_name(path.name + CACHE_CHECKSUM_SUFFIX)
+    problem = _cache_problem(path, sidecar, check)
+    if problem is None:
+        return path.read_bytes(), True
+    if problem != "not cached yet":
+        logger.warning("%s %s cannot be used: %s; computing it again", what, path, problem)
+    content = compute()
+    atomic_write_bytes(path, content)
+    atomic_write_text(sidecar, hashlib.sha256(content).hexdigest() + "\n")
+    return content, False
+
+
+def _cache_problem(path: Path, sidecar: Path, check: Callable[[bytes], bool] | None) -> str | None:
+    if not path.exists():
+        return "not cached yet"
+    try:
+        content = path.read_bytes()
+        expected = sidecar.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return f"it has no checksum file {sidecar.name}"
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"it cannot be read ({getattr(exc, 'strerror', None) or exc})"
+    if hashlib.sha256(content).hexdigest() != expected:
+        return "its content does not match its checksum (edited or damaged)"
+    if check is not None and not check(content):
+        return "its content is not what this entry holds"
+    return None
+
+

@@ -1,0 +1,1 @@
+"""The run stage package: plan, build models, evaluate, record."""
