@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from .store import cached_bytes
+from .files import cached_bytes
 
 
 def content_key(payload: Any, length: int = 16) -> str:

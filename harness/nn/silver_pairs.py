@@ -17,7 +17,7 @@ import logging
 from pathlib import Path
 from typing import Any, Iterable
 
-from harness.store import atomic_write_text
+from harness.files import atomic_write_text
 
 logger = logging.getLogger(__name__)
 
