@@ -21,10 +21,6 @@ from .capabilities import (
     SpanEncoder,
     Trainable,
     VectorSets,
-    as_embedder,
-    as_pair_scorer,
-    cosine_rows,
-    maxsim,
     reachable_capabilities,
 )
 from .data import (
@@ -54,6 +50,7 @@ from .errors import (
     data_error,
     invalid_choice,
 )
+from .evaluation.adapters import as_embedder, as_pair_scorer, cosine_rows, maxsim
 from .hookspecs import hookimpl
 from .hub import BackboneNotFoundError, check_backbone, hub_reachable, offline_reason
 from .metrics import pearson, spearman

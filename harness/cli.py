@@ -682,9 +682,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "leaderboard":
             return cmd_leaderboard(args)
+        from .components import register_core_components
         from .registry import default_registry
 
-        registry = default_registry()
+        registry = register_core_components(default_registry())
         if args.command == "list":
             return cmd_list(registry)
         if args.command == "describe":

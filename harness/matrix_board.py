@@ -19,7 +19,7 @@ The optional ``paper:`` block of the matrix carries the source table's numbers, 
 
 Each column the paper reports gets two more columns: the paper's number and the difference (ours - paper).
 
-Cells with per-example data (harness.leaderboard_stats) show their 95% bootstrap interval. Below the table, "Does
+Cells with per-example data (harness.leaderboard.stats) show their 95% bootstrap interval. Below the table, "Does
 our ordering agree with the paper's?" takes, per paper column, the paper's rows in the paper's order and tests each
 neighbouring pair on our records (paired bootstrap on the same test examples): ``agrees`` (our difference has the
 paper's sign and is significant), ``opposite`` (the other sign, significant), ``not significant``, or ``no data``
@@ -216,7 +216,7 @@ def _member_cells(row: Row, column: Column) -> list[Cell]:
 
 def _interval(row: Row, column: Column) -> str:
     """`` [low, high]``: the 95% bootstrap interval of a cell whose seeds all have per-example data, else ""."""
-    from .leaderboard_stats import cell_statistics, mean_of_cells
+    from .leaderboard.stats import cell_statistics, mean_of_cells
 
     cells = _member_cells(row, column)
     if not all(cell.values for cell in cells) or not row.cells[column.label].values:
@@ -232,7 +232,7 @@ def paper_agreement_rows(board: MatrixBoard) -> list[list[str]]:
     """Per paper column, each neighbouring pair of the paper's rows in the paper's order (higher first): the paper's
     difference, ours with its 95% interval and p-value, and whether ours agrees (see the module docstring)."""
     from .evaluation.significance import ALPHA, agrees_with_paper
-    from .leaderboard_stats import compare_cells
+    from .leaderboard.stats import compare_cells
 
     by_label = {row.label: row for row in board.rows}
     lines = []
@@ -361,7 +361,7 @@ def _inline(text: str) -> str:
 
 
 def render_html(board: MatrixBoard) -> str:
-    from .leaderboard_views import _CSS
+    from .leaderboard.html import _CSS
 
     escape = lambda text: html.escape(str(text), quote=True)  # noqa: E731 - a local shorthand
     headers, body = table_rows(board)

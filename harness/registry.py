@@ -76,14 +76,6 @@ CORE_PACKAGE = "sentence-harness (core)"
 BUILTIN_PACKAGES = ("sentence-harness", CORE_PACKAGE)
 
 
-def _core_components() -> list[Component]:
-    """What the core itself offers as components (plugins cannot draw it: it reads the leaderboard tables)."""
-    from .leaderboard_views import plot_leaderboards
-
-    return [Component("plot", "leaderboard", plot_leaderboards,
-                      "per family: bar chart of main scores with std over seeds as error bars (PNG)")]
-
-
 @dataclass
 class PluginInfo:
     name: str  # entry-point name or module path
@@ -106,6 +98,12 @@ class Registry:
     recipe_aliases: dict[str, str] = field(default_factory=dict)
     task_aliases: dict[str, str] = field(default_factory=dict)
     origin: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, name) -> package
+
+    def add(self, item: Any, package: str) -> None:
+        """Register one checked item (model, recipe, task, component or kind) as ``package``'s; a name another
+        package registered is refused (:class:`DuplicateNameError`). The CLI adds the core's own components this way
+        (:func:`harness.components.register_core_components`)."""
+        _add(self, item, package)
 
     # -- lookups -----------------------------------------------------------------------------------------------
     def _unknown(self, kind: str, name: str, candidates: Iterable[str]) -> HarnessError:
@@ -155,7 +153,7 @@ class Registry:
 
     def family_baselines(self) -> dict:
         """Family -> the leaderboard baseline one of its tasks declares (``details["leaderboard_baseline"]``)."""
-        from .leaderboard import Baseline
+        from .leaderboard.tables import Baseline
 
         baselines = {}
         for plugin in self.tasks.values():
@@ -449,8 +447,6 @@ def build_registry(extra_plugins: Iterable[Any] = ()) -> Registry:
         except Exception as exc:
             _fail(info, exc)
 
-    for item in _core_components():
-        _add(registry, item, CORE_PACKAGE)
     for info, items in pending:
         for item in items:
             _add(registry, item, info.package)
