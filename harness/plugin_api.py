@@ -183,7 +183,9 @@ class RecipePlugin:
     options: Mapping[str, Option] = field(default_factory=dict)
     training_kinds: tuple[str, ...] = (SCORED_PAIRS,)  # what --train-on may offer the recipe
     student_kinds: tuple[str, ...] = (SCORED_PAIRS,)  # what the student must be able to learn from
-    default_student: str = "be"
+    # The student's model spec when the user names none, declared by the recipe (the core names no model); empty:
+    # the user must give ``student=``.
+    default_student: str = ""
     aliases: tuple[str, ...] = ()
     reference: str = ""
     validate: Callable[[Any, Any], None] | None = None
