@@ -145,6 +145,18 @@ class Registry:
             raise self._unknown("model", name, [*self.models, *self.model_aliases, *self.recipes, *self.recipe_aliases])
         return self.models[name]
 
+    def default_train_on(self, plugin: ModelPlugin) -> str | None:
+        """Where a model that must be trained trains when no source is given: its own ``default_train_on``, else
+        the task that declares itself the default source (``Task.default_source_for``) of the first of the model's
+        training kinds one declares; None when there is none."""
+        if plugin.default_train_on:
+            return plugin.default_train_on
+        for kind in plugin.training_kinds:
+            for name, task in sorted(self.tasks.items()):
+                if kind in task.default_source_for:
+                    return name
+        return None
+
     def families(self) -> dict[str, list[str]]:
         families: dict[str, list[str]] = {}
         for task_name, plugin in self.tasks.items():
@@ -451,6 +463,15 @@ def build_registry(extra_plugins: Iterable[Any] = ()) -> Registry:
         for item in items:
             _add(registry, item, info.package)
 
+    declared: dict[str, list[str]] = {}
+    for name, task in sorted(registry.tasks.items()):
+        for kind in task.default_source_for:
+            declared.setdefault(kind, []).append(name)
+    for kind, names in declared.items():
+        if len(names) > 1:
+            raise DuplicateNameError(
+                f"tasks {', '.join(repr(n) + ' (' + registry.package_of('task', n) + ')' for n in names)} each declare "
+                f"themselves the default {kind} training source; only one may (Task.default_source_for).")
     families = registry.families()
     for name in set(families) & set(registry.tasks):
         if families[name] != [name]:

@@ -102,7 +102,7 @@ def resolve_model_spec(
     options = resolve_options(f"{kind} {plugin.name!r}", plugin.options, raw_options)
     defaults = {key: option.default for key, option in plugin.options.items()}
     if train_on is None and not is_recipe and plugin.requires_training:
-        train_on = plugin.default_train_on
+        train_on = registry.default_train_on(plugin)
     if is_recipe:
         _check_student(registry, plugin, options["student"], profile, backbone)
     changed = format_options(options, defaults)

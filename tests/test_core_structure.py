@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO
 
 HARNESS = REPO / "harness"
@@ -161,3 +163,42 @@ def test_core_names_no_registered_model_or_task(registry):
                 offenders.append(f"{path.relative_to(REPO)}:{node.lineno}: {node.value!r}")
     assert not offenders, "the core names registered models/tasks (declare them in the plugin instead):\n" + \
         "\n".join(offenders)
+
+
+def _scored_pairs_task(name: str) -> type:
+    import harness
+
+    class Declaring(harness.Task):
+        metadata = harness.TaskMetadata(
+            name=name, family=name, description="d", main_score="spearman", metric="m", reference="r",
+            dataset=name, dataset_source="s", license="l", training_kinds=(harness.SCORED_PAIRS,))
+        default_source_for = (harness.SCORED_PAIRS,)
+
+        def evaluate(self, model, ctx):  # pragma: no cover - never run
+            raise NotImplementedError
+
+    return Declaring
+
+
+def test_default_training_source_is_declared_by_a_task(registry):
+    """The cross-encoders name no task: their default source is the task that declares itself the default
+    scored-pair source (stsb, so their spec keys and published records are unchanged); two declaring tasks are
+    refused in one line."""
+    import harness
+    from harness.errors import DuplicateNameError
+    from harness.registry import build_registry
+
+    for name in ("ce", "cbe"):
+        assert registry.model(name).default_train_on is None
+        assert registry.default_train_on(registry.model(name)) == "stsb"
+
+    class Rival:
+        @harness.hookimpl
+        def register_tasks(self, register):
+            register(_scored_pairs_task("rival-pairs"))
+
+    with pytest.raises(DuplicateNameError, match="'rival-pairs'.*'stsb'|'stsb'.*'rival-pairs'"):
+        build_registry(extra_plugins=[Rival()])
+    with pytest.raises(harness.PluginContractError, match="does not offer"):
+        harness.TaskPlugin(_scored_pairs_task("x").metadata, lambda options, data_dir: None,
+                           default_source_for=(harness.UNLABELED_SENTENCES,))
