@@ -47,7 +47,9 @@ def check_seeds(seeds: object, where: str = "--seeds") -> list[int]:
     return list(seeds)
 
 
-TASK_EXAMPLE = "NAME (a task of `harness list`)"  # the core names no particular task
+# Examples in messages: the core names no particular model or task.
+TASK_EXAMPLE = "NAME (a task of `harness list`)"
+MODEL_EXAMPLE = "NAME (a model of `harness list`)"
 
 
 def _optional_text(path: Path, document: dict, key: str, example: str) -> str | None:
@@ -84,7 +86,7 @@ def load_matrix(path: Path) -> dict:
                                      f"{sorted(ALLOWED_KEYS)}.")
     raw_models = document.get("models") or []
     if not isinstance(raw_models, list):
-        raise data_error(path, None, f"models must be a list, e.g. models: [be, ce]; got {raw_models!r}.")
+        raise data_error(path, None, f"models must be a list, e.g. models: [{MODEL_EXAMPLE}]; got {raw_models!r}.")
     shared_budget = document.get("budget") or {}
     if not isinstance(shared_budget, dict):
         raise data_error(path, None, f"budget must be a mapping such as budget: {{epochs: 5}}; got {shared_budget!r}.")

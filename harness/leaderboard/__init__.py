@@ -7,6 +7,7 @@ task order and baselines in).
   (sections, labels and legend rules are in its docstring).
 - :mod:`.stats`: bootstrap intervals, tie marks and significance over per-example data.
 - :mod:`.text` (markdown, CSV, LaTeX), :mod:`.html` (a static sortable page), :mod:`.plots` (bar charts).
+- :mod:`.matrix_board`: one matrix file as the paper table it reproduces (``harness leaderboard --matrix``).
 
 This module writes every family's files (:func:`write_leaderboards`).
 """
