@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable
 import pluggy
 
 from . import hookspecs
+from .baseline import Baseline
 from .capabilities import missing_methods
 from .errors import DuplicateNameError, HarnessError, UnknownNameError, close_matches_hint, unknown_name
 from .options import parse_spec_text
@@ -165,8 +166,6 @@ class Registry:
 
     def family_baselines(self) -> dict:
         """Family -> the leaderboard baseline one of its tasks declares (``details["leaderboard_baseline"]``)."""
-        from .leaderboard.tables import Baseline
-
         baselines = {}
         for plugin in self.tasks.values():
             baseline = Baseline.from_details(dict(plugin.metadata.details or {}))

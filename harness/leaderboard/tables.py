@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ..baseline import Baseline
 from ..store import Store, StoreError
 from .stats import decorate
 
@@ -92,22 +93,6 @@ class Row:
         if not columns or not all(self.complete(c) for c in columns):
             return None
         return statistics.mean(self.cells[c].mean() for c in columns)
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """An untrained row a family's task names as the one trained rows must beat (its metadata
-    ``details["leaderboard_baseline"]``: ``model`` = the row's model label, ``column`` = the task compared on,
-    ``why``); the markdown table says which trained rows do not, from the table's own numbers."""
-
-    model: str
-    column: str
-    why: str = ""
-
-    @classmethod
-    def from_details(cls, details: dict) -> "Baseline | None":
-        entry = details.get("leaderboard_baseline")
-        return None if not entry else cls(str(entry["model"]), str(entry["column"]), str(entry.get("why", "")))
 
 
 @dataclass
