@@ -21,10 +21,6 @@ from .capabilities import (
     SpanEncoder,
     Trainable,
     VectorSets,
-    as_embedder,
-    as_pair_scorer,
-    cosine_rows,
-    maxsim,
     reachable_capabilities,
 )
 from .checkpoints import CheckpointedModule, build_checkpoint, checkpoint_complete, checkpoint_problem
@@ -55,6 +51,7 @@ from .errors import (
     data_error,
     invalid_choice,
 )
+from .evaluation.adapters import as_embedder, as_pair_scorer, cosine_rows, maxsim
 from .files import (
     StoreError,
     atomic_write_bytes,

@@ -1,4 +1,4 @@
-"""Capabilities a model can have, and the adapters that let most models run on most tasks (docs/writing-plugins.md).
+"""Capabilities a model can have: their names, Protocols and checks (docs/writing-plugins.md).
 
 - ``embedder``: ``encode(texts) -> float32 [n, d]``
 - ``pair_scorer``: ``score(first, second) -> float [n]``
@@ -6,7 +6,9 @@
 - ``span_encoder``: ``encode_spans(items) -> float32 [n, d]``; an item is ``(text, [(start, end), ...])``
 - ``trainable``: ``fit(splits, ctx) -> report``, ``save(dir)``, ``load(dir)`` (safetensors only)
 
-Recipes additionally ask their student for a small learning protocol (``ScoredPairLearner``, ...).
+Recipes additionally ask their student for a small learning protocol (``ScoredPairLearner``, ...). The adapters
+that let most models run on most tasks (``as_embedder``, ``as_pair_scorer``) are in the evaluation layer
+(:mod:`harness.evaluation.adapters`); this module imports nothing of the package.
 """
 from __future__ import annotations
 
@@ -102,25 +104,6 @@ def reachable_capabilities(declared: Iterable[str]) -> set[str]:
     return reachable
 
 
-def cosine_rows(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """Row-wise cosine similarity of two [n, d] arrays (zero vectors give 0, not NaN)."""
-    first = np.asarray(first, dtype=np.float64)
-    second = np.asarray(second, dtype=np.float64)
-    norms = np.linalg.norm(first, axis=1) * np.linalg.norm(second, axis=1)
-    dots = np.einsum("ij,ij->i", first, second)
-    return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
-
-
-def maxsim(query_vectors: np.ndarray, document_vectors: np.ndarray) -> float:
-    """One-sided MaxSim averaged over query vectors: (1/I) sum_i max_j cos(q_i, d_j).
-
-    The per-pair reference definition; many pairs are scored with :func:`harness.evaluation.maxsim.maxsim_pairs`
-    (batched, the same numbers)."""
-    q = query_vectors / np.maximum(np.linalg.norm(query_vectors, axis=1, keepdims=True), 1e-12)
-    d = document_vectors / np.maximum(np.linalg.norm(document_vectors, axis=1, keepdims=True), 1e-12)
-    return float((q @ d.T).max(axis=1).mean())
-
-
 class VectorSets(list):
     """A list of multi-vector embeddings ``[k_i, d]`` that are consecutive row blocks of one ``stacked`` array.
 
@@ -150,61 +133,3 @@ class VectorSets(list):
             return False
         return (np.shares_memory(self[0], stacked) and np.shares_memory(self[-1], stacked)
                 and self[0].shape[0] == self.lengths[0] and self[-1].shape[0] == self.lengths[-1])
-
-
-class SpanEncoderAsEmbedder:
-    """Encodes a whole sentence as one proposition spanning all of it."""
-
-    def __init__(self, model: SpanEncoder):
-        self.model = model
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        return self.model.encode_spans([(text, [(0, len(text))]) for text in texts])
-
-
-class EmbedderAsPairScorer:
-    """Cosine of the two embeddings; every distinct text is encoded once."""
-
-    def __init__(self, model: Embedder):
-        self.model = model
-
-    def score(self, first: Sequence[str], second: Sequence[str]) -> np.ndarray:
-        distinct = list(dict.fromkeys([*first, *second]))
-        row_of = {text: row for row, text in enumerate(distinct)}
-        embeddings = np.asarray(self.model.encode(distinct))
-        return cosine_rows(embeddings[[row_of[t] for t in first]], embeddings[[row_of[t] for t in second]])
-
-
-class MultiVectorAsPairScorer:
-    """One-sided MaxSim of the first text's vectors against the second's; every distinct text is encoded once and
-    all pairs are scored at once (:func:`harness.evaluation.maxsim.maxsim_pairs`)."""
-
-    def __init__(self, model: MultiVectorEmbedder):
-        self.model = model
-
-    def score(self, first: Sequence[str], second: Sequence[str]) -> np.ndarray:
-        distinct = list(dict.fromkeys([*first, *second]))
-        row_of = {text: row for row, text in enumerate(distinct)}
-        vectors = self.model.encode_multi(distinct)
-        if not isinstance(vectors, list):
-            vectors = list(vectors)
-        from .evaluation.maxsim import maxsim_pairs  # imports torch: only when a multi-vector model is scored
-
-        return maxsim_pairs(vectors, vectors, [row_of[a] for a in first], [row_of[b] for b in second])
-
-
-def as_embedder(model: object) -> Embedder:
-    if isinstance(model, Embedder):
-        return model
-    if isinstance(model, SpanEncoder):
-        return SpanEncoderAsEmbedder(model)
-    raise TypeError(f"{type(model).__name__} is not an embedder")
-
-
-def as_pair_scorer(model: object) -> PairScorer:
-    """The model's own ``score`` when it has one (cross-encoders), else cosine / MaxSim over its embeddings."""
-    if isinstance(model, PairScorer):
-        return model
-    if isinstance(model, MultiVectorEmbedder):
-        return MultiVectorAsPairScorer(model)
-    return EmbedderAsPairScorer(as_embedder(model))

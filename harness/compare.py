@@ -15,7 +15,7 @@ from pathlib import Path
 from .errors import HarnessError
 from .evaluation.bootstrap import DEFAULT_RESAMPLES, ExampleDataError, ExampleScores
 from .evaluation.significance import ALPHA, PairedResult, holm, paired_test
-from .leaderboard_stats import stored_examples
+from .leaderboard.stats import stored_examples
 from .profiles import get_profile
 from .registry import Registry
 from .spec import ModelSpec, resolve_model_spec, resolve_task_specs

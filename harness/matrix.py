@@ -47,6 +47,11 @@ def check_seeds(seeds: object, where: str = "--seeds") -> list[int]:
     return list(seeds)
 
 
+# Examples in messages: the core names no particular model or task.
+TASK_EXAMPLE = "NAME (a task of `harness list`)"
+MODEL_EXAMPLE = "NAME (a model of `harness list`)"
+
+
 def _optional_text(path: Path, document: dict, key: str, example: str) -> str | None:
     value = document.get(key)
     if value is None:
@@ -81,7 +86,7 @@ def load_matrix(path: Path) -> dict:
                                      f"{sorted(ALLOWED_KEYS)}.")
     raw_models = document.get("models") or []
     if not isinstance(raw_models, list):
-        raise data_error(path, None, f"models must be a list, e.g. models: [be, ce]; got {raw_models!r}.")
+        raise data_error(path, None, f"models must be a list, e.g. models: [{MODEL_EXAMPLE}]; got {raw_models!r}.")
     shared_budget = document.get("budget") or {}
     if not isinstance(shared_budget, dict):
         raise data_error(path, None, f"budget must be a mapping such as budget: {{epochs: 5}}; got {shared_budget!r}.")
@@ -102,7 +107,7 @@ def load_matrix(path: Path) -> dict:
             for key in ("train_on", "backbone"):
                 if item.get(key) is not None and not isinstance(item[key], str):
                     raise data_error(path, None, f"models entry {position}: {key} must be a text such as "
-                                                 f"{'stsb' if key == 'train_on' else 'bert-base-uncased'}; got "
+                                                 f"{TASK_EXAMPLE if key == 'train_on' else 'bert-base-uncased'}; got "
                                                  f"{item[key]!r}.")
             try:
                 own_budget = check_budget({k: v for k, v in item.items() if k in BUDGET_KEYS},
@@ -120,7 +125,7 @@ def load_matrix(path: Path) -> dict:
     tasks = document.get("tasks") or []
     if not isinstance(tasks, list) or not all(isinstance(t, str) and t.strip() for t in tasks):
         raise data_error(
-            path, None, f"tasks must be a list of task or family names, e.g. tasks: [stsb]; got {tasks!r}."
+            path, None, f"tasks must be a list of task or family names, e.g. tasks: [{TASK_EXAMPLE}]; got {tasks!r}."
         )
     seeds = document.get("seeds", [42])
     try:
@@ -128,7 +133,7 @@ def load_matrix(path: Path) -> dict:
     except HarnessError as exc:
         raise data_error(path, None, str(exc)) from None
     result = {"models": models, "tasks": tasks, "seeds": seeds}
-    for key, example in (("profile", "quick"), ("backbone", "bert-base-uncased"), ("train_on", "stsb"),
+    for key, example in (("profile", "quick"), ("backbone", "bert-base-uncased"), ("train_on", TASK_EXAMPLE),
                          ("data_dir", "~/data")):
         value = _optional_text(path, document, key, example)
         if value is not None:

@@ -80,7 +80,7 @@ def scored_pairs_dev_score(model, dev) -> float:
 
     Constant predictions count as no correlation (0.0), so such an epoch is never selected over a real one; NaN or
     infinite predictions raise ScoreError (the training has diverged)."""
-    from .capabilities import as_pair_scorer
+    from .evaluation.adapters import as_pair_scorer
 
     try:
         return spearman(as_pair_scorer(model).score(dev.first, dev.second), dev.scores)

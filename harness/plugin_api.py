@@ -193,7 +193,9 @@ class RecipePlugin:
     options: Mapping[str, Option] = field(default_factory=dict)
     training_kinds: tuple[str, ...] = (SCORED_PAIRS,)  # what --train-on may offer the recipe
     student_kinds: tuple[str, ...] = (SCORED_PAIRS,)  # what the student must be able to learn from
-    default_student: str = "be"
+    # The student's model spec when the user names none, declared by the recipe (the core names no model); empty:
+    # the user must give ``student=``.
+    default_student: str = ""
     aliases: tuple[str, ...] = ()
     reference: str = ""
     validate: Callable[[Any, Any], None] | None = None
@@ -295,6 +297,9 @@ class Task:
 
     metadata: ClassVar[TaskMetadata]
     options: ClassVar[Mapping[str, Option]] = {}
+    # Training kinds (of metadata.training_kinds) this task is the default source of: a model that must be trained,
+    # declares no default_train_on and learns from such a kind trains on this task (the model names no task).
+    default_source_for: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, options: Mapping[str, Any] | None = None, data_dir: Path | None = None):
         declared = type(self).options
@@ -338,10 +343,17 @@ class TaskPlugin:
     factory: Callable[..., Task]  # factory(options, data_dir) -> Task, options already resolved
     options: Mapping[str, Option] = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
+    default_source_for: tuple[str, ...] = ()  # as Task.default_source_for
 
     def __post_init__(self) -> None:
         if not isinstance(self.metadata, TaskMetadata):
             raise PluginContractError(f"TaskPlugin needs a harness.TaskMetadata, got {type(self.metadata).__name__}.")
+        self.default_source_for = tuple(self.default_source_for)
+        offered = set(self.metadata.training_kinds)
+        if not set(self.default_source_for) <= offered:
+            raise PluginContractError(
+                f"task {self.metadata.name!r}: default_source_for {list(self.default_source_for)} names training "
+                f"kinds it does not offer (training_kinds: {sorted(offered)}).")
         if not callable(self.factory):
             raise PluginContractError(f"task {self.metadata.name!r}: factory must be callable.")
         _check_options(f"task {self.metadata.name!r}", self.options)
@@ -361,7 +373,8 @@ class TaskPlugin:
                 f"task class {task_class.__name__} has no `metadata = harness.TaskMetadata(...)` class attribute."
             )
         return cls(metadata, task_class, dict(getattr(task_class, "options", {}) or {}),
-                   tuple(getattr(task_class, "aliases", ()) or aliases))
+                   tuple(getattr(task_class, "aliases", ()) or aliases),
+                   tuple(getattr(task_class, "default_source_for", ()) or ()))
 
 
 def task_factory(cls: type[Task], metadata: TaskMetadata) -> Callable[..., Task]:

@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable
 import pluggy
 
 from . import hookspecs
+from .baseline import Baseline
 from .capabilities import missing_methods
 from .errors import DuplicateNameError, HarnessError, UnknownNameError, close_matches_hint, unknown_name
 from .plugin_api import (
@@ -76,14 +77,6 @@ CORE_PACKAGE = "sentence-harness (core)"
 BUILTIN_PACKAGES = ("sentence-harness", CORE_PACKAGE)
 
 
-def _core_components() -> list[Component]:
-    """What the core itself offers as components (plugins cannot draw it: it reads the leaderboard tables)."""
-    from .leaderboard_views import plot_leaderboards
-
-    return [Component("plot", "leaderboard", plot_leaderboards,
-                      "per family: bar chart of main scores with std over seeds as error bars (PNG)")]
-
-
 @dataclass
 class PluginInfo:
     name: str  # entry-point name or module path
@@ -106,6 +99,12 @@ class Registry:
     recipe_aliases: dict[str, str] = field(default_factory=dict)
     task_aliases: dict[str, str] = field(default_factory=dict)
     origin: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, name) -> package
+
+    def add(self, item: Any, package: str) -> None:
+        """Register one checked item (model, recipe, task, component or kind) as ``package``'s; a name another
+        package registered is refused (:class:`DuplicateNameError`). The CLI adds the core's own components this way
+        (:func:`harness.components.register_core_components`)."""
+        _add(self, item, package)
 
     # -- lookups -----------------------------------------------------------------------------------------------
     def _unknown(self, kind: str, name: str, candidates: Iterable[str]) -> HarnessError:
@@ -147,6 +146,18 @@ class Registry:
             raise self._unknown("model", name, [*self.models, *self.model_aliases, *self.recipes, *self.recipe_aliases])
         return self.models[name]
 
+    def default_train_on(self, plugin: ModelPlugin) -> str | None:
+        """Where a model that must be trained trains when no source is given: its own ``default_train_on``, else
+        the task that declares itself the default source (``Task.default_source_for``) of the first of the model's
+        training kinds one declares; None when there is none."""
+        if plugin.default_train_on:
+            return plugin.default_train_on
+        for kind in plugin.training_kinds:
+            for name, task in sorted(self.tasks.items()):
+                if kind in task.default_source_for:
+                    return name
+        return None
+
     def families(self) -> dict[str, list[str]]:
         families: dict[str, list[str]] = {}
         for task_name, plugin in self.tasks.items():
@@ -155,8 +166,6 @@ class Registry:
 
     def family_baselines(self) -> dict:
         """Family -> the leaderboard baseline one of its tasks declares (``details["leaderboard_baseline"]``)."""
-        from .leaderboard import Baseline
-
         baselines = {}
         for plugin in self.tasks.values():
             baseline = Baseline.from_details(dict(plugin.metadata.details or {}))
@@ -451,12 +460,19 @@ def build_registry(extra_plugins: Iterable[Any] = ()) -> Registry:
         except Exception as exc:
             _fail(info, exc)
 
-    for item in _core_components():
-        _add(registry, item, CORE_PACKAGE)
     for info, items in pending:
         for item in items:
             _add(registry, item, info.package)
 
+    declared: dict[str, list[str]] = {}
+    for name, task in sorted(registry.tasks.items()):
+        for kind in task.default_source_for:
+            declared.setdefault(kind, []).append(name)
+    for kind, names in declared.items():
+        if len(names) > 1:
+            raise DuplicateNameError(
+                f"tasks {', '.join(repr(n) + ' (' + registry.package_of('task', n) + ')' for n in names)} each declare "
+                f"themselves the default {kind} training source; only one may (Task.default_source_for).")
     families = registry.families()
     for name in set(families) & set(registry.tasks):
         if families[name] != [name]:

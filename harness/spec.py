@@ -103,7 +103,7 @@ def resolve_model_spec(
     options = resolve_options(f"{kind} {plugin.name!r}", plugin.options, raw_options)
     defaults = {key: option.default for key, option in plugin.options.items()}
     if train_on is None and not is_recipe and plugin.requires_training:
-        train_on = plugin.default_train_on
+        train_on = registry.default_train_on(plugin)
     if is_recipe:
         _check_student(registry, plugin, options["student"], profile, backbone)
     changed = format_options(options, defaults)
@@ -150,17 +150,21 @@ def budget_keys(plugin: Any) -> tuple[str, ...]:
 def _check_student(registry: Registry, recipe: RecipePlugin, student: str, profile: Profile,
                    backbone: str | None) -> None:
     """The student of a recipe is a plain trainable model that learns from what the recipe feeds it."""
-    student_name, _ = parse_spec_text(student)
-    if registry.is_recipe(student_name):
-        raise IncompatibleError(
-            f"recipe {recipe.name!r}: the student {student!r} is itself a recipe; name a model, e.g. student=be."
-        )
-    student_spec = resolve_model_spec(registry, student, profile, backbone)
-    student_plugin = registry.model(student_spec.name)
     learners = sorted(
         name for name, model in registry.models.items()
         if TRAINABLE in model.capabilities and set(recipe.student_kinds) <= set(model.training_kinds)
     )
+    if not student.strip():  # a recipe that declares no default_student
+        raise IncompatibleError(f"recipe {recipe.name!r} has no default student; give one: "
+                                f"{recipe.name}:student=MODEL (students that can: {', '.join(learners) or '(none)'}).")
+    student_name, _ = parse_spec_text(student)
+    if registry.is_recipe(student_name):
+        example = recipe.default_student or (learners[0] if learners else "MODEL")
+        raise IncompatibleError(
+            f"recipe {recipe.name!r}: the student {student!r} is itself a recipe; name a model, e.g. student={example}."
+        )
+    student_spec = resolve_model_spec(registry, student, profile, backbone)
+    student_plugin = registry.model(student_spec.name)
     if TRAINABLE not in student_plugin.capabilities or not set(recipe.student_kinds) <= set(
         student_plugin.training_kinds
     ):

@@ -209,7 +209,6 @@ def register_models(register):
             },
             training_kinds=(SCORED_PAIRS,),
             requires_training=True,
-            default_train_on="stsb",
             model_class=CrossBiEncoder,
             # quick: two epochs over both pair orders of the whole split (STS-B: 1438 steps, dev picks the epoch);
             # its two-segment pooling starts far from the backbone's single-sentence embeddings, and one epoch

@@ -273,7 +273,6 @@ def register_models(register):
             },
             training_kinds=(SCORED_PAIRS,),
             requires_training=True,
-            default_train_on="stsb",
             model_class=CrossEncoder,
             # quick: 360 steps of batch 16 over the whole split (both orders), as many examples as one epoch of
             # STS-B, the budget sentence-transformers' CrossEncoder reaches 75.55 with here (README "Budgets").

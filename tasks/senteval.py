@@ -224,6 +224,8 @@ class STSBenchmark(STSTask):
     )
     options = {"text": TEXT_OPTION, "unlabeled": UNLABELED_OPTION}
     aliases = ("sts-b",)
+    # Where the cross-encoders (thesis 4.1.2, 5.2.1) and any other scored-pair learner train unless told otherwise.
+    default_source_for = (SCORED_PAIRS,)
 
     def load(self) -> tuple[list[PairSet], list[Path]]:
         pair_set, paths = read_stsb(self.folder(), "test", self.tokenized())

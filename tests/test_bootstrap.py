@@ -22,7 +22,7 @@ from harness.evaluation.pairs import PairSet, correlation_scores, pair_examples
 from harness.evaluation.ranking import rerank_metrics
 from harness.evaluation.significance import agrees_with_paper, column_marks, holm, paired_test
 from harness.leaderboard import collect_tables, render_csv, render_latex, render_markdown
-from harness.leaderboard_stats import annotate, attach_statistics, compare_cells, compare_rows, paper_agreement
+from harness.leaderboard.stats import annotate, attach_statistics, compare_cells, compare_rows, paper_agreement
 from harness.metrics import spearman
 from harness.store import Store, read_examples
 

@@ -29,8 +29,8 @@ def _source(registry, name: str) -> str:
     plugin = registry.model(name)
     if name in SOURCES:
         return SOURCES[name]
-    if plugin.default_train_on:
-        return plugin.default_train_on
+    if registry.default_train_on(plugin):
+        return registry.default_train_on(plugin)
     return next(task for task, task_plugin in sorted(registry.tasks.items())
                 if set(task_plugin.metadata.training_kinds) & set(plugin.training_kinds)
                 and task in ("stsb", "bws-cross-topic", "20ng-topic"))

@@ -103,8 +103,8 @@ def test_profiles_and_task_sets_are_ranked_apart_and_samples_left_out(tmp_path):
 
 
 def test_a_matrix_renders_as_its_paper_table(tmp_path, registry):
-    from harness.matrix_board import build_board
-    from harness.matrix_board import render_markdown as render_board
+    from harness.leaderboard.matrix_board import build_board
+    from harness.leaderboard.matrix_board import render_markdown as render_board
     from harness.profiles import get_profile
     from harness.spec import resolve_model_spec
 
@@ -131,7 +131,7 @@ def test_a_paper_row_that_names_no_entry_is_one_clear_error(tmp_path, registry):
     import pytest
 
     from harness.errors import HarnessError
-    from harness.matrix_board import build_board
+    from harness.leaderboard.matrix_board import build_board
 
     matrix = tmp_path / "m.yaml"
     matrix.write_text("profile: smoke\ntasks: [stsb]\nmodels:\n  - {model: be, name: Base}\n"
@@ -167,7 +167,7 @@ def test_a_matrix_tests_the_papers_ordering_on_per_example_data(tmp_path, regist
     import numpy as np
 
     from harness.evaluation.bootstrap import ExampleScores, example_side_file
-    from harness.matrix_board import build_board, paper_agreement_rows
+    from harness.leaderboard.matrix_board import build_board, paper_agreement_rows
     from harness.profiles import get_profile
     from harness.spec import resolve_model_spec
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import harness.testing as ht
 from harness.leaderboard import collect_tables, write_leaderboards
-from harness.leaderboard_views import plot_leaderboards, render_html_page
+from harness.leaderboard.html import render_html_page
+from harness.leaderboard.plots import plot_leaderboards
 from harness.store import Store
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from harness import maxsim
-from harness.capabilities import MultiVectorAsPairScorer, as_pair_scorer
 from harness.evaluation import maxsim as maxsim_module
+from harness.evaluation.adapters import MultiVectorAsPairScorer, as_pair_scorer
 from harness.evaluation.maxsim import MaxSimIndex, maxsim_pairs, maxsim_top_k
 from harness.evaluation.search import top_k
 

@@ -64,7 +64,7 @@ def cmd_describe(args) -> int:
         print(f"  capabilities: {', '.join(plugin.capabilities)}")
         print(f"  learns from: {', '.join(plugin.training_kinds) or '(not trainable)'}")
         if plugin.requires_training:
-            print(f"  needs training; default source: {plugin.default_train_on}")
+            print(f"  needs training; default source: {registry.default_train_on(plugin)}")
         if plugin.reference:
             print(f"  reference: {plugin.reference}")
         for line in describe_options(plugin.options):

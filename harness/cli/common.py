@@ -54,10 +54,11 @@ def os_error_line(exc: OSError) -> str:
 
 
 def load_registry():
-    """The installed plugins (built once per process)."""
+    """The installed plugins (built once per process) and the core's own components (the CLI registers those)."""
+    from ..components import register_core_components
     from ..registry import default_registry
 
-    return default_registry()
+    return register_core_components(default_registry())
 
 
 def results_dir(value: Path | None) -> Path:

@@ -22,9 +22,9 @@ def cmd_leaderboard(args) -> int:
     except HarnessError:
         family_members, family_baselines = {}, {}  # ordering and notes only; the tables come from the store
     if args.matrix is not None:
-        from ..matrix_board import write_matrix_board
+        from ..leaderboard.matrix_board import write_matrix_board
 
-        written = write_matrix_board(args.matrix, store, output / "matrices", formats)
+        written = write_matrix_board(args.matrix, store, output / "matrices", formats, load_registry())
     else:
         written = write_leaderboards(store, output, formats, family_members, args.include_samples, family_baselines)
     for path in written:

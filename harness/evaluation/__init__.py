@@ -10,6 +10,8 @@
 - :mod:`~harness.evaluation.sampling`: the smoke profile's seeded evaluation sample.
 - :mod:`~harness.evaluation.probe`: frozen-encoder classification probes (``train_probe``, macro-F1) and
   ``probe.cached_embeddings``, the per-model cache of a frozen encoder's embeddings shared by the probe tasks of a run.
+- :mod:`~harness.evaluation.adapters`: ``as_embedder``, ``as_pair_scorer`` (the capability adapters), ``cosine_rows``,
+  ``maxsim`` (public as ``harness.as_embedder``, ...).
 - :mod:`~harness.evaluation.first_stage`: candidates for pair scorers to rerank (BM25, or an embedder built by the
   evaluation context).
 """

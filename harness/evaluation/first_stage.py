@@ -17,8 +17,9 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
-from harness.capabilities import Embedder, MultiVectorEmbedder, PairScorer, SpanEncoder, as_embedder
+from harness.capabilities import Embedder, MultiVectorEmbedder, PairScorer, SpanEncoder
 from harness.errors import IncompatibleError
+from harness.evaluation.adapters import as_embedder
 from harness.evaluation.bm25 import BM25Index
 from harness.evaluation.search import DEFAULT_CHUNK, chunked_top_k, cosine_top_k
 

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from harness.capabilities import as_pair_scorer
+from harness.evaluation.adapters import as_pair_scorer
 from harness.evaluation.bootstrap import ExampleScores
 from harness.metrics import pearson, spearman
 

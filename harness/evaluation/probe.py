@@ -36,8 +36,8 @@ import torch
 from sklearn.metrics import f1_score
 from torch import nn
 
-from harness.capabilities import as_embedder
 from harness.device import seed_everything
+from harness.evaluation.adapters import as_embedder
 from harness.evaluation.bootstrap import ExampleScores
 from harness.nn.classification import classification_head
 from harness.training import TrainConfig, fit

@@ -26,14 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from .evaluation.bootstrap import (
+from ..evaluation.bootstrap import (
     DEFAULT_RESAMPLES,
     ExampleDataError,
     ExampleScores,
     percentile_interval,
     pooled_replicates,
 )
-from .evaluation.significance import (
+from ..evaluation.significance import (
     ALPHA,
     ColumnMarks,
     PairedResult,
@@ -41,7 +41,7 @@ from .evaluation.significance import (
     column_marks,
     from_replicates,
 )
-from .store import InvalidRecordError, read_examples, read_record
+from ..store import InvalidRecordError, read_examples, read_record
 
 logger = logging.getLogger(__name__)
 

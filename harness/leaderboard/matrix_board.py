@@ -19,12 +19,13 @@ The optional ``paper:`` block of the matrix carries the source table's numbers, 
 
 Each column the paper reports gets two more columns: the paper's number and the difference (ours - paper).
 
-Cells with per-example data (harness.leaderboard_stats) show their 95% bootstrap interval. Below the table, "Does
+Cells with per-example data (harness.leaderboard.stats) show their 95% bootstrap interval. Below the table, "Does
 our ordering agree with the paper's?" takes, per paper column, the paper's rows in the paper's order and tests each
 neighbouring pair on our records (paired bootstrap on the same test examples): ``agrees`` (our difference has the
 paper's sign and is significant), ``opposite`` (the other sign, significant), ``not significant``, or ``no data``
 (a record without per-example data, stored before harness kept it).
 
+Built from the registry the caller hands it (it resolves the matrix's specs; it never builds one).
 Reference: none (presentation). Deviations: none in the numbers (the same records as the family leaderboards).
 """
 from __future__ import annotations
@@ -36,9 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import DataFileError, data_error
-from .leaderboard import Cell, Row, cell_view, sample_size
-from .store import Store, atomic_write_text, check_writable_dir
+from ..errors import DataFileError, data_error
+from ..store import Store, atomic_write_text, check_writable_dir
+from .tables import Cell, Row, cell_view, sample_size
 
 MATRIX_FORMATS = ("md", "csv", "html")
 
@@ -94,18 +95,14 @@ def _paper(path: Path, document: dict) -> Paper:
                  rows)
 
 
-def build_board(matrix_path: Path, store: Store, registry: Any = None) -> MatrixBoard:
+def build_board(matrix_path: Path, store: Store, registry: Any) -> MatrixBoard:
     """The matrix's table from the records in ``store`` (see the module docstring)."""
     import yaml
 
-    from .matrix import load_matrix
-    from .profiles import get_profile
-    from .spec import resolve_model_spec, resolve_task_specs
+    from ..matrix import load_matrix
+    from ..profiles import get_profile
+    from ..spec import resolve_model_spec, resolve_task_specs
 
-    if registry is None:
-        from .registry import default_registry
-
-        registry = default_registry()
     matrix_path = Path(matrix_path)
     matrix = load_matrix(matrix_path)
     document = yaml.safe_load(matrix_path.read_text(encoding="utf-8"))
@@ -216,7 +213,7 @@ def _member_cells(row: Row, column: Column) -> list[Cell]:
 
 def _interval(row: Row, column: Column) -> str:
     """`` [low, high]``: the 95% bootstrap interval of a cell whose seeds all have per-example data, else ""."""
-    from .leaderboard_stats import cell_statistics, mean_of_cells
+    from .stats import cell_statistics, mean_of_cells
 
     cells = _member_cells(row, column)
     if not all(cell.values for cell in cells) or not row.cells[column.label].values:
@@ -231,8 +228,8 @@ def _interval(row: Row, column: Column) -> str:
 def paper_agreement_rows(board: MatrixBoard) -> list[list[str]]:
     """Per paper column, each neighbouring pair of the paper's rows in the paper's order (higher first): the paper's
     difference, ours with its 95% interval and p-value, and whether ours agrees (see the module docstring)."""
-    from .evaluation.significance import ALPHA, agrees_with_paper
-    from .leaderboard_stats import compare_cells
+    from ..evaluation.significance import ALPHA, agrees_with_paper
+    from .stats import compare_cells
 
     by_label = {row.label: row for row in board.rows}
     lines = []
@@ -361,7 +358,7 @@ def _inline(text: str) -> str:
 
 
 def render_html(board: MatrixBoard) -> str:
-    from .leaderboard_views import _CSS
+    from .html import _CSS
 
     escape = lambda text: html.escape(str(text), quote=True)  # noqa: E731 - a local shorthand
     headers, body = table_rows(board)
@@ -413,11 +410,11 @@ RENDERERS = {"md": render_markdown, "csv": render_csv, "html": render_html}
 
 
 def write_matrix_board(matrix_path: Path, store: Store, output_dir: Path, formats: tuple[str, ...],
-                       registry: Any = None) -> list[Path]:
+                       registry: Any) -> list[Path]:
     """``<output_dir>/<matrix file stem>.<fmt>`` for each of ``formats`` (md, csv, html)."""
     for fmt in formats:
         if fmt not in MATRIX_FORMATS:
-            from .errors import invalid_choice
+            from ..errors import invalid_choice
 
             raise invalid_choice("--formats (with --matrix)", fmt, MATRIX_FORMATS)
     board = build_board(matrix_path, store, registry)

@@ -1,0 +1,34 @@
+"""The components the core itself offers (today the ``leaderboard`` plot), registered by the CLI.
+
+The registry only collects what plugins register; whoever builds a registry for a user (the CLI's entry) adds the
+core's own components with :func:`register_core_components`, handing them what they read from the registry (the
+families' task order) so that no rendering module reaches back to the registry.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .plugin_api import Component
+from .registry import CORE_PACKAGE, Registry
+
+
+def core_components(registry: Registry) -> list[Component]:
+    """What the core offers as components (plugins cannot draw it: it reads the leaderboard tables)."""
+
+    def plot_leaderboard(results_dir: Path, output_dir: Path) -> list[Path]:
+        from .leaderboard.plots import plot_leaderboards  # matplotlib and the statistics only when drawn
+
+        # The registry only orders the columns as the families register their tasks.
+        return plot_leaderboards(results_dir, output_dir, registry.families())
+
+    return [Component("plot", "leaderboard", plot_leaderboard,
+                      "per family: bar chart of main scores with std over seeds as error bars (PNG)")]
+
+
+def register_core_components(registry: Registry) -> Registry:
+    """Add the core's components to ``registry`` (once: a registry that has them is returned as it is); a plugin
+    that registered one of their names is refused by the registry's duplicate-name rule."""
+    for item in core_components(registry):
+        if registry.origin.get((item.kind, item.name)) != CORE_PACKAGE:
+            registry.add(item, CORE_PACKAGE)
+    return registry
