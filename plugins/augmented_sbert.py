@@ -116,10 +116,19 @@ from harness import (
     close_matches_hint,
     hookimpl,
 )
-from harness.nn import DEFAULT_DELIMITER, TopicPromptError, check_delimiter, check_topic
-from harness.nn.mlm import BERT_MASKING, THESIS_CODE_MASKING, Masking, PairTopics, domain_adapted_backbone
-from harness.nn.sampling import SamplingInput
-from harness.training import SCORED_PAIR_BUDGET_KEYS
+from harness.blocks import (
+    BERT_MASKING,
+    DEFAULT_DELIMITER,
+    SCORED_PAIR_BUDGET_KEYS,
+    THESIS_CODE_MASKING,
+    Masking,
+    PairTopics,
+    SamplingInput,
+    TopicPromptError,
+    check_delimiter,
+    check_topic,
+    domain_adapted_backbone,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -41,18 +41,20 @@ import torch
 from safetensors.torch import load_model, save_model
 
 from harness import LABELED_SENTENCES, DataFileError, ModelPlugin, Option, hookimpl
-from harness.evaluation.probe import macro_f1
-from harness.nn import (
+from harness.blocks import (
     DEFAULT_DELIMITER,
     POOLING_CHOICES,
     SentenceClassification,
     SentenceEncoder,
     TopicPromptError,
+    TrainReport,
     classification_head,
+    config_from_profile,
+    fit,
     length_sorted_batches,
+    macro_f1,
     prompted_texts,
 )
-from harness.training import TrainReport, config_from_profile, fit
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +143,7 @@ class TopicClassifier:
 
     def export_sentence_transformers(self, directory: Path) -> None:
         """``harness export``: the fine-tuned encoder as a sentence-transformers folder (Transformer -> Pooling)."""
-        from harness.nn.st_export import write_sentence_transformer
+        from harness.blocks import write_sentence_transformer
 
         encoder = self.encoder
         write_sentence_transformer(Path(directory), encoder.transformer, encoder.tokenizer, encoder.pooling,
