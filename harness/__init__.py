@@ -1,7 +1,8 @@
 """harness: a plugin-based benchmark harness for sentence-embedding methods.
 
-Plugins implement the hooks in :mod:`harness.hookspecs` and use the names exported here (see :mod:`harness.api`
-and docs/writing-plugins.md).
+Plugins implement the hooks in :mod:`harness.hookspecs` and use two front doors: the contract exported here (see
+:mod:`harness.api`) and the building blocks of :mod:`harness.blocks` (loaded on first use, so ``import harness`` does
+not load torch). docs/writing-plugins.md explains both.
 """
 from __future__ import annotations
 

@@ -1,8 +1,11 @@
-"""The public plugin API of harness: everything a plugin may import, in one place (re-exported by ``harness``).
+"""The plugin contract of harness, the first front door (re-exported by ``harness``).
 
-Plugins import ``harness`` (this module's names), the building blocks ``harness.nn`` and ``harness.evaluation``,
-the training loop ``harness.training`` and, in their tests, ``harness.testing``. Every other module of the package is
-private: it may change without notice. Changes to these names are listed in CHANGELOG.md, with deprecations first.
+Plugins import ``harness`` (this module's names: plugin classes, contexts, capabilities, data types, profiles,
+errors, ``hookimpl``), the building blocks from the second front door ``harness.blocks`` (losses, pooling, encoder,
+decoder, objectives, MLM, noise, retrieval, MaxSim, probe, the training loop) and, in their tests,
+``harness.testing``. ``harness.nn``, ``harness.evaluation`` and ``harness.training`` (what ``harness.blocks``
+gathers) stay importable for plugins written against 0.2. Every other module of the package is private: it may
+change without notice. Changes to these names are listed in CHANGELOG.md, with deprecations first.
 docs/writing-plugins.md explains each name.
 """
 from __future__ import annotations

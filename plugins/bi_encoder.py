@@ -31,9 +31,17 @@ import numpy as np
 import torch
 
 from harness import SCORED_PAIRS, CheckpointedModule, ModelPlugin, Option, hookimpl
-from harness.nn import POOLING_CHOICES, CosineRegression, SentenceEncoder
-from harness.nn.spans import encode_span_items, group_by_sentence, subset_text
-from harness.training import SCORED_PAIR_BUDGET_KEYS, TrainReport, fit_scored_pairs
+from harness.blocks import (
+    POOLING_CHOICES,
+    SCORED_PAIR_BUDGET_KEYS,
+    CosineRegression,
+    SentenceEncoder,
+    TrainReport,
+    encode_span_items,
+    fit_scored_pairs,
+    group_by_sentence,
+    subset_text,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +110,7 @@ class BiEncoder(CheckpointedModule):
     def export_sentence_transformers(self, directory: Path) -> None:
         """``harness export``: a sentence-transformers folder (Transformer -> Pooling) whose ``encode`` equals
         ``self.encode`` (same weights, pooling and token limit)."""
-        from harness.nn.st_export import write_sentence_transformer
+        from harness.blocks import write_sentence_transformer
 
         encoder = self.encoder
         write_sentence_transformer(Path(directory), encoder.transformer, encoder.tokenizer, encoder.pooling,

@@ -35,12 +35,15 @@ import torch
 from torch import nn
 
 from harness import SCORED_PAIRS, CheckpointedModule, ModelPlugin, Option, hookimpl, invalid_choice
-from harness.nn import (
+from harness.blocks import (
     FIRST,
+    SCORED_PAIR_BUDGET_KEYS,
     SECOND,
     PairInputBuilder,
     ScoreRegression,
+    TrainReport,
     distinct_pairs,
+    fit_scored_pairs,
     freeze_embedding_layer,
     load_tokenizer,
     load_transformer,
@@ -48,8 +51,8 @@ from harness.nn import (
     score_in_length_sorted_batches,
     sequence_limits,
     truncate_longest_first,
+    with_both_orders,
 )
-from harness.training import SCORED_PAIR_BUDGET_KEYS, TrainReport, fit_scored_pairs, with_both_orders
 
 logger = logging.getLogger(__name__)
 

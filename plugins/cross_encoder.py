@@ -42,26 +42,21 @@ import numpy as np
 import torch
 from torch import nn
 
-from harness import (
-    SCORED_PAIRS,
-    CheckpointedModule,
-    InvalidOptionError,
-    ModelPlugin,
-    Option,
-    hookimpl,
-    invalid_choice,
-)
-from harness.nn import (
+from harness import SCORED_PAIRS, CheckpointedModule, InvalidOptionError, ModelPlugin, Option, hookimpl, invalid_choice
+from harness.blocks import (
+    REGRESSION_LOSSES,
+    SCORED_PAIR_BUDGET_KEYS,
     ScoreRegression,
+    TrainReport,
     distinct_pairs,
+    fit_scored_pairs,
     freeze_embedding_layer,
     load_tokenizer,
     load_transformer,
     score_in_length_sorted_batches,
     sequence_limits,
+    with_both_orders,
 )
-from harness.nn.losses import REGRESSION_LOSSES
-from harness.training import SCORED_PAIR_BUDGET_KEYS, TrainReport, fit_scored_pairs, with_both_orders
 
 logger = logging.getLogger(__name__)
 
@@ -222,7 +217,7 @@ class CrossEncoder(CheckpointedModule):
         """``harness export``: a sentence-transformers CrossEncoder folder (Transformer -> CLS -> Linear ->
         activation) whose ``predict`` equals ``self.score`` (same weights, pair encoding and token limit)."""
         from harness import IncompatibleError
-        from harness.nn.st_export import write_cross_encoder
+        from harness.blocks import write_cross_encoder
 
         network = self.network
         if network.pooler is not None:

@@ -22,14 +22,14 @@ import torch
 from torch import nn
 
 from harness import hookimpl
-from harness.nn.mlm import load_masked_lm
-from harness.nn.objectives import (
+from harness.blocks import (
     CLEAN,
     IGNORED_LABEL,
     Objective,
     ObjectiveSetup,
     TrainingStep,
     language_model_head,
+    load_masked_lm,
     objective_model,
     scored_token_loss,
     share_parameters,

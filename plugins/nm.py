@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from harness import hookimpl
-from harness.nn.objectives import (
+from harness.blocks import (
     CLEAN,
     DELETED,
     Objective,

@@ -69,22 +69,26 @@ from harness import (
     VectorSets,
     hookimpl,
 )
-from harness.nn import SentenceEncoder, TransformerDecoder, length_sorted_batches, progress_bar
-from harness.nn.noise import WordDeletion
-from harness.nn.objectives import (
+from harness.blocks import (
     CLEAN,
     DELETED,
     IGNORED_LABEL,
+    SentenceEncoder,
     TrainingSetup,
+    TransformerDecoder,
     UnlabeledCollator,
+    WordDeletion,
+    config_from_profile,
     curve_summary,
+    fit,
     language_model_head,
+    length_sorted_batches,
+    progress_bar,
     scored_token_loss,
     setup_budget,
     transformer_inputs,
     usable_sentences,
 )
-from harness.training import config_from_profile, fit
 
 logger = logging.getLogger(__name__)
 

@@ -55,22 +55,28 @@ import torch
 from torch import nn
 
 from harness import IncompatibleError, InvalidOptionError, Option, hookimpl
-from harness.nn import TransformerDecoder, wordnet
-from harness.nn.mlm import load_masked_lm, mask_tokens
-from harness.nn.objectives import (
+from harness.blocks import (
     CLEAN,
     IGNORED_LABEL,
     Objective,
     ObjectiveSetup,
     TrainingSetup,
     TrainingStep,
+    TransformerDecoder,
+    english_stopwords,
     language_model_head,
+    load_masked_lm,
+    mask_tokens,
+    masked_copy,
     objective_model,
+    pad_ids,
+    rake_phrases,
     scored_token_loss,
     share_parameters,
     transformer_inputs,
+    wordnet,
+    words_with_spans,
 )
-from harness.nn.phrases import english_stopwords, masked_copy, pad_ids, rake_phrases, words_with_spans
 
 logger = logging.getLogger(__name__)
 

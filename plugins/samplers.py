@@ -47,9 +47,7 @@ from typing import Sequence
 import numpy as np
 
 from harness import Component, ComponentKind, hookimpl
-from harness.evaluation.bm25 import bm25_tokens
-from harness.evaluation.search import top_k
-from harness.nn.sampling import Pair, PairSampler, PairSamplerProtocol, SamplingInput, distinct_new_pairs
+from harness.blocks import Pair, PairSampler, PairSamplerProtocol, SamplingInput, bm25_tokens, distinct_new_pairs, top_k
 
 logger = logging.getLogger(__name__)
 

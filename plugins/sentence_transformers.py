@@ -36,7 +36,7 @@ from harness import (
     check_backbone,
     hookimpl,
 )
-from harness.nn import distinct_pairs
+from harness.blocks import distinct_pairs
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from harness import Component, HarnessError, hookimpl
-from harness.nn.silver_pairs import read_silver_pairs
+from harness.blocks import read_silver_pairs
 
 logger = logging.getLogger(__name__)
 

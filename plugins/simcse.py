@@ -30,14 +30,7 @@ import torch
 from torch import nn
 
 from harness import Option, hookimpl
-from harness.nn.objectives import (
-    CLEAN,
-    Objective,
-    ObjectiveSetup,
-    TrainingStep,
-    in_batch_contrastive,
-    objective_model,
-)
+from harness.blocks import CLEAN, Objective, ObjectiveSetup, TrainingStep, in_batch_contrastive, objective_model
 
 NAME = "simcse"
 

@@ -55,17 +55,22 @@ from harness import (
     Option,
     hookimpl,
 )
-from harness.nn import SupCon, load_tokenizer, load_transformer, sequence_limits
-from harness.nn.encoder import MODEL_INPUTS
-from harness.nn.spans import (
+from harness.blocks import (
+    MODEL_INPUTS,
     SpanBatch,
+    SupCon,
+    TrainReport,
+    config_from_profile,
     encode_span_items,
+    fit,
+    load_tokenizer,
+    load_transformer,
     normalise_spans,
     pool_spans,
+    sequence_limits,
     span_batch,
     tokenise_sentences,
 )
-from harness.training import TrainReport, config_from_profile, fit
 
 logger = logging.getLogger(__name__)
 

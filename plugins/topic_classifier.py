@@ -39,18 +39,20 @@ import numpy as np
 import torch
 
 from harness import LABELED_SENTENCES, CheckpointedModule, DataFileError, ModelPlugin, Option, hookimpl
-from harness.evaluation.probe import macro_f1
-from harness.nn import (
+from harness.blocks import (
     DEFAULT_DELIMITER,
     POOLING_CHOICES,
     SentenceClassification,
     SentenceEncoder,
     TopicPromptError,
+    TrainReport,
     classification_head,
+    config_from_profile,
+    fit,
     length_sorted_batches,
+    macro_f1,
     prompted_texts,
 )
-from harness.training import TrainReport, config_from_profile, fit
 
 logger = logging.getLogger(__name__)
 
@@ -138,7 +140,7 @@ class TopicClassifier(CheckpointedModule):
 
     def export_sentence_transformers(self, directory: Path) -> None:
         """``harness export``: the fine-tuned encoder as a sentence-transformers folder (Transformer -> Pooling)."""
-        from harness.nn.st_export import write_sentence_transformer
+        from harness.blocks import write_sentence_transformer
 
         encoder = self.encoder
         write_sentence_transformer(Path(directory), encoder.transformer, encoder.tokenizer, encoder.pooling,

@@ -38,8 +38,7 @@ import torch
 from torch import nn
 
 from harness import hookimpl
-from harness.nn import TransformerDecoder
-from harness.nn.objectives import (
+from harness.blocks import (
     CLEAN,
     DELETED,
     IGNORED_LABEL,
@@ -47,6 +46,7 @@ from harness.nn.objectives import (
     Objective,
     ObjectiveSetup,
     TrainingStep,
+    TransformerDecoder,
     language_model_head,
     objective_model,
     scored_token_loss,

@@ -60,11 +60,7 @@ from harness import (
     files_checksum,
     hookimpl,
 )
-from harness.evaluation.bootstrap import mean_examples
-from harness.evaluation.first_stage import EmbedderFirstStage, first_stage_from_context
-from harness.evaluation.maxsim import MaxSimIndex
-from harness.evaluation.sampling import sample_items
-from harness.evaluation.search import top_k
+from harness.blocks import EmbedderFirstStage, MaxSimIndex, first_stage_from_context, mean_examples, sample_items, top_k
 
 logger = logging.getLogger(__name__)
 

@@ -82,15 +82,17 @@ from harness import (
     resolve_dataset_dir,
     spearman,
 )
-from harness.evaluation.bootstrap import ExampleScores
-from harness.evaluation.pairs import score_pairs
-from harness.evaluation.probe import (  # noqa: F401  (macro_f1: re-exported, the probe's metric)
+from harness.blocks import (
+    DEFAULT_DELIMITER,
     PROBE_VARIANTS,
-    macro_f1,
+    ExampleScores,
+    TopicPromptError,
+    evaluation_sample,
+    macro_f1,  # noqa: F401  (re-exported, the probe's metric)
     probe_on_texts,
+    prompted_texts,
+    score_pairs,
 )
-from harness.evaluation.sampling import evaluation_sample
-from harness.nn import DEFAULT_DELIMITER, TopicPromptError, prompted_texts
 
 logger = logging.getLogger(__name__)
 

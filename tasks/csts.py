@@ -65,9 +65,7 @@ from harness import (
     read_text_lines,
     spearman,
 )
-from harness.evaluation.bootstrap import ExampleScores
-from harness.evaluation.sampling import evaluation_sample
-from harness.nn.spans import normalise_spans
+from harness.blocks import ExampleScores, evaluation_sample, normalise_spans
 
 logger = logging.getLogger(__name__)
 

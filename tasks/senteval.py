@@ -48,8 +48,7 @@ from harness import (
     read_text_lines,
     resolve_dataset_dir,
 )
-from harness.evaluation.pairs import PairSet, correlation_scores, pair_examples, score_pair_sets
-from harness.evaluation.sampling import evaluation_sample
+from harness.blocks import PairSet, correlation_scores, evaluation_sample, pair_examples, score_pair_sets
 
 logger = logging.getLogger(__name__)
 

@@ -52,10 +52,16 @@ import torch
 from safetensors.torch import load_model
 from torch import nn
 
-from harness.data import SCORED_PAIRS, UNLABELED_SENTENCES
-from harness.errors import HarnessError, IncompatibleError, InvalidOptionError
-from harness.options import Option
-from harness.plugin_api import Component, ModelPlugin
+from harness import (  # the contract's front door: a building block depends on no private core module
+    SCORED_PAIRS,
+    UNLABELED_SENTENCES,
+    Component,
+    HarnessError,
+    IncompatibleError,
+    InvalidOptionError,
+    ModelPlugin,
+    Option,
+)
 from harness.training import config_from_profile, fit
 
 from .backbone import quiet_transformers

@@ -11,7 +11,7 @@ defaults and every deviation from the papers are described in docs/fidelity.md, 
 from __future__ import annotations
 
 from harness import LABELED_SENTENCES, SCORED_PAIRS, UNLABELED_SENTENCES, RecipePlugin, hookimpl
-from harness.training import SCORED_PAIR_BUDGET_KEYS
+from harness.blocks import SCORED_PAIR_BUDGET_KEYS
 
 from .artifacts import cached_teacher_scores, mlm_directory, weights_fingerprint, write_silver_artifact
 from .options import OPTIONS, mlm_masking, teacher_spec_text

@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from harness import HarnessError, as_pair_scorer
-from harness.nn.mlm import BERT_MASKING, Masking, PairTopics
-from harness.nn.silver_pairs import write_silver_pairs
+from harness.blocks import BERT_MASKING, Masking, PairTopics, write_silver_pairs
 
 from .options import mlm_masking
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness import Option
-from harness.nn import DEFAULT_DELIMITER
-from harness.nn.mlm import BERT_MASKING, THESIS_CODE_MASKING, Masking
+from harness.blocks import BERT_MASKING, DEFAULT_DELIMITER, THESIS_CODE_MASKING, Masking
 
 SEMI_SUPERVISED = "semi-supervised"
 SELF_DISTILLATION = "self-distillation"

@@ -21,9 +21,14 @@ from harness import (
     ScoredPairs,
     as_pair_scorer,
 )
-from harness.nn import TopicPromptError, check_delimiter, check_topic
-from harness.nn.mlm import PairTopics, domain_adapted_backbone
-from harness.nn.sampling import SamplingInput
+from harness.blocks import (
+    PairTopics,
+    SamplingInput,
+    TopicPromptError,
+    check_delimiter,
+    check_topic,
+    domain_adapted_backbone,
+)
 
 from .artifacts import cached_teacher_scores, mlm_directory, write_silver_artifact
 from .options import ORIGINAL, PROMPTED, SEMI_SUPERVISED, mlm_masking, teacher_spec_text

@@ -13,8 +13,7 @@ from harness import (
     InvalidOptionError,
     close_matches_hint,
 )
-from harness.nn import DEFAULT_DELIMITER, TopicPromptError, check_delimiter
-from harness.nn.sampling import SamplingInput
+from harness.blocks import DEFAULT_DELIMITER, SamplingInput, TopicPromptError, check_delimiter
 
 from .options import DOMAIN_TRANSFER, OPTIONS, ORIGINAL, teacher_spec_text
 

@@ -74,8 +74,7 @@ from harness import (
     hookimpl,
     resolve_dataset_dir,
 )
-from harness.evaluation.bootstrap import mean_examples
-from harness.evaluation.retrieval import DEFAULT_KS, retrieval_metrics, unit_retrieval_metrics
+from harness.blocks import DEFAULT_KS, mean_examples, retrieval_metrics, unit_retrieval_metrics
 
 from .collection import (
     AGREEMENT_CHOICES,

@@ -60,8 +60,7 @@ from typing import Iterable
 import numpy as np
 
 from harness import PropositionPair, PropositionPairs
-from harness.evaluation.retrieval import RetrievalQueries
-from harness.evaluation.sampling import evaluation_sample
+from harness.blocks import RetrievalQueries, evaluation_sample
 
 from .files import PropositionKey, PropSegmentSplit, Relationship, Sentence, SentenceKey
 

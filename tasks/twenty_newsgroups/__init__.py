@@ -84,9 +84,16 @@ from harness import (
     hookimpl,
     resolve_dataset_dir,
 )
-from harness.evaluation.probe import PROBE_VARIANTS, probe_on_texts
-from harness.evaluation.sampling import evaluation_sample
-from harness.nn import DEFAULT_DELIMITER, TopicPromptError, check_delimiter, check_topic, prompted_texts
+from harness.blocks import (
+    DEFAULT_DELIMITER,
+    PROBE_VARIANTS,
+    TopicPromptError,
+    check_delimiter,
+    check_topic,
+    evaluation_sample,
+    probe_on_texts,
+    prompted_texts,
+)
 
 from .corpus import (
     GROUPS,

@@ -15,10 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from harness import EvalResult, Option, data_error, files_checksum
-from harness.evaluation.bootstrap import mean_examples
-from harness.evaluation.pairs import score_pairs
-from harness.evaluation.ranking import rerank_metrics, stable_rank
-from harness.evaluation.sampling import sample_items
+from harness.blocks import mean_examples, rerank_metrics, sample_items, score_pairs, stable_rank
 
 from .base import SPLIT_OPTION, UsebTask, useb_metadata
 from .data import file_lines

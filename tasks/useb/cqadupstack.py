@@ -25,20 +25,20 @@ from typing import Any
 import numpy as np
 
 from harness import EvalResult, Option, data_error, files_checksum
-from harness.evaluation.bootstrap import mean_examples
-from harness.evaluation.first_stage import (
+from harness.blocks import (
     BM25,
+    cosine_top_k,
     encode_multi_once,
     encode_once,
+    evaluation_sample,
     first_stage_from_context,
     full_pool_embedder,
     full_pool_multi_vector,
+    maxsim_top_k,
+    mean_examples,
+    score_pairs,
+    top_list_metrics,
 )
-from harness.evaluation.maxsim import maxsim_top_k
-from harness.evaluation.pairs import score_pairs
-from harness.evaluation.ranking import top_list_metrics
-from harness.evaluation.sampling import evaluation_sample
-from harness.evaluation.search import cosine_top_k
 
 from .base import SPLIT_OPTION, UsebTask, useb_metadata
 from .data import read_json

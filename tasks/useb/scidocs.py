@@ -16,10 +16,7 @@ import logging
 import numpy as np
 
 from harness import EvalResult, data_error, files_checksum
-from harness.evaluation.bootstrap import mean_examples
-from harness.evaluation.pairs import score_pairs
-from harness.evaluation.ranking import trec_map_ndcg
-from harness.evaluation.sampling import sample_items
+from harness.blocks import mean_examples, sample_items, score_pairs, trec_map_ndcg
 
 from .base import SPLIT_OPTION, UsebTask, useb_metadata
 from .data import read_json

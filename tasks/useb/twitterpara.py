@@ -19,9 +19,7 @@ import numpy as np
 from sklearn.metrics import average_precision_score
 
 from harness import EvalResult, data_error, files_checksum, spearman
-from harness.evaluation.bootstrap import ExampleScores
-from harness.evaluation.pairs import PairSet, score_pair_sets
-from harness.evaluation.sampling import evaluation_sample
+from harness.blocks import ExampleScores, PairSet, evaluation_sample, score_pair_sets
 
 from .base import SOURCE, UsebTask, useb_metadata
 from .data import BUNDLED_TWITTERPARA, file_lines
