@@ -253,8 +253,8 @@ def _data_dir(value: Path | None, matrix_value: Path | None = None) -> Path | No
 
 
 def _run_config(args, for_validation: bool = False):
-    from .matrix import load_matrix
-    from .runner import ModelEntry, RunConfig
+    from .matrix import ModelEntry, load_matrix
+    from .run.config import RunConfig
 
     base: dict = {}
     if args.matrix is not None:
@@ -411,13 +411,13 @@ def cmd_run(registry, args) -> int:
 
     from .executors import make_executor
     from .leaderboard import write_leaderboards
-    from .runner import Runner, summary_rows
+    from .run.driver import Run, summary_rows
 
     config = _run_config(args)
-    runner = Runner(registry, config)
+    run = Run(registry, config)
     executor = make_executor(config)  # Ray missing, an unreachable --ray-address: said before the plan loads data
-    plan = runner.plan()
-    outcomes = runner.run(plan, executor)
+    plan = run.plan()
+    outcomes = run.run(executor, plan)
     headers, rows = summary_rows(outcomes)
     print()
     print(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
@@ -479,12 +479,13 @@ def cmd_compare(registry, args) -> int:
 
 
 def cmd_validate(registry, args) -> int:
-    from .profiles import format_budget
-    from .runner import Runner
+    from dataclasses import replace
 
-    config = _run_config(args, for_validation=True)
-    config.device = "cpu"
-    plan = Runner(registry, config).plan()  # loads every task's data and every training source once
+    from .profiles import format_budget
+    from .run.driver import Run
+
+    config = replace(_run_config(args, for_validation=True), device="cpu")
+    plan = Run(registry, config).plan()  # loads every task's data and every training source once
     for planned in plan.models:
         budget = f", budget {format_budget(planned.spec.requested_budget)}" if planned.spec.requested_budget else ""
         print(f"model {planned.spec.label}: key {planned.spec.key}, backbone {planned.spec.backbone}, "
