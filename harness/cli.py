@@ -317,9 +317,9 @@ def _budget_set(items: list[str]) -> dict:
 
 
 def _batch_size(value: int | None) -> int | None:
-    if value is not None and value < 1:
-        raise HarnessError(f"--batch-size must be a positive integer, got {value}.")
-    return value
+    from .run.config import check_batch_size  # RunConfig's own check: one message wherever the value comes from
+
+    return check_batch_size(value)
 
 
 def cmd_list(registry) -> int:

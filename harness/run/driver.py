@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import statistics
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Iterator
 
 from ..device import hardware_description
 from ..errors import HarnessError
@@ -20,17 +20,6 @@ from .models import Models, RescoreError
 from .plan import PROBLEM, STORED, Plan, Planner, TrainingJob, stored_cell, trained_spec
 
 logger = logging.getLogger(__name__)
-
-
-class Executor(Protocol):
-    """Where a plan's pending cells run (harness.executors): ``start`` checks what can fail before any cell runs;
-    ``run`` computes every job of ``plan.jobs()`` through ``worker`` and returns the cells' outcomes."""
-
-    name: str
-
-    def start(self, plan: Plan, worker: Worker) -> None: ...
-
-    def run(self, plan: Plan, worker: Worker) -> list[CellOutcome]: ...
 
 
 class Worker:
@@ -131,8 +120,8 @@ class Run:
         return Planner(self.registry, self.config, self.store, self.models, self._say).plan()
 
     def run(self, executor: Any, plan: Plan | None = None) -> list[CellOutcome]:
-        """Compute the plan's pending cells with ``executor`` (a harness.executors executor) and return every cell's
-        outcome in plan order."""
+        """Compute the plan's pending cells with ``executor`` (``start(plan, worker)`` and ``run(plan, worker)``, see
+        harness.executors; the caller chooses it) and return every cell's outcome in plan order."""
         plan = plan or self.plan()
         models = self.models.for_plan(plan.training_checksums)
         if self.config.rescore:
