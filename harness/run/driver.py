@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import statistics
+from dataclasses import replace
 from typing import Any, Callable, Iterator
 
 from ..device import hardware_description
@@ -46,8 +47,6 @@ class Worker:
     def remote_config(self) -> RunConfig:
         """The run's config for a worker in another process (absolute store and data paths; no progress bars).
         Records name the data dir as the user gave it (``Plan.data_dir_text``)."""
-        from dataclasses import replace
-
         config = self._run.config
         return replace(config, results_dir=config.results_dir.resolve(), progress=False, executor="local",
                        data_dir=config.data_dir.resolve() if config.data_dir else None)
@@ -55,8 +54,6 @@ class Worker:
     def recheck(self, job: TrainingJob) -> tuple[list[CellOutcome], TrainingJob | None]:
         """After claiming a job (its cells lock): the cells another process stored since this run planned (answered
         from the store, as ``cached``) and the job of the cells still to compute (None if none are left)."""
-        from dataclasses import replace
-
         cached, remaining = [], []
         for task_spec in job.tasks:
             cell = stored_cell(self._run.registry, self._run.store, self._plan, job.spec, job.seed, task_spec,
