@@ -37,7 +37,9 @@ def runnable_models(registry, tasks: list[str], profile: str, backbone: str,
     """The built-in models and recipes that can run these tasks, each with its training source (None: its default,
     else the bundled unlabeled sentences), and why the others cannot."""
     from harness.errors import HarnessError
-    from harness.runner import ModelEntry, RunConfig, Runner
+    from harness.matrix import ModelEntry
+    from harness.run.config import RunConfig
+    from harness.run.driver import Run
 
     usable, skipped = [], {}
     for name in sorted(set(registry.models) | set(registry.recipes)):
@@ -48,7 +50,7 @@ def runnable_models(registry, tasks: list[str], profile: str, backbone: str,
             config = RunConfig(models=[ModelEntry(name, train_on=train_on)], tasks=tasks, profile=profile,
                                backbone=backbone, device="cpu", results_dir=store, progress=False)
             try:
-                Runner(registry, config).plan()
+                Run(registry, config).plan()
                 usable.append((name, train_on))
                 break
             except HarnessError as exc:
@@ -62,8 +64,11 @@ def runnable_models(registry, tasks: list[str], profile: str, backbone: str,
 def run_once(mode: str, models: list[tuple[str, str | None]], tasks: list[str], profile: str, backbone: str,
              store: Path) -> tuple[float, float, int]:
     """(wall seconds of the run, of which cluster start-up, cells computed)."""
+    from harness.executors.local import LocalExecutor
+    from harness.matrix import ModelEntry
     from harness.registry import build_registry
-    from harness.runner import ModelEntry, RunConfig, Runner
+    from harness.run.config import RunConfig
+    from harness.run.driver import Run
 
     executor = None
     options: dict = {}
@@ -76,10 +81,10 @@ def run_once(mode: str, models: list[tuple[str, str | None]], tasks: list[str], 
     config = RunConfig(models=[ModelEntry(m, train_on=t) for m, t in models], tasks=tasks, profile=profile,
                        backbone=backbone,
                        device="cpu", results_dir=store, progress=False, **options)
-    runner = Runner(build_registry(), config, log=lambda message: None)
+    runner = Run(build_registry(), config, log=lambda message: None)
     plan = runner.plan()
     started = time.perf_counter()
-    outcomes = runner.run(plan, executor)
+    outcomes = runner.run(executor or LocalExecutor(), plan)
     wall = time.perf_counter() - started
     startup = executor.startup_seconds if executor is not None else 0.0
     computed = sum(outcome.status in ("ok", "failed", "missing") for outcome in outcomes)

@@ -187,8 +187,10 @@ def export_model(registry: Any, request: ExportRequest) -> ExportReport:
     """Build the requested model from its stored checkpoint and export it into ``request.to`` (with README.md)."""
     from . import __version__
     from .device import resolve_device
+    from .matrix import ModelEntry
     from .profiles import get_profile
-    from .runner import ModelEntry, RunConfig, Runner
+    from .run.config import RunConfig
+    from .run.models import Models
     from .spec import resolve_model_spec
     from .store import Store, trained_checkpoint_problem
 
@@ -210,10 +212,11 @@ def export_model(registry: Any, request: ExportRequest) -> ExportReport:
                 f"--results {store.root}"
             )
     device = resolve_device(request.device)
-    runner = Runner(registry, RunConfig(models=[ModelEntry(request.spec)], tasks=[], seeds=[request.seed],
-                                        profile=profile.name, backbone=request.backbone, train_on=request.train_on,
-                                        device=device, results_dir=store.root, progress=False))
-    model = runner.trained_model(spec, profile, device, request.seed)
+    config = RunConfig(models=[ModelEntry(request.spec)], tasks=[], seeds=[request.seed], profile=profile.name,
+                       backbone=request.backbone, train_on=request.train_on, device=device, results_dir=store.root,
+                       progress=False)
+    models = Models(registry, config, store)
+    model = models.trained_model(spec, profile, device, request.seed)
     exported_format, export = exporter_of(model, spec.label)
     records = [r for r in store.records() if r["model_key"] == spec.key and r["seed"] == request.seed]
     scores = stored_scores(records)
@@ -222,7 +225,7 @@ def export_model(registry: Any, request: ExportRequest) -> ExportReport:
     try:
         export(staging)
         card = model_card(spec.as_record(), request.seed, exported_format, scores, __version__,
-                          runner.training_report(spec, request.seed))
+                          models.training_report(spec, request.seed))
         (staging / "README.md").write_text(card, encoding="utf-8")
         if target.exists():
             target.rmdir()  # empty (checked above)

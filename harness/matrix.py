@@ -16,10 +16,25 @@ can be set per entry (keys of the entry) or for every entry (``budget:`` mapping
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import DataFileError, HarnessError, close_matches_hint, data_error
 from .profiles import BUDGET_KEYS, check_budget
+
+
+@dataclass
+class ModelEntry:
+    """One model of a matrix: its spec text and, optionally, its own training source and backbone."""
+
+    spec: str
+    train_on: str | None = None
+    backbone: str | None = None
+    budget: dict = field(default_factory=dict)  # training budget overrides (harness.profiles.BUDGET_KEYS)
+    # The keys of ``budget`` the entry set itself (refused when its spec cannot honour them); the others came from a
+    # matrix-wide ``budget:`` and, like --set, need only one trained spec of the run that honours them. None: all.
+    own_budget_keys: tuple[str, ...] | None = None
+
 
 # ``paper`` (the source table's numbers) and an entry's ``name`` are read by ``harness leaderboard --matrix`` only.
 ALLOWED_KEYS = {"description", "profile", "seeds", "tasks", "models", "backbone", "train_on", "data_dir", "budget",
@@ -63,8 +78,6 @@ def _optional_text(path: Path, document: dict, key: str, example: str) -> str | 
 
 def load_matrix(path: Path) -> dict:
     import yaml
-
-    from .runner import ModelEntry
 
     path = Path(path)
     if not path.is_file():

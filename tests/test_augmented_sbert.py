@@ -25,13 +25,16 @@ from harness import (
     hookimpl,
 )
 from harness.errors import HarnessError
+from harness.executors.local import LocalExecutor
+from harness.matrix import ModelEntry
 from harness.nn.mlm import freeze_embedding_layer, mask_tokens, maskable_positions, pairwise_features
 from harness.nn.sampling import PairSampler
 from harness.nn.silver_pairs import ARTIFACT, read_silver_pairs
 from harness.plugins.silver_density import draw_silver_density
 from harness.profiles import get_profile
 from harness.registry import build_registry
-from harness.runner import ModelEntry, RunConfig, Runner
+from harness.run.config import RunConfig
+from harness.run.driver import Run
 from harness.spec import resolve_model_spec
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -224,11 +227,11 @@ class _ThirdParty:
         register(Component("sampler", "every-other", _ThirdParty.EveryOtherGoldPair(), "every other gold pair"))
 
 
-def _runner(tiny_bert, tmp_path, spec: str, train_on: str = "stsb") -> Runner:
+def _runner(tiny_bert, tmp_path, spec: str, train_on: str = "stsb") -> Run:
     registry = build_registry(extra_plugins=[_ThirdParty])
     config = RunConfig(models=[ModelEntry(spec)], tasks=["stsb"], profile="smoke", backbone=tiny_bert,
                        train_on=train_on, device="cpu", results_dir=tmp_path / "results", progress=False)
-    return Runner(registry, config, log=lambda message: None)
+    return Run(registry, config, log=lambda message: None)
 
 
 def test_a_teacher_that_cannot_score_pairs_is_refused(tiny_bert, tmp_path):
@@ -238,7 +241,7 @@ def test_a_teacher_that_cannot_score_pairs_is_refused(tiny_bert, tmp_path):
 
 def test_third_party_sampler_and_be_as_a_stand_in_teacher(tiny_bert, tmp_path):
     runner = _runner(tiny_bert, tmp_path, "augsbert:teacher=be,sampler=every-other,mode=self-distillation")
-    (outcome,) = runner.run(runner.plan())
+    (outcome,) = runner.run(LocalExecutor(), runner.plan())
     assert outcome.status == "ok"
     record = json.loads(runner.store.record_path(outcome.spec.key, 42, "stsb").read_text())
     details = record["training"]["augmented_sbert"]
@@ -246,7 +249,7 @@ def test_third_party_sampler_and_be_as_a_stand_in_teacher(tiny_bert, tmp_path):
     # A Bi-Encoder teacher's scores are its cosines: the artifact holds exactly the stand-in teacher's scores.
     artifact = _artifact(tmp_path / "results", record)
     profile = get_profile("smoke")
-    teacher = runner.trained_model(resolve_model_spec(runner.registry, "be", profile, tiny_bert, "stsb"), profile,
+    teacher = runner.models.trained_model(resolve_model_spec(runner.registry, "be", profile, tiny_bert, "stsb"), profile,
                                    "cpu", 42)
     sentences = artifact["sentences"]
     first = [sentences[i] for i, _, _, _ in artifact["pairs"]]
@@ -258,11 +261,11 @@ def test_third_party_sampler_and_be_as_a_stand_in_teacher(tiny_bert, tmp_path):
 def test_the_student_is_any_spec_that_learns_from_scored_pairs(tiny_bert, tmp_path):
     runner = _runner(tiny_bert, tmp_path,
                      "augsbert:student=be:pooling=cls,teacher=be,sampler=every-other,mode=self-distillation")
-    (outcome,) = runner.run(runner.plan())
+    (outcome,) = runner.run(LocalExecutor(), runner.plan())
     assert outcome.status == "ok"
     record = json.loads(runner.store.record_path(outcome.spec.key, 42, "stsb").read_text())
     assert record["training"]["augmented_sbert"]["student"] == "be:pooling=cls"
-    student = runner.trained_model(outcome.spec, get_profile("smoke"), "cpu", 42)
+    student = runner.models.trained_model(outcome.spec, get_profile("smoke"), "cpu", 42)
     assert student.encoder.pooling == "cls"
 
 
@@ -270,7 +273,7 @@ def test_domain_transfer_into_unlabeled_sentences(tiny_bert, tmp_path):
     """Thesis 5.4.3 / table 6.10 (AugSBERT on a USEB domain): semantic-search + random pairs of plain sentences."""
     spec = "augsbert:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb,sampler=semantic-search+random"
     runner = _runner(tiny_bert, tmp_path, spec, train_on="toy-unlabeled")
-    (outcome,) = runner.run(runner.plan())
+    (outcome,) = runner.run(LocalExecutor(), runner.plan())
     assert outcome.status == "ok"
     record = json.loads(runner.store.record_path(outcome.spec.key, 42, "stsb").read_text())
     details = record["training"]["augmented_sbert"]

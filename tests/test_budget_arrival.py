@@ -9,8 +9,10 @@ import pytest
 
 from harness.capabilities import TRAINABLE
 from harness.errors import InvalidOptionError
+from harness.matrix import ModelEntry
 from harness.profiles import budget_differences, format_budget, get_profile, requested_budget
-from harness.runner import ModelEntry, RunConfig, Runner
+from harness.run.config import RunConfig
+from harness.run.driver import Run
 from harness.spec import resolve_model_spec
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -55,12 +57,12 @@ def test_every_trainable_model_applies_the_budget_it_requested(registry, tiny_be
     entries = [ModelEntry(spec, source, budget=dict(REQUEST)) for spec, source in walked]
     config = RunConfig(models=entries, tasks=["stsb"], profile="smoke", backbone=tiny_bert, device="cpu",
                        results_dir=tmp_path / "results", progress=False)
-    runner = Runner(registry, config, log=lambda message: None)
+    runner = Run(registry, config, log=lambda message: None)
     profile = get_profile("smoke")
     checked = []
     for entry in entries:
         spec = resolve_model_spec(registry, entry.spec, profile, tiny_bert, entry.train_on, entry.budget)
-        runner.trained_model(spec, profile, "cpu", 42)
+        runner.models.trained_model(spec, profile, "cpu", 42)
         checked.append(spec.label)
     # Every trained model (the walked ones and a recipe's inner models: its teacher) left a checkpoint whose
     # training applied exactly what it requested.
@@ -113,7 +115,7 @@ def test_steps_short_of_the_budget_are_a_difference():
 def test_a_budget_key_a_method_cannot_honour_is_refused_at_plan_time(registry, tmp_path, entries, budget, message):
     config = RunConfig(models=entries, tasks=["stsb"], profile="smoke", results_dir=tmp_path, budget=budget)
     with pytest.raises(InvalidOptionError, match=message):
-        Runner(registry, config).plan()
+        Run(registry, config).plan()
 
 
 def test_a_user_budget_wins_over_the_setup_budget_and_the_record_shows_both(registry, tiny_bert, tmp_path):
@@ -122,12 +124,12 @@ def test_a_user_budget_wins_over_the_setup_budget_and_the_record_shows_both(regi
                        backbone=tiny_bert, train_on="bws-cross-topic", device="cpu", results_dir=tmp_path,
                        progress=False, budget={"epochs": 1, "max_steps": 100000, "max_train_examples": 50,
                                                "batch_size": 16})
-    runner = Runner(registry, config, log=lambda message: None)
+    runner = Run(registry, config, log=lambda message: None)
     plan = runner.plan()
     for planned in plan.models:
-        runner.trained_model(planned.spec, plan.profile, "cpu", 42)
-        applied = runner.training_report(planned.spec, 42)["applied_budget"]
+        runner.models.trained_model(planned.spec, plan.profile, "cpu", 42)
+        applied = runner.models.training_report(planned.spec, 42)["applied_budget"]
         assert applied["steps"] == 4 and applied["max_steps"] == 100000, applied  # ceil(50 / 16), not 40
-        record = runner._budget_record(planned.spec, 42)["budget"]
+        record = runner.models.budget_record(planned.spec, 42)["budget"]
         assert record["requested"]["max_steps"] == 100000 and record["applied"]["steps"] == 4
         assert budget_differences(record["requested"], record["applied"], strict=True) == []

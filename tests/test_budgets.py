@@ -81,11 +81,13 @@ def test_set_on_the_command_line_reaches_every_trained_spec(registry):
 
 
 def test_runner_plans_entry_and_set_budgets_into_the_spec(registry, tmp_path):
-    from harness.runner import ModelEntry, RunConfig, Runner
+    from harness.matrix import ModelEntry
+    from harness.run.config import RunConfig
+    from harness.run.driver import Run
 
     config = RunConfig(models=[ModelEntry("ce", "stsb", budget={"epochs": 2}), ModelEntry("cbe", "stsb")],
                        tasks=["stsb"], results_dir=tmp_path, budget={"epochs": 3, "max_steps": 10})
-    plan = Runner(registry, config).plan()
+    plan = Run(registry, config).plan()
     ce, cbe = (planned.spec for planned in plan.models)
     assert ce.budget == {"epochs": 2, "max_steps": 10, "max_train_examples": None}  # the entry's own wins
     assert cbe.budget == {"epochs": 3, "max_steps": 10, "max_train_examples": None}

@@ -278,13 +278,16 @@ def test_two_concurrent_runs_train_once_and_store_what_one_run_stores(tmp_path, 
     for path in Store(shared).record_files():
         read_record(path)  # valid: schema and content checksum, never an interleaved write
     # One run alone (in this process: one PyTorch thread, as the subprocesses had).
+    from harness.executors.local import LocalExecutor
+    from harness.matrix import ModelEntry
     from harness.registry import build_registry
-    from harness.runner import ModelEntry, RunConfig, Runner
+    from harness.run.config import RunConfig
+    from harness.run.driver import Run
 
     monkeypatch.setenv("HARNESS_TEST_GATE", str(gate))
     monkeypatch.setenv("HARNESS_EXTRA_PLUGINS", "test_concurrent_store")  # as the subprocesses registered it
     config = RunConfig(models=[ModelEntry("be")], tasks=["stsb", "gate"], train_on="stsb", profile="smoke",
                        backbone=tiny_bert, device="cpu", results_dir=alone, progress=False)
-    Runner(build_registry(), config).run()
+    Run(build_registry(), config).run(LocalExecutor())
     assert differences(_records(shared), _records(alone)) == []
     assert len(_records(shared)) == 2

@@ -22,8 +22,11 @@ from test_concurrent_store import _records as comparable_records
 from test_concurrent_store import differences
 
 from conftest import REPO
+from harness.executors.local import LocalExecutor
+from harness.matrix import ModelEntry
 from harness.registry import build_registry
-from harness.runner import ModelEntry, RunConfig, Runner
+from harness.run.config import RunConfig
+from harness.run.driver import Run
 from harness.store import Store
 
 HAVE_RAY = importlib.util.find_spec("ray") is not None
@@ -38,8 +41,8 @@ def matrix_config(results: Path, tiny_bert: str, **executor) -> RunConfig:
 
 
 def run_matrix(results: Path, tiny_bert: str, with_executor=None, **config):
-    runner = Runner(build_registry(), matrix_config(results, tiny_bert, **config))
-    return runner.run(runner.plan(), with_executor)
+    runner = Run(build_registry(), matrix_config(results, tiny_bert, **config))
+    return runner.run(with_executor or LocalExecutor(), runner.plan())
 
 
 @pytest.fixture(scope="module")

@@ -28,15 +28,17 @@ def export(store, tiny_bert, spec, target, *extra):
 
 
 def harness_model(store, tiny_bert, spec):
+    from harness.matrix import ModelEntry
     from harness.profiles import get_profile
     from harness.registry import build_registry
-    from harness.runner import ModelEntry, RunConfig, Runner
+    from harness.run.config import RunConfig
+    from harness.run.driver import Run
     from harness.spec import resolve_model_spec
 
     registry = build_registry()
     profile = get_profile("smoke")
-    runner = Runner(registry, RunConfig([ModelEntry(spec)], [], [42], "smoke", tiny_bert, "stsb", "cpu", store))
-    return runner.trained_model(resolve_model_spec(registry, spec, profile, tiny_bert, "stsb"), profile, "cpu", 42)
+    runner = Run(registry, RunConfig([ModelEntry(spec)], [], [42], "smoke", tiny_bert, "stsb", "cpu", store))
+    return runner.models.trained_model(resolve_model_spec(registry, spec, profile, tiny_bert, "stsb"), profile, "cpu", 42)
 
 
 def test_exported_be_loads_in_sentence_transformers_with_the_same_embeddings(trained_store, tiny_bert, tmp_path):

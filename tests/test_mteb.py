@@ -115,8 +115,10 @@ def test_export_results_are_read_back_by_mtebs_result_loader(tmp_path, caplog):
 
 
 def test_pair_scorer_on_an_embedding_task_is_refused_before_running(registry):
-    from harness.runner import ModelEntry, RunConfig, Runner
+    from harness.matrix import ModelEntry
+    from harness.run.config import RunConfig
+    from harness.run.driver import Run
 
     with pytest.raises(IncompatibleError):
-        Runner(ht.plugin_registry("harness.testing", "harness.tasks.mteb"),
-               RunConfig([ModelEntry("testing-pair-scorer")], ["mteb:STS22"], device="cpu")).plan()
+        Run(ht.plugin_registry("harness.testing", "harness.tasks.mteb"),
+            RunConfig([ModelEntry("testing-pair-scorer")], ["mteb:STS22"], device="cpu")).plan()

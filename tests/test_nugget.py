@@ -9,11 +9,13 @@ import pytest
 import torch
 
 from harness import InvalidOptionError, TrainingSplits, UnlabeledSentences, VectorSets, as_pair_scorer
+from harness.matrix import ModelEntry
 from harness.nn import SentenceEncoder, TransformerDecoder
 from harness.plugin_api import ModelContext
 from harness.plugins.nugget import NuggetAutoencoder, NuggetEncoder, nugget_counts, select_nuggets
 from harness.profiles import get_profile
-from harness.runner import ModelEntry, RunConfig, Runner
+from harness.run.config import RunConfig
+from harness.run.driver import Run
 
 SENTENCES = [
     "a man is playing a guitar on the stage tonight .",
@@ -150,7 +152,7 @@ def test_bad_options_fail_at_plan_time_or_build(tiny_bert, registry, tmp_path):
     def plan(model):
         config = RunConfig(models=[ModelEntry(model)], tasks=["stsb"], train_on="stsb", profile="smoke",
                            results_dir=tmp_path / "results", progress=False)
-        return Runner(registry, config, log=lambda _: None).plan()
+        return Run(registry, config, log=lambda _: None).plan()
 
     for bad in ("nugget:ratio=0", "nugget:ratio=1.5", "nugget:ratio=-0.1"):
         with pytest.raises(InvalidOptionError, match=r"ratio must lie in \(0, 1\].*0.05, 0.1, 0.15, 0.25"):

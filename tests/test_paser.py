@@ -9,13 +9,15 @@ import pytest
 import torch
 
 from harness import InvalidOptionError, TrainingSplits, UnlabeledSentences
+from harness.matrix import ModelEntry
 from harness.nn import SentenceEncoder, wordnet
 from harness.nn.objectives import CLEAN, ObjectiveSetup, ObjectiveSum
 from harness.nn.phrases import english_stopwords, masked_copy, rake_phrases
 from harness.plugin_api import ModelContext
 from harness.plugins.paser import PhraseMasking, PhraseReconstruction, replace_synonyms
 from harness.profiles import get_profile
-from harness.runner import ModelEntry, RunConfig, Runner
+from harness.run.config import RunConfig
+from harness.run.driver import Run
 
 TEXT = ("Compatibility of systems of linear constraints over the set of natural numbers. Criteria of compatibility "
         "of a system of linear Diophantine equations, strict inequations, and nonstrict inequations are considered. "
@@ -159,7 +161,7 @@ def test_training_end_to_end_and_bad_options(tiny_bert, registry, tmp_path, tiny
     def plan(spec):
         config = RunConfig(models=[ModelEntry(spec)], tasks=["stsb"], train_on="stsb", profile="smoke",
                            results_dir=tmp_path / "results", progress=False)
-        return Runner(registry, config, log=lambda _: None).plan()
+        return Run(registry, config, log=lambda _: None).plan()
 
     with pytest.raises(InvalidOptionError, match="top_k must be at least 1"):
         plan("paser:top_k=0")

@@ -22,9 +22,12 @@ import pytest
 import harness
 from conftest import REPO
 from harness.checkpoints import build_checkpoint, checkpoint_problem
+from harness.executors.local import LocalExecutor
+from harness.matrix import ModelEntry
 from harness.registry import build_registry
+from harness.run.config import RunConfig
+from harness.run.driver import Run
 from harness.run.record import seal_record
-from harness.runner import ModelEntry, RunConfig, Runner
 from harness.store import Store, read_record
 
 SMOKE = ("--profile", "smoke", "--no-progress")
@@ -158,8 +161,8 @@ def toy_run(tmp_path: Path, models=("toy-embedder",), tasks=("toy-pairs",), **co
     run_config = RunConfig(models=[ModelEntry(m) for m in models], tasks=list(tasks), progress=False, device="cpu",
                            **config)
     messages: list[str] = []
-    runner = Runner(registry, run_config, log=messages.append)
-    return runner.run(), messages
+    runner = Run(registry, run_config, log=messages.append)
+    return runner.run(LocalExecutor()), messages
 
 
 def only_record(results: Path) -> dict:
@@ -1046,11 +1049,11 @@ def test_a_lost_ray_node_is_reported_in_one_line_of_its_own(caplog):
             return self.nodes_now
 
     executor, ray = RayExecutor(max_retries=3), FakeRay()
-    executor._report_lost_nodes(ray, None)
+    executor._report_lost_nodes(ray)
     ray.nodes_now = [ray.nodes_now[0], {**ray.nodes_now[1], "Alive": False}]
     executor._nodes_checked_at = 0.0
     with caplog.at_level("ERROR"):
-        executor._report_lost_nodes(ray, None)
+        executor._report_lost_nodes(ray)
     assert "Ray node gpu-2 (bbbbbbbb) was lost: its running tasks are retried on the other nodes (up to 3 times)" \
         in caplog.text and "gpu-1" not in caplog.text
 
@@ -1118,7 +1121,7 @@ def test_publish_refuses_records_computed_on_a_sample(tmp_path):
                 data_dir=tmp_path / "data")
     assert not (tmp_path / "published").exists()
 def test_a_failed_cell_shows_failed_in_the_run_summary_not_a_dash(tmp_path):
-    from harness.runner import summary_rows
+    from harness.run.driver import summary_rows
 
     write_toy_data(tmp_path / "data")
     outcomes, _ = toy_run(tmp_path, models=("toy-constant", "toy-embedder"))

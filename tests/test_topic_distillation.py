@@ -21,10 +21,13 @@ from harness import (
     UnlabeledSentences,
     hookimpl,
 )
+from harness.executors.local import LocalExecutor
+from harness.matrix import ModelEntry
 from harness.nn import DEFAULT_DELIMITER
 from harness.profiles import get_profile
 from harness.registry import build_registry
-from harness.runner import ModelEntry, RunConfig, Runner
+from harness.run.config import RunConfig
+from harness.run.driver import Run
 from harness.spec import resolve_model_spec
 
 TOPIC_WORDS = {"Energy": "nuclear energy power plant reactor", "Schools": "school uniform pupils teachers class"}
@@ -74,12 +77,12 @@ class _ToyPlugin:
         register(TaskPlugin(_ToyTopics.metadata, lambda options, data_dir: _ToyTopics(options, data_dir)))
 
 
-def _runner(tiny_bert, tmp_path, models: list[str], train_on: str = "toy-topics", tasks=("stsb",)) -> Runner:
+def _runner(tiny_bert, tmp_path, models: list[str], train_on: str = "toy-topics", tasks=("stsb",)) -> Run:
     registry = build_registry(extra_plugins=[_ToyPlugin])
     config = RunConfig(models=[ModelEntry(m) for m in models], tasks=list(tasks), profile="smoke",
                        backbone=tiny_bert, train_on=train_on, device="cpu", results_dir=tmp_path / "results",
                        progress=False)
-    return Runner(registry, config, log=lambda message: None)
+    return Run(registry, config, log=lambda message: None)
 
 
 class _Recorder:
@@ -137,7 +140,7 @@ def test_prompted_and_hidden_distillation_end_to_end(tiny_bert, tmp_path, monkey
     prompted = f"{DISTILLATION},teacher_mlm=true,topics=prompted"
     hidden = f"{DISTILLATION},teacher_mlm=true,student_from_mlm=true,topics=hidden"
     runner = _runner(tiny_bert, tmp_path, [prompted, hidden])
-    outcomes = runner.run(runner.plan())
+    outcomes = runner.run(LocalExecutor(), runner.plan())
     assert [o.status for o in outcomes] == ["ok", "ok"], [o.message for o in outcomes]
     results = tmp_path / "results"
     details = {}
@@ -325,7 +328,7 @@ def test_the_prompted_classifier_refuses_a_label_with_the_delimiter(tiny_bert):
 
 def test_the_classifier_runs_as_a_trained_model(tiny_bert, tmp_path):
     runner = _runner(tiny_bert, tmp_path, ["classifier", "classifier:input=prompted,head=thesis-code"])
-    outcomes = runner.run(runner.plan())
+    outcomes = runner.run(LocalExecutor(), runner.plan())
     assert [o.status for o in outcomes] == ["ok", "ok"], [o.message for o in outcomes]
     assert len(list((tmp_path / "results" / "checkpoints").glob("classifier-*/seed-42"))) == 2
 

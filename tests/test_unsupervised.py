@@ -10,12 +10,15 @@ import pytest
 import torch
 
 from harness import UNLABELED_SENTENCES, IncompatibleError, InvalidOptionError, TrainingSplits, UnlabeledSentences
+from harness.executors.local import LocalExecutor
+from harness.matrix import ModelEntry
 from harness.nn import SentenceEncoder
 from harness.nn.noise import WordDeletion, check_deletion_ratio, delete_words, split_words
 from harness.nn.objectives import CLEAN, DELETED, ObjectiveSetup, ObjectiveSum, UnlabeledCollator
 from harness.plugin_api import ModelContext
 from harness.profiles import get_profile
-from harness.runner import ModelEntry, RunConfig, Runner
+from harness.run.config import RunConfig
+from harness.run.driver import Run
 
 SENTENCES = [
     "a man is playing a guitar on the stage tonight .",
@@ -295,7 +298,7 @@ def test_mlm_shares_the_encoder(tiny_bert, registry, tmp_path):
 def plan(registry, models, tasks, train_on, tmp_path, backbone=None):
     config = RunConfig(models=[ModelEntry(m) for m in models], tasks=tasks, train_on=train_on, profile="smoke",
                        results_dir=tmp_path / "results", progress=False, backbone=backbone)
-    return Runner(registry, config, log=lambda _: None).plan()
+    return Run(registry, config, log=lambda _: None).plan()
 
 
 def test_bad_specs_fail_at_plan_time(registry, tmp_path):
@@ -330,8 +333,8 @@ def test_tasks_offer_only_train_text(registry):
 def test_train_on_self_trains_one_model_per_task(registry, tmp_path, tiny_bert):
     config = RunConfig(models=[ModelEntry("simcse")], tasks=["stsb", "sickr"], train_on="self", profile="smoke",
                        results_dir=tmp_path / "results", progress=False, backbone=tiny_bert)
-    runner = Runner(registry, config, log=lambda _: None)
-    outcomes = runner.run()
+    runner = Run(registry, config, log=lambda _: None)
+    outcomes = runner.run(LocalExecutor())
     assert [o.status for o in outcomes] == ["ok", "ok"]
     assert len({o.spec.key for o in outcomes}) == 1  # one leaderboard row
     records = [json.loads(p.read_text()) for p in sorted((tmp_path / "results").glob("simcse-*/seed-42/*.json"))]
@@ -339,7 +342,7 @@ def test_train_on_self_trains_one_model_per_task(registry, tmp_path, tiny_bert):
     assert records[0]["training_data_checksum"] != records[1]["training_data_checksum"]
     checkpoints = list((tmp_path / "results" / "checkpoints").glob("simcse-*"))
     assert len(checkpoints) == 2  # one model per task
-    again = Runner(registry, config, log=lambda _: None).run()
+    again = Run(registry, config, log=lambda _: None).run(LocalExecutor())
     assert [o.status for o in again] == ["cached", "cached"]
 
 

@@ -343,9 +343,12 @@ def test_bad_file_names_file_and_line(tmp_path):
 def test_family_runs_end_to_end_with_missing_members(tmp_path, monkeypatch):
     """Runner + store + leaderboard: twitterpara scores (bundled), the other members are recorded as missing."""
     import harness
+    from harness.executors.local import LocalExecutor
     from harness.leaderboard import write_leaderboards
+    from harness.matrix import ModelEntry
     from harness.registry import build_registry
-    from harness.runner import ModelEntry, RunConfig, Runner
+    from harness.run.config import RunConfig
+    from harness.run.driver import Run
     from harness.store import Store
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
@@ -361,7 +364,7 @@ def test_family_runs_end_to_end_with_missing_members(tmp_path, monkeypatch):
     (tmp_path / "data").mkdir()  # an existing but empty data dir (a missing one is an error of its own)
     config = RunConfig(models=[ModelEntry("hash-embedder")], tasks=["useb"], results_dir=tmp_path / "results",
                        data_dir=tmp_path / "data", progress=False, device="cpu")
-    outcomes = Runner(registry, config, log=lambda message: None).run()
+    outcomes = Run(registry, config, log=lambda message: None).run(LocalExecutor())
     status = {o.task.name: o.status for o in outcomes}
     assert status == {"askubuntu": "missing", "cqadupstack": "missing", "scidocs": "missing", "twitterpara": "ok"}
     assert all("harness data download useb" in o.message for o in outcomes if o.status == "missing")

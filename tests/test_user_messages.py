@@ -8,8 +8,11 @@ import numpy as np
 import pytest
 
 from harness import EMBEDDER, ModelPlugin, hookimpl
+from harness.executors.local import LocalExecutor
+from harness.matrix import ModelEntry
 from harness.registry import build_registry
-from harness.runner import ModelEntry, RunConfig, Runner
+from harness.run.config import RunConfig
+from harness.run.driver import Run
 
 
 def test_describe_an_unknown_name_offers_close_matches(run_cli):
@@ -83,12 +86,12 @@ def _run(tmp_path, models):
     registry = build_registry(extra_plugins=[_Embedders])
     config = RunConfig(models=[ModelEntry(m) for m in models], tasks=["stsb"], profile="smoke", device="cpu",
                        results_dir=tmp_path, progress=False)
-    runner = Runner(registry, config, log=lambda message: None)
-    return runner, runner.run(runner.plan())
+    runner = Run(registry, config, log=lambda message: None)
+    return runner, runner.run(LocalExecutor(), runner.plan())
 
 
 def test_a_batch_dependent_third_party_embedder_fails_instead_of_storing_scores(tmp_path, monkeypatch):
-    import harness.runner as runner_module
+    import harness.run.models as runner_module
 
     monkeypatch.setattr(runner_module.importlib_metadata, "version", lambda package: "1.0")
     runner, (centred, counts) = _run(tmp_path, ["centred", "counts"])

@@ -19,8 +19,8 @@ def cmd_publish(args) -> int:
     selection = Selection(split_spec_list(args.models), split_spec_list(args.tasks),
                           values.seeds(args.seeds, default=[]))
     source = existing_store(results_dir(args.results), "pass the store to publish from with --results")
-    result = publish(source, Store(args.to), selection, registry=registry, data_dir=values.data_dir(args.data_dir),
-                     overwrite=args.overwrite, trust_unsigned=args.trust_unsigned, log=print)
+    result = publish(source, Store(args.to), selection, registry=registry,
+                     data_dir=values.checked_data_dir(args.data_dir), overwrite=args.overwrite, trust_unsigned=args.trust_unsigned, log=print)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return 0

@@ -24,13 +24,13 @@ def cmd_rescore(args) -> int:
 
 def _run(registry, args) -> int:
     from ..executors import make_executor
-    from ..runner import Runner
+    from ..run.driver import Run
 
     config = values.run_config(args)
-    runner = Runner(registry, config)
+    run = Run(registry, config)
     executor = make_executor(config)  # Ray missing, an unreachable --ray-address: said before the plan loads data
-    plan = runner.plan()
-    outcomes = runner.run(plan, executor)
+    plan = run.plan()
+    outcomes = run.run(executor, plan)
     counts = _print_summary(outcomes, config.results_dir)
     if args.leaderboards is not None:
         from ..leaderboard import write_leaderboards
@@ -49,7 +49,7 @@ def _print_summary(outcomes, results_dir) -> dict[str, int]:
     """The table of the run's cells, the counts by status, missing data per task and each failure reason once."""
     from tabulate import tabulate
 
-    from ..runner import summary_rows
+    from ..run.driver import summary_rows
 
     headers, rows = summary_rows(outcomes)
     print()

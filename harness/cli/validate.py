@@ -8,13 +8,14 @@ from .common import load_registry
 
 
 def cmd_validate(args) -> int:
+    from dataclasses import replace
+
     from ..profiles import format_budget
-    from ..runner import Runner
+    from ..run.driver import Run
 
     registry = load_registry()
-    config = values.run_config(args)
-    config.device = "cpu"
-    plan = Runner(registry, config).plan()  # loads every task's data and every training source once
+    config = replace(values.run_config(args), device="cpu")
+    plan = Run(registry, config).plan()  # loads every task's data and every training source once
     for planned in plan.models:
         budget = f", budget {format_budget(planned.spec.requested_budget)}" if planned.spec.requested_budget else ""
         print(f"model {planned.spec.label}: key {planned.spec.key}, backbone {planned.spec.backbone}, "

@@ -16,9 +16,15 @@ DEFAULT_SEED = 42
 
 
 def seeds(text: str | None, default: list[int] | None = None) -> list[int]:
-    """--seeds ``42,43`` -> checked seeds; ``default`` (else [42]) when it is not given."""
+    """--seeds ``42,43`` -> checked seeds; ``default`` (else [42]) when it is not given (commands that build no
+    RunConfig; `run`, `rescore` and `validate` leave the range check to RunConfig)."""
     from ..matrix import check_seeds
 
+    return check_seeds(parsed_seeds(text, default), "--seeds")
+
+
+def parsed_seeds(text: str | None, default: list[int] | None = None) -> list[int]:
+    """--seeds ``42,43`` read as integers (their range is RunConfig's check, harness.matrix.check_seeds)."""
     if text is None:
         return default if default is not None else [DEFAULT_SEED]
     try:
@@ -27,20 +33,13 @@ def seeds(text: str | None, default: list[int] | None = None) -> list[int]:
         raise HarnessError(f"--seeds takes comma-separated integers such as 42,43,44; got {text!r}.") from None
     if not parsed:
         raise HarnessError("--seeds needs at least one integer, e.g. --seeds 42.")
-    return check_seeds(parsed, "--seeds")
+    return parsed
 
 
 def profile_name(value: str) -> str:
     """--profile: one of the budget profiles."""
     if value not in PROFILES:
         raise invalid_choice("--profile", value, PROFILES)
-    return value
-
-
-def batch_size(value: int | None) -> int | None:
-    """--batch-size: a positive integer, or None for the profile's."""
-    if value is not None and value < 1:
-        raise HarnessError(f"--batch-size must be a positive integer, got {value}.")
     return value
 
 
@@ -57,17 +56,23 @@ def budget_set(items: list[str]) -> dict:
     return check_budget(values, "--set")
 
 
-def data_dir(value: Path | None, matrix_value: Path | None = None) -> Path | None:
-    """--data-dir, else the matrix's data_dir, else HARNESS_DATA_DIR; one that does not exist is refused (never a
-    silent fall-back to the bundled data while the record names the missing folder)."""
+def data_dir(value: Path | None, matrix_value: Path | None = None) -> tuple[Path | None, str]:
+    """--data-dir, else the matrix's data_dir, else HARNESS_DATA_DIR, with where it came from: RunConfig refuses one
+    that does not exist, naming that source (never a silent fall-back to the bundled data while the record names the
+    missing folder)."""
+    if value is not None:
+        return Path(value), "--data-dir"
+    if matrix_value is not None:
+        return Path(matrix_value), "data_dir of the matrix"
+    environment = os.environ.get("HARNESS_DATA_DIR")
+    return (Path(environment), "HARNESS_DATA_DIR") if environment else (None, "--data-dir")
+
+
+def checked_data_dir(value: Path | None) -> Path | None:
+    """The data dir of a command that builds no RunConfig (publish), checked here."""
     from ..data import check_data_dir
 
-    if value is not None:
-        return check_data_dir(value, "--data-dir")
-    if matrix_value is not None:
-        return check_data_dir(matrix_value, "data_dir of the matrix")
-    environment = os.environ.get("HARNESS_DATA_DIR")
-    return check_data_dir(environment, "HARNESS_DATA_DIR") if environment else None
+    return check_data_dir(*data_dir(value))
 
 
 def executor_options(args) -> dict:
@@ -110,29 +115,31 @@ def resamples(value: int) -> int:
 
 def run_config(args):
     """The RunConfig of `run`, `rescore` and `validate`: the flags over the matrix file's values over defaults."""
-    from ..matrix import load_matrix
-    from ..runner import ModelEntry, RunConfig
+    from ..matrix import ModelEntry, load_matrix
+    from ..run.config import RunConfig
 
     base: dict = {}
     if args.matrix is not None:
         base = load_matrix(args.matrix)
+    chosen_data_dir, data_dir_source = data_dir(args.data_dir, base.get("data_dir"))
     models = [ModelEntry(m) for m in split_spec_list(args.models)] or base.get("models", [])
     tasks = split_spec_list(args.tasks) or base.get("tasks", [])
     profile = profile_name(args.profile or base.get("profile", "quick"))
     return RunConfig(
         models=models,
         tasks=tasks,
-        seeds=seeds(getattr(args, "seeds", None), base.get("seeds")),
+        seeds=parsed_seeds(getattr(args, "seeds", None), base.get("seeds")),
         profile=profile,
         backbone=args.backbone or base.get("backbone"),
         train_on=args.train_on or base.get("train_on"),
         device=getattr(args, "device", "auto"),
         results_dir=results_dir(getattr(args, "results", None)),
-        data_dir=data_dir(args.data_dir, base.get("data_dir")),
+        data_dir=chosen_data_dir,
+        data_dir_source=data_dir_source,
         overwrite=getattr(args, "overwrite", False),
         rescore=getattr(args, "rescore", False),
         progress=not getattr(args, "no_progress", False) and sys.stderr.isatty(),
-        batch_size=batch_size(getattr(args, "batch_size", None)),
+        batch_size=getattr(args, "batch_size", None),
         store_only=getattr(args, "store_only", False),
         budget=budget_set(getattr(args, "budget_set", None) or []),
         **executor_options(args),

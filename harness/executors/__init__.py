@@ -5,14 +5,18 @@
   GPUs (:mod:`harness.executors.ray_cluster`); Ray is the optional extra ``sentence-harness[ray]``.
 
 Whatever the executor, the driver (the process that runs ``harness run``) plans the matrix, answers cells from the
-store, and alone writes result records (``Runner.store_result``); workers compute records and return them. Trained
+store, and alone writes result records (``Worker.record`` of harness.run.driver); workers compute records and return
+them. Trained
 checkpoints are written by whoever trains them, under the checkpoint's lock, into the store, which every worker must
 reach at the same path. Several drivers (two terminals, a job array) may share one store: each claims the cells of a
 model spec and seed with a lock before computing them (``Store.cells_lock``), so no cell is computed twice at once,
 and a driver that finds a job claimed does the others first and then waits for it.
 
-An executor has ``start(runner, plan)`` (checks that can fail, e.g. Ray missing or the cluster unreachable; called
-before any cell runs) and ``run(runner, plan, jobs, hardware) -> list[CellOutcome]``.
+An executor has ``start(plan, worker)`` (checks that can fail, e.g. Ray missing or the cluster unreachable; called
+before any cell runs) and ``run(plan, worker) -> list[CellOutcome]`` (the outcomes of ``plan.jobs()``). ``worker``
+(harness.run.driver.Worker) is what the driver lends it: cell locks, ``recheck``, ``run_job`` (this process),
+``remote_config`` (another process) and ``record`` (the driver's writer). Only the CLI chooses an executor
+(``make_executor``); the run stages never import this package.
 """
 from __future__ import annotations
 
@@ -21,7 +25,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..errors import invalid_choice
 
 if TYPE_CHECKING:
-    from ..runner import CellOutcome, Plan, RunConfig, Runner, TrainingJob
+    from ..run.config import RunConfig
+    from ..run.driver import Worker
+    from ..run.evaluate import CellOutcome
+    from ..run.plan import Plan
 
 EXECUTORS = ("local", "ray")
 
@@ -29,9 +36,9 @@ EXECUTORS = ("local", "ray")
 class Executor(Protocol):
     name: str
 
-    def start(self, runner: Runner, plan: Plan) -> None: ...
+    def start(self, plan: Plan, worker: Worker) -> None: ...
 
-    def run(self, runner: Runner, plan: Plan, jobs: list[TrainingJob], hardware: str) -> list[CellOutcome]: ...
+    def run(self, plan: Plan, worker: Worker) -> list[CellOutcome]: ...
 
 
 def make_executor(config: RunConfig) -> Any:

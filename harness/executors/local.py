@@ -13,7 +13,9 @@ from ..locks import StoreLock
 from .progress import CellProgress
 
 if TYPE_CHECKING:
-    from ..runner import CellOutcome, Plan, Runner, TrainingJob
+    from ..run.driver import Worker
+    from ..run.evaluate import CellOutcome
+    from ..run.plan import Plan, TrainingJob
 
 
 @dataclass
@@ -25,27 +27,23 @@ class Claim:
     deferred: bool = False  # another process held it when this run first tried
 
 
-def job_lock(runner: Runner, job: TrainingJob) -> StoreLock:
-    return runner.store.cells_lock(job.trained.key, job.seed, f"computing {len(job.tasks)} cell(s) of {job.label}")
-
-
-def try_claim(runner: Runner, claim: Claim) -> bool:
+def try_claim(worker: Worker, claim: Claim) -> bool:
     """Take the job's lock if it is free; the first time it is not, say who holds it."""
     if claim.lock.acquire(blocking=False):
         return True
     if not claim.deferred:
         claim.deferred = True
-        runner.log(f"  {claim.job.label}: another process is computing these cells ({claim.lock.holder()}); "
+        worker.log(f"  {claim.job.label}: another process is computing these cells ({claim.lock.holder()}); "
                    "doing the others first")
     return False
 
 
-def after_claim(runner: Runner, plan: Plan, claim: Claim) -> tuple[list[CellOutcome], TrainingJob | None]:
+def after_claim(worker: Worker, claim: Claim) -> tuple[list[CellOutcome], TrainingJob | None]:
     """Cells stored meanwhile by another process (as ``cached``) and what is left to compute (None: nothing; the
     lock is then released at once)."""
-    cached, remaining = runner.recheck(claim.job, plan)
+    cached, remaining = worker.recheck(claim.job)
     if cached:
-        runner.log(f"  {claim.job.label}: {len(cached)} cell(s) answered from the store (stored by another process "
+        worker.log(f"  {claim.job.label}: {len(cached)} cell(s) answered from the store (stored by another process "
                    "while this run " + ("waited)" if claim.deferred else "was planning)"))
     if remaining is None:
         claim.lock.release()
@@ -55,29 +53,29 @@ def after_claim(runner: Runner, plan: Plan, claim: Claim) -> tuple[list[CellOutc
 class LocalExecutor:
     name = "local"
 
-    def start(self, runner: Runner, plan: Plan) -> None:
-        runner.store.check_locking()
+    def start(self, plan: Plan, worker: Worker) -> None:
+        worker.check_locking()
 
-    def run(self, runner: Runner, plan: Plan, jobs: list[TrainingJob], hardware: str) -> list[CellOutcome]:
+    def run(self, plan: Plan, worker: Worker) -> list[CellOutcome]:
         outcomes: list[CellOutcome] = []
-        claims = [Claim(job, job_lock(runner, job)) for job in jobs]
-        with CellProgress(runner, sum(len(job.tasks) for job in jobs), runner.config.progress) as progress:
+        jobs = plan.jobs()
+        claims = [Claim(job, worker.cells_lock(job)) for job in jobs]
+        with CellProgress(worker, sum(len(job.tasks) for job in jobs), worker.progress) as progress:
             deferred = []
             for claim in claims:
-                if try_claim(runner, claim):
-                    outcomes += self._run_claimed(runner, plan, claim, hardware, progress)
+                if try_claim(worker, claim):
+                    outcomes += self._run_claimed(worker, claim, progress)
                 else:
                     deferred.append(claim)
             for claim in deferred:  # everything else is done: now wait for the other process
-                claim.lock.acquire(on_wait=lambda message, label=claim.job.label: runner.log(f"  {label}: {message}"))
-                outcomes += self._run_claimed(runner, plan, claim, hardware, progress)
+                claim.lock.acquire(on_wait=lambda message, label=claim.job.label: worker.log(f"  {label}: {message}"))
+                outcomes += self._run_claimed(worker, claim, progress)
         return outcomes
 
     @staticmethod
-    def _run_claimed(runner: Runner, plan: Plan, claim: Claim, hardware: str,
-                     progress: CellProgress) -> list[CellOutcome]:
+    def _run_claimed(worker: Worker, claim: Claim, progress: CellProgress) -> list[CellOutcome]:
         try:
-            cached, job = after_claim(runner, plan, claim)
+            cached, job = after_claim(worker, claim)
         except BaseException:
             claim.lock.release()
             raise
@@ -85,6 +83,6 @@ class LocalExecutor:
         if job is None:
             return cached
         try:
-            return cached + runner.run_job(job, plan, hardware, on_cell=lambda outcome: progress.advance())
+            return cached + worker.run_job(job, on_cell=lambda outcome: progress.advance())
         finally:
             claim.lock.release()

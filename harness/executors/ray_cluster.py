@@ -9,7 +9,8 @@ gives a task the GPUs it asked for through ``CUDA_VISIBLE_DEVICES``, so on the w
 What each side does:
 
 - The **driver** plans, answers cells from the store, claims jobs (``Store.cells_lock``, as the local executor does),
-  submits tasks and writes every record that comes back (``Runner.store_result``). Nothing else writes records.
+  submits tasks and hands every record that comes back to the driver's writer (``Worker.record``). Nothing else
+  writes records.
 - A **training task** trains the spec's model (or finds its checkpoint) and saves the checkpoint into the store under
   the checkpoint's lock (``harness.locks``); it returns only how long it took, or the data/training problem.
 - A **cell task** loads the checkpoint (or builds an untrained model), evaluates one task and returns the record.
@@ -32,17 +33,20 @@ import os
 import socket
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import HarnessError, InvalidOptionError
 from ..locks import LOCKS
-from .local import Claim, after_claim, job_lock, try_claim
+from .local import Claim, after_claim, try_claim
 from .progress import CellProgress
 
 if TYPE_CHECKING:
-    from ..runner import CellOutcome, CellResult, Plan, RunConfig, Runner, TrainingJob
+    from ..run.config import RunConfig
+    from ..run.driver import Worker
+    from ..run.evaluate import CellOutcome, CellResult, CellWork
+    from ..run.plan import Plan, TrainingJob
 
 logger = logging.getLogger(__name__)
 
@@ -178,31 +182,36 @@ class TrainingResult:
     where: str
 
 
-_worker_state: dict[str, tuple[Runner, Plan, str]] = {}  # run id -> this worker's runner, plan and hardware
+_worker_state: dict[str, CellWork] = {}  # run id -> this worker's computation of the run
 
 
-def _state(run_id: str, config: RunConfig, plan: Plan, resources: TaskResources) -> tuple[Runner, Plan, str]:
-    """This worker process's runner for the run (built once per worker and run: Ray reuses worker processes)."""
+def _state(run_id: str, config: RunConfig, plan: Plan, resources: TaskResources) -> CellWork:
+    """This worker process's computation of the run (built once per worker and run: Ray reuses worker processes):
+    the plan on the device Ray gave this task, and checkpoints checked against the training data the driver
+    planned with (a checkpoint trained on other data is retrained)."""
+    from dataclasses import replace
+
     import torch
 
     from ..device import hardware_description, resolve_device
     from ..registry import default_registry
-    from ..runner import Runner
+    from ..run.evaluate import CellWork
+    from ..run.models import Models
+    from ..store import Store
 
     torch.set_num_threads(threads_for(resources.num_cpus))
-    state = _worker_state.get(run_id)
-    if state is None:
+    work = _worker_state.get(run_id)
+    if work is None:
         device = resolve_device(worker_device(plan.device, resources.num_gpus))
         registry = default_registry()
         for task_spec in plan.tasks:  # a task namespace's tasks (mteb.sts22) are known once resolved
             registry.resolve_task(task_spec.name)
-        runner = Runner(registry, replace(config, progress=False, executor="local"), log=logger.debug)
-        # The training-data checksums the driver planned with: a checkpoint trained on other data is retrained.
-        runner._planned_training_checksums = dict(plan.training_checksums)
-        state = (runner, replace(plan, device=device), hardware_description(device))
+        models = Models(registry, config, Store(config.results_dir), log=logger.debug,
+                        training_checksums=plan.training_checksums)
+        work = CellWork(registry, config, replace(plan, device=device), models, hardware_description(device))
         _worker_state.clear()
-        _worker_state[run_id] = state
-    return state
+        _worker_state[run_id] = work
+    return work
 
 
 def _where() -> str:
@@ -211,29 +220,30 @@ def _where() -> str:
 
 def train_on_worker(run_id: str, config: RunConfig, plan: Plan, job: TrainingJob,
                     resources: TaskResources) -> TrainingResult:
-    runner, worker_plan, _ = _state(run_id, config, plan, resources)
-    model, seconds, problem = runner.train_job(job, worker_plan)
+    work = _state(run_id, config, plan, resources)
+    model, seconds, problem = work.model(job)
     del model
-    runner.release()
+    work.release()
     return TrainingResult(seconds, problem, _where())
 
 
 def evaluate_on_worker(run_id: str, config: RunConfig, plan: Plan, job: TrainingJob, task_index: int,
                        resources: TaskResources, training: TrainingResult | None) -> CellResult:
-    runner, worker_plan, hardware = _state(run_id, config, plan, resources)
+    from dataclasses import replace
+
+    work = _state(run_id, config, plan, resources)
     task_spec = job.tasks[task_index]
     if training is not None and training.problem is not None:
-        return runner.problem_result(job.spec, job.seed, task_spec, worker_plan, training.problem, hardware)
-    model, load_seconds, problem = runner.train_job(replace(job, tasks=[task_spec]), worker_plan)
+        return work.problem(job.spec, job.seed, task_spec, training.problem)
+    model, load_seconds, problem = work.model(replace(job, tasks=(task_spec,)))
     if problem is not None:
-        return runner.problem_result(job.spec, job.seed, task_spec, worker_plan, problem, hardware)
+        return work.problem(job.spec, job.seed, task_spec, problem)
     model_seconds = load_seconds + (training.seconds if training is not None else 0.0)
     try:
-        return runner.compute_cell(job.spec, job.seed, task_spec, model, worker_plan, hardware, model_seconds,
-                                   job.trained)
+        return work.evaluate(job, task_spec, model, model_seconds)
     finally:
         del model
-        runner.release()
+        work.release()
 
 
 def probe_node(marker: str) -> tuple[str, bool, str]:
@@ -278,21 +288,21 @@ class RayExecutor:
         check_address(address)
 
     # -- before any cell -----------------------------------------------------------------------------------------------
-    def start(self, runner: Runner, plan: Plan) -> None:
+    def start(self, plan: Plan, worker: Worker) -> None:
         """Ray installed, the cluster reachable, the task resources available, the store and harness on every node;
         each failure is one line, and comes before any cell runs. Started once: a second call does nothing."""
         ray = self._ray
         if self.resources is not None and ray.is_initialized():
             return
         started = time.perf_counter()
-        runner.store.check_locking()
+        worker.check_locking()
         if ":" in plan.device:  # the same message as task_resources, before connecting to anything
             task_resources(None, self.cpus_per_task, plan.device, [])
         self._connect(ray)
         try:
             where = "the local Ray cluster" if self.address in (None, LOCAL) else f"the Ray cluster at {self.address}"
             self.resources = task_resources(self.gpus_per_task, self.cpus_per_task, plan.device, ray.nodes(), where)
-            self._probe_nodes(ray, runner)
+            self._probe_nodes(ray, worker)
         except BaseException:
             self._disconnect()
             raise
@@ -322,12 +332,12 @@ class RayExecutor:
             self._ray.shutdown()
             self._started_cluster = False
 
-    def _probe_nodes(self, ray: Any, runner: Runner) -> None:
+    def _probe_nodes(self, ray: Any, worker: Worker) -> None:
         """Every alive node must see the store at the same path and import harness: a marker file written here must
         be visible from a task pinned to each node."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        marker = runner.store.root.resolve() / LOCKS / f"reach-{uuid.uuid4().hex}"
+        marker = worker.store_root.resolve() / LOCKS / f"reach-{uuid.uuid4().hex}"
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text("written by a harness driver to check that every Ray node sees this store\n")
         try:
@@ -348,7 +358,7 @@ class RayExecutor:
         for host, visible, version in answers:
             if not visible:
                 raise RayClusterError(
-                    f"node {host} does not see the result store {runner.store.root.resolve()}; put --results on a "
+                    f"node {host} does not see the result store {worker.store_root.resolve()}; put --results on a "
                     "filesystem every node mounts at the same path (e.g. NFS)."
                 )
             if version != harness.__version__:
@@ -356,20 +366,19 @@ class RayExecutor:
                                       "install the same version everywhere.")
 
     # -- running -------------------------------------------------------------------------------------------------------
-    def run(self, runner: Runner, plan: Plan, jobs: list[TrainingJob], hardware: str) -> list[CellOutcome]:
+    def run(self, plan: Plan, worker: Worker) -> list[CellOutcome]:
         ray = self._ray
         assert ray is not None and self.resources is not None, "start() first"
         outcomes: list[CellOutcome] = []
         run_id = uuid.uuid4().hex
+        jobs = plan.jobs()
         # Workers reach the store and data by absolute paths; records keep the data dir as the user gave it.
-        config = replace(runner.config, results_dir=runner.config.results_dir.resolve(),
-                         data_dir=runner.config.data_dir.resolve() if runner.config.data_dir else None)
-        config_ref, plan_ref = ray.put(config), ray.put(plan)
+        config_ref, plan_ref = ray.put(worker.remote_config()), ray.put(plan)
         options = {**self.resources.as_options(), "max_retries": self.max_retries}
         train = ray.remote(train_on_worker)
         evaluate = ray.remote(evaluate_on_worker)
         waiting: dict[Any, tuple[str, _Pending, int]] = {}  # ref -> ("train" | "cell", job, task index)
-        unclaimed = [Claim(job, job_lock(runner, job)) for job in jobs]
+        unclaimed = [Claim(job, worker.cells_lock(job)) for job in jobs]
         held: list[Claim] = []
 
         def submit(claim: Claim, job: TrainingJob) -> None:
@@ -392,14 +401,14 @@ class RayExecutor:
             for claim in list(unclaimed):
                 if len(waiting) >= window:
                     return
-                if not try_claim(runner, claim):
+                if not try_claim(worker, claim):
                     if not blocking:
                         continue
-                    claim.lock.acquire(on_wait=lambda message, label=claim.job.label: runner.log(f"  {label}: "
+                    claim.lock.acquire(on_wait=lambda message, label=claim.job.label: worker.log(f"  {label}: "
                                                                                                  f"{message}"))
                 unclaimed.remove(claim)
                 held.append(claim)
-                cached, job = after_claim(runner, plan, claim)
+                cached, job = after_claim(worker, claim)
                 outcomes.extend(cached)
                 progress.advance(len(cached))
                 if job is None:
@@ -410,10 +419,10 @@ class RayExecutor:
                     return  # one at a time: its cells may finish before the next is free
 
         total = sum(len(job.tasks) for job in jobs)
-        runner.log(f"  Ray: {total} cells of {len(jobs)} jobs as tasks of {self.resources.num_cpus:g} CPU and "
+        worker.log(f"  Ray: {total} cells of {len(jobs)} jobs as tasks of {self.resources.num_cpus:g} CPU and "
                    f"{self.resources.num_gpus:g} GPU each ({self._cluster_text(ray)})")
         try:
-            with CellProgress(runner, total, runner.config.progress) as progress:
+            with CellProgress(worker, total, worker.progress) as progress:
                 claim_what_is_free(progress, blocking=False)
                 while waiting or unclaimed:
                     if not waiting:  # nothing in flight: claim what is free, else wait for another process's job
@@ -422,14 +431,14 @@ class RayExecutor:
                             claim_what_is_free(progress, blocking=True)
                         continue
                     ready, _ = ray.wait(list(waiting), num_returns=1, timeout=1.0)
-                    self._report_lost_nodes(ray, runner)
+                    self._report_lost_nodes(ray)
                     for ref in ready:
                         kind, pending, index = waiting.pop(ref)
                         value = self._get(ray, ref, kind, pending, index)
                         if kind == "train":
-                            self._log_training(runner, pending.job, value)
+                            self._log_training(worker, pending.job, value)
                             continue
-                        outcomes.append(self._store(runner, value))
+                        outcomes.append(worker.record(value))  # the driver writes the record
                         progress.advance()
                         pending.cells_left -= 1
                         if pending.cells_left == 0:
@@ -449,15 +458,9 @@ class RayExecutor:
         return outcomes
 
     @staticmethod
-    def _store(runner: Runner, result: CellResult) -> CellOutcome:
-        # A worker got the data dir as an absolute path; the record names it as the user gave it (as under local).
-        result.record["data_dir"] = str(runner.config.data_dir) if runner.config.data_dir else None
-        return runner.store_result(result)
-
-    @staticmethod
-    def _log_training(runner: Runner, job: TrainingJob, result: TrainingResult) -> None:
+    def _log_training(worker: Worker, job: TrainingJob, result: TrainingResult) -> None:
         if result.problem is None:
-            runner.log(f"  {job.trained.label} seed {job.seed}: model ready in {result.seconds:.1f}s "
+            worker.log(f"  {job.trained.label} seed {job.seed}: model ready in {result.seconds:.1f}s "
                        f"(on {result.where})")
 
     def _get(self, ray: Any, ref: Any, kind: str, pending: _Pending, index: int) -> Any:
@@ -479,7 +482,7 @@ class RayExecutor:
                                f"{node}; finished cells are stored: fix the cause (see the worker logs) and run again "
                                "to resume.") from None
 
-    def _report_lost_nodes(self, ray: Any, runner: Runner) -> None:
+    def _report_lost_nodes(self, ray: Any) -> None:
         """Say in one line of its own when a node of the cluster is lost (its tasks are retried elsewhere, or fail
         with the line of ``_get``); checked every few seconds."""
         now = time.monotonic()

@@ -1,0 +1,55 @@
+"""What a run is asked to do (``harness run``'s options or a matrix file), checked once when it is built."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..data import check_data_dir
+from ..errors import InvalidOptionError
+from ..matrix import ModelEntry, check_seeds
+
+
+def check_batch_size(value: object) -> int | None:
+    """None (the profile's) or a positive integer; one line saying so otherwise."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise InvalidOptionError(f"--batch-size must be a positive integer, got {value!r}.")
+    return value
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A run's settings. Seeds, batch size and data dir are checked here, once, with the CLI's messages; the rest
+    (names, options, budgets, data) is checked while planning (harness.run.plan)."""
+
+    models: list[ModelEntry]
+    tasks: list[str]
+    seeds: list[int] = field(default_factory=lambda: [42])
+    profile: str = "quick"
+    backbone: str | None = None
+    train_on: str | None = None
+    device: str = "auto"
+    results_dir: Path = Path("results")
+    data_dir: Path | None = None
+    data_dir_source: str = "--data-dir"  # where data_dir came from, for the message when it does not exist
+    overwrite: bool = False
+    rescore: bool = False  # recompute every cell's evaluation from stored checkpoints; never train (harness rescore)
+    progress: bool = True
+    batch_size: int | None = None
+    store_only: bool = False  # answer every cell from the store; refuse (saying why) if one would be computed
+    budget: dict = field(default_factory=dict)  # --set overrides for every trained spec (entries' own win)
+    # Where cells run (harness.executors): "local" (this process) or "ray" (tasks on a Ray cluster; the device is
+    # then resolved on each worker, and the options below size each task). The CLI builds the executor from these.
+    executor: str = "local"
+    ray_address: str | None = None  # None: start or join a local cluster; "auto"; "ray://host:port"
+    gpus_per_task: float | None = None  # None: 1 if the cluster has GPUs (and --device is not cpu), else 0
+    cpus_per_task: float = 1.0
+
+    def __post_init__(self) -> None:
+        # Values that would otherwise fail late (numpy's seed range) or pass silently (a data dir that does not
+        # exist). Normalised while the (frozen) config is being built, never after.
+        object.__setattr__(self, "seeds", check_seeds(list(self.seeds) if isinstance(self.seeds, tuple)
+                                                      else self.seeds, "--seeds"))
+        check_batch_size(self.batch_size)
+        object.__setattr__(self, "results_dir", Path(self.results_dir))
+        if self.data_dir is not None:
+            object.__setattr__(self, "data_dir", check_data_dir(self.data_dir, self.data_dir_source))

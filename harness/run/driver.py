@@ -1,0 +1,222 @@
+"""The driver of a run: plans a config (harness.run.plan), hands the plan to an executor (harness.executors; chosen
+by the caller, e.g. the CLI) and alone writes the records the workers compute (``Worker.record``), so the store stays
+consistent whatever the workers do. Stored cells are answered from the store, so an interrupted run resumes where it
+stopped.
+"""
+from __future__ import annotations
+
+import logging
+import statistics
+from dataclasses import replace
+from typing import Any, Callable, Iterator
+
+from ..device import hardware_description
+from ..errors import HarnessError
+from ..locks import StoreLock
+from ..registry import Registry
+from ..store import Store
+from .config import RunConfig
+from .evaluate import CellOutcome, CellResult, CellWork
+from .models import Models, RescoreError
+from .plan import PROBLEM, STORED, Plan, Planner, TrainingJob, stored_cell, trained_spec
+
+logger = logging.getLogger(__name__)
+
+
+class Worker:
+    """What an executor gets from the driver: the store's cell locks, a look at the store after claiming a job, the
+    computation of a job in this process, the config a remote worker rebuilds the computation from, and ``record``,
+    the driver's writer of computed cells. ``log`` says a line (a progress bar may take it over while it runs)."""
+
+    def __init__(self, run: Run, plan: Plan, work: CellWork):
+        self._run = run
+        self._plan = plan
+        self._work = work
+        self.log: Callable[[str], None] = run.log
+        self.progress = run.config.progress
+        self.store_root = run.store.root
+        self._missing_reported: set[tuple[str, str]] = set()  # (task key, message) of data-missing lines said
+
+    def check_locking(self) -> None:
+        self._run.store.check_locking()
+
+    def cells_lock(self, job: TrainingJob) -> StoreLock:
+        return self._run.store.cells_lock(job.trained.key, job.seed,
+                                          f"computing {len(job.tasks)} cell(s) of {job.label}")
+
+    def remote_config(self) -> RunConfig:
+        """The run's config for a worker in another process (absolute store and data paths; no progress bars).
+        Records name the data dir as the user gave it (``Plan.data_dir_text``)."""
+        config = self._run.config
+        return replace(config, results_dir=config.results_dir.resolve(), progress=False, executor="local",
+                       data_dir=config.data_dir.resolve() if config.data_dir else None)
+
+    def recheck(self, job: TrainingJob) -> tuple[list[CellOutcome], TrainingJob | None]:
+        """After claiming a job (its cells lock): the cells another process stored since this run planned (answered
+        from the store, as ``cached``) and the job of the cells still to compute (None if none are left)."""
+        cached, remaining = [], []
+        for task_spec in job.tasks:
+            cell = stored_cell(self._run.registry, self._run.store, self._plan, job.spec, job.seed, task_spec,
+                               self._run.config)
+            if cell.status == STORED:
+                cached.append(CellOutcome(job.spec, job.seed, task_spec, "cached", cell.record["main_score"]))
+            else:
+                remaining.append(task_spec)
+        return cached, (replace(job, tasks=tuple(remaining)) if remaining else None)
+
+    def run_job(self, job: TrainingJob, on_cell: Callable[[CellOutcome], None] | None = None) -> list[CellOutcome]:
+        """Train (or load) the job's model once and evaluate each of its tasks in this process, storing each cell."""
+        outcomes = []
+        for result in self._work.job_results(job):
+            outcomes.append(self.record(result))
+            if on_cell is not None:
+                on_cell(outcomes[-1])
+        return outcomes
+
+    def record(self, result: CellResult) -> CellOutcome:
+        """Write a computed cell's record (the driver alone does this) and report it in one line."""
+        spec, seed, task_spec = result.spec, result.seed, result.task
+        store = self._run.store
+        if result.keeps_ok:
+            stored, _ = store.lookup(spec.key, seed, task_spec.key)
+            if stored is not None and stored["status"] == "ok":
+                logger.error("%s seed %s %s: %s The stored ok result (computed from the data as it was) is kept; fix "
+                             "the data and run again.", spec.label, seed, task_spec.label, result.message)
+                return CellOutcome(spec, seed, task_spec, "failed", None, result.message)
+        store.write(spec.key, seed, task_spec.key, result.record, examples=result.examples)
+        if result.status == "failed":
+            # The reason is in the outcome (the CLI prints each distinct reason once, after the run's table).
+            self.log(f"  {spec.label} seed {seed} {task_spec.label}: failed")
+            return CellOutcome(spec, seed, task_spec, "failed", None, result.message)
+        if result.status == "missing":
+            if (task_spec.key, result.message) not in self._missing_reported:  # once per task, not once per cell
+                self._missing_reported.add((task_spec.key, result.message))
+                self.log(f"  {task_spec.label}: data missing (its cells are stored as missing): {result.message}")
+            return CellOutcome(spec, seed, task_spec, "missing", None, result.message)
+        score, eval_seconds = result.record["main_score"], result.record["timings"]["eval_seconds"]
+        self.log(f"  {spec.label} seed {seed} {task_spec.label}: {score:.2f} ({eval_seconds:.1f}s)")
+        return CellOutcome(spec, seed, task_spec, "ok", score)
+
+
+class Run:
+    """Plans and runs one config: ``run(executor)`` (or ``plan()`` then ``run(executor, plan)``). ``models`` builds
+    and loads this run's models (also for callers that want one trained model, e.g. tests)."""
+
+    def __init__(self, registry: Registry, config: RunConfig, log: Callable[[str], None] | None = None):
+        self.registry = registry
+        self.config = config
+        self.log = log or logger.info
+        self.store = Store(config.results_dir)
+        self.models = Models(registry, config, self.store, log=self._say)
+        self._worker: Worker | None = None  # while a plan runs: its lines go through the worker's (progress) log
+
+    def _say(self, message: str) -> None:
+        (self._worker.log if self._worker is not None else self.log)(message)
+
+    def plan(self) -> Plan:
+        return Planner(self.registry, self.config, self.store, self.models, self._say).plan()
+
+    def run(self, executor: Any, plan: Plan | None = None) -> list[CellOutcome]:
+        """Compute the plan's pending cells with ``executor`` (``start(plan, worker)`` and ``run(plan, worker)``, see
+        harness.executors; the caller chooses it) and return every cell's outcome in plan order."""
+        plan = plan or self.plan()
+        models = self.models.for_plan(plan.training_checksums)
+        if self.config.rescore:
+            check_rescore(plan, models)
+        hardware = hardware_description(plan.device)
+        work = CellWork(self.registry, self.config, plan, models, hardware)
+        worker = Worker(self, plan, work)
+        executor.start(plan, worker)  # checks that can fail (Ray missing, cluster unreachable) before any cell runs
+        for path, why in self.store.clean_stale_temporaries():
+            self.log(f"  removed {path} ({why})")
+        for cell in plan.statuses:
+            if cell.invalid is not None:
+                logger.warning("record %s is invalid (%s); the cell is recomputed",
+                               self.store.record_path(cell.spec.key, cell.seed, cell.task.key), cell.invalid)
+            elif cell.status != STORED and cell.recomputed_ok:
+                self.log(f"  {cell.label}: recomputing the stored result: {cell.why}")
+        recomputed = [cell for cell in plan.statuses if cell.status != STORED]
+        if self.config.store_only and recomputed:
+            cells = [f"{cell.label}: {cell.why or cell.problem}" for cell in recomputed]
+            raise HarnessError(
+                f"--store-only: {len(cells)} of {plan.cells} cells cannot be answered from {self.store.root}: "
+                + "; ".join(cells[:5]) + ("; ..." if len(cells) > 5 else "")
+                + ". Run without --store-only to compute them."
+            )
+        self.log(
+            f"{plan.cells} cells: {len(plan.models)} models x {len(plan.tasks)} tasks x {len(plan.seeds)} seeds "
+            f"(profile {plan.profile.name}, device {plan.device}, results in {self.store.root})"
+        )
+        self._worker = worker
+        try:
+            outcomes = list(self._settled(plan, worker, work))
+            # The executor (harness.executors) trains and evaluates the jobs, here or on a cluster; records are
+            # written by this process only (Worker.record), so the store stays consistent whatever the workers do.
+            outcomes += executor.run(plan, worker)
+        finally:
+            self._worker = None
+        return in_plan_order(plan, outcomes)
+
+    def _settled(self, plan: Plan, worker: Worker, work: CellWork) -> Iterator[CellOutcome]:
+        """The cells the plan settled: answered from the store, or stored at once with their data problem."""
+        for planned in plan.models:
+            for task_spec, problem in planned.skipped:
+                self.log(f"  skipping {task_spec.label} for {planned.spec.label}: {problem}")
+        for cell in plan.statuses:
+            if cell.status == STORED:
+                yield CellOutcome(cell.spec, cell.seed, cell.task, "cached", cell.record["main_score"])
+            elif cell.status == PROBLEM:
+                yield worker.record(work.problem(cell.spec, cell.seed, cell.task, cell.problem))
+
+
+def check_rescore(plan: Plan, models: Models) -> None:
+    """``harness rescore`` needs every trained spec's checkpoint: refuse before any cell runs when one is not usable
+    (rescore never trains)."""
+    problems = {}
+    for planned in plan.models:
+        for task_spec in planned.tasks:
+            trained = trained_spec(planned.spec, task_spec)
+            for seed in plan.seeds if trained.train_on is not None else ():
+                problem = models.checkpoint_problem(trained, seed)
+                if problem is not None:
+                    problems[(trained.label, seed)] = problem
+    if problems:
+        shown = "; ".join(f"{label} seed {seed}: {why}" for (label, seed), why in list(problems.items())[:4])
+        raise RescoreError(f"cannot rescore {len(problems)} trained model(s) without a usable checkpoint "
+                           f"({shown}); train them with `harness run`, rescore recomputes evaluations only.")
+
+
+def in_plan_order(plan: Plan, outcomes: list[CellOutcome]) -> list[CellOutcome]:
+    """Outcomes in the plan's order (model, seed, task) whatever order an executor finished them in, so the summary
+    table and the returned list are the same under every executor."""
+    model_index = {planned.spec.key: number for number, planned in enumerate(plan.models)}
+    seed_index = {seed: number for number, seed in enumerate(plan.seeds)}
+    task_index = {task_spec.key: number for number, task_spec in enumerate(plan.tasks)}
+    return sorted(outcomes, key=lambda o: (model_index.get(o.spec.key, 0), seed_index.get(o.seed, 0),
+                                           task_index.get(o.task.key, 0)))
+
+
+def summary_rows(outcomes: list[CellOutcome]) -> tuple[list[str], list[list[str]]]:
+    """A table of this run: one row per model spec, one column per task, mean ± std over seeds."""
+    task_labels = list(dict.fromkeys(o.task.label for o in outcomes))
+    specs = list(dict.fromkeys((o.spec.key, o.spec.label, o.spec.train_on) for o in outcomes))
+    rows = []
+    for key, label, train_on in specs:
+        row = [label + (f" (trained on {train_on})" if train_on else "")]
+        for task_label in task_labels:
+            values = [
+                o.main_score
+                for o in outcomes
+                if o.spec.key == key and o.task.label == task_label and o.main_score is not None
+            ]
+            statuses = {o.status for o in outcomes if o.spec.key == key and o.task.label == task_label}
+            empty = "failed" if "failed" in statuses else "missing" if "missing" in statuses else "-"
+            row.append(format_mean_std(values) if values else empty)
+        rows.append(row)
+    return ["model", *task_labels], rows
+
+
+def format_mean_std(values: list[float]) -> str:
+    if len(values) == 1:
+        return f"{values[0]:.2f}"
+    return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"

@@ -1,0 +1,183 @@
+"""A cell and its model -> the cell's record (status ok, missing or failed), not yet stored: workers compute these
+(in this process or on a Ray worker) and only the driver (harness.run.driver) writes them. A cell whose score is not
+finite (or undefined) or whose training diverged is recorded as ``failed`` with the reason, never as a number.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from ..device import seed_everything
+from ..environment import environment_record
+from ..errors import DataFileError, HarnessError, IncompatibleError, MissingDataError
+from ..evaluation.bootstrap import example_side_file
+from ..metrics import ScoreError
+from ..registry import Registry
+from ..spec import ModelSpec, TaskSpec, stable_hash
+from .config import RunConfig
+from .models import Models
+from .plan import Plan, TrainingJob
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CellOutcome:
+    spec: ModelSpec
+    seed: int
+    task: TaskSpec
+    status: str  # ok | cached | missing | failed
+    main_score: float | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """A computed cell before it is stored: the record (status ok, missing or failed) and the line that reports it."""
+
+    spec: ModelSpec
+    seed: int
+    task: TaskSpec
+    status: str  # ok | missing | failed
+    record: dict
+    message: str = ""
+    keeps_ok: bool = False  # a data problem: a stored ok record of the cell is kept, not replaced by this one
+    examples: bytes | None = None  # the per-example side file (npz) of an ok record with ``record["examples"]``
+
+
+def build_record(registry: Registry, plan: Plan, spec: ModelSpec, seed: int, task_spec: TaskSpec, hardware: str,
+                 status: str, **fields: Any) -> dict:
+    """A cell's record: what identifies the cell and the run, its status, and ``fields`` (the message of a problem;
+    the scores, checksums, training report, budget and timings of an ok cell). The only place records are made."""
+    metadata = registry.task(task_spec.name).metadata
+    return {
+        "model": spec.as_record(),
+        "model_key": spec.key,
+        "model_package": registry.package_of("model", spec.name),
+        "seed": seed,
+        "task": {
+            "name": task_spec.name,
+            "key": task_spec.key,
+            "label": task_spec.label,
+            "options": task_spec.options,
+            "family": metadata.family,
+            "version": str(metadata.version),
+            "main_score": metadata.main_score,
+            "package": registry.package_of("task", task_spec.name),
+        },
+        "profile": plan.profile.as_record(),
+        "device": plan.device,
+        "hardware": hardware,
+        "environment": environment_record(),
+        "config_hash": stable_hash(
+            {"model": spec.hash, "seed": seed, "task": task_spec.name, "task_options": task_spec.options,
+             "task_version": metadata.version}
+        ),
+        "data_dir": plan.data_dir_text,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "status": status,
+        **fields,
+    }
+
+
+class CellWork:
+    """What a worker does for a plan: train (or load) a job's model and evaluate its cells into CellResults.
+    ``plan.device`` is the device this worker computes on."""
+
+    def __init__(self, registry: Registry, config: RunConfig, plan: Plan, models: Models, hardware: str):
+        self.registry, self.config, self.plan, self.models, self.hardware = registry, config, plan, models, hardware
+
+    def model(self, job: TrainingJob) -> tuple[Any, float, Exception | None]:
+        """The job's model, the seconds it took, and the problem that stops it (or None)."""
+        plan = self.plan
+        return self.models.model_for_job(job.trained, job.seed, plan.profile, plan.device,
+                                         plan.training_problems.get(job.trained.key))
+
+    def release(self) -> None:
+        self.models.release()
+
+    def problem(self, spec: ModelSpec, seed: int, task_spec: TaskSpec, error: Exception) -> CellResult:
+        """The cell of a data or training problem: missing (data not available) or failed (anything else). A
+        malformed data file does not replace a stored ``ok`` result (``keeps_ok``), as missing data does not."""
+        if isinstance(error, MissingDataError):
+            return self._problem(spec, seed, task_spec, "missing", str(error))
+        keeps_ok = isinstance(error, DataFileError) and not self.config.overwrite
+        return self._problem(spec, seed, task_spec, "failed", str(error), keeps_ok)
+
+    def _problem(self, spec: ModelSpec, seed: int, task_spec: TaskSpec, status: str, message: str,
+                 keeps_ok: bool = False) -> CellResult:
+        """A cell that could not produce a score (diverged training, non-finite or undefined score, malformed or
+        missing data): stored as ``failed`` or ``missing`` with the reason, never as a number; recomputed on the
+        next run."""
+        record = build_record(self.registry, self.plan, spec, seed, task_spec, self.hardware, status,
+                              message=message)
+        return CellResult(spec, seed, task_spec, status, record, message, keeps_ok=keeps_ok)
+
+    def evaluate(self, job: TrainingJob, task_spec: TaskSpec, model: Any, model_seconds: float) -> CellResult:
+        """Evaluate one cell of ``job`` with its model and build its record without storing it."""
+        spec, seed, trained, plan = job.spec, job.seed, job.trained, self.plan
+        metadata = self.registry.task(task_spec.name).metadata
+        started = time.perf_counter()
+        seed_everything(seed)
+        try:
+            result = self.models.tasks.task(task_spec).evaluate(
+                model, self.models.eval_context(plan.profile, plan.device, seed))
+        except MissingDataError as exc:
+            return self._problem(spec, seed, task_spec, "missing", str(exc))
+        except DataFileError as exc:  # malformed data found only now: a stored ok result is kept, as at plan time
+            return self.problem(spec, seed, task_spec, exc)
+        except ScoreError as exc:  # a score undefined for these predictions
+            return self._problem(spec, seed, task_spec, "failed", str(exc))
+        except IncompatibleError as exc:  # found only at evaluation (e.g. a reranker's first stage): this cell alone
+            return self._problem(spec, seed, task_spec, "failed", str(exc))
+        eval_seconds = time.perf_counter() - started
+        if metadata.main_score not in result.scores:
+            raise HarnessError(
+                f"task {task_spec.name!r} returned no {metadata.main_score!r} score (it returned "
+                f"{', '.join(result.scores)}); this is a bug in the task plugin."
+            )
+        non_finite = {k: v for k, v in result.scores.items() if not math.isfinite(float(v))}
+        if non_finite:
+            shown = ", ".join(f"{k}={v}" for k, v in list(non_finite.items())[:4])
+            return self._problem(
+                spec, seed, task_spec, "failed",
+                f"the evaluation produced non-finite scores ({shown}); the model's predictions or the data are "
+                "broken (e.g. diverged training: lower the learning rate).",
+            )
+        planned_checksum = plan.data_checksums.get(task_spec.key)
+        if planned_checksum is not None and planned_checksum != result.dataset_checksum:
+            logger.warning("task %s: the dataset checksum of the evaluation differs from its check_data(); its "
+                           "cells cannot be reused until they agree", task_spec.label)
+        main_score = float(result.scores[metadata.main_score])
+        description, side_file = example_side_file(result.examples, main_score, task_spec.label)
+        record = build_record(
+            self.registry, plan, spec, seed, task_spec, self.hardware, "ok",
+            scores={k: float(v) for k, v in result.scores.items()},
+            main_score=main_score,
+            details=result.details,
+            dataset_checksum=result.dataset_checksum,
+            training_data_checksum=self.models.training_data_checksum(trained, seed),
+            training=self.models.training_report(trained, seed),
+            **self.models.budget_record(trained, seed),
+            timings={"model_seconds": round(model_seconds, 3), "eval_seconds": round(eval_seconds, 3)},
+            **({"examples": description} if description is not None else {}),
+        )
+        return CellResult(spec, seed, task_spec, "ok", record, examples=side_file)
+
+    def job_results(self, job: TrainingJob):
+        """Train (or load) the job's model once and evaluate each of its tasks in this process: yields each cell's
+        result as it is computed (the caller stores it before the next cell runs)."""
+        model, model_seconds, problem = self.model(job)
+        try:
+            for task_spec in job.tasks:
+                if problem is not None:
+                    yield self.problem(job.spec, job.seed, task_spec, problem)
+                else:
+                    yield self.evaluate(job, task_spec, model, model_seconds)
+        finally:
+            del model
+            self.release()

@@ -1,0 +1,368 @@
+"""The one place that builds, trains, checkpoints and loads a model (``harness run`` and ``harness export`` both use
+it), with the contexts a plugin's factory, ``fit`` and ``train`` receive (harness.plugin_api).
+
+A trained spec's model is trained once per seed and stored as a checkpoint (harness.store), which later runs (and
+other processes sharing the store) load instead of training again; a recipe spec builds its student and trains it with
+the recipe.
+"""
+from __future__ import annotations
+
+import gc
+import importlib.metadata as importlib_metadata
+import json
+import logging
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from ..checkpoints import build_checkpoint, check_checkpoint_target, trained_checkpoint_problem
+from ..consistency import batch_dependence
+from ..data import TrainingSplits
+from ..device import seed_everything
+from ..errors import DataFileError, HarnessError, IncompatibleError
+from ..files import StoreError, atomic_write_json
+from ..metrics import ScoreError
+from ..plugin_api import EvalContext, ModelContext, RecipeContext, RecipePlugin, Task
+from ..profiles import Profile, budget_differences, format_budget
+from ..registry import BUILTIN_PACKAGES, Registry, check_model_object
+from ..spec import ModelSpec, TaskSpec, resolve_model_spec, resolve_task_specs, stable_hash, student_spec
+from ..store import Store
+from ..training import NonFiniteLossError
+from .config import RunConfig
+
+logger = logging.getLogger(__name__)
+CACHE = "cache"  # store folder shared by every spec: content-addressed artifacts (e.g. domain-MLM checkpoints)
+
+
+class RescoreError(HarnessError):
+    """``harness rescore`` met a trained spec without a usable checkpoint."""
+
+
+class BatchDependenceError(HarnessError):
+    """An embedder whose vectors depend on the other texts of the batch (harness.consistency); its cells fail."""
+
+
+def subsample(splits: TrainingSplits, profile: Profile, seed: int) -> TrainingSplits:
+    """Seeded subsample of the train split to the profile's budget (and of dev to its eval budget)."""
+    def cut(data, limit):
+        if data is None or limit is None or len(data) <= limit:
+            return data
+        rng = np.random.default_rng(seed)
+        return data.subset(sorted(rng.choice(len(data), size=limit, replace=False).tolist()))
+
+    return TrainingSplits(
+        source=splits.source,
+        train=cut(splits.train, profile.max_train_examples),
+        dev=cut(splits.dev, profile.max_eval_examples),
+        checksum=splits.checksum,
+        held_out_sentences=splits.held_out_sentences,
+    )
+
+
+class TaskSet:
+    """One task object per task spec (a task loads its data once and keeps it)."""
+
+    def __init__(self, registry: Registry, data_dir: Path | None):
+        self.registry = registry
+        self.data_dir = data_dir
+        self._tasks: dict[str, Task] = {}
+
+    def task(self, task_spec: TaskSpec) -> Task:
+        if task_spec.key not in self._tasks:
+            plugin = self.registry.task(task_spec.name)
+            self._tasks[task_spec.key] = plugin.factory(task_spec.options, self.data_dir)
+        return self._tasks[task_spec.key]
+
+
+class Models:
+    """Builds, trains, checkpoints and loads the models of one run. ``training_checksums`` (by spec key): the training
+    data each planned spec would train on now; a checkpoint trained on other data is trained again."""
+
+    def __init__(self, registry: Registry, config: RunConfig, store: Store, log: Callable[[str], None] | None = None,
+                 training_checksums: Mapping[str, str] | None = None, tasks: TaskSet | None = None):
+        self.registry = registry
+        self.config = config
+        self.store = store
+        self.log = log or logger.info
+        self.tasks = tasks or TaskSet(registry, config.data_dir)
+        self.training_checksums: Mapping[str, str] = dict(training_checksums or {})
+        self._loaded: dict[tuple[str, int], Any] = {}  # in-process cache of trained models (teachers)
+        self._reports: dict[tuple[str, int], Any] = {}  # training report per (spec hash, seed)
+        self._training_data_checksums: dict[tuple[str, int], str | None] = {}  # what each loaded model learnt from
+
+    def for_plan(self, training_checksums: Mapping[str, str]) -> Models:
+        """The models of a planned run: the same task objects, checkpoints checked against the planned data."""
+        return Models(self.registry, self.config, self.store, self.log, training_checksums, self.tasks)
+
+    # -- contexts and training data ----------------------------------------------------------------------------------
+    def eval_context(self, profile: Profile, device: str, seed: int) -> EvalContext:
+        return EvalContext(
+            profile=profile,
+            device=device,
+            seed=seed,
+            batch_size=self.config.batch_size or profile.eval_batch_size,
+            progress=self.config.progress,
+            data_dir=self.config.data_dir,
+            component=self.registry.component,
+            embedder=lambda text: self.trained_model(
+                resolve_model_spec(self.registry, text, profile), profile, device, seed
+            ),
+            logger=logging.getLogger("harness.task"),
+        )
+
+    def training_splits(self, source: str, kinds: tuple[str, ...], profile: Profile, seed: int) -> TrainingSplits:
+        (task_spec,) = resolve_task_specs(self.registry, source)
+        task = self.tasks.task(task_spec)
+        for kind in kinds:
+            splits = task.training_data(kind, self.eval_context(profile, "cpu", seed))
+            if splits is not None:
+                return subsample(splits, profile, seed)
+        raise IncompatibleError(f"task {source!r} offers no training data of kind {', '.join(kinds)}.")
+
+    def model_context(self, spec: ModelSpec, profile: Profile, device: str, seed: int,
+                      prebuilt_student: Any = None) -> ModelContext:
+        """The context of a model's factory and ``fit``, or of a recipe's ``train`` (whose first
+        ``build_student()`` without a backbone returns ``prebuilt_student`` when one is given)."""
+        values = self._context_values(spec, profile, device, seed)
+        if not spec.recipe:
+            return ModelContext(**values)
+        student = student_spec(self.registry, spec, profile)
+        prebuilt = [prebuilt_student] if prebuilt_student is not None else []
+
+        def build_student(backbone: str | None = None) -> Any:
+            if backbone is None and prebuilt:
+                return prebuilt.pop()
+            started_from = student if backbone is None else ModelSpec(
+                student.name, student.options, backbone, student.profile, None, student.label
+            )
+            return self.build(started_from, profile, device, seed)
+
+        return RecipeContext(**values, student=spec.options["student"], build_student=build_student)
+
+    def _context_values(self, spec: ModelSpec, profile: Profile, device: str, seed: int) -> dict[str, Any]:
+        def trained_model(text: str, train_on: str | None = None, backbone: str | None = None) -> Any:
+            # Models a spec trains through its context (teachers, search encoders) get its budget overrides.
+            resolved = resolve_model_spec(self.registry, text, profile, backbone or spec.backbone, train_on,
+                                          spec.budget_overrides)
+            return self.trained_model(resolved, profile, device, seed)
+
+        return dict(
+            options=dict(spec.options),
+            backbone=self.resolve_backbone(spec.backbone),
+            profile=profile.with_budget(spec.requested_budget),  # the spec's training budget, as requested
+            device=device,
+            seed=seed,
+            progress=self.config.progress,
+            trained_model=trained_model,
+            # Cut to the spec's own budget, as the splits it trains on are (a recipe fetching another kind of the
+            # same source gets the same documents).
+            training_data=lambda source, kind: self.training_splits(
+                source, (kind,), profile.with_budget(spec.requested_budget), seed),
+            component=self.registry.component,
+            artifact_dir=self.store.artifact_dir(spec.key, seed),
+            cache_dir=self.store.root / CACHE,
+            train_on=spec.train_on,
+            backbone_content=spec.backbone_content,
+            eval_batch_size=self.config.batch_size or profile.eval_batch_size,
+            logger=logging.getLogger(f"harness.model.{spec.name}"),
+        )
+
+    def resolve_backbone(self, name: str) -> str:
+        """A registered backbone alias (e.g. a model shipped inside a package) or the name itself."""
+        if ("backbone", name) in self.registry.components:
+            return str(self.registry.component("backbone", name)())
+        return name
+
+    # -- models --------------------------------------------------------------------------------------------------------
+    def build(self, spec: ModelSpec, profile: Profile, device: str, seed: int) -> Any:
+        """A fresh model of a (non-recipe) spec, checked against the capabilities its plugin declares."""
+        plugin = self.registry.model(spec.name)
+        seed_everything(seed)
+        model = plugin.factory(self.model_context(spec, profile, device, seed))
+        check_model_object(plugin, model)
+        return model
+
+    def trained_model(self, spec: ModelSpec, profile: Profile, device: str, seed: int) -> Any:
+        """Build the model; if it is trained, load its checkpoint or train it and save one (shared by all cells).
+        A recipe spec builds its student, and trains it with the recipe.
+
+        A trained spec's checkpoint is checked, trained, built and loaded under its lock (harness.locks): of several
+        processes sharing the store (other runs, Ray workers) one trains, the others wait and then load it."""
+        if spec.train_on is None or (spec.hash, seed) in self._loaded:
+            return self._trained_model(spec, profile, device, seed)
+        lock = self.store.checkpoint_lock(spec.key, seed, f"training {spec.label} seed {seed}")
+        try:
+            lock.acquire(on_wait=lambda message: self.log(f"  {spec.label} seed {seed}: {message}"))
+        except PermissionError as exc:  # a read-only store (e.g. `harness export` from a shared one)
+            if self.config.overwrite or self.checkpoint_problem(spec, seed) is not None:
+                raise StoreError(f"cannot train {spec.label} seed {seed}: the store {self.store.root} is not "
+                                 f"writable ({exc.strerror}); choose a writable store.") from None
+            return self._trained_model(spec, profile, device, seed)  # nobody can replace it from here: load it
+        try:
+            return self._trained_model(spec, profile, device, seed)
+        finally:
+            lock.release()
+
+    def _trained_model(self, spec: ModelSpec, profile: Profile, device: str, seed: int) -> Any:
+        cache_key = (spec.hash, seed)
+        if cache_key in self._loaded:
+            return self._loaded[cache_key]
+        if spec.recipe:
+            model = self.build(student_spec(self.registry, spec, profile), profile, device, seed)
+        else:
+            model = self.build(spec, profile, device, seed)
+        report_record = None
+        if spec.train_on is not None:
+            checkpoint = self.store.checkpoint_dir(spec.key, seed)
+            problem = "--overwrite" if self.config.overwrite else self.checkpoint_problem(spec, seed)
+            if problem is None:
+                self.log(f"  loading checkpoint {checkpoint}")
+                model.load(checkpoint)
+                training_record = json.loads((checkpoint / "training.json").read_text())
+                report_record = training_record.get("report")
+                self._training_data_checksums[cache_key] = training_record.get("source_checksum")
+            else:
+                if self.config.rescore:  # rescore evaluates what was trained; it never trains
+                    raise RescoreError(f"cannot rescore {spec.label} seed {seed}: its checkpoint {checkpoint} "
+                                       f"cannot be loaded ({problem}); train it with `harness run` instead.")
+                if problem not in ("--overwrite", "not built yet"):
+                    logger.warning("checkpoint %s cannot be used: %s; training it again", checkpoint, problem)
+                model, report_record = self._train(spec, model, checkpoint, profile, device, seed)
+        self._reports[cache_key] = report_record
+        self._loaded[cache_key] = model
+        return model
+
+    def _train(self, spec: ModelSpec, model: Any, checkpoint: Path, profile: Profile, device: str,
+               seed: int) -> tuple[Any, dict]:
+        """Train ``model`` on the spec's (cut) training data and save its checkpoint; (model, report record)."""
+        check_checkpoint_target(checkpoint)  # before training, not after it
+        budgeted = profile.with_budget(spec.requested_budget)
+        splits = self.training_splits(spec.train_on, self.training_kinds(spec), budgeted, seed)
+        self.log(
+            f"  training {spec.label} on {spec.train_on} ({len(splits.train)} examples, seed {seed}, "
+            f"profile {profile.name}, budget {format_budget(spec.requested_budget)})"
+        )
+        model, report = self._fit(spec, model, splits, profile, device, seed)
+        report_record = dict(report.as_record() if hasattr(report, "as_record") else report)
+        # The cut of the training data is applied here, not by the method: record it with what it applied.
+        report_record["applied_budget"] = {
+            **dict(report_record.get("applied_budget") or {}),
+            "max_train_examples": budgeted.max_train_examples, "train_examples": len(splits.train),
+        }
+        differences = budget_differences(spec.requested_budget, report_record["applied_budget"])
+        if differences:
+            logger.warning("%s seed %s: the training applied another budget than requested (%s)",
+                           spec.label, seed, "; ".join(differences))
+        trained = model
+
+        def save(directory: Path) -> None:
+            trained.save(directory)
+            atomic_write_json(
+                directory / "training.json",
+                {"spec": spec.as_record(), "seed": seed, "source_checksum": splits.checksum,
+                 "train_examples": len(splits.train), "requested_budget": spec.requested_budget,
+                 "report": report_record},
+            )
+
+        build_checkpoint(checkpoint, save)
+        self._training_data_checksums[(spec.hash, seed)] = splits.checksum
+        return model, report_record
+
+    def training_kinds(self, spec: ModelSpec) -> tuple[str, ...]:
+        if spec.recipe:
+            return self.registry.recipe(spec.name).training_kinds
+        return self.registry.model(spec.name).training_kinds
+
+    def checkpoint_problem(self, spec: ModelSpec, seed: int) -> str | None:
+        """Why a stored checkpoint cannot be loaded: not built, damaged (a file differs from the checksum recorded
+        when it was built), built for another spec or seed (a checkpoint folder copied or moved by hand: its
+        ``training.json`` names the spec hash and seed it was trained for), or trained on data that has changed
+        since (planned specs only). None: load it."""
+        return trained_checkpoint_problem(self.store.checkpoint_dir(spec.key, seed), spec_hash=spec.hash, seed=seed,
+                                          training_data_checksum=self.training_checksums.get(spec.key),
+                                          train_on=spec.train_on)
+
+    def _fit(self, spec: ModelSpec, model: Any, splits: TrainingSplits, profile: Profile, device: str,
+             seed: int) -> tuple[Any, Any]:
+        """Train a model with its own ``fit``, or a recipe's student with the recipe; returns (model, report)."""
+        if not spec.recipe:
+            ctx = self.model_context(spec, profile, device, seed)
+            seed_everything(seed)
+            return model, model.fit(splits, ctx)
+        recipe: RecipePlugin = self.registry.recipe(spec.name)
+        ctx = self.model_context(spec, profile, device, seed, prebuilt_student=model)
+        seed_everything(seed)
+        result = recipe.train(splits, ctx)
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise HarnessError(
+                f"recipe {recipe.name!r} returned {type(result).__name__}; train() must return (student, report). "
+                "This is a bug in the recipe plugin."
+            )
+        return result
+
+    # -- what a trained model leaves for its records -------------------------------------------------------------------
+    def training_report(self, spec: ModelSpec, seed: int) -> Any:
+        """The report of the training that produced the (spec, seed) model in this process, or None."""
+        return self._reports.get((spec.hash, seed))
+
+    def training_data_checksum(self, spec: ModelSpec, seed: int) -> str | None:
+        """The checksum of the data the (spec, seed) model learnt from (None: untrained or not loaded here)."""
+        return self._training_data_checksums.get((spec.hash, seed))
+
+    def budget_record(self, trained: ModelSpec, seed: int) -> dict:
+        """``{"budget": {"requested": ..., "applied": ...}}`` for a cell of a trained spec (empty otherwise): what
+        the spec asked for (harness.profiles.requested_budget) and what its training applied (the training loop's
+        ``applied_budget`` and this module's cut of the training data)."""
+        if trained.train_on is None:
+            return {}
+        report = self.training_report(trained, seed)
+        applied = report.get("applied_budget") if isinstance(report, dict) else None
+        return {"budget": {"requested": dict(trained.requested_budget), "applied": dict(applied or {})}}
+
+    def release(self) -> None:
+        self._loaded.clear()
+        gc.collect()
+
+    def model_for_job(self, trained: ModelSpec, seed: int, profile: Profile, device: str,
+                      training_problem: Exception | None = None) -> tuple[Any, float, Exception | None]:
+        """The model of a training job (trained, loaded from its checkpoint, or built as is), the seconds that took,
+        and the data, training or batch-dependence problem that stops it (its cells are then stored as
+        missing/failed) or None."""
+        started = time.perf_counter()
+        try:
+            if training_problem is not None:
+                raise training_problem
+            model = self.trained_model(trained, profile, device, seed)
+            check_batch_independence(self.registry, self.store, trained, model, profile)
+        except (DataFileError, NonFiniteLossError, ScoreError, BatchDependenceError) as exc:
+            self.release()
+            return None, time.perf_counter() - started, exc
+        return model, time.perf_counter() - started, None
+
+
+def check_batch_independence(registry: Registry, store: Store, spec: ModelSpec, model: Any, profile: Profile) -> None:
+    """Third-party embedders are probed (harness.consistency) before their first cell, once per plugin version
+    (the verdict is cached in the store); one whose vectors depend on the rest of the batch raises
+    BatchDependenceError, so its cells fail instead of storing scores. Built-in models are covered by tests."""
+    name = student_spec(registry, spec, profile).name if spec.recipe else spec.name
+    package = registry.package_of("model", name)
+    if package in BUILTIN_PACKAGES or not callable(getattr(model, "encode", None)):
+        return
+    try:
+        version = importlib_metadata.version(package)
+    except (importlib_metadata.PackageNotFoundError, ValueError):
+        version = None  # not an installed distribution (e.g. registered in code): probed in every run
+    verdict_path = store.root / CACHE / "batch-probe" / f"{name}-{stable_hash([package, version], 16)}.json"
+    verdict: str | None
+    if version is not None and verdict_path.is_file():
+        verdict = json.loads(verdict_path.read_text(encoding="utf-8")).get("problem")
+    else:
+        verdict = batch_dependence(model)
+        if version is not None:
+            atomic_write_json(verdict_path, {"model": name, "package": package, "version": version,
+                                             "problem": verdict})
+    if verdict:
+        raise BatchDependenceError(f"model {spec.label!r} ({package} {version or ''}): {verdict}.")

@@ -1,0 +1,393 @@
+"""A run's plan: its config resolved into model specs x seeds x tasks, every check that needs no computing done
+(names, options, seeds, capabilities, training sources and budgets, that the store is writable, every task's data
+and every training source), and each cell's status fixed: ``stored`` (a valid record of this run answers it, see
+``harness.store.reuse_problem``), ``problem`` (its data or training data is missing or malformed: it is stored as
+``missing`` or ``failed``, the rest of the matrix still runs) or ``pending`` (to compute). The plan is frozen: what
+runs it (harness.run.driver, an executor) reads it and never changes it.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+import numpy as np
+
+from ..capabilities import TRAINABLE, reachable_capabilities
+from ..data import TrainingSplits
+from ..device import check_device_name, resolve_device
+from ..errors import DataFileError, HarnessError, IncompatibleError, InvalidOptionError, MissingDataError
+from ..hub import check_backbone
+from ..matrix import ModelEntry
+from ..profiles import Profile, get_profile
+from ..registry import Registry
+from ..spec import SELF_TRAINING, ModelSpec, TaskSpec, budget_keys, resolve_model_spec, resolve_task_specs, student_spec
+from ..store import Store
+from .config import RunConfig
+from .models import CACHE, Models
+from .record import reuse_problem
+
+logger = logging.getLogger(__name__)
+
+PENDING, STORED, PROBLEM = "pending", "stored", "problem"
+
+
+@dataclass(frozen=True)
+class PlannedModel:
+    spec: ModelSpec
+    entry: ModelEntry
+    tasks: tuple[TaskSpec, ...] = ()  # the plan's tasks this model can run
+    skipped: tuple[tuple[TaskSpec, str], ...] = ()  # family members it cannot run, and why
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of the plan and its status. ``record``: the stored record that answers it (stored); ``problem``: the
+    data or training problem it is stored with (problem); ``why``: why it is computed (pending); ``invalid``: why
+    its stored record is invalid; ``recomputed_ok``: a stored ok record that this run cannot reuse (the driver says
+    both when it runs the plan)."""
+
+    spec: ModelSpec
+    seed: int
+    task: TaskSpec
+    status: str  # pending | stored | problem
+    record: dict | None = None
+    problem: Exception | None = None
+    why: str = ""
+    invalid: str | None = None
+    recomputed_ok: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.spec.label} seed {self.seed} {self.task.label}"
+
+
+@dataclass(frozen=True)
+class TrainingJob:
+    """Cells that one trained model serves: the pending tasks of one model spec and seed (under --train-on self,
+    of one task). An executor trains (or loads) the model once, then evaluates each task."""
+
+    planned: PlannedModel
+    trained: ModelSpec  # the spec whose training makes the model: planned.spec, or its per-task spec under self
+    seed: int
+    tasks: tuple[TaskSpec, ...]
+
+    @property
+    def spec(self) -> ModelSpec:
+        return self.planned.spec
+
+    @property
+    def label(self) -> str:
+        return f"{self.spec.label} seed {self.seed}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    models: tuple[PlannedModel, ...]
+    tasks: tuple[TaskSpec, ...]
+    seeds: tuple[int, ...]
+    profile: Profile
+    device: str
+    data_dir_text: str | None = None  # the data dir as the user gave it (records name it so)
+    # Checked in the plan, before anything runs: the dataset checksum of every task (None: the task cannot say
+    # before evaluating), the data problem of every task whose data is missing or malformed, and the same for the
+    # training data of every trained spec (by spec key).
+    data_checksums: dict[str, str | None] = field(default_factory=dict)
+    data_problems: dict[str, DataFileError] = field(default_factory=dict)
+    training_checksums: dict[str, str] = field(default_factory=dict)
+    training_problems: dict[str, DataFileError] = field(default_factory=dict)
+    statuses: tuple[Cell, ...] = ()  # every cell, in plan order (model, seed, task), with its status
+
+    @property
+    def cells(self) -> int:
+        return sum(len(m.tasks) for m in self.models) * len(self.seeds)
+
+    def jobs(self) -> list[TrainingJob]:
+        """The pending cells, grouped by the trained model that serves them (one per model spec and seed, except
+        under --train-on self: one per task)."""
+        planned = {model.spec.key: model for model in self.models}
+        groups: dict[tuple[str, int, str], TrainingJob] = {}
+        for cell in self.statuses:
+            if cell.status != PENDING:
+                continue
+            trained = trained_spec(cell.spec, cell.task)
+            key = (cell.spec.key, cell.seed, trained.key)
+            job = groups.get(key) or TrainingJob(planned[cell.spec.key], trained, cell.seed, ())
+            groups[key] = replace(job, tasks=(*job.tasks, cell.task))
+        return list(groups.values())
+
+
+def trained_spec(spec: ModelSpec, task_spec: TaskSpec) -> ModelSpec:
+    """The spec trained for a cell. ``--train-on self`` (thesis table 6.10 and the TSDAE paper train one model per
+    USEB domain on its own unlabeled sentences) trains one model per evaluated task on that task's training data:
+    that model is the spec with the task as its source (its own checkpoint and training checksum), while the cell's
+    record stays under the ``self`` spec, so the leaderboard shows one row."""
+    if spec.train_on != SELF_TRAINING:
+        return spec
+    return replace(spec, train_on=task_spec.label)
+
+
+def check_finite_labels(splits: TrainingSplits, source: str) -> None:
+    """Refuse training data whose numeric labels (e.g. gold similarity scores) are NaN or infinite: training on them
+    makes the loss NaN, which would otherwise be reported as diverged training (DataFileError, at plan time)."""
+    for name, data in (("train", splits.train), ("dev", splits.dev)):
+        labels = getattr(data, "scores", None)
+        if labels is None:
+            continue
+        labels = np.asarray(labels, dtype=np.float64)
+        bad = int((~np.isfinite(labels)).sum())
+        if bad:
+            raise DataFileError(
+                f"training data of {source}: {bad} of {len(labels)} {name} labels are NaN or infinite; fix or remove "
+                "those lines of the data (a NaN label makes the training loss NaN; the learning rate is not the "
+                "cause)."
+            )
+
+
+def _check_finite_options(owner: str, options: dict[str, Any]) -> None:
+    """NaN or infinite option values (``be:lr=nan``) are refused at plan time rather than failing in training."""
+    for key, value in options.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InvalidOptionError(f"option {key!r} of {owner} is {value}; give a finite number.")
+
+
+def stored_cell(registry: Registry, store: Store, plan: Plan, spec: ModelSpec, seed: int, task_spec: TaskSpec,
+                config: RunConfig) -> Cell:
+    """The cell as the store answers it: ``stored`` when its record is valid (schema and content checksum), has
+    status ok, and matches the spec hash, task version, dataset checksum and training data; else ``pending`` with
+    why it is computed."""
+    cell = Cell(spec, seed, task_spec, PENDING)
+    if config.overwrite or config.rescore:
+        return replace(cell, why="--overwrite" if config.overwrite else "rescore")
+    record, invalid = store.lookup(spec.key, seed, task_spec.key)
+    if invalid is not None:
+        return replace(cell, why=f"the stored record is invalid ({invalid})", invalid=invalid)
+    if record is None:
+        return replace(cell, why="not stored")
+    dataset_checksum = plan.data_checksums.get(task_spec.key)
+    trained_key = trained_spec(spec, task_spec).key  # differs from spec.key under self
+    training_checksum = plan.training_checksums.get(trained_key)
+    if isinstance(plan.data_problems.get(task_spec.key), MissingDataError):
+        dataset_checksum = record.get("dataset_checksum")  # data gone since: keep what was computed
+    if isinstance(plan.training_problems.get(trained_key), MissingDataError):
+        training_checksum = record.get("training_data_checksum")
+    why = reuse_problem(record, model_hash=spec.hash, task_version=registry.task(task_spec.name).metadata.version,
+                        dataset_checksum=dataset_checksum, training_data_checksum=training_checksum)
+    if why is None:
+        return replace(cell, status=STORED, record=record)
+    return replace(cell, why=why, recomputed_ok=record["status"] == "ok")
+
+
+class Planner:
+    """Builds the plan of a config (``plan()``); ``models`` gives the task objects and training data it checks."""
+
+    def __init__(self, registry: Registry, config: RunConfig, store: Store, models: Models,
+                 log: Callable[[str], None]):
+        self.registry, self.config, self.store, self.models, self.log = registry, config, store, models, log
+
+    def plan(self) -> Plan:
+        config = self.config
+        profile = get_profile(config.profile)
+        # Under a distributed executor each worker resolves the device (the driver may have no GPU at all).
+        device = resolve_device(config.device) if config.executor == "local" else check_device_name(config.device)
+        self.store.check_writable()
+        if not config.models:
+            raise HarnessError("no models given; use --models NAME[,NAME] (see `harness list`).")
+        if not config.tasks:
+            raise HarnessError("no tasks given; use --tasks NAME[,NAME] (see `harness list`).")
+        task_specs = self._task_specs()
+        from_family = {key for key, (_, family) in task_specs.items() if family}
+        planned = [self._planned_model(entry, profile, list(task_specs.values()), from_family)
+                   for entry in config.models]
+        shared = dict(config.budget)
+        for entry in config.models:
+            own = entry.budget if entry.own_budget_keys is None else entry.own_budget_keys
+            shared.update({key: value for key, value in entry.budget.items() if key not in own})
+        self._check_run_budget_keys([model.spec for model in planned], shared)
+        # A backbone the user names (--backbone, a matrix entry's) that is missing or unreachable fails here, in
+        # seconds; the profile's default is left to the models that read it (some read none).
+        given = [entry.backbone or config.backbone for entry in config.models]
+        for backbone in dict.fromkeys(name for name in given if name):
+            check_backbone(self.models.resolve_backbone(backbone))
+        plan = Plan(tuple(planned), tuple(spec for spec, _ in task_specs.values()),
+                    tuple(dict.fromkeys(config.seeds)), profile, device,
+                    data_dir_text=str(config.data_dir) if config.data_dir else None)
+        if plan.cells == 0:
+            reasons = "; ".join(problem for m in planned for _, problem in m.skipped[:1])
+            raise IncompatibleError(f"nothing to run: no model of the plan can run any of its tasks ({reasons}).")
+        plan = replace(plan, **self._check_data(plan))
+        return replace(plan, statuses=tuple(self._cell(plan, model, seed, task_spec) for model in plan.models
+                                            for seed in plan.seeds for task_spec in model.tasks))
+
+    def _task_specs(self) -> dict[str, tuple[TaskSpec, bool]]:
+        """The plan's tasks by key, each with whether it was reached only through a family name."""
+        task_specs: dict[str, tuple[TaskSpec, bool]] = {}
+        for text in self.config.tasks:
+            resolved = resolve_task_specs(self.registry, text)
+            for spec in resolved:
+                if spec.key not in task_specs:
+                    task_specs[spec.key] = (spec, len(resolved) > 1)
+                elif len(resolved) == 1:
+                    task_specs[spec.key] = (task_specs[spec.key][0], False)
+        return task_specs
+
+    def _planned_model(self, entry: ModelEntry, profile: Profile, task_specs: list[tuple[TaskSpec, bool]],
+                       from_family: set[str]) -> PlannedModel:
+        config = self.config
+        spec = resolve_model_spec(self.registry, entry.spec, profile, entry.backbone or config.backbone,
+                                  entry.train_on or config.train_on, {**config.budget, **entry.budget},
+                                  content_cache=self.store.root / CACHE)
+        _check_finite_options(f"model {spec.label!r}", spec.options)
+        self._check_training(spec)
+        own = entry.budget if entry.own_budget_keys is None else entry.own_budget_keys
+        self._check_budget_keys(spec, [key for key in entry.budget if key in own])
+        validate = self.registry.spec_plugin(spec.name).validate
+        if validate is not None:
+            validate(spec, self.registry)
+        tasks, skipped = [], []
+        for task_spec, _ in task_specs:
+            problem = self._incompatibility(spec, task_spec)
+            if problem is None:
+                tasks.append(task_spec)
+            elif task_spec.key in from_family:
+                # A family may mix capabilities (e.g. a pair task and an embedding probe): run what fits.
+                skipped.append((task_spec, problem))
+            else:
+                raise IncompatibleError(problem + " Leave this pair out of the matrix.")
+        return PlannedModel(spec, entry, tuple(tasks), tuple(skipped))
+
+    def _cell(self, plan: Plan, model: PlannedModel, seed: int, task_spec: TaskSpec) -> Cell:
+        cell = stored_cell(self.registry, self.store, plan, model.spec, seed, task_spec, self.config)
+        if cell.status == STORED:
+            return cell
+        problem = plan.data_problems.get(task_spec.key) or plan.training_problems.get(
+            trained_spec(model.spec, task_spec).key)
+        return cell if problem is None else replace(cell, status=PROBLEM, problem=problem)
+
+    # -- budgets ---------------------------------------------------------------------------------------------------
+    def _honoured_budget_keys(self, spec: ModelSpec) -> tuple[str, ...]:
+        """The budget keys ``spec``'s training honours; none when it is not trained."""
+        return budget_keys(self.registry.spec_plugin(spec.name)) if spec.train_on is not None else ()
+
+    def _check_budget_keys(self, spec: ModelSpec, entry_keys: list[str]) -> None:
+        """A matrix entry's budget key that the spec's training cannot honour is refused (never silently ignored)."""
+        honoured = self._honoured_budget_keys(spec)
+        refused = [key for key in entry_keys if key not in honoured]
+        if not refused:
+            return
+        if not honoured:
+            raise InvalidOptionError(f"model {spec.label!r} is not trained (no train_on), so its budget "
+                                     f"{', '.join(refused)} would have no effect; drop it or give train_on.")
+        raise InvalidOptionError(f"model {spec.label!r} cannot honour budget key(s) {', '.join(refused)}; "
+                                 f"{spec.name} takes {', '.join(honoured)}.")
+
+    def _check_run_budget_keys(self, specs: list[ModelSpec], shared: dict) -> None:
+        """``--set`` (and a matrix-wide ``budget:``) applies to every trained spec: each key must be honoured by at
+        least one of them."""
+        if not shared:
+            return
+        takes = {spec.name: self._honoured_budget_keys(spec) for spec in specs if spec.train_on is not None}
+        if not takes:
+            raise InvalidOptionError(f"--set {', '.join(shared)}: no model of this run is trained, so a training "
+                                     "budget has no effect; drop it or add --train-on.")
+        for key in shared:
+            if not any(key in keys for keys in takes.values()):
+                shown = "; ".join(f"{name} takes {', '.join(keys)}" for name, keys in takes.items())
+                raise InvalidOptionError(f"--set {key}: no trained model of this run honours it ({shown}).")
+
+    # -- data --------------------------------------------------------------------------------------------------------
+    def _check_data(self, plan: Plan) -> dict[str, dict]:
+        """Load every task's data and every trained spec's training data once, before the first cell: a problem is
+        kept in the plan (its cells are stored as missing or failed, the others run), never raised mid-matrix."""
+        found: dict[str, dict] = {"data_checksums": {}, "data_problems": {}, "training_checksums": {},
+                                  "training_problems": {}}
+        for task_spec in plan.tasks:
+            try:
+                found["data_checksums"][task_spec.key] = self.models.tasks.task(task_spec).check_data()
+            except NotImplementedError:
+                found["data_checksums"][task_spec.key] = None
+                self.log(f"  task {task_spec.label} cannot check its data before evaluating (no check_data); its "
+                         "cells are recomputed on every run")
+            except DataFileError as exc:
+                found["data_problems"][task_spec.key] = exc
+            except (UnicodeDecodeError, ValueError, OSError) as exc:
+                found["data_problems"][task_spec.key] = DataFileError(
+                    f"task {task_spec.label}: its data could not be read ({type(exc).__name__}: {exc})."
+                )
+        # Under --train-on self each task trains its own model: one trained spec (and training data) per task.
+        trained_specs = [trained_spec(planned.spec, task_spec) for planned in plan.models
+                         for task_spec in planned.tasks]
+        for spec in trained_specs:
+            if (spec.train_on is None or spec.key in found["training_checksums"]
+                    or spec.key in found["training_problems"]):
+                continue
+            try:
+                splits = self.models.training_splits(spec.train_on, self.models.training_kinds(spec), plan.profile,
+                                                     plan.seeds[0])
+                check_finite_labels(splits, spec.train_on)
+                found["training_checksums"][spec.key] = splits.checksum
+            except DataFileError as exc:
+                found["training_problems"][spec.key] = exc
+            except (UnicodeDecodeError, ValueError, OSError) as exc:
+                found["training_problems"][spec.key] = DataFileError(
+                    f"training data of {spec.train_on}: could not be read ({type(exc).__name__}: {exc})."
+                )
+        return found
+
+    # -- training compatibility ----------------------------------------------------------------------------------------
+    def _capabilities(self, spec: ModelSpec) -> tuple[str, ...]:
+        """A model's declared capabilities; a recipe's are its student's."""
+        if spec.recipe:
+            return self.registry.model(student_spec(self.registry, spec, get_profile(spec.profile)).name).capabilities
+        return self.registry.model(spec.name).capabilities
+
+    def _incompatibility(self, spec: ModelSpec, task_spec: TaskSpec) -> str | None:
+        metadata = self.registry.task(task_spec.name).metadata
+        available = reachable_capabilities(self._capabilities(spec))
+        kinds = self.models.training_kinds(spec)
+        if spec.train_on == SELF_TRAINING and not set(metadata.training_kinds) & set(kinds):
+            return (
+                f"model {spec.label!r} is trained on each task's own data (--train-on self), but task "
+                f"{task_spec.name!r} offers no {', '.join(kinds)}; tasks that do: {', '.join(self._sources(kinds))}."
+            )
+        if set(metadata.requires) <= available:
+            return None
+        return (
+            f"model {spec.label!r} cannot run task {task_spec.name!r}: the task needs "
+            f"{', '.join(metadata.requires)}, the model offers {', '.join(sorted(available))}."
+        )
+
+    def _check_training(self, spec: ModelSpec) -> None:
+        plugin = self.registry.spec_plugin(spec.name)
+        if spec.train_on is None:
+            if spec.recipe:
+                sources = self._sources(plugin.training_kinds, None)[:4]
+                raise IncompatibleError(
+                    f"recipe {spec.label!r} trains on a source; add --train-on TASK (or train_on in the matrix), "
+                    f"e.g. {', '.join(sources) or '(no installed task offers its data)'}."
+                )
+            return
+        if not spec.recipe and (TRAINABLE not in plugin.capabilities or not plugin.training_kinds):
+            raise IncompatibleError(f"model {spec.name!r} cannot be trained; drop --train-on for it.")
+        if spec.train_on == SELF_TRAINING:
+            return  # every task trains on its own data: checked per task by _incompatibility
+        source_specs = resolve_task_specs(self.registry, spec.train_on)
+        if len(source_specs) != 1:
+            raise IncompatibleError(
+                f"--train-on {spec.train_on!r} names a task family; name one task of it: "
+                f"{', '.join(s.name for s in source_specs)}."
+            )
+        offered = self.registry.task(source_specs[0].name).metadata.training_kinds
+        if not set(offered) & set(plugin.training_kinds):
+            raise IncompatibleError(
+                f"model {spec.name!r} learns from {', '.join(plugin.training_kinds)}, but task {spec.train_on!r} "
+                f"offers {', '.join(offered) or 'no training data'}. Training sources that would work: "
+                f"{', '.join(self._sources(plugin.training_kinds))}."
+            )
+
+    def _sources(self, kinds: tuple[str, ...], none: str | None = "(none installed)") -> list[str]:
+        """Tasks that offer training data of one of ``kinds`` (``[none]`` when there are none)."""
+        sources = sorted(name for name, task_plugin in self.registry.tasks.items()
+                         if set(task_plugin.metadata.training_kinds) & set(kinds))
+        return sources or ([none] if none else [])
