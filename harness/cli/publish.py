@@ -20,7 +20,8 @@ def cmd_publish(args) -> int:
                           values.seeds(args.seeds, default=[]))
     source = existing_store(results_dir(args.results), "pass the store to publish from with --results")
     result = publish(source, Store(args.to), selection, registry=registry,
-                     data_dir=values.checked_data_dir(args.data_dir), overwrite=args.overwrite, trust_unsigned=args.trust_unsigned, log=print)
+                     data_dir=values.checked_data_dir(args.data_dir), overwrite=args.overwrite,
+                     trust_unsigned=args.trust_unsigned, log=print)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return 0

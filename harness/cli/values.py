@@ -20,7 +20,9 @@ def seeds(text: str | None, default: list[int] | None = None) -> list[int]:
     RunConfig; `run`, `rescore` and `validate` leave the range check to RunConfig)."""
     from ..matrix import check_seeds
 
-    return check_seeds(parsed_seeds(text, default), "--seeds")
+    if text is None:
+        return default if default is not None else [DEFAULT_SEED]
+    return check_seeds(parsed_seeds(text), "--seeds")
 
 
 def parsed_seeds(text: str | None, default: list[int] | None = None) -> list[int]:
