@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,7 +29,7 @@ from harness.blocks import (
     domain_adapted_backbone,
 )
 
-from .artifacts import cached_teacher_scores, mlm_directory, write_silver_artifact
+from .artifacts import SilverPairs, cached_teacher_scores, mlm_directory, write_silver_artifact
 from .options import ORIGINAL, PROMPTED, SEMI_SUPERVISED, mlm_masking, teacher_spec_text
 
 
@@ -45,38 +44,6 @@ class DistillationReport:
         record = self.student.as_record() if hasattr(self.student, "as_record") else dict(self.student)
         return {**record, "augmented_sbert": self.details}
 
-
-@dataclass
-class SilverPairs:
-    """Step 1-5 of the pipeline: the target sentences, the candidates with their teacher scores, what was kept."""
-
-    sentences: list[str]
-    gold: ScoredPairs
-    candidates: list[tuple[int, int]]
-    candidate_scores: np.ndarray
-    kept: np.ndarray  # indices into candidates, ascending unless the sampler ordered them
-    teacher_text: str
-    teacher_source: str
-    mlm_dir: Path | None
-    gold_teacher_scores: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the teacher on the gold pairs
-    held_out_count: int = 0  # target sentences that also occur in dev/test pairs
-    held_out_pairs_dropped: int = 0  # proposed pairs of two such sentences, dropped
-    # Topic distillation: each sentence's topic label, and the texts the student reads (prompted or raw).
-    topics: list[str] | None = None
-    student_sentences: list[str] | None = None
-    sentences_with_several_topics: int = 0
-
-    @property
-    def gold_with_teacher_scores(self) -> ScoredPairs:
-        return ScoredPairs(list(self.gold.first), list(self.gold.second), self.gold_teacher_scores)
-
-    @property
-    def silver(self) -> ScoredPairs:
-        """The kept pairs as the student reads them (topic-prompted under topics=prompted), teacher-scored."""
-        texts = self.student_sentences if self.student_sentences is not None else self.sentences
-        first = [texts[self.candidates[i][0]] for i in self.kept]
-        second = [texts[self.candidates[i][1]] for i in self.kept]
-        return ScoredPairs(first, second, self.candidate_scores[self.kept])
 
 
 def train(splits, ctx) -> tuple[Any, DistillationReport]:
