@@ -104,6 +104,21 @@ def test_top_level_plugins_and_tasks_are_not_installed():
     assert "plugins" not in top_level and "tasks" not in top_level
 
 
+def test_every_package_folder_is_in_the_wheel():
+    """pyproject.toml lists the packages a wheel installs (plugins/ and tasks/ map into the harness namespace): a
+    package folder left out of the list works from a clone and is missing from an installed wheel."""
+    import tomllib
+
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    roots = {"harness": REPO / "harness", "harness.plugins": REPO / "plugins", "harness.tasks": REPO / "tasks"}
+    folders = {
+        ".".join([prefix, *init.parent.relative_to(root).parts])
+        for prefix, root in roots.items() for init in root.rglob("__init__.py")
+        if "__pycache__" not in init.parts and "data" not in init.relative_to(root).parts
+    }
+    assert sorted(folders - listed) == [], "add these packages to [tool.setuptools] packages in pyproject.toml"
+
+
 FRONT_DOORS = ("harness", "harness.blocks")
 
 
