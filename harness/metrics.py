@@ -73,16 +73,3 @@ def _finite(value: float, metric: str) -> float:
     if not np.isfinite(value):  # pragma: no cover - guarded by _checked; kept so no NaN can ever leave here
         raise ScoreError(f"{metric} is {value} for this input.")
     return value
-
-
-def scored_pairs_dev_score(model, dev) -> float:
-    """Spearman of the model's pair scores on a ScoredPairs dev split (model selection after each epoch).
-
-    Constant predictions count as no correlation (0.0), so such an epoch is never selected over a real one; NaN or
-    infinite predictions raise ScoreError (the training has diverged)."""
-    from .evaluation.adapters import as_pair_scorer
-
-    try:
-        return spearman(as_pair_scorer(model).score(dev.first, dev.second), dev.scores)
-    except ConstantPredictionError:
-        return 0.0

@@ -318,7 +318,7 @@ def fit_scored_pairs(
 ) -> TrainReport:
     """Regression on ScoredPairs ``train`` (rows are (first, second, score) tuples for ``collate``) with the
     profile's budgets; after each epoch the Spearman of ``model``'s pair scores on ``dev`` (if any) picks the best."""
-    from .metrics import scored_pairs_dev_score
+    from .evaluation.pairs import scored_pairs_dev_score
 
     examples = list(zip(train.first, train.second, train.scores.tolist()))
     config = config_from_profile(

@@ -39,7 +39,7 @@ def test_be_training_lowers_loss_and_keeps_best_epoch(registry, tiny_bert):
     assert report.steps == 4 * 6
     assert report.loss_history[-1] < report.loss_history[0]
     assert len(report.dev_history) == 4 and report.best_dev_score == max(report.dev_history)
-    from harness.metrics import scored_pairs_dev_score
+    from harness.evaluation.pairs import scored_pairs_dev_score
 
     assert scored_pairs_dev_score(model, pairs) == np.float64(report.best_dev_score)
 
@@ -116,7 +116,7 @@ def test_seed_trials_keep_the_best_dev_trial_and_record_every_trial(registry, ti
     assert [t["trial"] for t in trials] == [0, 1, 2] and trials[0]["seed"] == ctx.seed
     assert len({t["seed"] for t in trials}) == 3
     assert report.best_dev_score == max(t["best_dev_score"] for t in trials)
-    from harness.metrics import scored_pairs_dev_score
+    from harness.evaluation.pairs import scored_pairs_dev_score
 
     assert scored_pairs_dev_score(model, pairs) == np.float64(report.best_dev_score)  # the best trial's weights
     assert report.as_record()["seed_trials"] == trials

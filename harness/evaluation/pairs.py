@@ -17,7 +17,7 @@ import numpy as np
 
 from harness.evaluation.adapters import as_pair_scorer
 from harness.evaluation.bootstrap import ExampleScores
-from harness.metrics import pearson, spearman
+from harness.metrics import ConstantPredictionError, pearson, spearman
 
 logger = logging.getLogger(__name__)
 
@@ -94,3 +94,14 @@ def pair_examples(pair_sets: Sequence[PairSet], predictions: Sequence[np.ndarray
          "gold": np.concatenate([np.asarray(p.gold, dtype=np.float64) for p in pair_sets])},
         groups=groups, aggregate="group-mean" if aggregation == "mean" and groups is not None else "pooled",
     )
+
+
+def scored_pairs_dev_score(model, dev) -> float:
+    """Spearman of the model's pair scores on a ScoredPairs dev split (model selection after each epoch).
+
+    Constant predictions count as no correlation (0.0), so such an epoch is never selected over a real one; NaN or
+    infinite predictions raise ScoreError (the training has diverged)."""
+    try:
+        return spearman(as_pair_scorer(model).score(dev.first, dev.second), dev.scores)
+    except ConstantPredictionError:
+        return 0.0
