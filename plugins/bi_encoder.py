@@ -48,7 +48,7 @@ class BiEncoder(CheckpointedModule):
         return self.encoder.encode(texts, batch_size=self.batch_size, progress=self.progress)
 
     def encode_spans(self, items) -> np.ndarray:
-        """One row per ``(text, spans)`` item, as ``span_input`` says (see the module docstring)."""
+        """One row per ``(text, spans)`` item, as ``span_input`` says (docs/fidelity.md, "Bi-Encoder")."""
         texts, propositions = group_by_sentence(items)  # checks every item's spans, whatever the strategy
         if self.span_input == "sentence":
             return self.encode([texts[position] for position, _ in propositions])

@@ -66,7 +66,8 @@ class TopicSentences:
 
 
 def read_corpus(paths: list[Path], topic_column: str) -> TopicSentences:
-    """Every ``*.tsv`` file of the corpus folder; see the module docstring for what is refused."""
+    """Every ``*.tsv`` file of the corpus folder; see docs/fidelity.md, "UKP Sentential Argument Mining",
+    for what is refused."""
     rows: dict[str, tuple[list[str], list[str]]] = {name: ([], []) for name in SPLITS}
     empty = 0
     for path in paths:

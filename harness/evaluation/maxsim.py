@@ -218,8 +218,8 @@ def maxsim_pairs(query_sets: Sequence[np.ndarray], document_sets: Sequence[np.nd
     """MaxSim of pairs ``(query_sets[query_rows[p]], document_sets[document_rows[p]])`` as float64 ``[n_pairs]``.
 
     Without rows, pair ``p`` is ``(query_sets[p], document_sets[p])``. Passing the same list as both sets with row
-    indices lets each distinct text's vectors be stacked once. ``engine``: ``fused`` or ``sparse`` (module
-    docstring); None picks :func:`default_engine`. ``max_elements`` bounds the similarities the ``sparse`` engine
+    indices lets each distinct text's vectors be stacked once. ``engine``: ``fused`` or ``sparse`` (docs/fidelity.md,
+    "MaxSim"); None picks :func:`default_engine`. ``max_elements`` bounds the similarities the ``sparse`` engine
     holds at once (the fused one holds none). With ``sparse`` a pair that occurs several times is scored once.
     """
     if max_elements < 1:

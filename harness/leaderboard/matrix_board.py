@@ -74,7 +74,7 @@ def _paper(path: Path, document: dict) -> Paper:
 
 
 def build_board(matrix_path: Path, store: Store, registry: Any) -> MatrixBoard:
-    """The matrix's table from the records in ``store`` (see the module docstring)."""
+    """The matrix's table from the records in ``store`` (docs/fidelity.md, "Paper tables")."""
     import yaml
 
     from ..matrix import load_matrix
@@ -205,7 +205,7 @@ def _interval(row: Row, column: Column) -> str:
 
 def paper_agreement_rows(board: MatrixBoard) -> list[list[str]]:
     """Per paper column, each neighbouring pair of the paper's rows in the paper's order (higher first): the paper's
-    difference, ours with its 95% interval and p-value, and whether ours agrees (see the module docstring)."""
+    difference, ours with its 95% interval and p-value, and whether ours agrees (docs/fidelity.md, "Paper tables")."""
     from ..evaluation.significance import ALPHA, agrees_with_paper
     from .stats import compare_cells
 

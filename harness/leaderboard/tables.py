@@ -346,9 +346,9 @@ def _plain(value: Any) -> str:
 
 def collect_tables(store: Store, family_members: dict[str, list[str]] | None = None,
                    include_samples: bool = False, family_baselines: dict[str, Baseline] | None = None) -> list[Table]:
-    """Sections per family (see the module docstring). ``family_members`` (from the registry, when available) only
-    orders the columns. Records on an evaluation sample are left out unless ``include_samples``; their number is in
-    ``store.sample_records``."""
+    """Sections per family (docs/fidelity.md, "Leaderboard tables"). ``family_members`` (from the registry, when
+    available) only orders the columns. Records on an evaluation sample are left out unless ``include_samples``; their
+    number is in ``store.sample_records``."""
     family_members = family_members or {}
     families: dict[str, _Family] = defaultdict(_Family)
     task_places: dict[str, tuple[str, str]] = {}

@@ -206,7 +206,8 @@ def judged_gold(split: PropSegmentSplit, clusters: set[str], agreement: str,
 
 def training_pairs(split: PropSegmentSplit, clusters: set[str], agreement: str,
                    positives: str, variants: str = "merge") -> tuple[PropositionPairs, dict]:
-    """Proposition-pair training data from the judged ``clusters`` (see the module docstring)."""
+    """Proposition-pair training data from the judged ``clusters`` (see docs/fidelity.md, "From judgements to the
+    collection")."""
     if positives not in POSITIVES_CHOICES:
         raise ValueError(f"positives must be one of {POSITIVES_CHOICES}, got {positives!r}")
     gold, _ = judged_gold(split, clusters, agreement, variants)
