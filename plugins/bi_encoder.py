@@ -1,25 +1,9 @@
-"""Bi-Encoder (BE): each sentence encoded alone, pooled, compared by cosine.
+"""Bi-Encoder (BE): each sentence encoded alone, pooled, compared by cosine; the model ``be``.
 
-Thesis 4.1.2 (SBERT, Reimers & Gurevych 2019): MEAN pooling over non-padding tokens (CLS pooling as an option);
-regression training on scored pairs with the MSE between cos(u, v) and the gold score in [0, 1]
-(sentence-transformers' CosineSimilarityLoss, ``harness.nn.CosineRegression``); the shared training loop of thesis
-5.1 (AdamW 2e-5, 10% linear warm-up, per-epoch dev Spearman, best epoch kept). Without a training source it evaluates
-its backbone as is.
-
-As a student of a training recipe (e.g. Augmented SBERT, ``augsbert:teacher=cbe``) it offers
-``fit_scored_pairs(train, dev, ctx)`` (the ``ScoredPairLearner`` protocol); the recipe starts it from another
-checkpoint through its context's ``build_student(backbone=...)``.
-
-As a span encoder (``encode_spans``, for proposition tasks such as PropSegmEnt retrieval) it offers the three ways
-the Sub-Sentence Encoder paper (Chen et al. 2023, arXiv 2311.04335, appendix C.1) lets a sentence embedder represent
-a proposition, chosen by ``span_input``: ``mask`` (default; "mask pooling": one full-attention pass per sentence,
-MEAN over the proposition's tokens, ``harness.nn.spans``), ``full-mask`` (the proposition mask is also the
-attention mask), ``subset`` ("token subset": the proposition's words alone as a sentence, pooled as ``pooling``
-says) and ``sentence`` (the whole sentence's embedding, the spans ignored). As an embedder it is unchanged.
-
-Deviations: none in the method. Budgets (epochs, training-set size, max sequence length) come from the profile.
-``mask`` and ``full-mask`` always average the proposition's tokens, whatever ``pooling`` says (a proposition has no
-[CLS] of its own).
+Thesis 4.1.2 (SBERT, Reimers & Gurevych 2019): MEAN pooling (CLS as an option), regression on scored pairs with the
+MSE between cos(u, v) and the gold score (``harness.nn.CosineRegression``), the shared training loop of thesis 5.1.
+Its role as a recipe's student, span inputs (``span_input``) and every deviation: docs/fidelity.md, section
+"Bi-Encoder" and its ``be`` table rows.
 """
 from __future__ import annotations
 
@@ -64,7 +48,7 @@ class BiEncoder(CheckpointedModule):
         return self.encoder.encode(texts, batch_size=self.batch_size, progress=self.progress)
 
     def encode_spans(self, items) -> np.ndarray:
-        """One row per ``(text, spans)`` item, as ``span_input`` says (see the module docstring)."""
+        """One row per ``(text, spans)`` item, as ``span_input`` says (docs/fidelity.md, "Bi-Encoder")."""
         texts, propositions = group_by_sentence(items)  # checks every item's spans, whatever the strategy
         if self.span_input == "sentence":
             return self.encode([texts[position] for position, _ in propositions])

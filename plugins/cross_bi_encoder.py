@@ -1,29 +1,9 @@
-"""Cross-Bi-Encoder (CBE): one cross-attention pass over both sentences, two MEAN poolings, cosine.
+"""Cross-Bi-Encoder (CBE): one cross-attention pass over both sentences, two MEAN poolings, cosine; the model ``cbe``.
 
-Thesis 2.4.2.2, 4.1.2 ("Cross-Bi-Encoder") and 4.1.3: the pair is fed as ``[CLS] s1 [SEP] [CLS] s2 [SEP]`` (note the
-second CLS), every token attends to both sentences, and "MEAN pooling from the first [CLS] token to the first [SEP]
-token, and from the second [CLS] token to the second [SEP] token" gives u and v; the score is cos(u, v) in [-1, 1].
-Training is the Bi-Encoder's: MSE between cos(u, v) and the gold score in [0, 1] (SBERT CosineSimilarityLoss), with
-the shared loop of thesis 5.1 (AdamW 2e-5, 10% linear warm-up then decay, per-epoch dev Spearman, best epoch kept).
-
-Pair orders (option ``pair_orders``): ``both`` (default) trains on every pair as (a, b) and (b, a), as the thesis
-code trains its pair-scoring teachers (and UKPLab's AugSBERT examples their cross-encoders); ``given`` trains on the
-given order only. The input is not symmetric (positions and token types differ), so the order matters.
-
-Deviations and choices (documented here and in docs/fidelity.md):
-- Segment pooling includes both boundary tokens ("from the first [CLS] to the first [SEP]"), which is exactly what the
-  Bi-Encoder's MEAN pooling covers for a single sentence ``[CLS] s [SEP]``; the thesis motivates the CBE as mimicking
-  that pooling. ``segment_pooling=content`` pools only the sentence's own tokens instead.
-- The input ids are built from each sentence's own token ids (``add_special_tokens=False``) by
-  ``harness.nn.PairInputBuilder``, so the segment boundaries are exact. BERT-style tokenizers use their
-  ``cls``/``sep`` tokens; RoBERTa-style ones their own equivalents, which Hugging Face also calls cls/sep:
-  ``<s> s1 </s> <s> s2 </s>`` (not RoBERTa's native pair format ``<s> s1 </s></s> s2 </s>``, which has no second
-  start token). Tokenizers without cls/sep fall back to bos/eos.
-- Token types: 0 for segment 1 and 1 for segment 2 when the backbone has at least two type embeddings (BERT), as in
-  BERT's own pair encoding; otherwise all 0 (RoBERTa has one type embedding). Position ids run over the whole pair.
-- Sequence length: each sentence gets the profile's ``max_seq_length`` (with its two special tokens), as in the
-  Bi-Encoder; if the pair exceeds the backbone's position table, the longer sentence is cut first (limits from
-  ``harness.nn.sequence_limits``, shared with the Cross-Encoder and the domain-adaptive MLM).
+Thesis 2.4.2.2, 4.1.2 ("Cross-Bi-Encoder") and 4.1.3: the pair is fed as ``[CLS] s1 [SEP] [CLS] s2 [SEP]``, each
+sentence's segment is MEAN-pooled and the score is cos(u, v) in [-1, 1]; training is the Bi-Encoder's (MSE on the
+cosine, shared loop of thesis 5.1). Segment pooling, pair orders, lengths, RoBERTa's input and every deviation:
+docs/fidelity.md, section "Cross-Bi-Encoder" and its ``cbe`` table rows.
 """
 from __future__ import annotations
 

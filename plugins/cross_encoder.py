@@ -1,36 +1,10 @@
-"""Cross-Encoder (CE): both sentences in one input, full cross-attention, a regression head on the CLS state.
+"""Cross-Encoder (CE): both sentences in one input, full cross-attention, a regression head on the CLS state; the
+model ``ce``.
 
-Thesis 4.1.2 ("Cross-Encoder"), 5.2.1 and table 6.2: the pair is tokenised as ``[CLS] s1 [SEP] s2 [SEP]`` (the
-tokenizer's own pair encoding, so RoBERTa gets ``<s> s1 </s></s> s2 </s>`` and BERT gets token types 0/1); the last
-hidden state of the first token goes through ``Linear(d, 1)`` and an activation. The activation is the option
-``activation``: ``sigmoid`` (default, scores in (0, 1)), ``tanh`` (-1, 1) or ``none`` (unbounded), the three variants
-of table 6.2. Training on scored pairs (gold in [0, 1]) with the shared loop of thesis 5.1 (AdamW 2e-5, 10% linear
-warm-up then linear decay, per-epoch dev Spearman, best epoch kept).
-
-Head (option ``head``):
-- ``linear`` (default, thesis 4.1.2's text): ``Dropout(p) -> Linear(d, 1)`` on the CLS state, then the activation.
-- ``sentence-transformers`` (the thesis code, which trains sentence-transformers' ``CrossEncoder``): Hugging Face's
-  ``*ForSequenceClassification`` head: the pooler ``Linear(d, d) -> tanh`` on the CLS state (BERT's pretrained
-  pooler weights when the backbone has them, a fresh layer otherwise), dropout, ``Linear(d, 1)``; trained with
-  BCE-with-logits on the raw logit whatever the activation, the activation applied only at prediction.
-The dropout probability is the backbone's ``hidden_dropout_prob`` (as in Hugging Face's head), new linear layers are
-initialised N(0, initializer_range).
-
-Loss (option ``loss``): ``auto`` (default) is the head's own (``linear``: MSE, ``sentence-transformers``: BCE);
-``mse`` is the MSE between the activated output and the gold score, the thesis' "simple regression setting";
-``bce`` is binary cross-entropy with logits on the raw logit (with ``head=linear`` only with ``activation=sigmoid``),
-sentence-transformers' default for one label. Both have their minimum where sigmoid(logit) equals the gold score.
-
-Pair orders (option ``pair_orders``): ``both`` (default) trains on every pair as (a, b) and (b, a), as the thesis
-code and UKPLab's AugSBERT / cross-encoder examples do; ``given`` trains on the given order only.
-
-Deviations and choices:
-- ``head=linear`` follows the thesis text, not its code; ``harness export`` writes ``head=linear`` models only (a
-  sentence-transformers CrossEncoder folder with the same numbers).
-- Sequence length: the profile's ``max_seq_length`` limits each sentence, as it does for the Bi-Encoder, so the pair
-  may use up to twice that (capped by the backbone's position table; ``harness.nn.sequence_limits``); longer pairs are
-  cut longest-first.
-- ``score`` runs over distinct pairs, sorted by token length, under ``torch.inference_mode`` (autocast on CUDA).
+Thesis 4.1.2 ("Cross-Encoder"), 5.2.1 and table 6.2. The input format, the activation (option ``activation``), the
+two heads (option ``head``: the thesis text's ``linear`` by default, the thesis code's ``sentence-transformers``),
+the loss, pair orders, export and every deviation: docs/fidelity.md, section "Cross-Encoder" and its ``ce`` table
+rows.
 """
 from __future__ import annotations
 

@@ -1,28 +1,9 @@
 """Condition-to-span selectors for C-STS: which words of a sentence express a condition.
 
-Sub-Sentence Encoder (Chen et al. 2023, arXiv 2311.04335), section 4.2.2: an LLM (gpt-3.5 / gpt-4) is asked, for
-one sentence at a time, which set of words best corresponds to the condition; SubEncoder encodes that word set in
-the context of its sentence, and the cosine of the two sentences' encodings is their conditional similarity. This
-module declares the component kind ``span-selector`` (the hook) and registers two selectors usable offline:
-
-- ``lexical`` (the default of the ``csts`` task): the sentence's words that match a content word of the condition
-  (lower-cased, possessive and plural/verb endings stripped) or are near one in spelling (a common prefix of at
-  least 5 characters, or a difflib ratio of at least 0.85 for words of 4+ characters).
-- ``embedding``: the sentence's content words whose embedding is closest to the condition's (cosine within 0.05 of
-  the best word, at most 3 words), embedded by a model built through the evaluation context (default ``be``, the
-  pretrained backbone as is).
-
-A selector returns, per (sentence, condition), character spans over the sentence, possibly none; the task decides
-what "none" means (``csts`` falls back to the whole sentence and counts it).
-
-The hook for an external selector (e.g. an LLM): any plugin registers an object with this kind's method,
-``harness.Component("span-selector", "my-llm", MySelector())`` in its ``register_components``, and users pick it
-with ``--tasks csts:selector=my-llm``; the task is not touched. ``select(sentences, conditions, ctx)`` gets the
-evaluation context (``ctx.embedder(spec)`` builds a model; ``ctx.data_dir`` locates cached answers).
-:class:`WordListSelector` adapts the natural form of an LLM answer, a list of words per sentence, to spans.
-
-Deviations: the paper's selector is an LLM; offline the default is lexical, so C-STS numbers with it measure the
-encoder under a weak selector, not the paper's setting (which needs an LLM selector through the hook).
+Sub-Sentence Encoder (Chen et al. 2023, arXiv 2311.04335), section 4.2.2, asks an LLM for the words that best
+correspond to the condition. This module declares the component kind ``span-selector`` (the hook) and registers
+two selectors usable offline, ``lexical`` (the ``csts`` task's default) and ``embedding``. How each selects and how
+they differ from the paper's LLM: docs/fidelity.md, section "C-STS", subsection "Span selectors".
 """
 from __future__ import annotations
 

@@ -1,49 +1,10 @@
 """Nugget: a text as a few selected token vectors (Qin & Van Durme 2023, "Nugget: Neural Agglomerative Embeddings of
-Text", sections 3-4 and 6.1; table 2).
+Text", sections 3-4 and 6.1; table 2). A scorer picks k = ceil(r n) tokens whose last-layer states are the text's
+nuggets; an autoencoding decoder that cross-attends only to them trains the scorer through the score residual (eq.
+5); texts are compared by MaxSim (eq. 10, ``harness.evaluation.maxsim``).
 
-Encoder: the backbone's transformer. A scorer FFN (Linear(d, d) - ReLU - Linear(d, 1), eq. 2/7) reads the hidden
-states of layer ``layer`` (l = 3, section 4; l = 0 is the embedding layer's output) and gives one score per token. Of
-a text's n tokens (n counts its real tokens, special tokens included, never padding), the k = ceil(``ratio`` * n)
-best-scored are kept (section 3.1 "Choice of k"; always 1 <= k <= n), taken from the LAST layer's hidden states and
-projected by W^V (eq. 4): these are the text's nuggets, in text order. With ``feedback`` (section 3.3, eq. 8) a type
-embedding for selected / unselected tokens is added to the hidden states after layer l, so the upper layers know
-which tokens are nuggets. The embedding layer and the bottom l layers are frozen (section 3.3 "Stabilized training").
-
-Training (section 3.4, autoencoding): a transformer decoder cross-attends to the nuggets only and reconstructs the
-sentence with teacher-forced cross-entropy. TopK is not differentiable; the nugget scores s are added to the
-decoder's cross-attention logits in every head and layer (eq. 5, ``residual=scores``: the logit is
-(QK^T + s) / sqrt(d), d the attention head width), so the gradient reaches the scorer (eq. 6). ``residual=
-straight-through`` is the public code's form (hiaoxui/nugget README): s - sg(s) is added, which is zero in the forward
-pass and passes the same gradient. ``deletion`` (0 by default, as the AE rows of table 2) deletes that share of the
-words of the encoder's input, TSDAE's noise (:mod:`harness.nn.noise`), which section 3.4 allows.
-
-Inference: ``encode_multi`` returns each text's nuggets ``[k, d]``; texts are compared by one-sided MaxSim averaged
-over the query's nuggets (eq. 10; :mod:`harness.evaluation.maxsim`, through the core's multi-vector adapters).
-
-Training setup: Adam(W) lr 5e-5 (appendix B.1), constant, no warm-up, no weight decay; budgets: quick 40 steps of the
-profile's batch (2 CPU cores), paper batch 64 (16 per card x 4 cards, B.1; "until convergence": steps from the
-profile).
-
-Bad input: ``ratio`` outside (0, 1] and ``layer`` below 0 are refused at plan time, ``layer`` above the backbone's
-depth when the model is built (InvalidOptionError naming the option and its allowed values). A text that is only
-special tokens (e.g. the empty string: [CLS] [SEP], n = 2) has k = ceil(r * 2) = 1 nugget, the best-scored of its
-special tokens; a text with no token at all (possible only with a tokenizer that adds no special tokens) is refused
-with a ValueError, since it has no vector to keep.
-
-Deviations:
-- Backbone: the paper builds on mBART (12+12 layers, 602M parameters) trained for machine translation (MT) or
-  autoencoding (AE) on WMT19 documents; here any BERT- or RoBERTa-style encoder, trained by autoencoding only
-  (translation needs bitext that no task offers; not implemented). The decoder is built from the encoder's weights
-  (:class:`harness.nn.TransformerDecoder`, ``share="embeddings"``: a trainable copy of the encoder's layers with new
-  cross-attention, word embeddings shared with the encoder, output tied to them), as TSDAE builds its decoder from a
-  BERT-style encoder; mBART has a separately pretrained decoder.
-- Frozen embeddings: the word embeddings are frozen with the bottom l layers (they compute the scorer's features);
-  in mBART they are shared with the decoder and also trained through it. Here the decoder's input and output
-  embeddings are therefore frozen too.
-- The scorer's input X^(l) is computed in training mode (dropout applies in the frozen layers, as in any frozen
-  module of a model in training mode).
-- Nuggets are ordered by their token position; the paper's TopK leaves the order open (order does not change the
-  cross-attention or MaxSim).
+Encoder, training, inference, the training setup, bad input and every deviation: docs/fidelity.md, section
+"Nugget" and its ``nugget`` table rows.
 """
 from __future__ import annotations
 

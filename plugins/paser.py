@@ -1,49 +1,10 @@
-"""PaSeR, Phrase-aware Sentence Representation, unsupervised (Wu et al. 2023, section 3; tables 1 and 5, appendix A).
+"""PaSeR, Phrase-aware Sentence Representation, unsupervised (Wu et al. 2023, section 3; tables 1 and 5, appendix A):
+the objective ``paser`` and its embedder. A copy of each sentence has its RAKE key phrases masked, and a decoder
+reading both sentence vectors generates the masked phrases; loss L_MLM + L_gen (eq. 4).
 
-Per training sentence s (section 3.1): its key phrases are ranked by RAKE (:mod:`harness.nn.phrases`: stopword and
-punctuation split, word score deg/freq, phrase score = sum); a copy s~ has the ``top_k`` best phrases masked (every
-token overlapping a phrase word becomes the mask token; default 5: the paper's table 1 numbers are those of RAKE
-top-5 in table 5 with synonym replacement in table 4; ``top_k=1`` is the method's single phrase p0). The
-shared encoder gives E_s and E_s~ (``pooling``: [CLS] without a pooler MLP, the paper's default; MEAN as an
-option). The decoding signal (eq. 2) is the length-4 memory [E_s, E_s~, m|E_s - E_s~|, n|E_s * E_s~|] with m = n = 10
-(``signal_m``, ``signal_n``; appendix A's best); ``signal=public`` is the public code's variant: E_s~ projected by a
-Linear P, and no absolute values: [E_s, P(E_s~), m(E_s - P(E_s~)), n(E_s * P(E_s~))]. A transformer decoder
-(``decoder_layers`` = 6, section 4.2, at most the backbone's depth; weights randomly initialised, word embeddings
-shared with the encoder, output tied to them; :class:`harness.nn.TransformerDecoder`) generates the masked phrases
-(eq. 3, teacher forcing, the target [CLS] p0 [p1 ...] [SEP] in importance order). Loss (eq. 4): L_MLM + L_gen, L_MLM
-BERT's masking (15%, 80/10/10; :func:`harness.nn.mlm.mask_tokens`) of s through the same encoder and the backbone's
-MLM head. Inference:
-the pooled [CLS] vector (an ``embedder``).
-
-Training setup (section 4.2): lr 3e-5, batch 64, 5 epochs (paper profile), max length 32 (the profile's limit
-applies); linear decay without warm-up or weight decay (the paper does not state them). Quick profile: 40 steps.
-
-EDA (section 3.1.3), option ``synonyms`` (EDA's alpha_sr; default 0.1, EDA's default and table 4's "+ SR" row that
-table 1 reports; 0 = off): that share of the words of s that are neither stopwords nor punctuation (at least one) is
-replaced by a random WordNet synonym before the phrases are ranked, so both views carry the same replacements.
-Synonyms come from the WordNet 3.0 database (:mod:`harness.nn.wordnet`; NLTK's ``synsets`` lookup, without NLTK):
-no PyPI package ships that database, so it is the system package ``wordnet-base`` (Debian/Ubuntu) or an NLTK data
-folder. Without it the default spec is refused at plan time in one line naming the package (or ``synonyms=0``).
-
-Defined behaviour at the edges (tests/test_paser.py):
-- a sentence without any candidate phrase (only stopwords and punctuation) keeps an unmasked copy and adds nothing to
-  L_gen (it still adds to L_MLM); the training record counts such examples (``counts.paser.without_phrase``, one per
-  time a sentence is drawn, so a sentence seen in two epochs counts twice);
-- a phrase mask that covers the whole sentence (e.g. "machine learning": no stopword) is kept: s~ is all mask tokens
-  and the target is the whole sentence; the record counts such examples (``counts.paser.fully_masked``), next to
-  ``counts.paser.examples``.
-
-Deviations:
-- Stopwords: scikit-learn's English list instead of NLTK's corpus (a download); see :mod:`harness.nn.phrases`.
-- EDA: only synonym replacement (the paper also uses random deletion and token reordering), applied once to s before
-  masking instead of separately to s and s~.
-- Checkpoint selection on STS-B dev (the paper evaluates every 125 steps and keeps the best) is the option
-  ``select_every=125,select_on=stsb``; by default the last step's weights are kept, as for the other unsupervised
-  objectives here.
-- Training data (section 4.2): the unlabeled sentences of the seven STS datasets, test sentences included (ConSERT's
-  transductive setting) are ``--train-on stsb:unlabeled=seven-sts-transductive``; any other unlabeled source works.
-- The supervised variant (SimCSE-sup + alpha L_gen on NLI triples) is not implemented: no NLI data is available
-  offline.
+The method step by step (phrases, decoding signal, decoder, EDA synonyms), the training setup, the defined
+behaviour at the edges (tests/test_paser.py) and every deviation: docs/fidelity.md, section "PaSeR" and its
+``paser`` table rows.
 """
 from __future__ import annotations
 

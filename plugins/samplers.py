@@ -1,42 +1,12 @@
 """Silver-pair samplers for Augmented SBERT (Thakur et al. 2021, section 4 "Selecting sentence pairs"; thesis 2.4.7,
-4.3.2, 5.3, 6.2). Each sampler is a ``Component(kind="sampler", ...)``, so a third-party package can add its own and
-use it as ``augsbert:teacher=cbe,sampler=NAME``.
+4.3.2, 5.3, 6.2): ``none``, ``random``, ``bm25``, ``semantic-search``, ``bm25+semantic-search``,
+``semantic-search+random``, ``kde`` (thesis eq. 2.9) and ``kde-iterative`` (thesis Algorithm 1). Each sampler is a
+``Component(kind="sampler", ...)``, so a third-party package can add its own and use it as
+``augsbert:teacher=cbe,sampler=NAME``; the two-stage contract (``propose``, then ``select``) is the core's
+(``harness.nn.sampling``).
 
-The two-stage contract (``propose`` candidates, then ``select`` among the teacher-scored ones), ``SamplingInput`` and
-the ``PairSampler`` base class are the core's (``harness.nn.sampling``), so recipes and samplers never import each
-other. As in the AugSBERT examples, a neighbour pair that is a repeat or a gold pair is dropped, not replaced by the
-next one; so is a pair of two ``held_out`` sentences (both also in the target's dev or test pairs, e.g. in-topic BWS),
-which the thesis code would have proposed. ``top_k`` is 5 by default, the thesis code's value (random, BM25 and
-semantic search alike).
-
-Samplers:
-
-- ``none``: the gold pairs themselves, re-annotated by the teacher (self-distillation, thesis tables 6.4/6.5).
-- ``random``: ``top_k`` random partners per sentence (Thakur "RS").
-- ``bm25``: the ``top_k`` lexical neighbours of each sentence by Okapi BM25 (``rank_bm25``'s ``BM25Okapi`` scores,
-  ``harness.evaluation.bm25.bm25_tokens``: lower-cased word tokens). Thakur et al. used Elasticsearch's BM25; scores
-  differ slightly, the ranking idea is the same.
-- ``semantic-search``: the ``top_k`` nearest sentences by cosine of a Bi-Encoder's embeddings (the pipeline passes
-  a pretrained or a fine-tuned Bi-Encoder, option ``search_model``).
-- ``bm25+semantic-search``: the union of both.
-- ``semantic-search+random``: the union of both: similar and dissimilar pairs, the pairs thesis 5.4.3 pre-trains
-  (MLM) on and annotates for unsupervised domain adaptation, and the candidate set of ``kde-iterative``.
-- ``kde``: Thakur et al.'s KDE sampling: candidates are random pairs; with Gaussian KDEs ``F_gold`` of the gold scores
-  and ``F_silver`` of all candidate teacher scores, a candidate with score s is kept with probability
-  Q(s) = 1 if F_gold(s) >= F_silver(s), else F_gold(s) / F_silver(s) (thesis eq. 2.9).
-- ``kde-iterative``: thesis Algorithm 1 (4.3.2): shuffle the candidates, start the silver set with the first two,
-  then pass over the remaining candidates and add one whenever the gold density at its score exceeds the silver
-  density, refitting the silver KDE after each addition; stop after a pass that adds nothing. Candidates come from
-  semantic search plus random pairs, as the thesis settled on in 6.2 ("otherwise there are not enough positive
-  candidates"); the pipeline option ``candidates`` changes that (e.g. ``candidates=random``, for figure 6.4).
-
-Deviations: pairs of two held-out sentences are never proposed (see above). The KDEs are 1-D Gaussian with Scott's
-bandwidth (what ``scipy.stats.gaussian_kde`` computes, which both public implementations use), implemented here so
-that a degenerate set (e.g. two equal scores) gets a small
-bandwidth floor instead of a singular-matrix error. Neighbours are the ``top_k`` of each score row
-(``harness.evaluation.search.top_k``: best first, ties to the lower index). BM25 scores come from ``rank_bm25``
-itself, not from ``harness.evaluation.bm25.BM25Index``: the index sums in another order, which moves scores by about
-1e-13 and flips about one near-tie in 2500 rankings, and the stored silver sets must stay reproducible.
+What each sampler does and every deviation: docs/fidelity.md, section "Augmented SBERT", subsection "Silver-pair
+samplers".
 """
 from __future__ import annotations
 

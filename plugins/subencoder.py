@@ -1,41 +1,13 @@
-"""Sub-Sentence Encoder (SubEncoder): one contextual embedding per proposition of a sentence.
+"""Sub-Sentence Encoder (SubEncoder): one contextual embedding per proposition of a sentence, the span encoder
+``subencoder``.
 
 Chen et al. 2023, "Sub-Sentence Encoder: Contrastive Learning of Propositional Semantic Representations"
-(arXiv 2311.04335), sections 3.1-3.2 and appendix B; official code ``schen149/sub-sentence-encoder``.
+(arXiv 2311.04335), sections 3.1-3.2 and appendix B; official code ``schen149/sub-sentence-encoder``. A proposition
+is the masked MEAN of its sentence's last hidden states followed by an MLP (3.1, ``harness.nn.spans``); training is
+a supervised contrastive loss over the batch's propositions (3.2, ``harness.nn.SupCon``).
 
-- Architecture (3.1): a transformer reads the whole sentence once with full attention; each proposition (a binary
-  token mask, given as character spans and mapped to tokens with the fast tokenizer's offset mapping: special
-  tokens and padding never in the mask) is the masked MEAN of the last hidden states, then an MLP
-  Linear(d, d)-ReLU-Linear(d, d_out). ``output_dim`` sets d_out (0: d, as in table 1; 64: the paper's bottleneck of
-  5.4 / table 5). Encoding many propositions of one sentence costs one forward pass (``harness.nn.spans``).
-- Objective (3.2): supervised contrastive loss (Khosla et al. 2020; ``harness.nn.SupCon``) over every proposition
-  of the batch, temperature 0.01; positives are linked propositions across a sentence pair (the
-  ``proposition_pairs`` training kind), every other proposition, those of the same sentence included, is a
-  negative. Links are closed transitively (a proposition linked to two others makes all three positives), and a
-  sentence or proposition that occurs twice in a batch is one item.
-- Training (appendix B): AdamW, lr 1e-4 (5e-5 for SimCSE backbones: ``lr=0``, the default, picks by backbone
-  name), linear decay, 10 epochs under the ``paper`` profile (``epochs=0``, the default; other profiles use their
-  own epoch budget). Batch: the profile's batch size in sentence pairs.
-- As a sentence embedder (every other task) the core's adapter gives it each sentence as one span over all of it.
-
-It needs training (its MLP starts random): without ``--train-on`` it trains on ``propsegment-facts`` (the
-held-out-split training clusters).
-
-Deviations: the paper trains on 240k NLI-labelled sentence pairs (not public as a harness task); here the training
-source is any task offering ``proposition_pairs``: PropSegmEnt's judged training clusters by default (23 mutual / 43
-ENTAILS sentence pairs), or ``--train-on "propsegment-facts:pairs=both,positives=entails"``, which adds 1,520
-segmentation pairs of the same clusters (each proposition in context linked to its own words, its siblings as
-negatives; tasks/propsegment/collection.py). With either, at the quick profile's CPU budget, the untrained ``be``
-with full-mask input (the paper's MiniLM baseline) still ranks better at P@1 (docs/fidelity.md). No model
-selection on a validation loss (the sources offer no dev split): the last epoch is kept. The official code calls
-pytorch-metric-learning's SupConLoss with its default temperature 0.1 (its ``--temperature 0.01`` flag is never
-passed on) and labels positive pairs without closing cliques; this follows the paper (0.01, cliques closed). The
-official warm-up is 10 steps; here 10% of the steps (the harness' shared schedule). Batches are length-grouped
-(the shared loop's ``group_by_length``: similar-length pairs share a batch, which the official code does not do), and
-a batch's short rows are run apart from its long ones (``trimmed_states``; same states up to float rounding).
-
-Limit: training on several GPUs at once is not supported (the shared loop's ``DataParallel`` would split a batch's
-sentences and its propositions independently): ``fit`` refuses it; set ``CUDA_VISIBLE_DEVICES`` to one GPU.
+Architecture, objective, training data, schedule and every deviation: docs/fidelity.md, section "Sub-Sentence
+Encoder" and its ``subencoder`` table rows.
 """
 from __future__ import annotations
 

@@ -1,34 +1,10 @@
 """Supervised topic classifier: a sentence encoder fine-tuned through a classification head on topic labels, then
-used as an embedder (thesis 5.6.1, the "Classifier" rows of tables 6.14-6.17).
+used as an embedder; the model ``classifier`` (thesis 5.6.1, the "Classifier" rows of tables 6.14-6.17).
 
-Thesis 5.6.1: "First, we establish a baseline method using a simple classification objective, where a classifier
-head is used to classify the topic label." The encoder pools its token states (MEAN over non-padding tokens, option
-``pooling``, as the Bi-Encoder ``be``), a head maps the pooled vector to the topic labels, and encoder and head train
-together with cross-entropy (``harness.nn.SentenceClassification``) on the labeled sentences of ``--train-on``
-(``20ng-topic`` / ``20ng-parent``: the train documents with their parent group; ``bws-topic``: the argument
-sentences with their topic). The head is dropped afterwards: the fine-tuned encoder is the embedder, evaluated like
-every other embedder (topic probes, SentEval, BWS).
-
-Options: ``input`` ``raw`` (thesis "Classifier Original") or ``prompted`` (thesis "Classifier Prompted": every
-training text is ``"{topic} ¥ {sentence}"``, its own label in front; ``delimiter`` as in ``harness.nn.topic_prompts``,
-refused if a sentence or label contains it); ``head`` ``linear`` (``Linear(d, classes)``) or ``thesis-code`` (the
-thesis code's ``RobertaForSentenceEmbeddingClassification`` head: ``Linear(d, d) -> SiLU -> Dropout(0.1) ->
-Linear(d, classes)``); ``lr`` (default 2e-5).
-
-Training (the shared loop, thesis 5.1): AdamW, 10% linear warm-up then decay, weight decay 0.01; the source's dev
-split (if it has one) picks the epoch with the best dev macro-F1 of the head, as the thesis code's Trainer
-(``load_best_model_at_end``, ``metric_for_best_model="f1_macro"``) does. Budgets: ``paper`` 5 epochs of batch 16
-over all training sentences (the thesis code: ``num_train_epochs=5``, ``per_device_train_batch_size=16``,
-``learning_rate=2e-5``); ``quick`` one epoch over at most 2000 sentences (a seeded subsample, the profile's
-training-set cap) and at most 125 steps of batch 16, about 300 CPU-seconds (3-5 minutes on 2 cores) for 20 Newsgroups
-documents at 128 tokens; ``smoke`` the profile's.
-
-Deviations: the thesis text gives no hyperparameters for the classifier; the numbers are its code's (not 5.6.1's
-batch 64 / lr 3e-5, which are the MLM's and the Bi-Encoders'). The thesis code strips texts and drops duplicate
-texts before training; here duplicate (text, label) rows are dropped, a text with two labels keeps both rows (e.g. a
-message cross-posted to two newsgroups of different parent groups). The dev split is cut to the profile's
-``max_eval_examples`` like every dev split; under ``quick`` (one epoch) there is no epoch to choose and the dev
-split is not encoded.
+The encoder pools its token states (as the Bi-Encoder ``be``), a head maps the pooled vector to the topic labels,
+encoder and head train together with cross-entropy (``harness.nn.SentenceClassification``), and the head is dropped
+afterwards. Options, heads, budgets and every deviation: docs/fidelity.md, section "Topic distillation", subsection
+"Classifier" and its "Classifier" table row.
 """
 from __future__ import annotations
 

@@ -1,36 +1,9 @@
 """TSDAE, Transformer-based Sequential Denoising Auto-Encoder (Wang et al. 2021, section 3; thesis 2.4.6, 5.4.1,
-tables 6.9 and 6.10).
+tables 6.9 and 6.10): the objective ``tsdae`` and its embedder. Words of a sentence are deleted, the damaged
+sentence is encoded and pooled, and a decoder tied to the encoder reconstructs the original from that one vector.
 
-60% of the words of a sentence are deleted (option ``ratio``; :mod:`harness.nn.noise`), the damaged sentence is
-encoded and pooled (CLS by default, the paper's choice; MEAN as an option), and a decoder reconstructs the original
-sentence from that single vector with cross-entropy (teacher forcing: tokens 0..t-2 predict tokens 1..t-1). The
-decoder (:class:`harness.nn.TransformerDecoder`) has the encoder's architecture with cross-attention added, all its
-weights tied to the encoder's (the same tensors), the output projection tied to the word embeddings, and its
-cross-attention's only memory is the one pooled vector. The language-model head comes from the backbone when the
-checkpoint has one (as sentence-transformers loads it), else it is freshly initialised. After training only the
-encoder is kept. Training setup (thesis 5.4.1, the TSDAE paper): AdamW lr 3e-5, constant, no warm-up, no weight
-decay; the paper profile's budget is batch 8 and 100K steps.
-
-sentence-transformers counterpart: ``DenoisingAutoEncoderLoss(model, tie_encoder_decoder=True)`` with
-``DenoisingAutoEncoderDataset``; tests/test_unsupervised.py checks the same deletion noise (same draws, same texts),
-the same loss at step 0 (within 1e-4) on fixed noise and training curves that agree.
-
-``tsdae:aux=nm`` (thesis "TSDAE + NM") adds Noise Matching on the same deleted view; as every combination it is
-trained in the contrastive setup of thesis 5.4.2 (10% warm-up, linear decay, weight decay 0.01), as the thesis code
-does.
-
-Deviations:
-- Deletion tokenises each text as one line (no Punkt sentence splitting, which needs an NLTK data download); see
-  :mod:`harness.nn.noise`.
-- Logits are computed only at real target tokens; sentence-transformers computes them everywhere and ignores
-  padding in the loss. The loss is the same. (Like sentence-transformers, the decoder's self-attention gets only
-  the causal mask when the tokenizer pads on the right; a left-padding tokenizer also gets the padding mask.)
-- For a backbone without a language-model head (e.g. all-MiniLM-L6-v2, a bare ``BertModel``), the head
-  (``cls.predictions.transform``) is randomly initialised, as in sentence-transformers.
-- The thesis code (``TsdaeModel``) passes the pooled vectors as ``encoder_hidden_states`` of shape [1, batch, d], so
-  each sentence's decoder attends to every sentence vector of the batch; the paper and sentence-transformers give
-  each sentence its own vector only, as here. This may explain part of the gap between the thesis' replication
-  (52.9 average, table 6.10) and the paper (55.2, table 6.9).
+The method, its training setup (thesis 5.4.1) and every deviation: docs/fidelity.md, section "TSDAE" and its
+``tsdae`` table rows.
 """
 from __future__ import annotations
 

@@ -1,34 +1,9 @@
 """BEIR: any retrieval dataset in BEIR's format as ``--tasks beir:NAME`` (family ``beir``), scored by BEIR itself.
 
 Reference: Thakur et al. 2021, "BEIR: A Heterogeneous Benchmark for Zero-shot Evaluation of Information Retrieval
-Models" (NeurIPS Datasets and Benchmarks) and the ``beir`` package: ``GenericDataLoader`` reads the data
-(``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``) and ``EvaluateRetrieval.evaluate`` (pytrec_eval;
-identical query and document ids ignored, as BEIR does) computes nDCG@k (main: nDCG@10), MAP@k, Recall@k and P@k
-for k in 1, 3, 5, 10, 100, 1000, plus ``evaluate_custom``'s MRR@k. So the numbers are BEIR's; only the retrieval
-that produces the ranked lists is the harness' own:
-
-- embedders: exact cosine search (BEIR's ``DenseRetrievalExactSearch`` with ``cos_sim``): queries embedded once,
-  the corpus embedded once, chunk by chunk (``corpus_chunk`` documents), each chunk scored against every query by
-  one matrix product (in query blocks) and merged into a running top-k (``harness.evaluation.search.top_k``), so
-  memory holds one chunk's vectors and scores, never the corpus matrix. Documents are ``title + " " + text``
-  stripped, as BEIR's sentence-transformers model joins them. A model with ``encode_query`` / ``encode_document``
-  (``st``, with the model's own prompts) is asked for each side.
-- multi-vector embedders: the same exact search with MaxSim (``harness.maxsim``: mean over query vectors of the best
-  cosine) in place of the cosine.
-- pair scorers (cross-encoders): rerank the top ``rerank_k`` (100, BEIR's reranking setting) of a first stage, BM25
-  (``harness.evaluation.bm25``, rank_bm25's Okapi BM25) or the embedder named by ``first_stage`` (e.g.
-  ``first_stage=be``), recorded in the result's details.
-
-Data: ``--data-dir DIR`` holding ``DIR/NAME/`` or ``DIR/beir/NAME/`` (a folder in BEIR's format), else the download
-folder, where ``harness data download beir:NAME`` puts BEIR's public zip (:data:`DOWNLOADS`, fetched with the
-resumable, verified download USEB uses: BEIR publishes no sha256, so every zip member's CRC-32 is checked and the
-sha256 seen is recorded). A folder missing ``qrels/`` or the split's qrels file is one clear error. BEIR's
-cqadupstack zip holds one BEIR folder per forum: point ``--data-dir`` at ``.../beir/cqadupstack/cqadupstack`` and
-name a forum (``beir:android``).
-
-Deviations: ties in the ranking are broken by the lower corpus position (BEIR keeps torch.topk's unspecified order);
-scores are computed in float32, as BEIR does. The smoke profile evaluates a seeded sample of ``max_eval_examples``
-queries against the whole corpus.
+Models" (NeurIPS Datasets and Benchmarks) and the ``beir`` package (``GenericDataLoader``,
+``EvaluateRetrieval.evaluate``): the numbers are BEIR's; only the retrieval that produces the ranked lists is the
+harness' own. Retrieval per kind of model, data and the deviations: docs/fidelity.md, section "BEIR".
 """
 from __future__ import annotations
 

@@ -1,55 +1,11 @@
-"""BWS Argument Similarity family: cross-topic and in-topic argument similarity, and a frozen-encoder topic probe.
+"""BWS Argument Similarity family: ``bws-cross-topic`` and ``bws-in-topic`` (argument-pair similarity, Spearman x100)
+and ``bws-topic`` (a frozen-encoder topic probe, macro-F1 x100), each also a source of training data.
 
-Thesis 3.5, 5.2.2, 5.5 and tables 3.7, 5.1; corpus of Thakur et al. 2021 (AugSBERT):
-3400 argument pairs, 8 topics of 425 pairs, a Best-Worst-Scaling similarity score in [0, 1].
-
-- Topics are numbered T1..T8 as in thesis table 3.7 and its code (after Thakur et al.), not in the file's
-  alphabetical order: T1 Cloning, T2 Abortion, T3 Minimum wage, T4 Marijuana legalization, T5 Nuclear energy,
-  T6 Death penalty, T7 Gun control, T8 School uniforms (``TOPICS``). Task version 2 (version 1 used the alphabetical
-  order, which put Minimum wage in dev and Nuclear energy in test).
-- ``bws-cross-topic``: T1-T5 train (2125 pairs), T6 dev (425), T7-T8 test (850), exactly thesis table 5.1. The
-  topics of each split are in the task's metadata details and in every record.
-- ``bws-in-topic``: every topic's pairs are shuffled (seeded, option ``split_seed``, default 0) and cut into
-  train/dev/test with (nearly) the same counts per topic. Option ``sizes``: ``thesis-code`` (default) cuts 266/53/106
-  pairs per topic (T6: 265/54/106, T7-T8: 265/53/107; 2125/425/850), as the thesis code does for the in-topic
-  experiments (tables 6.5-6.8, 6.12-6.13);
-  ``thesis-text`` applies the ratios of table 5.1's 2471/478/451 (totals that cannot be split equally over 8
-  topics): round(425 * 2471/3400) = 309, round(425 * 478/3400) = 60, the remaining 56, i.e. 2472/480/448. Pairs are
-  split, not sentences, so (as in the thesis' random pair sampling) a sentence may occur in a train pair and in a
-  test pair; such sentences are reported as ``held_out_sentences`` of the training data, so that pair samplers never
-  pair two of them (the pair could be a test pair).
-- Both report Spearman x100 of the model's pair scores against the gold score (main score ``spearman``) plus Pearson,
-  and offer their train/dev splits as scored-pair training data and the train split's sentences that occur in no
-  dev or test pair as unlabeled sentences. The BWS scores are already in [0, 1] and are used unchanged.
-- ``bws-topic`` (thesis 5.2.2: "the encoder weights are frozen, and a classification head is added to the sentence
-  embedding ... trained on the topics ... for ten epochs with an increased learning rate of 1e-3, and the F1 macro score
-  is determined on the test split"). Option ``probe``:
-  ``linear`` (default, the thesis text): the 4290 distinct sentences, each labelled with its topic, are split per
-  topic (seeded, ``split_seed``) 80% / 10% / 10% into train / dev / test; a single ``Linear(d, 8)`` on the frozen,
-  unnormalised embeddings, AdamW lr 1e-3, weight decay 0.01, batch 16, 10 epochs, 10% warm-up then linear decay,
-  the epoch with the best dev macro-F1 kept. ``thesis-code``: the thesis code's probe: ``Linear(d, d) -> SiLU ->
-  Linear(d, 8)``, the sentences of the in-topic pair split (train / dev / test sentences of the 266/53/106 split; a
-  sentence of a train pair that also occurs in a test pair is kept in test only), the last epoch kept. Macro-F1 x100
-  on test (scikit-learn's ``f1_score(average="macro")``) is the main score ``f1_macro``; accuracy is stored too. Its
-  train/dev sentences are offered as labelled-sentence training data.
-
-Option ``input`` (all three tasks): ``raw`` (default) or ``prompted``: every sentence prefixed with its topic's prompt
-``"{topic} ¥ {sentence}"`` (thesis 4.4.2; both sentences of a pair share its topic), the "Prompted BWS" and "Prompted
-UKP" columns of table 6.16 (here with the BWS sentences standing in for the UKP corpus). The prompt is the topic name
-of ``TOPICS``, the label ``bws-topic`` offers for training, so a topic-distilled model reads at test time the prompt
-it was trained with.
-
-Deviations: the in-topic split's per-topic shuffle is ours (numpy, ``split_seed``), not the thesis code's random
-state, so the same counts hold other pairs; the thesis code prompted BWS pairs with a claim per topic ("We should
-ban abortions", ...), here the topic name is the prompt (the label the topic-distilled models train with); the thesis
-text's in-topic sizes (2471/478/451) are not reachable with
-equal shares (``sizes=thesis-text`` is the closest).
-
-Texts are stripped of surrounding white space (some sentences end in a space). The smoke profile's
-``max_eval_examples`` cuts every evaluated split (and the probe's train and dev splits) to a fixed seeded sample
-(``harness.evaluation.sampling``); pair scores come from ``harness.evaluation.pairs``, the probe (head, training,
-epoch selection, macro-F1) from ``harness.evaluation.probe``.
-Data: bundled under ``tasks/data/bws/`` with its SOURCE.md; ``--data-dir`` overrides.
+Thesis 3.5, 5.2.2, 5.5 and tables 3.7, 5.1; corpus of Thakur et al. 2021 (AugSBERT): 3400 argument pairs, 8 topics
+of 425 pairs, a Best-Worst-Scaling similarity score in [0, 1]. Topic numbering (``TOPICS``, task version 2), the
+split sizes (``sizes``), the probe protocols (``probe``), topic prompts (``input``) and every deviation:
+docs/fidelity.md, section "BWS Argument Similarity" and its BWS table rows. Data: bundled under ``tasks/data/bws/``
+with its SOURCE.md; ``--data-dir`` overrides.
 """
 from __future__ import annotations
 

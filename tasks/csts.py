@@ -1,40 +1,10 @@
 """C-STS, conditional semantic textual similarity (Deshpande et al. 2023, arXiv 2305.15093), as evaluated by the
-Sub-Sentence Encoder paper (Chen et al. 2023, arXiv 2311.04335, section 4.2.2, table 3).
+Sub-Sentence Encoder paper (Chen et al. 2023, arXiv 2311.04335, section 4.2.2, table 3): the task ``csts``.
 
-A row is (sentence1, sentence2, condition) with a 1-5 similarity label under the condition. The model's similarity
-of the pair under the condition is compared with the labels by Spearman x100: on the validation split (the main
-score ``spearman``), and on the test split where the user's ``csts_test.csv`` carries labels
-(``spearman_test``). The official test labels are hidden (predictions are scored by the authors'
-``make_test_submission.py``): a test file without labels is counted in the details and not scored.
-
-How the condition reaches the model (option ``input``; ``auto`` picks by what the model offers):
-
-- ``spans`` (span encoders, e.g. ``subencoder``; the paper's method): a ``span-selector`` component (option
-  ``selector``, default ``lexical``; ``embedding``; or any third-party one, see plugins/csts_selectors.py) names the
-  words of each sentence that express the condition; the span encoder encodes those words in the context of their
-  sentence; the score is the cosine of the two encodings. A sentence where the selector finds no word is encoded
-  whole (the count is recorded as ``no_selection``).
-- ``no-condition`` (embedders; the paper's bi-encoder baseline): each sentence is encoded alone, the condition is
-  not read; cosine. Table 3's bi-encoder rows (RoBERTa base, SimCSE base, from Deshpande et al. 2023) are zero-shot
-  "without the condition", so an untrained embedder's row under ``auto`` is that baseline.
-- ``condition`` (embedders; a named variant, not the paper's baseline): each sentence is encoded together with the
-  condition, ``"<sentence> <condition>"``; cosine.
-- ``prepend`` (pair scorers, e.g. ``ce``): the condition is prepended to both sentences, ``"<condition> <sentence>"``.
-
-``auto`` uses ``spans`` for a model that encodes spans and is not itself an embedder, ``no-condition`` for an
-embedder, ``prepend`` for a pair scorer. Version 2: ``auto`` picked ``condition`` for embedders in version 1.
-
-Data: distributed encrypted under terms that forbid redistribution, so it is never bundled or downloaded. Users
-decrypt it with the official instructions and put ``csts_validation.csv`` (and optionally ``csts_test.csv``) in
-``<data-dir>/csts/``; without them the cell is stored as missing with those instructions and the rest of the matrix
-runs. Files are the official CSV: a header with ``sentence1, sentence2, condition, label`` (other columns ignored).
-
-Deviations: C-STS's fine-tuned bi-encoder encodes (sentence, condition) as a tokenizer pair
-``[CLS] s [SEP] c [SEP]`` (``input=condition`` is the closest text form; table 3 of the Sub-Sentence Encoder paper
-reports only the zero-shot bi-encoders, without the condition) and the cross-encoder appends the condition as a
-third segment; through the harness' text interfaces the condition is joined to the text with a space. The paper's
-LLM selector is not offline; the default lexical selector is a weaker stand-in (numbers with it are not the paper's
-setting).
+A row is (sentence1, sentence2, condition) with a 1-5 similarity label under the condition; the model's similarity
+under the condition is compared with the labels by Spearman x100 (validation split: main score ``spearman``; test
+split only where the user's ``csts_test.csv`` carries labels). How the condition reaches each kind of model (option
+``input``), the data and every deviation: docs/fidelity.md, section "C-STS" and its ``csts`` table rows.
 """
 from __future__ import annotations
 

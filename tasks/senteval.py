@@ -1,28 +1,9 @@
 """SentEval STS family: STS12, STS13 (no SMT), STS14, STS15, STS16, STS-B and SICK-R.
 
-Protocol (SentEval's ``STSEval``; SimCSE's evaluation): the model's pair score (cosine
-of two embeddings, or a cross-encoder's score) against the gold score, Spearman x100.
-
-- STS12-16: pairs with an empty gold line are dropped, as SentEval does. Both aggregations are stored:
-  ``spearman_all`` (all pairs of the year pooled: SimCSE, PaSeR, mteb) and ``spearman_mean`` (unweighted mean over
-  the sub-datasets: SentEval, the thesis), plus ``spearman_wmean`` and each sub-dataset. The main score
-  ``spearman`` is the one chosen by the option ``aggregation`` (default ``all``).
-- STS-B: test split (1379 pairs). SICK-R: test split (4927 pairs); ``split=all`` gives the 9927-pair variant
-  (train + trial + test, the mteb convention).
-- ``text=senteval`` (default) reads SentEval's Moses-tokenised copies and, like SentEval, splits on whitespace and
-  re-joins with single spaces; ``text=raw`` reads the original releases. SICK has one version only.
-- STS-B train/dev and SICK-R train/trial are offered as scored-pair training data (gold / 5, (gold - 1) / 4).
-  Their train splits' distinct sentences are also offered as unlabeled training sentences (SimCSE, TSDAE, ...);
-  dev, trial and test text never is, except on request: ``stsb:unlabeled=seven-sts-transductive`` offers the
-  distinct sentences of all seven datasets, every split, test included (ConSERT's unsupervised setting, which PaSeR
-  section 4.2 follows). That source is transductive (the model sees the evaluated sentences, never their scores); its
-  name says so wherever a model trained on it is listed. The option changes training data only, never evaluation.
-
-Pair scoring (one model call per task, each distinct sentence encoded once), the correlations and both
-aggregations are ``harness.evaluation.pairs``; the smoke profile's seeded cut (per sub-dataset) is
-``harness.evaluation.sampling``.
-
-Data: bundled under ``tasks/data/`` with each dataset's SOURCE.md (origin and license); ``--data-dir`` overrides.
+Protocol (SentEval's ``STSEval``; SimCSE's evaluation): the model's pair score (cosine of two embeddings, or a
+cross-encoder's score) against the gold score, Spearman x100. Aggregations (``aggregation``), text versions
+(``text``), SICK-R's split, unlabeled training sentences, data and deviations: docs/fidelity.md, section "SentEval
+STS" and its ``senteval`` / ``sickr`` table rows.
 """
 from __future__ import annotations
 

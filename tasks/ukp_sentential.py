@@ -1,35 +1,9 @@
 """UKP Sentential Argument Mining topic probe (thesis 5.6.1, 5.6.2, table 6.16 "UKP (F1)"): the ``ukp-sentential``
-family, read from a user's copy of the corpus.
+family, read from a user's copy of the corpus (Stab et al. 2018, EMNLP; not redistributable, so it comes from
+``<data-dir>/ukp_sentential_argument_mining/``; without it the task is ``missing`` and the rest of a run goes on).
 
-Corpus: Stab et al. 2018 (EMNLP), 25,492 web sentences on eight controversial topics (abortion, cloning, death
-penalty, gun control, marijuana legalization, minimum wage, nuclear energy, school uniforms), one TSV file per topic
-with the columns ``topic``, ``retrievedUrl``, ``archivedUrl``, ``sentenceHash``, ``sentence``, ``annotation`` and
-``set`` (``train`` / ``val`` / ``test``). The corpus may not be redistributed, and its released files lack the
-sentences (copyright): a user requests it from TU Darmstadt (https://tudatalib.ulb.tu-darmstadt.de/handle/tudatalib/
-2345), runs its completion pipeline, and puts the completed ``*.tsv`` files into
-``<data-dir>/ukp_sentential_argument_mining/``. Without them the task is ``missing`` and the rest of a run goes on;
-the topic-distillation matrix (tables 6.16/6.17) then runs on the BWS sentences (``bws-topic``: the same corpus, the
-same eight topics).
-
-``ukp-sentential-topic``: a frozen-encoder probe on the topic labels (``harness.evaluation.probe``: ``Linear(d,
-topics)``, AdamW lr 1e-3, batch 16, 10 epochs, best dev macro-F1 epoch; ``probe=thesis-code``: Linear-SiLU-Linear,
-last epoch) trained on the ``train`` sentences, selected on ``val``, macro-F1 x100 on ``test`` (the corpus' own
-split, which the thesis code used). Option ``input``: ``raw`` or ``prompted`` (``"{topic} ¥ {sentence}"``, thesis
-4.4.2; the prompt names the answer, which is the point of the thesis' "Prompted (F1)" column). Option
-``topic_column`` names the column that holds the topic label (default ``topic``), for a file converted by other
-scripts (the thesis code read a CSV with ``topic``, ``sentence`` and ``set`` columns).
-
-Training data (``--train-on ukp-sentential-topic``): the train sentences labeled with their topic (dev: the ``val``
-sentences) for topic distillation and the topic classifier, and the train sentences as unlabeled sentences.
-
-Bad input, each one error naming the file (and line): a file without the topic, ``sentence`` or ``set`` column (the
-message lists the columns it has and the option that names another topic column), a ``set`` value other than
-train/val/dev/test, a file whose sentences are all empty (the released, not yet completed files), a topic label that
-contains the prompt delimiter (``input=prompted``). Rows with an empty sentence in a completed file (a page the
-pipeline could not recover) are dropped and counted (``empty_sentences_dropped``).
-
-Deviations: the thesis code prompted as ``"{topic} ¥{sentence}"`` and deleted the delimiter from the sentences; here
-the delimiter stands alone and a delimiter found in the data is refused (``harness.nn.topic_prompts``).
+The corpus, where to get and complete it, the members, splits, probe and every deviation: docs/fidelity.md,
+section "UKP Sentential Argument Mining".
 """
 from __future__ import annotations
 
@@ -92,7 +66,8 @@ class TopicSentences:
 
 
 def read_corpus(paths: list[Path], topic_column: str) -> TopicSentences:
-    """Every ``*.tsv`` file of the corpus folder; see the module docstring for what is refused."""
+    """Every ``*.tsv`` file of the corpus folder; see docs/fidelity.md, "UKP Sentential Argument Mining",
+    for what is refused."""
     rows: dict[str, tuple[list[str], list[str]]] = {name: ([], []) for name in SPLITS}
     empty = 0
     for path in paths:

@@ -1,33 +1,11 @@
 """Bootstrap intervals of a task's main score over its test examples (issue #25).
 
 A task hands over what resampling its main score needs as an :class:`ExampleScores`: per-example arrays and the
-statistic that turns them into the score. The statistics cover the main scores of the bundled tasks:
-
-- ``spearman`` / ``pearson`` (arrays ``predicted``, ``gold``): correlation x100 of pair scores with gold. With
-  ``groups`` (sub-datasets of an STS year) either all pairs pooled (``aggregate="pooled"``: SimCSE's "all") or the
-  unweighted mean of the per-group correlations (``"group-mean"``: SentEval's "mean").
-- ``mean`` (array ``values``): a mean of per-example values, e.g. per-query AP or P@1, or 1/0 correctness; with
-  ``groups`` and ``"group-mean"`` the mean of the group means (e.g. SciDocs' four sub-tasks).
-- ``f1_macro`` (arrays ``predicted``, ``gold``: integer labels): scikit-learn's macro-F1 (labels present in gold or
-  predictions, 0 for an undefined F1).
-- ``average_precision`` (arrays ``predicted``: scores, ``gold``: 1 for a positive, 0 else): scikit-learn's
-  ``average_precision_score`` (thresholds at the distinct scores; 0 for a resample without a positive), e.g.
-  TwitterPara's AP per dataset, averaged over datasets with ``groups``.
-
-Resampling draws test examples with replacement, within each group when there are groups (a test set made of fixed
-sub-datasets keeps their sizes). Every resample of every model over the same examples uses the same index matrix
-(:func:`bootstrap_indices`, seeded by ``seed`` and the example count), so intervals are reproducible and two models'
-resampled scores are paired: :mod:`harness.evaluation.significance` tests their difference from those arrays.
-Seeds of one model are pooled by resampling the same examples in every seed and averaging their scores: the interval
-is then that of the seed mean, the quantity a leaderboard cell shows.
-
-The interval is the percentile interval of ``resamples`` (default 1000) bootstrap replicates (Efron & Tibshirani
-1993, ch. 13). A resample is a multiset of the examples, so it is held as ``[resamples, n]`` counts and every
-statistic is computed on the examples with those weights, all resamples at once: the examples are sorted once (ranks
-with averaged ties for Spearman: the tie run's count before it plus half its own; AP over runs of equal scores),
-never per resample, and nothing loops over resamples.
-
-Deviation from lm-evaluation-harness (which reports a bootstrap standard error): we report the 95% percentile interval.
+statistic (``spearman``, ``pearson``, ``mean``, ``f1_macro``, ``average_precision``) that turns them into the score.
+The interval is the 95% percentile interval of ``resamples`` (default 1000) bootstrap replicates (Efron &
+Tibshirani 1993, ch. 13); resamples are shared by every model over the same examples (:func:`bootstrap_indices`),
+so :mod:`harness.evaluation.significance` can pair them. The statistics, resampling, seed pooling, how it is
+computed and the deviation from lm-evaluation-harness: docs/fidelity.md, section "Bootstrap intervals".
 """
 from __future__ import annotations
 

@@ -1,40 +1,10 @@
-"""Batched MaxSim for multi-vector embeddings: pair scoring and exact search with bounded memory.
+"""Batched MaxSim for multi-vector embeddings: pair scoring (:func:`maxsim_pairs`) and exact search with bounded
+memory.
 
 Definition (Khattab & Zaharia 2020, ColBERT section 3.3, with the sum replaced by a mean as Nugget does: Qin & Van
-Durme 2023, eq. 10): for a query with vectors q_1..q_I and a document with vectors d_1..d_J,
-
-    m(q, d) = (1/I) sum_i max_j cos(q_i, d_j)
-
-It is one-sided (the query's vectors look for their best match in the document). :func:`harness.maxsim` is the
-per-pair reference; this module computes the same numbers for many pairs at once:
-
-- :func:`maxsim_pairs`: scores of given (query set, document set) pairs. The sets are stacked once into one matrix
-  each (no per-pair copies; none at all for a :class:`~harness.capabilities.VectorSets`). Two engines compute the
-  same numbers:
-
-  - ``fused`` (the default when numba imports; :mod:`harness.evaluation.maxsim_kernels`): one compiled pass per
-    pair, parallel over pairs; the pair's similarities stay in registers.
-  - ``sparse`` (the fallback without numba): the distinct pairs sorted by query, and the similarities they need,
-    the query-vector x document-vector blocks, computed as one sampled sparse-dense product
-    (``torch.sparse.sampled_addmm`` on the CSR pattern of those blocks), in chunks of at most ``max_elements``
-    similarities; each block's row maxima and their mean are segment reductions over the result.
-
-  Both give cosines as the dot products scaled by both vectors' inverse norms.
-- :class:`MaxSimIndex`: a set of documents stacked into one ``[all vectors, d]`` matrix; ``scores(queries)`` is
-  ``[n_queries, n_documents]``, computed in query chunks (one matrix product per chunk, then the max over each
-  document's block of columns), so at most ``max_elements`` similarities exist at once.
-- :func:`maxsim_top_k`: exact top-k search over an index (ties: lower document index, as
-  :func:`harness.evaluation.search.top_k`).
-
-Vectors are float32; a zero vector has cosine 0 with anything, as in :func:`harness.maxsim`. ``MaxSimIndex`` scales
-every vector to unit length once; ``maxsim_pairs`` scales each dot product by the two inverse norms instead (the
-same cosine to float32 rounding, without a normalised copy of every vector). tests/test_maxsim.py checks both
-engines' equality with the per-pair definition to 1e-6 on ragged sets, including sets of a single vector and zero
-vectors.
-
-Bad input: a text with no vector at all has no MaxSim (the mean over zero query vectors, or the max over zero
-document vectors, is undefined); it is refused with a ValueError naming the text's position. Sets of different
-widths are refused likewise.
+Durme 2023, eq. 10): m(q, d) = (1/I) sum_i max_j cos(q_i, d_j), one-sided. :func:`harness.maxsim` is the per-pair
+reference; this module computes the same numbers for many pairs at once. The engines, memory bounds and measured
+speed-ups: docs/fidelity.md, section "MaxSim" and the table row "MaxSim (multi-vector models)".
 """
 from __future__ import annotations
 
@@ -248,8 +218,8 @@ def maxsim_pairs(query_sets: Sequence[np.ndarray], document_sets: Sequence[np.nd
     """MaxSim of pairs ``(query_sets[query_rows[p]], document_sets[document_rows[p]])`` as float64 ``[n_pairs]``.
 
     Without rows, pair ``p`` is ``(query_sets[p], document_sets[p])``. Passing the same list as both sets with row
-    indices lets each distinct text's vectors be stacked once. ``engine``: ``fused`` or ``sparse`` (module
-    docstring); None picks :func:`default_engine`. ``max_elements`` bounds the similarities the ``sparse`` engine
+    indices lets each distinct text's vectors be stacked once. ``engine``: ``fused`` or ``sparse`` (docs/fidelity.md,
+    "MaxSim"); None picks :func:`default_engine`. ``max_elements`` bounds the similarities the ``sparse`` engine
     holds at once (the fused one holds none). With ``sparse`` a pair that occurs several times is scored once.
     """
     if max_elements < 1:

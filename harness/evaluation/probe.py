@@ -1,26 +1,9 @@
 """Frozen-encoder classification probes (thesis 5.2.2 and 5.6.2) and the embedding cache they read from.
 
-The thesis measures how much topic information sentence embeddings hold with a probe: "the encoder weights are
-frozen, and a classification head is added to the sentence embedding ... trained on the topics ... for ten epochs
-with an increased learning rate of 1e-3, and the F1 macro score is determined on the test split" (5.2.2; 5.6.2 uses
-the same protocol for 20 Newsgroups and the UKP corpus). Tasks (``bws-topic``, ``20ng-*``) supply the embeddings of
-their train / dev / test texts and integer labels; :func:`train_probe` does the rest:
-
-- the head: ``Linear(d, classes)`` (``hidden=False``, the thesis text), or the thesis code's
-  ``Linear(d, d) -> SiLU -> Linear(d, classes)`` (``hidden=True``);
-- training: the shared loop (:func:`harness.training.fit`): AdamW lr 1e-3, weight decay 0.01, batch 16, 10 epochs,
-  10% linear warm-up then linear decay, seeded; cross-entropy on the frozen, unnormalised embeddings;
-- selection: the epoch with the best dev macro-F1 (``keep="best-dev"``, the thesis' protocol of 5.1), or the last
-  epoch (``keep="last"``, what the thesis code's Trainer does without ``load_best_model_at_end``);
-- scores: macro-F1 x100 (scikit-learn's ``f1_score(average="macro")``, 0 for an undefined F1) and accuracy x100.
-
-:func:`cached_embeddings` is the embedding cache: a frozen encoder's vectors of one list of texts, kept per model object
-(weak keys, so nothing outlives the model) for the tasks evaluated after it in the same run. Several probe tasks
-over the same texts (e.g. 20 Newsgroups' 20-group and parent-group probes) encode them once per model; the classifier
-epochs never encode anything (they read the cached vectors). The runner never changes a model between the cells it
-evaluates, which is what makes the reuse safe.
-
-Deviations: none in the protocol (the thesis code's Hugging Face Trainer draws other random batches).
+Tasks (``bws-topic``, ``20ng-*``, ``ukp-sentential``) supply the embeddings of their train / dev / test texts and
+integer labels; :func:`train_probe` trains a head on the frozen embeddings (the thesis text's ``Linear`` or the
+thesis code's Linear-SiLU-Linear) and reports macro-F1 on test. The head, training, epoch selection and the
+embedding cache: docs/fidelity.md, section "Frozen-encoder probes".
 """
 from __future__ import annotations
 

@@ -1,32 +1,10 @@
-"""``harness leaderboard --matrix FILE``: one matrix file rendered as the paper table it reproduces.
+"""``harness leaderboard --matrix FILE``: one matrix file rendered as the paper table it reproduces, with the paper's
+numbers (the matrix's optional ``paper:`` block), the differences, 95% bootstrap intervals and whether our
+ordering agrees with the paper's (paired bootstrap).
 
-Rows are the matrix's entries in the order it declares them, labelled by the entry's ``name`` (else its spec
-label); columns are its tasks (a family expands to its members followed by the family's average, the paper's
-"Avg." column). A cell is mean ± std over the matrix's seeds of the record of (entry, seed, task) in the store: the
-entry's spec is resolved exactly as ``harness run`` resolves it (profile, backbone, training source, budget), so its
-model key finds the records. ``*`` marks a cell with fewer seeds than the matrix declares; ``failed``, ``missing``,
-``invalid`` and ``-`` (not run) as in the family leaderboards (harness.leaderboard). A family average is the mean
-over its members per seed, then mean ± std over seeds; it is given only when every member has that seed.
-
-The optional ``paper:`` block of the matrix carries the source table's numbers, typed from the paper::
-
-    paper:
-      source: thesis table 6.8 (SentEval STS, Spearman x100; BERT-base, 3 seeds)
-      comparable: false            # our profile/backbone differ from the paper's: the header says so
-      caveat: quick profile on all-MiniLM-L6-v2, 40 training steps; the paper trains BERT-base for 12.5K steps
-      rows:                        # entry name -> {column: the paper's number}
-        BE (BWS): {sts12: 43.37, senteval avg: 60.9}
-
-Each column the paper reports gets two more columns: the paper's number and the difference (ours - paper).
-
-Cells with per-example data (harness.leaderboard.stats) show their 95% bootstrap interval. Below the table, "Does
-our ordering agree with the paper's?" takes, per paper column, the paper's rows in the paper's order and tests each
-neighbouring pair on our records (paired bootstrap on the same test examples): ``agrees`` (our difference has the
-paper's sign and is significant), ``opposite`` (the other sign, significant), ``not significant``, or ``no data``
-(a record without per-example data, stored before harness kept it).
-
-Built from the registry the caller hands it (it resolves the matrix's specs; it never builds one).
-Reference: none (presentation). Deviations: none in the numbers (the same records as the family leaderboards).
+Built from the registry the caller hands it (it resolves the matrix's specs; it never builds one). Reference: none
+(presentation); deviations: none in the numbers. Rows, columns, cells, the ``paper:`` block's format and the
+ordering test: docs/fidelity.md, section "Paper tables" and the table row "paper tables".
 """
 from __future__ import annotations
 
@@ -96,7 +74,7 @@ def _paper(path: Path, document: dict) -> Paper:
 
 
 def build_board(matrix_path: Path, store: Store, registry: Any) -> MatrixBoard:
-    """The matrix's table from the records in ``store`` (see the module docstring)."""
+    """The matrix's table from the records in ``store`` (docs/fidelity.md, "Paper tables")."""
     import yaml
 
     from ..matrix import load_matrix
@@ -227,7 +205,7 @@ def _interval(row: Row, column: Column) -> str:
 
 def paper_agreement_rows(board: MatrixBoard) -> list[list[str]]:
     """Per paper column, each neighbouring pair of the paper's rows in the paper's order (higher first): the paper's
-    difference, ours with its 95% interval and p-value, and whether ours agrees (see the module docstring)."""
+    difference, ours with its 95% interval and p-value, and whether ours agrees (docs/fidelity.md, "Paper tables")."""
     from ..evaluation.significance import ALPHA, agrees_with_paper
     from .stats import compare_cells
 

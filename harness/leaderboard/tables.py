@@ -1,36 +1,11 @@
 """The leaderboard's tables, from the store alone: one file per task family, one ranked section per set of
-comparable rows.
+comparable rows (issue 21.2, 21.3).
 
 Rows are model specs (with their training source, backbone and profile), columns the family's member tasks plus
-the average; a cell is mean ± std of the main score over seeds. A row's expected seeds are all seeds it has any
-record for in that family: a cell with fewer seeds is marked incomplete (``*``), a cell without records shows
-``-`` (not run; or ``missing`` when the data was not available), and the average is given only when every cell is
-complete. A cell whose computation failed (e.g. training diverged) shows ``failed``, a cell whose record does not
-verify (damaged, hand-edited) shows ``invalid``; neither is ever a number, and a row with one is never ranked.
-
-Sections (issue 21.3): rows of different profiles are never ranked together, and rows evaluated on different sets of
-the family's tasks neither (an average over other columns is another number): a family's rows are grouped by
-(profile, the columns they have records for), each group is one section with only its columns, ranked on its own.
-Records computed on a sample of the evaluation data (the profile's ``max_eval_examples``, e.g. smoke's 200 pairs)
-are left out unless ``include_samples`` is given; they then form sections of their own, marked as samples.
-
-Labels (issue 21.2): two rows never share a label. A spec label longer than :data:`LONG_LABEL` is shortened: the
-options that every long spec of that model and training source in the family shares are named once in the legend
-(``augsbert[A]`` = ``augsbert`` with option set A) and only the options that differ stay in the label; the full spec
-of every row is in the legend (markdown), a ``spec`` column (CSV) and a tooltip plus legend table (HTML). Rows whose
-labels still collide (same options, other budget, backbone or plugin version) get what differs appended, e.g.
-``{max_steps=100}``.
-
-The average only joins members that share a metric (their ``main_score``): when a section mixes metrics (BWS:
-Spearman for the similarity tasks, macro-F1 for the topic probe), it averages the columns of the metric most of its
-members use (ties: the first column's) and its header names that metric, e.g. ``average (spearman)``.
-
-Cell text comes from :func:`cell_view` (a :class:`CellView`: kind, text and a list of annotations); a later
-statistic (e.g. a confidence interval or a tie mark) is one more function in :data:`CELL_ANNOTATORS`.
-
-Only valid records give numbers (:meth:`harness.store.Store.records`); an invalid record is shown as ``invalid`` in
-its cell (its model, seed and task are read from its path) and listed in ``store.skipped``; the CLI exits non-zero.
-Every file is written inside the output folder: a table's file name is its family name, which must be a plain name.
+the average; a cell is mean ± std of the main score over seeds, or ``*``, ``-``, ``missing``, ``failed``,
+``invalid``. Cell text comes from :func:`cell_view`; a later statistic is one more function in
+:data:`CELL_ANNOTATORS`. Seeds, sections, labels, averages and invalid records: docs/fidelity.md, section
+"Leaderboard tables" and the table rows "leaderboard averages" and "leaderboard sections".
 """
 from __future__ import annotations
 
@@ -371,9 +346,9 @@ def _plain(value: Any) -> str:
 
 def collect_tables(store: Store, family_members: dict[str, list[str]] | None = None,
                    include_samples: bool = False, family_baselines: dict[str, Baseline] | None = None) -> list[Table]:
-    """Sections per family (see the module docstring). ``family_members`` (from the registry, when available) only
-    orders the columns. Records on an evaluation sample are left out unless ``include_samples``; their number is in
-    ``store.sample_records``."""
+    """Sections per family (docs/fidelity.md, "Leaderboard tables"). ``family_members`` (from the registry, when
+    available) only orders the columns. Records on an evaluation sample are left out unless ``include_samples``; their
+    number is in ``store.sample_records``."""
     family_members = family_members or {}
     families: dict[str, _Family] = defaultdict(_Family)
     task_places: dict[str, tuple[str, str]] = {}

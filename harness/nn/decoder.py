@@ -1,33 +1,11 @@
-"""A transformer decoder built from an encoder, reading a memory of vectors through cross-attention.
+"""A transformer decoder built from an encoder, reading a memory of vectors through cross-attention
+(:class:`TransformerDecoder`).
 
-TSDAE (Wang et al. 2021, section 3; thesis 2.4.6, 5.4.1): the decoder has the encoder's architecture and weights
-tied to the encoder, and its cross-attention's only memory is the pooled sentence vector; it reconstructs the
-original sentence with cross-entropy. sentence-transformers builds it the same way in ``DenoisingAutoEncoderLoss``:
-the encoder's config with ``is_decoder`` and ``add_cross_attention`` set, loaded as ``AutoModelForCausalLM``, every
-encoder weight tied into the decoder (``tie_encoder_decoder=True``), the memory one vector per sentence, teacher
-forcing on ``ids[:, :-1]`` against ``ids[:, 1:]``. Nugget (Qin & Van Durme 2023, section 3) and PaSeR (section 3)
-decode from other memories (a few selected token vectors; four combined sentence vectors) with a decoder that shares
-at least the word embeddings; ``share="embeddings"`` and ``num_layers`` cover those.
-
-:class:`TransformerDecoder`:
-
-- ``from_encoder(encoder, share="all")``: every encoder weight is the decoder's weight (the same Parameter objects),
-  only the cross-attention layers are new (TSDAE). ``share="embeddings"``: the decoder starts from a copy of the
-  encoder's weights and shares only the word embeddings (PaSeR's "sharing word embeddings with the encoder").
-  Either way the output projection is tied to the encoder's word embeddings, so gradients of the reconstruction
-  reach the encoder through the memory and through the shared weights.
-- ``forward(memory, target_ids, memory_mask, target_mask)``: teacher-forced token logits and the mean
-  cross-entropy over the non-padding target tokens.
-- ``memory_bias`` (``[b, m]``, in ``logits``, ``hidden_states`` and ``forward``): a value per memory vector added to
-  the cross-attention logits of every head in every layer (Nugget, Qin & Van Durme 2023, eq. 5: the nugget scores,
-  through which the gradient reaches the scorer). It travels as a prepared 4-d additive cross-attention mask
-  (0 on memory vectors, the dtype's minimum on padding, plus the bias), which Hugging Face passes to every
-  cross-attention layer unchanged (``create_bidirectional_mask``: "an already prepared 4D mask ... is returned
-  as-is"), eager and SDPA attention alike.
-
-Deviations: the decoder's self-attention gets the targets' padding mask (sentence-transformers passes none; with
-right padding and a causal mask the logits of real tokens are the same). Padding targets are left out of the loss by
-the target mask rather than by comparing ids with the pad id.
+TSDAE (Wang et al. 2021, section 3; thesis 2.4.6, 5.4.1) decodes from the pooled sentence vector with every weight
+tied to the encoder, as sentence-transformers' ``DenoisingAutoEncoderLoss``; Nugget (Qin & Van Durme 2023, section
+3) and PaSeR (Wu et al. 2023, section 3) decode from other memories with a decoder that shares less. The sharing
+modes, the memory bias (Nugget eq. 5) and the deviations from sentence-transformers: docs/fidelity.md, section
+"TSDAE", subsection "Transformer decoder".
 """
 from __future__ import annotations
 

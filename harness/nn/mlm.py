@@ -1,30 +1,11 @@
 """Masked language modelling: masking, an MLM head for a bare backbone, a frozen embedding layer, and the
 domain-adaptive MLM of thesis 4.3.1.
 
-- Masking: BERT's recipe (Devlin et al. 2019, section 3.1 / appendix A.1): 15% of the content tokens are predicted,
-  of which 80% become the mask token, 10% a random token and 10% stay unchanged (:data:`BERT_MASKING`); the thesis
-  code's topic MLM instead predicts 20% and replaces every one by the mask token (:data:`THESIS_CODE_MASKING`,
-  ``Masking(0.2, 1.0, 0.0)``; the thesis text does not state its rate); never a segment's CLS/SEP, never
-  padding, never a protected token (``maskable_positions(segments, protected)``: the topic prompt of thesis 4.4.3),
-  and at least one token per sequence (a sequence with none would add nothing, a batch of them a NaN loss).
-  Hugging Face counterpart: ``DataCollatorForLanguageModeling``.
-- :func:`load_masked_lm`: the backbone with its MLM head; a bare backbone (e.g. all-MiniLM-L6-v2, a ``BertModel``)
-  gets a freshly initialised head whose output projection is tied to the word embeddings.
-- :func:`freeze_embedding_layer`: thesis 4.3.1: after domain-adaptive MLM the teacher is fine-tuned with its
-  embedding layer frozen, "to avoid moving too far away from what we learned in pre-training".
-- :func:`train_domain_mlm` (thesis 4.3.1, 5.4.3, 5.6.1): MLM continues on the very pairs a teacher will annotate, in
-  the pairwise format the Cross-Bi-Encoder reads (``[CLS] s1 [SEP] [CLS] s2 [SEP]``, built by
-  :class:`harness.nn.pairs.PairInputBuilder`, so pre-training and fine-tuning see the same format, segment ids and
-  length limits). The adapted checkpoint is saved as an ordinary Hugging Face backbone folder (safetensors; the
-  encoder without the MLM head, the pooler kept from the base backbone) that any model can start from.
-  :func:`domain_adapted_backbone` trains it once per folder (callers choose a content-addressed folder).
-  With ``topics`` (thesis 4.4.3, topic distillation) the pairs are topic-prompted,
-  ``[CLS] t1 [T] s1 [SEP] [CLS] t2 [T] s2 [SEP]`` (:class:`harness.nn.topic_prompts.TopicPromptBuilder`, same limits
-  and truncation), and the topic and delimiter tokens are never masked ("we ... carefully avoid masking the topic
-  information t_y in our MLM noising function").
-
-Deviations: the thesis used batch 64, lr 3e-5 and 12.5K steps (5.4.3) or 5 epochs (5.6.1); here lr 3e-5 (the
-caller's ``learning_rate``) with the profile's batch size, epochs and step cap.
+Masking follows BERT (Devlin et al. 2019, section 3.1 / appendix A.1: 15%, 80/10/10, :data:`BERT_MASKING`) or the
+thesis code's topic MLM (20%, mask token only, :data:`THESIS_CODE_MASKING`); topic prompts are protected (thesis
+4.4.3). The masking rules, the head, the frozen embeddings and the domain-adaptive MLM: docs/fidelity.md, section
+"Augmented SBERT", subsection "Masked language modelling" and the table rows "domain-adaptive MLM" and "`mlm`
+objective".
 """
 from __future__ import annotations
 

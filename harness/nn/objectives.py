@@ -1,41 +1,12 @@
 """Composable unsupervised objectives over one sentence encoder, and the embedder they train.
 
 Thesis 2.4.5 (SimCSE), 2.4.6 (TSDAE), 4.2 (Noise Matching, MLM combinations), 5.4.1/5.4.2 (training setups) and
-table 6.10. Each method plugin (``plugins/simcse.py``, ``tsdae.py``, ``nm.py``, ``mlm.py``) registers its objective
-as a component of kind ``objective`` (an :class:`Objective`) and a model of the same name built by
-:func:`objective_model`. A model's option ``aux`` adds further objectives as weighted auxiliary terms, looked up by
-name at run time, so a new combination is a spec, not a module: ``mlm:aux=simcse`` (thesis "MLM + SimCSE"),
-``mlm:aux=nm``, ``tsdae:aux=nm``, or e.g. ``simcse:aux=mlm,aux_weight=0.1`` (the SimCSE paper's MLM auxiliary).
-The loss is ``primary + aux_weight * sum(auxiliaries)``.
+table 6.10. Each method plugin registers its objective as a component of kind ``objective`` (an :class:`Objective`)
+and a model built by :func:`objective_model`; the option ``aux`` adds weighted auxiliary objectives, so a new
+combination is a spec (``mlm:aux=simcse``), not a module. The loss is ``primary + aux_weight * sum(auxiliaries)``.
 
-How a step runs: the collator (:class:`UnlabeledCollator`) tokenises each sentence once (view ``clean``) and, if an
-objective asks for it, its word-deleted copy (view ``deleted``, :mod:`harness.nn.noise`). :class:`TrainingStep` hands
-the objectives these views and memoises the pooled sentence vectors per (view, with/without gradient), so ``tsdae``
-and ``nm`` combined encode the deleted view once, as the thesis code does. Every objective reads its settings from
-the model's options; an option that no chosen objective reads is refused at plan time rather than silently ignored.
-
-Training setups (method, not budget): pure TSDAE follows the replication setup of thesis 5.4.1 (constant lr 3e-5,
-no warm-up, no weight decay); every other objective and every combination the contrastive setup of 5.4.2 (lr 3e-5,
-10% linear warm-up then linear decay, weight decay 0.01: thesis 5.1 defaults, as the thesis code trains them).
-Budgets (batch size, steps) come from the profile, unless a setup declares its own for that profile in
-``TrainingSetup.budgets`` (paper: batch 8 / 100K steps for 5.4.1, batch 64 / 12.5K steps for 5.4.2; quick: 40 steps),
-with as many epochs as the step budget needs, as Hugging Face's ``max_steps`` does. The setup's budget is the
-method's budget (``ModelPlugin.budget_for``): a matrix entry's or ``--set`` values win over it, key by key.
-
-Training data: the sentences of an ``unlabeled_sentences`` split, stripped; empty or blank sentences are dropped
-(and counted in the report) because they carry nothing to reconstruct or contrast; a non-empty sentence never
-becomes empty by deletion (one word is always kept). Option ``init`` starts the encoder from another unsupervised
-spec trained on the same source and seed (e.g. ``simcse:init=mlm``), loaded through the shared checkpoint store;
-``--backbone`` starts it from any Hugging Face checkpoint folder, including a checkpoint folder of this model (it is
-saved as a Hugging Face folder).
-
-The report adds to the shared loop's (steps, wall time, examples/s) a loss-curve summary (mean of the first and last
-10% of steps, minimum, ten bucket means) per term, and, under ``counts``, what an objective module counted while
-training (a module with a ``counts`` dict of ints, e.g. PaSeR's training examples without a phrase).
-
-Deviations: see the method plugins and docs/fidelity.md. Shared here: language-model heads (TSDAE's decoder, MLM)
-compute logits only at the positions that are scored (real target tokens; masked tokens), which gives the same loss
-as computing them everywhere and ignoring the rest.
+How a step runs, the training setups and budgets, training data, ``init``, the report and the deviations:
+docs/fidelity.md, section "Unsupervised objectives".
 """
 from __future__ import annotations
 

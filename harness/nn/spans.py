@@ -1,33 +1,11 @@
 """Propositions as token masks: character spans to token masks, masked span pooling, and an encoding loop that runs
 one forward pass per distinct sentence however many propositions that sentence carries.
 
-Sub-Sentence Encoder (Chen et al. 2023, arXiv 2311.04335), section 3.1: a proposition is a binary mask over the
-tokens of its sentence; the sentence gets one full-attention forward pass, and each proposition is the masked MEAN of
-the last hidden states (special tokens and padding never in a mask). Appendix C.1 names the three ways a plain
-sentence encoder can represent a proposition; this module offers the building blocks of all three:
-"mask pooling" (:func:`encode_span_items`, ``attention="sentence"``), "full mask" (``attention="proposition"``:
-the mask is also the attention mask) and "token subset" (:func:`subset_text`, the proposition's words as a text).
-
-A proposition arrives as character spans ``[(start, end), ...]`` over its sentence (the harness' span-encoder
-item ``(text, spans)``); :func:`normalise_spans` checks them and :func:`token_mask` maps them to tokens with the
-fast tokenizer's offset mapping:
-
-- a token is in the mask when its character range overlaps a span; special tokens, padding and tokens without
-  characters never are;
-- spans given out of order or overlapping each other are merged first: the mask is their union, so the result is
-  the same as for the sorted, merged spans;
-- a span outside its sentence (start < 0, end > len(text), start > end), an empty span (start == end) and a
-  proposition without any span are a :class:`SpanError` naming the item (the one exception: the span (0, 0) of an
-  empty sentence, which is how the whole-sentence adapter sees an empty text);
-- tokens cut off by truncation are not in the mask; a proposition left without any token is encoded as the zero
-  vector (cosine 0 with everything) and a warning counts such propositions.
-
-Deviations: the official code (``utils/label_utils.offset_to_token_masks``) keeps a token only when its range lies
-inside a span, and recognises special tokens by the offset (0, 0); here a token counts when it overlaps a span, and
-special tokens come from the tokenizer's ``special_tokens_mask``. Both agree on word-aligned spans (PropSegmEnt
-propositions, C-STS word selections); a span that cuts through a word keeps the word pieces it touches instead of
-dropping them. In "full mask" the special tokens stay visible to attention (a sequence without its [CLS]/[SEP] is
-not a well-formed input); the paper does not say.
+Sub-Sentence Encoder (Chen et al. 2023, arXiv 2311.04335), section 3.1 (a proposition is the masked MEAN of its
+sentence's last hidden states) and appendix C.1 (mask pooling, full mask, token subset: :func:`encode_span_items`
+with ``attention="sentence"`` or ``"proposition"``, and :func:`subset_text`). How spans become masks and every
+deviation from the official code: docs/fidelity.md, section "Sub-Sentence Encoder", subsection "Span masks" and the
+table row "span masks".
 """
 from __future__ import annotations
 

@@ -1,25 +1,9 @@
 """Topic prompts (thesis 4.4.2, 4.4.3): a sentence prefixed with its topic label and a delimiter.
 
-- Single texts (4.4.2): ``[CLS] topic [T] sentence [SEP]``. As text, :func:`prompt_text` gives
-  ``"{topic} {delimiter} {sentence}"``; any tokenizer adds its own ``[CLS]``/``[SEP]`` (``<s>``/``</s>``), so an
-  embedder reads the prompt without knowing about it.
-- Pairs (4.4.3, the teacher's and the MLM pre-training's input): ``[CLS] t1 [T] s1 [SEP] [CLS] t2 [T] s2 [SEP]``,
-  built by :class:`TopicPromptBuilder` on top of the Cross-Bi-Encoder's two-segment input
-  (:class:`harness.nn.pairs.PairInputBuilder`: same start/end tokens, segment labels, token types and
-  longest-first truncation from the end, so the topic at the start of each segment survives truncation).
-- The delimiter ``[T]`` is a character that never occurs in the data (the thesis used the yen sign, ``¥``,
-  :data:`DEFAULT_DELIMITER`). :func:`check_delimiter` refuses a delimiter found in the texts and
-  :func:`check_topic` a topic label that contains it, each with an error naming the offending item (the thesis
-  code instead deleted the delimiter from the texts; refusing keeps the data unchanged).
-- :class:`TopicPromptBuilder` marks every token of the topic and of the delimiter (``topic_mask``), found through
-  the tokenizer's character offsets, so it works for WordPiece (BERT) and byte-level BPE (RoBERTa) alike. MLM
-  pre-training passes it to :func:`harness.nn.mlm.maskable_positions` as ``protected``: "we ... carefully avoid
-  masking the topic information t_y in our MLM noising function" (4.4.3).
-- :func:`strip_prompt` recovers the sentence from a prompted text (the Hidden setting's student input).
-
-Deviations: the thesis code writes ``f"{topic} ¥{sentence}"`` (no space after the delimiter), which lets a WordPiece
-tokenizer glue the delimiter to the sentence's first word; here the delimiter stands alone
-(``"{topic} ¥ {sentence}"``), which is what the token format of 4.4.2 shows.
+Single texts (4.4.2) become ``"{topic} {delimiter} {sentence}"`` (:func:`prompt_text`); pairs (4.4.3, the teacher's
+and the MLM pre-training's input) become ``[CLS] t1 [T] s1 [SEP] [CLS] t2 [T] s2 [SEP]`` (:class:`TopicPromptBuilder`).
+The formats, the delimiter rules and the deviation from the thesis code's prompt: docs/fidelity.md, section "Topic
+distillation", subsection "Topic prompts".
 """
 from __future__ import annotations
 

@@ -1,35 +1,9 @@
 """``harness export-results --format mteb``: stored harness results in MTEB's results layout.
 
-Reference: mteb 2's ``ResultCache`` layout (``results/<model name, '/' as '__'>/<revision>/<TaskName>.json`` plus
-``model_meta.json``) and schema (``mteb.TaskResult``: ``scores[split] = [{"hf_subset", "languages", "main_score",
-...metric keys}]``). Files are written with mteb's own ``TaskResult.from_task_results(...).to_disk`` and
-``ModelMeta.to_dict``, so ``mteb.ResultCache(DIR).load_results()`` reads them (tests/test_mteb.py does).
-
-- Model folder: ``harness/<model key>`` (spec name and hash, as in the harness store); revision ``seed-<seed>``
-  (every seed is another trained model).
-- Records of ``mteb:*`` tasks are mteb's own ``TaskResult``, kept in the record, written back as they were.
-- Other records are mapped by :data:`COUNTERPARTS` (scores /100: mteb stores fractions). ``exact`` says the harness
-  task scores the same pairs with the same metric as the mteb task; the others are the same source data under a
-  different cut, recorded in ``harness_export.json`` next to the results so nobody mistakes them for mteb runs.
-
-Mapping (harness task -> MTEB task: mteb score keys <- harness scores; fidelity):
-
-- ``sts12`` ... ``sts16`` -> ``STS12`` ... ``STS16``, ``stsb`` -> ``STSBenchmark``: cosine_spearman <- spearman_all,
-  cosine_pearson <- pearson_all. Exact with ``text=raw`` (mteb pools every pair of a year and scores the original
-  sentences); with SentEval's tokenised copy (the default) approximate.
-- ``sickr:split=all`` -> ``SICK-R``: as above, exact (all 9927 pairs). ``sickr`` (SentEval's 4927 test pairs) has no
-  counterpart.
-- ``twitterpara`` -> ``TwitterSemEval2015`` (cosine_ap <- ap.pit) and ``TwitterURLCorpus`` (cosine_ap <-
-  ap.twitterurl). Approximate: useb's test cuts (label 3 dropped) of the same corpora, while mteb scores larger sets
-  and its main score max_ap maximises over four similarities (the harness reports the cosine: written as cosine_ap
-  and as main_score).
-- ``askubuntu`` -> ``AskUbuntuDupQuestions``: map_at_1000 <- map, mrr_at_1000 <- mrr, mrr_at_10 <- mrr@10,
-  precision_at_1 <- p@1, precision_at_5 <- p@5. Approximate: the same 20-candidate reranking, but useb's split
-  (option ``split``) rather than mteb's 361 test queries.
-- ``scidocs`` -> ``SciDocsRR``: map_at_1000 <- map, ndcg_at_1000 <- ndcg. Approximate: useb's data; the harness
-  averages cite/cocite/coread/coview, mteb pools their queries.
-
-A record of another task (bws, cqadupstack, beir:*) has no MTEB counterpart and is skipped with one line saying so.
+Reference: mteb 2's ``ResultCache`` layout and schema (``mteb.TaskResult``); files are written with mteb's own
+``TaskResult.from_task_results(...).to_disk`` and ``ModelMeta.to_dict``, so ``mteb.ResultCache(DIR).load_results()``
+reads them (tests/test_mteb.py does). The layout, the mapping of harness tasks to mteb tasks (:data:`COUNTERPARTS`)
+and what each mapping's fidelity note means: docs/fidelity.md, section "MTEB results export".
 """
 from __future__ import annotations
 

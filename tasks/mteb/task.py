@@ -1,25 +1,8 @@
 """Any MTEB task as a harness task: ``--tasks mteb:STS22,mteb:SciFact`` (family ``mteb``).
 
 Reference: mteb 2 (``mteb.get_task``, ``mteb.evaluate``, the task's own ``load_data`` and evaluator); the numbers
-are mteb's own, only scaled x100 as every harness score. A task name after ``mteb:`` is looked up in mteb's task
-registry (renamed tasks are followed, as mteb does), then among ``mteb.AbsTask`` subclasses defined in any imported
-module (how mteb itself lets users write custom tasks: a plugin module or ``HARNESS_EXTRA_PLUGINS=my.module`` that
-defines ``class MyTask(AbsTaskSTS)`` makes ``mteb:MyTask`` available). An unknown name is an error listing mteb's
-closest task names.
-
-What a cell runs: ``mteb.evaluate(model, task, cache=None)`` on every evaluation split and subset of the task, with
-the harness model behind mteb's encoder protocol (:mod:`.adapters`): an embedder as an encoder, a pair scorer as a
-cross-encoder on reranking tasks (the only ones where mteb takes cross-encoders; on other tasks the plan refuses a
-pair scorer). Scores: the main score (mteb's ``get_score``: mean of the main score over splits and subsets) and, for
-tasks with several subsets, each subset's main score; the full mteb ``TaskResult`` is kept in the record's details,
-which ``harness export-results --format mteb`` writes back verbatim.
-
-Data comes from wherever mteb loads it (the Hugging Face hub or its local cache, at the revision the task pins).
-When it cannot (offline, a private dataset), the plan stores the cell as ``missing`` with mteb's reason; nothing
-crashes. The dataset checksum is the hash of the task's pinned dataset (path and revision).
-
-Deviations: the smoke profile's evaluation cut is not applied (mteb evaluates whole splits); mteb's task prompts
-are not given to harness models (none takes instructions).
+are mteb's own, only scaled x100 as every harness score. How task names are resolved, how models are wrapped and
+what is recorded: docs/fidelity.md, section "MTEB tasks".
 """
 from __future__ import annotations
 

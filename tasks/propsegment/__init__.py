@@ -1,53 +1,12 @@
-"""PropSegmEnt atomic-fact retrieval (Sub-Sentence Encoder, Chen et al. 2023, arXiv 2311.04335, section 4.2.1,
-table 1) and its sentence- and document-level variants (section 5.2, table 4): the ``propsegment`` family.
+"""PropSegmEnt atomic-fact retrieval, the ``propsegment`` family: ``propsegment-facts`` (Sub-Sentence Encoder, Chen et
+al. 2023, arXiv 2311.04335, section 4.2.1, table 1; P@1 main score, R@5/10/20) and its sentence- and document-level
+variants ``propsegment-sentences`` / ``propsegment-documents`` (section 5.2, table 4; main score R@5).
 
-- ``propsegment-facts``: a query is one proposition in its sentence; the corpus is every proposition; the query is
-  removed from its own ranking; gold are the propositions annotated as entailing it. P@1 (main score), R@5/10/20.
-- ``propsegment-sentences`` / ``propsegment-documents``: the ``candidates`` best propositions are retrieved and each
-  sentence / document is scored by its best one (5.2); gold units hold a gold proposition. Same metrics; the main
-  score is R@5: with best-of aggregation the top unit is always the top proposition's unit, so the unit-level P@1
-  repeats the proposition-level P@1 except where a non-gold proposition of a gold sentence (document) ranks first;
-  both are in every record (table 4 reports P@1 and R@5).
-
-How judgements, rater disagreement and the reference segmentation become queries, corpus and gold:
-``collection.py``. Reading the files: ``files.py``. Metrics: ``harness.evaluation.retrieval`` (matrix products over
-query chunks). Models are read through ``encode_spans``, all corpus propositions in one call (a span encoder runs
-one forward pass per sentence).
-
-Splits (option ``split``), honest with the data that is public:
-
-- ``heldout`` (default): only the dev split has judgements (its 15 Wikipedia clusters). The clusters, sorted by id,
-  alternate: positions 0, 2, 4, ... (8 clusters) are the training clusters, the only source of ``--train-on``
-  proposition pairs; positions 1, 3, 5, ... (7 clusters) are evaluated. No cluster is in both.
-- ``all``: every judged dev cluster is evaluated (the paper's zero-shot setting) and no training data is offered;
-  for models that never trained on PropSegmEnt.
-- ``official``: the official splits, for users with the full v1 files under ``--data-dir DIR/propsegment/v1/``
-  (``*.train`` for training, ``*.test`` with ``relationships.test`` for evaluation); a missing file is reported
-  with where to get it.
-
-Training data (option ``pairs``, read by ``--train-on``): ``judged`` (default: the human ENTAILS links between
-sentences of the training clusters, 23 mutual / 43 entails sentence pairs), ``segmentations`` (each proposition of
-a training-cluster sentence paired with its own text, its sibling propositions as negatives: 1,520 examples from
-every rater's segmentation) or ``both``; see ``collection.py``.
-
-Rater variants (option ``variants``, version 2): ``merge`` (default) makes a query or gold proposition that is a
-rater variant (token Jaccard >= 0.8) of a proposition already in its sentence that proposition; ``keep`` keeps each
-variant as its own corpus item (version 1, where 74 of the 220 queries had a never-gold near-duplicate of their own
-sentence in the corpus).
-
-``distractors=test`` (default) adds the propositions of the public test split's clusters, which have no judgements,
-to the corpus of ``heldout`` and ``all`` (no effect with ``official``, whose corpus is the test split).
-NewSHead clusters: their text is not redistributed (URLs only), so their judgements and segmentations cannot be
-used; how many were left out is recorded with every result (``left_out_without_text``).
-
-Data: the Wikipedia-cluster files needed by default are bundled under ``tasks/data/propsegment/v1/`` (SOURCE.md:
-origin, license CC BY-SA 3.0); ``--data-dir`` overrides.
-
-Deviations: the paper evaluates a ~45k-proposition corpus from the whole dataset with its own (unpublished)
-construction; here the corpus is the held-out dev clusters plus test-split distractors (a few thousand
-propositions) and the gold comes from the v1 judgements as described in ``collection.py``. Only the query itself
-is removed from its ranking, as in the official script: at the sentence and document level the query's own
-sentence and document can be retrieved (and are never gold).
+How judgements become queries, corpus and gold: ``collection.py``; reading the files: ``files.py``; metrics:
+``harness.evaluation.retrieval``. Splits (``split``), training pairs (``pairs``), rater variants (``variants``),
+distractors, NewSHead and every deviation: docs/fidelity.md, section "PropSegmEnt tasks" and its ``propsegment``
+table rows. Data: the Wikipedia-cluster files needed by default are bundled under ``tasks/data/propsegment/v1/``
+(SOURCE.md: origin, license CC BY-SA 3.0); ``--data-dir`` overrides.
 """
 from __future__ import annotations
 

@@ -2,51 +2,11 @@
 and proposition-pair training data.
 
 Sub-Sentence Encoder (Chen et al. 2023, arXiv 2311.04335), section 4.2.1: a query is one proposition in its
-sentence, the corpus is every proposition, the gold of a query are the propositions annotated as entailing it.
-How the annotations become that:
-
-- Rater disagreement: a judgement (premise document, hypothesis proposition) has one response per rater (3 in
-  v1). It counts as entailment when the share of responses saying ENTAILS passes the ``agreement`` rule:
-  ``majority`` (default: more than half), ``any`` (at least one) or ``unanimous``. Its gold propositions are the
-  distinct ``supporting_premise_proposition`` of the responses that say ENTAILS (raters sometimes mark slightly
-  different token sets for the same fact; each is gold).
-- A query is a hypothesis proposition with at least one counted judgement; its gold is the union over them.
-- Reference segmentation: the corpus holds the propositions of the reference response (``is_reference_response``)
-  of every sentence; a sentence without one (some rater found it non-informational) contributes none. Queries and
-  gold propositions that the reference segmentation does not contain (about 45% of the gold in v1 dev: raters drew
-  them in the entailment task) are added to the corpus, so every query can reach its gold. Items are identified by
-  (document, sentence, token set); duplicates are one item.
-- Rater variants (``variants``, task version 2): many added propositions are another rater's version of a fact
-  already in their sentence (token Jaccard >= 0.8 with it). Kept as their own items (``variants=keep``, version 1),
-  74 of the 220 held-out queries have such a near-duplicate of their own sentence in the corpus that is never gold
-  (it was added as another query's gold), which punishes whole-sentence (mask) pooling. ``variants=merge``
-  (default) makes every query and gold proposition that is a variant of a proposition already in its sentence (the
-  reference segmentation first, then earlier added ones) that proposition; queries that become one share their gold.
-  What remains (28 queries with the defaults) are distinct facts of the reference segmentation itself, e.g. the
-  same verb with two objects; both counts are in every record.
-- Distractors: the propositions of further clusters (the public test split's, which has no judgements) can join
-  the corpus; they are never queries or gold.
-- Training pairs: each counted (hypothesis, gold) link gives a positive between two sentences of different
-  documents; ``positives=mutual`` keeps a link only when the reverse link (the gold proposition as hypothesis,
-  entailed with the query proposition as support) is also counted, the paper's "entail each other" rule;
-  ``positives=entails`` keeps every link. Links of one sentence pair are one training example whose propositions
-  are both sentences' reference propositions plus the linked ones (``pairs=judged``).
-- Segmentation pairs (``pairs=segmentations``; ``both`` adds them to the judged pairs): no judgement is read. The
-  distinct propositions of every rater's segmentation of a sentence are grouped into facts (a rater variant, token
-  Jaccard >= 0.8, joins the fact it varies); one example per fact pairs the sentence, holding all of the fact's
-  variants and one proposition of every other fact (the siblings: hard negatives), with the fact's own text (its
-  tokens, ``proposition_text``) encoded as a sentence of its own; the variants are linked to that text. It teaches
-  a proposition in context to mean what its words say alone, apart from its siblings, the failure of mask pooling
-  on this corpus. The issue's suggestion, PropSegmEnt's train split, is not in the bundled data (dev/test only);
-  these pairs come from the same held-out training clusters (191 sentences, 1,520 facts), never from evaluated ones.
-
-The smoke profile's cut (``limit``) samples queries (harness.evaluation.sampling) and keeps in the corpus the
-sentences of those queries and their gold plus ``limit`` other sampled sentences.
-
-Deviations: the paper trains on 240k NLI-derived sentence pairs (3.3), not on segmentation pairs. The paper's
-retrieval data (~45k propositions from 1.5k documents, 1.13 gold per query; HF
-``sihaochen/propsegment-retrieval``) is not redistributed with PropSegmEnt and its construction is not described;
-this is a reconstruction from the v1 judgements (about 1.8 gold per query with ``majority``).
+sentence, the corpus is every proposition, the gold of a query are the propositions annotated as entailing it. The
+paper's retrieval data is not public; this is a reconstruction from the v1 judgements. How rater disagreement
+(``agreement``), the reference segmentation, rater variants (``variants``), distractors, judged and segmentation
+training pairs (``positives``, ``pairs``) and the smoke cut are handled, and the deviations: docs/fidelity.md,
+section "PropSegmEnt tasks", subsection "From judgements to the collection".
 """
 from __future__ import annotations
 
@@ -246,7 +206,8 @@ def judged_gold(split: PropSegmentSplit, clusters: set[str], agreement: str,
 
 def training_pairs(split: PropSegmentSplit, clusters: set[str], agreement: str,
                    positives: str, variants: str = "merge") -> tuple[PropositionPairs, dict]:
-    """Proposition-pair training data from the judged ``clusters`` (see the module docstring)."""
+    """Proposition-pair training data from the judged ``clusters`` (see docs/fidelity.md, "From judgements to the
+    collection")."""
     if positives not in POSITIVES_CHOICES:
         raise ValueError(f"positives must be one of {POSITIVES_CHOICES}, got {positives!r}")
     gold, _ = judged_gold(split, clusters, agreement, variants)

@@ -1,64 +1,12 @@
-"""20 Newsgroups topic probes (thesis 3.6, 4.4.2, 5.6.2, tables 3.8, 3.9, 6.14): the ``20ng`` family.
+"""20 Newsgroups topic probes, the ``20ng`` family: ``20ng-topic`` (the 20 newsgroups) and ``20ng-parent`` (the six
+parent groups of table 3.9), frozen-encoder probes (``harness.evaluation.probe``) scored by macro-F1 x100 on the
+"bydate" test split, on ``raw`` or topic-``prompted`` documents; also a source of labeled and unlabeled training
+sentences.
 
-Corpus: the "bydate" 20 Newsgroups (Lang 1995; Rennie's split, the one scikit-learn uses): 11314 train and 7532 test
-messages in 20 newsgroups. Headers, signature blocks and quotes are removed with scikit-learn's
-``remove=('headers', 'footers', 'quotes')`` rules (``preprocess.py``; done once when bundling,
-``scripts/bundle_20newsgroups.py``).
-
-Members (both frozen-encoder probes with the protocol of ``harness.evaluation.probe``, macro-F1 x100 on test):
-
-- ``20ng-topic``: the 20 newsgroups (thesis 5.6.2, table 6.14 "Raw (F1)" / "Prompted (F1)");
-- ``20ng-parent``: the six parent groups of table 3.9 (Computers, Recreational, Science, For Sale, Politics,
-  Religion), the labels the thesis' topic distillation trains on.
-
-Option ``input``: ``raw`` (the document) or ``prompted`` (4.4.2: the parent group's topic prompt prepended,
-``"{parent} ¥ {document}"``, :func:`harness.nn.prompt_text`; the thesis evaluates both forms on the 20-group probe).
-The delimiter (option ``delimiter``, default the yen sign as the thesis) is checked against every document and
-refused, naming the document, if it occurs. With ``20ng-parent:input=prompted`` the prompt states the answer: it
-measures whether an encoder passes its prompt through (a sanity check, not a topic probe).
-
-Splits (thesis 3.6, table 3.8): the official test split (7532); the dev split is taken from the official train
-split. Option ``dev_split``: ``thesis`` (default) recomputes the thesis code's split exactly (``corpus.
-thesis_dev_indices``: scikit-learn's document order, then Hugging Face datasets' ``train_test_split(test_size=0.1 /
-0.6, seed=42)``): 1886 dev and 9428 train documents with the per-group counts of table 3.8 (seeded, not
-stratified); ``stratified`` draws the same number, stratified by newsgroup, seeded by ``split_seed``. Dev and test
-never share a document (the official split is by date).
-
-Documents empty after cleaning (300 train, 215 test; e.g. messages that were only a quote) are dropped from every
-split and counted in each result (``empty_documents_dropped``); the split is drawn before dropping, so the documents
-of a split are the thesis' documents.
-
-Option ``max_documents`` (default 0: all) evaluates a fixed seeded sample of at most that many documents of each
-split (``harness.evaluation.sampling``, the same documents for every model, as the smoke profile's cut): the quick
-matrices' cut, since encoding all 18.3K documents twice (raw and prompted) takes about 10-15 minutes per model on 2
-CPU cores.
-
-Truncation, the same for every model: a document is cut after its first ``max_words`` whitespace-separated words
-(default 512, keeping the text up to there unchanged; no model here reads more than 512 tokens, and every word is at
-least one token, so the cut only saves tokenizing very long messages), the prompt (if any) is prepended, and each
-model then keeps the first tokens that fit its own sequence limit (right truncation, as every harness encoder and the
-thesis code's ``truncation=True`` do), so the prompt is never cut away.
-
-Encoding: the documents of all three splits go to the model in one ``encode`` call (the harness encoders sort texts
-by token length, so batches carry little padding) through :func:`harness.evaluation.probe.cached_embeddings`: the
-raw and the prompted form are two encodings per model, shared by ``20ng-topic`` and ``20ng-parent`` in one run, and the
-probe's ten epochs read the cached vectors.
-
-Probe (option ``probe``, as ``bws-topic``): ``linear`` (default, the thesis text): ``Linear(d, classes)``, AdamW lr
-1e-3, batch 16, 10 epochs, best dev macro-F1 epoch; ``thesis-code``: the thesis code's Linear-SiLU-Linear head, last
-epoch kept.
-
-Training data (``--train-on 20ng-topic`` or ``20ng-parent``; train split only, dev for model selection): labeled
-sentences (the raw documents, cut as above, with their parent group as the topic label: the thesis trains on the
-parent groups and probes the 20 groups) and unlabeled sentences (the raw train documents; TSDAE, SimCSE, NM, MLM).
-
-Deviations: empty documents are dropped (the thesis code kept them as empty strings); the prompt puts a space after
-the delimiter (the thesis code wrote ``"{parent} ¥{document}"``, see :mod:`harness.nn.topic_prompts`) and refuses a
-delimiter found in the data (the thesis code deleted it from the text; the yen sign does not occur in this corpus);
-documents are cut after 512 words before each model's own token limit (no effect on what a model of at most 512
-tokens reads). The thesis code's probe fine-tuned through a Hugging Face Trainer with a frozen encoder; here the
-frozen embeddings are computed once and the probe trains on them (the same function, far less work).
-Data: bundled under ``tasks/data/20newsgroups/`` with its SOURCE.md; ``--data-dir`` overrides (same file format).
+Thesis 3.6, 4.4.2, 5.6.2, tables 3.8, 3.9, 6.14. Corpus, splits (the thesis code's dev split by default), empty
+documents, truncation, encoding, probe options and every deviation: docs/fidelity.md, section "20 Newsgroups topic
+probes" and its ``20ng`` table rows. Data: bundled under ``tasks/data/20newsgroups/`` with its SOURCE.md;
+``--data-dir`` overrides (same file format).
 """
 from __future__ import annotations
 
