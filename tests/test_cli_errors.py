@@ -99,3 +99,18 @@ def test_every_command_is_dispatched_through_the_table():
     commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     assert set(commands.choices) == set(COMMANDS)
     assert all(callable(handler) for handler in COMMANDS.values())
+
+
+def test_a_reader_that_stops_reading_is_not_an_error():
+    """`harness list | head -1`: the closed pipe ends the command quietly (no "error: Broken pipe" line)."""
+    import subprocess
+    import sys
+
+    with subprocess.Popen([sys.executable, "-m", "harness", "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          cwd=REPO) as process:
+        process.stdout.readline()
+        process.stdout.close()
+        stderr = process.stderr.read().decode()
+        code = process.wait(timeout=120)
+    assert "error" not in stderr.lower(), stderr
+    assert code == 0

@@ -7,6 +7,7 @@ environment) becomes one ``error:`` line and exit code 2, an interrupt exit code
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Callable, Sequence
 
@@ -60,10 +61,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.error(f"unknown command {args.command!r}")
     try:
-        return handler(args)
+        code = handler(args)
+        sys.stdout.flush()  # inside the try: a reader that stopped reading is met here, not at interpreter exit
+        return code
     except HarnessError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader stopped reading (`harness list | head`): its choice, not an error. Later writes go nowhere, so
+        # the interpreter's final flush cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as exc:  # the environment, not the input: a full disk, a folder that cannot be written
         print(f"error: {os_error_line(exc)}", file=sys.stderr)
         return 2
