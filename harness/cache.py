@@ -11,20 +11,18 @@ Deviations: none (no paper describes a cache).
 """
 from __future__ import annotations
 
-import hashlib
 import io
-import json
 from pathlib import Path
 from typing import Any, Callable
 
 from .files import cached_bytes
+from .fingerprint import stable_hash
 
 
 def content_key(payload: Any, length: int = 16) -> str:
-    """The first ``length`` hex digits of the sha256 of ``payload`` as compact, key-sorted JSON (other values as
-    ``str``): the same payload always names the same entry."""
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:length]
+    """:func:`harness.fingerprint.stable_hash` of ``payload``, 16 hex digits unless told: the same payload always
+    names the same entry."""
+    return stable_hash(payload, length)
 
 
 class ArtifactCache:

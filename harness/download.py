@@ -23,7 +23,6 @@ The archive table is data (:class:`Archive`), so tests and mirrors can point a d
 """
 from __future__ import annotations
 
-import hashlib
 import http.client
 import json
 import os
@@ -43,6 +42,7 @@ from pathlib import Path, PurePosixPath
 from typing import Callable, Sequence
 
 from .errors import HarnessError
+from .files import sha256_file
 
 MANIFEST_NAME = ".harness-download.json"
 CHUNK_BYTES = 1 << 16
@@ -225,14 +225,6 @@ def _copy_body(response, part_path: Path, mode: str, offset: int, total: int | N
                 log(f"{name}: {_size_text(received)} of {_size_text(total)}{share}")
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _archive_kind(name: str) -> str:
     lowered = name.lower()
     if lowered.endswith(".zip"):
@@ -369,7 +361,7 @@ class ArchiveDataset:
                 f"{archive.url}: downloaded {size} bytes, expected {archive.size}; the file was deleted. Run the "
                 "command again; if it keeps failing the published file has changed."
             )
-        digest = sha256_of(path)
+        digest = sha256_file(path)
         if archive.sha256 is not None and digest != archive.sha256.lower():
             raise ChecksumError(
                 f"{archive.url}: sha256 is {digest}, expected {archive.sha256}; the file was deleted. Run the "

@@ -16,6 +16,9 @@ import logging
 import os
 import threading
 from pathlib import Path
+from typing import Any
+
+from .files import sha256_file
 
 logger = logging.getLogger(__name__)
 
@@ -51,12 +54,14 @@ def _content_files(folder: Path) -> list[tuple[str, Path, int, int]]:
     return sorted(found)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+_sha256 = sha256_file  # one file hasher (harness.files); a module name of its own so tests can count calls
+
+
+def stable_hash(payload: Any, length: int = 64) -> str:
+    """The first ``length`` hex digits of the sha256 of ``payload`` as compact, key-sorted JSON (other values as
+    ``str``): spec hashes, cache keys and config hashes, each the same for the same payload."""
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
 def folder_fingerprint(folder: Path | str, cache_dir: Path | str | None = None) -> str:

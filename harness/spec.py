@@ -2,15 +2,13 @@
 changed option, backbone, profile or training source can never reuse a stale result."""
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .capabilities import TRAINABLE
 from .errors import IncompatibleError
-from .fingerprint import folder_fingerprint, local_model_folder
+from .fingerprint import folder_fingerprint, local_model_folder, stable_hash
 from .options import format_options, resolve_options
 from .plugin_api import RecipePlugin
 from .profiles import DEFAULT_BUDGET_KEYS, Profile, check_budget, requested_budget, resolve_budget
@@ -21,11 +19,6 @@ SPEC_VERSION = 1
 # ``--train-on self``: every evaluated task trains its own model on its own training data (the runner's
 # ``trained_spec``); the spec keeps "self" as its source, so its cells form one leaderboard row.
 SELF_TRAINING = "self"
-
-
-def stable_hash(payload: Any, length: int = 64) -> str:
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,10 @@ from ..device import seed_everything
 from ..environment import environment_record
 from ..errors import DataFileError, HarnessError, IncompatibleError, MissingDataError
 from ..evaluation.bootstrap import example_side_file
+from ..fingerprint import stable_hash
 from ..metrics import ScoreError
 from ..registry import Registry
-from ..spec import ModelSpec, TaskSpec, stable_hash
+from ..spec import ModelSpec, TaskSpec
 from .config import RunConfig
 from .models import Models
 from .plan import Plan, TrainingJob

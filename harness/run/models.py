@@ -24,11 +24,12 @@ from ..data import TrainingSplits
 from ..device import seed_everything
 from ..errors import DataFileError, HarnessError, IncompatibleError
 from ..files import StoreError, atomic_write_json
+from ..fingerprint import stable_hash
 from ..metrics import ScoreError
 from ..plugin_api import EvalContext, ModelContext, RecipeContext, RecipePlugin, Task
 from ..profiles import Profile, budget_differences, format_budget
 from ..registry import BUILTIN_PACKAGES, Registry, check_model_object
-from ..spec import ModelSpec, TaskSpec, resolve_model_spec, resolve_task_specs, stable_hash, student_spec
+from ..spec import ModelSpec, TaskSpec, resolve_model_spec, resolve_task_specs, student_spec
 from ..store import Store
 from ..training import NonFiniteLossError
 from .config import RunConfig
