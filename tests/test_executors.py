@@ -85,6 +85,46 @@ def test_ray_gives_the_records_of_the_local_executor(ray_cluster, reference, tmp
     assert {o.status for o in again} == {"cached"}
 
 
+@needs_ray
+def test_the_cells_of_one_model_are_served_by_the_worker_that_holds_it(ray_cluster, reference, tmp_path, tiny_bert):
+    """Two long-lived workers: every cell of a job (a model spec and seed) goes to the one worker that trained or
+    loaded its model, which keeps it in memory between the job's cells (no cell loads a model), and the records
+    equal the local executor's."""
+    executor = ray_executor()
+    results = tmp_path / "ray"
+    outcomes = run_matrix(results, tiny_bert, executor, executor="ray")
+    assert [o.status for o in outcomes] == ["ok"] * 4
+    assert differences(comparable_records(results), reference) == []
+    where_by_job: dict[str, set[str]] = {}
+    for job_label, _, served in executor.served:
+        where_by_job.setdefault(job_label, set()).add(served.where)
+    assert sorted(where_by_job) == ["be seed 42", "ce seed 42"] and len(executor.served) == 4
+    assert all(len(where) == 1 for where in where_by_job.values()), where_by_job
+    assert not [cell for cell in executor.served if cell[2].loaded_model]  # each job's model was ready in memory
+
+
+@needs_ray
+def test_a_worker_serving_several_jobs_gives_each_job_its_own_model(ray_cluster, tmp_path, tiny_bert):
+    """One long-lived worker serves every job: ce trained with two seeds (two models of one spec) and be; each
+    job's cells are computed with that job's model, not the one the worker held before (the records equal the
+    local executor's, and the two seeds' scores differ)."""
+    def config(results: Path, **executor) -> RunConfig:
+        return RunConfig(models=[ModelEntry("ce"), ModelEntry("be")], tasks=list(TASKS), seeds=[1, 2],
+                         profile="smoke", backbone=tiny_bert, device="cpu", results_dir=results, progress=False,
+                         **executor)
+
+    local = Run(build_registry(), config(tmp_path / "local"))
+    local.run(LocalExecutor(), local.plan())
+    executor = ray_executor(workers=1)
+    remote = Run(build_registry(), config(tmp_path / "ray", executor="ray"))
+    outcomes = remote.run(executor, remote.plan())
+    assert [o.status for o in outcomes] == ["ok"] * 8
+    assert differences(comparable_records(tmp_path / "ray"), comparable_records(tmp_path / "local")) == []
+    assert len({served.where for _, _, served in executor.served}) == 1  # one worker computed every cell
+    scores = {(o.spec.name, o.seed, o.task.name): o.main_score for o in outcomes}
+    assert scores[("ce", 1, "stsb")] != scores[("ce", 2, "stsb")]  # a stale model would give equal scores
+
+
 def _children(pid: int) -> list[int]:
     """Every process below ``pid`` (the local cluster's raylet and its workers are this test process's)."""
     parents: dict[int, int] = {}
@@ -116,16 +156,17 @@ def _title(pid: int) -> str:
 @needs_ray
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds Ray's worker processes through /proc (Linux)")
 def test_a_worker_killed_mid_cell_is_retried_and_the_matrix_completes(ray_cluster, reference, tmp_path, tiny_bert):
-    """A Ray worker is killed (SIGKILL, by its PID) while it evaluates a cell: Ray reruns the task, no record is
-    half-written, and every record equals the clean local run's."""
+    """A long-lived Ray worker is killed (SIGKILL, by its PID) while it evaluates a cell: Ray restarts it and sends its
+    unfinished calls again (the restarted worker loads the model from its checkpoint), no record is half-written, and
+    every record equals the clean local run's."""
     killed: list[tuple[int, str]] = []
     finished = threading.Event()
 
     def kill_the_first_cell() -> None:
         while not finished.is_set() and not killed:
             for pid in _children(os.getpid()):
-                title = _title(pid)  # Ray names a busy worker after its task: "ray::harness-cell <job> <task>"
-                if title.startswith("ray::harness-cell"):
+                title = _title(pid)  # Ray names a busy server after its call: "ray::CellServer.evaluate"
+                if title.startswith("ray::CellServer.evaluate"):
                     os.kill(pid, signal.SIGKILL)
                     killed.append((pid, title))
                     return

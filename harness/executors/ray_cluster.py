@@ -45,7 +45,7 @@ from .progress import CellProgress
 if TYPE_CHECKING:
     from ..run.config import RunConfig
     from ..run.driver import Worker
-    from ..run.evaluate import CellOutcome, CellResult, CellWork
+    from ..run.evaluate import CellOutcome, CellResult
     from ..run.plan import Plan, TrainingJob
 
 logger = logging.getLogger(__name__)
@@ -54,6 +54,7 @@ LOCAL = "local"  # --ray-address local: always start a new local cluster (None: 
 CONNECT_TIMEOUT_SECONDS = 5.0
 NODE_CHECK_SECONDS = 5.0  # how often the driver looks for lost nodes while tasks run
 PROBE_TIMEOUT_SECONDS = 180.0
+JOBS_PER_SERVER = 2  # jobs sent to one long-lived worker and not finished: the one it runs and the next
 # Environment passed on to every worker (a remote cluster's workers do not inherit the driver's environment).
 FORWARDED_ENVIRONMENT = ("HARNESS_EXTRA_PLUGINS", "HARNESS_PLUGINS", "HARNESS_DISABLE_PLUGIN_AUTOLOAD",
                          "HARNESS_DATA_DIR", "HARNESS_NO_AMP", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE",
@@ -175,75 +176,82 @@ def import_ray() -> Any:
 # -- what runs on the workers -----------------------------------------------------------------------------------------
 @dataclass
 class TrainingResult:
-    """What a training task returns: how long it took, where it ran, and the problem that stopped it (or None)."""
+    """What preparing a job's model returns: how long training (or loading) took, where it ran, and the problem that
+    stopped it (or None)."""
 
     seconds: float
     problem: Exception | None
     where: str
 
 
-_worker_state: dict[str, CellWork] = {}  # run id -> this worker's computation of the run
+@dataclass(frozen=True)
+class Served:
+    """Who computed a cell: the worker (host and pid), and whether the model was built or loaded for this cell (False:
+    the worker had it in memory from an earlier call)."""
+
+    where: str
+    loaded_model: bool
 
 
-def _state(run_id: str, config: RunConfig, plan: Plan, resources: TaskResources) -> CellWork:
-    """This worker process's computation of the run (built once per worker and run: Ray reuses worker processes):
-    the plan on the device Ray gave this task, and checkpoints checked against the training data the driver
-    planned with (a checkpoint trained on other data is retrained)."""
-    from dataclasses import replace
+class CellServer:
+    """A long-lived Ray worker (an actor, one per cluster slot, alive for the whole run): the registry, the plan and
+    the run's computation (``CellWork``: its task objects keep their loaded datasets) are built once, and the model of
+    the job it serves now stays in memory between that job's cells. The driver sends every call of one job to the
+    same server, so a job's model is trained or loaded once. Calls run one at a time, in the order they were sent.
 
-    import torch
+    One job's model is kept (key: the trained spec's key and the seed); a call for another job releases it first, so
+    a server's memory holds one model (and the teachers it trained with) at a time, as the local executor does."""
 
-    from ..device import hardware_description, resolve_device
-    from ..registry import default_registry
-    from ..run.evaluate import CellWork
-    from ..run.models import Models
-    from ..store import Store
+    def __init__(self, config: RunConfig, plan: Plan, resources: TaskResources):
+        from dataclasses import replace
 
-    torch.set_num_threads(threads_for(resources.num_cpus))
-    work = _worker_state.get(run_id)
-    if work is None:
+        import torch
+
+        from ..device import hardware_description, resolve_device
+        from ..registry import default_registry
+        from ..run.evaluate import CellWork
+        from ..run.models import Models
+        from ..store import Store
+
+        # Ray sets OMP_NUM_THREADS only when a worker starts; PyTorch threads follow the slot's CPUs.
+        torch.set_num_threads(threads_for(resources.num_cpus))
         device = resolve_device(worker_device(plan.device, resources.num_gpus))
         registry = default_registry()
         for task_spec in plan.tasks:  # a task namespace's tasks (mteb.sts22) are known once resolved
             registry.resolve_task(task_spec.name)
+        # Checkpoints are checked against the training data the driver planned with (other data: retrained).
         models = Models(registry, config, Store(config.results_dir), log=logger.debug,
                         training_checksums=plan.training_checksums)
-        work = CellWork(registry, config, replace(plan, device=device), models, hardware_description(device))
-        _worker_state.clear()
-        _worker_state[run_id] = work
-    return work
+        self._work = CellWork(registry, config, replace(plan, device=device), models, hardware_description(device))
+        self._where = f"{socket.gethostname()} pid {os.getpid()}"
+        self._held: tuple[str, int] | None = None  # (trained spec key, seed) of the model in memory
+        self._model: tuple[Any, float, Exception | None] = (None, 0.0, None)
 
+    def _job_model(self, job: TrainingJob) -> tuple[tuple[Any, float, Exception | None], bool]:
+        """The job's (model, seconds, problem), and whether this call built, trained or loaded it."""
+        key = (job.trained.key, job.seed)
+        if self._held == key:
+            return self._model, False
+        self._model, self._held = (None, 0.0, None), None
+        self._work.release()  # the previous job's model (and its teachers) before building the next
+        self._model = self._work.model(job)
+        self._held = key
+        return self._model, True
 
-def _where() -> str:
-    return f"{socket.gethostname()} pid {os.getpid()}"
+    def prepare(self, job: TrainingJob) -> TrainingResult:
+        """Train (or load, or build) the job's model and keep it for the job's cells."""
+        (_, seconds, problem), _ = self._job_model(job)
+        return TrainingResult(seconds, problem, self._where)
 
-
-def train_on_worker(run_id: str, config: RunConfig, plan: Plan, job: TrainingJob,
-                    resources: TaskResources) -> TrainingResult:
-    work = _state(run_id, config, plan, resources)
-    model, seconds, problem = work.model(job)
-    del model
-    work.release()
-    return TrainingResult(seconds, problem, _where())
-
-
-def evaluate_on_worker(run_id: str, config: RunConfig, plan: Plan, job: TrainingJob, task_index: int,
-                       resources: TaskResources, training: TrainingResult | None) -> CellResult:
-    from dataclasses import replace
-
-    work = _state(run_id, config, plan, resources)
-    task_spec = job.tasks[task_index]
-    if training is not None and training.problem is not None:
-        return work.problem(job.spec, job.seed, task_spec, training.problem)
-    model, load_seconds, problem = work.model(replace(job, tasks=(task_spec,)))
-    if problem is not None:
-        return work.problem(job.spec, job.seed, task_spec, problem)
-    model_seconds = load_seconds + (training.seconds if training is not None else 0.0)
-    try:
-        return work.evaluate(job, task_spec, model, model_seconds)
-    finally:
-        del model
-        work.release()
+    def evaluate(self, job: TrainingJob, task_index: int) -> tuple[CellResult, Served]:
+        """One cell of the job, with the job's model (in memory, or trained/loaded now: after a restart of this
+        server the model is loaded again from its checkpoint)."""
+        task_spec = job.tasks[task_index]
+        (model, model_seconds, problem), loaded = self._job_model(job)
+        served = Served(self._where, loaded)
+        if problem is not None:
+            return self._work.problem(job.spec, job.seed, task_spec, problem), served
+        return self._work.evaluate(job, task_spec, model, model_seconds), served
 
 
 def probe_node(marker: str) -> tuple[str, bool, str]:
@@ -259,19 +267,25 @@ class _Pending:
     job: TrainingJob
     claim: Claim
     cells_left: int
+    server: int  # the index of the server its calls went to
 
 
 class RayExecutor:
     """``address``: None (join the machine's running cluster, else start one), ``"local"`` (always start one),
     ``"auto"`` or ``host:port`` / ``ray://host:port``. ``num_cpus`` sizes a cluster this executor starts (its number
-    of concurrent 1-CPU tasks; default: every core). ``max_retries``: how often Ray reruns a task whose worker died.
-    ``max_in_flight``: tasks submitted and not yet finished at any time (default: 4 per slot of the cluster, at least
-    64)."""
+    of concurrent 1-CPU tasks; default: every core). ``workers``: long-lived workers of a run (default and most: one
+    per slot of the cluster, i.e. as many as its CPUs and GPUs hold at once; never more than there are jobs).
+    ``max_retries``: how often Ray restarts a worker that died and sends its unfinished calls again.
+    ``max_in_flight``: calls sent and not yet finished at any time (default: 4 per worker, at least 64)."""
 
     name = "ray"
 
     def __init__(self, address: str | None = None, gpus_per_task: float | None = None, cpus_per_task: float = 1.0,
-                 num_cpus: int | None = None, max_retries: int = 3, max_in_flight: int | None = None):
+                 num_cpus: int | None = None, max_retries: int = 3, max_in_flight: int | None = None,
+                 workers: int | None = None):
+        if workers is not None and workers < 1:
+            raise InvalidOptionError(f"workers must be 1 or more, got {workers}.")
+        self.workers = workers
         self.address = address
         self.gpus_per_task = gpus_per_task
         self.cpus_per_task = cpus_per_task
@@ -279,10 +293,11 @@ class RayExecutor:
         self.max_retries = max_retries
         self._alive_nodes: dict[str, dict] = {}  # NodeID -> ray.nodes() entry at the last check
         self._nodes_checked_at = 0.0
-        self.max_in_flight = max_in_flight  # tasks submitted and not finished (None: 4 per slot, at least 64)
+        self.max_in_flight = max_in_flight  # calls sent and not finished (None: 4 per worker, at least 64)
         self.resources: TaskResources | None = None
         self._started_cluster = False
         self.startup_seconds = 0.0  # connecting (or starting a local cluster) and probing the nodes
+        self.served: list[tuple[str, str, Served]] = []  # the last run's cells: (job label, task label, who computed)
         # The mistakes that need no cluster are reported at once, before the runner plans anything.
         self._ray: Any = import_ray()
         check_address(address)
@@ -370,36 +385,50 @@ class RayExecutor:
         ray = self._ray
         assert ray is not None and self.resources is not None, "start() first"
         outcomes: list[CellOutcome] = []
-        run_id = uuid.uuid4().hex
         jobs = plan.jobs()
-        # Workers reach the store and data by absolute paths; records keep the data dir as the user gave it.
-        config_ref, plan_ref = ray.put(worker.remote_config()), ray.put(plan)
-        options = {**self.resources.as_options(), "max_retries": self.max_retries}
-        train = ray.remote(train_on_worker)
-        evaluate = ray.remote(evaluate_on_worker)
+        self.served = []
         waiting: dict[Any, tuple[str, _Pending, int]] = {}  # ref -> ("train" | "cell", job, task index)
         unclaimed = [Claim(job, worker.cells_lock(job)) for job in jobs]
         held: list[Claim] = []
+        servers: list[Any] = []
+        # One long-lived server per slot (no more than there are jobs), each holding its slot's CPUs and GPUs for the
+        # run. A server that dies is restarted by Ray and its unfinished calls are sent again (``max_retries``
+        # times); the restarted server loads the job's model from its checkpoint.
+        count = min(self.workers or len(jobs), self._slots(ray), len(jobs))  # more would wait for free resources
+        if count:
+            # Workers reach the store and data by absolute paths; records keep the data dir as the user gave it.
+            config_ref, plan_ref = ray.put(worker.remote_config()), ray.put(plan)
+            server_class = ray.remote(CellServer)
+            options = {**self.resources.as_options(), "max_restarts": self.max_retries,
+                       "max_task_retries": self.max_retries}
+            servers = [server_class.options(**options).remote(config_ref, plan_ref, self.resources)
+                       for _ in range(count)]
+        jobs_on = [0] * count  # jobs sent to each server and not finished
 
-        def submit(claim: Claim, job: TrainingJob) -> None:
-            pending = _Pending(job, claim, len(job.tasks))
-            training = None
-            if job.trained.train_on is not None and job.trained.key not in plan.training_problems:
-                training = train.options(name=f"harness-train {job.label}", **options).remote(
-                    run_id, config_ref, plan_ref, job, self.resources)
-                waiting[training] = ("train", pending, -1)
-            for index, task_spec in enumerate(job.tasks):
-                ref = evaluate.options(name=f"harness-cell {job.label} {task_spec.label}", **options).remote(
-                    run_id, config_ref, plan_ref, job, index, self.resources, training)
-                waiting[ref] = ("cell", pending, index)
+        def submit(claim: Claim, job: TrainingJob, server: int) -> None:
+            """Every call of a job goes to one server (which keeps its model between them)."""
+            pending = _Pending(job, claim, len(job.tasks), server)
+            jobs_on[server] += 1
+            waiting[servers[server].prepare.remote(job)] = ("train", pending, -1)
+            for index in range(len(job.tasks)):
+                waiting[servers[server].evaluate.remote(job, index)] = ("cell", pending, index)
 
-        window = self.max_in_flight or max(64, 4 * self._slots(ray))
+        window = self.max_in_flight or max(64, 4 * max(1, count))
+
+        def free_server() -> int | None:
+            """The server with the fewest unfinished jobs, if it has fewer than JOBS_PER_SERVER: a server always has
+            its next job queued behind the one it runs, and jobs still go to whichever server frees up first."""
+            if not count or len(waiting) >= window:
+                return None
+            server = min(range(count), key=jobs_on.__getitem__)
+            return server if jobs_on[server] < JOBS_PER_SERVER else None
 
         def claim_what_is_free(progress: CellProgress, blocking: bool) -> None:
-            """Claim and submit jobs while fewer than ``window`` tasks are in flight: the driver's work per finished
-            task stays bounded however large the matrix, and jobs not yet claimed are left to other drivers."""
+            """Claim and submit jobs while a server can take one: the driver's work per finished cell stays bounded
+            however large the matrix, and jobs not yet claimed are left to other drivers."""
             for claim in list(unclaimed):
-                if len(waiting) >= window:
+                server = free_server()
+                if server is None:
                     return
                 if not try_claim(worker, claim):
                     if not blocking:
@@ -414,13 +443,14 @@ class RayExecutor:
                 if job is None:
                     held.remove(claim)
                 else:
-                    submit(claim, job)
+                    submit(claim, job, server)
                 if blocking:
                     return  # one at a time: its cells may finish before the next is free
 
         total = sum(len(job.tasks) for job in jobs)
-        worker.log(f"  Ray: {total} cells of {len(jobs)} jobs as tasks of {self.resources.num_cpus:g} CPU and "
-                   f"{self.resources.num_gpus:g} GPU each ({self._cluster_text(ray)})")
+        worker.log(f"  Ray: {total} cells of {len(jobs)} jobs on {count} long-lived worker(s) of "
+                   f"{self.resources.num_cpus:g} CPU and {self.resources.num_gpus:g} GPU each "
+                   f"({self._cluster_text(ray)})")
         try:
             with CellProgress(worker, total, worker.progress) as progress:
                 claim_what_is_free(progress, blocking=False)
@@ -430,7 +460,9 @@ class RayExecutor:
                         if not waiting:
                             claim_what_is_free(progress, blocking=True)
                         continue
-                    ready, _ = ray.wait(list(waiting), num_returns=1, timeout=1.0)
+                    ready, _ = ray.wait(list(waiting), num_returns=len(waiting), timeout=0)
+                    if not ready:
+                        ready, _ = ray.wait(list(waiting), num_returns=1, timeout=1.0)
                     self._report_lost_nodes(ray)
                     for ref in ready:
                         kind, pending, index = waiting.pop(ref)
@@ -438,19 +470,20 @@ class RayExecutor:
                         if kind == "train":
                             self._log_training(worker, pending.job, value)
                             continue
-                        outcomes.append(worker.record(value))  # the driver writes the record
+                        result, served = value
+                        self.served.append((pending.job.label, pending.job.tasks[index].label, served))
+                        outcomes.append(worker.record(result))  # the driver writes the record
                         progress.advance()
                         pending.cells_left -= 1
                         if pending.cells_left == 0:
+                            jobs_on[pending.server] -= 1
                             pending.claim.lock.release()
                             held.remove(pending.claim)
                     if unclaimed:
                         claim_what_is_free(progress, blocking=False)
-        except BaseException:
-            for ref in waiting:  # on a cluster that outlives this driver, do not leave its tasks running
-                ray.cancel(ref, force=False)
-            raise
         finally:
+            for server in servers:  # on a cluster that outlives this driver, do not leave its servers running
+                ray.kill(server, no_restart=True)
             for claim in held:
                 claim.lock.release()
             self._disconnect()
@@ -459,7 +492,7 @@ class RayExecutor:
 
     @staticmethod
     def _log_training(worker: Worker, job: TrainingJob, result: TrainingResult) -> None:
-        if result.problem is None:
+        if result.problem is None and job.trained.train_on is not None:
             worker.log(f"  {job.trained.label} seed {job.seed}: model ready in {result.seconds:.1f}s "
                        f"(on {result.where})")
 
@@ -478,8 +511,9 @@ class RayExecutor:
                     else f"cell {pending.job.label} {pending.job.tasks[index].label}")
             node = " (a Ray node was lost)" if isinstance(exc, (ray.exceptions.NodeDiedError,
                                                                  ray.exceptions.LocalRayletDiedError)) else ""
-            raise HarnessError(f"the Ray task for {what} failed {self.max_retries + 1} times ({type(exc).__name__})"
-                               f"{node}; finished cells are stored: fix the cause (see the worker logs) and run again "
+            raise HarnessError(f"the Ray worker computing {what} died {self.max_retries + 1} times "
+                               f"({type(exc).__name__}){node}; finished cells are stored: fix the cause (see the "
+                               "worker logs) and run again "
                                "to resume.") from None
 
     def _report_lost_nodes(self, ray: Any) -> None:
