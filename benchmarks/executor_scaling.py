@@ -9,9 +9,11 @@ reported apart from the matrix's time.
     python benchmarks/executor_scaling.py                    # tiny BERT, all three configurations
     python benchmarks/executor_scaling.py --backbone sentence-transformers/all-MiniLM-L6-v2 --modes local,ray2
 
-Prints, per configuration, the wall time (with and without the cluster's start-up), the ratio to local, and the
-overhead Ray adds per cell: (Ray with 1 worker - local) / cells, i.e. scheduling, a worker's first imports, and
-each cell loading its model from the checkpoint instead of reusing the one in memory.
+Prints the machine's load average at the start and the end, per configuration the wall time (with and without the
+cluster's start-up) and the load average after it, the ratio to local, and for each Ray configuration the overhead
+it adds per cell against the local executor: (Ray wall - local wall) / cells, and the same without the cluster's
+start-up ((Ray wall - start-up - local wall) / cells), i.e. scheduling, the long-lived workers' start (imports,
+registry) and each call's round trip.
 """
 from __future__ import annotations
 
@@ -34,8 +36,8 @@ UNLABELED_SOURCE = "bws-cross-topic"  # bundled unlabeled sentences for the mode
 
 def runnable_models(registry, tasks: list[str], profile: str, backbone: str,
                     store: Path) -> tuple[list[tuple[str, str | None]], dict]:
-    """The built-in models and recipes that can run these tasks, each with its training source (None: its default,
-    else the bundled unlabeled sentences), and why the others cannot."""
+    """The built-in models and recipes that can run these tasks (planned, and built on this backbone), each with its
+    training source (None: its default, else the bundled unlabeled sentences), and why the others cannot."""
     from harness.errors import HarnessError
     from harness.matrix import ModelEntry
     from harness.run.config import RunConfig
@@ -50,7 +52,11 @@ def runnable_models(registry, tasks: list[str], profile: str, backbone: str,
             config = RunConfig(models=[ModelEntry(name, train_on=train_on)], tasks=tasks, profile=profile,
                                backbone=backbone, device="cpu", results_dir=store, progress=False)
             try:
-                Run(registry, config).plan()
+                runner = Run(registry, config)
+                plan = runner.plan()
+                spec = plan.models[0].spec
+                if not spec.recipe:  # options the backbone cannot take (e.g. a layer it lacks) fail only when built
+                    runner.models.build(spec, plan.profile, "cpu", 42)
                 usable.append((name, train_on))
                 break
             except HarnessError as exc:
@@ -62,8 +68,8 @@ def runnable_models(registry, tasks: list[str], profile: str, backbone: str,
 
 
 def run_once(mode: str, models: list[tuple[str, str | None]], tasks: list[str], profile: str, backbone: str,
-             store: Path) -> tuple[float, float, int]:
-    """(wall seconds of the run, of which cluster start-up, cells computed)."""
+             store: Path) -> tuple[float, float, int, str]:
+    """(wall seconds of the run, of which cluster start-up, cells computed, where a Ray run's time went)."""
     from harness.executors.local import LocalExecutor
     from harness.matrix import ModelEntry
     from harness.registry import build_registry
@@ -88,7 +94,19 @@ def run_once(mode: str, models: list[tuple[str, str | None]], tasks: list[str], 
     wall = time.perf_counter() - started
     startup = executor.startup_seconds if executor is not None else 0.0
     computed = sum(outcome.status in ("ok", "failed", "missing") for outcome in outcomes)
-    return wall, startup, computed
+    return wall, startup, computed, breakdown(executor) if executor is not None else ""
+
+
+def breakdown(executor) -> str:
+    """Where a Ray run's time went: on the workers (start-up once each, then the calls that computed cells, and how
+    many cells had to load a model) and in the driver (claiming and sending, waiting, fetching results, writing
+    records)."""
+    served = [cell for _, _, cell in executor.served]
+    starts = {cell.where: cell.worker_start_seconds for cell in served}
+    driver = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in executor.driver_seconds.items())
+    return (f"{len(starts)} worker(s) started in {max(starts.values(), default=0):.1f} s (the slowest); cell calls "
+            f"{sum(cell.seconds for cell in served):.1f} s on the workers, {sum(c.loaded_model for c in served)} of "
+            f"{len(served)} loaded a model; driver: {driver}")
 
 
 def main() -> None:
@@ -117,28 +135,32 @@ def main() -> None:
         models, skipped = [(name, None) for name in args.models.split(",")], {}
     else:
         models, skipped = runnable_models(build_registry(), tasks, args.profile, backbone, work / "probe")
-    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start; local executor "
-          f"uses {torch.get_num_threads()} PyTorch threads, each Ray task 1")
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} (1 min), {os.getloadavg()[1]:.1f} "
+          f"(5 min) at the start; the local executor uses {torch.get_num_threads()} PyTorch threads, each Ray worker 1")
     shown = [name + (f" (trained on {train_on})" if train_on else "") for name, train_on in models]
     print(f"matrix: {', '.join(shown)} x {args.tasks}, profile {args.profile}, backbone "
           f"{'tiny BERT' if not args.backbone else backbone}")
     for name, why in skipped.items():
         print(f"  left out {name}: {why}")
-    results: dict[str, tuple[float, float, int]] = {}
+    results: dict[str, tuple[float, float, int, str]] = {}
     for mode in args.modes.split(","):
         results[mode] = run_once(mode, models, tasks, args.profile, backbone, work / mode)
-        wall, startup, cells = results[mode]
+        wall, startup, cells, where = results[mode]
         print(f"  {mode:<6} {wall:7.1f} s wall ({startup:5.1f} s cluster start-up), {cells} cells, "
-              f"load average {os.getloadavg()[0]:.1f}", flush=True)
+              f"load average {os.getloadavg()[0]:.1f} after it", flush=True)
+        if where:
+            print(f"         {where}", flush=True)
     if "local" in results:
-        local_wall, _, cells = results["local"]
+        local_wall, _, cells, _ = results["local"]
         print("ratios to local (matrix time without the cluster's start-up):")
-        for mode, (wall, startup, _) in results.items():
+        for mode, (wall, startup, _, _) in results.items():
             print(f"  {mode:<6} {(wall - startup) / local_wall:5.2f}x")
-        if "ray1" in results:
-            wall, startup, _ = results["ray1"]
-            print(f"Ray overhead per cell (1 worker vs local): {(wall - startup - local_wall) / max(1, cells):+.2f} s")
-
+        print("Ray overhead per cell against local ((Ray wall - local wall) / cells):")
+        for mode, (wall, startup, _, _) in results.items():
+            if mode.startswith("ray"):
+                print(f"  {mode:<6} {(wall - local_wall) / max(1, cells):+.3f} s per cell with the cluster's start-up, "
+                      f"{(wall - startup - local_wall) / max(1, cells):+.3f} s without it")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} (1 min), {os.getloadavg()[1]:.1f} (5 min)")
 
 if __name__ == "__main__":
     main()

@@ -155,10 +155,11 @@ def _title(pid: int) -> str:
 
 @needs_ray
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds Ray's worker processes through /proc (Linux)")
-def test_a_worker_killed_mid_cell_is_retried_and_the_matrix_completes(ray_cluster, reference, tmp_path, tiny_bert):
-    """A long-lived Ray worker is killed (SIGKILL, by its PID) while it evaluates a cell: Ray restarts it and sends its
-    unfinished calls again (the restarted worker loads the model from its checkpoint), no record is half-written, and
-    every record equals the clean local run's."""
+def test_a_worker_killed_mid_cell_is_retried_and_the_matrix_completes(ray_cluster, reference, tmp_path, tiny_bert,
+                                                                     caplog):
+    """A long-lived Ray worker is killed (SIGKILL, by its PID) while it evaluates a cell: the driver starts a new
+    worker and sends it the dead one's unfinished calls (it loads the model from its checkpoint), says so in one
+    line, no record is half-written, and every record equals the clean local run's."""
     killed: list[tuple[int, str]] = []
     finished = threading.Event()
 
@@ -181,6 +182,7 @@ def test_a_worker_killed_mid_cell_is_retried_and_the_matrix_completes(ray_cluste
         finished.set()
         killer.join()
     assert killed, "no worker was seen running a cell"
+    assert "a Ray worker died while computing" in caplog.text and "a new worker computes their" in caplog.text
     assert [o.status for o in outcomes] == ["ok"] * 4
     assert differences(comparable_records(results), reference) == []
     assert not [p for p in results.rglob(".*") if "harness-tmp" in p.name]  # no temporary left in the store

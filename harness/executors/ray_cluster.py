@@ -33,7 +33,7 @@ import os
 import socket
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -186,11 +186,14 @@ class TrainingResult:
 
 @dataclass(frozen=True)
 class Served:
-    """Who computed a cell: the worker (host and pid), and whether the model was built or loaded for this cell (False:
-    the worker had it in memory from an earlier call)."""
+    """Who computed a cell and how long it took there: the worker (host and pid), whether the model was built or
+    loaded for this cell (False: the worker had it in memory from an earlier call), the seconds of the call on the
+    worker, and the seconds the worker took to start (imports, registry, plan: once per worker)."""
 
     where: str
     loaded_model: bool
+    seconds: float
+    worker_start_seconds: float
 
 
 class CellServer:
@@ -203,6 +206,7 @@ class CellServer:
     a server's memory holds one model (and the teachers it trained with) at a time, as the local executor does."""
 
     def __init__(self, config: RunConfig, plan: Plan, resources: TaskResources):
+        started = time.perf_counter()
         from dataclasses import replace
 
         import torch
@@ -226,6 +230,7 @@ class CellServer:
         self._where = f"{socket.gethostname()} pid {os.getpid()}"
         self._held: tuple[str, int] | None = None  # (trained spec key, seed) of the model in memory
         self._model: tuple[Any, float, Exception | None] = (None, 0.0, None)
+        self._start_seconds = time.perf_counter() - started
 
     def _job_model(self, job: TrainingJob) -> tuple[tuple[Any, float, Exception | None], bool]:
         """The job's (model, seconds, problem), and whether this call built, trained or loaded it."""
@@ -246,12 +251,14 @@ class CellServer:
     def evaluate(self, job: TrainingJob, task_index: int) -> tuple[CellResult, Served]:
         """One cell of the job, with the job's model (in memory, or trained/loaded now: after a restart of this
         server the model is loaded again from its checkpoint)."""
+        started = time.perf_counter()
         task_spec = job.tasks[task_index]
         (model, model_seconds, problem), loaded = self._job_model(job)
-        served = Served(self._where, loaded)
         if problem is not None:
-            return self._work.problem(job.spec, job.seed, task_spec, problem), served
-        return self._work.evaluate(job, task_spec, model, model_seconds), served
+            result = self._work.problem(job.spec, job.seed, task_spec, problem)
+        else:
+            result = self._work.evaluate(job, task_spec, model, model_seconds)
+        return result, Served(self._where, loaded, time.perf_counter() - started, self._start_seconds)
 
 
 def probe_node(marker: str) -> tuple[str, bool, str]:
@@ -268,6 +275,12 @@ class _Pending:
     claim: Claim
     cells_left: int
     server: int  # the index of the server its calls went to
+    done: set[int] = field(default_factory=set)  # its task indices whose records came back
+    attempts: int = 1  # servers its calls were sent to (another one each time a server died)
+
+
+class _ServerLost(Exception):
+    """A call's server died (killed, out of memory, its node lost): its unfinished calls go to a new server."""
 
 
 class RayExecutor:
@@ -298,6 +311,9 @@ class RayExecutor:
         self._started_cluster = False
         self.startup_seconds = 0.0  # connecting (or starting a local cluster) and probing the nodes
         self.served: list[tuple[str, str, Served]] = []  # the last run's cells: (job label, task label, who computed)
+        # The last run's driver time: "submit" (claims and calls), "wait" (for results), "get" (results fetched and
+        # unpickled), "record" (records written) (benchmarks/executor_scaling.py shows where a cell's time goes).
+        self.driver_seconds: dict[str, float] = {}
         # The mistakes that need no cluster are reported at once, before the runner plans anything.
         self._ray: Any = import_ray()
         check_address(address)
@@ -387,31 +403,60 @@ class RayExecutor:
         outcomes: list[CellOutcome] = []
         jobs = plan.jobs()
         self.served = []
+        spent = self.driver_seconds = dict.fromkeys(("submit", "wait", "get", "record"), 0.0)
         waiting: dict[Any, tuple[str, _Pending, int]] = {}  # ref -> ("train" | "cell", job, task index)
         unclaimed = [Claim(job, worker.cells_lock(job)) for job in jobs]
         held: list[Claim] = []
-        servers: list[Any] = []
         # One long-lived server per slot (no more than there are jobs), each holding its slot's CPUs and GPUs for the
-        # run. A server that dies is restarted by Ray and its unfinished calls are sent again (``max_retries``
-        # times); the restarted server loads the job's model from its checkpoint.
+        # run. A server that dies is replaced by a new one, which gets the unfinished calls of the dead one's jobs
+        # (and loads their models from their checkpoints); a job whose server died more than ``max_retries`` times
+        # stops the run with one line.
         count = min(self.workers or len(jobs), self._slots(ray), len(jobs))  # more would wait for free resources
-        if count:
-            # Workers reach the store and data by absolute paths; records keep the data dir as the user gave it.
-            config_ref, plan_ref = ray.put(worker.remote_config()), ray.put(plan)
-            server_class = ray.remote(CellServer)
-            options = {**self.resources.as_options(), "max_restarts": self.max_retries,
-                       "max_task_retries": self.max_retries}
-            servers = [server_class.options(**options).remote(config_ref, plan_ref, self.resources)
-                       for _ in range(count)]
+        # Workers reach the store and data by absolute paths; records keep the data dir as the user gave it.
+        shared = (ray.put(worker.remote_config()), ray.put(plan)) if count else ()
+        server_class = ray.remote(CellServer).options(**self.resources.as_options(), max_restarts=0)
+
+        def new_server() -> Any:
+            return server_class.remote(*shared, self.resources)
+
+        servers = [new_server() for _ in range(count)]
         jobs_on = [0] * count  # jobs sent to each server and not finished
 
+        def send(pending: _Pending, with_prepare: bool = True) -> None:
+            """Every call of a job goes to one server (which keeps its model between them), in order."""
+            server = servers[pending.server]
+            if with_prepare:
+                waiting[server.prepare.remote(pending.job)] = ("train", pending, -1)
+            for index in range(len(pending.job.tasks)):
+                if index not in pending.done:
+                    waiting[server.evaluate.remote(pending.job, index)] = ("cell", pending, index)
+
         def submit(claim: Claim, job: TrainingJob, server: int) -> None:
-            """Every call of a job goes to one server (which keeps its model between them)."""
             pending = _Pending(job, claim, len(job.tasks), server)
             jobs_on[server] += 1
-            waiting[servers[server].prepare.remote(job)] = ("train", pending, -1)
-            for index in range(len(job.tasks)):
-                waiting[servers[server].evaluate.remote(job, index)] = ("cell", pending, index)
+            send(pending)
+
+        def replace_server(lost: _Pending) -> None:
+            """The server of ``lost`` died: a new server takes its place and gets every unfinished call of its jobs
+            (the dead server's calls still listed as waiting will never answer)."""
+            index = lost.server
+            affected = {id(p): p for _, p, _ in waiting.values() if p.server == index}
+            affected[id(lost)] = lost
+            for ref in [ref for ref, (_, p, _) in waiting.items() if p.server == index]:
+                del waiting[ref]
+            for pending in affected.values():
+                pending.attempts += 1
+                if pending.attempts > self.max_retries + 1:
+                    raise HarnessError(
+                        f"the Ray worker computing {pending.job.label} died {pending.attempts - 1} times; finished "
+                        "cells are stored: fix the cause (see the worker logs; e.g. memory) and run again to resume.")
+            logger.warning("a Ray worker died while computing %s; a new worker computes their %d unfinished cell(s) "
+                           "again", ", ".join(p.job.label for p in affected.values()),
+                           sum(p.cells_left for p in affected.values()))
+            ray.kill(servers[index], no_restart=True)
+            servers[index] = new_server()
+            for pending in affected.values():
+                send(pending, with_prepare=pending.done == set())
 
         window = self.max_in_flight or max(64, 4 * max(1, count))
 
@@ -426,6 +471,13 @@ class RayExecutor:
         def claim_what_is_free(progress: CellProgress, blocking: bool) -> None:
             """Claim and submit jobs while a server can take one: the driver's work per finished cell stays bounded
             however large the matrix, and jobs not yet claimed are left to other drivers."""
+            started = time.perf_counter()
+            try:
+                claim_jobs(progress, blocking)
+            finally:
+                spent["submit"] += time.perf_counter() - started
+
+        def claim_jobs(progress: CellProgress, blocking: bool) -> None:
             for claim in list(unclaimed):
                 server = free_server()
                 if server is None:
@@ -460,21 +512,35 @@ class RayExecutor:
                         if not waiting:
                             claim_what_is_free(progress, blocking=True)
                         continue
+                    started = time.perf_counter()
                     ready, _ = ray.wait(list(waiting), num_returns=len(waiting), timeout=0)
                     if not ready:
                         ready, _ = ray.wait(list(waiting), num_returns=1, timeout=1.0)
+                    spent["wait"] += time.perf_counter() - started
                     self._report_lost_nodes(ray)
                     for ref in ready:
+                        if ref not in waiting:  # a call of a server that died and was replaced meanwhile
+                            continue
                         kind, pending, index = waiting.pop(ref)
-                        value = self._get(ray, ref, kind, pending, index)
+                        started = time.perf_counter()
+                        try:
+                            value = self._get(ray, ref, kind, pending, index)
+                        except _ServerLost:
+                            replace_server(pending)
+                            continue
+                        finally:
+                            spent["get"] += time.perf_counter() - started
                         if kind == "train":
                             self._log_training(worker, pending.job, value)
                             continue
                         result, served = value
                         self.served.append((pending.job.label, pending.job.tasks[index].label, served))
+                        started = time.perf_counter()
                         outcomes.append(worker.record(result))  # the driver writes the record
+                        spent["record"] += time.perf_counter() - started
                         progress.advance()
                         pending.cells_left -= 1
+                        pending.done.add(index)
                         if pending.cells_left == 0:
                             jobs_on[pending.server] -= 1
                             pending.claim.lock.release()
@@ -506,7 +572,12 @@ class RayExecutor:
             if isinstance(cause, HarnessError):
                 raise cause from None
             raise
-        except ray.exceptions.RayError as exc:  # a worker or node lost, a task cancelled, an object gone...
+        except ray.exceptions.RayActorError as exc:
+            if exc.actor_init_failed:  # the same on any worker: say why, once
+                last_line = ([line for line in str(exc).splitlines() if line.strip()] or ["?"])[-1].strip()
+                raise HarnessError(f"a Ray worker could not start: {last_line}") from None
+            raise _ServerLost() from None  # the server died (killed, out of memory, its node lost)
+        except ray.exceptions.RayError as exc:  # a task cancelled, an object gone...
             what = (f"training {pending.job.label}" if kind == "train"
                     else f"cell {pending.job.label} {pending.job.tasks[index].label}")
             node = " (a Ray node was lost)" if isinstance(exc, (ray.exceptions.NodeDiedError,
