@@ -104,9 +104,10 @@ def breakdown(executor) -> str:
     served = [cell for _, _, cell in executor.served]
     starts = {cell.where: cell.worker_start_seconds for cell in served}
     driver = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in executor.driver_seconds.items())
-    return (f"{len(starts)} worker(s) started in {max(starts.values(), default=0):.1f} s (the slowest); cell calls "
-            f"{sum(cell.seconds for cell in served):.1f} s on the workers, {sum(c.loaded_model for c in served)} of "
-            f"{len(served)} loaded a model; driver: {driver}")
+    return (f"first answer after {executor.first_answer_seconds:.1f} s ({len(starts)} worker(s), the slowest built its "
+            f"registry and plan in {max(starts.values(), default=0):.1f} s); on the workers: models trained, loaded or "
+            f"built {executor.prepare_seconds:.1f} s, cell calls {sum(cell.seconds for cell in served):.1f} s, "
+            f"{sum(c.loaded_model for c in served)} of {len(served)} cells loaded a model; driver: {driver}")
 
 
 def main() -> None:

@@ -310,10 +310,14 @@ class RayExecutor:
         self.resources: TaskResources | None = None
         self._started_cluster = False
         self.startup_seconds = 0.0  # connecting (or starting a local cluster) and probing the nodes
+        self._servers: list[Any] = []  # the long-lived workers (Ray actors) of the run, started by start()
+        self._new_server: Any = None
         self.served: list[tuple[str, str, Served]] = []  # the last run's cells: (job label, task label, who computed)
         # The last run's driver time: "submit" (claims and calls), "wait" (for results), "get" (results fetched and
         # unpickled), "record" (records written) (benchmarks/executor_scaling.py shows where a cell's time goes).
         self.driver_seconds: dict[str, float] = {}
+        self.prepare_seconds = 0.0  # the last run's time preparing models on the workers (training, loading, building)
+        self.first_answer_seconds = 0.0  # from the last run's first call to its first answer (a worker's start)
         # The mistakes that need no cluster are reported at once, before the runner plans anything.
         self._ray: Any = import_ray()
         check_address(address)
@@ -333,8 +337,10 @@ class RayExecutor:
         try:
             where = "the local Ray cluster" if self.address in (None, LOCAL) else f"the Ray cluster at {self.address}"
             self.resources = task_resources(self.gpus_per_task, self.cpus_per_task, plan.device, ray.nodes(), where)
+            self._start_servers(ray, plan, worker)  # their processes start (imports, registry) while nodes are probed
             self._probe_nodes(ray, worker)
         except BaseException:
+            self._stop_servers()
             self._disconnect()
             raise
         self.startup_seconds = time.perf_counter() - started
@@ -404,6 +410,7 @@ class RayExecutor:
         jobs = plan.jobs()
         self.served = []
         spent = self.driver_seconds = dict.fromkeys(("submit", "wait", "get", "record"), 0.0)
+        self.prepare_seconds, self.first_answer_seconds, run_started = 0.0, 0.0, time.perf_counter()
         waiting: dict[Any, tuple[str, _Pending, int]] = {}  # ref -> ("train" | "cell", job, task index)
         unclaimed = [Claim(job, worker.cells_lock(job)) for job in jobs]
         held: list[Claim] = []
@@ -411,15 +418,8 @@ class RayExecutor:
         # run. A server that dies is replaced by a new one, which gets the unfinished calls of the dead one's jobs
         # (and loads their models from their checkpoints); a job whose server died more than ``max_retries`` times
         # stops the run with one line.
-        count = min(self.workers or len(jobs), self._slots(ray), len(jobs))  # more would wait for free resources
-        # Workers reach the store and data by absolute paths; records keep the data dir as the user gave it.
-        shared = (ray.put(worker.remote_config()), ray.put(plan)) if count else ()
-        server_class = ray.remote(CellServer).options(**self.resources.as_options(), max_restarts=0)
-
-        def new_server() -> Any:
-            return server_class.remote(*shared, self.resources)
-
-        servers = [new_server() for _ in range(count)]
+        servers, new_server = self._servers, self._new_server
+        count = len(servers)
         jobs_on = [0] * count  # jobs sent to each server and not finished
 
         def send(pending: _Pending, with_prepare: bool = True) -> None:
@@ -530,7 +530,10 @@ class RayExecutor:
                             continue
                         finally:
                             spent["get"] += time.perf_counter() - started
+                        if not self.first_answer_seconds:
+                            self.first_answer_seconds = time.perf_counter() - run_started
                         if kind == "train":
+                            self.prepare_seconds += value.seconds
                             self._log_training(worker, pending.job, value)
                             continue
                         result, served = value
@@ -548,13 +551,35 @@ class RayExecutor:
                     if unclaimed:
                         claim_what_is_free(progress, blocking=False)
         finally:
-            for server in servers:  # on a cluster that outlives this driver, do not leave its servers running
-                ray.kill(server, no_restart=True)
+            self._stop_servers()
             for claim in held:
                 claim.lock.release()
             self._disconnect()
             self.resources = None  # a later run starts (or joins) a cluster again
         return outcomes
+
+    def _start_servers(self, ray: Any, plan: Plan, worker: Worker) -> None:
+        """The run's long-lived workers: one per slot of the cluster (or ``workers``), never more than there are
+        jobs. Each holds its slot's CPUs and GPUs until the run ends."""
+        assert self.resources is not None
+        jobs = len(plan.jobs())
+        count = min(self.workers or jobs, self._slots(ray), jobs)  # more would wait for free resources
+        # Workers reach the store and data by absolute paths; records keep the data dir as the user gave it.
+        shared = (ray.put(worker.remote_config()), ray.put(plan)) if count else ()
+        server_class = ray.remote(CellServer).options(**self.resources.as_options(), max_restarts=0)
+        resources = self.resources
+
+        def new_server() -> Any:
+            return server_class.remote(*shared, resources)
+
+        self._new_server = new_server
+        self._servers = [new_server() for _ in range(count)]
+
+    def _stop_servers(self) -> None:
+        """On a cluster that outlives this driver, do not leave its servers running."""
+        for server in self._servers:
+            self._ray.kill(server, no_restart=True)
+        self._servers = []
 
     @staticmethod
     def _log_training(worker: Worker, job: TrainingJob, result: TrainingResult) -> None:
