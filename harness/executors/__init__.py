@@ -1,8 +1,9 @@
 """Executors: where the cells of a matrix run (DESIGN.md "Executors").
 
 - ``local`` (the default): this process, one device, one job after another (:mod:`harness.executors.local`).
-- ``ray``: training jobs and evaluation cells are Ray tasks with resource requests, spread over a cluster's CPUs or
-  GPUs (:mod:`harness.executors.ray_cluster`); Ray is the optional extra ``sentence-harness[ray]``.
+- ``ray``: training jobs and evaluation cells run on long-lived Ray workers (one per slot of a cluster's CPUs or
+  GPUs, with resource requests), each job's cells on the worker that holds its model
+  (:mod:`harness.executors.ray_cluster`); Ray is the optional extra ``sentence-harness[ray]``.
 
 Whatever the executor, the driver (the process that runs ``harness run``) plans the matrix, answers cells from the
 store, and alone writes result records (``Worker.record`` of harness.run.driver); workers compute records and return

@@ -1,19 +1,24 @@
-"""The Ray executor: training jobs and evaluation cells as Ray tasks on a cluster's CPUs or GPUs.
+"""The Ray executor: training jobs and evaluation cells on long-lived Ray workers over a cluster's CPUs or GPUs.
 
-Per job (a model spec and seed, and the tasks one trained model serves) the driver submits one training task, if the
-spec is trained, and one task per evaluation cell that takes the training task's result as its argument, so Ray runs
-each cell after the training of its spec and seed and a training shared by many cells happens once. Each task asks
-for ``--cpus-per-task`` CPUs and ``--gpus-per-task`` GPUs (by default one GPU where the cluster has GPUs); Ray
-gives a task the GPUs it asked for through ``CUDA_VISIBLE_DEVICES``, so on the worker it is ``cuda`` (= ``cuda:0``).
+A run starts one long-lived worker (a Ray actor, ``CellServer``) per slot of the cluster (as many as its CPUs and
+GPUs hold at once with ``--cpus-per-task`` CPUs and ``--gpus-per-task`` GPUs each; never more than there are jobs),
+while the driver probes the nodes. A worker builds the registry (plugin discovery), the plan and the run's task
+objects (whose datasets stay loaded) once, and lives until the run ends. Per job (a model spec and seed, and the
+tasks one trained model serves) the driver sends every call to one worker: ``prepare`` (train the model, or load its
+checkpoint, or build it) and one ``evaluate`` per cell, which the worker runs in order with the model it keeps in
+memory; so a job's model is trained or loaded once, as under the local executor. Different jobs go to whichever
+worker has the fewest unfinished jobs (at most two each: the one it runs and the next). Ray gives a worker the GPUs
+it asked for through ``CUDA_VISIBLE_DEVICES``, so on the worker it is ``cuda`` (= ``cuda:0``); its PyTorch threads
+are its CPUs.
 
 What each side does:
 
 - The **driver** plans, answers cells from the store, claims jobs (``Store.cells_lock``, as the local executor does),
-  submits tasks and hands every record that comes back to the driver's writer (``Worker.record``). Nothing else
+  sends calls and hands every record that comes back to the driver's writer (``Worker.record``). Nothing else
   writes records.
-- A **training task** trains the spec's model (or finds its checkpoint) and saves the checkpoint into the store under
-  the checkpoint's lock (``harness.locks``); it returns only how long it took, or the data/training problem.
-- A **cell task** loads the checkpoint (or builds an untrained model), evaluates one task and returns the record.
+- A **worker** trains a job's model (or finds its checkpoint) and saves the checkpoint into the store under the
+  checkpoint's lock (``harness.locks``), then evaluates the job's cells one by one and returns each record. It keeps
+  one job's model (key: the trained spec's key and the seed) and releases it before the next job's.
 
 The store must be one folder that every node reaches at the same path (a shared filesystem such as NFS, CephFS,
 Lustre mounted with ``flock``, GPFS); the driver checks this on every node before any cell runs. Object storage
@@ -21,10 +26,13 @@ Lustre mounted with ``flock``, GPFS); the driver checks this on every node befor
 so a store there needs a FUSE mount with locking, or checkpoints synced to and from a local staging folder (see
 docs/scaling.md).
 
-Failures: a worker that dies mid-task (killed, OOM, its node lost) is retried by Ray (``max_retries``); its partial
-checkpoint folder is a temporary that the next build removes, its lock is released by the kernel, and since only the
-driver writes records there is no half record. A driver that dies loses nothing stored: the next run resumes from the
-store. Results of tasks are small (a record), so they live with the driver, not on the node that computed them.
+Failures: a worker that dies mid-call (killed, out of memory, its node lost) is replaced by the driver with a new one
+(Ray places it wherever the resources are free), which gets every unfinished call of the dead worker's jobs and
+loads their models from their checkpoints; a job whose worker died more than ``max_retries`` times stops the run with
+one line. A partial checkpoint folder is a temporary that the next build removes, the lock is released by the kernel,
+and since only the driver writes records there is no half record. A driver that dies loses nothing stored: the next
+run resumes from the store. Results of calls are small (a record), so they live with the driver, not on the node
+that computed them.
 """
 from __future__ import annotations
 
