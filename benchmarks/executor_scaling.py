@@ -1,10 +1,11 @@
-"""Wall time of one matrix under the local executor and under Ray with 1 and 2 workers (issue 12).
+"""Wall time of one matrix under the local executor and under Ray with 1 and 2 long-lived workers (issues 12, 24).
 
 The matrix: the built-in models that can run SentEval (each trained on its default source where it needs training)
 x the SentEval STS family, smoke profile, one seed; by default on a tiny random BERT (2 layers, 32 wide) so that the
 executors' own costs are visible rather than drowned in model compute. Each configuration starts from an empty store.
-Ray runs start their own local cluster (``--ray-address local`` with ``num_cpus`` = workers); its start-up is
-reported apart from the matrix's time.
+Ray runs start their own local cluster (``--ray-address local`` with ``num_cpus`` = workers); its start-up
+(starting the cluster and probing its nodes, while the long-lived workers start) is reported apart from the matrix's
+time.
 
     python benchmarks/executor_scaling.py                    # tiny BERT, all three configurations
     python benchmarks/executor_scaling.py --backbone sentence-transformers/all-MiniLM-L6-v2 --modes local,ray2
@@ -12,8 +13,9 @@ reported apart from the matrix's time.
 Prints the machine's load average at the start and the end, per configuration the wall time (with and without the
 cluster's start-up) and the load average after it, the ratio to local, and for each Ray configuration the overhead
 it adds per cell against the local executor: (Ray wall - local wall) / cells, and the same without the cluster's
-start-up ((Ray wall - start-up - local wall) / cells), i.e. scheduling, the long-lived workers' start (imports,
-registry) and each call's round trip.
+start-up ((Ray wall - start-up - local wall) / cells), i.e. scheduling, what the long-lived workers' start (imports,
+registry) adds beyond the start-up, and each call's round trip; and where a Ray run's time went (the first answer,
+the workers' time on models and on cells, how many cells loaded a model, the driver's time per activity).
 """
 from __future__ import annotations
 
