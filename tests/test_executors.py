@@ -153,6 +153,18 @@ def _title(pid: int) -> str:
         return ""
 
 
+def _kill_the_first_cell(killed: list[tuple[int, str]], finished: threading.Event) -> None:
+    """SIGKILL the first Ray worker seen evaluating a cell."""
+    while not finished.is_set() and not killed:
+        for pid in _children(os.getpid()):
+            title = _title(pid)  # Ray names a busy server after its call: "ray::CellServer.evaluate"
+            if title.startswith("ray::CellServer.evaluate"):
+                os.kill(pid, signal.SIGKILL)
+                killed.append((pid, title))
+                return
+        time.sleep(0.02)
+
+
 @needs_ray
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds Ray's worker processes through /proc (Linux)")
 def test_a_worker_killed_mid_cell_is_retried_and_the_matrix_completes(ray_cluster, reference, tmp_path, tiny_bert,
@@ -162,18 +174,7 @@ def test_a_worker_killed_mid_cell_is_retried_and_the_matrix_completes(ray_cluste
     line, no record is half-written, and every record equals the clean local run's."""
     killed: list[tuple[int, str]] = []
     finished = threading.Event()
-
-    def kill_the_first_cell() -> None:
-        while not finished.is_set() and not killed:
-            for pid in _children(os.getpid()):
-                title = _title(pid)  # Ray names a busy server after its call: "ray::CellServer.evaluate"
-                if title.startswith("ray::CellServer.evaluate"):
-                    os.kill(pid, signal.SIGKILL)
-                    killed.append((pid, title))
-                    return
-            time.sleep(0.02)
-
-    killer = threading.Thread(target=kill_the_first_cell, daemon=True)
+    killer = threading.Thread(target=_kill_the_first_cell, args=(killed, finished), daemon=True)
     killer.start()
     results = tmp_path / "ray"
     try:
@@ -186,6 +187,33 @@ def test_a_worker_killed_mid_cell_is_retried_and_the_matrix_completes(ray_cluste
     assert [o.status for o in outcomes] == ["ok"] * 4
     assert differences(comparable_records(results), reference) == []
     assert not [p for p in results.rglob(".*") if "harness-tmp" in p.name]  # no temporary left in the store
+
+
+@needs_ray
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds Ray's worker processes through /proc (Linux)")
+def test_a_worker_that_dies_more_often_than_allowed_stops_the_run_in_one_line(ray_cluster, reference, tmp_path,
+                                                                              tiny_bert):
+    """With no retries allowed, a worker killed mid-cell stops the run with one line naming the job; the cells
+    finished before are stored, and no lock is left held (a rerun would resume)."""
+    from harness.errors import HarnessError
+
+    killed: list[tuple[int, str]] = []
+    finished = threading.Event()
+    killer = threading.Thread(target=_kill_the_first_cell, args=(killed, finished), daemon=True)
+    killer.start()
+    results = tmp_path / "ray"
+    try:
+        with pytest.raises(HarnessError, match=r"the Ray worker computing \S+ seed 42 died 1 time\(s\); finished"):
+            run_matrix(results, tiny_bert, ray_executor(max_retries=0), executor="ray")
+    finally:
+        finished.set()
+        killer.join()
+    assert killed
+    stored_before = len(Store(results).record_files())
+    outcomes = run_matrix(results, tiny_bert, ray_executor(), executor="ray")  # the rerun completes the matrix
+    statuses = [o.status for o in outcomes]
+    assert statuses.count("cached") == stored_before and statuses.count("ok") == 4 - stored_before
+    assert differences(comparable_records(results), reference) == []
 
 
 @needs_ray

@@ -456,7 +456,7 @@ class RayExecutor:
                 pending.attempts += 1
                 if pending.attempts > self.max_retries + 1:
                     raise HarnessError(
-                        f"the Ray worker computing {pending.job.label} died {pending.attempts - 1} times; finished "
+                        f"the Ray worker computing {pending.job.label} died {pending.attempts - 1} time(s); finished "
                         "cells are stored: fix the cause (see the worker logs; e.g. memory) and run again to resume.")
             logger.warning("a Ray worker died while computing %s; a new worker computes their %d unfinished cell(s) "
                            "again", ", ".join(p.job.label for p in affected.values()),
