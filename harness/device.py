@@ -3,6 +3,8 @@
 ``auto`` picks CUDA, then Apple MPS, then the CPU. On CUDA, forward passes run under autocast (bfloat16 where the GPU
 supports it, else float16 with a gradient scaler during training; ``HARNESS_NO_AMP=1`` turns it off). ``cuda`` uses
 every visible GPU (training wraps the model in ``DataParallel`` when there are several); ``cuda:N`` uses GPU N only.
+Training's precision is a budget key (``--set precision=bf16``: bfloat16 autocast on the CPU too; see
+harness.profiles.PRECISIONS).
 Which GPUs are visible is ``CUDA_VISIBLE_DEVICES``'s choice: a Ray task asking for one GPU sees exactly its own, as
 ``cuda:0``. CI has no GPU: the CUDA paths are covered by tests that fake torch's CUDA queries (tests/test_device.py).
 """
@@ -16,6 +18,7 @@ import numpy as np
 import torch
 
 from .errors import InvalidOptionError, invalid_choice
+from .profiles import PRECISIONS
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
 
@@ -64,8 +67,20 @@ def resolve_device(requested: str = "auto") -> str:
     return requested
 
 
-def autocast_dtype(device: str) -> torch.dtype | None:
-    """The mixed-precision dtype for ``device``, or None for full precision (CPU, MPS)."""
+def autocast_dtype(device: str, precision: str = "auto") -> torch.dtype | None:
+    """The mixed-precision dtype for ``device`` under ``precision`` (harness.profiles.PRECISIONS), or None for full
+    precision. ``auto``: CUDA's (below), none on CPU and MPS; ``fp32``: none; ``bf16``: bfloat16 on CPU or CUDA."""
+    if precision not in PRECISIONS:
+        raise invalid_choice("precision", precision, PRECISIONS)
+    if precision == "fp32":
+        return None
+    if precision == "bf16":
+        if device.startswith("mps"):
+            raise InvalidOptionError("precision bf16 runs on cpu and cuda, not mps; use precision=auto or fp32.")
+        if device.startswith("cuda") and not torch.cuda.is_bf16_supported():
+            raise InvalidOptionError("precision bf16: this GPU has no bfloat16 support; use precision=auto "
+                                     "(float16 with a gradient scaler) or fp32.")
+        return torch.bfloat16
     if not device.startswith("cuda") or os.environ.get("HARNESS_NO_AMP"):
         return None
     return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16

@@ -34,6 +34,8 @@ class Profile:
     # Seed optimisation (thesis 5.1; its code runs 10 trials for teacher, baseline and student): scored-pair training
     # runs this many times with different seeds and keeps the trial with the best dev score (dev only; recorded).
     seed_trials: int = 1
+    # Mixed precision of training (:data:`PRECISIONS`); evaluation keeps the device's own (harness.device).
+    precision: str = "auto"
 
     def as_record(self) -> dict:
         return asdict(self)
@@ -48,9 +50,14 @@ class Profile:
 # (``ModelPlugin.budget_keys``); ``seed_trials`` is honoured only by scored-pair training, so it is not a default.
 BUDGET_KEYS: dict[str, type] = {
     "epochs": int, "max_steps": int, "batch_size": int, "learning_rate": float, "max_train_examples": int,
-    "seed_trials": int,
+    "seed_trials": int, "precision": str,
 }
-DEFAULT_BUDGET_KEYS = ("epochs", "max_steps", "batch_size", "learning_rate", "max_train_examples")
+DEFAULT_BUDGET_KEYS = ("epochs", "max_steps", "batch_size", "learning_rate", "max_train_examples", "precision")
+# Training precision (the budget key ``precision``, honoured by the shared loop harness.training.fit): ``auto`` is
+# autocast on CUDA (bfloat16 where the GPU has it, else float16) and full precision elsewhere; ``fp32`` is full
+# precision everywhere; ``bf16`` is bfloat16 autocast on the CPU too (weights and optimizer state stay float32). A
+# non-default precision is part of the spec's identity, like every budget key, so it never reuses an fp32 result.
+PRECISIONS = ("auto", "fp32", "bf16")
 NO_LIMIT = ("none", "null", "all")  # --set max_train_examples=none
 
 
@@ -62,6 +69,11 @@ def check_budget(values: Mapping[str, Any], where: str) -> dict[str, Any]:
             raise InvalidOptionError(f"{where}: unknown budget key {key!r}; allowed: {', '.join(BUDGET_KEYS)} "
                                      "(e.g. epochs=5).")
         wanted = BUDGET_KEYS[key]
+        if wanted is str:
+            if raw not in PRECISIONS:
+                raise invalid_choice(f"{where}, key {key}", str(raw), PRECISIONS)
+            checked[key] = raw
+            continue
         value = raw
         if isinstance(raw, str):
             if raw.strip().lower() in NO_LIMIT and key in ("max_steps", "max_train_examples"):

@@ -50,6 +50,7 @@ class TrainConfig:
     progress: bool = True
     description: str = "training"
     group_by_length: bool = True  # used when fit() is given example lengths
+    precision: str = "auto"  # harness.profiles.PRECISIONS: autocast of the forward pass (harness.device)
 
 
 # Batches per length-sorted chunk (Hugging Face's LengthGroupedSampler uses 50).
@@ -176,7 +177,7 @@ def fit(
     if config.max_steps is not None:
         total_steps = min(total_steps, config.max_steps)
     scheduler = linear_schedule(optimizer, int(total_steps * config.warmup_ratio), total_steps, config.schedule)
-    amp_dtype = autocast_dtype(str(device))
+    amp_dtype = autocast_dtype(str(device), config.precision)
     scaler = torch.amp.GradScaler("cuda") if amp_dtype == torch.float16 else None
     generator = torch.Generator().manual_seed(config.seed)
 
@@ -213,7 +214,7 @@ def fit(
                     break
                 batch_examples = [examples[i] for i in batch_indices]
                 batch = to_device(collate(batch_examples), device)
-                with torch.autocast(device_type="cuda", dtype=amp_dtype) if amp_dtype else _null():
+                with torch.autocast(device_type=device.type, dtype=amp_dtype) if amp_dtype else _null():
                     loss = runner(**batch)
                 loss = loss.mean()  # DataParallel returns one loss per replica
                 optimizer.zero_grad(set_to_none=True)
@@ -261,7 +262,7 @@ def fit(
     report.applied_budget = {
         "epochs": config.epochs, "max_steps": config.max_steps, "batch_size": config.batch_size,
         "learning_rate": config.learning_rate, "examples": len(examples), "epochs_run": len(report.loss_history),
-        "steps": report.steps,
+        "steps": report.steps, "precision": config.precision,
     }
     if dev_every_steps is not None:
         report.seconds -= step_dev_seconds
@@ -295,6 +296,7 @@ def config_from_profile(profile, seed: int, device: str, progress: bool = True, 
         seed=seed,
         device=device,
         progress=progress,
+        precision=getattr(profile, "precision", "auto"),
     )
     values.update({k: v for k, v in overrides.items() if v is not None})
     if getattr(profile, "learning_rate", None) is not None:
@@ -303,7 +305,8 @@ def config_from_profile(profile, seed: int, device: str, progress: bool = True, 
 
 
 # The budget keys scored-pair training honours (ModelPlugin.budget_keys of its users): every key, seed trials included.
-SCORED_PAIR_BUDGET_KEYS = ("epochs", "max_steps", "batch_size", "learning_rate", "max_train_examples", "seed_trials")
+SCORED_PAIR_BUDGET_KEYS = ("epochs", "max_steps", "batch_size", "learning_rate", "max_train_examples", "seed_trials",
+                           "precision")
 
 
 def fit_scored_pairs(

@@ -92,3 +92,15 @@ def test_runner_plans_entry_and_set_budgets_into_the_spec(registry, tmp_path):
     assert ce.budget == {"epochs": 2, "max_steps": 10, "max_train_examples": None}  # the entry's own wins
     assert cbe.budget == {"epochs": 3, "max_steps": 10, "max_train_examples": None}
     assert ce.budget_overrides == {"epochs": 2, "max_steps": 10}
+
+
+def test_training_precision_is_a_budget_key_in_the_spec_identity(registry):
+    quick = get_profile("quick")
+    plain = resolve_model_spec(registry, "cbe", quick, None, "stsb")
+    auto = resolve_model_spec(registry, "cbe", quick, None, "stsb", {"precision": "auto"})
+    bf16 = resolve_model_spec(registry, "cbe", quick, None, "stsb", {"precision": "bf16"})
+    assert auto.hash == plain.hash and "precision" not in plain.budget  # the default keeps every stored result
+    assert bf16.budget["precision"] == "bf16" and bf16.hash != plain.hash
+    assert bf16.requested_budget["precision"] == "bf16" and plain.requested_budget["precision"] == "auto"
+    with pytest.raises(HarnessError, match="fp16.*precision.*auto, fp32, bf16"):
+        resolve_model_spec(registry, "cbe", quick, None, "stsb", {"precision": "fp16"})

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -295,6 +296,7 @@ def test_damaged_checkpoint_is_retrained_not_loaded(run_cli, tmp_path, tiny_bert
     assert code == 0 and "Traceback" not in err, err
     assert "model.safetensors has 4096 bytes" in err and "training it again" in err
     assert "training be on stsb" in out and "1 cells computed, 1 from the store" in out
+    assert re.search(r"records in .*; [0-9.]+ (s|min [0-9]+ s) in all", out)
     size = weights.stat().st_size
     with open(weights, "r+b") as handle:  # same size, bytes overwritten: used to load silently
         handle.seek(size - 64)
@@ -1128,3 +1130,9 @@ def test_a_failed_cell_shows_failed_in_the_run_summary_not_a_dash(tmp_path):
     _, rows = summary_rows(outcomes)
     assert [row[1] for row in rows][0] == "failed" and rows[1][1] not in ("failed", "-")  # "-" means not run
 # == end of issue 21.3 ==================================================================================================
+
+
+def test_run_summary_says_how_long_the_whole_run_took():
+    from harness.cli.run import wall_time_text
+
+    assert wall_time_text(41.26) == "41.3 s" and wall_time_text(725.4) == "12 min 5 s"

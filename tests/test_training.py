@@ -121,3 +121,20 @@ def test_seed_trials_keep_the_best_dev_trial_and_record_every_trial(registry, ti
     assert scored_pairs_dev_score(model, pairs) == np.float64(report.best_dev_score)  # the best trial's weights
     assert report.as_record()["seed_trials"] == trials
     assert get_profile("quick").seed_trials == 1 and get_profile("paper").seed_trials == 10
+
+
+def test_bf16_precision_trains_under_cpu_autocast_and_is_reported(registry, tiny_bert):
+    """``--set precision=bf16``: the shared loop's forward passes run in bfloat16 on the CPU, the weights stay
+    float32, and the training report says which precision it applied."""
+    model, ctx = _be(registry, tiny_bert)
+    seen_dtypes = set()
+    linear = next(module for module in model.encoder.modules() if isinstance(module, torch.nn.Linear))
+    handle = linear.register_forward_hook(lambda module, inputs, output: seen_dtypes.add(output.dtype))
+    ctx.profile = ctx.profile.with_budget({"precision": "bf16"})
+    report = model.fit(TrainingSplits("synthetic", _pairs(16), None), ctx)
+    handle.remove()
+    assert torch.bfloat16 in seen_dtypes
+    assert all(p.dtype == torch.float32 for p in model.encoder.parameters())
+    assert report.applied_budget["precision"] == "bf16" and report.steps > 0
+    plain, plain_ctx = _be(registry, tiny_bert)
+    assert plain.fit(TrainingSplits("synthetic", _pairs(16), None), plain_ctx).applied_budget["precision"] == "auto"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import time
 
 from ..errors import HarnessError
 from . import values
@@ -26,12 +27,13 @@ def _run(registry, args) -> int:
     from ..executors import make_executor
     from ..run.driver import Run
 
+    started = time.perf_counter()
     config = values.run_config(args)
     run = Run(registry, config)
     executor = make_executor(config)  # Ray missing, an unreachable --ray-address: said before the plan loads data
     plan = run.plan()
     outcomes = run.run(executor, plan)
-    counts = _print_summary(outcomes, config.results_dir)
+    counts = _print_summary(outcomes, config.results_dir, time.perf_counter() - started)
     if args.leaderboards is not None:
         from ..leaderboard import write_leaderboards
         from ..store import Store
@@ -45,8 +47,9 @@ def _run(registry, args) -> int:
     return 1 if counts["failed"] else 0
 
 
-def _print_summary(outcomes, results_dir) -> dict[str, int]:
-    """The table of the run's cells, the counts by status, missing data per task and each failure reason once."""
+def _print_summary(outcomes, results_dir, seconds: float) -> dict[str, int]:
+    """The table of the run's cells, the counts by status with the run's wall time, missing data per task and each
+    failure reason once."""
     from tabulate import tabulate
 
     from ..run.driver import summary_rows
@@ -56,7 +59,8 @@ def _print_summary(outcomes, results_dir) -> dict[str, int]:
     print(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
     counts = {status: sum(o.status == status for o in outcomes) for status in ("ok", "cached", "missing", "failed")}
     print(f"\n{counts['ok']} cells computed, {counts['cached']} from the store, {counts['missing']} missing data"
-          + (f", {counts['failed']} failed" if counts["failed"] else "") + f"; records in {results_dir}")
+          + (f", {counts['failed']} failed" if counts["failed"] else "")
+          + f"; records in {results_dir}; {wall_time_text(seconds)} in all")
     missing: dict[str, int] = {}  # the reason was printed once per task during the run
     for outcome in outcomes:
         if outcome.status == "missing":
@@ -72,3 +76,11 @@ def _print_summary(outcomes, results_dir) -> dict[str, int]:
     for message, cells in failures.items():
         print(f"failed: {', '.join(cells)}: {message}", file=sys.stderr)
     return counts
+
+
+def wall_time_text(seconds: float) -> str:
+    """``12 min 5 s`` (``41.3 s`` under a minute): how long the whole command took, planning included."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s"
