@@ -1,0 +1,118 @@
+"""The ONNX Runtime path (harness.nn.onnx_runtime): same token states and pooled embeddings as torch, one export per
+checkpoint in the cache, a damaged cache entry exported again, and the torch model left as it was."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+
+from harness.nn.encoder import SentenceEncoder, encode_distinct  # noqa: E402
+from harness.nn.onnx_runtime import (  # noqa: E402
+    export_key,
+    onnx_pooled_forward,
+    onnx_transformer,
+)
+
+TEXTS = [
+    "a man is playing a guitar .",
+    "hi",
+    "two dogs are running through a field while the sun sets behind the hills .",
+    "the cat sits on the mat .",
+    "hi",
+]
+
+
+@pytest.fixture(scope="module")
+def encoder(tiny_bert) -> SentenceEncoder:
+    return SentenceEncoder.from_backbone(tiny_bert).eval()
+
+
+def test_token_states_equal_torch_with_padding(encoder, tmp_path):
+    runtime = onnx_transformer(encoder.transformer, tmp_path)
+    # a padded batch of another size and length than the export's sample: the axes are dynamic
+    features = encoder.tokenize(TEXTS)
+    assert features["attention_mask"].min() == 0
+    with torch.inference_mode():
+        expected = encoder.token_states(features)
+    actual = runtime.token_states(features)
+    assert actual.shape == expected.shape
+    np.testing.assert_allclose(actual.numpy(), expected.numpy(), atol=1e-4)
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls"])
+def test_pooled_embeddings_equal_torch(encoder, tmp_path, pooling):
+    encoder.pooling = pooling
+    try:
+        expected = encoder.encode(TEXTS, batch_size=2)
+        forward = onnx_pooled_forward(encoder.transformer, pooling, tmp_path)
+        actual = encode_distinct(TEXTS, encoder.tokenizer, forward, "cpu", 2, encoder.max_length)
+    finally:
+        encoder.pooling = "mean"
+    assert actual.shape == expected.shape == (len(TEXTS), 32)
+    np.testing.assert_allclose(actual, expected, atol=1e-4)
+
+
+def test_export_is_cached_under_the_weights_hash(encoder, tmp_path, caplog):
+    key = export_key(encoder.transformer)
+    onnx_transformer(encoder.transformer, tmp_path)
+    path = tmp_path / "onnx" / f"{key}.onnx"
+    assert path.exists() and (tmp_path / "onnx" / f"{key}.onnx.sha256").exists()
+    written = path.stat().st_mtime_ns
+    onnx_transformer(encoder.transformer, tmp_path)
+    assert path.stat().st_mtime_ns == written  # read, not exported again
+
+    # other weights, another key
+    changed = SentenceEncoder(encoder.transformer, encoder.tokenizer)
+    state = {name: value.clone() for name, value in encoder.transformer.state_dict().items()}
+    try:
+        with torch.no_grad():
+            next(changed.transformer.parameters()).add_(0.5)
+        assert export_key(changed.transformer) != key
+    finally:
+        encoder.transformer.load_state_dict(state)
+    assert export_key(encoder.transformer) == key
+
+    # a damaged entry is logged and exported again, never served
+    path.write_bytes(b"not a model")
+    with caplog.at_level("WARNING"):
+        runtime = onnx_transformer(encoder.transformer, tmp_path)
+    assert "cannot be used" in caplog.text
+    features = encoder.tokenize(TEXTS[:2])
+    with torch.inference_mode():
+        np.testing.assert_allclose(
+            runtime.token_states(features).numpy(), encoder.token_states(features).numpy(), atol=1e-4
+        )
+
+
+def test_export_leaves_the_model_as_it_was(encoder):
+    encoder.transformer.eval()
+    onnx_transformer(encoder.transformer)
+    assert not encoder.transformer.training  # the exporter would otherwise leave dropout on
+    encoder.transformer.train()
+    try:
+        onnx_transformer(encoder.transformer)
+        assert encoder.transformer.training
+    finally:
+        encoder.transformer.eval()
+
+
+def test_missing_onnxruntime_is_refused_in_one_line(monkeypatch):
+    import builtins
+
+    from harness.nn.onnx_runtime import OnnxRuntimeUnavailable, require_onnx_runtime
+
+    real_import = builtins.__import__
+
+    def no_onnxruntime(name, *args, **kwargs):
+        if name == "onnxruntime":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_onnxruntime)
+    with pytest.raises(OnnxRuntimeUnavailable) as error:
+        require_onnx_runtime()
+    message = str(error.value)
+    assert "\n" not in message and "onnxruntime" in message and "[onnx]" in message
