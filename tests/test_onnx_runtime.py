@@ -116,3 +116,28 @@ def test_missing_onnxruntime_is_refused_in_one_line(monkeypatch):
         require_onnx_runtime()
     message = str(error.value)
     assert "\n" not in message and "onnxruntime" in message and "[onnx]" in message
+
+
+def test_sentence_encoder_encodes_through_onnx(tiny_bert, tmp_path):
+    from harness.errors import InvalidOptionError
+
+    encoder = SentenceEncoder.from_backbone(tiny_bert).eval()
+    expected = encoder.encode(TEXTS, batch_size=2)
+    with pytest.raises(InvalidOptionError):
+        encoder.use_runtime("tensorrt")
+    encoder.use_runtime("onnx", tmp_path)
+    actual = encoder.encode(TEXTS, batch_size=2)
+    np.testing.assert_allclose(actual, expected, atol=1e-4)
+    assert len(list((tmp_path / "onnx").glob("*.onnx"))) == 1
+
+    # training changes the weights: the next encode exports them again rather than serving the old graph
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for parameter in encoder.transformer.parameters():
+            parameter.add_(0.1 * torch.randn_like(parameter))
+    encoder.use_runtime("torch")
+    retrained = encoder.encode(TEXTS, batch_size=2)
+    assert not np.allclose(retrained, expected, atol=1e-3)
+    encoder.use_runtime("onnx", tmp_path)
+    np.testing.assert_allclose(encoder.encode(TEXTS, batch_size=2), retrained, atol=1e-4)
+    assert len(list((tmp_path / "onnx").glob("*.onnx"))) == 2

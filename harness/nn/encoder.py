@@ -13,6 +13,7 @@ twice).
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -22,12 +23,11 @@ from torch import nn
 from harness.device import autocast
 from harness.errors import invalid_choice
 
-from .backbone import load_tokenizer, load_transformer, sequence_limits
+from .backbone import MODEL_INPUTS, load_tokenizer, load_transformer, sequence_limits
+from .onnx_runtime import RUNTIMES, export_key, onnx_pooled_forward, require_onnx_runtime
 from .pooling import POOLING_CHOICES, pool
 
 logger = logging.getLogger(__name__)
-
-MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
@@ -94,6 +94,32 @@ class SentenceEncoder(nn.Module):
         self.tokenizer = tokenizer
         self.pooling = pooling
         self.max_length = max_length
+        self.runtime = "torch"
+        self.runtime_cache_dir: Path | None = None
+        self._onnx_forward: tuple[str, Callable, str] | None = None  # (export key, forward, pooling) last built
+
+    def use_runtime(self, runtime: str, cache_dir: Path | str | None = None) -> None:
+        """Let :meth:`encode` run through ``runtime`` (one of :data:`~harness.nn.onnx_runtime.RUNTIMES`): "onnx"
+        exports the transformer (cached under ``cache_dir`` by its weights' hash) and encodes with ONNX Runtime on
+        the CPU. ``forward`` (training) always runs in torch. Refused in one line when onnxruntime is missing."""
+        if runtime not in RUNTIMES:
+            raise invalid_choice("runtime", runtime, RUNTIMES)
+        if runtime == "onnx":
+            require_onnx_runtime()
+        self.runtime = runtime
+        self.runtime_cache_dir = None if cache_dir is None else Path(cache_dir)
+        self._onnx_forward = None
+
+    def _inference_forward(self) -> tuple[Callable[[dict[str, torch.Tensor]], torch.Tensor], str]:
+        """The forward and device :meth:`encode` uses under the chosen runtime. The ONNX session is rebuilt when
+        the weights changed since the last call (training between evaluations), which the export key tells."""
+        if self.runtime == "torch":
+            return self.forward, str(next(self.parameters()).device)
+        key = export_key(self.transformer)
+        if self._onnx_forward is None or self._onnx_forward[0] != key or self._onnx_forward[2] != self.pooling:
+            forward = onnx_pooled_forward(self.transformer, self.pooling, self.runtime_cache_dir, key)
+            self._onnx_forward = (key, forward, self.pooling)
+        return self._onnx_forward[1], "cpu"
 
     @classmethod
     def from_backbone(cls, path: str, pooling: str = "mean", profile_limit: int | None = None) -> "SentenceEncoder":
@@ -118,12 +144,10 @@ class SentenceEncoder(nn.Module):
         return pool(self.token_states(features), features["attention_mask"], self.pooling)
 
     def encode(self, texts: Sequence[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
-        device = str(next(self.parameters()).device)
         was_training = self.training
         self.eval()
         try:
-            return encode_distinct(
-                texts, self.tokenizer, self.forward, device, batch_size, self.max_length, progress
-            )
+            forward, device = self._inference_forward()
+            return encode_distinct(texts, self.tokenizer, forward, device, batch_size, self.max_length, progress)
         finally:
             self.train(was_training)

@@ -30,7 +30,7 @@ from torch import nn
 from harness.errors import HarnessError, IncompatibleError
 from harness.files import cached_bytes
 
-from .encoder import MODEL_INPUTS
+from .backbone import MODEL_INPUTS
 from .pooling import pool
 
 logger = logging.getLogger(__name__)
@@ -62,7 +62,7 @@ def require_onnx_runtime() -> None:
 
 
 def model_input_names(transformer: nn.Module) -> tuple[str, ...]:
-    """The inputs of :data:`~harness.nn.encoder.MODEL_INPUTS` that ``transformer.forward`` accepts, in that order."""
+    """The inputs of :data:`~harness.nn.backbone.MODEL_INPUTS` that ``transformer.forward`` accepts, in that order."""
     import inspect
 
     parameters = inspect.signature(transformer.forward).parameters
@@ -171,10 +171,12 @@ class OnnxTransformer:
         return torch.from_numpy(states)
 
 
-def onnx_transformer(transformer: nn.Module, cache_dir: Path | str | None = None) -> OnnxTransformer:
+def onnx_transformer(transformer: nn.Module, cache_dir: Path | str | None = None,
+                     key: str | None = None) -> OnnxTransformer:
     """``transformer`` exported to ONNX and loaded in ONNX Runtime. With ``cache_dir`` the export is kept there as
     ``onnx/<export_key>.onnx`` (checksummed; a damaged entry is exported again), so each checkpoint is exported once
-    per store; without it the export is made in memory each time."""
+    per store; without it the export is made in memory each time. ``key``: :func:`export_key` of ``transformer``
+    when the caller has it already (hashing a large model's weights takes a moment)."""
     require_onnx_runtime()
     input_names = model_input_names(transformer)
 
@@ -185,7 +187,7 @@ def onnx_transformer(transformer: nn.Module, cache_dir: Path | str | None = None
     if cache_dir is None:
         content = export()
     else:
-        path = Path(cache_dir) / "onnx" / f"{export_key(transformer)}{EXPORT_SUFFIX}"
+        path = Path(cache_dir) / "onnx" / f"{key or export_key(transformer)}{EXPORT_SUFFIX}"
         path.parent.mkdir(parents=True, exist_ok=True)
         content, cached = cached_bytes(path, export, check=_looks_like_onnx, what="ONNX export")
         if cached:
@@ -194,12 +196,12 @@ def onnx_transformer(transformer: nn.Module, cache_dir: Path | str | None = None
 
 
 def onnx_pooled_forward(
-    transformer: nn.Module, pooling: str, cache_dir: Path | str | None = None
+    transformer: nn.Module, pooling: str, cache_dir: Path | str | None = None, key: str | None = None
 ) -> Callable[[dict[str, torch.Tensor]], torch.Tensor]:
     """A ``forward`` for :func:`~harness.nn.encoder.encode_distinct` (token batch -> ``[b, d]``): the token states
     from ONNX Runtime, pooled in torch exactly as :class:`~harness.nn.encoder.SentenceEncoder.forward` pools them.
     Pass ``device="cpu"`` to ``encode_distinct`` with it."""
-    runtime = onnx_transformer(transformer, cache_dir)
+    runtime = onnx_transformer(transformer, cache_dir, key)
 
     def forward(features: dict[str, torch.Tensor]) -> torch.Tensor:
         return pool(runtime.token_states(features), features["attention_mask"].cpu(), pooling)
