@@ -47,6 +47,11 @@ class BiEncoder(CheckpointedModule):
     def encode(self, texts) -> np.ndarray:
         return self.encoder.encode(texts, batch_size=self.batch_size, progress=self.progress)
 
+    def use_runtime(self, runtime: str, cache_dir: Path | None = None) -> None:
+        """``harness run --runtime``: ``encode`` runs through ``runtime`` ("torch" or "onnx"); training and span
+        encoding stay in torch."""
+        self.encoder.use_runtime(runtime, cache_dir)
+
     def encode_spans(self, items) -> np.ndarray:
         """One row per ``(text, spans)`` item, as ``span_input`` says (docs/fidelity.md, "Bi-Encoder")."""
         texts, propositions = group_by_sentence(items)  # checks every item's spans, whatever the strategy

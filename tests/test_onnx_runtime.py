@@ -141,3 +141,45 @@ def test_sentence_encoder_encodes_through_onnx(tiny_bert, tmp_path):
     encoder.use_runtime("onnx", tmp_path)
     np.testing.assert_allclose(encoder.encode(TEXTS, batch_size=2), retrained, atol=1e-4)
     assert len(list((tmp_path / "onnx").glob("*.onnx"))) == 2
+
+
+# -- harness run --runtime -----------------------------------------------------------------------------------------------
+def _run(tiny_bert, results, *extra):
+    import harness.testing as ht
+
+    return ht.run_harness("run", "--models", "be", "--backbone", tiny_bert, "--tasks", "stsb", "--profile", "smoke",
+                          "--results", results, "--no-progress", *extra)
+
+
+def _records(results):
+    import json
+
+    return [json.loads(path.read_text()) for path in sorted(results.glob("*/seed-*/*.json"))]
+
+
+def test_run_runtime_onnx_scores_equal_torch_and_is_recorded(tiny_bert, tmp_path):
+    torch_run = _run(tiny_bert, tmp_path / "torch")
+    assert torch_run.exit_code == 0, torch_run.stderr
+    onnx_run = _run(tiny_bert, tmp_path / "onnx", "--runtime", "onnx")
+    assert onnx_run.exit_code == 0, onnx_run.stderr
+    (torch_record,), (onnx_record,) = _records(tmp_path / "torch"), _records(tmp_path / "onnx")
+    assert "runtime" not in torch_record  # torch records keep the content they had
+    assert onnx_record["runtime"] == "onnx"
+    assert abs(onnx_record["main_score"] - torch_record["main_score"]) < 1e-4
+    assert list((tmp_path / "onnx" / "cache" / "onnx").glob("*.onnx"))
+
+
+def test_run_runtime_is_refused_in_one_line(tiny_bert, tmp_path, run_cli):
+    code, _, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--profile", "smoke", "--results",
+                           tmp_path / "r", "--runtime", "tensorrt")
+    assert code == 2 and "--runtime must be one of torch, onnx" in err and "Traceback" not in err
+    refused = ht_run_ce(tiny_bert, tmp_path / "ce")
+    assert refused.exit_code == 2 and "cannot evaluate through --runtime onnx" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
+def ht_run_ce(tiny_bert, results):
+    import harness.testing as ht
+
+    return ht.run_harness("run", "--models", "ce", "--backbone", tiny_bert, "--tasks", "stsb", "--profile", "smoke",
+                          "--results", results, "--no-progress", "--runtime", "onnx")

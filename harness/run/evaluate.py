@@ -72,6 +72,8 @@ def build_record(registry: Registry, plan: Plan, spec: ModelSpec, seed: int, tas
         },
         "profile": plan.profile.as_record(),
         "device": plan.device,
+        # absent means torch, so records of torch runs keep the content they had before runtimes existed
+        **({"runtime": plan.runtime} if plan.runtime != "torch" else {}),
         "hardware": hardware,
         "environment": environment_record(),
         "config_hash": stable_hash(

@@ -90,6 +90,7 @@ class Plan:
     profile: Profile
     device: str
     data_dir_text: str | None = None  # the data dir as the user gave it (records name it so)
+    runtime: str = "torch"  # the evaluation runtime (RunConfig.runtime); records name it when it is not torch
     # Checked in the plan, before anything runs: the dataset checksum of every task (None: the task cannot say
     # before evaluating), the data problem of every task whose data is missing or malformed, and the same for the
     # training data of every trained spec (by spec key).
@@ -212,7 +213,7 @@ class Planner:
             check_backbone(self.models.resolve_backbone(backbone))
         plan = Plan(tuple(planned), tuple(spec for spec, _ in task_specs.values()),
                     tuple(dict.fromkeys(config.seeds)), profile, device,
-                    data_dir_text=str(config.data_dir) if config.data_dir else None)
+                    data_dir_text=str(config.data_dir) if config.data_dir else None, runtime=config.runtime)
         if plan.cells == 0:
             reasons = "; ".join(problem for m in planned for _, problem in m.skipped[:1])
             raise IncompatibleError(f"nothing to run: no model of the plan can run any of its tasks ({reasons}).")
