@@ -144,10 +144,10 @@ def test_sentence_encoder_encodes_through_onnx(tiny_bert, tmp_path):
 
 
 # -- harness run --runtime -----------------------------------------------------------------------------------------------
-def _run(tiny_bert, results, *extra):
+def _run(tiny_bert, results, *extra, model="be"):
     import harness.testing as ht
 
-    return ht.run_harness("run", "--models", "be", "--backbone", tiny_bert, "--tasks", "stsb", "--profile", "smoke",
+    return ht.run_harness("run", "--models", model, "--backbone", tiny_bert, "--tasks", "stsb", "--profile", "smoke",
                           "--results", results, "--no-progress", *extra)
 
 
@@ -157,10 +157,13 @@ def _records(results):
     return [json.loads(path.read_text()) for path in sorted(results.glob("*/seed-*/*.json"))]
 
 
-def test_run_runtime_onnx_scores_equal_torch_and_is_recorded(tiny_bert, tmp_path):
-    torch_run = _run(tiny_bert, tmp_path / "torch")
+# be: its own encoder; simcse: the objective-model embedders (harness.nn.objectives.ObjectiveEmbedder)
+# (simcse trains a few smoke steps first: the same seed gives both stores the same weights)
+@pytest.mark.parametrize("model, extra", [("be", ()), ("simcse", ("--train-on", "stsb", "--set", "max_steps=2"))])
+def test_run_runtime_onnx_scores_equal_torch_and_is_recorded(tiny_bert, tmp_path, model, extra):
+    torch_run = _run(tiny_bert, tmp_path / "torch", *extra, model=model)
     assert torch_run.exit_code == 0, torch_run.stderr
-    onnx_run = _run(tiny_bert, tmp_path / "onnx", "--runtime", "onnx")
+    onnx_run = _run(tiny_bert, tmp_path / "onnx", "--runtime", "onnx", *extra, model=model)
     assert onnx_run.exit_code == 0, onnx_run.stderr
     (torch_record,), (onnx_record,) = _records(tmp_path / "torch"), _records(tmp_path / "onnx")
     assert "runtime" not in torch_record  # torch records keep the content they had
