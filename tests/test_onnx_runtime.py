@@ -178,7 +178,13 @@ def test_run_runtime_is_refused_in_one_line(tiny_bert, tmp_path, run_cli):
     assert code == 2 and "--runtime must be one of torch, onnx" in err and "Traceback" not in err
     refused = ht_run_ce(tiny_bert, tmp_path / "ce")
     assert refused.exit_code == 2 and "cannot evaluate through --runtime onnx" in refused.stderr
-    assert "Traceback" not in refused.stderr
+    assert "Traceback" not in refused.stderr and not list((tmp_path / "ce").glob("*/seed-*/*.json"))
+    # refused while planning: validate says so too; a recipe is judged by its student (be has use_runtime)
+    code, _, err = run_cli("validate", "--models", "be,ce", "--tasks", "stsb", "--runtime", "onnx")
+    assert code == 2 and "ce cannot evaluate through --runtime onnx" in err
+    code, out, err = run_cli("validate", "--models", "augsbert:teacher=ce", "--tasks", "stsb", "--train-on", "stsb",
+                             "--runtime", "onnx")
+    assert code == 0, err
 
 
 def ht_run_ce(tiny_bert, results):

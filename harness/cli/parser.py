@@ -88,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="budget_set")
     validate.add_argument("--backbone", default=None)
     validate.add_argument("--data-dir", type=Path, default=None)
+    validate.add_argument("--runtime", default="torch")
 
     data = commands.add_parser("data", help="list or download datasets that plugins offer")
     data_commands = data.add_subparsers(dest="data_command", metavar="ACTION")
