@@ -48,8 +48,8 @@ class BiEncoder(CheckpointedModule):
         return self.encoder.encode(texts, batch_size=self.batch_size, progress=self.progress)
 
     def use_runtime(self, runtime: str, cache_dir: Path | None = None) -> None:
-        """``harness run --runtime``: ``encode`` runs through ``runtime`` ("torch" or "onnx"); training and span
-        encoding stay in torch."""
+        """``harness run --runtime``: ``encode`` and ``encode_spans`` run the transformer through ``runtime``
+        ("torch" or "onnx"); training stays in torch."""
         self.encoder.use_runtime(runtime, cache_dir)
 
     def encode_spans(self, items) -> np.ndarray:
@@ -62,11 +62,12 @@ class BiEncoder(CheckpointedModule):
         was_training = self.encoder.training
         self.encoder.eval()
         try:
-            return encode_span_items(
-                items, self.encoder.tokenizer, self.encoder.token_states, self.device, self.batch_size,
-                self.encoder.max_length, attention="proposition" if self.span_input == "full-mask" else "sentence",
-                progress=self.progress,
-            )
+            with self.encoder.runtime.inference(self.encoder):
+                return encode_span_items(
+                    items, self.encoder.tokenizer, self.encoder.token_states, self.device, self.batch_size,
+                    self.encoder.max_length, attention="proposition" if self.span_input == "full-mask" else "sentence",
+                    progress=self.progress,
+                )
         finally:
             self.encoder.train(was_training)
 

@@ -9,12 +9,8 @@ import torch
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
-from harness.nn.encoder import SentenceEncoder, encode_distinct  # noqa: E402
-from harness.nn.onnx_runtime import (  # noqa: E402
-    export_key,
-    onnx_pooled_forward,
-    onnx_transformer,
-)
+from harness.nn.encoder import SentenceEncoder  # noqa: E402
+from harness.nn.onnx_runtime import export_key, onnx_transformer  # noqa: E402
 
 TEXTS = [
     "a man is playing a guitar .",
@@ -43,16 +39,35 @@ def test_token_states_equal_torch_with_padding(encoder, tmp_path):
 
 
 @pytest.mark.parametrize("pooling", ["mean", "cls"])
-def test_pooled_embeddings_equal_torch(encoder, tmp_path, pooling):
-    encoder.pooling = pooling
-    try:
-        expected = encoder.encode(TEXTS, batch_size=2)
-        forward = onnx_pooled_forward(encoder.transformer, pooling, tmp_path)
-        actual = encode_distinct(TEXTS, encoder.tokenizer, forward, "cpu", 2, encoder.max_length)
-    finally:
-        encoder.pooling = "mean"
+def test_pooled_embeddings_equal_torch(tiny_bert, tmp_path, pooling):
+    encoder = SentenceEncoder.from_backbone(tiny_bert, pooling).eval()
+    expected = encoder.encode(TEXTS, batch_size=2)
+    encoder.use_runtime("onnx", tmp_path)
+    actual = encoder.encode(TEXTS, batch_size=2)
     assert actual.shape == expected.shape == (len(TEXTS), 32)
     np.testing.assert_allclose(actual, expected, atol=1e-4)
+
+
+def test_runtime_switch_puts_the_torch_transformer_back(encoder, tmp_path):
+    import copy
+
+    from harness.errors import IncompatibleError
+    from harness.nn.onnx_runtime import OnnxTransformerModule, RuntimeSwitch
+
+    switch = RuntimeSwitch()
+    switch.use("onnx", tmp_path)
+    transformer, keys = encoder.transformer, list(encoder.state_dict())
+    with pytest.raises(RuntimeError, match="inside"):
+        with switch.inference(encoder):
+            assert isinstance(encoder.transformer, OnnxTransformerModule) and not list(encoder.parameters())
+            raise RuntimeError("inside")
+    assert encoder.transformer is transformer and list(encoder.state_dict()) == keys  # checkpoints see torch only
+    # a transformer off the CPU (a GPU; here the meta device) is refused in one line, not moved
+    with pytest.raises(IncompatibleError, match="runs on the CPU"):
+        switch.stand_in(torch.nn.Linear(2, 2).to("meta"))
+    # a copy carries the choice, not the session (which cannot be copied)
+    copied = copy.deepcopy(switch)
+    assert copied.runtime == "onnx" and copied._built is None and switch._built is not None
 
 
 def test_export_is_cached_under_the_weights_hash(encoder, tmp_path, caplog):
@@ -157,9 +172,14 @@ def _records(results):
     return [json.loads(path.read_text()) for path in sorted(results.glob("*/seed-*/*.json"))]
 
 
-# be: its own encoder; simcse: the objective-model embedders (harness.nn.objectives.ObjectiveEmbedder)
-# (simcse trains a few smoke steps first: the same seed gives both stores the same weights)
-@pytest.mark.parametrize("model, extra", [("be", ()), ("simcse", ("--train-on", "stsb", "--set", "max_steps=2"))])
+# be: its own encoder; simcse: the objective-model embedders (harness.nn.objectives.ObjectiveEmbedder); ce and cbe:
+# pair scorers whose head / segment pooling stays torch (RuntimeSwitch); trained models take a few smoke steps first
+# (the same seed gives both stores the same weights)
+TRAIN_TWO_STEPS = ("--train-on", "stsb", "--set", "max_steps=2")
+
+
+@pytest.mark.parametrize("model, extra", [("be", ()), ("simcse", TRAIN_TWO_STEPS), ("ce", TRAIN_TWO_STEPS),
+                                          ("cbe", TRAIN_TWO_STEPS)])
 def test_run_runtime_onnx_scores_equal_torch_and_is_recorded(tiny_bert, tmp_path, model, extra):
     torch_run = _run(tiny_bert, tmp_path / "torch", *extra, model=model)
     assert torch_run.exit_code == 0, torch_run.stderr
@@ -172,25 +192,31 @@ def test_run_runtime_onnx_scores_equal_torch_and_is_recorded(tiny_bert, tmp_path
     assert list((tmp_path / "onnx" / "cache" / "onnx").glob("*.onnx"))
 
 
-def test_run_runtime_is_refused_in_one_line(tiny_bert, tmp_path, run_cli):
+def test_run_runtime_is_refused_in_one_line(tiny_bert, tmp_path, run_cli, monkeypatch):
     code, _, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--profile", "smoke", "--results",
                            tmp_path / "r", "--runtime", "tensorrt")
     assert code == 2 and "--runtime must be one of torch, onnx" in err and "Traceback" not in err
-    refused = ht_run_ce(tiny_bert, tmp_path / "ce")
-    assert refused.exit_code == 2 and "cannot evaluate through --runtime onnx" in refused.stderr
-    assert "Traceback" not in refused.stderr and not list((tmp_path / "ce").glob("*/seed-*/*.json"))
+    refused = ht_run_refused(tiny_bert, tmp_path / "nugget")
+    assert refused.exit_code == 2 and "cannot evaluate through --runtime onnx (its nugget scorer" in refused.stderr
+    assert "Traceback" not in refused.stderr and not list((tmp_path / "nugget").glob("*/seed-*/*.json"))
     # refused while planning: validate says so too; a recipe is judged by its student (be has use_runtime)
-    code, _, err = run_cli("validate", "--models", "be,ce", "--tasks", "stsb", "--runtime", "onnx")
-    assert code == 2 and "ce cannot evaluate through --runtime onnx" in err
+    code, _, err = run_cli("validate", "--models", "be,st", "--tasks", "stsb", "--runtime", "onnx")
+    assert code == 2 and "st cannot evaluate through --runtime onnx (it runs sentence-transformers" in err
     code, out, err = run_cli("validate", "--models", "augsbert:teacher=ce", "--tasks", "stsb", "--train-on", "stsb",
                              "--runtime", "onnx")
     assert code == 0, err
+    # ONNX Runtime runs on the CPU here: a GPU device is refused, not silently replaced by the CPU
+    monkeypatch.setattr("harness.run.plan.resolve_device", lambda requested: "cuda")  # as on a GPU machine
+    code, _, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--runtime", "onnx", "--device", "cuda",
+                           "--results", tmp_path / "gpu")
+    assert code == 2 and "use --device cpu" in err and "\n" not in err.strip()
 
 
-def ht_run_ce(tiny_bert, results):
+def ht_run_refused(tiny_bert, results):
     import harness.testing as ht
 
-    return ht.run_harness("run", "--models", "ce", "--backbone", tiny_bert, "--tasks", "stsb", "--profile", "smoke",
+    return ht.run_harness("run", "--models", "nugget", "--train-on", "stsb", "--backbone", tiny_bert, "--tasks", "stsb",
+                          "--profile", "smoke",
                           "--results", results, "--no-progress", "--runtime", "onnx")
 
 

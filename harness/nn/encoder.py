@@ -24,7 +24,7 @@ from harness.device import autocast
 from harness.errors import invalid_choice
 
 from .backbone import MODEL_INPUTS, load_tokenizer, load_transformer, sequence_limits
-from .onnx_runtime import RUNTIMES, export_key, onnx_pooled_forward, require_onnx_runtime
+from .onnx_runtime import RuntimeSwitch
 from .pooling import POOLING_CHOICES, pool
 
 logger = logging.getLogger(__name__)
@@ -94,37 +94,13 @@ class SentenceEncoder(nn.Module):
         self.tokenizer = tokenizer
         self.pooling = pooling
         self.max_length = max_length
-        self.runtime = "torch"
-        self.runtime_cache_dir: Path | None = None
-        self._onnx_forward: tuple[tuple, Callable, str] | None = None  # (weight versions, forward, pooling)
+        self.runtime = RuntimeSwitch()  # harness run --runtime: how encode runs the transformer
 
     def use_runtime(self, runtime: str, cache_dir: Path | str | None = None) -> None:
         """Let :meth:`encode` run through ``runtime`` (one of :data:`~harness.nn.onnx_runtime.RUNTIMES`): "onnx"
         exports the transformer (cached under ``cache_dir`` by its weights' hash) and encodes with ONNX Runtime on
         the CPU. ``forward`` (training) always runs in torch. Refused in one line when onnxruntime is missing."""
-        if runtime not in RUNTIMES:
-            raise invalid_choice("runtime", runtime, RUNTIMES)
-        if runtime == "onnx":
-            require_onnx_runtime()
-        self.runtime = runtime
-        self.runtime_cache_dir = None if cache_dir is None else Path(cache_dir)
-        self._onnx_forward = None
-
-    def _inference_forward(self) -> tuple[Callable[[dict[str, torch.Tensor]], torch.Tensor], str]:
-        """The forward and device :meth:`encode` uses under the chosen runtime. The ONNX session is rebuilt when
-        the weights changed since the last call (training between evaluations)."""
-        if self.runtime == "torch":
-            return self.forward, str(next(self.parameters()).device)
-        # Hashing the weights takes ~0.25 s for MiniLM on 2 cores, so it is skipped while no tensor was replaced or
-        # changed in place since the last call (every in-place change, optimiser steps and load_state_dict
-        # included, bumps a tensor's version counter).
-        versions = tuple((name, id(tensor), tensor.data_ptr(), tensor._version) for name, tensor in
-                         (*self.transformer.named_parameters(), *self.transformer.named_buffers()))
-        if self._onnx_forward is None or self._onnx_forward[0] != versions or self._onnx_forward[2] != self.pooling:
-            key = export_key(self.transformer)
-            forward = onnx_pooled_forward(self.transformer, self.pooling, self.runtime_cache_dir, key)
-            self._onnx_forward = (versions, forward, self.pooling)
-        return self._onnx_forward[1], "cpu"
+        self.runtime.use(runtime, cache_dir)
 
     @classmethod
     def from_backbone(cls, path: str, pooling: str = "mean", profile_limit: int | None = None) -> "SentenceEncoder":
@@ -151,8 +127,10 @@ class SentenceEncoder(nn.Module):
     def encode(self, texts: Sequence[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
         was_training = self.training
         self.eval()
+        device = str(next(self.parameters()).device)
         try:
-            forward, device = self._inference_forward()
-            return encode_distinct(texts, self.tokenizer, forward, device, batch_size, self.max_length, progress)
+            with self.runtime.inference(self):
+                return encode_distinct(texts, self.tokenizer, self.forward, device, batch_size, self.max_length,
+                                       progress)
         finally:
             self.train(was_training)

@@ -6,8 +6,10 @@ section 3). :func:`onnx_transformer` exports a Hugging Face transformer (the bac
 and sequence axes; ``input_ids`` plus ``attention_mask`` and ``token_type_ids`` when the model takes them), caches the
 file under a key of the weights' sha256 (:func:`export_key`) through :func:`harness.files.cached_bytes`, and runs it
 in an ``onnxruntime.InferenceSession`` on the CPU with torch's thread count. :class:`OnnxTransformer` returns the same
-last hidden states ``[b, L, d]`` the torch transformer returns, so pooling stays in torch and the rest of an
-encoding loop (:func:`~harness.nn.encoder.encode_distinct`) is unchanged. sentence-transformers counterpart:
+last hidden states ``[b, L, d]`` the torch transformer returns. :class:`RuntimeSwitch` is how a model uses it: for
+the length of an inference call it puts an :class:`OnnxTransformerModule` (called like the transformer) in place of
+the model's transformer, so pooling, heads and segment masks stay the model's own torch code and training and
+checkpoints only ever see torch. sentence-transformers counterpart:
 ``SentenceTransformer(..., backend="onnx")`` (which exports through optimum).
 
 Deviations: none in the numbers beyond float rounding (ONNX Runtime fuses and reorders float32 operations; the tests
@@ -20,8 +22,9 @@ import hashlib
 import logging
 import tempfile
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Iterator
 
 import numpy as np
 import torch
@@ -31,7 +34,6 @@ from harness.errors import HarnessError, IncompatibleError
 from harness.files import cached_bytes
 
 from .backbone import MODEL_INPUTS
-from .pooling import pool
 
 logger = logging.getLogger(__name__)
 
@@ -164,7 +166,9 @@ class OnnxTransformer:
     def token_states(self, features: dict) -> torch.Tensor:
         feeds = {}
         for name in self.input_names:
-            value = features[name]
+            value = features.get(name)
+            if value is None:  # token_type_ids left out: the transformer's default, all zeros
+                value = np.zeros(tuple(features["input_ids"].shape), dtype=np.int64)
             value = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
             feeds[name] = value.astype(np.int64, copy=False)
         (states,) = self.session.run([OUTPUT_NAME], feeds)
@@ -195,15 +199,83 @@ def onnx_transformer(transformer: nn.Module, cache_dir: Path | str | None = None
     return OnnxTransformer(content, input_names)
 
 
-def onnx_pooled_forward(
-    transformer: nn.Module, pooling: str, cache_dir: Path | str | None = None, key: str | None = None
-) -> Callable[[dict[str, torch.Tensor]], torch.Tensor]:
-    """A ``forward`` for :func:`~harness.nn.encoder.encode_distinct` (token batch -> ``[b, d]``): the token states
-    from ONNX Runtime, pooled in torch exactly as :class:`~harness.nn.encoder.SentenceEncoder.forward` pools them.
-    Pass ``device="cpu"`` to ``encode_distinct`` with it."""
-    runtime = onnx_transformer(transformer, cache_dir, key)
+class OnnxTransformerModule(nn.Module):
+    """A parameter-free stand-in for a Hugging Face transformer at inference: called as the transformer is
+    (``module(input_ids=..., attention_mask=..., token_type_ids=...)``), it returns a ``BaseModelOutput`` whose
+    ``last_hidden_state`` (also ``[0]``) comes from ONNX Runtime. ``config`` is the transformer's."""
 
-    def forward(features: dict[str, torch.Tensor]) -> torch.Tensor:
-        return pool(runtime.token_states(features), features["attention_mask"].cpu(), pooling)
+    def __init__(self, runtime: OnnxTransformer, config: object = None):
+        super().__init__()
+        self.runtime = runtime
+        self.config = config
 
-    return forward
+    def forward(self, **inputs: torch.Tensor):
+        from transformers.modeling_outputs import BaseModelOutput
+
+        return BaseModelOutput(last_hidden_state=self.runtime.token_states(inputs))
+
+
+def _weight_versions(transformer: nn.Module) -> tuple:
+    """Identity, storage and version counter of every weight: changes whenever a tensor is replaced or changed in
+    place (optimiser steps and load_state_dict included), so an unchanged tuple means unchanged weights."""
+    return tuple((name, id(tensor), tensor.data_ptr(), tensor._version) for name, tensor in
+                 (*transformer.named_parameters(), *transformer.named_buffers()))
+
+
+class RuntimeSwitch:
+    """Which runtime a model evaluates through (``harness run --runtime``), and the one mechanism that applies it:
+    :meth:`inference` swaps a module's transformer attribute for an :class:`OnnxTransformerModule` for the length of
+    a ``with`` block and puts the torch transformer back afterwards, so everything around the transformer (pooling,
+    heads, segment masks) stays the model's own torch code, and training and checkpoints only ever see torch.
+
+    The ONNX session is built on first use and rebuilt when the weights changed since (training between
+    evaluations); the export is cached under ``cache_dir`` by :func:`export_key`. ONNX Runtime runs here on the CPU
+    only: a transformer on another device is refused in one line rather than silently moved."""
+
+    def __init__(self) -> None:
+        self.runtime = "torch"
+        self.cache_dir: Path | None = None
+        self._built: tuple[tuple, OnnxTransformerModule] | None = None  # (weight versions, stand-in)
+
+    def __getstate__(self) -> dict:
+        # copies and pickles (deepcopy of a model, a Ray worker) carry the choice, not the session, which cannot
+        # be copied; the copy builds its own on first use
+        return {**self.__dict__, "_built": None}
+
+    def use(self, runtime: str, cache_dir: Path | str | None = None) -> None:
+        """Choose ``runtime`` (one of :data:`RUNTIMES`); "onnx" is refused in one line without onnxruntime."""
+        if runtime not in RUNTIMES:
+            from harness.errors import invalid_choice
+
+            raise invalid_choice("runtime", runtime, RUNTIMES)
+        if runtime != "torch":
+            require_onnx_runtime()
+        self.runtime = runtime
+        self.cache_dir = None if cache_dir is None else Path(cache_dir)
+        self._built = None
+
+    def stand_in(self, transformer: nn.Module) -> OnnxTransformerModule:
+        """The ONNX Runtime stand-in for ``transformer``'s current weights (exported or read from the cache once).
+        Hashing the weights (~0.25 s for MiniLM on 2 cores) is skipped while no weight tensor changed."""
+        device = next(transformer.parameters()).device
+        if device.type != "cpu":
+            raise IncompatibleError(f"--runtime {self.runtime} runs on the CPU (ONNX Runtime's CPU provider); this "
+                                    f"model is on {device}: use --device cpu, or --runtime torch.")
+        versions = _weight_versions(transformer)
+        if self._built is None or self._built[0] != versions:
+            runtime = onnx_transformer(transformer, self.cache_dir, export_key(transformer))
+            self._built = (versions, OnnxTransformerModule(runtime, getattr(transformer, "config", None)))
+        return self._built[1]
+
+    @contextmanager
+    def inference(self, owner: nn.Module, attribute: str = "transformer") -> Iterator[None]:
+        """Within the block, ``owner.<attribute>`` runs through the chosen runtime (unchanged under torch)."""
+        if self.runtime == "torch":
+            yield
+            return
+        transformer = getattr(owner, attribute)
+        setattr(owner, attribute, self.stand_in(transformer))
+        try:
+            yield
+        finally:
+            setattr(owner, attribute, transformer)

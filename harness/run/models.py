@@ -335,8 +335,9 @@ class Models:
         use = getattr(model, "use_runtime", None)
         if use is None:
             if runtime != "torch":
-                raise IncompatibleError(f"{spec.label} cannot evaluate through --runtime {runtime} (its model has no "
-                                        "use_runtime); run it with --runtime torch.")
+                reason = getattr(model, "runtime_refusal", None) or "its model has no use_runtime"
+                raise IncompatibleError(f"{spec.label} cannot evaluate through --runtime {runtime} ({reason}); run it "
+                                        "with --runtime torch.")
             return
         use(runtime, self.store.root / CACHE)
 

@@ -206,7 +206,7 @@ class Planner:
             own = entry.budget if entry.own_budget_keys is None else entry.own_budget_keys
             shared.update({key: value for key, value in entry.budget.items() if key not in own})
         self._check_run_budget_keys([model.spec for model in planned], shared)
-        self._check_runtime([model.spec for model in planned])
+        self._check_runtime([model.spec for model in planned], device)
         # A backbone the user names (--backbone, a matrix entry's) that is missing or unreachable fails here, in
         # seconds; the profile's default is left to the models that read it (some read none).
         given = [entry.backbone or config.backbone for entry in config.models]
@@ -337,7 +337,7 @@ class Planner:
                 )
         return found
 
-    def _check_runtime(self, specs: list[ModelSpec]) -> None:
+    def _check_runtime(self, specs: list[ModelSpec], device: str) -> None:
         """Under ``--runtime`` other than torch every model must offer ``use_runtime`` (a recipe: its student), so
         no model is silently evaluated in torch; refused before anything runs. (Models.use_runtime checks again
         for a model whose class the registry does not know.)"""
@@ -348,8 +348,14 @@ class Planner:
             name = student_spec(self.registry, spec, get_profile(spec.profile)).name if spec.recipe else spec.name
             model_class = self.registry.model(name).model_class
             if model_class is not None and not hasattr(model_class, "use_runtime"):
-                raise IncompatibleError(f"{spec.label} cannot evaluate through --runtime {runtime} (model {name!r} "
-                                        "has no use_runtime); run it with --runtime torch.")
+                reason = getattr(model_class, "runtime_refusal", None) or f"model {name!r} has no use_runtime"
+                raise IncompatibleError(f"{spec.label} cannot evaluate through --runtime {runtime} ({reason}); run it "
+                                        "with --runtime torch.")
+        if device not in ("cpu", "auto"):
+            # ONNX Runtime runs here with its CPU provider only: a GPU run is refused rather than moved to the CPU
+            # (a Ray worker that resolves "auto" to a GPU is refused by RuntimeSwitch.stand_in, in one line too)
+            raise IncompatibleError(f"--runtime {runtime} runs on the CPU (ONNX Runtime's CPU provider); use "
+                                    f"--device cpu with it, or --runtime torch on {device}.")
 
     # -- training compatibility ----------------------------------------------------------------------------------------
     def _capabilities(self, spec: ModelSpec) -> tuple[str, ...]:
