@@ -230,3 +230,21 @@ def test_real_model_embeddings_equal_torch(minilm_path, tmp_path):
     expected = encoder.encode(texts, batch_size=4)
     encoder.use_runtime("onnx", tmp_path)
     np.testing.assert_allclose(encoder.encode(texts, batch_size=4), expected, atol=1e-4)
+
+
+def test_runtime_does_not_change_the_cell_key(tiny_bert, tmp_path):
+    """The reuse rule (README --runtime, docs/fidelity.md "ONNX Runtime"): like --device, the runtime is not part of
+    a cell's key; a stored record answers a run under the other runtime and keeps saying which runtime computed it;
+    --overwrite recomputes under the runtime asked for."""
+    results = tmp_path / "store"
+    assert _run(tiny_bert, results).exit_code == 0
+    (stored,) = _records(results)
+    reused = _run(tiny_bert, results, "--runtime", "onnx")
+    assert reused.exit_code == 0 and "0 cells computed, 1 from the store" in reused.stdout
+    assert _records(results) == [stored] and "runtime" not in stored
+    recomputed = _run(tiny_bert, results, "--runtime", "onnx", "--overwrite")
+    assert recomputed.exit_code == 0 and "1 cells computed" in recomputed.stdout
+    (record,) = _records(results)
+    assert record["runtime"] == "onnx" and abs(record["main_score"] - stored["main_score"]) < 1e-4
+    reused = _run(tiny_bert, results)  # and back: the onnx record answers a torch run
+    assert "0 cells computed, 1 from the store" in reused.stdout and _records(results) == [record]
