@@ -2,6 +2,8 @@
 checkpoint in the cache, a damaged cache entry exported again, and the torch model left as it was."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -248,3 +250,75 @@ def test_runtime_does_not_change_the_cell_key(tiny_bert, tmp_path):
     assert record["runtime"] == "onnx" and abs(record["main_score"] - stored["main_score"]) < 1e-4
     reused = _run(tiny_bert, results)  # and back: the onnx record answers a torch run
     assert "0 cells computed, 1 from the store" in reused.stdout and _records(results) == [record]
+
+
+# -- the real model on the real tasks (issue 24: equal to torch to 0.01 on every SentEval member, TwitterPara, BWS) --
+SENTEVAL_TWITTER_BWS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr", "twitterpara", "bws-cross-topic")
+# The published torch records of the untrained be on all-MiniLM-L6-v2 (quick profile, seed 42): real earlier runs.
+PUBLISHED_BE = Path(__file__).resolve().parent.parent / "published" / "be-1bb093b549d5" / "seed-42"
+
+
+@pytest.mark.integration
+def test_real_be_task_scores_equal_published_torch_records(minilm_path, tmp_path):
+    """``harness run --runtime onnx`` of be on every task's full test data equals the stored torch records to 0.01
+    points. The run lands under the published records' own cell key, so model spec, options, backbone, profile and
+    seed are the same; the dataset checksum, task version and the record's task options are checked per task."""
+    import json
+
+    import harness.testing as ht
+
+    results = tmp_path / "onnx"
+    run = ht.run_harness("run", "--models", "be", "--tasks", ",".join(SENTEVAL_TWITTER_BWS), "--profile", "quick",
+                         "--seeds", "42", "--runtime", "onnx", "--results", results, "--no-progress")
+    assert run.exit_code == 0, run.stderr
+    for task in SENTEVAL_TWITTER_BWS:
+        torch_record = json.loads((PUBLISHED_BE / f"{task}.json").read_text())
+        onnx_record = json.loads((results / PUBLISHED_BE.parent.name / "seed-42" / f"{task}.json").read_text())
+        assert "runtime" not in torch_record and onnx_record["runtime"] == "onnx"
+        assert onnx_record["dataset_checksum"] == torch_record["dataset_checksum"], task
+        assert onnx_record["task"]["version"] == torch_record["task"]["version"], task
+        # options added since (e.g. where a task's unlabeled training sentences come from) do not touch evaluation
+        assert torch_record["task"]["options"].items() <= onnx_record["task"]["options"].items(), task
+        assert abs(onnx_record["main_score"] - torch_record["main_score"]) < 0.01, task
+
+
+class _PairRecorder:
+    """A pair scorer that keeps every pair a task asks it to score (with seeded random scores), to sample them."""
+
+    def __init__(self):
+        self.pairs: list[tuple[str, str]] = []
+
+    def score(self, first, second):
+        self.pairs.extend(zip(first, second))
+        return np.random.default_rng(len(self.pairs)).random(len(first)).astype(np.float32)
+
+
+@pytest.mark.integration
+def test_real_cbe_pair_scores_equal_torch(minilm_path, tmp_path):
+    """An untrained cbe (deterministic: no fresh head) on real all-MiniLM-L6-v2 scores an evenly spaced sample of
+    48 pairs of each task's test data the same through ONNX Runtime as through torch (cosines to 1e-3)."""
+    from harness.plugin_api import EvalContext, ModelContext
+    from harness.profiles import get_profile
+    from harness.registry import build_registry
+
+    registry = build_registry()
+    quick = get_profile("quick")
+    eval_ctx = EvalContext(profile=quick, device="cpu", seed=42, batch_size=16, progress=False)
+    pairs = []
+    for name in SENTEVAL_TWITTER_BWS:
+        plugin = registry.task(name)
+        recorder = _PairRecorder()
+        plugin.factory({key: option.default for key, option in plugin.options.items()}, None).evaluate(
+            recorder, eval_ctx)
+        chosen = np.linspace(0, len(recorder.pairs) - 1, 48).round().astype(int)
+        pairs.extend(recorder.pairs[i] for i in chosen)
+    plugin = registry.model("cbe")
+    options = {key: option.default for key, option in plugin.options.items()}
+    model = plugin.factory(ModelContext(options=options, backbone=minilm_path, profile=quick, device="cpu", seed=42,
+                                        progress=False))
+    first, second = [a for a, _ in pairs], [b for _, b in pairs]
+    expected = model.score(first, second)
+    model.use_runtime("onnx", tmp_path)
+    actual = model.score(first, second)
+    assert actual.shape == expected.shape == (len(pairs),)
+    np.testing.assert_allclose(actual, expected, atol=1e-3)
