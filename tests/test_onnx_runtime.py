@@ -190,6 +190,8 @@ def test_run_runtime_onnx_scores_equal_torch_and_is_recorded(tiny_bert, tmp_path
     (torch_record,), (onnx_record,) = _records(tmp_path / "torch"), _records(tmp_path / "onnx")
     assert "runtime" not in torch_record  # torch records keep the content they had
     assert onnx_record["runtime"] == "onnx"
+    assert onnx_record["environment"]["packages"]["onnxruntime"] and "onnxruntime" not in torch_record["environment"][
+        "packages"]  # the runtime that computed the scores, with its version
     assert abs(onnx_record["main_score"] - torch_record["main_score"]) < 1e-4
     assert list((tmp_path / "onnx" / "cache" / "onnx").glob("*.onnx"))
 
