@@ -27,6 +27,8 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "harness.nn.pooling": ("POOLING_CHOICES", "cls_pool", "mean_pool", "pool"),
     "harness.nn.encoder": ("MODEL_INPUTS", "SentenceEncoder", "encode_distinct", "length_sorted_batches",
                            "progress_bar"),
+    "harness.nn.onnx_runtime": ("RUNTIMES", "OnnxRuntimeUnavailable", "OnnxTransformer", "OnnxTransformerModule",
+                                "RuntimeSwitch", "export_key", "onnx_transformer", "require_onnx_runtime"),
     "harness.nn.pairs": ("FIRST", "PADDING", "SECOND", "PairInputBuilder", "distinct_pairs",
                          "score_in_length_sorted_batches", "truncate_longest_first"),
     "harness.nn.losses": ("REGRESSION_LOSSES", "CosineRegression", "InfoNCE", "ScoreRegression", "SupCon",

@@ -35,14 +35,19 @@ def git_commit() -> str | None:
     return result.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
-@functools.lru_cache(maxsize=1)
-def environment_record() -> dict:
+# The packages that compute a run's scores under --runtime onnx; its records name their versions too.
+RUNTIME_PACKAGES = ("onnxruntime", "onnx")
+
+
+@functools.lru_cache(maxsize=2)
+def environment_record(extra_packages: tuple[str, ...] = ()) -> dict:
     return {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "packages": {
             name: package_version(name)
-            for name in ("harness", "torch", "transformers", "numpy", "scipy", "pluggy", "tokenizers")
+            for name in ("harness", "torch", "transformers", "numpy", "scipy", "pluggy", "tokenizers",
+                         *extra_packages)
         },
         "git_commit": git_commit(),
     }

@@ -47,6 +47,11 @@ class BiEncoder(CheckpointedModule):
     def encode(self, texts) -> np.ndarray:
         return self.encoder.encode(texts, batch_size=self.batch_size, progress=self.progress)
 
+    def use_runtime(self, runtime: str, cache_dir: Path | None = None) -> None:
+        """``harness run --runtime``: ``encode`` and ``encode_spans`` run the transformer through ``runtime``
+        ("torch" or "onnx"); training stays in torch."""
+        self.encoder.use_runtime(runtime, cache_dir)
+
     def encode_spans(self, items) -> np.ndarray:
         """One row per ``(text, spans)`` item, as ``span_input`` says (docs/fidelity.md, "Bi-Encoder")."""
         texts, propositions = group_by_sentence(items)  # checks every item's spans, whatever the strategy
@@ -57,11 +62,12 @@ class BiEncoder(CheckpointedModule):
         was_training = self.encoder.training
         self.encoder.eval()
         try:
-            return encode_span_items(
-                items, self.encoder.tokenizer, self.encoder.token_states, self.device, self.batch_size,
-                self.encoder.max_length, attention="proposition" if self.span_input == "full-mask" else "sentence",
-                progress=self.progress,
-            )
+            with self.encoder.runtime.inference(self.encoder):
+                return encode_span_items(
+                    items, self.encoder.tokenizer, self.encoder.token_states, self.device, self.batch_size,
+                    self.encoder.max_length, attention="proposition" if self.span_input == "full-mask" else "sentence",
+                    progress=self.progress,
+                )
         finally:
             self.encoder.train(was_training)
 

@@ -8,6 +8,7 @@ docs/fidelity.md, section "Cross-Bi-Encoder" and its ``cbe`` table rows.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -20,6 +21,7 @@ from harness.blocks import (
     SCORED_PAIR_BUDGET_KEYS,
     SECOND,
     PairInputBuilder,
+    RuntimeSwitch,
     ScoreRegression,
     TrainReport,
     distinct_pairs,
@@ -103,6 +105,12 @@ class CrossBiEncoder(CheckpointedModule):
         self.batch_size = batch_size
         self.progress = progress
         self.learning_rate = learning_rate
+        self.runtime = RuntimeSwitch()
+
+    def use_runtime(self, runtime: str, cache_dir: Path | None = None) -> None:
+        """``harness run --runtime``: scoring runs the transformer through ``runtime`` ("torch" or "onnx"; the
+        segment pooling and cosine stays in torch); training stays in torch."""
+        self.runtime.use(runtime, cache_dir)
 
     def score(self, first: Sequence[str], second: Sequence[str]) -> np.ndarray:
         pairs, rows = distinct_pairs(first, second)
@@ -112,10 +120,11 @@ class CrossBiEncoder(CheckpointedModule):
         was_training = self.network.training
         self.network.eval()
         try:
-            scores = score_in_length_sorted_batches(
-                features, self.inputs.collate, self.network, self.device, self.batch_size, self.progress,
-                "scoring pairs (cbe)",
-            )
+            with self.runtime.inference(self.network):
+                scores = score_in_length_sorted_batches(
+                    features, self.inputs.collate, self.network, self.device, self.batch_size, self.progress,
+                    "scoring pairs (cbe)",
+                )
         finally:
             self.network.train(was_training)
         return scores[rows]

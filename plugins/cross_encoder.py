@@ -20,6 +20,7 @@ from harness import SCORED_PAIRS, CheckpointedModule, InvalidOptionError, ModelP
 from harness.blocks import (
     REGRESSION_LOSSES,
     SCORED_PAIR_BUDGET_KEYS,
+    RuntimeSwitch,
     ScoreRegression,
     TrainReport,
     distinct_pairs,
@@ -129,6 +130,12 @@ class CrossEncoder(CheckpointedModule):
         self.progress = progress
         self.learning_rate = learning_rate
         self.loss = loss
+        self.runtime = RuntimeSwitch()
+
+    def use_runtime(self, runtime: str, cache_dir: Path | None = None) -> None:
+        """``harness run --runtime``: scoring runs the transformer through ``runtime`` ("torch" or "onnx"; the
+        head stays in torch); training stays in torch."""
+        self.runtime.use(runtime, cache_dir)
 
     def tokenize_pairs(self, first: Sequence[str], second: Sequence[str], padding: bool) -> dict:
         return self.tokenizer(
@@ -145,15 +152,16 @@ class CrossEncoder(CheckpointedModule):
         was_training = self.network.training
         self.network.eval()
         try:
-            scores = score_in_length_sorted_batches(
-                features,
-                lambda batch: self.tokenizer.pad(batch, return_tensors="pt"),
-                self.network,
-                self.device,
-                self.batch_size,
-                self.progress,
-                "scoring pairs (ce)",
-            )
+            with self.runtime.inference(self.network):
+                scores = score_in_length_sorted_batches(
+                    features,
+                    lambda batch: self.tokenizer.pad(batch, return_tensors="pt"),
+                    self.network,
+                    self.device,
+                    self.batch_size,
+                    self.progress,
+                    "scoring pairs (ce)",
+                )
         finally:
             self.network.train(was_training)
         return scores[rows]

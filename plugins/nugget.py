@@ -238,6 +238,9 @@ class NuggetAutoencoder(nn.Module):
 
 # -- the model -----------------------------------------------------------------------------------------------------
 class NuggetModel(CheckpointedModule):
+    # Planner: why harness run --runtime onnx refuses this model (docs/writing-plugins.md, use_runtime)
+    runtime_refusal = ("its nugget scorer runs inside the transformer (a forward hook after layer l), which an "
+                       "exported graph of the last hidden states leaves out")
     """Capabilities ``multi_vector_embedder`` and ``trainable``; the checkpoint is the nugget encoder
     (safetensors) with its settings (``nugget.json``); the decoder is dropped after training."""
 

@@ -121,8 +121,14 @@ def _load_error(location: str, exc: Exception) -> HarnessError:
                         "check the Hugging Face id and the network.")
 
 
+RUNTIME_REFUSAL = ("it runs sentence-transformers' own modules as sentence-transformers runs them (for ONNX, load "
+                   "the model with sentence-transformers' backend='onnx' yourself)")
+
+
 class SentenceTransformerEmbedder:
     """An Embedder over a ``SentenceTransformer``: ``encode`` is ``SentenceTransformer.encode`` (float32 numpy)."""
+
+    runtime_refusal = RUNTIME_REFUSAL  # harness run --runtime onnx: refused while planning
 
     def __init__(self, model: Any, batch_size: int, progress: bool, use_prompts: bool):
         self.model = model
@@ -167,6 +173,8 @@ class SentenceTransformerEmbedder:
 
 class CrossEncoderScorer:
     """A PairScorer over a ``CrossEncoder``: ``score`` is ``CrossEncoder.predict`` (its own activation)."""
+
+    runtime_refusal = RUNTIME_REFUSAL
 
     def __init__(self, model: Any, batch_size: int, progress: bool):
         self.model = model

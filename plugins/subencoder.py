@@ -12,6 +12,7 @@ Encoder" and its ``subencoder`` table rows.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -29,6 +30,7 @@ from harness import (
 )
 from harness.blocks import (
     MODEL_INPUTS,
+    RuntimeSwitch,
     SpanBatch,
     SupCon,
     TrainReport,
@@ -174,14 +176,21 @@ class SubEncoder(CheckpointedModule):
         self.batch_size = batch_size
         self.progress = progress
         self.backbone = backbone
+        self.runtime = RuntimeSwitch()
+
+    def use_runtime(self, runtime: str, cache_dir: Path | None = None) -> None:
+        """``harness run --runtime``: scoring runs the transformer through ``runtime`` ("torch" or "onnx"; the
+        proposition pooling and MLP stays in torch); training stays in torch."""
+        self.runtime.use(runtime, cache_dir)
 
     def encode_spans(self, items: Sequence[tuple[str, Sequence[tuple[int, int]]]]) -> np.ndarray:
         was_training = self.network.training
         self.network.eval()
         try:
-            vectors = encode_span_items(items, self.tokenizer, self.network.token_states, self.device,
-                                        self.batch_size, self.max_length, head=self.network.mlp,
-                                        progress=self.progress)
+            with self.runtime.inference(self.network):
+                vectors = encode_span_items(items, self.tokenizer, self.network.token_states, self.device,
+                                            self.batch_size, self.max_length, head=self.network.mlp,
+                                            progress=self.progress)
         finally:
             self.network.train(was_training)
         return vectors.reshape(len(items), self.network.output_dim)

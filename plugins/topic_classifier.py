@@ -51,6 +51,11 @@ class TopicClassifier(CheckpointedModule):
     def encode(self, texts) -> np.ndarray:
         return self.encoder.encode(texts, batch_size=self.batch_size, progress=self.progress)
 
+    def use_runtime(self, runtime: str, cache_dir: Path | None = None) -> None:
+        """``harness run --runtime``: ``encode`` runs through ``runtime`` ("torch" or "onnx"); training stays in
+        torch."""
+        self.encoder.use_runtime(runtime, cache_dir)
+
     def training_texts(self, sentences: list[str], labels: list[str], source: str) -> list[str]:
         """The texts the classifier reads: the sentences, or (input=prompted) each with its own topic prompt."""
         if self.options["input"] == "raw":

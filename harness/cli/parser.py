@@ -48,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--data-dir", type=Path, default=None, help="folder with datasets (or HARNESS_DATA_DIR)")
     run.add_argument("--batch-size", type=int, default=None,
                      help="encoding batch size for evaluation (default: the profile's)")
+    run.add_argument("--runtime", default="torch",
+                     help="how models evaluate their encoders: torch (default) or onnx (ONNX Runtime on the CPU; "
+                          "needs pip install 'sentence-harness[onnx]'; models without it are refused)")
     run.add_argument("--overwrite", action="store_true",
                      help="recompute every cell and retrain every checkpoint, replacing what is stored")
     run.add_argument("--store-only", action="store_true",
@@ -85,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="budget_set")
     validate.add_argument("--backbone", default=None)
     validate.add_argument("--data-dir", type=Path, default=None)
+    validate.add_argument("--runtime", default="torch")
 
     data = commands.add_parser("data", help="list or download datasets that plugins offer")
     data_commands = data.add_subparsers(dest="data_command", metavar="ACTION")

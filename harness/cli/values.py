@@ -142,6 +142,7 @@ def run_config(args):
         rescore=getattr(args, "rescore", False),
         progress=not getattr(args, "no_progress", False) and sys.stderr.isatty(),
         batch_size=getattr(args, "batch_size", None),
+        runtime=getattr(args, "runtime", None) or "torch",
         store_only=getattr(args, "store_only", False),
         budget=budget_set(getattr(args, "budget_set", None) or []),
         **executor_options(args),

@@ -20,6 +20,9 @@ from harness.errors import HarnessError
 
 logger = logging.getLogger(__name__)
 
+# The inputs a transformer backbone takes from a tokenised batch (BERT-style models take all three).
+MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
 # The hard cap on any sequence (BERT's position table).
 MAX_TOKENS = 512
 

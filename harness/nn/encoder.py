@@ -13,6 +13,7 @@ twice).
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -22,12 +23,11 @@ from torch import nn
 from harness.device import autocast
 from harness.errors import invalid_choice
 
-from .backbone import load_tokenizer, load_transformer, sequence_limits
+from .backbone import MODEL_INPUTS, load_tokenizer, load_transformer, sequence_limits
+from .onnx_runtime import RuntimeSwitch
 from .pooling import POOLING_CHOICES, pool
 
 logger = logging.getLogger(__name__)
-
-MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
@@ -94,6 +94,13 @@ class SentenceEncoder(nn.Module):
         self.tokenizer = tokenizer
         self.pooling = pooling
         self.max_length = max_length
+        self.runtime = RuntimeSwitch()  # harness run --runtime: how encode runs the transformer
+
+    def use_runtime(self, runtime: str, cache_dir: Path | str | None = None) -> None:
+        """Let :meth:`encode` run through ``runtime`` (one of :data:`~harness.nn.onnx_runtime.RUNTIMES`): "onnx"
+        exports the transformer (cached under ``cache_dir`` by its weights' hash) and encodes with ONNX Runtime on
+        the CPU. ``forward`` (training) always runs in torch. Refused in one line when onnxruntime is missing."""
+        self.runtime.use(runtime, cache_dir)
 
     @classmethod
     def from_backbone(cls, path: str, pooling: str = "mean", profile_limit: int | None = None) -> "SentenceEncoder":
@@ -118,12 +125,12 @@ class SentenceEncoder(nn.Module):
         return pool(self.token_states(features), features["attention_mask"], self.pooling)
 
     def encode(self, texts: Sequence[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
-        device = str(next(self.parameters()).device)
         was_training = self.training
         self.eval()
+        device = str(next(self.parameters()).device)
         try:
-            return encode_distinct(
-                texts, self.tokenizer, self.forward, device, batch_size, self.max_length, progress
-            )
+            with self.runtime.inference(self):
+                return encode_distinct(texts, self.tokenizer, self.forward, device, batch_size, self.max_length,
+                                       progress)
         finally:
             self.train(was_training)

@@ -509,6 +509,11 @@ class ObjectiveEmbedder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         return self.encoder.encode(texts, batch_size=self.settings.eval_batch_size, progress=self.settings.progress)
 
+    def use_runtime(self, runtime: str, cache_dir: Path | None = None) -> None:
+        """``harness run --runtime``: ``encode`` runs through ``runtime`` ("torch" or "onnx"); training stays in
+        torch (:meth:`SentenceEncoder.use_runtime`)."""
+        self.encoder.use_runtime(runtime, cache_dir)
+
     @property
     def transformer(self) -> nn.Module:
         """The encoder's transformer, e.g. for a model that starts from these weights (option ``init``)."""

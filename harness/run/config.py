@@ -16,6 +16,18 @@ def check_batch_size(value: object) -> int | None:
     return value
 
 
+def check_runtime(value: str) -> str:
+    """One of the runtimes of :mod:`harness.nn.onnx_runtime`; "onnx" only when onnxruntime is installed (one line
+    saying what to install otherwise)."""
+    from ..nn.onnx_runtime import RUNTIMES, require_onnx_runtime  # imports torch: only when a run is configured
+
+    if value not in RUNTIMES:
+        raise InvalidOptionError(f"--runtime must be one of {', '.join(RUNTIMES)}, got {value!r}.")
+    if value != "torch":
+        require_onnx_runtime()
+    return value
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """A run's settings. Seeds, batch size and data dir are checked here, once, with the CLI's messages; the rest
@@ -43,6 +55,9 @@ class RunConfig:
     ray_address: str | None = None  # None: start or join a local cluster; "auto"; "ray://host:port"
     gpus_per_task: float | None = None  # None: 1 if the cluster has GPUs (and --device is not cpu), else 0
     cpus_per_task: float = 1.0
+    # How models that support it (``use_runtime``) run their encoders for evaluation: "torch" or "onnx"
+    # (harness.nn.onnx_runtime; needs the `onnx` extra). Training always runs in torch.
+    runtime: str = "torch"
 
     def __post_init__(self) -> None:
         # Values that would otherwise fail late (numpy's seed range) or pass silently (a data dir that does not
@@ -50,6 +65,7 @@ class RunConfig:
         object.__setattr__(self, "seeds", check_seeds(list(self.seeds) if isinstance(self.seeds, tuple)
                                                       else self.seeds, "--seeds"))
         check_batch_size(self.batch_size)
+        check_runtime(self.runtime)
         object.__setattr__(self, "results_dir", Path(self.results_dir))
         if self.data_dir is not None:
             object.__setattr__(self, "data_dir", check_data_dir(self.data_dir, self.data_dir_source))

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..device import seed_everything
-from ..environment import environment_record
+from ..environment import RUNTIME_PACKAGES, environment_record
 from ..errors import DataFileError, HarnessError, IncompatibleError, MissingDataError
 from ..evaluation.bootstrap import example_side_file
 from ..fingerprint import stable_hash
@@ -72,8 +72,10 @@ def build_record(registry: Registry, plan: Plan, spec: ModelSpec, seed: int, tas
         },
         "profile": plan.profile.as_record(),
         "device": plan.device,
+        # absent means torch, so records of torch runs keep the content they had before runtimes existed
+        **({"runtime": plan.runtime} if plan.runtime != "torch" else {}),
         "hardware": hardware,
-        "environment": environment_record(),
+        "environment": environment_record(RUNTIME_PACKAGES if plan.runtime != "torch" else ()),
         "config_hash": stable_hash(
             {"model": spec.hash, "seed": seed, "task": task_spec.name, "task_options": task_spec.options,
              "task_version": metadata.version}

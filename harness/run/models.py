@@ -327,6 +327,20 @@ class Models:
         self._loaded.clear()
         gc.collect()
 
+    def use_runtime(self, spec: ModelSpec, model: Any) -> None:
+        """Switch ``model``'s evaluation to the run's runtime (``--runtime``) through its ``use_runtime(runtime,
+        cache_dir)``; exports go to the store's shared cache. A model without the method is refused under any runtime
+        but torch (its scores would silently come from torch)."""
+        runtime = self.config.runtime
+        use = getattr(model, "use_runtime", None)
+        if use is None:
+            if runtime != "torch":
+                reason = getattr(model, "runtime_refusal", None) or "its model has no use_runtime"
+                raise IncompatibleError(f"{spec.label} cannot evaluate through --runtime {runtime} ({reason}); run it "
+                                        "with --runtime torch.")
+            return
+        use(runtime, self.store.root / CACHE)
+
     def model_for_job(self, trained: ModelSpec, seed: int, profile: Profile, device: str,
                       training_problem: Exception | None = None) -> tuple[Any, float, Exception | None]:
         """The model of a training job (trained, loaded from its checkpoint, or built as is), the seconds that took,
@@ -338,6 +352,7 @@ class Models:
                 raise training_problem
             model = self.trained_model(trained, profile, device, seed)
             check_batch_independence(self.registry, self.store, trained, model, profile)
+            self.use_runtime(trained, model)
         except (DataFileError, NonFiniteLossError, ScoreError, BatchDependenceError) as exc:
             self.release()
             return None, time.perf_counter() - started, exc

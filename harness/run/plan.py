@@ -90,6 +90,7 @@ class Plan:
     profile: Profile
     device: str
     data_dir_text: str | None = None  # the data dir as the user gave it (records name it so)
+    runtime: str = "torch"  # the evaluation runtime (RunConfig.runtime); records name it when it is not torch
     # Checked in the plan, before anything runs: the dataset checksum of every task (None: the task cannot say
     # before evaluating), the data problem of every task whose data is missing or malformed, and the same for the
     # training data of every trained spec (by spec key).
@@ -205,6 +206,7 @@ class Planner:
             own = entry.budget if entry.own_budget_keys is None else entry.own_budget_keys
             shared.update({key: value for key, value in entry.budget.items() if key not in own})
         self._check_run_budget_keys([model.spec for model in planned], shared)
+        self._check_runtime([model.spec for model in planned], device)
         # A backbone the user names (--backbone, a matrix entry's) that is missing or unreachable fails here, in
         # seconds; the profile's default is left to the models that read it (some read none).
         given = [entry.backbone or config.backbone for entry in config.models]
@@ -212,7 +214,7 @@ class Planner:
             check_backbone(self.models.resolve_backbone(backbone))
         plan = Plan(tuple(planned), tuple(spec for spec, _ in task_specs.values()),
                     tuple(dict.fromkeys(config.seeds)), profile, device,
-                    data_dir_text=str(config.data_dir) if config.data_dir else None)
+                    data_dir_text=str(config.data_dir) if config.data_dir else None, runtime=config.runtime)
         if plan.cells == 0:
             reasons = "; ".join(problem for m in planned for _, problem in m.skipped[:1])
             raise IncompatibleError(f"nothing to run: no model of the plan can run any of its tasks ({reasons}).")
@@ -334,6 +336,26 @@ class Planner:
                     f"training data of {spec.train_on}: could not be read ({type(exc).__name__}: {exc})."
                 )
         return found
+
+    def _check_runtime(self, specs: list[ModelSpec], device: str) -> None:
+        """Under ``--runtime`` other than torch every model must offer ``use_runtime`` (a recipe: its student), so
+        no model is silently evaluated in torch; refused before anything runs. (Models.use_runtime checks again
+        for a model whose class the registry does not know.)"""
+        runtime = self.config.runtime
+        if runtime == "torch":
+            return
+        for spec in specs:
+            name = student_spec(self.registry, spec, get_profile(spec.profile)).name if spec.recipe else spec.name
+            model_class = self.registry.model(name).model_class
+            if model_class is not None and not hasattr(model_class, "use_runtime"):
+                reason = getattr(model_class, "runtime_refusal", None) or f"model {name!r} has no use_runtime"
+                raise IncompatibleError(f"{spec.label} cannot evaluate through --runtime {runtime} ({reason}); run it "
+                                        "with --runtime torch.")
+        if device not in ("cpu", "auto"):
+            # ONNX Runtime runs here with its CPU provider only: a GPU run is refused rather than moved to the CPU
+            # (a Ray worker that resolves "auto" to a GPU is refused by RuntimeSwitch.stand_in, in one line too)
+            raise IncompatibleError(f"--runtime {runtime} runs on the CPU (ONNX Runtime's CPU provider); use "
+                                    f"--device cpu with it, or --runtime torch on {device}.")
 
     # -- training compatibility ----------------------------------------------------------------------------------------
     def _capabilities(self, spec: ModelSpec) -> tuple[str, ...]:

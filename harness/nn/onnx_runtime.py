@@ -1,0 +1,281 @@
+"""An optional ONNX Runtime path for a transformer encoder's inference (issue 24, point 1).
+
+Not a method from a paper: an execution path for the encoders of SBERT-style models (Reimers & Gurevych 2019,
+section 3). :func:`onnx_transformer` exports a Hugging Face transformer (the backbone inside a
+:class:`~harness.nn.encoder.SentenceEncoder` or a pair scorer) once to ONNX with ``torch.onnx.export`` (dynamic batch
+and sequence axes; ``input_ids`` plus ``attention_mask`` and ``token_type_ids`` when the model takes them), caches the
+file under a key of the weights' sha256 (:func:`export_key`) through :func:`harness.files.cached_bytes`, and runs it
+in an ``onnxruntime.InferenceSession`` on the CPU with torch's thread count. :class:`OnnxTransformer` returns the same
+last hidden states ``[b, L, d]`` the torch transformer returns. :class:`RuntimeSwitch` is how a model uses it: for
+the length of an inference call it puts an :class:`OnnxTransformerModule` (called like the transformer) in place of
+the model's transformer, so pooling, heads and segment masks stay the model's own torch code and training and
+checkpoints only ever see torch. sentence-transformers counterpart:
+``SentenceTransformer(..., backend="onnx")`` (which exports through optimum).
+
+Deviations: none in the numbers beyond float rounding (ONNX Runtime fuses and reorders float32 operations; the tests
+check agreement to 1e-4). Uses the TorchScript exporter (``dynamo=False``): the dynamo exporter needs ``onnxscript``,
+which the ``onnx`` extra does not install. A model over 2 GB (ONNX's single-file limit) cannot be exported this way.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import tempfile
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import torch
+from torch import nn
+
+from harness.errors import HarnessError, IncompatibleError
+from harness.files import cached_bytes
+
+from .backbone import MODEL_INPUTS
+
+logger = logging.getLogger(__name__)
+
+RUNTIMES = ("torch", "onnx")
+# The opset the export targets; part of the cache key, so changing it never serves an old export.
+ONNX_OPSET = 17
+OUTPUT_NAME = "last_hidden_state"
+EXPORT_SUFFIX = ".onnx"
+
+
+class OnnxRuntimeUnavailable(HarnessError):
+    """``--runtime onnx`` was asked for but onnxruntime (or onnx) is not installed."""
+
+
+def require_onnx_runtime() -> None:
+    """Raise :class:`OnnxRuntimeUnavailable` (one line, saying what to install) unless onnx and onnxruntime import."""
+    missing = []
+    for module in ("onnx", "onnxruntime"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        raise OnnxRuntimeUnavailable(
+            f"the onnx runtime needs {' and '.join(missing)}: install the extra with "
+            "pip install 'sentence-harness[onnx]', or use --runtime torch"
+        )
+
+
+def model_input_names(transformer: nn.Module) -> tuple[str, ...]:
+    """The inputs of :data:`~harness.nn.backbone.MODEL_INPUTS` that ``transformer.forward`` accepts, in that order."""
+    import inspect
+
+    parameters = inspect.signature(transformer.forward).parameters
+    names = tuple(name for name in MODEL_INPUTS if name in parameters)
+    if "input_ids" not in names or "attention_mask" not in names:
+        raise IncompatibleError(
+            f"{type(transformer).__name__} does not take input_ids and attention_mask; use --runtime torch"
+        )
+    return names
+
+
+def export_key(transformer: nn.Module) -> str:
+    """sha256 over everything that determines the export: the weights (names, dtypes, shapes, bytes), the model's
+    config, the input names and :data:`ONNX_OPSET`."""
+    digest = hashlib.sha256()
+    config = getattr(transformer, "config", None)
+    digest.update(type(transformer).__name__.encode())
+    digest.update((config.to_json_string() if config is not None else "").encode())
+    digest.update(repr((model_input_names(transformer), ONNX_OPSET)).encode())
+    for name, tensor in sorted(transformer.state_dict().items()):
+        tensor = tensor.detach().cpu().contiguous()
+        digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}".encode())
+        # bytes of the raw storage (bfloat16 has no numpy dtype, so view every tensor as bytes first)
+        digest.update(tensor.view(-1).view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
+    return digest.hexdigest()
+
+
+class _LastHiddenState(nn.Module):
+    """Positional inputs -> last hidden states: the function the exporter traces."""
+
+    def __init__(self, transformer: nn.Module, input_names: tuple[str, ...]):
+        super().__init__()
+        self.transformer = transformer
+        self.input_names = input_names
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        return self.transformer(**dict(zip(self.input_names, inputs))).last_hidden_state
+
+
+def export_onnx_bytes(transformer: nn.Module) -> bytes:
+    """The ONNX model (one file's bytes) of ``transformer``'s last hidden states, with dynamic batch and sequence
+    axes. The transformer is traced on the CPU in eval mode; its device and training flag are restored."""
+    input_names = model_input_names(transformer)
+    sample = {name: torch.ones(2, 8, dtype=torch.long) for name in input_names}
+    sample["attention_mask"][1, 5:] = 0  # trace with padding, so no mask path is folded away as all-ones
+    if "token_type_ids" in sample:
+        sample["token_type_ids"].zero_()
+    wrapper = _LastHiddenState(transformer, input_names)
+    device = next(transformer.parameters()).device
+    was_training = transformer.training
+    # torch.onnx.export restores the *wrapper's* training flag on exit, and a fresh module is in training mode:
+    # without .eval() here the transformer would be left in training mode (dropout on) after the export.
+    wrapper.eval()
+    axes = {"batch": 0, "sequence": 1}
+    dynamic_axes = {name: {index: axis for axis, index in axes.items()} for name in (*input_names, OUTPUT_NAME)}
+    try:
+        wrapper.to("cpu")
+        with tempfile.TemporaryDirectory(prefix="harness-onnx-") as folder, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # tracer and deprecation warnings say nothing a user can act on
+            path = Path(folder) / f"model{EXPORT_SUFFIX}"
+            torch.onnx.export(
+                wrapper, tuple(sample[name] for name in input_names), str(path), dynamo=False,
+                input_names=list(input_names), output_names=[OUTPUT_NAME], dynamic_axes=dynamic_axes,
+                opset_version=ONNX_OPSET, do_constant_folding=True,
+            )
+            return path.read_bytes()
+    finally:
+        transformer.to(device)
+        transformer.train(was_training)
+
+
+def _looks_like_onnx(content: bytes) -> bool:
+    import onnx
+
+    try:
+        model = onnx.load_from_string(content)
+    except Exception:  # noqa: BLE001  (any parse failure means the cached bytes are not a model)
+        return False
+    return [output.name for output in model.graph.output] == [OUTPUT_NAME]
+
+
+class OnnxTransformer:
+    """A transformer's last hidden states computed by ONNX Runtime on the CPU.
+
+    ``token_states(features)`` takes a tokenised batch (torch tensors or arrays; keys beyond the model's inputs are
+    ignored) and returns ``[b, L, d]`` float32 on the CPU, as ``transformer(**inputs).last_hidden_state`` would.
+    """
+
+    def __init__(self, content: bytes, input_names: tuple[str, ...], threads: int | None = None):
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads or torch.get_num_threads()
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.session = onnxruntime.InferenceSession(content, options, providers=["CPUExecutionProvider"])
+        self.input_names = input_names
+
+    def token_states(self, features: dict) -> torch.Tensor:
+        feeds = {}
+        for name in self.input_names:
+            value = features.get(name)
+            if value is None:  # token_type_ids left out: the transformer's default, all zeros
+                value = np.zeros(tuple(features["input_ids"].shape), dtype=np.int64)
+            value = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
+            feeds[name] = value.astype(np.int64, copy=False)
+        (states,) = self.session.run([OUTPUT_NAME], feeds)
+        return torch.from_numpy(states)
+
+
+def onnx_transformer(transformer: nn.Module, cache_dir: Path | str | None = None,
+                     key: str | None = None) -> OnnxTransformer:
+    """``transformer`` exported to ONNX and loaded in ONNX Runtime. With ``cache_dir`` the export is kept there as
+    ``onnx/<export_key>.onnx`` (checksummed; a damaged entry is exported again), so each checkpoint is exported once
+    per store; without it the export is made in memory each time. ``key``: :func:`export_key` of ``transformer``
+    when the caller has it already (hashing a large model's weights takes a moment)."""
+    require_onnx_runtime()
+    input_names = model_input_names(transformer)
+
+    def export() -> bytes:
+        logger.info("exporting %s to ONNX (once per checkpoint)", type(transformer).__name__)
+        return export_onnx_bytes(transformer)
+
+    if cache_dir is None:
+        content = export()
+    else:
+        path = Path(cache_dir) / "onnx" / f"{key or export_key(transformer)}{EXPORT_SUFFIX}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        content, cached = cached_bytes(path, export, check=_looks_like_onnx, what="ONNX export")
+        if cached:
+            logger.info("ONNX export of %s read from %s", type(transformer).__name__, path)
+    return OnnxTransformer(content, input_names)
+
+
+class OnnxTransformerModule(nn.Module):
+    """A parameter-free stand-in for a Hugging Face transformer at inference: called as the transformer is
+    (``module(input_ids=..., attention_mask=..., token_type_ids=...)``), it returns a ``BaseModelOutput`` whose
+    ``last_hidden_state`` (also ``[0]``) comes from ONNX Runtime. ``config`` is the transformer's."""
+
+    def __init__(self, runtime: OnnxTransformer, config: object = None):
+        super().__init__()
+        self.runtime = runtime
+        self.config = config
+
+    def forward(self, **inputs: torch.Tensor):
+        from transformers.modeling_outputs import BaseModelOutput
+
+        return BaseModelOutput(last_hidden_state=self.runtime.token_states(inputs))
+
+
+def _weight_versions(transformer: nn.Module) -> tuple:
+    """Identity, storage and version counter of every weight: changes whenever a tensor is replaced or changed in
+    place (optimiser steps and load_state_dict included), so an unchanged tuple means unchanged weights."""
+    return tuple((name, id(tensor), tensor.data_ptr(), tensor._version) for name, tensor in
+                 (*transformer.named_parameters(), *transformer.named_buffers()))
+
+
+class RuntimeSwitch:
+    """Which runtime a model evaluates through (``harness run --runtime``), and the one mechanism that applies it:
+    :meth:`inference` swaps a module's transformer attribute for an :class:`OnnxTransformerModule` for the length of
+    a ``with`` block and puts the torch transformer back afterwards, so everything around the transformer (pooling,
+    heads, segment masks) stays the model's own torch code, and training and checkpoints only ever see torch.
+
+    The ONNX session is built on first use and rebuilt when the weights changed since (training between
+    evaluations); the export is cached under ``cache_dir`` by :func:`export_key`. ONNX Runtime runs here on the CPU
+    only: a transformer on another device is refused in one line rather than silently moved."""
+
+    def __init__(self) -> None:
+        self.runtime = "torch"
+        self.cache_dir: Path | None = None
+        self._built: tuple[tuple, OnnxTransformerModule] | None = None  # (weight versions, stand-in)
+
+    def __getstate__(self) -> dict:
+        # copies and pickles (deepcopy of a model, a Ray worker) carry the choice, not the session, which cannot
+        # be copied; the copy builds its own on first use
+        return {**self.__dict__, "_built": None}
+
+    def use(self, runtime: str, cache_dir: Path | str | None = None) -> None:
+        """Choose ``runtime`` (one of :data:`RUNTIMES`); "onnx" is refused in one line without onnxruntime."""
+        if runtime not in RUNTIMES:
+            from harness.errors import invalid_choice
+
+            raise invalid_choice("runtime", runtime, RUNTIMES)
+        if runtime != "torch":
+            require_onnx_runtime()
+        self.runtime = runtime
+        self.cache_dir = None if cache_dir is None else Path(cache_dir)
+        self._built = None
+
+    def stand_in(self, transformer: nn.Module) -> OnnxTransformerModule:
+        """The ONNX Runtime stand-in for ``transformer``'s current weights (exported or read from the cache once).
+        Hashing the weights (~0.25 s for MiniLM on 2 cores) is skipped while no weight tensor changed."""
+        device = next(transformer.parameters()).device
+        if device.type != "cpu":
+            raise IncompatibleError(f"--runtime {self.runtime} runs on the CPU (ONNX Runtime's CPU provider); this "
+                                    f"model is on {device}: use --device cpu, or --runtime torch.")
+        versions = _weight_versions(transformer)
+        if self._built is None or self._built[0] != versions:
+            runtime = onnx_transformer(transformer, self.cache_dir, export_key(transformer))
+            self._built = (versions, OnnxTransformerModule(runtime, getattr(transformer, "config", None)))
+        return self._built[1]
+
+    @contextmanager
+    def inference(self, owner: nn.Module, attribute: str = "transformer") -> Iterator[None]:
+        """Within the block, ``owner.<attribute>`` runs through the chosen runtime (unchanged under torch)."""
+        if self.runtime == "torch":
+            yield
+            return
+        transformer = getattr(owner, attribute)
+        setattr(owner, attribute, self.stand_in(transformer))
+        try:
+            yield
+        finally:
+            setattr(owner, attribute, transformer)

@@ -1,0 +1,326 @@
+"""The ONNX Runtime path (harness.nn.onnx_runtime): same token states and pooled embeddings as torch, one export per
+checkpoint in the cache, a damaged cache entry exported again, and the torch model left as it was."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+
+from harness.nn.encoder import SentenceEncoder  # noqa: E402
+from harness.nn.onnx_runtime import export_key, onnx_transformer  # noqa: E402
+
+TEXTS = [
+    "a man is playing a guitar .",
+    "hi",
+    "two dogs are running through a field while the sun sets behind the hills .",
+    "the cat sits on the mat .",
+    "hi",
+]
+
+
+@pytest.fixture(scope="module")
+def encoder(tiny_bert) -> SentenceEncoder:
+    return SentenceEncoder.from_backbone(tiny_bert).eval()
+
+
+def test_token_states_equal_torch_with_padding(encoder, tmp_path):
+    runtime = onnx_transformer(encoder.transformer, tmp_path)
+    # a padded batch of another size and length than the export's sample: the axes are dynamic
+    features = encoder.tokenize(TEXTS)
+    assert features["attention_mask"].min() == 0
+    with torch.inference_mode():
+        expected = encoder.token_states(features)
+    actual = runtime.token_states(features)
+    assert actual.shape == expected.shape
+    np.testing.assert_allclose(actual.numpy(), expected.numpy(), atol=1e-4)
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls"])
+def test_pooled_embeddings_equal_torch(tiny_bert, tmp_path, pooling):
+    encoder = SentenceEncoder.from_backbone(tiny_bert, pooling).eval()
+    expected = encoder.encode(TEXTS, batch_size=2)
+    encoder.use_runtime("onnx", tmp_path)
+    actual = encoder.encode(TEXTS, batch_size=2)
+    assert actual.shape == expected.shape == (len(TEXTS), 32)
+    np.testing.assert_allclose(actual, expected, atol=1e-4)
+
+
+def test_runtime_switch_puts_the_torch_transformer_back(encoder, tmp_path):
+    import copy
+
+    from harness.errors import IncompatibleError
+    from harness.nn.onnx_runtime import OnnxTransformerModule, RuntimeSwitch
+
+    switch = RuntimeSwitch()
+    switch.use("onnx", tmp_path)
+    transformer, keys = encoder.transformer, list(encoder.state_dict())
+    with pytest.raises(RuntimeError, match="inside"):
+        with switch.inference(encoder):
+            assert isinstance(encoder.transformer, OnnxTransformerModule) and not list(encoder.parameters())
+            raise RuntimeError("inside")
+    assert encoder.transformer is transformer and list(encoder.state_dict()) == keys  # checkpoints see torch only
+    # a transformer off the CPU (a GPU; here the meta device) is refused in one line, not moved
+    with pytest.raises(IncompatibleError, match="runs on the CPU"):
+        switch.stand_in(torch.nn.Linear(2, 2).to("meta"))
+    # a copy carries the choice, not the session (which cannot be copied)
+    copied = copy.deepcopy(switch)
+    assert copied.runtime == "onnx" and copied._built is None and switch._built is not None
+
+
+def test_export_is_cached_under_the_weights_hash(encoder, tmp_path, caplog):
+    key = export_key(encoder.transformer)
+    onnx_transformer(encoder.transformer, tmp_path)
+    path = tmp_path / "onnx" / f"{key}.onnx"
+    assert path.exists() and (tmp_path / "onnx" / f"{key}.onnx.sha256").exists()
+    written = path.stat().st_mtime_ns
+    onnx_transformer(encoder.transformer, tmp_path)
+    assert path.stat().st_mtime_ns == written  # read, not exported again
+
+    # other weights, another key
+    changed = SentenceEncoder(encoder.transformer, encoder.tokenizer)
+    state = {name: value.clone() for name, value in encoder.transformer.state_dict().items()}
+    try:
+        with torch.no_grad():
+            next(changed.transformer.parameters()).add_(0.5)
+        assert export_key(changed.transformer) != key
+    finally:
+        encoder.transformer.load_state_dict(state)
+    assert export_key(encoder.transformer) == key
+
+    # a damaged entry is logged and exported again, never served
+    path.write_bytes(b"not a model")
+    with caplog.at_level("WARNING"):
+        runtime = onnx_transformer(encoder.transformer, tmp_path)
+    assert "cannot be used" in caplog.text
+    features = encoder.tokenize(TEXTS[:2])
+    with torch.inference_mode():
+        np.testing.assert_allclose(
+            runtime.token_states(features).numpy(), encoder.token_states(features).numpy(), atol=1e-4
+        )
+
+
+def test_export_leaves_the_model_as_it_was(encoder):
+    encoder.transformer.eval()
+    onnx_transformer(encoder.transformer)
+    assert not encoder.transformer.training  # the exporter would otherwise leave dropout on
+    encoder.transformer.train()
+    try:
+        onnx_transformer(encoder.transformer)
+        assert encoder.transformer.training
+    finally:
+        encoder.transformer.eval()
+
+
+def test_missing_onnxruntime_is_refused_in_one_line(monkeypatch):
+    import builtins
+
+    from harness.nn.onnx_runtime import OnnxRuntimeUnavailable, require_onnx_runtime
+
+    real_import = builtins.__import__
+
+    def no_onnxruntime(name, *args, **kwargs):
+        if name == "onnxruntime":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_onnxruntime)
+    with pytest.raises(OnnxRuntimeUnavailable) as error:
+        require_onnx_runtime()
+    message = str(error.value)
+    assert "\n" not in message and "onnxruntime" in message and "[onnx]" in message
+
+
+def test_sentence_encoder_encodes_through_onnx(tiny_bert, tmp_path):
+    from harness.errors import InvalidOptionError
+
+    encoder = SentenceEncoder.from_backbone(tiny_bert).eval()
+    expected = encoder.encode(TEXTS, batch_size=2)
+    with pytest.raises(InvalidOptionError):
+        encoder.use_runtime("tensorrt")
+    encoder.use_runtime("onnx", tmp_path)
+    actual = encoder.encode(TEXTS, batch_size=2)
+    np.testing.assert_allclose(actual, expected, atol=1e-4)
+    assert len(list((tmp_path / "onnx").glob("*.onnx"))) == 1
+
+    # training changes the weights: the next encode exports them again rather than serving the old graph
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for parameter in encoder.transformer.parameters():
+            parameter.add_(0.1 * torch.randn_like(parameter))
+    encoder.use_runtime("torch")
+    retrained = encoder.encode(TEXTS, batch_size=2)
+    assert not np.allclose(retrained, expected, atol=1e-3)
+    encoder.use_runtime("onnx", tmp_path)
+    np.testing.assert_allclose(encoder.encode(TEXTS, batch_size=2), retrained, atol=1e-4)
+    assert len(list((tmp_path / "onnx").glob("*.onnx"))) == 2
+
+
+# -- harness run --runtime -----------------------------------------------------------------------------------------------
+def _run(tiny_bert, results, *extra, model="be"):
+    import harness.testing as ht
+
+    return ht.run_harness("run", "--models", model, "--backbone", tiny_bert, "--tasks", "stsb", "--profile", "smoke",
+                          "--results", results, "--no-progress", *extra)
+
+
+def _records(results):
+    import json
+
+    return [json.loads(path.read_text()) for path in sorted(results.glob("*/seed-*/*.json"))]
+
+
+# be: its own encoder; simcse: the objective-model embedders (harness.nn.objectives.ObjectiveEmbedder); ce and cbe:
+# pair scorers whose head / segment pooling stays torch (RuntimeSwitch); trained models take a few smoke steps first
+# (the same seed gives both stores the same weights)
+TRAIN_TWO_STEPS = ("--train-on", "stsb", "--set", "max_steps=2")
+
+
+@pytest.mark.parametrize("model, extra", [("be", ()), ("simcse", TRAIN_TWO_STEPS), ("ce", TRAIN_TWO_STEPS),
+                                          ("cbe", TRAIN_TWO_STEPS)])
+def test_run_runtime_onnx_scores_equal_torch_and_is_recorded(tiny_bert, tmp_path, model, extra):
+    torch_run = _run(tiny_bert, tmp_path / "torch", *extra, model=model)
+    assert torch_run.exit_code == 0, torch_run.stderr
+    onnx_run = _run(tiny_bert, tmp_path / "onnx", "--runtime", "onnx", *extra, model=model)
+    assert onnx_run.exit_code == 0, onnx_run.stderr
+    (torch_record,), (onnx_record,) = _records(tmp_path / "torch"), _records(tmp_path / "onnx")
+    assert "runtime" not in torch_record  # torch records keep the content they had
+    assert onnx_record["runtime"] == "onnx"
+    assert onnx_record["environment"]["packages"]["onnxruntime"] and "onnxruntime" not in torch_record["environment"][
+        "packages"]  # the runtime that computed the scores, with its version
+    assert abs(onnx_record["main_score"] - torch_record["main_score"]) < 1e-4
+    assert list((tmp_path / "onnx" / "cache" / "onnx").glob("*.onnx"))
+
+
+def test_run_runtime_is_refused_in_one_line(tiny_bert, tmp_path, run_cli, monkeypatch):
+    code, _, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--profile", "smoke", "--results",
+                           tmp_path / "r", "--runtime", "tensorrt")
+    assert code == 2 and "--runtime must be one of torch, onnx" in err and "Traceback" not in err
+    refused = ht_run_refused(tiny_bert, tmp_path / "nugget")
+    assert refused.exit_code == 2 and "cannot evaluate through --runtime onnx (its nugget scorer" in refused.stderr
+    assert "Traceback" not in refused.stderr and not list((tmp_path / "nugget").glob("*/seed-*/*.json"))
+    # refused while planning: validate says so too; a recipe is judged by its student (be has use_runtime)
+    code, _, err = run_cli("validate", "--models", "be,st", "--tasks", "stsb", "--runtime", "onnx")
+    assert code == 2 and "st cannot evaluate through --runtime onnx (it runs sentence-transformers" in err
+    code, out, err = run_cli("validate", "--models", "augsbert:teacher=ce", "--tasks", "stsb", "--train-on", "stsb",
+                             "--runtime", "onnx")
+    assert code == 0, err
+    # ONNX Runtime runs on the CPU here: a GPU device is refused, not silently replaced by the CPU
+    monkeypatch.setattr("harness.run.plan.resolve_device", lambda requested: "cuda")  # as on a GPU machine
+    code, _, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--runtime", "onnx", "--device", "cuda",
+                           "--results", tmp_path / "gpu")
+    assert code == 2 and "use --device cpu" in err and "\n" not in err.strip()
+
+
+def ht_run_refused(tiny_bert, results):
+    import harness.testing as ht
+
+    return ht.run_harness("run", "--models", "nugget", "--train-on", "stsb", "--backbone", tiny_bert, "--tasks", "stsb",
+                          "--profile", "smoke",
+                          "--results", results, "--no-progress", "--runtime", "onnx")
+
+
+def test_real_model_embeddings_equal_torch(minilm_path, tmp_path):
+    """all-MiniLM-L6-v2 (the default backbone): ONNX Runtime embeddings equal torch's. The task-level check (every
+    SentEval member, TwitterPara, bws-cross-topic within 0.01) is a run, recorded in the issue's note."""
+    from harness.testing import TINY_SENTENCES
+
+    encoder = SentenceEncoder.from_backbone(minilm_path).eval()
+    texts = [*dict.fromkeys(TINY_SENTENCES), "a much longer sentence " * 20]  # one cut at the token limit
+    expected = encoder.encode(texts, batch_size=4)
+    encoder.use_runtime("onnx", tmp_path)
+    np.testing.assert_allclose(encoder.encode(texts, batch_size=4), expected, atol=1e-4)
+
+
+def test_runtime_does_not_change_the_cell_key(tiny_bert, tmp_path):
+    """The reuse rule (README --runtime, docs/fidelity.md "ONNX Runtime"): like --device, the runtime is not part of
+    a cell's key; a stored record answers a run under the other runtime and keeps saying which runtime computed it;
+    --overwrite recomputes under the runtime asked for."""
+    results = tmp_path / "store"
+    assert _run(tiny_bert, results).exit_code == 0
+    (stored,) = _records(results)
+    reused = _run(tiny_bert, results, "--runtime", "onnx")
+    assert reused.exit_code == 0 and "0 cells computed, 1 from the store" in reused.stdout
+    assert _records(results) == [stored] and "runtime" not in stored
+    recomputed = _run(tiny_bert, results, "--runtime", "onnx", "--overwrite")
+    assert recomputed.exit_code == 0 and "1 cells computed" in recomputed.stdout
+    (record,) = _records(results)
+    assert record["runtime"] == "onnx" and abs(record["main_score"] - stored["main_score"]) < 1e-4
+    reused = _run(tiny_bert, results)  # and back: the onnx record answers a torch run
+    assert "0 cells computed, 1 from the store" in reused.stdout and _records(results) == [record]
+
+
+# -- the real model on the real tasks (issue 24: equal to torch to 0.01 on every SentEval member, TwitterPara, BWS) --
+SENTEVAL_TWITTER_BWS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr", "twitterpara", "bws-cross-topic")
+# The published torch records of the untrained be on all-MiniLM-L6-v2 (quick profile, seed 42): real earlier runs.
+PUBLISHED_BE = Path(__file__).resolve().parent.parent / "published" / "be-1bb093b549d5" / "seed-42"
+
+
+@pytest.mark.integration
+def test_real_be_task_scores_equal_published_torch_records(minilm_path, tmp_path):
+    """``harness run --runtime onnx`` of be on every task's full test data equals the stored torch records to 0.01
+    points. The run lands under the published records' own cell key, so model spec, options, backbone, profile and
+    seed are the same; the dataset checksum, task version and the record's task options are checked per task."""
+    import json
+
+    import harness.testing as ht
+
+    results = tmp_path / "onnx"
+    run = ht.run_harness("run", "--models", "be", "--tasks", ",".join(SENTEVAL_TWITTER_BWS), "--profile", "quick",
+                         "--seeds", "42", "--runtime", "onnx", "--results", results, "--no-progress")
+    assert run.exit_code == 0, run.stderr
+    for task in SENTEVAL_TWITTER_BWS:
+        torch_record = json.loads((PUBLISHED_BE / f"{task}.json").read_text())
+        onnx_record = json.loads((results / PUBLISHED_BE.parent.name / "seed-42" / f"{task}.json").read_text())
+        assert "runtime" not in torch_record and onnx_record["runtime"] == "onnx"
+        assert onnx_record["dataset_checksum"] == torch_record["dataset_checksum"], task
+        assert onnx_record["task"]["version"] == torch_record["task"]["version"], task
+        # options added since (e.g. where a task's unlabeled training sentences come from) do not touch evaluation
+        assert torch_record["task"]["options"].items() <= onnx_record["task"]["options"].items(), task
+        assert abs(onnx_record["main_score"] - torch_record["main_score"]) < 0.01, task
+
+
+class _PairRecorder:
+    """A pair scorer that keeps every pair a task asks it to score (with seeded random scores), to sample them."""
+
+    def __init__(self):
+        self.pairs: list[tuple[str, str]] = []
+
+    def score(self, first, second):
+        self.pairs.extend(zip(first, second))
+        return np.random.default_rng(len(self.pairs)).random(len(first)).astype(np.float32)
+
+
+@pytest.mark.integration
+def test_real_cbe_pair_scores_equal_torch(minilm_path, tmp_path):
+    """An untrained cbe (deterministic: no fresh head) on real all-MiniLM-L6-v2 scores an evenly spaced sample of
+    48 pairs of each task's test data the same through ONNX Runtime as through torch (cosines to 1e-3)."""
+    from harness.plugin_api import EvalContext, ModelContext
+    from harness.profiles import get_profile
+    from harness.registry import build_registry
+
+    registry = build_registry()
+    quick = get_profile("quick")
+    eval_ctx = EvalContext(profile=quick, device="cpu", seed=42, batch_size=16, progress=False)
+    pairs = []
+    for name in SENTEVAL_TWITTER_BWS:
+        plugin = registry.task(name)
+        recorder = _PairRecorder()
+        plugin.factory({key: option.default for key, option in plugin.options.items()}, None).evaluate(
+            recorder, eval_ctx)
+        chosen = np.linspace(0, len(recorder.pairs) - 1, 48).round().astype(int)
+        pairs.extend(recorder.pairs[i] for i in chosen)
+    plugin = registry.model("cbe")
+    options = {key: option.default for key, option in plugin.options.items()}
+    model = plugin.factory(ModelContext(options=options, backbone=minilm_path, profile=quick, device="cpu", seed=42,
+                                        progress=False))
+    first, second = [a for a, _ in pairs], [b for _, b in pairs]
+    expected = model.score(first, second)
+    model.use_runtime("onnx", tmp_path)
+    actual = model.score(first, second)
+    assert actual.shape == expected.shape == (len(pairs),)
+    np.testing.assert_allclose(actual, expected, atol=1e-3)
