@@ -86,6 +86,15 @@ def autocast_dtype(device: str, precision: str = "auto") -> torch.dtype | None:
     return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
 
+def cpu_bf16_supported() -> bool:
+    """Whether this CPU has bfloat16 instructions (AVX512-BF16 or AMX) that make ``precision=bf16`` training faster
+    than float32; without them PyTorch emulates bfloat16, which is slower."""
+    try:
+        return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a build without oneDNN, or without the query
+        return False
+
+
 def data_parallel_device_ids(device: str) -> list[int] | None:
     """The GPUs training spreads a batch over with ``DataParallel``: every visible GPU for plain ``cuda`` when there
     are several, else None (one device; ``cuda:N`` means that GPU alone, and DataParallel would insist on cuda:0)."""

@@ -213,3 +213,15 @@ def test_each_ray_task_sees_exactly_the_gpu_it_asked_for():
     assert run.returncode == 0, run.stderr
     seen = json.loads(run.stdout.strip().splitlines()[-1])
     assert all(device == "cuda" and len(ids) == 1 and visible == str(ids[0]) for visible, ids, device in seen), seen
+
+
+def test_cpu_bf16_support_is_a_plain_answer(monkeypatch):
+    from harness.device import cpu_bf16_supported
+
+    assert isinstance(cpu_bf16_supported(), bool)
+
+    def missing():
+        raise AttributeError("no such query in this build")
+
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", missing, raising=False)
+    assert cpu_bf16_supported() is False
