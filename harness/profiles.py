@@ -38,7 +38,10 @@ class Profile:
     precision: str = "auto"
 
     def as_record(self) -> dict:
-        return asdict(self)
+        record = asdict(self)
+        if record["precision"] == "auto":  # records and cache keys made before the key existed stay the same
+            del record["precision"]
+        return record
 
     def with_budget(self, budget: Mapping[str, Any]) -> "Profile":
         """This profile with a resolved budget (:func:`resolve_budget`) applied to its training fields."""

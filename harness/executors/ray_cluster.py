@@ -234,7 +234,7 @@ class CellServer:
         # Checkpoints are checked against the training data the driver planned with (other data: retrained).
         models = Models(registry, config, Store(config.results_dir), log=logger.debug,
                         training_checksums=plan.training_checksums)
-        self._work = CellWork(registry, config, replace(plan, device=device), models, hardware_description(device))
+        self.cell_work = CellWork(registry, config, replace(plan, device=device), models, hardware_description(device))
         self._where = f"{socket.gethostname()} pid {os.getpid()}"
         self._held: tuple[str, int] | None = None  # (trained spec key, seed) of the model in memory
         self._model: tuple[Any, float, Exception | None] = (None, 0.0, None)
@@ -246,8 +246,9 @@ class CellServer:
         if self._held == key:
             return self._model, False
         self._model, self._held = (None, 0.0, None), None
-        self._work.release()  # the previous job's model (and its teachers) before building the next
-        self._model = self._work.model(job)
+        self.cell_work.release()  # the previous job's model (and its teachers) before building the next
+        model = self.cell_work.model(job)
+        self._model = model
         self._held = key
         return self._model, True
 
@@ -263,9 +264,9 @@ class CellServer:
         task_spec = job.tasks[task_index]
         (model, model_seconds, problem), loaded = self._job_model(job)
         if problem is not None:
-            result = self._work.problem(job.spec, job.seed, task_spec, problem)
+            result = self.cell_work.problem(job.spec, job.seed, task_spec, problem)
         else:
-            result = self._work.evaluate(job, task_spec, model, model_seconds)
+            result = self.cell_work.evaluate(job, task_spec, model, model_seconds)
         return result, Served(self._where, loaded, time.perf_counter() - started, self._start_seconds)
 
 
