@@ -61,6 +61,7 @@ DEFAULT_BUDGET_KEYS = ("epochs", "max_steps", "batch_size", "learning_rate", "ma
 # precision everywhere; ``bf16`` is bfloat16 autocast on the CPU too (weights and optimizer state stay float32). A
 # non-default precision is part of the spec's identity, like every budget key, so it never reuses an fp32 result.
 PRECISIONS = ("auto", "fp32", "bf16")
+BUDGET_CHOICES: dict[str, tuple[str, ...]] = {"precision": PRECISIONS}  # the budget keys whose value is a name
 NO_LIMIT = ("none", "null", "all")  # --set max_train_examples=none
 
 
@@ -72,9 +73,9 @@ def check_budget(values: Mapping[str, Any], where: str) -> dict[str, Any]:
             raise InvalidOptionError(f"{where}: unknown budget key {key!r}; allowed: {', '.join(BUDGET_KEYS)} "
                                      "(e.g. epochs=5).")
         wanted = BUDGET_KEYS[key]
-        if wanted is str:
-            if raw not in PRECISIONS:
-                raise invalid_choice(f"{where}, key {key}", str(raw), PRECISIONS)
+        if key in BUDGET_CHOICES:
+            if raw not in BUDGET_CHOICES[key]:
+                raise invalid_choice(f"{where}, key {key}", str(raw), BUDGET_CHOICES[key])
             checked[key] = raw
             continue
         value = raw

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from harness.errors import HarnessError, IncompatibleError
+from harness.errors import HarnessError, IncompatibleError, InvalidOptionError
 from harness.files import cached_bytes
 
 from .backbone import MODEL_INPUTS
@@ -61,6 +61,16 @@ def require_onnx_runtime() -> None:
             f"the onnx runtime needs {' and '.join(missing)}: install the extra with "
             "pip install 'sentence-harness[onnx]', or use --runtime torch"
         )
+
+
+def check_runtime(value: str) -> str:
+    """``value`` if it is one of :data:`RUNTIMES` and, for "onnx", onnxruntime is installed; one line saying what to
+    use or install otherwise (``--runtime``, and a plugin's ``use_runtime``)."""
+    if value not in RUNTIMES:
+        raise InvalidOptionError(f"--runtime must be one of {', '.join(RUNTIMES)}, got {value!r}.")
+    if value != "torch":
+        require_onnx_runtime()
+    return value
 
 
 def model_input_names(transformer: nn.Module) -> tuple[str, ...]:
@@ -244,13 +254,7 @@ class RuntimeSwitch:
 
     def use(self, runtime: str, cache_dir: Path | str | None = None) -> None:
         """Choose ``runtime`` (one of :data:`RUNTIMES`); "onnx" is refused in one line without onnxruntime."""
-        if runtime not in RUNTIMES:
-            from harness.errors import invalid_choice
-
-            raise invalid_choice("runtime", runtime, RUNTIMES)
-        if runtime != "torch":
-            require_onnx_runtime()
-        self.runtime = runtime
+        self.runtime = check_runtime(runtime)
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         self._built = None
 

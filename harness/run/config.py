@@ -16,18 +16,6 @@ def check_batch_size(value: object) -> int | None:
     return value
 
 
-def check_runtime(value: str) -> str:
-    """One of the runtimes of :mod:`harness.nn.onnx_runtime`; "onnx" only when onnxruntime is installed (one line
-    saying what to install otherwise)."""
-    from ..nn.onnx_runtime import RUNTIMES, require_onnx_runtime  # imports torch: only when a run is configured
-
-    if value not in RUNTIMES:
-        raise InvalidOptionError(f"--runtime must be one of {', '.join(RUNTIMES)}, got {value!r}.")
-    if value != "torch":
-        require_onnx_runtime()
-    return value
-
-
 @dataclass(frozen=True)
 class RunConfig:
     """A run's settings. Seeds, batch size and data dir are checked here, once, with the CLI's messages; the rest
@@ -65,6 +53,8 @@ class RunConfig:
         object.__setattr__(self, "seeds", check_seeds(list(self.seeds) if isinstance(self.seeds, tuple)
                                                       else self.seeds, "--seeds"))
         check_batch_size(self.batch_size)
+        from ..nn.onnx_runtime import check_runtime  # imports torch: only when a run is configured
+
         check_runtime(self.runtime)
         object.__setattr__(self, "results_dir", Path(self.results_dir))
         if self.data_dir is not None:

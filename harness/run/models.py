@@ -78,6 +78,14 @@ class TaskSet:
         return self._tasks[task_spec.key]
 
 
+def runtime_refused(label: str, runtime: str, model: Any) -> IncompatibleError:
+    """The one line for a model (object or class) that cannot evaluate through ``runtime``: its ``runtime_refusal``
+    says why, else that it has no ``use_runtime``."""
+    reason = getattr(model, "runtime_refusal", None) or "it has no use_runtime method"
+    return IncompatibleError(f"{label} cannot evaluate through --runtime {runtime} ({reason}); run it with "
+                             "--runtime torch.")
+
+
 class Models:
     """Builds, trains, checkpoints and loads the models of one run. ``training_checksums`` (by spec key): the training
     data each planned spec would train on now; a checkpoint trained on other data is trained again."""
@@ -335,9 +343,7 @@ class Models:
         use = getattr(model, "use_runtime", None)
         if use is None:
             if runtime != "torch":
-                reason = getattr(model, "runtime_refusal", None) or "its model has no use_runtime"
-                raise IncompatibleError(f"{spec.label} cannot evaluate through --runtime {runtime} ({reason}); run it "
-                                        "with --runtime torch.")
+                raise runtime_refused(spec.label, runtime, model)
             return
         use(runtime, self.store.root / CACHE)
 

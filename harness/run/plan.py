@@ -25,7 +25,7 @@ from ..registry import Registry
 from ..spec import SELF_TRAINING, ModelSpec, TaskSpec, budget_keys, resolve_model_spec, resolve_task_specs, student_spec
 from ..store import Store
 from .config import RunConfig
-from .models import CACHE, Models
+from .models import CACHE, Models, runtime_refused
 from .record import reuse_problem
 
 logger = logging.getLogger(__name__)
@@ -348,9 +348,7 @@ class Planner:
             name = student_spec(self.registry, spec, get_profile(spec.profile)).name if spec.recipe else spec.name
             model_class = self.registry.model(name).model_class
             if model_class is not None and not hasattr(model_class, "use_runtime"):
-                reason = getattr(model_class, "runtime_refusal", None) or f"model {name!r} has no use_runtime"
-                raise IncompatibleError(f"{spec.label} cannot evaluate through --runtime {runtime} ({reason}); run it "
-                                        "with --runtime torch.")
+                raise runtime_refused(spec.label, runtime, model_class)
         if device not in ("cpu", "auto"):
             # ONNX Runtime runs here with its CPU provider only: a GPU run is refused rather than moved to the CPU
             # (a Ray worker that resolves "auto" to a GPU is refused by RuntimeSwitch.stand_in, in one line too)
