@@ -152,8 +152,9 @@ def onnx_target(model: Any) -> tuple[Any, str]:
     (module,) = found
     text = (getattr(module, "modality_config", None) or {}).get("text") or {}
     output = text.get("method_output_name")
+    backend = getattr(module, "backend", "torch")
     reasons = {
-        f"its backend is {module.backend}": getattr(module, "backend", "torch") != "torch",
+        f"its backend is {backend}": backend != "torch",
         "it reads text through another method than forward": text.get("method") != "forward",
         f"it reads the output {output!r}": output not in EXPORTED_OUTPUTS,
         "its config asks for every layer's hidden states": bool(getattr(module.config, "output_hidden_states", False)),
@@ -172,7 +173,7 @@ class SentenceTransformersRuntime:
 
     model: Any
     runtime: Any = None  # a RuntimeSwitch once use_runtime was called
-    onnx_target: tuple[Any, str] | None = None  # (Transformer module, output) under a runtime other than torch
+    runtime_target: tuple[Any, str] | None = None  # (Transformer module, output) under a runtime other than torch
 
     def use_runtime(self, runtime: str, cache_dir: Path | None = None) -> None:
         """``harness run --runtime``: "onnx" computes the Hugging Face model with ONNX Runtime (CPU); everything
@@ -183,15 +184,15 @@ class SentenceTransformersRuntime:
         if self.runtime is None:
             self.runtime = RuntimeSwitch()
         self.runtime.use(runtime, cache_dir)
-        self.onnx_target = target
+        self.runtime_target = target
 
     @contextmanager
     def inference(self) -> Iterator[None]:
         """Within the block sentence-transformers' own code runs with the chosen runtime's model."""
-        if self.onnx_target is None:
+        if self.runtime_target is None:
             yield
             return
-        module, output = self.onnx_target
+        module, output = self.runtime_target
         with self.runtime.inference(module, HF_MODEL_ATTRIBUTE, output):
             yield
 
