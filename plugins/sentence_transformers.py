@@ -13,16 +13,26 @@ must be a sentence-transformers model (a ``modules.json``, or for ``st-ce`` a se
 sentence-transformers itself would silently wrap any other transformer folder in mean pooling, which is what
 ``be`` already does, so ``st`` refuses it with one line saying so.
 
+``harness run --runtime onnx``: the Hugging Face model inside the model's one sentence-transformers ``Transformer``
+module (its ``model`` attribute) is exported by the core (:class:`harness.blocks.RuntimeSwitch`) and, for the length
+of an ``encode`` / ``predict`` call, a stand-in computing it with ONNX Runtime takes its place; everything else is
+sentence-transformers' own code as before: tokenisation, prompts, the ``Transformer`` module's forward, pooling,
+Dense, Normalize, the cross-encoder's activation. The export returns what that module reads from the model: the last
+hidden states (``feature-extraction``) or a sequence classifier's logits (``sequence-classification``; the head is
+part of the export). A model the export cannot stand in for is refused in one line (:func:`onnx_target`).
+
 Deviations: ``st-ce`` scores each distinct pair once (sentence-transformers would score repeats again; the numbers
-are the same). Neither model trains in the harness (run them as they are, or export a harness-trained ``be`` / ``ce``
-with ``harness export``).
+are the same). Under ``--runtime onnx`` scores equal sentence-transformers' torch scores to float rounding only
+(ONNX Runtime fuses and reorders float32 operations). Neither model trains in the harness (run them as they are, or
+export a harness-trained ``be`` / ``ce`` with ``harness export``).
 """
 from __future__ import annotations
 
 import json
 import logging
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -121,14 +131,74 @@ def _load_error(location: str, exc: Exception) -> HarnessError:
                         "check the Hugging Face id and the network.")
 
 
-RUNTIME_REFUSAL = ("it runs sentence-transformers' own modules as sentence-transformers runs them (for ONNX, load "
-                   "the model with sentence-transformers' backend='onnx' yourself)")
+# The attribute of sentence-transformers' Transformer module that holds the Hugging Face model (``auto_model`` is a
+# read-only property over it), and the model outputs its text path may read that an export can return.
+HF_MODEL_ATTRIBUTE = "model"
+EXPORTED_OUTPUTS = ("last_hidden_state", "logits")
 
 
-class SentenceTransformerEmbedder:
+def onnx_target(model: Any) -> tuple[Any, str]:
+    """The sentence-transformers ``Transformer`` module whose Hugging Face model ``--runtime onnx`` computes, and the
+    output of that model its text path reads (``last_hidden_state`` or ``logits``). Refused in one line where a
+    stand-in returning that one output would not be what sentence-transformers runs: no such module or several, a
+    non-torch backend, a text path through another method than ``forward`` or reading another output, hidden states
+    of every layer asked for (``output_hidden_states``), or flattened inputs (flash attention)."""
+    from sentence_transformers.base.modules import Transformer
+
+    found = [module for module in model.modules() if isinstance(module, Transformer)]
+    if len(found) != 1:
+        raise IncompatibleError(f"--runtime onnx computes the model of one sentence-transformers Transformer module; "
+                                f"this model has {len(found)}: use --runtime torch.")
+    (module,) = found
+    text = (getattr(module, "modality_config", None) or {}).get("text") or {}
+    output = text.get("method_output_name")
+    backend = getattr(module, "backend", "torch")
+    reasons = {
+        f"its backend is {backend}": backend != "torch",
+        "it reads text through another method than forward": text.get("method") != "forward",
+        f"it reads the output {output!r}": output not in EXPORTED_OUTPUTS,
+        "its config asks for every layer's hidden states": bool(getattr(module.config, "output_hidden_states", False)),
+        "it flattens inputs for flash attention": bool(getattr(module, "can_flatten_inputs", False)),
+    }
+    reason = next((reason for reason, applies in reasons.items() if applies), None)
+    if reason is not None:
+        raise IncompatibleError(f"--runtime onnx cannot stand in for this sentence-transformers model's "
+                                f"{type(module.model).__name__} ({reason}): use --runtime torch.")
+    return module, output
+
+
+class SentenceTransformersRuntime:
+    """``use_runtime`` for a sentence-transformers model: its one ``Transformer`` module's Hugging Face model runs
+    through the chosen runtime (:class:`harness.blocks.RuntimeSwitch`) for the length of :meth:`inference`."""
+
+    model: Any
+    runtime: Any = None  # a RuntimeSwitch once use_runtime was called
+    runtime_target: tuple[Any, str] | None = None  # (Transformer module, output) under a runtime other than torch
+
+    def use_runtime(self, runtime: str, cache_dir: Path | None = None) -> None:
+        """``harness run --runtime``: "onnx" computes the Hugging Face model with ONNX Runtime (CPU); everything
+        around it stays sentence-transformers' torch code. A model it cannot stand in for is refused here."""
+        from harness.blocks import RuntimeSwitch
+
+        target = onnx_target(self.model) if runtime != "torch" else None
+        if self.runtime is None:
+            self.runtime = RuntimeSwitch()
+        self.runtime.use(runtime, cache_dir)
+        self.runtime_target = target
+
+    @contextmanager
+    def inference(self) -> Iterator[None]:
+        """Within the block sentence-transformers' own code runs with the chosen runtime's model."""
+        if self.runtime_target is None:
+            yield
+            return
+        module, output = self.runtime_target
+        with self.runtime.inference(module, HF_MODEL_ATTRIBUTE, output):
+            yield
+
+
+class SentenceTransformerEmbedder(SentenceTransformersRuntime):
     """An Embedder over a ``SentenceTransformer``: ``encode`` is ``SentenceTransformer.encode`` (float32 numpy)."""
-
-    runtime_refusal = RUNTIME_REFUSAL  # harness run --runtime onnx: refused while planning
 
     def __init__(self, model: Any, batch_size: int, progress: bool, use_prompts: bool):
         self.model = model
@@ -146,8 +216,9 @@ class SentenceTransformerEmbedder:
             dimension = dimension_of() or 0
             return np.zeros((0, dimension), dtype=np.float32)
         # ``prompt_name=None`` lets sentence-transformers apply the model's default_prompt_name, as it would.
-        return self.model.encode(list(texts), prompt_name=prompt_name, batch_size=self.batch_size,
-                                 show_progress_bar=self.progress, convert_to_numpy=True)
+        with self.inference():
+            return self.model.encode(list(texts), prompt_name=prompt_name, batch_size=self.batch_size,
+                                     show_progress_bar=self.progress, convert_to_numpy=True)
 
     def prompt_for(self, role: str) -> str | None:
         """The model's prompt name for ``role`` ("query" or "document"; "passage" is accepted for documents), or
@@ -171,10 +242,8 @@ class SentenceTransformerEmbedder:
         self.model.save(str(directory))
 
 
-class CrossEncoderScorer:
+class CrossEncoderScorer(SentenceTransformersRuntime):
     """A PairScorer over a ``CrossEncoder``: ``score`` is ``CrossEncoder.predict`` (its own activation)."""
-
-    runtime_refusal = RUNTIME_REFUSAL
 
     def __init__(self, model: Any, batch_size: int, progress: bool):
         self.model = model
@@ -185,8 +254,10 @@ class CrossEncoderScorer:
         pairs, rows = distinct_pairs(first, second)
         if not pairs:
             return np.zeros(0, dtype=np.float32)
-        scores = np.asarray(self.model.predict(pairs, batch_size=self.batch_size, show_progress_bar=self.progress,
-                                               convert_to_numpy=True), dtype=np.float32)
+        with self.inference():
+            scores = np.asarray(self.model.predict(pairs, batch_size=self.batch_size,
+                                                   show_progress_bar=self.progress, convert_to_numpy=True),
+                                dtype=np.float32)
         return scores[rows]
 
     def export_cross_encoder(self, directory: Path) -> None:

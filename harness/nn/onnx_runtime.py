@@ -6,7 +6,8 @@ section 3). :func:`onnx_transformer` exports a Hugging Face transformer (the bac
 and sequence axes; ``input_ids`` plus ``attention_mask`` and ``token_type_ids`` when the model takes them), caches the
 file under a key of the weights' sha256 (:func:`export_key`) through :func:`harness.files.cached_bytes`, and runs it
 in an ``onnxruntime.InferenceSession`` on the CPU with torch's thread count. :class:`OnnxTransformer` returns the same
-last hidden states ``[b, L, d]`` the torch transformer returns. :class:`RuntimeSwitch` is how a model uses it: for
+last hidden states ``[b, L, d]`` the torch transformer returns (or, for a model with a head, another output of
+:data:`EXPORTABLE_OUTPUTS`: a sequence classifier's ``logits``). :class:`RuntimeSwitch` is how a model uses it: for
 the length of an inference call it puts an :class:`OnnxTransformerModule` (called like the transformer) in place of
 the model's transformer, so pooling, heads and segment masks stay the model's own torch code and training and
 checkpoints only ever see torch. sentence-transformers counterpart:
@@ -41,6 +42,10 @@ RUNTIMES = ("torch", "onnx")
 # The opset the export targets; part of the cache key, so changing it never serves an old export.
 ONNX_OPSET = 17
 OUTPUT_NAME = "last_hidden_state"
+# The outputs an export can return, with the transformers output class the stand-in returns it in (attribute and key
+# access as the torch model's output): hidden states of a bare transformer, or the logits of a model with a head
+# (a sequence classifier's head reads the pooler output, so exporting the hidden states alone would not do).
+EXPORTABLE_OUTPUTS = {OUTPUT_NAME: "BaseModelOutput", "logits": "SequenceClassifierOutput"}
 EXPORT_SUFFIX = ".onnx"
 
 
@@ -86,14 +91,22 @@ def model_input_names(transformer: nn.Module) -> tuple[str, ...]:
     return names
 
 
-def export_key(transformer: nn.Module) -> str:
+def check_output(output: str) -> str:
+    """``output`` if an export can return it (:data:`EXPORTABLE_OUTPUTS`), else one line saying so."""
+    if output not in EXPORTABLE_OUTPUTS:
+        raise IncompatibleError(f"an ONNX export returns one of {', '.join(EXPORTABLE_OUTPUTS)}, not {output!r}; use "
+                                "--runtime torch")
+    return output
+
+
+def export_key(transformer: nn.Module, output: str = OUTPUT_NAME) -> str:
     """sha256 over everything that determines the export: the weights (names, dtypes, shapes, bytes), the model's
-    config, the input names and :data:`ONNX_OPSET`."""
+    config, the input names, the output and :data:`ONNX_OPSET`."""
     digest = hashlib.sha256()
     config = getattr(transformer, "config", None)
     digest.update(type(transformer).__name__.encode())
     digest.update((config.to_json_string() if config is not None else "").encode())
-    digest.update(repr((model_input_names(transformer), ONNX_OPSET)).encode())
+    digest.update(repr((model_input_names(transformer), ONNX_OPSET, check_output(output))).encode())
     for name, tensor in sorted(transformer.state_dict().items()):
         tensor = tensor.detach().cpu().contiguous()
         digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}".encode())
@@ -102,42 +115,48 @@ def export_key(transformer: nn.Module) -> str:
     return digest.hexdigest()
 
 
-class _LastHiddenState(nn.Module):
-    """Positional inputs -> last hidden states: the function the exporter traces."""
+class _ExportedOutput(nn.Module):
+    """Positional inputs -> one output of the transformer (last hidden states by default): what the exporter traces."""
 
-    def __init__(self, transformer: nn.Module, input_names: tuple[str, ...]):
+    def __init__(self, transformer: nn.Module, input_names: tuple[str, ...], output: str = OUTPUT_NAME):
         super().__init__()
         self.transformer = transformer
         self.input_names = input_names
+        self.output = output
 
     def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
-        return self.transformer(**dict(zip(self.input_names, inputs))).last_hidden_state
+        return getattr(self.transformer(**dict(zip(self.input_names, inputs))), self.output)
 
 
-def export_onnx_bytes(transformer: nn.Module) -> bytes:
-    """The ONNX model (one file's bytes) of ``transformer``'s last hidden states, with dynamic batch and sequence
-    axes. The transformer is traced on the CPU in eval mode; its device and training flag are restored."""
+def export_onnx_bytes(transformer: nn.Module, output: str = OUTPUT_NAME) -> bytes:
+    """The ONNX model (one file's bytes) of ``transformer``'s ``output`` (last hidden states by default), with
+    dynamic batch and sequence axes. The transformer is traced on the CPU in eval mode; its device and training flag
+    are restored."""
     input_names = model_input_names(transformer)
     sample = {name: torch.ones(2, 8, dtype=torch.long) for name in input_names}
     sample["attention_mask"][1, 5:] = 0  # trace with padding, so no mask path is folded away as all-ones
     if "token_type_ids" in sample:
         sample["token_type_ids"].zero_()
-    wrapper = _LastHiddenState(transformer, input_names)
+    wrapper = _ExportedOutput(transformer, input_names, check_output(output))
     device = next(transformer.parameters()).device
     was_training = transformer.training
     # torch.onnx.export restores the *wrapper's* training flag on exit, and a fresh module is in training mode:
     # without .eval() here the transformer would be left in training mode (dropout on) after the export.
     wrapper.eval()
-    axes = {"batch": 0, "sequence": 1}
-    dynamic_axes = {name: {index: axis for axis, index in axes.items()} for name in (*input_names, OUTPUT_NAME)}
+    axes = {0: "batch", 1: "sequence"}
+    dynamic_axes = {name: dict(axes) for name in input_names}
     try:
         wrapper.to("cpu")
+        with torch.no_grad():
+            sample_output = wrapper(*(sample[name] for name in input_names))
+        # axis 1 of a per-token output ([b, L, ...]) is the sequence; a per-text output ([b, labels]) has batch only
+        dynamic_axes[output] = dict(axes) if sample_output.dim() >= 3 else {0: "batch"}
         with tempfile.TemporaryDirectory(prefix="harness-onnx-") as folder, warnings.catch_warnings():
             warnings.simplefilter("ignore")  # tracer and deprecation warnings say nothing a user can act on
             path = Path(folder) / f"model{EXPORT_SUFFIX}"
             torch.onnx.export(
                 wrapper, tuple(sample[name] for name in input_names), str(path), dynamo=False,
-                input_names=list(input_names), output_names=[OUTPUT_NAME], dynamic_axes=dynamic_axes,
+                input_names=list(input_names), output_names=[output], dynamic_axes=dynamic_axes,
                 opset_version=ONNX_OPSET, do_constant_folding=True,
             )
             return path.read_bytes()
@@ -146,24 +165,26 @@ def export_onnx_bytes(transformer: nn.Module) -> bytes:
         transformer.train(was_training)
 
 
-def _looks_like_onnx(content: bytes) -> bool:
+def _looks_like_onnx(content: bytes, output: str = OUTPUT_NAME) -> bool:
     import onnx
 
     try:
         model = onnx.load_from_string(content)
     except Exception:  # noqa: BLE001  (any parse failure means the cached bytes are not a model)
         return False
-    return [output.name for output in model.graph.output] == [OUTPUT_NAME]
+    return [graph_output.name for graph_output in model.graph.output] == [output]
 
 
 class OnnxTransformer:
-    """A transformer's last hidden states computed by ONNX Runtime on the CPU.
+    """A transformer's last hidden states (or the export's other ``output``) computed by ONNX Runtime on the CPU.
 
     ``token_states(features)`` takes a tokenised batch (torch tensors or arrays; keys beyond the model's inputs are
-    ignored) and returns ``[b, L, d]`` float32 on the CPU, as ``transformer(**inputs).last_hidden_state`` would.
+    ignored) and returns ``[b, L, d]`` float32 on the CPU, as ``transformer(**inputs).last_hidden_state`` would
+    (``getattr(transformer(**inputs), output)`` for another output).
     """
 
-    def __init__(self, content: bytes, input_names: tuple[str, ...], threads: int | None = None):
+    def __init__(self, content: bytes, input_names: tuple[str, ...], threads: int | None = None,
+                 output: str = OUTPUT_NAME):
         import onnxruntime
 
         options = onnxruntime.SessionOptions()
@@ -172,6 +193,7 @@ class OnnxTransformer:
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         self.session = onnxruntime.InferenceSession(content, options, providers=["CPUExecutionProvider"])
         self.input_names = input_names
+        self.output = output
 
     def token_states(self, features: dict) -> torch.Tensor:
         feeds = {}
@@ -181,38 +203,46 @@ class OnnxTransformer:
                 value = np.zeros(tuple(features["input_ids"].shape), dtype=np.int64)
             value = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
             feeds[name] = value.astype(np.int64, copy=False)
-        (states,) = self.session.run([OUTPUT_NAME], feeds)
+        (states,) = self.session.run([self.output], feeds)
         return torch.from_numpy(states)
 
 
 def onnx_transformer(transformer: nn.Module, cache_dir: Path | str | None = None,
-                     key: str | None = None) -> OnnxTransformer:
-    """``transformer`` exported to ONNX and loaded in ONNX Runtime. With ``cache_dir`` the export is kept there as
-    ``onnx/<export_key>.onnx`` (checksummed; a damaged entry is exported again), so each checkpoint is exported once
-    per store; without it the export is made in memory each time. ``key``: :func:`export_key` of ``transformer``
-    when the caller has it already (hashing a large model's weights takes a moment)."""
+                     key: str | None = None, output: str = OUTPUT_NAME) -> OnnxTransformer:
+    """``transformer`` exported to ONNX (its ``output``: last hidden states by default) and loaded in ONNX Runtime.
+    With ``cache_dir`` the export is kept there as ``onnx/<export_key>.onnx`` (checksummed; a damaged entry is
+    exported again), so each checkpoint is exported once per store; without it the export is made in memory each
+    time. ``key``: :func:`export_key` of ``transformer`` and ``output`` when the caller has it already (hashing a
+    large model's weights takes a moment)."""
     require_onnx_runtime()
     input_names = model_input_names(transformer)
+    check_output(output)
 
     def export() -> bytes:
         logger.info("exporting %s to ONNX (once per checkpoint)", type(transformer).__name__)
-        return export_onnx_bytes(transformer)
+        return export_onnx_bytes(transformer, output)
 
     if cache_dir is None:
         content = export()
     else:
-        path = Path(cache_dir) / "onnx" / f"{key or export_key(transformer)}{EXPORT_SUFFIX}"
+        path = Path(cache_dir) / "onnx" / f"{key or export_key(transformer, output)}{EXPORT_SUFFIX}"
         path.parent.mkdir(parents=True, exist_ok=True)
-        content, cached = cached_bytes(path, export, check=_looks_like_onnx, what="ONNX export")
+        content, cached = cached_bytes(path, export, check=lambda found: _looks_like_onnx(found, output),
+                                       what="ONNX export")
         if cached:
             logger.info("ONNX export of %s read from %s", type(transformer).__name__, path)
-    return OnnxTransformer(content, input_names)
+    return OnnxTransformer(content, input_names, output=output)
 
 
 class OnnxTransformerModule(nn.Module):
     """A parameter-free stand-in for a Hugging Face transformer at inference: called as the transformer is
     (``module(input_ids=..., attention_mask=..., token_type_ids=...)``), it returns a ``BaseModelOutput`` whose
-    ``last_hidden_state`` (also ``[0]``) comes from ONNX Runtime. ``config`` is the transformer's."""
+    ``last_hidden_state`` (also ``[0]`` and ``["last_hidden_state"]``) comes from ONNX Runtime (for a ``logits``
+    export a ``SequenceClassifierOutput``). ``config`` is the transformer's. An argument the export does not take
+    (``position_ids``, ``output_hidden_states=True``, ...) is refused in one line rather than dropped."""
+
+    # arguments that ask for nothing the export leaves out
+    IGNORED_ARGUMENTS = ("return_dict",)
 
     def __init__(self, runtime: OnnxTransformer, config: object = None):
         super().__init__()
@@ -220,9 +250,15 @@ class OnnxTransformerModule(nn.Module):
         self.config = config
 
     def forward(self, **inputs: torch.Tensor):
-        from transformers.modeling_outputs import BaseModelOutput
+        import transformers.modeling_outputs
 
-        return BaseModelOutput(last_hidden_state=self.runtime.token_states(inputs))
+        unused = [name for name, value in inputs.items() if name not in MODEL_INPUTS and
+                  name not in self.IGNORED_ARGUMENTS and value is not None and value is not False]
+        if unused:
+            raise IncompatibleError(f"the ONNX export takes {', '.join(self.runtime.input_names)} only, not "
+                                    f"{', '.join(unused)}; use --runtime torch")
+        output_class = getattr(transformers.modeling_outputs, EXPORTABLE_OUTPUTS[self.runtime.output])
+        return output_class(**{self.runtime.output: self.runtime.token_states(inputs)})
 
 
 def _weight_versions(transformer: nn.Module) -> tuple:
@@ -245,7 +281,7 @@ class RuntimeSwitch:
     def __init__(self) -> None:
         self.runtime = "torch"
         self.cache_dir: Path | None = None
-        self._built: tuple[tuple, OnnxTransformerModule] | None = None  # (weight versions, stand-in)
+        self._built: tuple[tuple, OnnxTransformerModule] | None = None  # ((weight versions, output), stand-in)
 
     def __getstate__(self) -> dict:
         # copies and pickles (deepcopy of a model, a Ray worker) carry the choice, not the session, which cannot
@@ -258,27 +294,29 @@ class RuntimeSwitch:
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         self._built = None
 
-    def stand_in(self, transformer: nn.Module) -> OnnxTransformerModule:
-        """The ONNX Runtime stand-in for ``transformer``'s current weights (exported or read from the cache once).
-        Hashing the weights (~0.25 s for MiniLM on 2 cores) is skipped while no weight tensor changed."""
+    def stand_in(self, transformer: nn.Module, output: str = OUTPUT_NAME) -> OnnxTransformerModule:
+        """The ONNX Runtime stand-in for ``transformer``'s current weights (exported or read from the cache once),
+        returning ``output`` (:data:`EXPORTABLE_OUTPUTS`). Hashing the weights (~0.25 s for MiniLM on 2 cores) is
+        skipped while no weight tensor changed."""
         device = next(transformer.parameters()).device
         if device.type != "cpu":
             raise IncompatibleError(f"--runtime {self.runtime} runs on the CPU (ONNX Runtime's CPU provider); this "
                                     f"model is on {device}: use --device cpu, or --runtime torch.")
-        versions = _weight_versions(transformer)
+        versions = (_weight_versions(transformer), output)
         if self._built is None or self._built[0] != versions:
-            runtime = onnx_transformer(transformer, self.cache_dir, export_key(transformer))
+            runtime = onnx_transformer(transformer, self.cache_dir, export_key(transformer, output), output)
             self._built = (versions, OnnxTransformerModule(runtime, getattr(transformer, "config", None)))
         return self._built[1]
 
     @contextmanager
-    def inference(self, owner: nn.Module, attribute: str = "transformer") -> Iterator[None]:
-        """Within the block, ``owner.<attribute>`` runs through the chosen runtime (unchanged under torch)."""
+    def inference(self, owner: nn.Module, attribute: str = "transformer", output: str = OUTPUT_NAME) -> Iterator[None]:
+        """Within the block, ``owner.<attribute>`` runs through the chosen runtime (unchanged under torch); its stand-in
+        returns ``output`` (the last hidden states, or a model head's ``logits``)."""
         if self.runtime == "torch":
             yield
             return
         transformer = getattr(owner, attribute)
-        setattr(owner, attribute, self.stand_in(transformer))
+        setattr(owner, attribute, self.stand_in(transformer, output))
         try:
             yield
         finally:
