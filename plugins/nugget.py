@@ -4,13 +4,17 @@ nuggets; an autoencoding decoder that cross-attends only to them trains the scor
 5); texts are compared by MaxSim (eq. 10, ``harness.evaluation.maxsim``).
 
 Encoder, training, inference, the training setup, bad input and every deviation: docs/fidelity.md, section
-"Nugget" and its ``nugget`` table rows.
+"Nugget" and its ``nugget`` table rows. Under ``harness run --runtime onnx`` the encoder's inference up to the last
+hidden states, the scores and the selection (the scorer hook and the type embeddings included) is one exported ONNX
+graph (:meth:`NuggetEncoder.token_states`, ``harness.blocks.onnx_function``); gathering the nuggets and W^V stay
+torch. Deviation there: float rounding only (docs/fidelity.md, "ONNX Runtime").
 """
 from __future__ import annotations
 
 import logging
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -34,6 +38,8 @@ from harness.blocks import (
     CLEAN,
     DELETED,
     IGNORED_LABEL,
+    OnnxFunction,
+    RuntimeSwitch,
     SentenceEncoder,
     TrainingSetup,
     TransformerDecoder,
@@ -44,6 +50,8 @@ from harness.blocks import (
     fit,
     language_model_head,
     length_sorted_batches,
+    model_input_names,
+    onnx_function,
     progress_bar,
     scored_token_loss,
     setup_budget,
@@ -85,20 +93,37 @@ class Selection:
     counts: torch.Tensor  # [b] k of each text
 
 
-def select_nuggets(scores: torch.Tensor, attention_mask: torch.Tensor, ratio: float) -> Selection:
-    """The top k = ceil(ratio * n) tokens of each text by ``scores`` ``[b, L]``, padding never chosen."""
+def selected_tokens(scores: torch.Tensor, attention_mask: torch.Tensor, ratio: float) -> torch.Tensor:
+    """``[b, L]`` True on the top k = ceil(ratio * n) tokens of each text by ``scores`` ``[b, L]``, padding never
+    chosen. A token's rank is the number of real tokens of its text that score higher, or the same at an earlier
+    position (a tie goes to the earlier token); the k of rank below k are chosen. Tensor operations only, no size
+    read from the data into Python, so the ONNX graph traced through the scorer hook selects right for any batch."""
     real = attention_mask.bool()
     counts = nugget_counts(real.sum(dim=1), ratio)
+    scores = scores.detach()
+    position = torch.ones_like(attention_mask, dtype=torch.long).cumsum(dim=1)  # [b, L], the sequence axis traced
+    # [b, i, j]: token j ranks before token i
+    before = (scores[:, None, :] > scores[:, :, None]) | (
+        (scores[:, None, :] == scores[:, :, None]) & (position[:, None, :] < position[:, :, None]))
+    rank = (before & real[:, None, :]).to(torch.int32).sum(dim=2)
+    return real & (rank < counts[:, None])
+
+
+def selection_of(selected: torch.Tensor) -> Selection:
+    """The nuggets ``selected`` ``[b, L]`` marks, in text order, as a :class:`Selection` of width K = max k."""
+    counts = selected.sum(dim=1)
     widest = int(counts.max()) if len(counts) else 0
-    ranked = scores.detach().masked_fill(~real, float("-inf")).topk(widest, dim=1).indices  # [b, K] best first
-    kept = torch.arange(widest, device=scores.device)[None, :] < counts[:, None]
-    # Text order: kept positions ascending, the unused slots (position past the end) last.
-    ordered = torch.where(kept, ranked, torch.full_like(ranked, scores.shape[1])).sort(dim=1).values
-    mask = ordered < scores.shape[1]
-    positions = ordered.masked_fill(~mask, 0)
-    selected = torch.zeros_like(real)
-    selected.scatter_(1, positions, mask)
-    return Selection(positions, mask, selected, counts)
+    length = selected.shape[1]
+    # Text order: chosen positions ascending, the other slots (position past the end) last.
+    ordered = torch.where(selected, torch.arange(length, device=selected.device), length).sort(dim=1).values
+    mask = ordered[:, :widest] < length
+    return Selection(ordered[:, :widest].masked_fill(~mask, 0), mask, selected, counts)
+
+
+def select_nuggets(scores: torch.Tensor, attention_mask: torch.Tensor, ratio: float) -> Selection:
+    """The top k = ceil(ratio * n) tokens of each text by ``scores`` ``[b, L]``, padding never chosen
+    (:func:`selected_tokens`), in text order."""
+    return selection_of(selected_tokens(scores, attention_mask, ratio))
 
 
 @dataclass
@@ -107,6 +132,13 @@ class Nuggets:
     mask: torch.Tensor  # [b, K]
     scores: torch.Tensor  # [b, K] the scorer's value of each nugget (with gradient)
     selection: Selection
+
+
+# What the ONNX graph of NuggetEncoder.token_states returns, with its dynamic axes; GRAPH_VERSION is part of the
+# export's cache key: change it when token_states or the selection computes something else.
+STATE_OUTPUTS = {"last_hidden_state": {0: "batch", 1: "sequence"}, "scores": {0: "batch", 1: "sequence"},
+                 "selected": {0: "batch", 1: "sequence"}}
+GRAPH_VERSION = "nugget-token-states-1"
 
 
 class NuggetEncoder(nn.Module):
@@ -137,32 +169,56 @@ class NuggetEncoder(nn.Module):
         watched = self.transformer.embeddings if self.layer == 0 else layers[self.layer - 1]
         watched.register_forward_hook(self._score_and_inform)
         self._attention_mask: torch.Tensor | None = None
-        self._found: tuple[torch.Tensor, Selection] | None = None
+        self._found: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.runtime = RuntimeSwitch()  # harness run --runtime: how encode_multi computes token_states
 
     def _score_and_inform(self, module: nn.Module, inputs: Any, output: Any) -> Any:
         """After layer l: score every token, select the nuggets, add the type embeddings (feedback)."""
         hidden = output[0] if isinstance(output, tuple) else output
         scores = self.scorer(hidden).squeeze(-1)  # [b, L]
-        assert self._attention_mask is not None, "NuggetEncoder.forward sets the attention mask"
-        selection = select_nuggets(scores, self._attention_mask, self.ratio)
-        self._found = (scores, selection)
+        assert self._attention_mask is not None, "NuggetEncoder.token_states sets the attention mask"
+        selected = selected_tokens(scores, self._attention_mask, self.ratio)
+        self._found = (scores, selected)
         if self.type_embeddings is None:
             return None
-        informed = hidden + self.type_embeddings(selection.selected.long())
+        informed = hidden + self.type_embeddings(selected.long())
         return (informed, *output[1:]) if isinstance(output, tuple) else informed
 
-    def forward(self, features: dict[str, torch.Tensor]) -> Nuggets:
+    def token_states(self, features: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The last hidden states ``[b, L, d]``, the scores ``[b, L]`` and the selected tokens ``[b, L]``: the
+        transformer with the scorer hook, what the ONNX graph computes (:data:`STATE_OUTPUTS`)."""
         inputs = transformer_inputs(features)
         self._attention_mask = inputs["attention_mask"]
         try:
             last = self.transformer(**inputs).last_hidden_state
             assert self._found is not None
-            scores, selection = self._found
+            scores, selected = self._found
         finally:
             self._attention_mask, self._found = None, None
+        return last, scores, selected
+
+    def nuggets(self, last: torch.Tensor, scores: torch.Tensor, selected: torch.Tensor) -> Nuggets:
+        """The nuggets of :meth:`token_states`' output: the selected last states in text order, projected by W^V."""
+        selection = selection_of(selected)
         index = selection.positions
         chosen = last.gather(1, index[..., None].expand(-1, -1, last.shape[-1]))
         return Nuggets(self.value(chosen), selection.mask, scores.gather(1, index), selection)
+
+    def forward(self, features: dict[str, torch.Tensor]) -> Nuggets:
+        return self.nuggets(*self.token_states(features))
+
+    def use_runtime(self, runtime: str, cache_dir: Path | str | None = None) -> None:
+        """Let :meth:`encode_multi` compute :meth:`token_states` through ``runtime`` ("torch" or "onnx": one
+        exported graph, cached under ``cache_dir``); ``forward`` (training) always runs in torch."""
+        self.runtime.use(runtime, cache_dir)
+
+    def _exported(self) -> OnnxFunction:
+        input_names = model_input_names(self.transformer)
+        return onnx_function(
+            self, lambda **inputs: self.token_states(inputs), input_names, STATE_OUTPUTS, self.runtime.cache_dir,
+            determinants=(GRAPH_VERSION, self.transformer.config.to_json_string(), self.ratio, self.layer,
+                          self.type_embeddings is not None),
+        )
 
     def encode_multi(self, texts: Sequence[str], batch_size: int = 64, progress: bool = False) -> list[np.ndarray]:
         """Each text's nuggets ``[k, d]`` (float32), each distinct text computed once, in length-sorted batches.
@@ -178,13 +234,16 @@ class NuggetEncoder(nn.Module):
         counts = nugget_counts(torch.tensor([len(f["input_ids"]) for f in features]), self.ratio).numpy()
         offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
         stacked = np.zeros((int(counts.sum()), self.value.out_features), dtype=np.float32)
+        # torch, or the ONNX graph of the current weights (exported once per checkpoint; the CPU only)
+        states = self.token_states if self.runtime.runtime == "torch" else self.runtime.session_for(
+            self, self._exported).run
         was_training = self.training
         self.eval()
         try:
             with torch.inference_mode(), progress_bar(len(distinct), "encoding nuggets", progress) as bar:
                 for batch in length_sorted_batches([len(f["input_ids"]) for f in features], batch_size):
                     padded = self.tokenizer.pad([features[i] for i in batch], return_tensors="pt")
-                    nuggets = self(({key: value.to(device) for key, value in padded.items()}))
+                    nuggets = self.nuggets(*states({key: value.to(device) for key, value in padded.items()}))
                     vectors = nuggets.vectors.float().cpu().numpy()
                     for row, index in enumerate(batch):
                         stacked[offsets[index] : offsets[index] + counts[index]] = vectors[row, : counts[index]]
@@ -238,9 +297,6 @@ class NuggetAutoencoder(nn.Module):
 
 # -- the model -----------------------------------------------------------------------------------------------------
 class NuggetModel(CheckpointedModule):
-    # Planner: why harness run --runtime onnx refuses this model (docs/writing-plugins.md, use_runtime)
-    runtime_refusal = ("its nugget scorer runs inside the transformer (a forward hook after layer l), which an "
-                       "exported graph of the last hidden states leaves out")
     """Capabilities ``multi_vector_embedder`` and ``trainable``; the checkpoint is the nugget encoder
     (safetensors) with its settings (``nugget.json``); the decoder is dropped after training."""
 
@@ -257,6 +313,10 @@ class NuggetModel(CheckpointedModule):
 
     def encode_multi(self, texts: Sequence[str]) -> list[np.ndarray]:
         return self.nugget_encoder.encode_multi(texts, self.eval_batch_size, self.progress)
+
+    def use_runtime(self, runtime: str, cache_dir: Path | None = None) -> None:
+        """``harness run --runtime``: ``encode_multi`` runs the encoder through ``runtime`` ("torch" or "onnx")."""
+        self.nugget_encoder.use_runtime(runtime, cache_dir)
 
     def fit(self, splits: Any, ctx: Any) -> dict[str, Any]:
         sentences, dropped = usable_sentences(splits.train.sentences)

@@ -13,6 +13,11 @@ the model's transformer, so pooling, heads and segment masks stay the model's ow
 checkpoints only ever see torch. sentence-transformers counterpart:
 ``SentenceTransformer(..., backend="onnx")`` (which exports through optimum).
 
+A model whose inference reaches inside the transformer (a hook between its layers) exports a larger function of the
+same inputs instead: :func:`onnx_function` exports ``function(**inputs)`` of a module to named outputs with dynamic
+axes, cached under :func:`export_key` of the module's weights plus whatever else shapes the graph, and
+:meth:`RuntimeSwitch.session_for` rebuilds it when the weights change.
+
 Deviations: none in the numbers beyond float rounding (ONNX Runtime fuses and reorders float32 operations; the tests
 check agreement to 1e-4). Uses the TorchScript exporter (``dynamo=False``): the dynamo exporter needs ``onnxscript``,
 which the ``onnx`` extra does not install. A model over 2 GB (ONNX's single-file limit) cannot be exported this way.
@@ -24,8 +29,9 @@ import logging
 import tempfile
 import warnings
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 import numpy as np
 import torch
@@ -42,11 +48,18 @@ RUNTIMES = ("torch", "onnx")
 # The opset the export targets; part of the cache key, so changing it never serves an old export.
 ONNX_OPSET = 17
 OUTPUT_NAME = "last_hidden_state"
-# The outputs an export can return, with the transformers output class the stand-in returns it in (attribute and key
-# access as the torch model's output): hidden states of a bare transformer, or the logits of a model with a head
-# (a sequence classifier's head reads the pooler output, so exporting the hidden states alone would not do).
-EXPORTABLE_OUTPUTS = {OUTPUT_NAME: "BaseModelOutput", "logits": "SequenceClassifierOutput"}
 EXPORT_SUFFIX = ".onnx"
+# The inputs' dynamic axes (every input is [batch, sequence]); the last hidden states' axes
+INPUT_AXES = {0: "batch", 1: "sequence"}
+# The outputs a transformer's export can return: the transformers output class the stand-in returns it in
+# (attribute and key access as the torch model's output) and its dynamic axes. Hidden states of a bare transformer,
+# or the logits ``[batch, labels]`` of a sequence classifier (its head reads the pooler output, so exporting the
+# hidden states alone would not do).
+EXPORTABLE_OUTPUTS = {
+    OUTPUT_NAME: ("BaseModelOutput", INPUT_AXES),
+    "logits": ("SequenceClassifierOutput", {0: "batch"}),
+}
+Built = TypeVar("Built")
 
 
 class OnnxRuntimeUnavailable(HarnessError):
@@ -92,21 +105,32 @@ def model_input_names(transformer: nn.Module) -> tuple[str, ...]:
 
 
 def check_output(output: str) -> str:
-    """``output`` if an export can return it (:data:`EXPORTABLE_OUTPUTS`), else one line saying so."""
+    """``output`` if a transformer's export can return it (:data:`EXPORTABLE_OUTPUTS`), else one line saying so."""
     if output not in EXPORTABLE_OUTPUTS:
         raise IncompatibleError(f"an ONNX export returns one of {', '.join(EXPORTABLE_OUTPUTS)}, not {output!r}; use "
                                 "--runtime torch")
     return output
 
 
-def export_key(transformer: nn.Module, output: str = OUTPUT_NAME) -> str:
+def output_determinants(output: str) -> tuple:
+    """What a transformer export of ``output`` adds to :func:`export_key`: nothing for the last hidden states (their
+    keys stay as they were), the output's name otherwise."""
+    return () if check_output(output) == OUTPUT_NAME else (output,)
+
+
+def export_key(transformer: nn.Module, input_names: Sequence[str] | None = None,
+               determinants: Sequence[Any] = ()) -> str:
     """sha256 over everything that determines the export: the weights (names, dtypes, shapes, bytes), the model's
-    config, the input names, the output and :data:`ONNX_OPSET`."""
+    config, the input names (default: :func:`model_input_names`), :data:`ONNX_OPSET` and ``determinants``: what
+    else shapes an :func:`onnx_function` graph (a plugin's options, a version of its graph code), by ``repr``."""
     digest = hashlib.sha256()
     config = getattr(transformer, "config", None)
     digest.update(type(transformer).__name__.encode())
     digest.update((config.to_json_string() if config is not None else "").encode())
-    digest.update(repr((model_input_names(transformer), ONNX_OPSET, check_output(output))).encode())
+    names = model_input_names(transformer) if input_names is None else tuple(input_names)
+    digest.update(repr((names, ONNX_OPSET)).encode())
+    if determinants:  # nothing added without them: the transformer exports' keys stay as they were
+        digest.update(repr(tuple(determinants)).encode())
     for name, tensor in sorted(transformer.state_dict().items()):
         tensor = tensor.detach().cpu().contiguous()
         digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}".encode())
@@ -115,76 +139,87 @@ def export_key(transformer: nn.Module, output: str = OUTPUT_NAME) -> str:
     return digest.hexdigest()
 
 
-class _ExportedOutput(nn.Module):
-    """Positional inputs -> one output of the transformer (last hidden states by default): what the exporter traces."""
+class _Traced(nn.Module):
+    """Positional inputs -> ``function(**named inputs)``: what the exporter traces. ``module`` (whose weights the
+    function uses) is a submodule, so ``eval()`` and ``to()`` reach it."""
 
-    def __init__(self, transformer: nn.Module, input_names: tuple[str, ...], output: str = OUTPUT_NAME):
+    def __init__(self, module: nn.Module, function: Callable[..., Any], input_names: tuple[str, ...]):
         super().__init__()
-        self.transformer = transformer
+        self.module = module
+        self.function = function
         self.input_names = input_names
-        self.output = output
 
-    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
-        return getattr(self.transformer(**dict(zip(self.input_names, inputs))), self.output)
+    def forward(self, *inputs: torch.Tensor) -> Any:
+        return self.function(**dict(zip(self.input_names, inputs)))
 
 
-def export_onnx_bytes(transformer: nn.Module, output: str = OUTPUT_NAME) -> bytes:
-    """The ONNX model (one file's bytes) of ``transformer``'s ``output`` (last hidden states by default), with
-    dynamic batch and sequence axes. The transformer is traced on the CPU in eval mode; its device and training flag
-    are restored."""
-    input_names = model_input_names(transformer)
+def export_function_bytes(module: nn.Module, function: Callable[..., Any], input_names: Sequence[str],
+                          outputs: Mapping[str, Mapping[int, str]]) -> bytes:
+    """The ONNX model (one file's bytes) of ``function(**inputs)``, a function of ``module`` taking the tokenised
+    ``input_names`` (each ``[batch, sequence]`` int64) and returning the tensors named by ``outputs`` in its order,
+    whose dynamic axes ``outputs`` gives (``{name: {axis index: axis name}}``; "batch" and "sequence" are the
+    inputs'). Traced on the CPU in eval mode; the module's device and training flag are restored. The trace keeps
+    no value computed from the data: a shape read into a Python int would be a constant of the graph."""
+    input_names = tuple(input_names)
     sample = {name: torch.ones(2, 8, dtype=torch.long) for name in input_names}
     sample["attention_mask"][1, 5:] = 0  # trace with padding, so no mask path is folded away as all-ones
     if "token_type_ids" in sample:
         sample["token_type_ids"].zero_()
-    wrapper = _ExportedOutput(transformer, input_names, check_output(output))
-    device = next(transformer.parameters()).device
-    was_training = transformer.training
+    wrapper = _Traced(module, function, input_names)
+    device = next(module.parameters()).device
+    was_training = module.training
     # torch.onnx.export restores the *wrapper's* training flag on exit, and a fresh module is in training mode:
-    # without .eval() here the transformer would be left in training mode (dropout on) after the export.
+    # without .eval() here the module would be left in training mode (dropout on) after the export.
     wrapper.eval()
-    axes = {0: "batch", 1: "sequence"}
-    dynamic_axes = {name: dict(axes) for name in input_names}
+    dynamic_axes = {**{name: dict(INPUT_AXES) for name in input_names}, **{name: dict(axes) for name, axes in
+                                                                          outputs.items()}}
     try:
         wrapper.to("cpu")
-        with torch.no_grad():
-            sample_output = wrapper(*(sample[name] for name in input_names))
-        # axis 1 of a per-token output ([b, L, ...]) is the sequence; a per-text output ([b, labels]) has batch only
-        dynamic_axes[output] = dict(axes) if sample_output.dim() >= 3 else {0: "batch"}
         with tempfile.TemporaryDirectory(prefix="harness-onnx-") as folder, warnings.catch_warnings():
             warnings.simplefilter("ignore")  # tracer and deprecation warnings say nothing a user can act on
             path = Path(folder) / f"model{EXPORT_SUFFIX}"
             torch.onnx.export(
                 wrapper, tuple(sample[name] for name in input_names), str(path), dynamo=False,
-                input_names=list(input_names), output_names=[output], dynamic_axes=dynamic_axes,
+                input_names=list(input_names), output_names=list(outputs), dynamic_axes=dynamic_axes,
                 opset_version=ONNX_OPSET, do_constant_folding=True,
             )
             return path.read_bytes()
     finally:
-        transformer.to(device)
-        transformer.train(was_training)
+        module.to(device)
+        module.train(was_training)
 
 
-def _looks_like_onnx(content: bytes, output: str = OUTPUT_NAME) -> bool:
+def _transformer_output(transformer: nn.Module, output: str, **inputs: torch.Tensor) -> torch.Tensor:
+    return getattr(transformer(**inputs), output)
+
+
+def export_onnx_bytes(transformer: nn.Module, output: str = OUTPUT_NAME) -> bytes:
+    """The ONNX model (one file's bytes) of ``transformer``'s ``output`` (:data:`EXPORTABLE_OUTPUTS`; the last hidden
+    states by default), with dynamic batch (and sequence) axes (:func:`export_function_bytes`)."""
+    axes = EXPORTABLE_OUTPUTS[check_output(output)][1]
+    return export_function_bytes(transformer, partial(_transformer_output, transformer, output),
+                                 model_input_names(transformer), {output: axes})
+
+
+def _looks_like_onnx(content: bytes, output_names: Sequence[str] = (OUTPUT_NAME,)) -> bool:
     import onnx
 
     try:
         model = onnx.load_from_string(content)
     except Exception:  # noqa: BLE001  (any parse failure means the cached bytes are not a model)
         return False
-    return [graph_output.name for graph_output in model.graph.output] == [output]
+    return [output.name for output in model.graph.output] == list(output_names)
 
 
-class OnnxTransformer:
-    """A transformer's last hidden states (or the export's other ``output``) computed by ONNX Runtime on the CPU.
+class OnnxFunction:
+    """An exported function of tokenised inputs computed by ONNX Runtime on the CPU.
 
-    ``token_states(features)`` takes a tokenised batch (torch tensors or arrays; keys beyond the model's inputs are
-    ignored) and returns ``[b, L, d]`` float32 on the CPU, as ``transformer(**inputs).last_hidden_state`` would
-    (``getattr(transformer(**inputs), output)`` for another output).
+    ``run(features)`` takes a tokenised batch (torch tensors or arrays; keys beyond the model's inputs are ignored)
+    and returns the outputs ``output_names`` as torch tensors on the CPU.
     """
 
-    def __init__(self, content: bytes, input_names: tuple[str, ...], threads: int | None = None,
-                 output: str = OUTPUT_NAME):
+    def __init__(self, content: bytes, input_names: tuple[str, ...], output_names: Sequence[str] = (OUTPUT_NAME,),
+                 threads: int | None = None):
         import onnxruntime
 
         options = onnxruntime.SessionOptions()
@@ -193,9 +228,9 @@ class OnnxTransformer:
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         self.session = onnxruntime.InferenceSession(content, options, providers=["CPUExecutionProvider"])
         self.input_names = input_names
-        self.output = output
+        self.output_names = list(output_names)
 
-    def token_states(self, features: dict) -> torch.Tensor:
+    def run(self, features: Mapping[str, Any]) -> tuple[torch.Tensor, ...]:
         feeds = {}
         for name in self.input_names:
             value = features.get(name)
@@ -203,35 +238,74 @@ class OnnxTransformer:
                 value = np.zeros(tuple(features["input_ids"].shape), dtype=np.int64)
             value = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
             feeds[name] = value.astype(np.int64, copy=False)
-        (states,) = self.session.run([self.output], feeds)
-        return torch.from_numpy(states)
+        return tuple(torch.from_numpy(output) for output in self.session.run(self.output_names, feeds))
+
+
+class OnnxTransformer(OnnxFunction):
+    """A transformer's last hidden states (or the export's other ``output``) computed by ONNX Runtime on the CPU:
+    ``token_states(features)`` returns ``[b, L, d]`` float32 on the CPU, as
+    ``transformer(**inputs).last_hidden_state`` would (``getattr(transformer(**inputs), output)`` for another
+    output)."""
+
+    def __init__(self, content: bytes, input_names: tuple[str, ...], threads: int | None = None,
+                 output: str = OUTPUT_NAME):
+        super().__init__(content, input_names, (output,), threads)
+        self.output = output
+
+    def token_states(self, features: dict) -> torch.Tensor:
+        return self.run(features)[0]
+
+
+def onnx_export(module: nn.Module, export: Callable[[], bytes], key: str, output_names: Sequence[str],
+                cache_dir: Path | str | None = None) -> bytes:
+    """``export()`` (the ONNX bytes of a function of ``module``), kept with ``cache_dir`` as
+    ``onnx/<key>.onnx`` (checksummed; a damaged entry, or one without ``output_names``, is exported again), so each
+    checkpoint is exported once per store; without ``cache_dir`` it is made in memory each time."""
+    require_onnx_runtime()
+
+    def logged_export() -> bytes:
+        logger.info("exporting %s to ONNX (once per checkpoint)", type(module).__name__)
+        return export()
+
+    if cache_dir is None:
+        return logged_export()
+    path = Path(cache_dir) / "onnx" / f"{key}{EXPORT_SUFFIX}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    content, cached = cached_bytes(path, logged_export, check=partial(_looks_like_onnx, output_names=output_names),
+                                   what="ONNX export")
+    if cached:
+        logger.info("ONNX export of %s read from %s", type(module).__name__, path)
+    return content
 
 
 def onnx_transformer(transformer: nn.Module, cache_dir: Path | str | None = None,
                      key: str | None = None, output: str = OUTPUT_NAME) -> OnnxTransformer:
-    """``transformer`` exported to ONNX (its ``output``: last hidden states by default) and loaded in ONNX Runtime.
-    With ``cache_dir`` the export is kept there as ``onnx/<export_key>.onnx`` (checksummed; a damaged entry is
-    exported again), so each checkpoint is exported once per store; without it the export is made in memory each
-    time. ``key``: :func:`export_key` of ``transformer`` and ``output`` when the caller has it already (hashing a
-    large model's weights takes a moment)."""
+    """``transformer`` exported to ONNX (its ``output``: the last hidden states by default) and loaded in ONNX
+    Runtime, the export cached by :func:`onnx_export`. ``key``: :func:`export_key` of ``transformer`` (with
+    :func:`output_determinants`) when the caller has it already (hashing a large model's weights takes a moment)."""
     require_onnx_runtime()
     input_names = model_input_names(transformer)
-    check_output(output)
-
-    def export() -> bytes:
-        logger.info("exporting %s to ONNX (once per checkpoint)", type(transformer).__name__)
-        return export_onnx_bytes(transformer, output)
-
-    if cache_dir is None:
-        content = export()
-    else:
-        path = Path(cache_dir) / "onnx" / f"{key or export_key(transformer, output)}{EXPORT_SUFFIX}"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        content, cached = cached_bytes(path, export, check=lambda found: _looks_like_onnx(found, output),
-                                       what="ONNX export")
-        if cached:
-            logger.info("ONNX export of %s read from %s", type(transformer).__name__, path)
+    determinants = output_determinants(output)
+    if cache_dir is not None:
+        key = key or export_key(transformer, determinants=determinants)
+    content = onnx_export(transformer, partial(export_onnx_bytes, transformer, output), key or "", (output,),
+                          cache_dir)
     return OnnxTransformer(content, input_names, output=output)
+
+
+def onnx_function(module: nn.Module, function: Callable[..., Any], input_names: Sequence[str],
+                  outputs: Mapping[str, Mapping[int, str]], cache_dir: Path | str | None = None,
+                  determinants: Sequence[Any] = ()) -> OnnxFunction:
+    """``function(**inputs)`` of ``module`` (tokenised ``input_names`` to the tensors named in ``outputs``, see
+    :func:`export_function_bytes`) exported to ONNX and loaded in ONNX Runtime. The export is cached by
+    :func:`onnx_export` under :func:`export_key` of ``module`` with ``determinants``: everything besides the
+    module's weights and config that changes the graph (options the function reads, a version of its code)."""
+    require_onnx_runtime()
+    input_names = tuple(input_names)
+    key = export_key(module, input_names, determinants) if cache_dir is not None else ""
+    content = onnx_export(module, partial(export_function_bytes, module, function, input_names, outputs), key,
+                          tuple(outputs), cache_dir)
+    return OnnxFunction(content, input_names, tuple(outputs))
 
 
 class OnnxTransformerModule(nn.Module):
@@ -257,7 +331,7 @@ class OnnxTransformerModule(nn.Module):
         if unused:
             raise IncompatibleError(f"the ONNX export takes {', '.join(self.runtime.input_names)} only, not "
                                     f"{', '.join(unused)}; use --runtime torch")
-        output_class = getattr(transformers.modeling_outputs, EXPORTABLE_OUTPUTS[self.runtime.output])
+        output_class = getattr(transformers.modeling_outputs, EXPORTABLE_OUTPUTS[self.runtime.output][0])
         return output_class(**{self.runtime.output: self.runtime.token_states(inputs)})
 
 
@@ -281,7 +355,7 @@ class RuntimeSwitch:
     def __init__(self) -> None:
         self.runtime = "torch"
         self.cache_dir: Path | None = None
-        self._built: tuple[tuple, OnnxTransformerModule] | None = None  # ((weight versions, output), stand-in)
+        self._built: tuple[tuple, Any] | None = None  # ((weight versions, variant), stand-in or session)
 
     def __getstate__(self) -> dict:
         # copies and pickles (deepcopy of a model, a Ray worker) carry the choice, not the session, which cannot
@@ -294,19 +368,28 @@ class RuntimeSwitch:
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         self._built = None
 
-    def stand_in(self, transformer: nn.Module, output: str = OUTPUT_NAME) -> OnnxTransformerModule:
-        """The ONNX Runtime stand-in for ``transformer``'s current weights (exported or read from the cache once),
-        returning ``output`` (:data:`EXPORTABLE_OUTPUTS`). Hashing the weights (~0.25 s for MiniLM on 2 cores) is
-        skipped while no weight tensor changed."""
-        device = next(transformer.parameters()).device
+    def session_for(self, module: nn.Module, build: Callable[[], Built], variant: Any = None) -> Built:
+        """What ``build()`` makes of ``module``'s current weights (an ONNX Runtime session, or a stand-in around
+        one), built on first use and again whenever a weight of ``module`` changed since, or ``variant`` (e.g. which
+        output is exported) differs from the last call's. Hashing the weights for the export's key (~0.25 s for
+        MiniLM on 2 cores) is skipped while no weight tensor changed. A module off the CPU is refused in one line."""
+        device = next(module.parameters()).device
         if device.type != "cpu":
             raise IncompatibleError(f"--runtime {self.runtime} runs on the CPU (ONNX Runtime's CPU provider); this "
                                     f"model is on {device}: use --device cpu, or --runtime torch.")
-        versions = (_weight_versions(transformer), output)
+        versions = (_weight_versions(module), variant)
         if self._built is None or self._built[0] != versions:
-            runtime = onnx_transformer(transformer, self.cache_dir, export_key(transformer, output), output)
-            self._built = (versions, OnnxTransformerModule(runtime, getattr(transformer, "config", None)))
+            self._built = (versions, build())
         return self._built[1]
+
+    def stand_in(self, transformer: nn.Module, output: str = OUTPUT_NAME) -> OnnxTransformerModule:
+        """The ONNX Runtime stand-in for ``transformer``'s current weights (exported or read from the cache once),
+        returning ``output`` (:data:`EXPORTABLE_OUTPUTS`)."""
+        check_output(output)
+        return self.session_for(transformer, lambda: OnnxTransformerModule(
+            onnx_transformer(transformer, self.cache_dir,
+                             export_key(transformer, determinants=output_determinants(output)), output),
+            getattr(transformer, "config", None)), variant=output)
 
     @contextmanager
     def inference(self, owner: nn.Module, attribute: str = "transformer", output: str = OUTPUT_NAME) -> Iterator[None]:
