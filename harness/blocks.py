@@ -29,7 +29,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
                            "progress_bar"),
     "harness.nn.onnx_runtime": ("RUNTIMES", "OnnxRuntimeUnavailable", "OnnxTransformer", "OnnxTransformerModule",
                                 "RuntimeSwitch", "export_key", "onnx_transformer", "require_onnx_runtime",
-                                "OnnxFunction", "model_input_names", "onnx_function"),
+                                "OnnxFunction", "model_input_names", "onnx_function", "quiet_torch"),
     "harness.nn.pairs": ("FIRST", "PADDING", "SECOND", "PairInputBuilder", "distinct_pairs",
                          "score_in_length_sorted_batches", "truncate_longest_first"),
     "harness.nn.losses": ("REGRESSION_LOSSES", "CosineRegression", "InfoNCE", "ScoreRegression", "SupCon",

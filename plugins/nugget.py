@@ -240,7 +240,8 @@ class NuggetEncoder(nn.Module):
         was_training = self.training
         self.eval()
         try:
-            with torch.inference_mode(), progress_bar(len(distinct), "encoding nuggets", progress) as bar:
+            with torch.inference_mode(), self.runtime.quiet(), progress_bar(len(distinct), "encoding nuggets",
+                                                                            progress) as bar:
                 for batch in length_sorted_batches([len(f["input_ids"]) for f in features], batch_size):
                     padded = self.tokenizer.pad([features[i] for i in batch], return_tensors="pt")
                     nuggets = self.nuggets(*states({key: value.to(device) for key, value in padded.items()}))

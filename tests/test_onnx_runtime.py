@@ -72,6 +72,34 @@ def test_runtime_switch_puts_the_torch_transformer_back(encoder, tmp_path):
     assert copied.runtime == "onnx" and copied._built is None and switch._built is not None
 
 
+def test_torch_runs_on_one_thread_while_the_session_works(encoder, tmp_path):
+    """Inside an inference block torch is on one thread (its pool would spin against the session's threads on the
+    same cores) and gets its thread count back afterwards, even on error; a session built inside the block still
+    gets the outer thread count; under torch nothing changes."""
+    from harness.nn.onnx_runtime import OnnxFunction, RuntimeSwitch, model_input_names, quiet_torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        switch = RuntimeSwitch()
+        with switch.inference(encoder), switch.quiet():
+            assert torch.get_num_threads() == 2  # the torch runtime: untouched
+        switch.use("onnx", tmp_path)
+        export = tmp_path / "onnx" / f"{export_key(encoder.transformer)}.onnx"
+        names = model_input_names(encoder.transformer)
+        with pytest.raises(RuntimeError, match="inside"):
+            with switch.inference(encoder):
+                assert torch.get_num_threads() == 1
+                with quiet_torch():  # nested: still the outer count for sessions, one thread for torch
+                    built = OnnxFunction(export.read_bytes(), names)
+                    assert built.session.get_session_options().intra_op_num_threads == 2
+                    assert torch.get_num_threads() == 1
+                raise RuntimeError("inside")
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_a_heads_logits_export_equals_torch(encoder, tiny_bert, tmp_path):
     """A sequence classifier's head reads the pooler output: the export returns its logits (another key than the
     hidden states'); an output or an argument the export does not have is refused in one line, not dropped."""

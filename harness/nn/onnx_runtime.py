@@ -62,6 +62,29 @@ EXPORTABLE_OUTPUTS = {
 Built = TypeVar("Built")
 
 
+# torch's thread count outside a :func:`quiet_torch` block (None outside one): what a session built inside one uses
+_threads_outside: int | None = None
+
+
+@contextmanager
+def quiet_torch() -> Iterator[None]:
+    """Torch on one thread for the block, while ONNX Runtime does the heavy work with its own pool (as many threads as
+    torch has outside the block). Torch's pool would otherwise wake for the small operations between session runs
+    (pooling, heads, masks) and spin-wait while the session's threads want the same cores: on 2 cores the harness'
+    ONNX encoding ran at 0.84x a bare session with torch on 2 threads and 0.95-0.98x on one
+    (benchmarks/runtime_speed.py)."""
+    global _threads_outside
+    threads = torch.get_num_threads()
+    outer = _threads_outside
+    _threads_outside = outer or threads
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+        _threads_outside = outer
+
+
 class OnnxRuntimeUnavailable(HarnessError):
     """``--runtime onnx`` was asked for but onnxruntime (or onnx) is not installed."""
 
@@ -223,7 +246,7 @@ class OnnxFunction:
         import onnxruntime
 
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads or torch.get_num_threads()
+        options.intra_op_num_threads = threads or _threads_outside or torch.get_num_threads()
         options.inter_op_num_threads = 1
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         self.session = onnxruntime.InferenceSession(content, options, providers=["CPUExecutionProvider"])
@@ -392,6 +415,16 @@ class RuntimeSwitch:
             getattr(transformer, "config", None)), variant=output)
 
     @contextmanager
+    def quiet(self) -> Iterator[None]:
+        """:func:`quiet_torch` under a runtime other than torch (around a loop of session runs that does not go
+        through :meth:`inference`); nothing under torch."""
+        if self.runtime == "torch":
+            yield
+            return
+        with quiet_torch():
+            yield
+
+    @contextmanager
     def inference(self, owner: nn.Module, attribute: str = "transformer", output: str = OUTPUT_NAME) -> Iterator[None]:
         """Within the block, ``owner.<attribute>`` runs through the chosen runtime (unchanged under torch); its stand-in
         returns ``output`` (the last hidden states, or a model head's ``logits``)."""
@@ -401,6 +434,7 @@ class RuntimeSwitch:
         transformer = getattr(owner, attribute)
         setattr(owner, attribute, self.stand_in(transformer, output))
         try:
-            yield
+            with quiet_torch():
+                yield
         finally:
             setattr(owner, attribute, transformer)
