@@ -136,8 +136,7 @@ class Nuggets:
 
 # What the ONNX graph of NuggetEncoder.token_states returns, with its dynamic axes; GRAPH_VERSION is part of the
 # export's cache key: change it when token_states or the selection computes something else.
-STATE_OUTPUTS = {"last_hidden_state": {0: "batch", 1: "sequence"}, "scores": {0: "batch", 1: "sequence"},
-                 "selected": {0: "batch", 1: "sequence"}}
+STATE_OUTPUTS = {name: {0: "batch", 1: "sequence"} for name in ("last_hidden_state", "scores", "selected")}
 GRAPH_VERSION = "nugget-token-states-1"
 
 

@@ -15,7 +15,9 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from test_concurrent_store import _records as comparable_records
@@ -165,6 +167,21 @@ def _kill_the_first_cell(killed: list[tuple[int, str]], finished: threading.Even
         time.sleep(0.02)
 
 
+@contextmanager
+def _killing_the_first_cell() -> Iterator[list[tuple[int, str]]]:
+    """For the block, a thread that kills the first Ray worker seen evaluating a cell; yields the (pid, title) of
+    the killed worker once it has done so."""
+    killed: list[tuple[int, str]] = []
+    finished = threading.Event()
+    killer = threading.Thread(target=_kill_the_first_cell, args=(killed, finished), daemon=True)
+    killer.start()
+    try:
+        yield killed
+    finally:
+        finished.set()
+        killer.join()
+
+
 @needs_ray
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds Ray's worker processes through /proc (Linux)")
 def test_a_worker_killed_mid_cell_is_retried_and_the_matrix_completes(ray_cluster, reference, tmp_path, tiny_bert,
@@ -172,16 +189,9 @@ def test_a_worker_killed_mid_cell_is_retried_and_the_matrix_completes(ray_cluste
     """A long-lived Ray worker is killed (SIGKILL, by its PID) while it evaluates a cell: the driver starts a new
     worker and sends it the dead one's unfinished calls (it loads the model from its checkpoint), says so in one
     line, no record is half-written, and every record equals the clean local run's."""
-    killed: list[tuple[int, str]] = []
-    finished = threading.Event()
-    killer = threading.Thread(target=_kill_the_first_cell, args=(killed, finished), daemon=True)
-    killer.start()
     results = tmp_path / "ray"
-    try:
+    with _killing_the_first_cell() as killed:
         outcomes = run_matrix(results, tiny_bert, ray_executor(), executor="ray")
-    finally:
-        finished.set()
-        killer.join()
     assert killed, "no worker was seen running a cell"
     assert "a Ray worker died while computing" in caplog.text and "a new worker computes their" in caplog.text
     assert [o.status for o in outcomes] == ["ok"] * 4
@@ -197,17 +207,10 @@ def test_a_worker_that_dies_more_often_than_allowed_stops_the_run_in_one_line(ra
     finished before are stored, and no lock is left held (a rerun would resume)."""
     from harness.errors import HarnessError
 
-    killed: list[tuple[int, str]] = []
-    finished = threading.Event()
-    killer = threading.Thread(target=_kill_the_first_cell, args=(killed, finished), daemon=True)
-    killer.start()
     results = tmp_path / "ray"
-    try:
-        with pytest.raises(HarnessError, match=r"the Ray worker computing \S+ seed 42 died 1 time\(s\); finished"):
-            run_matrix(results, tiny_bert, ray_executor(max_retries=0), executor="ray")
-    finally:
-        finished.set()
-        killer.join()
+    with _killing_the_first_cell() as killed, \
+            pytest.raises(HarnessError, match=r"the Ray worker computing \S+ seed 42 died 1 time\(s\); finished"):
+        run_matrix(results, tiny_bert, ray_executor(max_retries=0), executor="ray")
     assert killed
     stored_before = len(Store(results).record_files())
     outcomes = run_matrix(results, tiny_bert, ray_executor(), executor="ray")  # the rerun completes the matrix

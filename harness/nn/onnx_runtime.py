@@ -216,14 +216,6 @@ def _transformer_output(transformer: nn.Module, output: str, **inputs: torch.Ten
     return getattr(transformer(**inputs), output)
 
 
-def export_onnx_bytes(transformer: nn.Module, output: str = OUTPUT_NAME) -> bytes:
-    """The ONNX model (one file's bytes) of ``transformer``'s ``output`` (:data:`EXPORTABLE_OUTPUTS`; the last hidden
-    states by default), with dynamic batch (and sequence) axes (:func:`export_function_bytes`)."""
-    axes = EXPORTABLE_OUTPUTS[check_output(output)][1]
-    return export_function_bytes(transformer, partial(_transformer_output, transformer, output),
-                                 model_input_names(transformer), {output: axes})
-
-
 def _looks_like_onnx(content: bytes, output_names: Sequence[str] = (OUTPUT_NAME,)) -> bool:
     import onnx
 
@@ -273,7 +265,11 @@ class OnnxTransformer(OnnxFunction):
     def __init__(self, content: bytes, input_names: tuple[str, ...], threads: int | None = None,
                  output: str = OUTPUT_NAME):
         super().__init__(content, input_names, (output,), threads)
-        self.output = output
+
+    @property
+    def output(self) -> str:
+        """The one output the export returns (:data:`EXPORTABLE_OUTPUTS`)."""
+        return self.output_names[0]
 
     def token_states(self, features: dict) -> torch.Tensor:
         return self.run(features)[0]
@@ -306,14 +302,23 @@ def onnx_transformer(transformer: nn.Module, cache_dir: Path | str | None = None
     """``transformer`` exported to ONNX (its ``output``: the last hidden states by default) and loaded in ONNX
     Runtime, the export cached by :func:`onnx_export`. ``key``: :func:`export_key` of ``transformer`` (with
     :func:`output_determinants`) when the caller has it already (hashing a large model's weights takes a moment)."""
-    require_onnx_runtime()
     input_names = model_input_names(transformer)
-    determinants = output_determinants(output)
-    if cache_dir is not None:
-        key = key or export_key(transformer, determinants=determinants)
-    content = onnx_export(transformer, partial(export_onnx_bytes, transformer, output), key or "", (output,),
-                          cache_dir)
+    axes = EXPORTABLE_OUTPUTS[check_output(output)][1]
+    content = _function_bytes(transformer, partial(_transformer_output, transformer, output), input_names,
+                              {output: axes}, cache_dir, output_determinants(output), key)
     return OnnxTransformer(content, input_names, output=output)
+
+
+def _function_bytes(module: nn.Module, function: Callable[..., Any], input_names: tuple[str, ...],
+                    outputs: Mapping[str, Mapping[int, str]], cache_dir: Path | str | None,
+                    determinants: Sequence[Any], key: str | None = None) -> bytes:
+    """The export of ``function`` (:func:`export_function_bytes`), cached by :func:`onnx_export` under ``key`` or
+    :func:`export_key` of ``module`` with ``determinants`` (hashed only when there is a cache to look in)."""
+    require_onnx_runtime()
+    if cache_dir is not None:
+        key = key or export_key(module, input_names, determinants)
+    return onnx_export(module, partial(export_function_bytes, module, function, input_names, outputs), key or "",
+                       tuple(outputs), cache_dir)
 
 
 def onnx_function(module: nn.Module, function: Callable[..., Any], input_names: Sequence[str],
@@ -323,11 +328,8 @@ def onnx_function(module: nn.Module, function: Callable[..., Any], input_names: 
     :func:`export_function_bytes`) exported to ONNX and loaded in ONNX Runtime. The export is cached by
     :func:`onnx_export` under :func:`export_key` of ``module`` with ``determinants``: everything besides the
     module's weights and config that changes the graph (options the function reads, a version of its code)."""
-    require_onnx_runtime()
     input_names = tuple(input_names)
-    key = export_key(module, input_names, determinants) if cache_dir is not None else ""
-    content = onnx_export(module, partial(export_function_bytes, module, function, input_names, outputs), key,
-                          tuple(outputs), cache_dir)
+    content = _function_bytes(module, function, input_names, outputs, cache_dir, determinants)
     return OnnxFunction(content, input_names, tuple(outputs))
 
 
@@ -410,9 +412,8 @@ class RuntimeSwitch:
         returning ``output`` (:data:`EXPORTABLE_OUTPUTS`)."""
         check_output(output)
         return self.session_for(transformer, lambda: OnnxTransformerModule(
-            onnx_transformer(transformer, self.cache_dir,
-                             export_key(transformer, determinants=output_determinants(output)), output),
-            getattr(transformer, "config", None)), variant=output)
+            onnx_transformer(transformer, self.cache_dir, output=output), getattr(transformer, "config", None)),
+            variant=output)
 
     @contextmanager
     def quiet(self) -> Iterator[None]:
