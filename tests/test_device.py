@@ -22,13 +22,8 @@ from harness.device import (
     visible_cuda_devices,
 )
 from harness.errors import HarnessError, InvalidOptionError
-from harness.executors.ray_cluster import (
-    ResourceRequestError,
-    TaskResources,
-    task_resources,
-    threads_for,
-    worker_device,
-)
+from harness.executors.ray_cluster import ResourceRequestError, task_resources
+from harness.executors.ray_worker import TaskResources, threads_for, worker_device
 
 
 @pytest.fixture()
@@ -191,7 +186,7 @@ def test_a_task_uses_a_gpu_exactly_when_it_reserved_one():
 
 FAKE_GPU_CLUSTER = textwrap.dedent("""
     import json, os, ray
-    from harness.executors.ray_cluster import TaskResources, worker_device
+    from harness.executors.ray_worker import TaskResources, worker_device
     ray.init(address="local", num_cpus=2, num_gpus=2, include_dashboard=False, logging_level="ERROR")
     resources = TaskResources(1.0, 1.0)
 

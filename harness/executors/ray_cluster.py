@@ -1,15 +1,15 @@
 """The Ray executor: training jobs and evaluation cells on long-lived Ray workers over a cluster's CPUs or GPUs.
 
-A run starts one long-lived worker (a Ray actor, ``CellServer``) per slot of the cluster (as many as its CPUs and
-GPUs hold at once with ``--cpus-per-task`` CPUs and ``--gpus-per-task`` GPUs each; never more than there are jobs),
-while the driver probes the nodes. A worker builds the registry (plugin discovery), the plan and the run's task
-objects (whose datasets stay loaded) once, and lives until the run ends. Per job (a model spec and seed, and the
-tasks one trained model serves) the driver sends every call to one worker: ``prepare`` (train the model, or load its
-checkpoint, or build it) and one ``evaluate`` per cell, which the worker runs in order with the model it keeps in
-memory; so a job's model is trained or loaded once, as under the local executor. Different jobs go to whichever
-worker has the fewest unfinished jobs (at most two each: the one it runs and the next). Ray gives a worker the GPUs
-it asked for through ``CUDA_VISIBLE_DEVICES``, so on the worker it is ``cuda`` (= ``cuda:0``); its PyTorch threads
-are its CPUs.
+A run starts one long-lived worker (a Ray actor, ``CellServer``, in :mod:`harness.executors.ray_worker`) per slot of
+the cluster (as many as its CPUs and GPUs hold at once with ``--cpus-per-task`` CPUs and ``--gpus-per-task`` GPUs
+each; never more than there are jobs), while the driver probes the nodes. A worker builds the registry (plugin
+discovery), the plan and the run's task objects (whose datasets stay loaded) once, and lives until the run ends. Per
+job (a model spec and seed, and the tasks one trained model serves) the driver sends every call to one worker:
+``prepare`` (train the model, or load its checkpoint, or build it) and one ``evaluate`` per cell, which the worker
+runs in order with the model it keeps in memory; so a job's model is trained or loaded once, as under the local
+executor. Different jobs go to whichever worker has the fewest unfinished jobs (at most two each: the one it runs
+and the next). Ray gives a worker the GPUs it asked for through ``CUDA_VISIBLE_DEVICES``, so on the worker it is
+``cuda`` (= ``cuda:0``); its PyTorch threads are its CPUs.
 
 What each side does:
 
@@ -42,18 +42,17 @@ import socket
 import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import HarnessError, InvalidOptionError
 from ..locks import LOCKS
 from .local import Claim, after_claim, try_claim
 from .progress import CellProgress
+from .ray_worker import CellServer, Served, TaskResources, TrainingResult, probe_node
 
 if TYPE_CHECKING:
-    from ..run.config import RunConfig
     from ..run.driver import Worker
-    from ..run.evaluate import CellOutcome, CellResult
+    from ..run.evaluate import CellOutcome
     from ..run.plan import Plan, TrainingJob
 
 logger = logging.getLogger(__name__)
@@ -81,17 +80,8 @@ class ResourceRequestError(HarnessError):
     """Task resources the cluster cannot give (GPUs on a cluster without GPUs, more than a node has)."""
 
 
-# -- resources (pure functions: tested without Ray or a GPU) -----------------------------------------------------------
-@dataclass(frozen=True)
-class TaskResources:
-    num_cpus: float
-    num_gpus: float
-
-    def as_options(self) -> dict[str, float]:
-        """Keyword arguments of ``remote_function.options``."""
-        return {"num_cpus": self.num_cpus, "num_gpus": self.num_gpus}
-
-
+# -- resources (pure functions: tested without Ray or a GPU; TaskResources, worker_device and threads_for are in
+# ray_worker.py, with the worker that uses them) ---------------------------------------------------------------------
 def task_resources(gpus_per_task: float | None, cpus_per_task: float, device: str,
                    nodes: list[dict], where: str = "the Ray cluster") -> TaskResources:
     """What each training and cell task asks Ray for, checked against the cluster's alive ``nodes`` (``ray.nodes()``
@@ -139,19 +129,6 @@ def task_resources(gpus_per_task: float | None, cpus_per_task: float, device: st
     return TaskResources(num_cpus=float(cpus_per_task), num_gpus=gpus)
 
 
-def worker_device(requested: str, num_gpus: float) -> str:
-    """The device a task uses: CUDA exactly when it asked Ray for a GPU (then ``cuda``, which is its own GPU), else
-    the CPU for ``auto``/``cuda`` (a task must not use a GPU it did not reserve), else what was asked (cpu, mps)."""
-    if num_gpus > 0:
-        return "cuda"
-    return "cpu" if requested in ("auto", "cuda") else requested
-
-
-def threads_for(num_cpus: float) -> int:
-    """PyTorch threads of a task: its CPU share (Ray sets OMP_NUM_THREADS only when a worker starts)."""
-    return max(1, int(num_cpus))
-
-
 def check_address(address: str | None, timeout: float = CONNECT_TIMEOUT_SECONDS) -> None:
     """Refuse at once an address nothing listens on (ray.init would retry for a minute or more)."""
     if address in (None, "auto", LOCAL):
@@ -179,102 +156,6 @@ def import_ray() -> Any:
             "(or pip install 'ray>=2.9'), or use --executor local."
         ) from None
     return ray
-
-
-# -- what runs on the workers -----------------------------------------------------------------------------------------
-@dataclass
-class TrainingResult:
-    """What preparing a job's model returns: how long training (or loading) took, where it ran, and the problem that
-    stopped it (or None)."""
-
-    seconds: float
-    problem: Exception | None
-    where: str
-
-
-@dataclass(frozen=True)
-class Served:
-    """Who computed a cell and how long it took there: the worker (host and pid), whether the model was built or
-    loaded for this cell (False: the worker had it in memory from an earlier call), the seconds of the call on the
-    worker, and the seconds the worker took to start (imports, registry, plan: once per worker)."""
-
-    where: str
-    loaded_model: bool
-    seconds: float
-    worker_start_seconds: float
-
-
-class CellServer:
-    """A long-lived Ray worker (an actor, one per cluster slot, alive for the whole run): the registry, the plan and
-    the run's computation (``CellWork``: its task objects keep their loaded datasets) are built once, and the model of
-    the job it serves now stays in memory between that job's cells. The driver sends every call of one job to the
-    same server, so a job's model is trained or loaded once. Calls run one at a time, in the order they were sent.
-
-    One job's model is kept (key: the trained spec's key and the seed); a call for another job releases it first, so
-    a server's memory holds one model (and the teachers it trained with) at a time, as the local executor does."""
-
-    def __init__(self, config: RunConfig, plan: Plan, resources: TaskResources):
-        started = time.perf_counter()
-        from dataclasses import replace
-
-        import torch
-
-        from ..device import hardware_description, resolve_device
-        from ..registry import default_registry
-        from ..run.evaluate import CellWork
-        from ..run.models import Models
-        from ..store import Store
-
-        # Ray sets OMP_NUM_THREADS only when a worker starts; PyTorch threads follow the slot's CPUs.
-        torch.set_num_threads(threads_for(resources.num_cpus))
-        device = resolve_device(worker_device(plan.device, resources.num_gpus))
-        registry = default_registry()
-        for task_spec in plan.tasks:  # a task namespace's tasks (mteb.sts22) are known once resolved
-            registry.resolve_task(task_spec.name)
-        # Checkpoints are checked against the training data the driver planned with (other data: retrained).
-        models = Models(registry, config, Store(config.results_dir), log=logger.debug,
-                        training_checksums=plan.training_checksums)
-        self.cell_work = CellWork(registry, config, replace(plan, device=device), models, hardware_description(device))
-        self._where = f"{socket.gethostname()} pid {os.getpid()}"
-        self._held: tuple[str, int] | None = None  # (trained spec key, seed) of the model in memory
-        self._model: tuple[Any, float, Exception | None] = (None, 0.0, None)
-        self._start_seconds = time.perf_counter() - started
-
-    def _job_model(self, job: TrainingJob) -> tuple[tuple[Any, float, Exception | None], bool]:
-        """The job's (model, seconds, problem), and whether this call built, trained or loaded it."""
-        key = (job.trained.key, job.seed)
-        if self._held == key:
-            return self._model, False
-        self._model, self._held = (None, 0.0, None), None
-        self.cell_work.release()  # the previous job's model (and its teachers) before building the next
-        model = self.cell_work.model(job)
-        self._model = model
-        self._held = key
-        return self._model, True
-
-    def prepare(self, job: TrainingJob) -> TrainingResult:
-        """Train (or load, or build) the job's model and keep it for the job's cells."""
-        (_, seconds, problem), _ = self._job_model(job)
-        return TrainingResult(seconds, problem, self._where)
-
-    def evaluate(self, job: TrainingJob, task_index: int) -> tuple[CellResult, Served]:
-        """One cell of the job, with the job's model (in memory, or trained/loaded now: after a restart of this
-        server the model is loaded again from its checkpoint)."""
-        started = time.perf_counter()
-        task_spec = job.tasks[task_index]
-        (model, model_seconds, problem), loaded = self._job_model(job)
-        if problem is not None:
-            result = self.cell_work.problem(job.spec, job.seed, task_spec, problem)
-        else:
-            result = self.cell_work.evaluate(job, task_spec, model, model_seconds)
-        return result, Served(self._where, loaded, time.perf_counter() - started, self._start_seconds)
-
-
-def probe_node(marker: str) -> tuple[str, bool, str]:
-    """Run on each node before any cell: (host, whether the store's marker file is visible, harness version)."""
-    import harness
-
-    return socket.gethostname(), Path(marker).is_file(), harness.__version__
 
 
 # -- the driver --------------------------------------------------------------------------------------------------------
