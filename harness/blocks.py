@@ -72,7 +72,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
                                  "train_probe"),
 }
 # whole modules offered as one name (a namespace of related helpers)
-_MODULES: dict[str, str] = {"wordnet": "harness.nn.wordnet"}
+_MODULES: dict[str, str] = {"wordnet": "harness.nn.wordnet", "distributed": "harness.distributed"}
 
 _OWNER: dict[str, str] = {name: module for module, names in _SOURCES.items() for name in names}
 

@@ -1,16 +1,17 @@
 """Device choice, mixed precision and seeding.
 
 ``auto`` picks CUDA, then Apple MPS, then the CPU. On CUDA, forward passes run under autocast (bfloat16 where the GPU
-supports it, else float16 with a gradient scaler during training; ``HARNESS_NO_AMP=1`` turns it off). ``cuda`` uses
-every visible GPU (training wraps the model in ``DataParallel`` when there are several); ``cuda:N`` uses GPU N only.
-Training's precision is a budget key (``--set precision=bf16``: bfloat16 autocast on the CPU too; see
-harness.profiles.PRECISIONS).
+supports it, else float16 with a gradient scaler during training; ``HARNESS_NO_AMP=1`` turns it off). One process
+uses one GPU (``cuda`` is the current one, ``cuda:N`` GPU N); several GPUs train one model with one process each
+(``torchrun``, harness.distributed). Training's precision is a budget key (``--set precision=bf16``: bfloat16
+autocast on the CPU too; ``fp16``: float16 with a gradient scaler; see harness.profiles.PRECISIONS).
 Which GPUs are visible is ``CUDA_VISIBLE_DEVICES``'s choice: a Ray task asking for one GPU sees exactly its own, as
 ``cuda:0``. CI has no GPU: the CUDA paths are covered by tests that fake torch's CUDA queries (tests/test_device.py).
 """
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import random
 
@@ -74,6 +75,10 @@ def autocast_dtype(device: str, precision: str = "auto") -> torch.dtype | None:
         raise invalid_choice("precision", precision, PRECISIONS)
     if precision == "fp32":
         return None
+    if precision == "fp16":
+        if device.startswith("mps"):
+            raise InvalidOptionError("precision fp16 runs on cpu and cuda, not mps; use precision=auto or fp32.")
+        return torch.float16
     if precision == "bf16":
         if device.startswith("mps"):
             raise InvalidOptionError("precision bf16 runs on cpu and cuda, not mps; use precision=auto or fp32.")
@@ -95,12 +100,31 @@ def cpu_bf16_supported() -> bool:
         return False
 
 
-def data_parallel_device_ids(device: str) -> list[int] | None:
-    """The GPUs training spreads a batch over with ``DataParallel``: every visible GPU for plain ``cuda`` when there
-    are several, else None (one device; ``cuda:N`` means that GPU alone, and DataParallel would insist on cuda:0)."""
-    if device != "cuda" or not torch.cuda.is_available() or torch.cuda.device_count() < 2:
+def precision_name(dtype: torch.dtype | None) -> str:
+    """How a training record names the autocast dtype it used: bf16, fp16 or fp32 (no autocast)."""
+    return {torch.bfloat16: "bf16", torch.float16: "fp16", None: "fp32"}[dtype]
+
+
+def gradient_scaler(device_type: str, dtype: torch.dtype | None):
+    """The loss scaler float16 training needs (its gradients underflow without one) on ``device_type``, or None."""
+    if dtype != torch.float16:
         return None
-    return list(range(torch.cuda.device_count()))
+    return torch.amp.GradScaler(device_type)
+
+
+_GPU_NOTE_SAID: set[int] = set()
+
+
+def single_gpu_note(device: str) -> None:
+    """Once per process: plain ``cuda`` with several visible GPUs trains on one of them; torchrun uses them all."""
+    if device != "cuda" or not torch.cuda.is_available() or torch.cuda.device_count() < 2:
+        return
+    count = torch.cuda.device_count()
+    if count not in _GPU_NOTE_SAID:
+        _GPU_NOTE_SAID.add(count)
+        logging.getLogger(__name__).warning(
+            "training on one of the %d visible GPUs; to train on all of them, launch with torchrun "
+            "--nproc-per-node %d -m harness run ... (DistributedDataParallel, docs/scaling.md)", count, count)
 
 
 def autocast(device: str):
@@ -111,9 +135,15 @@ def autocast(device: str):
 
 
 def seed_everything(seed: int) -> None:
+    """Seeds Python, NumPy and torch (every GPU), and makes CUDA pick deterministic kernels: cuDNN without autotuning
+    (which picks kernels by timing) and deterministic algorithms, cuBLAS with a fixed workspace (needed for
+    deterministic matrix products; it applies to cuBLAS handles made after this, i.e. before any CUDA work)."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     if torch.cuda.is_available():
         torch.cuda.manual_seed_all(seed)
 
@@ -121,8 +151,11 @@ def seed_everything(seed: int) -> None:
 def hardware_description(device: str) -> str:
     """E.g. 'cpu (2 cores, AMD EPYC ...)' or 'cuda (NVIDIA A100 x2)'; written into every result record."""
     if device.startswith("cuda") and torch.cuda.is_available():
-        count = torch.cuda.device_count()
-        return f"cuda ({torch.cuda.get_device_name(0)} x{count})"
+        from .distributed import world_size
+
+        # The GPU this process uses (cuda:N is GPU N, cuda the current one), times the processes training together.
+        index = int(device.split(":")[1]) if ":" in device else torch.cuda.current_device()
+        return f"cuda ({torch.cuda.get_device_name(index)} x{world_size()})"
     cpu_name = ""
     try:
         with open("/proc/cpuinfo") as handle:

@@ -58,9 +58,11 @@ BUDGET_KEYS: dict[str, type] = {
 DEFAULT_BUDGET_KEYS = ("epochs", "max_steps", "batch_size", "learning_rate", "max_train_examples", "precision")
 # Training precision (the budget key ``precision``, honoured by the shared loop harness.training.fit): ``auto`` is
 # autocast on CUDA (bfloat16 where the GPU has it, else float16) and full precision elsewhere; ``fp32`` is full
-# precision everywhere; ``bf16`` is bfloat16 autocast on the CPU too (weights and optimizer state stay float32). A
+# precision everywhere; ``bf16`` is bfloat16 autocast on the CPU too (weights and optimizer state stay float32);
+# ``fp16`` is float16 autocast with a gradient scaler, on CUDA and on the CPU (GPUs without bfloat16 use it under
+# ``auto``; asking for it elsewhere reproduces that path). A
 # non-default precision is part of the spec's identity, like every budget key, so it never reuses an fp32 result.
-PRECISIONS = ("auto", "fp32", "bf16")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 BUDGET_CHOICES: dict[str, tuple[str, ...]] = {"precision": PRECISIONS}  # the budget keys whose value is a name
 NO_LIMIT = ("none", "null", "all")  # --set max_train_examples=none
 

@@ -1,6 +1,7 @@
 """The shared training loop (thesis 5.1): AdamW (lr 2e-5, weight decay 0.01 except biases and LayerNorm weights),
 linear warm-up over 10% of the steps then linear decay, a dev evaluation after every epoch, the best epoch's weights
-kept, seeded shuffling. Mixed precision on CUDA; ``torch.nn.DataParallel`` when several GPUs are visible.
+kept, seeded shuffling. Mixed precision on CUDA (and on request on the CPU); several devices through
+``DistributedDataParallel``, one process per device (harness.distributed: launched with torchrun).
 
 A plugin supplies a module whose ``forward(**batch)`` returns the scalar loss, a ``collate`` that turns a list of
 examples into that batch of tensors, and optionally ``dev_score`` (higher is better). With ``dev_every_steps``
@@ -22,12 +23,13 @@ import copy
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 from torch import nn
 
-from .device import autocast_dtype, data_parallel_device_ids, seed_everything
+from . import distributed
+from .device import autocast_dtype, gradient_scaler, precision_name, seed_everything, single_gpu_note
 from .errors import HarnessError
 
 
@@ -163,9 +165,14 @@ def fit(
     device = torch.device(config.device)
     module.to(device)
     runner: nn.Module = module
-    parallel_ids = data_parallel_device_ids(str(config.device))
-    if parallel_ids:  # plain "cuda" with several visible GPUs; "cuda:N" is one GPU (DataParallel would want cuda:0)
-        runner = nn.DataParallel(module, device_ids=parallel_ids)
+    ranks = distributed.world_size()
+    if ranks > 1:  # torchrun: one process per device, gradients averaged across them
+        runner = nn.parallel.DistributedDataParallel(
+            module, device_ids=[device.index] if device.type == "cuda" else None,
+            # Objectives with parts a step may leave unused (frozen layers, optional heads) must not stall a step.
+            find_unused_parameters=True)
+    else:
+        single_gpu_note(str(config.device))
     optimizer = make_adamw(parameter_groups(module, config.weight_decay), config.learning_rate)
     steps_per_epoch = math.ceil(len(examples) / config.batch_size)
     epochs = config.epochs
@@ -178,7 +185,7 @@ def fit(
         total_steps = min(total_steps, config.max_steps)
     scheduler = linear_schedule(optimizer, int(total_steps * config.warmup_ratio), total_steps, config.schedule)
     amp_dtype = autocast_dtype(str(device), config.precision)
-    scaler = torch.amp.GradScaler("cuda") if amp_dtype == torch.float16 else None
+    scaler = gradient_scaler(device.type, amp_dtype)
     generator = torch.Generator().manual_seed(config.seed)
 
     report = TrainReport()
@@ -212,11 +219,22 @@ def fit(
             for batch_indices in batches:
                 if report.steps >= total_steps:
                     break
-                batch_examples = [examples[i] for i in batch_indices]
-                batch = to_device(collate(batch_examples), device)
-                with torch.autocast(device_type=device.type, dtype=amp_dtype) if amp_dtype else _null():
+                shard = distributed.shard_of(batch_indices, distributed.rank(), ranks) if ranks > 1 else None
+                local_indices = batch_indices[shard.offset : shard.offset + shard.count] if shard else batch_indices
+                # A rank without a share of a tiny last batch computes on a stand-in example with weight 0, so that
+                # every rank still takes part in the step's gradient exchange.
+                batch = to_device(collate([examples[i] for i in local_indices or batch_indices[:1]]), device)
+                with torch.autocast(device_type=device.type, dtype=amp_dtype) if amp_dtype else _null(), \
+                        distributed.training_step(shard):
                     loss = runner(**batch)
-                loss = loss.mean()  # DataParallel returns one loss per replica
+                if shard is not None:
+                    # DDP averages gradients over ranks: weighting each rank's mean loss by its share makes that the
+                    # gradient of the global batch's mean loss; the reported loss is that mean, summed over ranks.
+                    loss = loss * (shard.count * ranks / shard.total)
+                    reported = loss.detach() / ranks
+                    torch.distributed.all_reduce(reported)
+                else:
+                    reported = loss.detach()
                 optimizer.zero_grad(set_to_none=True)
                 if scaler is not None:
                     scaler.scale(loss).backward()
@@ -230,8 +248,8 @@ def fit(
                     optimizer.step()
                 scheduler.step()
                 report.steps += 1
-                report.examples_seen += len(batch_examples)
-                epoch_losses.append(float(loss.detach()))
+                report.examples_seen += len(batch_indices)
+                epoch_losses.append(float(reported))
                 if not math.isfinite(epoch_losses[-1]):
                     raise NonFiniteLossError(
                         f"{config.description}: the training loss became {epoch_losses[-1]} at step {report.steps} "
@@ -263,6 +281,8 @@ def fit(
         "epochs": config.epochs, "max_steps": config.max_steps, "batch_size": config.batch_size,
         "learning_rate": config.learning_rate, "examples": len(examples), "epochs_run": len(report.loss_history),
         "steps": report.steps, "precision": config.precision,
+        "precision_used": precision_name(amp_dtype),  # what "auto" (or the request) came to on this device
+        **({"processes": ranks} if ranks > 1 else {}),
     }
     if dev_every_steps is not None:
         report.seconds -= step_dev_seconds
@@ -275,11 +295,15 @@ def fit(
 
 
 def to_device(value: Any, device: torch.device) -> Any:
-    """Tensors, and tensors inside dicts/lists, moved to ``device``."""
+    """Tensors, and tensors inside any Mapping (a dict, a tokenizer's ``BatchEncoding``), list, tuple or named
+    tuple, at any depth, moved to ``device``; a Mapping comes back as a plain dict (what ``forward(**batch)`` and
+    ``features["input_ids"]`` need), anything else unchanged."""
     if torch.is_tensor(value):
         return value.to(device, non_blocking=True)
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return {k: to_device(v, device) for k, v in value.items()}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple takes its fields positionally
+        return type(value)(*(to_device(v, device) for v in value))
     if isinstance(value, (list, tuple)):
         return type(value)(to_device(v, device) for v in value)
     return value

@@ -11,6 +11,7 @@ torch. Deviation there: float rounding only (docs/fidelity.md, "ONNX Runtime").
 """
 from __future__ import annotations
 
+import contextvars
 import logging
 import math
 from dataclasses import dataclass
@@ -140,6 +141,18 @@ STATE_OUTPUTS = {name: {0: "batch", 1: "sequence"} for name in ("last_hidden_sta
 GRAPH_VERSION = "nugget-token-states-1"
 
 
+@dataclass
+class _ScorerCall:
+    """What one :meth:`NuggetEncoder.token_states` call hands its scorer hook, and what the hook found."""
+
+    attention_mask: torch.Tensor
+    scorer: nn.Module
+    found: tuple[torch.Tensor, torch.Tensor] | None = None
+
+
+_CURRENT_CALL: contextvars.ContextVar[_ScorerCall | None] = contextvars.ContextVar("nugget_call", default=None)
+
+
 class NuggetEncoder(nn.Module):
     """The transformer with the scorer at layer ``layer``, W^V and (``feedback``) the type embeddings."""
 
@@ -167,17 +180,16 @@ class NuggetEncoder(nn.Module):
         self.frozen = [name for name, p in self.transformer.named_parameters() if not p.requires_grad]
         watched = self.transformer.embeddings if self.layer == 0 else layers[self.layer - 1]
         watched.register_forward_hook(self._score_and_inform)
-        self._attention_mask: torch.Tensor | None = None
-        self._found: tuple[torch.Tensor, torch.Tensor] | None = None
         self.runtime = RuntimeSwitch()  # harness run --runtime: how encode_multi computes token_states
 
     def _score_and_inform(self, module: nn.Module, inputs: Any, output: Any) -> Any:
         """After layer l: score every token, select the nuggets, add the type embeddings (feedback)."""
+        call = _CURRENT_CALL.get()
+        assert call is not None, "NuggetEncoder.token_states passes the attention mask to the scorer hook"
         hidden = output[0] if isinstance(output, tuple) else output
-        scores = self.scorer(hidden).squeeze(-1)  # [b, L]
-        assert self._attention_mask is not None, "NuggetEncoder.token_states sets the attention mask"
-        selected = selected_tokens(scores, self._attention_mask, self.ratio)
-        self._found = (scores, selected)
+        scores = call.scorer(hidden).squeeze(-1)  # [b, L]
+        selected = selected_tokens(scores, call.attention_mask, self.ratio)
+        call.found = (scores, selected)
         if self.type_embeddings is None:
             return None
         informed = hidden + self.type_embeddings(selected.long())
@@ -187,13 +199,16 @@ class NuggetEncoder(nn.Module):
         """The last hidden states ``[b, L, d]``, the scores ``[b, L]`` and the selected tokens ``[b, L]``: the
         transformer with the scorer hook, what the ONNX graph computes (:data:`STATE_OUTPUTS`)."""
         inputs = transformer_inputs(features)
-        self._attention_mask = inputs["attention_mask"]
+        # The mask (and this module's scorer: a replica's, under data parallelism) travels with the call: the hook
+        # is registered once, on the original module, and runs for every copy of it, in its copy's thread.
+        call = _ScorerCall(inputs["attention_mask"], self.scorer)
+        token = _CURRENT_CALL.set(call)
         try:
             last = self.transformer(**inputs).last_hidden_state
-            assert self._found is not None
-            scores, selected = self._found
         finally:
-            self._attention_mask, self._found = None, None
+            _CURRENT_CALL.reset(token)
+        assert call.found is not None, "the scorer hook did not run"
+        scores, selected = call.found
         return last, scores, selected
 
     def nuggets(self, last: torch.Tensor, scores: torch.Tensor, selected: torch.Tensor) -> Nuggets:

@@ -35,6 +35,7 @@ from harness.blocks import (
     SupCon,
     TrainReport,
     config_from_profile,
+    distributed,
     encode_span_items,
     fit,
     load_tokenizer,
@@ -196,9 +197,10 @@ class SubEncoder(CheckpointedModule):
         return vectors.reshape(len(items), self.network.output_dim)
 
     def fit(self, splits, ctx) -> TrainReport:
-        if str(ctx.device).startswith("cuda") and torch.cuda.device_count() > 1:
-            raise IncompatibleError("subencoder trains on one GPU (the shared loop's DataParallel would split a "
-                                    "batch's sentences and propositions apart); set CUDA_VISIBLE_DEVICES to one GPU.")
+        if distributed.active():
+            raise IncompatibleError("subencoder trains in one process: its SupCon labels group the propositions of "
+                                    "a whole batch by sentence, which sharding the batch over processes would split; "
+                                    "run it without torchrun (one GPU).")
         options = ctx.options
         rate = learning_rate(options["lr"], self.backbone)
         # The options epochs / batch_size, where set, are this spec's budget (validate refuses a --set of the same

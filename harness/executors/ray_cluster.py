@@ -103,6 +103,10 @@ def task_resources(gpus_per_task: float | None, cpus_per_task: float, device: st
         raise InvalidOptionError(f"--gpus-per-task must be 0 or more, got {gpus_per_task:g}.")
     if gpus_per_task is not None and gpus_per_task > 1 and not float(gpus_per_task).is_integer():
         raise InvalidOptionError(f"--gpus-per-task {gpus_per_task:g}: above 1, ask for whole GPUs (Ray's rule).")
+    if gpus_per_task is not None and gpus_per_task > 1:
+        raise InvalidOptionError(f"--gpus-per-task {gpus_per_task:g}: a Ray task trains on one GPU (or a share of "
+                                 "one); to train one model on several GPUs, run it with torchrun --nproc-per-node N "
+                                 "-m harness run (docs/scaling.md).")
     if gpus_per_task is None:
         gpus = 1.0 if total_gpus > 0 and device in ("auto", "cuda") else 0.0
     else:

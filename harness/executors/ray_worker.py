@@ -113,6 +113,7 @@ class CellServer:
             return self._model, False
         self._model, self._held = (None, 0.0, None), None
         self.cell_work.release()  # the previous job's model (and its teachers) before building the next
+        release_gpu_memory()
         model = self.cell_work.model(job)
         self._model = model
         self._held = key
@@ -134,6 +135,18 @@ class CellServer:
         else:
             result = self.cell_work.evaluate(job, task_spec, model, model_seconds)
         return result, Served(self._where, loaded, time.perf_counter() - started, self._start_seconds)
+
+
+def release_gpu_memory() -> None:
+    """Hand the memory PyTorch's caching allocator keeps for freed tensors back to the GPU: workers sharing a GPU
+    (--gpus-per-task 0.5) would otherwise each keep the peak of their previous job and starve the other."""
+    import gc
+
+    import torch
+
+    gc.collect()  # the released model's tensors, if a reference cycle still holds them
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
 
 
 def probe_node(marker: str) -> tuple[str, bool, str]:

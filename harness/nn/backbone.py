@@ -55,13 +55,17 @@ def load_tokenizer(path: str):
 
 def load_transformer(path: str, auto_class: str = "AutoModel"):
     """The transformer (bare by default; e.g. ``AutoModelForMaskedLM`` on request), from safetensors weights only."""
+    import torch
     import transformers
 
     transformers.utils.logging.disable_progress_bar()
     auto_model = getattr(transformers, auto_class)
     _offline_if_unreachable(path)
     try:
-        return auto_model.from_pretrained(path, use_safetensors=True)
+        # float32 whatever dtype the weights were saved in (transformers' default, "auto", would keep a float16
+        # checkpoint in float16): training keeps float32 weights and autocasts (a GradScaler cannot unscale float16
+        # gradients), and evaluation on the CPU has no float16 kernels worth using.
+        return auto_model.from_pretrained(path, use_safetensors=True, dtype=torch.float32)
     except Exception as exc:
         raise BackboneError(
             f"could not load backbone {path!r} ({type(exc).__name__}: {exc}). Pass --backbone a local folder or a "

@@ -74,7 +74,8 @@ class TransformerDecoder(nn.Module):
             config.num_hidden_layers = num_layers
         with quiet_transformers():  # the missing cross-attention weights are reported as newly initialised
             if backbone is not None:
-                language_model = AutoModelForCausalLM.from_pretrained(backbone, config=config, use_safetensors=True)
+                language_model = AutoModelForCausalLM.from_pretrained(backbone, config=config, use_safetensors=True,
+                                                                      dtype=torch.float32)
             else:
                 language_model = AutoModelForCausalLM.from_config(config)
         language_model.to(next(encoder.parameters()).device)
