@@ -20,6 +20,9 @@ test suite::
   fit/save/load round trip reproduces its outputs) and :func:`check_task` (``check_data`` returns a stable checksum,
   ``evaluate`` returns finite scores with the main score and that checksum, the smoke profile's cut is honoured,
   offered training data is well formed). Both raise :class:`ContractCheckError` listing every problem found.
+- Device checks: :func:`check_model_device` (built for the ``meta`` device, trained and evaluated, no tensor stays
+  on the CPU: what fails on a GPU with "Expected all tensors to be on the same device") and
+  :func:`check_model_precision` (training under CPU bfloat16 or float16 autocast, float16 with a real GradScaler).
 - Fixtures (with ``pytest_plugins = ["harness.testing"]`` in a conftest.py): ``tiny_bert``, ``tiny_roberta``,
   ``smoke_profile``, ``harness_cli``.
 
@@ -34,6 +37,7 @@ from __future__ import annotations
 from .backbones import TINY_SENTENCES, default_tiny_backbone, tiny_bert, tiny_roberta
 from .contexts import HarnessRun, eval_context, model_context, plugin_registry, run_harness, smoke_profile
 from .contract import ContractCheckError
+from .device_check import DeviceCheckReport, DeviceTracer, DeviceViolation, check_model_device, check_model_precision
 from .fakes import (
     TESTING_MODELS,
     HashingEmbedder,
@@ -67,4 +71,5 @@ __all__ = [
     "OverlapPairScorer", "tiny_model_for", "TESTING_MODELS", "tiny_training_splits",
     "smoke_profile", "model_context", "eval_context", "plugin_registry", "run_harness", "HarnessRun",
     "ContractCheckError", "ModelCheckReport", "TaskCheckReport", "check_model", "check_task",
+    "check_model_device", "check_model_precision", "DeviceTracer", "DeviceViolation", "DeviceCheckReport",
 ]
