@@ -22,6 +22,29 @@ from harness.testing import TINY_SENTENCES  # noqa: E402,F401  (re-exported for 
 from harness.testing import tiny_bert as _build_tiny_bert  # noqa: E402
 from harness.testing import tiny_roberta as _build_tiny_roberta  # noqa: E402
 
+# Whether this machine has a GPU, asked before any test hides it (tests marked ``gpu`` need one).
+GPU_PRESENT = torch.cuda.is_available()
+
+
+def pytest_collection_modifyitems(config, items):
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (marked gpu; scripts/gpu-acceptance runs these)")
+    for item in items:
+        if item.get_closest_marker("gpu") is not None and not GPU_PRESENT:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def cpu_unless_marked_gpu(request, monkeypatch):
+    """Every test not marked ``gpu`` runs as on a machine without one: ``--device auto`` means the CPU, in this
+    process and in the processes a test starts (CUDA_VISIBLE_DEVICES=""), so the suite passes and means the same
+    on a GPU machine. Tests of device logic fake torch's CUDA queries themselves (tests/test_device.py)."""
+    if request.node.get_closest_marker("gpu") is not None:
+        yield
+        return
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    yield
+
 
 @pytest.fixture(scope="session")
 def tiny_bert(tmp_path_factory) -> str:

@@ -17,8 +17,9 @@ from harness.device import (
     autocast,
     autocast_dtype,
     check_device_name,
-    data_parallel_device_ids,
+    hardware_description,
     resolve_device,
+    seed_everything,
     visible_cuda_devices,
 )
 from harness.errors import HarnessError, InvalidOptionError
@@ -93,25 +94,71 @@ def test_autocast_on_the_cpu_is_a_no_op():
         assert not torch.is_autocast_enabled()
 
 
-def test_data_parallel_only_for_plain_cuda_on_several_gpus(fake_gpus):
-    fake_gpus(4)
-    assert data_parallel_device_ids("cuda") == [0, 1, 2, 3]
-    # cuda:N is that GPU alone: DataParallel over all GPUs would need the model on cuda:0 and fail.
-    assert data_parallel_device_ids("cuda:1") is None
-    assert data_parallel_device_ids("cpu") is None
-    fake_gpus(1)  # a Ray task with one GPU
-    assert data_parallel_device_ids("cuda") is None
+def test_hardware_names_the_gpu_in_use(fake_gpus, monkeypatch):
+    """cuda:1 is GPU 1 alone (it was described as 'GPU-0 x2'); plain cuda is the current GPU, one process."""
+    fake_gpus(2)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=None: f"GPU-{index}")
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    assert hardware_description("cuda:1") == "cuda (GPU-1 x1)"
+    assert hardware_description("cuda") == "cuda (GPU-0 x1)"
+
+
+def test_seeding_asks_cuda_for_deterministic_kernels(monkeypatch):
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", True)
+    monkeypatch.setattr(torch.backends.cudnn, "deterministic", False)
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    seed_everything(1)
+    assert torch.backends.cudnn.deterministic and not torch.backends.cudnn.benchmark
+    import os
+
+    assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
+
+
+def test_to_device_moves_a_batch_encoding_and_nested_structures():
+    """The collates of be and classifier return the tokenizer's BatchEncoding (a Mapping, not a dict)."""
+    from collections import namedtuple
+
+    from transformers import BatchEncoding
+
+    from harness.training import to_device
+
+    Pair = namedtuple("Pair", "first second")
+    batch = {"first": BatchEncoding({"input_ids": torch.ones(2, 3)}),
+             "pair": Pair([torch.zeros(1)], (torch.ones(1),)), "label": "x"}
+    moved = to_device(batch, torch.device("meta"))
+    assert moved["first"]["input_ids"].device.type == "meta"
+    assert moved["pair"].first[0].device.type == "meta" and moved["pair"].second[0].device.type == "meta"
+    assert isinstance(moved["pair"], Pair) and moved["label"] == "x"
+
+
+def test_the_record_names_the_precision_used():
+    from harness import training
+
+    class Square(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.ones(2))
+
+        def forward(self, inputs):
+            return (self.weight * inputs).pow(2).mean()
+
+    examples = [torch.ones(2)] * 4
+    collate = lambda rows: {"inputs": torch.stack(rows)}  # noqa: E731
+    for precision, used in (("auto", "fp32"), ("bf16", "bf16"), ("fp16", "fp16")):
+        report = training.fit(Square(), examples, collate, training.TrainConfig(batch_size=2, progress=False,
+                                                                                precision=precision))
+        assert report.applied_budget["precision"] == precision and report.applied_budget["precision_used"] == used
 
 
 def test_training_on_the_cpu_uses_no_scaler_and_no_data_parallel(monkeypatch):
-    """The CPU path of the shared loop: no autocast, no GradScaler, no DataParallel (they are CUDA-only)."""
+    """The CPU path of the shared loop by default: no autocast, no GradScaler, no DistributedDataParallel."""
     from torch import nn
 
     from harness import training
 
     made: list[str] = []
     monkeypatch.setattr(torch.amp, "GradScaler", lambda *a, **k: made.append("scaler"))
-    monkeypatch.setattr(nn, "DataParallel", lambda *a, **k: made.append("data-parallel"))
+    monkeypatch.setattr(nn.parallel, "DistributedDataParallel", lambda *a, **k: made.append("data-parallel"))
 
     class Regression(nn.Module):
         def __init__(self):
@@ -149,7 +196,6 @@ def test_no_gpu_by_default_on_a_cpu_cluster_or_for_the_cpu_device():
 
 def test_explicit_gpu_shares_and_counts():
     assert task_resources(0.5, 1, "auto", [node(8, 1)]) == TaskResources(1.0, 0.5)  # two small models per GPU
-    assert task_resources(2, 1, "cuda", [node(8, 4)]) == TaskResources(1.0, 2.0)
     assert task_resources(0, 1, "auto", [node(8, 4)]) == TaskResources(1.0, 0.0)
 
 
@@ -157,7 +203,8 @@ def test_explicit_gpu_shares_and_counts():
     (1, 1, "auto", [node(2)], "--gpus-per-task 1: the Ray cluster has no GPUs (CPUs: 2); use --gpus-per-task 0"),
     (None, 1, "cuda", [node(2)], "--device cuda under --executor ray needs --gpus-per-task 1"),
     (0, 1, "cuda", [node(2, 2)], "--device cuda under --executor ray needs --gpus-per-task 1"),
-    (2, 1, "auto", [node(8, 1), node(8, 1)], "no node of the Ray cluster has that many GPUs (the most on one node: 1)"),
+    (1, 1, "auto", [node(8, 0.5)], "no node of the Ray cluster has that many GPUs (the most on one node: 0.5)"),
+    (2, 1, "cuda", [node(8, 4)], "a Ray task trains on one GPU (or a share of one); to train one model on several"),
     (1, 16, "auto", [node(8, 1)], "--cpus-per-task 16: no node of the Ray cluster has that many CPUs"),
     (1, 1, "cpu", [node(8, 1)], "--device cpu with --gpus-per-task 1 would hold GPUs it never uses"),
     (None, 1, "cuda:1", [node(8, 2)], "--device cuda:1 picks a GPU by number"),
@@ -204,7 +251,12 @@ FAKE_GPU_CLUSTER = textwrap.dedent("""
 def test_each_ray_task_sees_exactly_the_gpu_it_asked_for():
     """Ray (with two declared GPUs, none real) shows a 1-GPU task its own GPU through CUDA_VISIBLE_DEVICES, which the
     harness then uses as ``cuda``, i.e. cuda:0 of that task."""
-    run = subprocess.run([sys.executable, "-c", FAKE_GPU_CLUSTER], capture_output=True, text=True, timeout=600)
+    import os
+
+    # Ray decides what each task sees; the suite's CUDA_VISIBLE_DEVICES="" (conftest) would hide its fake GPUs.
+    environment = {key: value for key, value in os.environ.items() if key != "CUDA_VISIBLE_DEVICES"}
+    run = subprocess.run([sys.executable, "-c", FAKE_GPU_CLUSTER], capture_output=True, text=True, timeout=600,
+                         env=environment)
     assert run.returncode == 0, run.stderr
     seen = json.loads(run.stdout.strip().splitlines()[-1])
     assert all(device == "cuda" and len(ids) == 1 and visible == str(ids[0]) for visible, ids, device in seen), seen
@@ -220,3 +272,31 @@ def test_cpu_bf16_support_is_a_plain_answer(monkeypatch):
 
     monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", missing, raising=False)
     assert cpu_bf16_supported() is False
+
+
+def test_a_ray_worker_hands_cached_gpu_memory_back_between_jobs(monkeypatch):
+    """Two workers sharing a GPU (--gpus-per-task 0.5): each empties PyTorch's cache when it drops a job's model."""
+    from harness.executors import ray_worker
+
+    emptied = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: emptied.append(True))
+
+    class Work:
+        def release(self):
+            pass
+
+        def model(self, job):
+            return ("model", 0.0, None)
+
+    server = ray_worker.CellServer.__new__(ray_worker.CellServer)
+    server.cell_work, server._held, server._model = Work(), None, (None, 0.0, None)
+
+    class Job:
+        class trained:
+            key = "k"
+        seed = 1
+
+    server._job_model(Job())
+    assert emptied == [True]

@@ -63,6 +63,30 @@ def nugget_parts(tiny_bert):
     return nugget_encoder, tiny_bert
 
 
+def test_a_replica_in_another_thread_scores_with_its_own_mask(nugget_parts):
+    """Data-parallel replicas (torch's replicate(): shallow copies whose forward hooks stay those of the original
+    module) run in their own threads; the scorer hook gets the attention mask with the call, not from the module."""
+    import threading
+
+    nugget_encoder, _ = nugget_parts
+    batch = dict(nugget_encoder.tokenizer(SENTENCES, padding=True, return_tensors="pt"))
+    expected = nugget_encoder.token_states(batch)[2]
+    replica = nugget_encoder._replicate_for_data_parallel()  # what replicate() makes of each module
+    found, failures = [], []
+
+    def run():
+        try:
+            found.append(replica.token_states(batch)[2])
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            failures.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    assert not failures, failures
+    assert torch.equal(found[0], expected)
+
+
 def test_encoder_counts_on_a_batch_of_mixed_lengths(nugget_parts):
     nugget_encoder, _ = nugget_parts
     lengths = [len(ids) for ids in nugget_encoder.tokenizer(SENTENCES)["input_ids"]]
