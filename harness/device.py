@@ -167,4 +167,7 @@ def hardware_description(device: str) -> str:
         import platform
 
         cpu_name = platform.processor()
-    return f"{device} ({os.cpu_count()} cores{', ' + cpu_name if cpu_name else ''})"
+    from .distributed import world_size
+
+    processes = f", x{world_size()} processes" if world_size() > 1 else ""  # torchrun with gloo
+    return f"{device} ({os.cpu_count()} cores{', ' + cpu_name if cpu_name else ''}{processes})"

@@ -102,5 +102,5 @@ def test_training_precision_is_a_budget_key_in_the_spec_identity(registry):
     assert auto.hash == plain.hash and "precision" not in plain.budget  # the default keeps every stored result
     assert bf16.budget["precision"] == "bf16" and bf16.hash != plain.hash
     assert bf16.requested_budget["precision"] == "bf16" and plain.requested_budget["precision"] == "auto"
-    with pytest.raises(HarnessError, match="fp16.*precision.*auto, fp32, bf16"):
-        resolve_model_spec(registry, "cbe", quick, None, "stsb", {"precision": "fp16"})
+    with pytest.raises(HarnessError, match="fp8.*precision.*auto, fp32, bf16, fp16"):
+        resolve_model_spec(registry, "cbe", quick, None, "stsb", {"precision": "fp8"})

@@ -111,3 +111,28 @@ def test_without_torchrun_nothing_is_distributed(monkeypatch):
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     assert distributed.setup("cpu") == "cpu" and not distributed.active()
     assert distributed.gather_with_grad(torch.ones(2, 3))[1] == 0
+
+
+def test_harness_run_under_torchrun_trains_once_and_rank_0_writes(tmp_path, tiny_bert, run_cli):
+    """`torchrun --nproc-per-node 2 -m harness run`: both ranks train the cell's model together, rank 0 alone writes
+    the checkpoint and the record, whose score is the one-process score at the same global batch."""
+    arguments = ("run", "--models", "ce", "--tasks", "stsb", "--profile", "smoke", "--backbone", tiny_bert,
+                 "--device", "cpu", "--no-progress")
+    code, _, err = run_cli(*arguments, "--results", tmp_path / "one")
+    assert code == 0, err
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--rdzv-backend",
+                          "c10d", "--rdzv-endpoint", "localhost:0", "-m", "harness", *arguments,
+                          "--results", str(tmp_path / "two")], capture_output=True, text=True, timeout=300,
+                         env=environment)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.count("cells computed") == 1  # rank 0 reports
+    (one,), (two,) = (list((tmp_path / name).glob("ce-*/seed-42/stsb.json")) for name in ("one", "two"))
+    one, two = json.loads(one.read_text()), json.loads(two.read_text())
+    assert two["hardware"].endswith("x2 processes)")
+    assert two["training"]["applied_budget"]["processes"] == 2
+    # Dropout draws other masks on two ranks than on one: the same score within a point on the tiny random BERT.
+    assert two["main_score"] == pytest.approx(one["main_score"], abs=1.0)
+    assert len(list((tmp_path / "two" / "checkpoints").glob("*/*/training.json"))) == 1
+    again = subprocess.run(run.args, capture_output=True, text=True, timeout=300, env=environment)
+    assert again.returncode == 0 and "1 from the store" in again.stdout, again.stderr[-3000:]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 import time
 
+from .. import distributed
 from ..errors import HarnessError
 from . import values
 from .common import load_registry
@@ -30,10 +31,14 @@ def _run(registry, args, started: float) -> int:
     from ..run.driver import Run
 
     config = values.run_config(args)
+    if distributed.launched_world_size() > 1:  # torchrun: this process is one rank of a distributed training
+        config = _distributed_config(config)
     run = Run(registry, config)
     executor = make_executor(config)  # Ray missing, an unreachable --ray-address: said before the plan loads data
     plan = run.plan()
     outcomes = run.run(executor, plan)
+    if not distributed.is_main_process():  # rank 0 reports (and wrote every record)
+        return 1 if any(o.status == "failed" for o in outcomes) else 0
     counts = _print_summary(outcomes, config.results_dir, time.perf_counter() - started)
     if args.leaderboards is not None:
         from ..leaderboard import write_leaderboards
@@ -46,6 +51,21 @@ def _run(registry, args, started: float) -> int:
                                        family_baselines=registry.family_baselines()):
             print(f"wrote {path}")
     return 1 if counts["failed"] else 0
+
+
+def _distributed_config(config):
+    """The run config of one torchrun rank: its own device (cuda:LOCAL_RANK, or the CPU with gloo); every rank but
+    rank 0 without progress bars and with warnings only (rank 0 says what the run does)."""
+    import logging
+    from dataclasses import replace
+
+    if config.executor != "local":
+        raise HarnessError(f"--executor {config.executor} under torchrun: torchrun already starts one process per "
+                           "GPU for one model at a time; use the local executor (drop --executor).")
+    device = distributed.setup(config.device)
+    if not distributed.is_main_process():
+        logging.getLogger("harness").setLevel(logging.WARNING)
+    return replace(config, device=device, progress=config.progress and distributed.is_main_process())
 
 
 def _print_summary(outcomes, results_dir, seconds: float) -> dict[str, int]:

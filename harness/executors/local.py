@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .. import distributed
 from ..locks import StoreLock
 from .progress import CellProgress
 
@@ -63,7 +64,11 @@ class LocalExecutor:
         with CellProgress(worker, sum(len(job.tasks) for job in jobs), worker.progress) as progress:
             deferred = []
             for claim in claims:
-                if try_claim(worker, claim):
+                if distributed.active():  # torchrun: every rank takes the jobs in plan order, in step
+                    claim.lock.acquire(on_wait=lambda message, label=claim.job.label: worker.log(f"  {label}: "
+                                                                                                  f"{message}"))
+                    outcomes += self._run_claimed(worker, claim, progress)
+                elif try_claim(worker, claim):
                     outcomes += self._run_claimed(worker, claim, progress)
                 else:
                     deferred.append(claim)
@@ -75,7 +80,8 @@ class LocalExecutor:
     @staticmethod
     def _run_claimed(worker: Worker, claim: Claim, progress: CellProgress) -> list[CellOutcome]:
         try:
-            cached, job = after_claim(worker, claim)
+            # Under torchrun what is left to compute is rank 0's view of the store, the same on every rank.
+            cached, job = distributed.broadcast_from_main(after_claim(worker, claim))
         except BaseException:
             claim.lock.release()
             raise

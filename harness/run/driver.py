@@ -10,6 +10,7 @@ import statistics
 from dataclasses import replace
 from typing import Any, Callable, Iterator
 
+from .. import distributed
 from ..device import hardware_description
 from ..errors import HarnessError
 from ..locks import StoreLock
@@ -40,7 +41,9 @@ class Worker:
     def check_locking(self) -> None:
         self._run.store.check_locking()
 
-    def cells_lock(self, job: TrainingJob) -> StoreLock:
+    def cells_lock(self, job: TrainingJob) -> StoreLock | RankLock:
+        if not distributed.is_main_process():  # torchrun: rank 0 claims for all ranks (harness.executors.local)
+            return RankLock()
         return self._run.store.cells_lock(job.trained.key, job.seed,
                                           f"computing {len(job.tasks)} cell(s) of {job.label}")
 
@@ -77,6 +80,9 @@ class Worker:
         """Write a computed cell's record (the driver alone does this) and report it in one line."""
         spec, seed, task_spec = result.spec, result.seed, result.task
         store = self._run.store
+        if not distributed.is_main_process():  # torchrun: rank 0 writes the records; this rank computed the same
+            return CellOutcome(spec, seed, task_spec, result.status,
+                               result.record.get("main_score") if result.status == "ok" else None, result.message)
         if result.keeps_ok:
             stored, _ = store.lookup(spec.key, seed, task_spec.key)
             if stored is not None and stored["status"] == "ok":
@@ -96,6 +102,19 @@ class Worker:
         score, eval_seconds = result.record["main_score"], result.record["timings"]["eval_seconds"]
         self.log(f"  {spec.label} seed {seed} {task_spec.label}: {score:.2f} ({eval_seconds:.1f}s)")
         return CellOutcome(spec, seed, task_spec, "ok", score)
+
+
+class RankLock:
+    """The cells lock of a torchrun rank other than 0: rank 0 holds the real one for every rank."""
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None, on_wait=None) -> bool:
+        return True
+
+    def release(self) -> None:
+        pass
+
+    def holder(self) -> str:
+        return "rank 0 of this run"
 
 
 class Run:
@@ -127,7 +146,7 @@ class Run:
         work = CellWork(self.registry, self.config, plan, models, hardware)
         worker = Worker(self, plan, work)
         executor.start(plan, worker)  # checks that can fail (Ray missing, cluster unreachable) before any cell runs
-        for path, why in self.store.clean_stale_temporaries():
+        for path, why in self.store.clean_stale_temporaries() if distributed.is_main_process() else ():
             self.log(f"  removed {path} ({why})")
         for cell in plan.statuses:
             if cell.invalid is not None:

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import distributed
 from ..checkpoints import build_checkpoint, check_checkpoint_target, trained_checkpoint_problem
 from ..consistency import batch_dependence
 from ..data import TrainingSplits
@@ -200,8 +201,8 @@ class Models:
 
         A trained spec's checkpoint is checked, trained, built and loaded under its lock (harness.locks): of several
         processes sharing the store (other runs, Ray workers) one trains, the others wait and then load it."""
-        if spec.train_on is None or (spec.hash, seed) in self._loaded:
-            return self._trained_model(spec, profile, device, seed)
+        if spec.train_on is None or (spec.hash, seed) in self._loaded or not distributed.is_main_process():
+            return self._trained_model(spec, profile, device, seed)  # torchrun: rank 0 holds the lock for all
         lock = self.store.checkpoint_lock(spec.key, seed, f"training {spec.label} seed {seed}")
         try:
             lock.acquire(on_wait=lambda message: self.log(f"  {spec.label} seed {seed}: {message}"))
@@ -226,7 +227,11 @@ class Models:
         report_record = None
         if spec.train_on is not None:
             checkpoint = self.store.checkpoint_dir(spec.key, seed)
-            problem = "--overwrite" if self.config.overwrite else self.checkpoint_problem(spec, seed)
+            problem = None
+            if distributed.is_main_process():
+                problem = "--overwrite" if self.config.overwrite else self.checkpoint_problem(spec, seed)
+            # torchrun: rank 0 (which holds the checkpoint lock) decides for every rank whether to train or load.
+            problem = distributed.broadcast_from_main(problem)
             if problem is None:
                 self.log(f"  loading checkpoint {checkpoint}")
                 model.load(checkpoint)
@@ -276,7 +281,9 @@ class Models:
                  "report": report_record},
             )
 
-        build_checkpoint(checkpoint, save)
+        if distributed.is_main_process():  # torchrun: rank 0 writes; the others hold the same weights in memory
+            build_checkpoint(checkpoint, save)
+        distributed.barrier()
         self._training_data_checksums[(spec.hash, seed)] = splits.checksum
         return model, report_record
 
