@@ -1,4 +1,5 @@
-"""`harness leaderboard`: rebuild the leaderboard tables (or one matrix's paper table) from a store."""
+"""`harness leaderboard`: rebuild the leaderboard tables (or one matrix's paper table, or the reproduction page)
+from a store."""
 from __future__ import annotations
 
 import sys
@@ -21,7 +22,11 @@ def cmd_leaderboard(args) -> int:
         family_baselines = registry.family_baselines()
     except HarnessError:
         family_members, family_baselines = {}, {}  # ordering and notes only; the tables come from the store
-    if args.matrix is not None:
+    if args.reproduction is not None:
+        from ..leaderboard.claims import write_reproduction
+
+        written = [write_reproduction(args.reproduction, args.matrix_dir, store, load_registry())]
+    elif args.matrix is not None:
         from ..leaderboard.matrix_board import write_matrix_board
 
         written = write_matrix_board(args.matrix, store, output / "matrices", formats, load_registry())

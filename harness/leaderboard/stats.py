@@ -151,17 +151,19 @@ def mean_of_cells(parts: list[CellStatistics]) -> CellStatistics:
                           any(part.trained for part in parts))
 
 
-def compare_cells(cells_a: list[Any], cells_b: list[Any]) -> UnitComparison | None:
+def compare_cells(cells_a: list[Any], cells_b: list[Any],
+                  cache: dict | None = None) -> UnitComparison | None:
     """Row a minus row b in both units of inference (examples; across runs where a row was trained), each row given
     as its cells of one column (one task) or of the members of an averaged column (the score is then the mean over
     members); None when a cell has no per-example data or the two rows are not over the same examples. For the
     paper-table view (``leaderboard --matrix``): pass the result and the paper's difference to
-    :func:`harness.evaluation.significance.agrees_with_paper`."""
+    :func:`harness.evaluation.significance.agrees_with_paper`. ``cache`` (a dict kept by the caller) keeps each
+    cell's statistics for the next call: a page that tests many pairs of the same rows resamples each cell once."""
     if not cells_a or len(cells_a) != len(cells_b):
         return None
     sides = []
     for cells in (cells_a, cells_b):
-        parts = [cell_statistics(cell) for cell in cells]
+        parts = [_cached_statistics(cell, cache) for cell in cells]
         if not all(parts):
             return None
         sides.append(mean_of_cells(parts) if len(parts) > 1 else parts[0])
@@ -171,6 +173,15 @@ def compare_cells(cells_a: list[Any], cells_b: list[Any]) -> UnitComparison | No
     score_a = float(np.mean([cell.mean() for cell in cells_a]))
     score_b = float(np.mean([cell.mean() for cell in cells_b]))
     return _units(score_a, score_b, a, b)
+
+
+def _cached_statistics(cell: Any, cache: dict | None) -> CellStatistics | None:
+    if cache is None:
+        return cell_statistics(cell)
+    key = (tuple(sorted(cell.records.items())), tuple(sorted(cell.values)))
+    if key not in cache:
+        cache[key] = cell_statistics(cell)
+    return cache[key]
 
 
 def _units(score_a: float, score_b: float, a: CellStatistics, b: CellStatistics) -> UnitComparison:
