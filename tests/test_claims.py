@@ -46,9 +46,9 @@ def test_the_verdict_rule():
     assert pair_verdict("order", _unit(2.0, 1.0, 3.0, 0.001, trained=True), 2.0) == TOO_FEW_SEEDS  # no across runs
 
 
-def _write(store, key, seed, task, data, trained):
+def _write(store, key, seed, task, data, trained, backbone="tiny"):
     record = {"status": "ok", "model": {"name": "be", "label": "be", "train_on": "stsb" if trained else None,
-                                        "backbone": "tiny", "profile": "smoke", "hash": f"{key}-hash"},
+                                        "backbone": backbone, "profile": "smoke", "hash": f"{key}-hash"},
               "model_key": key, "seed": seed, "hardware": "cpu", "dataset_checksum": "0" * 64,
               "task": {"name": task, "key": task, "label": task, "family": "senteval", "version": "1",
                        "main_score": "spearman"},
@@ -155,3 +155,26 @@ def test_the_committed_reproduction_page_is_the_generated_one(registry):
     assert digests["page"] == hashlib.sha256(body.encode()).hexdigest(), "docs/reproduction.md was edited by hand"
     assert digests["inputs"] == inputs_digest(sorted((ROOT / "matrices").glob("*.yaml")), Store(ROOT / "published"),
                                               registry), "docs/reproduction.md is older than its inputs: regenerate it"
+
+
+def test_rows_trained_under_an_older_default_are_marked(tmp_path, registry):
+    """Issue 34 point 4: a record whose spec now resolves to another model key (a default changed since it was
+    trained) keeps its row, marked, with a note naming the current model."""
+    from harness.leaderboard import STALE, stale_models, write_leaderboards
+    from harness.profiles import get_profile
+    from harness.spec import resolve_model_spec
+
+    spec = resolve_model_spec(registry, "be", get_profile("smoke"))
+    current = spec.key
+    store = Store(tmp_path / "store")
+    rng = np.random.default_rng(1)
+    gold = rng.normal(size=50)
+    for key in (current, "be-0123456789ab"):  # the second: the same label, trained under an older default
+        _write(store, key, 42, "stsb", ExampleScores("spearman", {"predicted": gold + rng.normal(size=50),
+                                                                  "gold": gold}), trained=False, backbone=spec.backbone)
+    stale = stale_models(store, registry)
+    assert stale == {"be-0123456789ab": current}
+    (path,) = write_leaderboards(store, tmp_path / "boards", ("md",), stale=stale)
+    text = path.read_text()
+    assert "be {key=be-0123456789ab} " + STALE in text and f"{STALE} `be` (be-0123456789ab): trained before a default" in text
+    assert current in text

@@ -31,7 +31,14 @@ def cmd_leaderboard(args) -> int:
 
         written = write_matrix_board(args.matrix, store, output / "matrices", formats, load_registry())
     else:
-        written = write_leaderboards(store, output, formats, family_members, args.include_samples, family_baselines)
+        from ..leaderboard import stale_models
+
+        try:
+            stale = stale_models(store, load_registry())
+        except HarnessError:
+            stale = {}  # without plugins no spec can be re-resolved: nothing is marked
+        written = write_leaderboards(store, output, formats, family_members, args.include_samples, family_baselines,
+                                     stale)
     for path in written:
         print(f"wrote {path}")
     left_out = getattr(store, "sample_records", [])

@@ -273,8 +273,10 @@ def _baseline_word(pair: PairOutcome) -> str:
 
 
 def paper_text(outcome: ClaimOutcome) -> str:
-    differences = list(dict.fromkeys(f"{pair.higher} - {pair.lower} {pair.paper_difference:+.2f}"
-                                     for pair in outcome.pairs if pair.paper_difference is not None))
+    several = len(outcome.claim.columns) > 1
+    differences = list(dict.fromkeys((f"{pair.column}: " if several else "") + f"{pair.higher} - {pair.lower} "
+                                     f"{pair.paper_difference:+.2f}" for pair in outcome.pairs
+                                     if pair.paper_difference is not None))
     return ("paper: " + "; ".join(differences)) if differences else ""
 
 

@@ -300,8 +300,8 @@ def notes(table: Any) -> list[str]:
     """Legend lines for the table's intervals and marks (none when nothing was computed)."""
     stats: TableStatistics | None = getattr(table, "statistics", None)
     if stats is None:
-        return []
-    lines = []
+        return list(getattr(table, "stale_notes", []))
+    lines = list(getattr(table, "stale_notes", []))  # rows trained under an older default (mark_stale)
     if stats.cells:
         lines.append(f"[low, high]: 95% bootstrap interval over test examples ({DEFAULT_RESAMPLES} resamples, seeds "
                      f"pooled). Per column, **bold**: best and significantly better than the runner-up; {TIED}: not "
