@@ -2,9 +2,11 @@
 
 Both specs are resolved exactly as ``harness run`` resolves them (profile, backbone, training source, budget), so
 their model keys name their records in the store. Per task, the seeds both models have with per-example data are
-pooled (each model's score is its seed mean) and the difference A - B gets the paired bootstrap of
-:func:`harness.evaluation.significance.paired_test` on the same test examples: its 95% interval and two-sided
-p-value; the p-values of all tasks are Holm-adjusted (Holm 1979). A task without per-example data for either model
+pooled (each model's score is its seed mean) and the difference A - B is tested in both units of inference of
+:func:`harness.evaluation.significance.compare_units`: over test examples (the paired bootstrap, these two sets of
+runs) and across runs (training-run variance included) when either model was trained, which then decides; a
+trained model with one seed gives "too few seeds to tell". The deciding p-values of all tasks are Holm-adjusted
+(Holm 1979). A task without per-example data for either model
 (records stored before harness kept it) is listed with the reason and no test.
 """
 from __future__ import annotations
@@ -14,8 +16,8 @@ from pathlib import Path
 
 from .errors import HarnessError
 from .evaluation.bootstrap import DEFAULT_RESAMPLES, ExampleDataError, ExampleScores
-from .evaluation.significance import ALPHA, PairedResult, holm, paired_test
-from .leaderboard.stats import stored_examples
+from .evaluation.significance import ALPHA, MIN_TRAINED_SEEDS, TOO_FEW_SEEDS, UnitComparison, compare_units, holm
+from .leaderboard.stats import stored_run
 from .profiles import get_profile
 from .registry import Registry
 from .spec import ModelSpec, resolve_model_spec, resolve_task_specs
@@ -29,24 +31,34 @@ class CompareError(HarnessError):
 @dataclass
 class TaskComparison:
     task: str
-    result: PairedResult | None
+    result: UnitComparison | None
     reason: str = ""  # why there is no result
-    p_holm: float | None = None
+    p_holm: float | None = None  # the deciding unit's p, Holm-adjusted (None: too few seeds to tell)
 
     def as_dict(self) -> dict:
         entry = {"task": self.task}
         if self.result is None:
             return {**entry, "result": None, "reason": self.reason}
-        return {**entry, **self.result.as_dict(), "p_holm": self.p_holm,
-                "significant": bool(self.p_holm is not None and self.p_holm < ALPHA)}
+        examples = self.result.examples
+        # interval and p_value: the deciding unit's (null: too few seeds to tell); both units under their names
+        return {**entry, "score_a": examples.score_a, "score_b": examples.score_b, "difference": examples.difference,
+                "examples": examples.examples, "seeds_a": examples.seeds_a, "seeds_b": examples.seeds_b,
+                **self.result.as_dict(), "p_holm": self.p_holm, "verdict": self.verdict}
+
+    @property
+    def verdict(self) -> str:
+        """significant, not significant or too few seeds to tell (by the deciding unit, after Holm)."""
+        if self.result is None or self.result.too_few_seeds:
+            return TOO_FEW_SEEDS if self.result is not None else ""
+        return "significant" if self.p_holm is not None and self.p_holm < ALPHA else "not significant"
 
 
-def _examples(store: Store, spec: ModelSpec, seed: int, task_key: str) -> tuple[ExampleScores | None, str]:
+def _examples(store: Store, spec: ModelSpec, seed: int, task_key: str) -> tuple[ExampleScores | None, str, bool]:
     path = store.record_path(spec.key, seed, task_key)
     if not path.exists():
-        return None, f"{spec.label} seed {seed} has no record (run it first)"
-    data, reason = stored_examples(path)
-    return data, "" if data is not None else f"{spec.label} seed {seed}: {reason}"
+        return None, f"{spec.label} seed {seed} has no record (run it first)", False
+    data, reason, trained = stored_run(path)
+    return data, "" if data is not None else f"{spec.label} seed {seed}: {reason}", trained
 
 
 def compare(registry: Registry, store: Store, model_a: str, model_b: str, tasks: list[str], seeds: list[int],
@@ -64,10 +76,12 @@ def compare(registry: Registry, store: Store, model_a: str, model_b: str, tasks:
     comparisons = []
     for task in task_specs:
         per_model: list[list[ExampleScores]] = [[], []]
+        trained = [False, False]
         reasons = []
         for side, spec in enumerate((spec_a, spec_b)):
             for seed in seeds:
-                data, reason = _examples(store, spec, seed, task.key)
+                data, reason, was_trained = _examples(store, spec, seed, task.key)
+                trained[side] = trained[side] or was_trained
                 if data is None:
                     reasons.append(reason)
                 else:
@@ -76,29 +90,41 @@ def compare(registry: Registry, store: Store, model_a: str, model_b: str, tasks:
             comparisons.append(TaskComparison(task.label, None, "; ".join(reasons)))
             continue
         try:
-            comparisons.append(TaskComparison(task.label, paired_test(per_model[0], per_model[1], resamples)))
+            comparisons.append(TaskComparison(task.label, compare_units(per_model[0], per_model[1], *trained,
+                                                                        resamples=resamples)))
         except ExampleDataError as exc:
             comparisons.append(TaskComparison(task.label, None, str(exc)))
-    tested = [c for c in comparisons if c.result is not None]
+    tested = [c for c in comparisons if c.result is not None and c.result.p_value is not None]
     for comparison, adjusted in zip(tested, holm([c.result.p_value for c in tested])):
         comparison.p_holm = adjusted
     return spec_a, spec_b, comparisons
 
 
 def comparison_rows(comparisons: list[TaskComparison]) -> tuple[list[str], list[list[str]]]:
-    """Headers and rows of the comparison table."""
-    headers = ["task", "A", "B", "A - B", "95% interval", "p", "p (Holm)", "examples", "seeds A/B"]
+    """Headers and rows of the comparison table: both units' interval and p, which one decides, its Holm p."""
+    headers = ["task", "A", "B", "A - B", "examples: 95% interval, p", "across runs: 95% interval, p", "decides",
+               "p (Holm)", "verdict", "examples", "seeds A/B"]
     rows = []
     for c in comparisons:
         r = c.result
         if r is None:
-            rows.append([c.task, "", "", "", "", "", "", "", f"no test: {c.reason}"])
+            rows.append([c.task, "", "", "", "", "", "", "", "", "", f"no test: {c.reason}"])
             continue
-        mark = " *" if c.p_holm is not None and c.p_holm < ALPHA else ""
-        rows.append([c.task, f"{r.score_a:.2f}", f"{r.score_b:.2f}", f"{r.difference:+.2f}{mark}",
-                     f"[{r.low:+.2f}, {r.high:+.2f}]", f"{r.p_value:.4f}", f"{c.p_holm:.4f}", str(r.examples),
-                     f"{r.seeds_a}/{r.seeds_b}"])
+        e, across = r.examples, r.across_runs
+        mark = " *" if c.verdict == "significant" else ""
+        across_text = (f"[{across.low:+.2f}, {across.high:+.2f}], p={across.p_value:.4f}" if across is not None
+                       else TOO_FEW_SEEDS if r.too_few_seeds else "- (neither model trained)")
+        rows.append([c.task, f"{e.score_a:.2f}", f"{e.score_b:.2f}", f"{e.difference:+.2f}{mark}",
+                     f"[{e.low:+.2f}, {e.high:+.2f}], p={e.p_value:.4f}", across_text, r.unit,
+                     "" if c.p_holm is None else f"{c.p_holm:.4f}", c.verdict, str(e.examples),
+                     f"{e.seeds_a}/{e.seeds_b}"])
     return headers, rows
+
+
+UNITS_NOTE = ("examples: paired bootstrap over the test examples, seeds held fixed (do these runs differ?). across "
+              "runs: Welch t over seeds with the example bootstrap's variance added (would new training runs keep "
+              "the order?); it decides wherever a model was trained, and a trained model needs at least "
+              f"{MIN_TRAINED_SEEDS} seeds, else {TOO_FEW_SEEDS}. docs/fidelity.md, \"Two units of inference\".")
 
 
 def results_dir_exists(root: Path) -> Store:

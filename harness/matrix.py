@@ -36,9 +36,10 @@ class ModelEntry:
     own_budget_keys: tuple[str, ...] | None = None
 
 
-# ``paper`` (the source table's numbers) and an entry's ``name`` are read by ``harness leaderboard --matrix`` only.
+# ``paper`` (the source table's numbers), ``claims`` (what the paper claims, judged on the records:
+# harness.leaderboard.claims) and an entry's ``name`` are read by ``harness leaderboard`` only.
 ALLOWED_KEYS = {"description", "profile", "seeds", "tasks", "models", "backbone", "train_on", "data_dir", "budget",
-                "paper"}
+                "paper", "claims"}
 MODEL_KEYS = {"model", "name", "train_on", "backbone", *BUDGET_KEYS}
 
 

@@ -11,7 +11,7 @@ def cmd_compare(args) -> int:
 
     from tabulate import tabulate
 
-    from ..compare import compare, comparison_rows, results_dir_exists
+    from ..compare import UNITS_NOTE, compare, comparison_rows, results_dir_exists
 
     registry = load_registry()
     resamples = values.resamples(args.resamples)
@@ -22,13 +22,17 @@ def cmd_compare(args) -> int:
     if args.json:
         print(json.dumps({"a": {"label": spec_a.label, "model_key": spec_a.key},
                           "b": {"label": spec_b.label, "model_key": spec_b.key}, "seeds": seeds,
-                          "resamples": resamples, "method": "paired bootstrap over test examples, seeds "
-                          "pooled; two-sided p; Holm across tasks", "tasks": [c.as_dict() for c in comparisons]},
+                          "resamples": resamples, "method": "two units of inference: 'examples' (paired "
+                          "bootstrap over test examples, seeds pooled and held fixed) and 'across runs' (Welch t "
+                          "over seeds plus the example bootstrap's variance), the latter deciding wherever a model "
+                          "was trained ('unit' per task); two-sided p; Holm across tasks on the deciding p",
+                          "tasks": [c.as_dict() for c in comparisons]},
                          indent=2))
         return 0
     headers, rows = comparison_rows(comparisons)
     print(f"A = {spec_a.label} ({spec_a.key}), B = {spec_b.label} ({spec_b.key}); seeds {','.join(map(str, seeds))}; "
-          f"paired bootstrap over test examples ({resamples} resamples)")
+          f"{resamples} bootstrap resamples")
     print(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
-    print("* significant after Holm's correction across the tasks (p < 0.05)")
+    print(UNITS_NOTE)
+    print("* significant by the deciding unit after Holm's correction across the tasks (p < 0.05)")
     return 0

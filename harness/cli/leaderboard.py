@@ -1,4 +1,5 @@
-"""`harness leaderboard`: rebuild the leaderboard tables (or one matrix's paper table) from a store."""
+"""`harness leaderboard`: rebuild the leaderboard tables (or one matrix's paper table, or the reproduction page)
+from a store."""
 from __future__ import annotations
 
 import sys
@@ -21,12 +22,23 @@ def cmd_leaderboard(args) -> int:
         family_baselines = registry.family_baselines()
     except HarnessError:
         family_members, family_baselines = {}, {}  # ordering and notes only; the tables come from the store
-    if args.matrix is not None:
+    if args.reproduction is not None:
+        from ..leaderboard.claims import write_reproduction
+
+        written = [write_reproduction(args.reproduction, args.matrix_dir, store, load_registry())]
+    elif args.matrix is not None:
         from ..leaderboard.matrix_board import write_matrix_board
 
         written = write_matrix_board(args.matrix, store, output / "matrices", formats, load_registry())
     else:
-        written = write_leaderboards(store, output, formats, family_members, args.include_samples, family_baselines)
+        from ..leaderboard import stale_models
+
+        try:
+            stale = stale_models(store, load_registry())
+        except HarnessError:
+            stale = {}  # without plugins no spec can be re-resolved: nothing is marked
+        written = write_leaderboards(store, output, formats, family_members, args.include_samples, family_baselines,
+                                     stale)
     for path in written:
         print(f"wrote {path}")
     left_out = getattr(store, "sample_records", [])

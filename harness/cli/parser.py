@@ -117,6 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--matrix", type=Path, default=None,
                        help="render one matrix file as its paper table (its entries as rows, its tasks as columns, "
                             "the paper's numbers from its paper: block), into <output>/matrices/<file name>")
+    board.add_argument("--reproduction", type=Path, default=None,
+                       help="write the reproduction page (e.g. docs/reproduction.md): every matrix's claims: block "
+                            "judged on the records, verdicts computed by the page's rule")
+    board.add_argument("--matrix-dir", type=Path, default=Path("matrices"),
+                       help="the matrix files whose claims --reproduction reads (default ./matrices)")
     board.add_argument("--include-samples", action="store_true",
                        help="also show records computed on an evaluation sample (max_eval_examples, e.g. --profile "
                             "smoke), in sections of their own; left out by default")

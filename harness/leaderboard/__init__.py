@@ -50,17 +50,58 @@ __all__ = [
 ]
 
 
+STALE = "†"
+
+
+def mark_stale(table: Table, stale: dict[str, str]) -> None:
+    """Mark the rows whose spec now resolves to another model (a default of the spec changed since they were
+    trained, e.g. a new option whose default is a different setting): the row keeps its records and scores, its label
+    gets :data:`STALE`, and the table's notes say which current model to run."""
+    marked = [row for row in table.rows if row.model_key in stale]
+    for row in marked:
+        row.label = f"{row.label} {STALE}"
+    table.stale_notes = [f"{STALE} `{row.spec or row.label}` ({row.model_key}): trained before a default of its spec "
+                         f"changed; the spec now resolves to another model, {stale[row.model_key]}. Its numbers are "
+                         "those of the older setting (re-run the spec for the current one)." for row in marked]
+
+
+def stale_models(store: Store, registry: object) -> dict[str, str]:
+    """Model key -> the key the record's spec resolves to now, for every stored model whose spec no longer resolves
+    to its own key (a record whose spec cannot be resolved any more is left out)."""
+    from ..errors import HarnessError
+    from ..profiles import get_profile
+    from ..spec import resolve_model_spec
+
+    seen: dict[str, str] = {}
+    for record in store.records():
+        model = record.get("model") or {}
+        key = record.get("model_key")
+        if key in seen or not model.get("label"):
+            continue
+        try:
+            current = resolve_model_spec(registry, model["label"], get_profile(model.get("profile", "quick")),
+                                         model.get("backbone"), model.get("train_on"), model.get("budget") or None)
+        except (HarnessError, KeyError, ValueError):
+            seen[key] = key
+            continue
+        seen[key] = current.key
+    return {key: current for key, current in seen.items() if current != key}
+
+
 def write_leaderboards(
     store: Store, output_dir: Path, formats: tuple[str, ...] = ("md", "csv"),
     family_members: dict[str, list[str]] | None = None, include_samples: bool = False,
-    family_baselines: dict[str, Baseline] | None = None,
+    family_baselines: dict[str, Baseline] | None = None, stale: dict[str, str] | None = None,
 ) -> list[Path]:
     """Write every family's file; invalid records are in ``store.skipped`` (also logged, and shown as ``invalid``),
-    records on an evaluation sample that were left out in ``store.sample_records``."""
+    records on an evaluation sample that were left out in ``store.sample_records``. ``stale`` (model key -> the
+    key its spec resolves to now; the CLI computes it with the registry) marks rows trained under an older default
+    (:func:`mark_stale`)."""
     check_writable_dir(Path(output_dir), "the leaderboard folder")
     tables = collect_tables(store, family_members, include_samples, family_baselines)
     for table in tables:
         attach_statistics(table)  # bootstrap intervals and tie marks (.stats)
+        mark_stale(table, stale or {})
     for path, reason in store.skipped:  # the caller reports them (the CLI: one line each, then exits non-zero)
         logger.debug("invalid record %s: %s", path, reason)
     written = []

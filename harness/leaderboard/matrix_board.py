@@ -39,6 +39,7 @@ class Paper:
     comparable: bool = True
     caveat: str = ""
     rows: dict[str, dict[str, float]] = field(default_factory=dict)
+    aggregation: str = ""  # how the paper aggregated where ours differs (e.g. STS12-16), said in the header
 
 
 @dataclass
@@ -70,7 +71,7 @@ def _paper(path: Path, document: dict) -> Paper:
             raise data_error(path, None, f"paper.rows[{name!r}] must map column names to numbers; got {values!r}.")
         rows[str(name)] = {str(k): float(v) for k, v in values.items()}
     return Paper(str(block.get("source", "")), bool(block.get("comparable", True)), str(block.get("caveat", "")),
-                 rows)
+                 rows, " ".join(str(block.get("aggregation", "")).split()))
 
 
 def build_board(matrix_path: Path, store: Store, registry: Any) -> MatrixBoard:
@@ -205,41 +206,39 @@ def _interval(row: Row, column: Column) -> str:
 
 def paper_agreement_rows(board: MatrixBoard) -> list[list[str]]:
     """Per paper column, each neighbouring pair of the paper's rows in the paper's order (higher first): the paper's
-    difference, ours with its 95% interval and p-value, and whether ours agrees (docs/fidelity.md, "Paper tables")."""
-    from ..evaluation.significance import ALPHA, agrees_with_paper
+    difference, ours with its 95% interval, p-value and unit, and the verdict by the reproduction rule
+    (:data:`harness.leaderboard.claims.VERDICT_RULE`; equal paper numbers are a claimed tie). For a matrix without
+    ``claims:``; one with claims shows those instead (docs/fidelity.md, "Paper tables")."""
+    from .claims import NO_DATA, NOT_RUN, pair_verdict
     from .stats import compare_cells
 
     by_label = {row.label: row for row in board.rows}
     lines = []
+    cache: dict = {}
     for column in board.columns:
         reported = sorted(((values[column.label], name) for name, values in board.paper.rows.items()
                            if column.label in values), reverse=True)
         for (paper_high, high), (paper_low, low) in zip(reported, reported[1:]):
             row_a, row_b = by_label[high], by_label[low]
             cells_a, cells_b = _member_cells(row_a, column), _member_cells(row_b, column)
+            relation = "tie" if paper_high == paper_low else "order"
             if not all(c.values for c in cells_a + cells_b):
-                ours, verdict = "", "not run"
+                ours, verdict = "", NOT_RUN
             else:
-                result = compare_cells(cells_a, cells_b)
-                if result is None:
-                    difference = row_a.cells[column.label].mean() - row_b.cells[column.label].mean()
-                    ours = f"{difference:+.2f}"
-                    sign = "same" if (difference > 0) == (paper_high > paper_low) else "other"
-                    verdict = ("no data (the paper ties)" if paper_high == paper_low
-                               else f"no data ({sign} sign, untested)")
+                result = compare_cells(cells_a, cells_b, cache)
+                difference = row_a.cells[column.label].mean() - row_b.cells[column.label].mean()
+                verdict = pair_verdict(relation, result, paper_high - paper_low)
+                if result is None or result.interval is None:
+                    ours = f"{difference:+.2f}" + (f" ({NO_DATA})" if result is None else "")
                 else:
-                    ours = f"{result.difference:+.2f} [{result.low:+.2f}, {result.high:+.2f}], p={result.p_value:.3f}"
-                    if paper_high == paper_low:  # no sign to agree with: say whether ours differs
-                        verdict = ("the paper ties; ours differs" if result.p_value < ALPHA
-                                   else "the paper ties; ours too")
-                    else:
-                        verdict = agrees_with_paper(result, paper_high - paper_low)
+                    ours = (f"{result.difference:+.2f} [{result.interval[0]:+.2f}, {result.interval[1]:+.2f}], "
+                            f"p={result.p_value:.3f} ({result.unit})")
             lines.append([column.label, high, low, f"{paper_high - paper_low:+.2f}", ours, verdict])
     return lines
 
 
-AGREEMENT_HEADERS = ["column", "higher in the paper", "lower in the paper", "paper Δ", "our Δ [95% CI], p",
-                     "verdict"]
+AGREEMENT_HEADERS = ["column", "higher in the paper", "lower in the paper", "paper Δ",
+                     "our Δ [95% CI], p (unit)", "verdict"]
 
 
 def table_rows(board: MatrixBoard) -> tuple[list[str], list[list[str]]]:
@@ -274,10 +273,12 @@ def header_lines(board: MatrixBoard) -> list[str]:
         lines.append(f"Paper: {board.paper.source}. `(paper)` columns are the paper's numbers, `Δ` = ours - paper.")
         if not board.paper.comparable:
             lines.append(f"**Not comparable to the paper:** {board.paper.caveat}")
+        if board.paper.aggregation:
+            lines.append(f"**Aggregation differs from the paper's:** {board.paper.aggregation}")
     return lines
 
 
-def render_markdown(board: MatrixBoard) -> str:
+def render_markdown(board: MatrixBoard, outcomes: list | None = None) -> str:
     from tabulate import tabulate
 
     headers, body = table_rows(board)
@@ -291,7 +292,7 @@ def render_markdown(board: MatrixBoard) -> str:
         *([f"What it reproduces: {board.description}", ""] if board.description else []),
         tabulate(body, headers=headers, tablefmt="github", disable_numparse=True),
         "",
-        *_agreement_markdown(board),
+        *_agreement_markdown(board, outcomes),
         "## Entries",
         "",
         tabulate(legend, headers=["entry", "full spec", "model key"], tablefmt="github", disable_numparse=True),
@@ -299,22 +300,26 @@ def render_markdown(board: MatrixBoard) -> str:
     ])
 
 
-def _agreement_markdown(board: MatrixBoard) -> list[str]:
+AGREEMENT_LEGEND = ("Neighbouring rows in the paper's order, tested on our records by the rule of "
+                    "docs/reproduction.md (across runs wherever a row was trained, else over test examples; equal "
+                    "paper numbers are a claimed tie): ")
+
+
+def _agreement_markdown(board: MatrixBoard, outcomes: list | None = None) -> list[str]:
     from tabulate import tabulate
 
+    from .claims import VERDICT_RULE, claims_markdown
+
+    if outcomes:
+        return claims_markdown(outcomes, "## The paper's claims, judged on our records")
     lines = paper_agreement_rows(board)
     if not lines:
         return []
-    return ["## Does our ordering agree with the paper's?", "",
-            "Neighbouring rows in the paper's order, tested on our records (paired bootstrap over the same test "
-            "examples, seeds pooled): `agrees` = our difference has the paper's sign and is significant (p < 0.05); "
-            "`opposite` = significant with the other sign; `the paper ties` = the paper's two numbers are equal (ours "
-            "differs or not); `no data` = a record without per-example data (stored before harness kept it: "
-            "`harness rescore` recomputes it from its checkpoint).", "",
+    return ["## Does our ordering agree with the paper's?", "", AGREEMENT_LEGEND + VERDICT_RULE, "",
             tabulate(lines, headers=AGREEMENT_HEADERS, tablefmt="github", disable_numparse=True), ""]
 
 
-def render_csv(board: MatrixBoard) -> str:
+def render_csv(board: MatrixBoard, outcomes: list | None = None) -> str:
     import csv
     import io
 
@@ -335,7 +340,7 @@ def _inline(text: str) -> str:
     return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
 
 
-def render_html(board: MatrixBoard) -> str:
+def render_html(board: MatrixBoard, outcomes: list | None = None) -> str:
     from .html import _CSS
 
     escape = lambda text: html.escape(str(text), quote=True)  # noqa: E731 - a local shorthand
@@ -361,7 +366,7 @@ def render_html(board: MatrixBoard) -> str:
         f"<h1>{escape(board.name)}</h1>", notes,
         *([f'<p class="legend">What it reproduces: {escape(board.description)}</p>'] if board.description else []),
         '<div class="scroll"><table>', f"<thead><tr>{head}</tr></thead>", "<tbody>", *lines, "</tbody></table></div>",
-        *_agreement_html(board, escape),
+        *_agreement_html(board, escape, outcomes),
         "<h2>Entries</h2>",
         '<table class="legend-table"><thead><tr><th class="text">entry</th><th class="text">full spec</th>'
         f'<th class="text">model key</th></tr></thead><tbody>{entries}</tbody></table>',
@@ -370,17 +375,21 @@ def render_html(board: MatrixBoard) -> str:
     ])
 
 
-def _agreement_html(board: MatrixBoard, escape: Any) -> list[str]:
-    lines = paper_agreement_rows(board)
+def _agreement_html(board: MatrixBoard, escape: Any, outcomes: list | None = None) -> list[str]:
+    from .claims import HEADERS, VERDICT_RULE, claim_row
+
+    if outcomes:
+        title, legend = "The paper's claims, judged on our records", VERDICT_RULE
+        headers, lines = HEADERS, [claim_row(outcome) for outcome in outcomes]
+    else:
+        title, legend = "Does our ordering agree with the paper's?", AGREEMENT_LEGEND + VERDICT_RULE
+        headers, lines = AGREEMENT_HEADERS, paper_agreement_rows(board)
     if not lines:
         return []
-    head = "".join(f'<th class="text">{escape(h)}</th>' for h in AGREEMENT_HEADERS)
-    body = "".join("<tr>" + "".join(f'<td class="text">{escape(v)}</td>' for v in line) + "</tr>" for line in lines)
-    return ["<h2>Does our ordering agree with the paper's?</h2>",
-            '<p class="legend">Neighbouring rows in the paper\'s order, tested on our records (paired bootstrap over '
-            "the same test examples, seeds pooled): agrees = our difference has the paper's sign and is significant "
-            "(p &lt; 0.05); opposite = significant with the other sign; the paper ties = the paper's two numbers are "
-            "equal; no data = a record without per-example data (stored before harness kept it).</p>",
+    head = "".join(f'<th class="text">{escape(h)}</th>' for h in headers)
+    body = "".join("<tr>" + "".join(f'<td class="text">{_inline(escape(v))}</td>' for v in line) + "</tr>"
+                   for line in lines)
+    return [f"<h2>{escape(title)}</h2>", f'<p class="legend">{_inline(escape(legend))}</p>',
             f'<table class="legend-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>']
 
 
@@ -395,11 +404,14 @@ def write_matrix_board(matrix_path: Path, store: Store, output_dir: Path, format
             from ..errors import invalid_choice
 
             raise invalid_choice("--formats (with --matrix)", fmt, MATRIX_FORMATS)
+    from .claims import matrix_outcomes
+
     board = build_board(matrix_path, store, registry)
+    outcomes = matrix_outcomes(matrix_path, store, registry, board=board)  # the reproduction page's verdicts
     check_writable_dir(Path(output_dir), "the matrix table folder")
     written = []
     for fmt in formats:
         path = Path(output_dir) / f"{board.name}.{fmt}"
-        atomic_write_text(path, RENDERERS[fmt](board))
+        atomic_write_text(path, RENDERERS[fmt](board, outcomes))
         written.append(path)
     return written

@@ -35,17 +35,20 @@ from ..evaluation.bootstrap import (
 )
 from ..evaluation.significance import (
     ALPHA,
+    MIN_TRAINED_SEEDS,
     ColumnMarks,
-    PairedResult,
+    UnitComparison,
     agrees_with_paper,
     column_marks,
     from_replicates,
+    units_from,
 )
 from ..store import InvalidRecordError, read_examples, read_record
 
 logger = logging.getLogger(__name__)
 
 TIED = "≈"
+TOO_FEW = "?"  # a row that cannot be compared with the column's best: a trained row of the two has one seed
 
 
 @dataclass
@@ -54,6 +57,8 @@ class CellStatistics:
     identity: str
     examples: int
     seeds: int
+    seed_scores: dict[int, float] = field(default_factory=dict)  # seed -> score (the across-runs test's data)
+    trained: bool = False  # its records come from training: comparisons with it are across runs
 
     @property
     def interval(self) -> tuple[float, float]:
@@ -75,33 +80,45 @@ NO_DATA = ("no per-example data (stored before harness kept it, or the task keep
 def stored_examples(path: str | Path) -> tuple[ExampleScores | None, str]:
     """The per-example data of the ok record at ``path``, or ``(None, why not)`` (:data:`NO_DATA` for a record
     that has none)."""
+    data, reason, _ = stored_run(path)
+    return data, reason
+
+
+def stored_run(path: str | Path) -> tuple[ExampleScores | None, str, bool]:
+    """:func:`stored_examples` and whether the record comes from training (its ``training`` report is set: its
+    score depends on the seed, so comparisons with it are across runs)."""
     try:
         record = read_record(Path(path))
     except InvalidRecordError as exc:
-        return None, exc.reason
+        return None, exc.reason, False
+    trained = bool(record.get("training"))
     if record["status"] != "ok":
-        return None, f"its status is {record['status']}"
+        return None, f"its status is {record['status']}", trained
     record["_path"] = str(path)
     content, problem = read_examples(record)
     if content is None:
-        return None, problem or NO_DATA
+        return None, problem or NO_DATA, trained
     try:
-        return ExampleScores.from_npz(content, record["examples"]), ""
+        return ExampleScores.from_npz(content, record["examples"]), "", trained
     except (ExampleDataError, ValueError, KeyError) as exc:
-        return None, f"{path}: its per-example file cannot be read ({exc})"
+        return None, f"{path}: its per-example file cannot be read ({exc})", trained
 
 
-def cell_examples(paths: dict[int, str], seeds: set[int], problems: list[str]) -> list[ExampleScores] | None:
+def cell_examples(paths: dict[int, str], seeds: set[int], problems: list[str],
+                  trained: list[bool] | None = None) -> list[ExampleScores] | None:
     """The per-example data of a cell's seeds (``paths``: seed -> record path), or None when a seed has none
-    (damaged or absent side files are added to ``problems``)."""
+    (damaged or absent side files are added to ``problems``; whether any record comes from training is appended
+    to ``trained`` when given)."""
     results = []
     for seed in sorted(seeds):
-        data, reason = stored_examples(paths[seed]) if seed in paths else (None, NO_DATA)
+        data, reason, was_trained = stored_run(paths[seed]) if seed in paths else (None, NO_DATA, False)
         if data is None:
             if reason != NO_DATA:
                 problems.append(reason)
             return None
         results.append(data)
+        if trained is not None:
+            trained.append(was_trained)
     return results
 
 
@@ -110,7 +127,8 @@ def cell_statistics(cell: Any, problems: list[str] | None = None,
     """A leaderboard cell's seed-pooled bootstrap replicates (from the records its ``records`` name, for the seeds
     in its ``values``), or None when a seed has no per-example data. ``problems`` collects damaged side files."""
     problems = problems if problems is not None else []
-    results = cell_examples(cell.records, set(cell.values), problems) if cell.values else None
+    trained: list[bool] = []
+    results = cell_examples(cell.records, set(cell.values), problems, trained) if cell.values else None
     if results is None:
         return None
     try:
@@ -118,26 +136,34 @@ def cell_statistics(cell: Any, problems: list[str] | None = None,
     except ExampleDataError as exc:
         problems.append(f"{sorted(cell.records.values())[0]}: {exc}")
         return None
-    return CellStatistics(replicates, results[0].identity(), len(results[0]), len(results))
+    return CellStatistics(replicates, results[0].identity(), len(results[0]), len(results),
+                          {seed: cell.values[seed] for seed in sorted(cell.values)}, any(trained))
 
 
 def mean_of_cells(parts: list[CellStatistics]) -> CellStatistics:
-    """The replicates of an average over columns (each column's test set resampled on its own)."""
+    """The replicates of an average over columns (each column's test set resampled on its own); per seed the mean
+    over the columns (seeds every column has)."""
+    seeds = sorted(set.intersection(*(set(part.seed_scores) for part in parts)))
     return CellStatistics(np.mean([part.replicates for part in parts], axis=0),
                           "|".join(part.identity for part in parts), sum(part.examples for part in parts),
-                          min(part.seeds for part in parts))
+                          min(part.seeds for part in parts),
+                          {seed: float(np.mean([part.seed_scores[seed] for part in parts])) for seed in seeds},
+                          any(part.trained for part in parts))
 
 
-def compare_cells(cells_a: list[Any], cells_b: list[Any]) -> PairedResult | None:
-    """Row a minus row b by the paired bootstrap, each given as its cells of one column (one task) or of the
-    members of an averaged column (the score is then the mean over members); None when a cell has no per-example
-    data or the two rows are not over the same examples. For the paper-table view (``leaderboard --matrix``): pass
-    the result and the paper's difference to :func:`harness.evaluation.significance.agrees_with_paper`."""
+def compare_cells(cells_a: list[Any], cells_b: list[Any],
+                  cache: dict | None = None) -> UnitComparison | None:
+    """Row a minus row b in both units of inference (examples; across runs where a row was trained), each row given
+    as its cells of one column (one task) or of the members of an averaged column (the score is then the mean over
+    members); None when a cell has no per-example data or the two rows are not over the same examples. For the
+    paper-table view (``leaderboard --matrix``): pass the result and the paper's difference to
+    :func:`harness.evaluation.significance.agrees_with_paper`. ``cache`` (a dict kept by the caller) keeps each
+    cell's statistics for the next call: a page that tests many pairs of the same rows resamples each cell once."""
     if not cells_a or len(cells_a) != len(cells_b):
         return None
     sides = []
     for cells in (cells_a, cells_b):
-        parts = [cell_statistics(cell) for cell in cells]
+        parts = [_cached_statistics(cell, cache) for cell in cells]
         if not all(parts):
             return None
         sides.append(mean_of_cells(parts) if len(parts) > 1 else parts[0])
@@ -146,7 +172,23 @@ def compare_cells(cells_a: list[Any], cells_b: list[Any]) -> PairedResult | None
         return None
     score_a = float(np.mean([cell.mean() for cell in cells_a]))
     score_b = float(np.mean([cell.mean() for cell in cells_b]))
-    return from_replicates(score_a, score_b, a.replicates, b.replicates, a.examples, a.seeds, b.seeds)
+    return _units(score_a, score_b, a, b)
+
+
+def _cached_statistics(cell: Any, cache: dict | None) -> CellStatistics | None:
+    if cache is None:
+        return cell_statistics(cell)
+    key = (tuple(sorted(cell.records.items())), tuple(sorted(cell.values)))
+    if key not in cache:
+        cache[key] = cell_statistics(cell)
+    return cache[key]
+
+
+def _units(score_a: float, score_b: float, a: CellStatistics, b: CellStatistics) -> UnitComparison:
+    """Both units of inference for two cells' statistics (across runs decides where either was trained)."""
+    examples = from_replicates(score_a, score_b, a.replicates, b.replicates, a.examples, a.seeds, b.seeds)
+    return units_from(examples, list(a.seed_scores.values()), list(b.seed_scores.values()),
+                      a.replicates - b.replicates, a.trained, b.trained)
 
 
 def paper_agreement(cells_a: list[Any], cells_b: list[Any], paper_a: float, paper_b: float) -> str | None:
@@ -163,7 +205,7 @@ def annotate(row: Any, column: str, cell: Any) -> str | None:
     if attached is None:
         return None
     (low, high), mark = attached
-    return f" [{low:.2f}, {high:.2f}]" + (f" {TIED}" if mark == "tied" else "")
+    return f" [{low:.2f}, {high:.2f}]" + {"tied": f" {TIED}", "too-few-seeds": f" {TOO_FEW}"}.get(mark, "")
 
 
 def attach_statistics(table: Any, resamples: int = DEFAULT_RESAMPLES) -> "TableStatistics":
@@ -215,9 +257,11 @@ def _marks(stats: TableStatistics, column: str, column_scores: dict[str, float])
     best = max(column_scores, key=lambda key: column_scores[key])
     if best not in with_data:  # the best row cannot be tested: no marks in this column
         return ColumnMarks(None, False, frozenset(), {})
-    same = {key: cell.replicates for key, cell in with_data.items() if cell.identity == with_data[best].identity}
+    same = {key: cell for key, cell in with_data.items() if cell.identity == with_data[best].identity}
     # Every row's score goes in: a runner-up that cannot be compared keeps the best from being bold.
-    return column_marks(dict(column_scores), same)
+    return column_marks(dict(column_scores), {key: cell.replicates for key, cell in same.items()},
+                        seed_scores={key: list(cell.seed_scores.values()) for key, cell in same.items()},
+                        trained={key: cell.trained for key, cell in same.items()})
 
 
 def decorate(table: Any, row: Any, column: str, text: str) -> str:
@@ -237,6 +281,8 @@ def decorate(table: Any, row: Any, column: str, text: str) -> str:
         return f"**{text}**"
     if marks is not None and row.model_key in marks.tied:
         return f"{text} {TIED}"
+    if marks is not None and row.model_key in marks.too_few:
+        return f"{text} {TOO_FEW}"
     return text
 
 
@@ -254,12 +300,16 @@ def notes(table: Any) -> list[str]:
     """Legend lines for the table's intervals and marks (none when nothing was computed)."""
     stats: TableStatistics | None = getattr(table, "statistics", None)
     if stats is None:
-        return []
-    lines = []
+        return list(getattr(table, "stale_notes", []))
+    lines = list(getattr(table, "stale_notes", []))  # rows trained under an older default (mark_stale)
     if stats.cells:
         lines.append(f"[low, high]: 95% bootstrap interval over test examples ({DEFAULT_RESAMPLES} resamples, seeds "
                      f"pooled). Per column, **bold**: best and significantly better than the runner-up; {TIED}: not "
-                     f"distinguishable from the best (paired bootstrap on the same examples, p >= {ALPHA}).")
+                     f"distinguishable from the best (p >= {ALPHA}). Where either row was trained the test is across "
+                     "runs (Welch t over seeds plus the example bootstrap's variance: would another training run "
+                     "keep the order?), else the paired bootstrap on the same examples (docs/fidelity.md, \"Two "
+                     f"units of inference\"); {TOO_FEW}: too few seeds to tell (a trained row of the two has fewer "
+                     f"than {MIN_TRAINED_SEEDS} seeds).")
     if stats.without_data:
         columns = sorted({column for _, column in stats.without_data}, key=lambda c: (c not in table.columns, c))
         lines.append(f"No interval in {len(stats.without_data)} cell(s) (columns: {', '.join(columns)}): their records "
@@ -269,7 +319,8 @@ def notes(table: Any) -> list[str]:
 
 
 def csv_fields(table: Any, row: Any, column: str) -> list[str]:
-    """``[ci_low, ci_high, mark]`` of a cell for the csv (mark: best-significant, best, tied or empty)."""
+    """``[ci_low, ci_high, mark]`` of a cell for the csv (mark: best-significant, best, tied, too-few-seeds or
+    empty)."""
     stats: TableStatistics | None = getattr(table, "statistics", None)
     cell = stats.cells.get((row.model_key, column)) if stats is not None else None
     if cell is None:
@@ -279,16 +330,18 @@ def csv_fields(table: Any, row: Any, column: str) -> list[str]:
 
 
 def _mark(marks: ColumnMarks | None, model_key: str) -> str:
-    """best-significant, best, tied or empty."""
+    """best-significant, best, tied, too-few-seeds or empty."""
     if marks is not None and marks.best == model_key:
         return "best-significant" if marks.best_significant else "best"
     if marks is not None and model_key in marks.tied:
         return "tied"
+    if marks is not None and model_key in marks.too_few:
+        return "too-few-seeds"
     return ""
 
 
-def compare_rows(table: Any, row_a: str, row_b: str, column: str) -> PairedResult | None:
-    """Row ``row_a`` minus row ``row_b`` (model keys) in ``column`` by the paired bootstrap, or None when either
+def compare_rows(table: Any, row_a: str, row_b: str, column: str) -> UnitComparison | None:
+    """Row ``row_a`` minus row ``row_b`` (model keys) in ``column`` in both units of inference, or None when either
     has no per-example data or they are not over the same examples. For the paper-table view: pass the result
     and the paper's difference to :func:`harness.evaluation.significance.agrees_with_paper`."""
     stats: TableStatistics | None = getattr(table, "statistics", None) or attach_statistics(table)
@@ -298,4 +351,4 @@ def compare_rows(table: Any, row_a: str, row_b: str, column: str) -> PairedResul
     rows = {row.model_key: row for row in table.rows}
     mean = (lambda key: rows[key].average(table.averaged_columns)) if column == table.average_header else (
         lambda key: rows[key].cells[column].mean())
-    return from_replicates(mean(row_a), mean(row_b), a.replicates, b.replicates, a.examples, a.seeds, b.seeds)
+    return _units(mean(row_a), mean(row_b), a, b)

@@ -1,0 +1,117 @@
+"""Two units of inference (issue #34): the across-runs test keeps its false-positive rate near the nominal 5% when
+two methods are equal in expectation but each training run (seed) shifts a model's score, where the example-only
+paired bootstrap, conditional on the runs, does not; the rule for too few seeds; marks and paper verdicts."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.evaluation.bootstrap import ExampleScores
+from harness.evaluation.significance import (
+    ACROSS_RUNS,
+    EXAMPLES,
+    TOO_FEW_SEEDS,
+    across_runs_test,
+    agrees_with_paper,
+    column_marks,
+    compare_units,
+)
+
+EXAMPLES_PER_SET = 300
+
+
+def _method_runs(rng, difficulty, seeds, run_sd, shift=0.0):
+    """One method's runs on the same test examples: per-example values = the example's difficulty (shared by every
+    method) + the method's own per-example effect + a run effect per seed + per-run example noise (+ ``shift``)."""
+    method_effect = rng.normal(scale=0.5, size=len(difficulty))
+    return [ExampleScores("mean", {"values": difficulty + method_effect + rng.normal(scale=run_sd)
+                                   + rng.normal(scale=0.5, size=len(difficulty)) + shift}, scale=1.0)
+            for _ in range(seeds)]
+
+
+def false_positive_rates(trials: int, seeds: int, run_sd: float, seed: int = 34) -> tuple[float, float]:
+    """The share of ``trials`` simulated null comparisons (equal methods in expectation) that each unit calls
+    significant at 5%: (examples, across runs)."""
+    rng = np.random.default_rng(seed)
+    examples = across = 0
+    for trial in range(trials):
+        difficulty = rng.normal(size=EXAMPLES_PER_SET)
+        a, b = (_method_runs(rng, difficulty, seeds, run_sd) for _ in range(2))
+        result = compare_units(a, b, True, True, resamples=200, seed=trial)
+        examples += result.examples.p_value < 0.05
+        across += result.across_runs.p_value < 0.05
+    return examples / trials, across / trials
+
+
+@pytest.mark.parametrize("seeds", [2, 3])
+def test_across_runs_false_positive_rate_stays_near_five_percent(seeds):
+    """Run effects (sd 0.15) larger than the example noise of a 300-example mean: the example-only test calls about
+    half of the null comparisons significant; the across-runs one stays near 5% (binomial sd at 600 trials ~0.009).
+    Measured (seed 34, 600 trials): docs/fidelity.md, "Two units of inference"."""
+    example_rate, across_rate = false_positive_rates(600, seeds, run_sd=0.15)
+    assert example_rate > 0.30
+    assert 0.02 <= across_rate <= 0.08
+
+
+def test_across_runs_without_run_variance_is_conservative_not_liberal():
+    """No run effect at all: the example-only test is calibrated and the across-runs test does not exceed it (the
+    within-run example noise enters both of its terms)."""
+    example_rate, across_rate = false_positive_rates(400, 3, run_sd=0.0)
+    assert 0.02 <= example_rate <= 0.09
+    assert across_rate <= example_rate + 0.01
+
+
+def test_across_runs_has_power_and_the_seed_rule():
+    rng = np.random.default_rng(5)
+    difficulty = rng.normal(size=EXAMPLES_PER_SET)
+    better = _method_runs(rng, difficulty, 3, 0.05, shift=0.6)
+    worse = _method_runs(rng, difficulty, 3, 0.05)
+    result = compare_units(better, worse, True, True)
+    assert result.unit == ACROSS_RUNS and result.p_value < 0.01 and result.interval[0] > 0
+    assert agrees_with_paper(result, 1.0) == "agrees" and agrees_with_paper(result, -1.0) == "opposite"
+    # one seed of a trained row: no estimate of its run variance, so no claim either way
+    single = compare_units(better[:1], worse, True, True)
+    assert single.too_few_seeds and single.p_value is None and single.interval is None
+    assert agrees_with_paper(single, 1.0) == TOO_FEW_SEEDS
+    # an untrained row (deterministic) against a trained one with seeds: only the trained row needs them
+    assert not compare_units(worse[:1], better, False, True).too_few_seeds
+    untrained = compare_units(better[:1], worse[:1], False, False)
+    assert untrained.unit == EXAMPLES and untrained.p_value == untrained.examples.p_value
+    assert across_runs_test([1.0], [0.5, 0.7], np.zeros(10), trained_a=True) is None
+
+
+def test_column_marks_use_the_across_runs_test_for_trained_rows():
+    """Two trained rows whose seed means differ by less than their seeds spread: the example-only marks would bold
+    the best; the across-runs marks tie them, and a one-seed trained row is 'too few' (never bold over it)."""
+    rng = np.random.default_rng(2)
+    replicates = {"a": 72.0 + rng.normal(size=1000) * 0.05, "b": 71.3 + rng.normal(size=1000) * 0.05}
+    scores = {"a": 72.0, "b": 71.3}
+    assert column_marks(scores, replicates).best_significant  # examples only: these two runs differ
+    seed_scores = {"a": [72.5, 71.5], "b": [70.8, 71.8]}
+    marks = column_marks(scores, replicates, seed_scores=seed_scores, trained={"a": True, "b": True})
+    assert marks.best == "a" and not marks.best_significant and marks.tied == {"b"}
+    one_seed = column_marks(scores, replicates, seed_scores={"a": [72.0], "b": [71.3]},
+                            trained={"a": True, "b": True})
+    assert not one_seed.best_significant and one_seed.too_few == {"b"} and not one_seed.tied
+
+
+def test_compare_prints_both_units_and_says_which_decides(tmp_path):
+    import json
+
+    import harness.testing as ht
+
+    run = ht.run_harness("run", "--models", "testing-trainable,testing-trainable:dim=8", "--train-on", "stsb",
+                         "--tasks", "stsb", "--seeds", "42,43", "--profile", "smoke", "--results", tmp_path,
+                         "--no-progress", plugins=["harness.testing"])
+    assert run.exit_code == 0, run.stderr
+    arguments = ["compare", "testing-trainable", "testing-trainable:dim=8", "--train-on", "stsb", "--tasks", "stsb",
+                 "--profile", "smoke", "--results", tmp_path]
+    both = ht.run_harness(*arguments, "--seeds", "42,43", "--json", plugins=["harness.testing"])
+    assert both.exit_code == 0, both.stderr
+    (task,) = json.loads(both.stdout)["tasks"]
+    assert task["unit"] == "across runs" and task["trained"] and task["verdict"] in ("significant", "not significant")
+    assert task["p_value"] == task["across_runs"]["p_value"] and task["over_examples"]["examples"] == task["examples"]
+    assert task["across_runs"]["seed_variance"] >= 0 and task["across_runs"]["degrees_of_freedom"] >= 1
+    one = ht.run_harness(*arguments, "--seeds", "42", plugins=["harness.testing"])
+    assert one.exit_code == 0, one.stderr
+    assert "too few seeds to tell" in one.stdout and "across runs" in one.stdout and "examples: paired" in one.stdout
