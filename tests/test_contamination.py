@@ -1,0 +1,91 @@
+"""Measured train/test overlap (harness.contamination, issue 34): the bundled STS figures, what a trained cell's
+record says, the unseen subset as its own cell, the leaderboard marks and the derivation for older records."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.contamination import EvaluatedTexts, TextSet, measure, normalise, pair_key, seen_text
+from harness.executors.local import LocalExecutor
+from harness.matrix import ModelEntry
+from harness.profiles import get_profile
+from harness.run.config import RunConfig
+from harness.run.driver import Run
+
+# Exact-match pairs of the bundled STS12-16 test sets also in STS-B train (issue 34), either order.
+ISSUE_FIGURES = {"sts12": (1002, 3108), "sts13": (597, 1500), "sts14": (1861, 3750), "sts15": (1102, 3000),
+                 "sts16": (197, 1186)}
+
+
+def test_normalisation_and_either_order():
+    assert normalise("  A\u00a0man\tis  PLAYING ") == "a man is playing"
+    assert pair_key("B b", "a") == pair_key("a ", "b  B")
+    seen = TextSet()
+    seen.add_pairs([("A man plays.", "Someone plays.")])
+    counts = measure(seen, EvaluatedTexts(pairs=(("someone plays.", "a man  plays."), ("a man plays.", "x"))))
+    assert counts["test_pairs_seen"] == 1 and counts["test_pairs"] == 2
+    assert counts["test_sentences_seen"] == 2 and counts["test_sentences"] == 3
+    assert seen_text({"contamination": counts}) == "50% of test pairs seen in training"
+
+
+def test_bundled_sts_overlap_with_stsb_train_reproduces_the_issue(registry):
+    from harness.plugin_api import EvalContext
+
+    ctx = EvalContext(profile=get_profile("quick"), device="cpu", seed=42, batch_size=8)
+    seen = TextSet()
+    assert seen.add(registry.task("stsb").factory({}, None).training_data("scored_pairs", ctx).train)
+    for name, (pairs_seen, pairs) in ISSUE_FIGURES.items():
+        counts = measure(seen, registry.task(name).factory({}, None).evaluated_texts(ctx))
+        assert (counts["test_pairs_seen"], counts["test_pairs"]) == (pairs_seen, pairs), name
+
+
+def _run(registry, tiny_bert, tmp_path, models, tasks):
+    config = RunConfig(models=models, tasks=tasks, profile="smoke", backbone=tiny_bert, device="cpu",
+                       results_dir=tmp_path / "results", progress=False)
+    runner = Run(registry, config, log=lambda message: None)
+    return runner, runner.run(LocalExecutor(), runner.plan())
+
+
+def _record(runner, outcome) -> dict:
+    return json.loads(runner.store.record_path(outcome.spec.key, outcome.seed, outcome.task.key).read_text())
+
+
+@pytest.fixture(scope="module")
+def trained_run(tiny_bert, tmp_path_factory):
+    """be trained on all of STS-B train (smoke: 8 steps), scored on STS12 and its unseen subset; the untrained be."""
+    from harness.registry import build_registry
+
+    registry = build_registry()
+    tmp_path = tmp_path_factory.mktemp("contamination")
+    models = [ModelEntry("be", train_on="stsb", budget={"max_train_examples": None}), ModelEntry("be")]
+    return tmp_path, *_run(registry, tiny_bert, tmp_path, models, ["sts12", "sts12:unseen=true"])
+
+
+def test_a_trained_cell_records_its_overlap_and_scores_the_unseen_subset(trained_run, registry):
+    from harness.plugin_api import EvalContext
+
+    _, runner, outcomes = trained_run
+    records = {(o.spec.train_on, o.task.label): _record(runner, o) for o in outcomes}
+    assert all(o.status == "ok" for o in outcomes)
+    full, unseen = records[("stsb", "sts12")], records[("stsb", "sts12:unseen=True")]
+    measured = full["contamination"]
+    # Counted independently: the smoke cut of STS12 against every STS-B train pair.
+    ctx = EvalContext(profile=get_profile("smoke"), device="cpu", seed=42, batch_size=8)
+    train = registry.task("stsb").factory({}, None).training_data("scored_pairs", ctx).train
+    train_pairs = {frozenset((" ".join(a.split()).lower(), " ".join(b.split()).lower()))
+                   for a, b in zip(train.first, train.second)}
+    test = registry.task("sts12").factory({}, None).evaluated_texts(ctx).pairs
+    expected = sum(frozenset((" ".join(a.split()).lower(), " ".join(b.split()).lower())) in train_pairs
+                   for a, b in test)
+    assert measured["test_pairs"] == len(test) and measured["test_pairs_seen"] == expected > 0
+    assert measured["training_data"] == [{"source": "stsb", "kind": "scored_pairs", "train_examples": len(train)}]
+    assert measured["how"] == "recorded"
+    # The unseen subset is its own cell (task key), scored on the pairs left, and says how many it dropped.
+    assert unseen["task"]["key"] != full["task"]["key"] and unseen["task"]["options"]["unseen"] is True
+    assert unseen["details"]["unseen"] == {"pairs_dropped_as_seen": expected, "pairs_scored": len(test) - expected}
+    assert sum(unseen["details"]["pairs"].values()) == len(test) - expected
+    assert unseen["main_score"] != full["main_score"]
+    # The untrained model trained on nothing the harness knows of: no measurement, and unseen scores every pair.
+    assert "contamination" not in records[(None, "sts12")]
+    assert records[(None, "sts12:unseen=True")]["details"]["unseen"]["pairs_dropped_as_seen"] == 0
