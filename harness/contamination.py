@@ -134,25 +134,22 @@ def unseen_indices(pairs: Sequence[tuple[str, str]], seen: TextSet | None) -> li
     return [index for index, (first, second) in enumerate(pairs) if not seen.seen(first, second)]
 
 
-def seen_share(record: dict) -> tuple[float, str] | None:
-    """``(share, unit)`` of a record's test texts seen in training: the pair share when any test pair was seen
-    (unit "pairs"), else the sentence share when any sentence was (unit "sentences"); None when none or unmeasured."""
+def seen_shares(record: dict) -> tuple[float, float] | None:
+    """(share of test pairs, share of test sentences) of a record seen in training; None when not measured."""
     measured = record.get("contamination")
     if not isinstance(measured, dict):
         return None
-    pairs, pairs_seen = measured.get("test_pairs") or 0, measured.get("test_pairs_seen") or 0
-    if pairs and pairs_seen:
-        return pairs_seen / pairs, "pairs"
-    sentences, sentences_seen = measured.get("test_sentences") or 0, measured.get("test_sentences_seen") or 0
-    if sentences and sentences_seen:
-        return sentences_seen / sentences, "sentences"
-    return None
+    pairs, sentences = measured.get("test_pairs") or 0, measured.get("test_sentences") or 0
+    return ((measured.get("test_pairs_seen") or 0) / pairs if pairs else 0.0,
+            (measured.get("test_sentences_seen") or 0) / sentences if sentences else 0.0)
 
 
 def seen_text(record: dict) -> str | None:
-    """"32% of test pairs seen in training" for a record with overlap, else None."""
-    share = seen_share(record)
-    if share is None:
+    """"32% of test pairs seen in training" (or of test sentences when no pair was seen); None when nothing was seen
+    or the overlap was not measured."""
+    shares = seen_shares(record)
+    if shares is None or not any(shares):
         return None
-    value, unit = share
-    return f"{value:.0%} of test {unit} seen in training"
+    pairs, sentences = shares
+    share, unit = (pairs, "pairs") if pairs else (sentences, "sentences")
+    return f"{share:.0%} of test {unit} seen in training"

@@ -2,6 +2,8 @@
 record says, the unseen subset as its own cell, the leaderboard marks and the derivation for older records."""
 from __future__ import annotations
 
+import csv
+import io
 import json
 
 import pytest
@@ -89,3 +91,30 @@ def test_a_trained_cell_records_its_overlap_and_scores_the_unseen_subset(trained
     # The untrained model trained on nothing the harness knows of: no measurement, and unseen scores every pair.
     assert "contamination" not in records[(None, "sts12")]
     assert records[(None, "sts12:unseen=True")]["details"]["unseen"]["pairs_dropped_as_seen"] == 0
+
+
+def test_marks_in_every_leaderboard_format_and_in_compare(trained_run):
+    from harness.compare import seen_notes
+    from harness.leaderboard.html import render_html
+    from harness.leaderboard.tables import collect_tables
+    from harness.leaderboard.text import render_csv, render_latex, render_markdown
+
+    _, runner, outcomes = trained_run
+    full = next(o for o in outcomes if o.spec.train_on == "stsb" and o.task.label == "sts12")
+    measured = _record(runner, full)["contamination"]
+    share = f"{measured['test_pairs_seen'] / measured['test_pairs']:.0%}"
+    tables = collect_tables(runner.store, include_samples=True)  # smoke records are on an evaluation sample
+    markdown = render_markdown(tables)
+    trained_line = next(line for line in markdown.splitlines() if "[train: stsb]" in line and line.startswith("|"))
+    untrained_line = next(line for line in markdown.splitlines() if line.startswith("| ") and "| be " in line
+                          and "[train" not in line)
+    assert f"†{share}" in trained_line and "†" not in untrained_line
+    assert "†N%: N% of the cell's test pairs were in the row's training data" in markdown
+    assert f"†{share[:-1]}\\%" in render_latex(tables) and f"†{share}" in render_html(tables)  # LaTeX escapes %
+    rows = list(csv.DictReader(io.StringIO(render_csv(tables))))
+    trained_csv = next(row for row in rows if row["train_on"] == "stsb")
+    assert next(row for row in rows if not row["train_on"])["sts12_seen_pairs"] == ""  # untrained: not measured
+    assert float(trained_csv["sts12_seen_pairs"]) == pytest.approx(
+        measured["test_pairs_seen"] / measured["test_pairs"], abs=1e-4)
+    assert seen_notes(runner.registry, runner.store, {"A": full.spec}, ["sts12"], [42]) == [
+        f"A on sts12: {share} of test pairs seen in training (seed 42)"]

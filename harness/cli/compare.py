@@ -11,7 +11,7 @@ def cmd_compare(args) -> int:
 
     from tabulate import tabulate
 
-    from ..compare import compare, comparison_rows, results_dir_exists
+    from ..compare import compare, comparison_rows, results_dir_exists, seen_notes
 
     registry = load_registry()
     resamples = values.resamples(args.resamples)
@@ -19,16 +19,19 @@ def cmd_compare(args) -> int:
     seeds = values.seeds(args.seeds)
     spec_a, spec_b, comparisons = compare(registry, store, args.model_a, args.model_b, split_spec_list(args.tasks),
                                           seeds, args.profile, args.backbone, args.train_on, resamples)
+    seen = seen_notes(registry, store, {"A": spec_a, "B": spec_b}, split_spec_list(args.tasks), seeds)
     if args.json:
         print(json.dumps({"a": {"label": spec_a.label, "model_key": spec_a.key},
                           "b": {"label": spec_b.label, "model_key": spec_b.key}, "seeds": seeds,
                           "resamples": resamples, "method": "paired bootstrap over test examples, seeds "
-                          "pooled; two-sided p; Holm across tasks", "tasks": [c.as_dict() for c in comparisons]},
-                         indent=2))
+                          "pooled; two-sided p; Holm across tasks", "tasks": [c.as_dict() for c in comparisons],
+                          "seen_in_training": seen}, indent=2))
         return 0
     headers, rows = comparison_rows(comparisons)
     print(f"A = {spec_a.label} ({spec_a.key}), B = {spec_b.label} ({spec_b.key}); seeds {','.join(map(str, seeds))}; "
           f"paired bootstrap over test examples ({resamples} resamples)")
     print(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
     print("* significant after Holm's correction across the tasks (p < 0.05)")
+    for line in seen:  # measured train/test overlap (harness.contamination)
+        print(f"seen in training: {line}")
     return 0
