@@ -144,6 +144,11 @@ def seen_shares(record: dict) -> tuple[float, float] | None:
             (measured.get("test_sentences_seen") or 0) / sentences if sentences else 0.0)
 
 
+def percent(share: float) -> str:
+    """``32%``; ``<1%`` for a share that is seen but rounds to 0%."""
+    return "<1%" if 0 < share < 0.005 else f"{share:.0%}"
+
+
 def seen_text(record: dict) -> str | None:
     """"32% of test pairs seen in training" (or of test sentences when no pair was seen); None when nothing was seen
     or the overlap was not measured."""
@@ -152,4 +157,4 @@ def seen_text(record: dict) -> str | None:
         return None
     pairs, sentences = shares
     share, unit = (pairs, "pairs") if pairs else (sentences, "sentences")
-    return f"{share:.0%} of test {unit} seen in training"
+    return f"{percent(share)} of test {unit} seen in training"

@@ -81,7 +81,8 @@ def test_a_trained_cell_records_its_overlap_and_scores_the_unseen_subset(trained
     expected = sum(frozenset((" ".join(a.split()).lower(), " ".join(b.split()).lower())) in train_pairs
                    for a, b in test)
     assert measured["test_pairs"] == len(test) and measured["test_pairs_seen"] == expected > 0
-    assert measured["training_data"] == [{"source": "stsb", "kind": "scored_pairs", "train_examples": len(train)}]
+    assert measured["training_data"] == [{"source": "stsb", "kind": "scored_pairs", "max_train_examples": None,
+                                          "train_examples": len(train)}]
     assert measured["how"] == "recorded"
     # The unseen subset is its own cell (task key), scored on the pairs left, and says how many it dropped.
     assert unseen["task"]["key"] != full["task"]["key"] and unseen["task"]["options"]["unseen"] is True
@@ -118,3 +119,33 @@ def test_marks_in_every_leaderboard_format_and_in_compare(trained_run):
         measured["test_pairs_seen"] / measured["test_pairs"], abs=1e-4)
     assert seen_notes(runner.registry, runner.store, {"A": full.spec}, ["sts12"], [42]) == [
         f"A on sts12: {share} of test pairs seen in training (seed 42)"]
+
+
+def test_older_records_get_the_overlap_derived_from_their_spec_and_the_data(trained_run, run_cli, tmp_path):
+    """`harness contamination --write` measures a record that lacks it from the record's own spec, seed and budget
+    and the data now, and says so ('derived from the record'); the counts equal the run's own measurement."""
+    import shutil
+
+    from harness.store import Store, examples_path
+
+    source_dir, runner, outcomes = trained_run
+    root = tmp_path / "old"
+    shutil.copytree(source_dir / "results", root, ignore=shutil.ignore_patterns("checkpoints", "cache", "locks"))
+    store = Store(root)
+    full = next(o for o in outcomes if o.spec.train_on == "stsb" and o.task.label == "sts12")
+    path = store.record_path(full.spec.key, 42, full.task.key)
+    record = json.loads(path.read_text())
+    measured = record.pop("contamination")
+    store.write(full.spec.key, 42, full.task.key, record, examples_path(path).read_bytes())  # as stored before
+    code, out, _ = run_cli("contamination", "--results", root)
+    assert code == 0 and "lack the measurement; --write stores it" in out and "contamination" not in json.loads(
+        path.read_text())
+    code, out, _ = run_cli("contamination", "--results", root, "--write")
+    assert code == 0 and "wrote the measurement into" in out
+    derived = json.loads(path.read_text())["contamination"]
+    assert derived["how"] == "derived from the record" and derived["source_checksum_matches"] is True
+    for key in ("test_pairs", "test_pairs_seen", "test_sentences", "test_sentences_seen", "training_pairs"):
+        assert derived[key] == measured[key], key
+    assert store.lookup(full.spec.key, 42, full.task.key)[0] is not None  # sealed again: it verifies
+    assert examples_path(path).is_file()  # its per-example side file kept
+    assert f"{measured['test_pairs_seen']}/{measured['test_pairs']}" in out

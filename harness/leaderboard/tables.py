@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..baseline import Baseline
-from ..contamination import NORMALISATION, seen_shares
+from ..contamination import NORMALISATION, percent, seen_shares
 from ..store import Store, StoreError
 from .stats import decorate
 
@@ -109,7 +109,7 @@ def _seen_mark(row: Row, column: str, cell: Cell) -> str | None:
     if seen is None:
         return None
     pairs, sentences = seen
-    return f" {SEEN_PAIRS}{pairs:.0%}" if pairs else f" {SEEN_SENTENCES}{sentences:.0%}"
+    return f" {SEEN_PAIRS}{percent(pairs)}" if pairs else f" {SEEN_SENTENCES}{percent(sentences)}"
 
 
 # Functions (row, column, cell) -> an annotation or None, appended to a cell's text in this order.
@@ -118,14 +118,25 @@ CELL_ANNOTATORS: list[Callable[[Row, str, Cell], str | None]] = [_incomplete_mar
 
 def contamination_notes(sections: list[Table]) -> list[str]:
     """The legend of the seen-in-training marks, naming the rows that carry one (every format says it)."""
+    def pairs_seen(row: Row) -> bool:
+        return any((seen_in_training(cell) or (0.0, 0.0))[0] for cell in row.cells.values())
+
     rows = sorted({row.label for table in sections for row in table.rows
                    if any(seen_in_training(cell) for cell in row.cells.values())})
     if not rows:
         return []
-    return [f"{SEEN_PAIRS}N%: N% of the cell's test pairs were in the row's training data; {SEEN_SENTENCES}N%: no "
-            f"test pair, but N% of its test sentences (measured by the harness from the row's training provenance: "
-            f"{NORMALISATION}; the backbone's pretraining data is not known). Rows with such cells: "
-            f"{', '.join(rows)}. A task option `unseen=true` (e.g. `sts12:unseen=true`) scores only the unseen pairs."]
+    lines = [f"{SEEN_PAIRS}N%: N% of the cell's test pairs were in the row's training data; {SEEN_SENTENCES}N%: no "
+             f"test pair, but N% of its test sentences (measured by the harness from the row's training provenance: "
+             f"{NORMALISATION}; the backbone's pretraining data is not known). Rows with such cells: "
+             f"{', '.join(rows)}. A task option `unseen=true` (e.g. `sts12:unseen=true`) scores only the unseen pairs."]
+    for table in sections:
+        clean = [(row, average) for _, row, average in table.ranked() if average is not None and not pairs_seen(row)]
+        if len(clean) < sum(average is not None for _, _, average in table.ranked()):
+            top = "; ".join(f"{rank} `{row.label}` ({average:.2f})" for rank, (row, average) in
+                            enumerate(clean[:3], start=1))
+            lines.append(f"Ranked without the rows that saw test pairs ({SEEN_PAIRS})"
+                         f"{f' in {table.title}' if table.title else ''}: {top or 'none left'}.")
+    return lines
 
 
 def cell_view(row: Row, column: str) -> CellView:

@@ -354,21 +354,25 @@ class Models:
         return result
 
     # -- what a trained model saw (harness.contamination) --------------------------------------------------------------
-    def derived_provenance(self, spec: ModelSpec, profile: Profile, seed: int) -> dict:
+    def derived_provenance(self, spec: ModelSpec, profile: Profile, seed: int, limit: Any = "budget",
+                           how: str = "derived from the spec") -> dict:
         """The provenance of a model whose training did not record one (a checkpoint or record older than it): its
-        training source cut to its budget, plus the extra sources its plugin declares (``training_sources``); data
-        a recipe made (silver pairs) cannot be derived."""
+        training source cut to ``limit`` (default: its budget's max_train_examples), plus the extra sources its
+        plugin declares (``training_sources``), each cut by the budget of the model that trains on it; data a recipe
+        made (silver pairs) cannot be derived."""
         plugin = self.registry.recipe(spec.name) if spec.recipe else self.registry.model(spec.name)
-        limit = profile.with_budget(spec.requested_budget).max_train_examples
+        if limit == "budget":
+            limit = profile.with_budget(spec.requested_budget).max_train_examples
         sources = [{"source": spec.train_on, "kinds": list(self.training_kinds(spec)), "seed": seed,
                     "max_train_examples": limit}]
         extra = getattr(plugin, "training_sources", None)
         for source, kinds, trainee in (extra(spec.options, spec.train_on) if callable(extra) else []):
             # the model that trains on it (e.g. the teacher) gets its own budget, as when the recipe trained it
-            trained = resolve_model_spec(self.registry, trainee, profile, spec.backbone, source, spec.budget_overrides)
+            trained = resolve_model_spec(self.registry, trainee, profile, spec.backbone, source,
+                                         spec.budget_overrides or spec.budget)
             sources.append({"source": source, "kinds": list(kinds), "seed": seed,
                             "max_train_examples": profile.with_budget(trained.requested_budget).max_train_examples})
-        return {"sources": sources, "made": [], "how": "derived from the spec"}
+        return {"sources": sources, "made": [], "how": how}
 
     def provenance(self, spec: ModelSpec, seed: int) -> dict | None:
         """What the (spec, seed) model trained on (None: untrained, or not trained or loaded here)."""
@@ -414,7 +418,7 @@ class Models:
         if seen is None or evaluated is None or provenance is None:
             return None
         sources = [{key: source[key] for key in ("source", "kind", "kinds", "max_train_examples", "train_examples")
-                    if source.get(key) is not None} for source in provenance["sources"]]
+                    if key in source} for source in provenance["sources"]]
         made = [{"what": item["what"], "pairs": len(item.get("pairs", ())), "sentences": len(item.get("sentences", ()))}
                 for item in provenance["made"]]
         return {**measure(seen, evaluated), "training_data": sources, "made": made,
