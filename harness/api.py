@@ -27,6 +27,7 @@ from .capabilities import (
     reachable_capabilities,
 )
 from .checkpoints import CheckpointedModule, build_checkpoint, checkpoint_complete, checkpoint_problem
+from .contamination import UNSEEN_OPTION, EvaluatedTexts, unseen_indices
 from .data import (
     LABELED_SENTENCES,
     PROPOSITION_PAIRS,
@@ -127,6 +128,8 @@ __all__ = [
     "ScoredPairs", "UnlabeledSentences", "LabeledSentences", "PropositionPair", "PropositionPairs", "TrainingSplits",
     "resolve_dataset_dir", "data_dir_override", "default_download_dir", "files_checksum", "read_text_lines",
     "Archive", "ArchiveDataset",
+    # measured train/test overlap (harness.contamination)
+    "EvaluatedTexts", "UNSEEN_OPTION", "unseen_indices",
     # utilities
     "seed_everything",
     # files written safely (harness.files) and checkpoints (harness.checkpoints)

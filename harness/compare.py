@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from .contamination import seen_text
 from .errors import HarnessError
 from .evaluation.bootstrap import DEFAULT_RESAMPLES, ExampleDataError, ExampleScores
 from .evaluation.significance import ALPHA, MIN_TRAINED_SEEDS, TOO_FEW_SEEDS, UnitComparison, compare_units, holm
@@ -98,6 +99,26 @@ def compare(registry: Registry, store: Store, model_a: str, model_b: str, tasks:
     for comparison, adjusted in zip(tested, holm([c.result.p_value for c in tested])):
         comparison.p_holm = adjusted
     return spec_a, spec_b, comparisons
+
+
+def seen_notes(registry: Registry, store: Store, specs: dict[str, ModelSpec], tasks: list[str],
+               seeds: list[int]) -> list[str]:
+    """One line per model and task whose stored records saw test texts in training (harness.contamination), e.g.
+    "A on sts12: 32% of test pairs seen in training (seeds 42, 43)": a comparison of such cells is partly one of
+    memory."""
+    lines = []
+    task_specs = [task for text in tasks for task in resolve_task_specs(registry, text)]
+    for side, spec in specs.items():
+        for task in task_specs:
+            found: dict[str, list[int]] = {}
+            for seed in seeds:
+                record, _ = store.lookup(spec.key, seed, task.key)
+                text = seen_text(record) if record is not None and record.get("status") == "ok" else None
+                if text:
+                    found.setdefault(text, []).append(seed)
+            lines += [f"{side} on {task.label}: {text} (seed{'s' if len(found[text]) > 1 else ''} "
+                      f"{', '.join(map(str, found[text]))})" for text in found]
+    return lines
 
 
 def comparison_rows(comparisons: list[TaskComparison]) -> tuple[list[str], list[list[str]]]:

@@ -100,6 +100,10 @@ class ModelContext:
     artifact_dir: Path | None = None  # this spec+seed's own files (silver pairs, plot inputs)
     cache_dir: Path | None = None  # shared by every spec in the store: content-addressed artifacts (MLM checkpoints)
     train_on: str | None = None  # the spec's training source as given (task name with its options), or None
+    # Tell the core about training data the method made itself (e.g. a recipe's silver pairs):
+    # ``report_training_data("silver pairs", scored_pairs)``; it is measured against test sets with the rest of the
+    # model's training data (harness.contamination). None outside a run.
+    report_training_data: Callable[[str, Any], None] | None = None
     # sha256 of the backbone's files when ``backbone`` is a local folder (None for a registered backbone or a hub
     # id): a cache entry derived from the backbone (e.g. an MLM-adapted copy) names it in its key.
     backbone_content: str | None = None
@@ -161,6 +165,10 @@ class ModelPlugin:
     # The budget keys (harness.profiles.BUDGET_KEYS) its training honours; others are refused at plan time. None:
     # harness.profiles.DEFAULT_BUDGET_KEYS (seed_trials only where scored-pair training runs seed trials).
     budget_keys: tuple[str, ...] | None = None
+    # Training sources read besides ``train_on`` (e.g. a teacher's), for records whose training did not record its
+    # provenance: ``training_sources(options, train_on) -> [(task spec text, training kinds, model spec text that
+    # trains on it), ...]`` (harness.contamination; `harness contamination` derives such records' overlap from it).
+    training_sources: Callable[[Mapping[str, Any], str | None], list[tuple[str, tuple[str, ...], str]]] | None = None
 
     def __post_init__(self) -> None:
         _check_name("model", self.name)
@@ -202,6 +210,7 @@ class RecipePlugin:
     budgets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # as ModelPlugin.budgets
     budget_for: Callable[[Mapping[str, Any], str], Mapping[str, Any]] | None = None  # as ModelPlugin.budget_for
     budget_keys: tuple[str, ...] | None = None  # as ModelPlugin.budget_keys
+    training_sources: Callable[[Mapping[str, Any], str | None], list[tuple[str, tuple[str, ...], str]]] | None = None
 
     def __post_init__(self) -> None:
         _check_name("recipe", self.name)
@@ -275,6 +284,9 @@ class EvalContext:
     component: ComponentLookup | None = None
     embedder: EmbedderLookup | None = None  # builds another model by spec (e.g. a first-stage retriever)
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("harness.task"))
+    # What the evaluated model trained on (harness.contamination.TextSet), None for an untrained model: a task with
+    # the option ``unseen`` drops the test pairs found in it (harness.unseen_indices).
+    training_texts: Any = None
 
 
 @dataclass
@@ -333,6 +345,12 @@ class Task:
         """Load the data (raising DataFileError/MissingDataError) and return its checksum; `harness validate` and
         the runner's plan call it before anything is computed."""
         raise NotImplementedError
+
+    def evaluated_texts(self, ctx: EvalContext) -> Any:
+        """The texts ``evaluate(model, ctx)`` scores, as a :class:`harness.EvaluatedTexts` (its pairs and/or
+        sentences, after the profile's cut), so the core measures how many the model saw in training; None (the
+        default): the overlap is not measured for this task."""
+        return None
 
 
 @dataclass

@@ -52,12 +52,12 @@ SETUP = TrainingSetup(  # section 4.2: lr 3e-5, batch 64, 5 epochs
 
 # -- EDA synonym replacement ---------------------------------------------------------------------------------------
 def wordnet_synonyms() -> Callable[[str], list[str]]:
-    """``word -> synonyms`` from WordNet; raises IncompatibleError naming what to install when it is absent."""
+    """``word -> synonyms`` from WordNet (the data bundled with harness, or ``HARNESS_WORDNET_DIR``)."""
     try:
-        synonyms, folder = wordnet.wordnet_synonyms()
+        synonyms, source = wordnet.wordnet_synonyms()
     except wordnet.WordNetMissingError as error:
         raise IncompatibleError(f"paser option synonyms: {error}") from None
-    logger.info("paser: WordNet synonyms from %s", folder)
+    logger.info("paser: WordNet synonyms from %s", source)
     return synonyms
 
 
@@ -83,7 +83,9 @@ def replace_synonyms(text: str, share: float, synonyms: Callable[[str], list[str
 
 # -- batches -------------------------------------------------------------------------------------------------------
 class PhraseMasking:
-    """``sentences -> {"paser": {masked_ids, masked_mask, target_ids, target_mask, has_phrase, covers}}``."""
+    """``sentences -> {"paser": {masked_ids, masked_mask, target_ids, target_mask, has_phrase, covers}}``, plus
+    ``clean_ids`` / ``clean_mask`` (s after synonym replacement) when the replacement reaches both views (3.1.3: "on
+    both s and s~"): s~ is the masked copy of the replaced s, so both views carry the same replacements."""
 
     def __init__(self, setup: ObjectiveSetup):
         tokenizer = setup.encoder.tokenizer
@@ -97,13 +99,15 @@ class PhraseMasking:
         share = float(setup.options["synonyms"])
         self.synonym_share = share
         self.synonyms = wordnet_synonyms() if share > 0 else None
+        self.both_views = setup.options["synonym_views"] == "both"
         self.rng = random.Random(setup.seed)
 
     def __call__(self, sentences: list[str]) -> dict[str, Any]:
-        masked_rows, target_rows, has_phrase, covers = [], [], [], []
+        masked_rows, target_rows, has_phrase, covers, clean_texts = [], [], [], [], []
         for sentence in sentences:
             if self.synonyms is not None:
                 sentence = replace_synonyms(sentence, self.synonym_share, self.synonyms, self.stopwords, self.rng)
+            clean_texts.append(sentence)
             chosen = rake_phrases(sentence, self.stopwords)[: self.top_k]
             copy = masked_copy(sentence, chosen, self.tokenizer, self.max_length, self.tokenizer.mask_token_id)
             masked_rows.append(copy.input_ids)
@@ -114,9 +118,13 @@ class PhraseMasking:
         pad = self.tokenizer.pad_token_id or 0
         masked_ids, masked_mask = pad_ids(masked_rows, pad)
         target_ids, target_mask = pad_ids(target_rows, pad)
-        return {PHRASES: {"masked_ids": masked_ids, "masked_mask": masked_mask, "target_ids": target_ids,
-                          "target_mask": target_mask, "has_phrase": torch.tensor(has_phrase),
-                          "covers": torch.tensor(covers)}}
+        entry = {"masked_ids": masked_ids, "masked_mask": masked_mask, "target_ids": target_ids,
+                 "target_mask": target_mask, "has_phrase": torch.tensor(has_phrase), "covers": torch.tensor(covers)}
+        if self.synonyms is not None and self.both_views:  # the clean view of the replaced sentences
+            clean = self.tokenizer(clean_texts, truncation=True, max_length=self.max_length, padding=True,
+                                   return_tensors="pt")
+            entry.update(clean_ids=clean["input_ids"], clean_mask=clean["attention_mask"])
+        return {PHRASES: entry}
 
 
 # -- the objective -------------------------------------------------------------------------------------------------
@@ -176,9 +184,18 @@ class PhraseReconstruction(nn.Module):
         hidden = self.mlm.base_model(**{**inputs, "input_ids": masked.to(ids.device)}).last_hidden_state
         return scored_token_loss(self.mlm_head, hidden, labels.to(ids.device))
 
+    @staticmethod
+    def replaced_view(step: TrainingStep) -> dict[str, torch.Tensor] | None:
+        """The clean view after synonym replacement (s of 3.1.3), or None when s is the unchanged sentence."""
+        phrases = step.features(PHRASES)
+        if "clean_ids" not in phrases:
+            return None
+        return {"input_ids": phrases["clean_ids"], "attention_mask": phrases["clean_mask"]}
+
     def generation_loss(self, step: TrainingStep) -> torch.Tensor:
         phrases = step.features(PHRASES)
-        sentence = step.sentence_vectors(CLEAN)
+        replaced = self.replaced_view(step)
+        sentence = step.sentence_vectors(CLEAN) if replaced is None else step.encoder(replaced)
         masked = step.encoder({"input_ids": phrases["masked_ids"], "attention_mask": phrases["masked_mask"]})
         memory = self.decoding_signal(sentence, masked)
         ids, mask = phrases["target_ids"], phrases["target_mask"]
@@ -195,7 +212,9 @@ class PhraseReconstruction(nn.Module):
             self.counts["examples"] += len(phrases["has_phrase"])
             self.counts["without_phrase"] += int((~phrases["has_phrase"]).sum())
             self.counts["fully_masked"] += int(phrases["covers"].sum())
-        mlm, generation = self.mlm_loss(step.features(CLEAN)), self.generation_loss(step)
+        replaced = self.replaced_view(step)
+        mlm = self.mlm_loss(step.features(CLEAN) if replaced is None else replaced)
+        generation = self.generation_loss(step)
         self.last_terms = {"mlm": float(mlm.detach()), "generation": float(generation.detach())}
         return mlm + generation
 
@@ -214,12 +233,16 @@ def check_options(options: Mapping[str, Any], owner: str) -> None:
     if not 0.0 <= share < 1.0:
         raise InvalidOptionError(f"{owner}: option synonyms must be 0 (off) or lie in (0, 1), e.g. 0.1 (EDA's "
                                  f"alpha_sr); got {share!r}.")
+    if share == 0 and options["synonym_views"] != "both":
+        raise InvalidOptionError(f"{owner}: option synonym_views={options['synonym_views']} says where synonym "
+                                 "replacement reaches, and synonyms=0 turns it off; set synonyms (e.g. 0.1) or leave "
+                                 "synonym_views out.")
     if share > 0:
         try:
-            wordnet.wordnet_folder()
-        except wordnet.WordNetMissingError:
+            wordnet.wordnet_source()
+        except wordnet.WordNetMissingError as error:
             raise InvalidOptionError(f"{owner}: synonyms={share} (EDA synonym replacement, the paper's table 1 "
-                                     f"setting) needs WordNet: {wordnet.INSTALL_HINT}; or set synonyms=0.") from None
+                                     f"setting): {error}") from None
 
 
 OBJECTIVE = Objective(
@@ -238,8 +261,11 @@ OBJECTIVE = Objective(
         "signal_m": Option(10.0, "scale m of the difference term (appendix A: 10)", type=float),
         "signal_n": Option(10.0, "scale n of the product term (appendix A: 10)", type=float),
         "decoder_layers": Option(6, "layers of the randomly initialised decoder (paper: 6)", type=int),
-        "synonyms": Option(0.1, "EDA synonym replacement share (table 1 = table 4's + SR; 0: off; needs the WordNet "
-                                "database, e.g. apt-get install wordnet-base)", type=float),
+        "synonyms": Option(0.1, "EDA synonym replacement share (table 1 = table 4's + SR; 0: off; WordNet 3.0 "
+                                "synonyms bundled with harness)", type=float),
+        "synonym_views": Option("both", "where synonym replacement reaches: both (s and s~, section 3.1.3) or "
+                                        "masked (s~ and the target only; harness before issue 34)",
+                                choices=("both", "masked")),
     },
     check=check_options,
 )

@@ -7,10 +7,12 @@ deviation: docs/fidelity.md, section "SimCSE" and its ``simcse`` table rows.
 """
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 import torch
 from torch import nn
 
-from harness import Option, hookimpl
+from harness import InvalidOptionError, Option, hookimpl
 from harness.blocks import CLEAN, Objective, ObjectiveSetup, TrainingStep, in_batch_contrastive, objective_model
 
 NAME = "simcse"
@@ -36,6 +38,14 @@ class DropoutContrast(nn.Module):
         return in_batch_contrastive(first, second, self.temperature, self.directions)
 
 
+def check_head(options: Mapping[str, Any], owner: str) -> None:
+    """Unsupervised SimCSE (Gao et al. 2021) trains the [CLS] representation with an MLP over it; under another
+    pooling the MLP would be a head the paper never trained, so it is refused."""
+    if options["mlp_head"] and options["pooling"] != "cls":
+        raise InvalidOptionError(f"{owner}: mlp_head=true is SimCSE's MLP over [CLS] and needs pooling=cls (got "
+                                 f"pooling={options['pooling']}); set pooling=cls or drop mlp_head.")
+
+
 OBJECTIVE = Objective(
     name=NAME,
     description="SimCSE: two dropout views of each sentence, InfoNCE over in-batch negatives",
@@ -43,6 +53,7 @@ OBJECTIVE = Objective(
     views=(CLEAN,),
     reads=("temperature", "directions", "mlp_head"),
     reference="Gao et al. 2021 (SimCSE); thesis 2.4.5",
+    check=check_head,
     # SimCSE selects on STS-B dev (with select_every=250); a plugin may name a task, the core may not.
     options={"select_on": Option("stsb", "the task whose scored-pair dev split select_every scores (SimCSE: stsb)",
                                  type=str, hash_default=False)},

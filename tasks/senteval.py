@@ -16,7 +16,9 @@ import numpy as np
 from harness import (
     SCORED_PAIRS,
     UNLABELED_SENTENCES,
+    UNSEEN_OPTION,
     EvalResult,
+    EvaluatedTexts,
     Option,
     ScoredPairs,
     Task,
@@ -28,6 +30,7 @@ from harness import (
     hookimpl,
     read_text_lines,
     resolve_dataset_dir,
+    unseen_indices,
 )
 from harness.blocks import PairSet, correlation_scores, evaluation_sample, pair_examples, score_pair_sets
 
@@ -146,15 +149,28 @@ class STSTask(Task):
         _, paths = self.load()
         return files_checksum(paths)
 
-    def evaluate(self, model, ctx) -> EvalResult:
+    def evaluated_pair_sets(self, ctx) -> tuple[list[PairSet], list[Path]]:
         pair_sets, paths = self.load()
         limit = ctx.profile.max_eval_examples
-        pair_sets = [p.subset(evaluation_sample(len(p), limit)) for p in pair_sets]  # the cut is per sub-dataset
+        return [p.subset(evaluation_sample(len(p), limit)) for p in pair_sets], paths  # the cut is per sub-dataset
+
+    def evaluated_texts(self, ctx) -> EvaluatedTexts:
+        pair_sets, _ = self.evaluated_pair_sets(ctx)
+        return EvaluatedTexts(pairs=tuple(pair for p in pair_sets for pair in zip(p.first, p.second)))
+
+    def evaluate(self, model, ctx) -> EvalResult:
+        pair_sets, paths = self.evaluated_pair_sets(ctx)
+        details = {}
+        if self.options.get("unseen"):  # only the pairs the model did not train on (the option names the cell)
+            kept = [p.subset(unseen_indices(list(zip(p.first, p.second)), ctx.training_texts)) for p in pair_sets]
+            details["unseen"] = {"pairs_dropped_as_seen": sum(len(p) for p in pair_sets) - sum(len(p) for p in kept),
+                                 "pairs_scored": sum(len(p) for p in kept)}
+            pair_sets = kept
         predictions = score_pair_sets(model, pair_sets)
         return EvalResult(
             scores=self.aggregate(pair_sets, predictions),
             dataset_checksum=files_checksum(paths),
-            details={"pairs": {p.name: len(p) for p in pair_sets}, "options": self.options},
+            details={"pairs": {p.name: len(p) for p in pair_sets}, "options": self.options, **details},
             examples=pair_examples(pair_sets, predictions, self.options.get("aggregation", "all")),
         )
 
@@ -169,7 +185,7 @@ class SemEvalSTS(STSTask):
 
     subsets: ClassVar[tuple[str, ...]] = ()
     file_prefix: ClassVar[str] = "STS"  # raw release file names: STS.input.* (STS2016.input.* for 2016)
-    options = {"text": TEXT_OPTION, "aggregation": AGGREGATION_OPTION}
+    options = {"text": TEXT_OPTION, "aggregation": AGGREGATION_OPTION, "unseen": UNSEEN_OPTION}
 
     def load(self) -> tuple[list[PairSet], list[Path]]:
         pair_sets, paths = [], []
@@ -202,7 +218,7 @@ class STSBenchmark(STSTask):
         license="scores CC BY-SA 4.0; sentences under their sources' licenses (LICENSE.txt)",
         training_kinds=(SCORED_PAIRS, UNLABELED_SENTENCES),
     )
-    options = {"text": TEXT_OPTION, "unlabeled": UNLABELED_OPTION}
+    options = {"text": TEXT_OPTION, "unlabeled": UNLABELED_OPTION, "unseen": UNSEEN_OPTION}
     aliases = ("sts-b",)
     # Where the cross-encoders (thesis 4.1.2, 5.2.1) and any other scored-pair learner train unless told otherwise.
     default_source_for = (SCORED_PAIRS,)
@@ -265,7 +281,8 @@ class SICKRelatedness(STSTask):
         license="CC BY-NC-SA 3.0 (SICK authors); not stated by the hosting repository",
         training_kinds=(SCORED_PAIRS, UNLABELED_SENTENCES),
     )
-    options = {"split": Option("test", "test (SentEval, 4927) or all (mteb, 9927)", choices=("test", "all"))}
+    options = {"split": Option("test", "test (SentEval, 4927) or all (mteb, 9927)", choices=("test", "all")),
+               "unseen": UNSEEN_OPTION}
     aliases = ("sick-r",)
 
     def load(self) -> tuple[list[PairSet], list[Path]]:

@@ -2,7 +2,9 @@
 stopwords, the masked copy masks exactly the chosen phrase tokens, the edge cases, the loss, bad options."""
 from __future__ import annotations
 
+import lzma
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,7 +13,7 @@ import torch
 from harness import InvalidOptionError, TrainingSplits, UnlabeledSentences
 from harness.matrix import ModelEntry
 from harness.nn import SentenceEncoder, wordnet
-from harness.nn.objectives import CLEAN, ObjectiveSetup, ObjectiveSum
+from harness.nn.objectives import CLEAN, ObjectiveSetup, ObjectiveSum, TrainingStep
 from harness.nn.phrases import english_stopwords, masked_copy, rake_phrases
 from harness.plugin_api import ModelContext
 from harness.plugins.paser import PhraseMasking, PhraseReconstruction, replace_synonyms
@@ -23,7 +25,8 @@ TEXT = ("Compatibility of systems of linear constraints over the set of natural 
         "of a system of linear Diophantine equations, strict inequations, and nonstrict inequations are considered. "
         "Upper bounds for components of a minimal set of solutions?! and algorithms of construction of minimal "
         "generating sets of solutions for all types of systems are given; minimal sets -- again: minimal sets.")
-OPTIONS = {"top_k": 1, "signal": "paper", "signal_m": 10.0, "signal_n": 10.0, "decoder_layers": 6, "synonyms": 0.0}
+OPTIONS = {"top_k": 1, "signal": "paper", "signal_m": 10.0, "signal_n": 10.0, "decoder_layers": 6, "synonyms": 0.0,
+           "synonym_views": "both"}
 
 
 @pytest.mark.parametrize("stopwords", ["sklearn", "small"])
@@ -126,6 +129,54 @@ def test_wordnet_reader_finds_base_forms(tiny_wordnet):
     assert synonyms("Man") == ["adult male"] and synonyms("mat") == []
 
 
+def test_bundled_wordnet_needs_no_system_package(monkeypatch):
+    """The default reads the WordNet synsets shipped in harness/nn/data; no system folder is ever opened."""
+    monkeypatch.delenv(wordnet.ENVIRONMENT_VARIABLE, raising=False)
+    wordnet._wordnet.cache_clear()
+    real_open = open
+
+    def guarded_open(path, *args, **kwargs):
+        assert "/usr/share/wordnet" not in str(path) and "nltk_data" not in str(path), path
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", guarded_open)
+    synonyms, source = wordnet.wordnet_synonyms()
+    assert source == wordnet.BUNDLED and source.is_relative_to(Path(wordnet.__file__).parent)
+    assert synonyms("guitars") == ["guitar"] and {"play", "act"} <= set(synonyms("playing"))
+    assert "run" in synonyms("ran") and "happy" in synonyms("happier")  # verb.exc, adj.exc
+    assert "WordNet 3.0 Copyright 2006 by Princeton University" in lzma.decompress(source.read_bytes())[:4000].decode()
+
+
+def test_synonym_replacement_reaches_both_views(encoder, tiny_bert, tiny_wordnet, registry):
+    """3.1.3: synonym replacement on both s and s~: the clean view E_s reads the replaced sentence, and s~ is its
+    masked copy; synonym_views=masked keeps the earlier behaviour (s unchanged)."""
+    options = {key: option.default for key, option in registry.model("paser").options.items()} | {"synonyms": 0.5}
+    sentences = ["a man is playing a guitar .", "the cat sits on the red mat ."]
+    setup = ObjectiveSetup(encoder, tiny_bert, options, 0)
+    entry = PhraseMasking(setup)(sentences)["paser"]
+    replaced = encoder.tokenizer.batch_decode(entry["clean_ids"], skip_special_tokens=True)
+    originals = encoder.tokenizer.batch_decode(encoder.tokenizer(sentences)["input_ids"], skip_special_tokens=True)
+    assert replaced != originals  # "man" / "playing" / "guitar" / "cat" / "sits" have tiny-WordNet synonyms
+    for clean, masked in zip(entry["clean_ids"], entry["masked_ids"]):  # s~ = s with the phrase masked, token-wise
+        kept = masked != encoder.tokenizer.mask_token_id
+        width = min(len(clean), len(masked))
+        assert torch.equal(clean[:width][kept[:width]], masked[:width][kept[:width]])
+    term = PhraseReconstruction(setup)
+    seen = []
+
+    def spy(features):
+        seen.append(features["input_ids"])
+        return encoder(features)
+
+    batch = {CLEAN: encoder.tokenizer(sentences, padding=True, return_tensors="pt"),
+             "paser": entry}
+    term(TrainingStep(spy, batch))
+    assert any(torch.equal(ids, entry["clean_ids"]) for ids in seen)  # E_s from the replaced s
+    assert not any(torch.equal(ids, batch[CLEAN]["input_ids"]) for ids in seen)
+    masked_only = PhraseMasking(ObjectiveSetup(encoder, tiny_bert, options | {"synonym_views": "masked"}, 0))
+    assert "clean_ids" not in masked_only(sentences)["paser"]
+
+
 def test_synonym_replacement_and_missing_wordnet(monkeypatch, tmp_path):
     table = {"guitar": ["lute"], "playing": ["strumming"], "man": []}
     replaced = replace_synonyms("a man is playing a guitar .", 0.5, lambda w: table.get(w, []), english_stopwords(),
@@ -135,9 +186,11 @@ def test_synonym_replacement_and_missing_wordnet(monkeypatch, tmp_path):
     monkeypatch.setenv(wordnet.ENVIRONMENT_VARIABLE, str(tmp_path))  # no WordNet files there
     from harness.plugins.paser import check_options
 
-    with pytest.raises(InvalidOptionError, match="apt-get install wordnet-base"):
+    with pytest.raises(InvalidOptionError, match="unset it to use the bundled data"):
         check_options({**OPTIONS, "synonyms": 0.1}, "model 'paser'")
     check_options(OPTIONS, "model 'paser'")  # synonyms=0 needs no WordNet
+    with pytest.raises(InvalidOptionError, match="synonyms=0 turns it off"):
+        check_options({**OPTIONS, "synonym_views": "masked"}, "model 'paser'")
 
 
 def test_training_end_to_end_and_bad_options(tiny_bert, registry, tmp_path, tiny_wordnet):

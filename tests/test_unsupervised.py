@@ -413,6 +413,14 @@ def test_selection_options_are_checked_at_plan_time(registry, tmp_path):
          ["stsb"], "stsb", tmp_path)
 
 
+def test_simcse_mlp_head_only_over_cls(registry, tmp_path):
+    """SimCSE's MLP sits on [CLS]; under MEAN pooling it is refused in one line (also as an auxiliary)."""
+    for spec in ("simcse:mlp_head=true,pooling=mean", "mlm:aux=simcse,mlp_head=true,pooling=mean"):
+        with pytest.raises(InvalidOptionError, match="needs pooling=cls"):
+            plan(registry, [spec], ["stsb"], "stsb", tmp_path)
+    plan(registry, ["simcse:mlp_head=true", "simcse:pooling=mean"], ["stsb"], "stsb", tmp_path)
+
+
 def test_seven_sts_transductive_source_is_labeled_and_holds_test_text(registry):
     from harness.plugin_api import EvalContext
 

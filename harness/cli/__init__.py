@@ -15,6 +15,7 @@ from ..errors import HarnessError
 from .catalog import cmd_describe, cmd_list
 from .common import DEFAULT_LEADERBOARDS, DEFAULT_PUBLISHED, DEFAULT_RESULTS, configure_logging, os_error_line
 from .compare import cmd_compare
+from .contamination import cmd_contamination
 from .data import cmd_data
 from .export import cmd_export
 from .export_results import cmd_export_results
@@ -32,6 +33,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run,
     "rescore": cmd_rescore,
     "compare": cmd_compare,
+    "contamination": cmd_contamination,
     "validate": cmd_validate,
     "data": cmd_data,
     "plot": cmd_plot,

@@ -11,7 +11,7 @@ def cmd_compare(args) -> int:
 
     from tabulate import tabulate
 
-    from ..compare import UNITS_NOTE, compare, comparison_rows, results_dir_exists
+    from ..compare import UNITS_NOTE, compare, comparison_rows, results_dir_exists, seen_notes
 
     registry = load_registry()
     resamples = values.resamples(args.resamples)
@@ -19,6 +19,7 @@ def cmd_compare(args) -> int:
     seeds = values.seeds(args.seeds)
     spec_a, spec_b, comparisons = compare(registry, store, args.model_a, args.model_b, split_spec_list(args.tasks),
                                           seeds, args.profile, args.backbone, args.train_on, resamples)
+    seen = seen_notes(registry, store, {"A": spec_a, "B": spec_b}, split_spec_list(args.tasks), seeds)
     if args.json:
         print(json.dumps({"a": {"label": spec_a.label, "model_key": spec_a.key},
                           "b": {"label": spec_b.label, "model_key": spec_b.key}, "seeds": seeds,
@@ -26,7 +27,7 @@ def cmd_compare(args) -> int:
                           "bootstrap over test examples, seeds pooled and held fixed) and 'across runs' (Welch t "
                           "over seeds plus the example bootstrap's variance), the latter deciding wherever a model "
                           "was trained ('unit' per task); two-sided p; Holm across tasks on the deciding p",
-                          "tasks": [c.as_dict() for c in comparisons]},
+                          "tasks": [c.as_dict() for c in comparisons], "seen_in_training": seen},
                          indent=2))
         return 0
     headers, rows = comparison_rows(comparisons)
@@ -35,4 +36,6 @@ def cmd_compare(args) -> int:
     print(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
     print(UNITS_NOTE)
     print("* significant by the deciding unit after Holm's correction across the tasks (p < 0.05)")
+    for line in seen:  # measured train/test overlap (harness.contamination)
+        print(f"seen in training: {line}")
     return 0

@@ -126,6 +126,18 @@ def build_parser() -> argparse.ArgumentParser:
                        help="also show records computed on an evaluation sample (max_eval_examples, e.g. --profile "
                             "smoke), in sections of their own; left out by default")
 
+    overlap = commands.add_parser("contamination", help="how many test pairs and sentences each trained record's "
+                                                        "model saw in training (measured; --write adds it to records "
+                                                        "that lack it)")
+    overlap.add_argument("--results", type=Path, default=None,
+                         help=f"the store to read (default ./{DEFAULT_RESULTS}, or HARNESS_RESULTS_DIR; e.g. "
+                              f"{DEFAULT_PUBLISHED})")
+    overlap.add_argument("--data-dir", type=Path, default=None, help="folder with datasets (or HARNESS_DATA_DIR)")
+    overlap.add_argument("--write", action="store_true",
+                         help="store the derived measurement in the records that lack it (sealed again)")
+    overlap.add_argument("--recompute", action="store_true",
+                         help="derive it again for every record, also those that carry one")
+
     publish = commands.add_parser("publish", help="verify chosen records of your store and copy them into the "
                                                   "published set")
     publish.add_argument("--results", type=Path, default=None,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..baseline import Baseline
+from ..contamination import NORMALISATION, percent, seen_shares
 from ..store import Store, StoreError
 from .stats import decorate
 
@@ -34,6 +35,8 @@ class Cell:
     invalid_seeds: dict[int, str] = field(default_factory=dict)  # seed -> why the record does not verify
     records: dict[int, str] = field(default_factory=dict)  # seed -> the record's path (the HTML page links them)
     messages: dict[int, str] = field(default_factory=dict)  # seed -> a failed or missing record's message
+    # seed -> (share of test pairs, share of test sentences) seen in training, where measured (harness.contamination)
+    seen: dict[int, tuple[float, float]] = field(default_factory=dict)
 
     def mean(self) -> float:
         return statistics.mean(self.values.values())
@@ -87,8 +90,53 @@ def _incomplete_mark(row: Row, column: str, cell: Cell) -> str | None:
     return "*" if cell.values and not row.complete(column) else None
 
 
+SEEN_PAIRS, SEEN_SENTENCES = "†", "‡"
+
+
+def seen_in_training(cell: Cell) -> tuple[float, float] | None:
+    """(share of test pairs, share of test sentences) seen in training, mean over the cell's measured seeds; None
+    when no seed was measured or nothing was seen."""
+    measured = [cell.seen[seed] for seed in cell.values if seed in cell.seen]
+    if not measured:
+        return None
+    pairs, sentences = statistics.mean(p for p, _ in measured), statistics.mean(s for _, s in measured)
+    return (pairs, sentences) if pairs or sentences else None
+
+
+def _seen_mark(row: Row, column: str, cell: Cell) -> str | None:
+    """`` †32%``: 32% of the test pairs were in the training data; `` ‡12%``: no pair, 12% of the sentences."""
+    seen = seen_in_training(cell)
+    if seen is None:
+        return None
+    pairs, sentences = seen
+    return f" {SEEN_PAIRS}{percent(pairs)}" if pairs else f" {SEEN_SENTENCES}{percent(sentences)}"
+
+
 # Functions (row, column, cell) -> an annotation or None, appended to a cell's text in this order.
-CELL_ANNOTATORS: list[Callable[[Row, str, Cell], str | None]] = [_incomplete_mark]
+CELL_ANNOTATORS: list[Callable[[Row, str, Cell], str | None]] = [_incomplete_mark, _seen_mark]
+
+
+def contamination_notes(sections: list[Table]) -> list[str]:
+    """The legend of the seen-in-training marks, naming the rows that carry one (every format says it)."""
+    def pairs_seen(row: Row) -> bool:
+        return any((seen_in_training(cell) or (0.0, 0.0))[0] for cell in row.cells.values())
+
+    rows = sorted({row.label for table in sections for row in table.rows
+                   if any(seen_in_training(cell) for cell in row.cells.values())})
+    if not rows:
+        return []
+    lines = [f"{SEEN_PAIRS}N%: N% of the cell's test pairs were in the row's training data; {SEEN_SENTENCES}N%: no "
+             f"test pair, but N% of its test sentences (measured by the harness from the row's training provenance: "
+             f"{NORMALISATION}; the backbone's pretraining data is not known). Rows with such cells: "
+             f"{', '.join(rows)}. A task option `unseen=true` (e.g. `sts12:unseen=true`) scores only the unseen pairs."]
+    for table in sections:
+        clean = [(row, average) for _, row, average in table.ranked() if average is not None and not pairs_seen(row)]
+        if len(clean) < sum(average is not None for _, _, average in table.ranked()):
+            top = "; ".join(f"{rank} `{row.label}` ({average:.2f})" for rank, (row, average) in
+                            enumerate(clean[:3], start=1))
+            lines.append(f"Ranked without the rows that saw test pairs ({SEEN_PAIRS})"
+                         f"{f' in {table.title}' if table.title else ''}: {top or 'none left'}.")
+    return lines
 
 
 def cell_view(row: Row, column: str) -> CellView:
@@ -251,6 +299,9 @@ def _add_record(family: _Family, record: dict) -> None:
         cell.records[seed] = record["_path"]
     if record.get("status") == "ok":
         cell.values[seed] = record["main_score"]
+        shares = seen_shares(record)
+        if shares is not None:
+            cell.seen[seed] = shares
     elif record.get("status") == "missing":
         cell.missing_seeds.add(seed)
         cell.messages[seed] = record.get("message", "")

@@ -10,7 +10,7 @@ import re
 
 from .stats import csv_fields, decorate
 from .stats import notes as statistics_notes
-from .tables import Cell, Row, Table, cell_view, legend_rows, sections_of
+from .tables import Cell, Row, Table, cell_view, contamination_notes, legend_rows, sections_of, seen_in_training
 
 
 def _header(table: Table) -> list[str]:
@@ -58,6 +58,7 @@ def render_markdown(tables: Table | list[Table]) -> str:
         *(["`invalid` = the record does not verify (damaged or edited); `harness leaderboard` names the file."]
           if any(cell.invalid_seeds for _, cell in cells) else []),
         *dict.fromkeys(line for table in sections for line in statistics_notes(table)),
+        *contamination_notes(sections),
         *(line for table in sections for line in (["", *table.baseline_lines()] if table.baseline_lines() else [])),
         "",
         f"Hardware: {'; '.join(hardware)}",
@@ -86,7 +87,8 @@ def render_csv(tables: Table | list[Table]) -> str:
     writer.writerow(["section", "rank", "model", "spec", "model_key", "train_on", "backbone", "profile", "seeds",
                      "hardware", *[f"{c}_mean" for c in columns], *[f"{c}_std" for c in columns],
                      *[f"{c}_n" for c in columns], *[f"{c}_status" for c in columns], "average",
-                     *[f"{c}_{field}" for c in (*columns, "average") for field in ("ci_low", "ci_high", "mark")]])
+                     *[f"{c}_{field}" for c in (*columns, "average") for field in ("ci_low", "ci_high", "mark")],
+                     *[f"{c}_seen_{unit}" for c in columns for unit in ("pairs", "sentences")]])
     for number, table in enumerate(sections, start=1):
         for rank, row, average in table.ranked():
             means, stds, counts, statuses = [], [], [], []
@@ -103,9 +105,20 @@ def render_csv(tables: Table | list[Table]) -> str:
                              f"{average:.4f}" if average is not None else "",
                              *[value for c in columns for value in
                                (csv_fields(table, row, c) if c in table.columns else ["", "", ""])],
-                             *csv_fields(table, row, table.average_header)])
+                             *csv_fields(table, row, table.average_header),
+                             *[value for c in columns for value in _seen_fields(row, c, table)]])
     # The csv's last column is "average" of the row's section; with mixed metrics only the averaged_metric columns.
     return buffer.getvalue()
+
+
+def _seen_fields(row: Row, column: str, table: Table) -> list[str]:
+    """The csv's share of test pairs and of test sentences seen in training (empty: not measured)."""
+    cell = row.cells.get(column) if column in table.columns else None
+    measured = cell is not None and any(seed in cell.seen for seed in cell.values)
+    if not measured:
+        return ["", ""]
+    seen = seen_in_training(cell) or (0.0, 0.0)
+    return [f"{seen[0]:.4f}", f"{seen[1]:.4f}"]
 
 
 def render_latex(tables: Table | list[Table]) -> str:

@@ -1,18 +1,20 @@
-"""Synonyms from a WordNet database folder (Princeton WordNet 3.0 "dict" files), for EDA's synonym replacement.
+"""Synonyms from WordNet 3.0, for EDA's synonym replacement (PaSeR).
 
-Reads ``index.{noun,verb,adj,adv}`` (lemma -> synset offsets), ``data.*`` (a synset's words, at its byte offset) and
-the ``*.exc`` exception lists, and finds a word's base forms as NLTK's ``wordnet.morphy`` does (the exception list,
-else the word itself and its detachment rules, kept when the form is a lemma), so ``synonyms(word)`` equals
-``{lemma.name() for synset in nltk.corpus.wordnet.synsets(word) for lemma in synset.lemmas()}`` (underscores and
-hyphens as spaces, lower-cased, the word itself left out) without NLTK.
+The data ships with harness: ``harness/nn/data/wordnet-3.0-synsets.txt.xz`` holds every synset's words and the
+morphological exception lists of Princeton WordNet 3.0, derived from the WordNet "dict" files by
+``scripts/build_wordnet_synsets.py`` (which checks that the lemma index rebuilt from the synsets equals WordNet's
+index files); its header carries WordNet's licence and ``harness/nn/data/SOURCE.md`` says where it comes from. So
+the default needs no system package and no download. :data:`ENVIRONMENT_VARIABLE` may name another WordNet 3.0
+"dict" folder (e.g. NLTK's ``corpora/wordnet``), read the same way.
 
-Where the data comes from: no PyPI package ships the WordNet database (NLTK and ``wn`` download it at run time, which
-this project never does), so it is read from a system package or an existing NLTK data folder:
-:data:`SEARCH_PATHS` (Debian/Ubuntu ``wordnet-base``: ``/usr/share/wordnet``; NLTK's ``corpora/wordnet`` under the
-usual nltk_data roots), or the folder in the environment variable :data:`ENVIRONMENT_VARIABLE`.
+A word's base forms are found as NLTK's ``wordnet.morphy`` finds them (the exception list, else the word itself and
+its detachment rules, kept when the form is a lemma), so ``synonyms(word)`` equals ``{lemma.name() for synset in
+nltk.corpus.wordnet.synsets(word) for lemma in synset.lemmas()}`` (underscores and hyphens as spaces, lower-cased,
+the word itself left out) without NLTK.
 """
 from __future__ import annotations
 
+import lzma
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -21,15 +23,9 @@ from typing import Callable
 from harness.errors import HarnessError
 
 ENVIRONMENT_VARIABLE = "HARNESS_WORDNET_DIR"
-INSTALL_HINT = ("install the WordNet 3.0 database: `apt-get install wordnet-base` (Debian/Ubuntu; no PyPI package "
-                f"ships it), or point {ENVIRONMENT_VARIABLE} at a WordNet 'dict' folder (e.g. NLTK's "
-                "corpora/wordnet)")
-SEARCH_PATHS = (
-    Path("/usr/share/wordnet"),  # Debian/Ubuntu wordnet-base
-    *(Path(root) / "corpora" / "wordnet" for root in (
-        Path.home() / "nltk_data", "/usr/share/nltk_data", "/usr/local/share/nltk_data", "/usr/lib/nltk_data",
-        "/usr/local/lib/nltk_data")),
-)
+BUNDLED = Path(__file__).resolve().parent / "data" / "wordnet-3.0-synsets.txt.xz"
+INSTALL_HINT = (f"reinstall harness (its WordNet data {BUNDLED.name} ships in harness/nn/data), or point "
+                f"{ENVIRONMENT_VARIABLE} at a WordNet 3.0 'dict' folder (e.g. NLTK's corpora/wordnet)")
 PARTS_OF_SPEECH = {"noun": "n", "verb": "v", "adj": "a", "adv": "r"}
 # NLTK's WordNetCorpusReader.MORPHOLOGICAL_SUBSTITUTIONS (from WordNet's morphy(7)).
 DETACHMENT_RULES = {
@@ -42,80 +38,109 @@ DETACHMENT_RULES = {
 
 
 class WordNetMissingError(HarnessError):
-    """No WordNet database folder was found."""
+    """No WordNet data was found."""
+
+
+def wordnet_source() -> Path:
+    """The WordNet data used: the folder in :data:`ENVIRONMENT_VARIABLE` when set, else the bundled file."""
+    given = os.environ.get(ENVIRONMENT_VARIABLE, "").strip()
+    if given:
+        folder = Path(given)
+        if all((folder / f"{name}.{part}").is_file() for part in PARTS_OF_SPEECH for name in ("index", "data")):
+            return folder
+        raise WordNetMissingError(f"WordNet data needed ({ENVIRONMENT_VARIABLE}={given} has no index.noun/data.noun "
+                                  f"files); unset it to use the bundled data, or point it at a WordNet 'dict' folder.")
+    if not BUNDLED.is_file():
+        raise WordNetMissingError(f"WordNet data needed ({BUNDLED} is missing); {INSTALL_HINT}.")
+    return BUNDLED
 
 
 def wordnet_folder() -> Path:
-    """The WordNet folder used: :data:`ENVIRONMENT_VARIABLE`, else the first of :data:`SEARCH_PATHS` with the files."""
-    given = os.environ.get(ENVIRONMENT_VARIABLE, "").strip()
-    candidates = [Path(given)] if given else list(SEARCH_PATHS)
-    for folder in candidates:
-        if all((folder / f"{name}.{part}").is_file() for part in PARTS_OF_SPEECH for name in ("index", "data")):
-            return folder
-    where = f"{ENVIRONMENT_VARIABLE}={given} has no index.noun/data.noun files" if given else "none was found"
-    raise WordNetMissingError(f"WordNet database needed ({where}); {INSTALL_HINT}.")
+    """Deprecated name of :func:`wordnet_source` (it may now return the bundled file)."""
+    return wordnet_source()
+
+
+def _folder_synsets(folder: Path, part: str) -> list[list[str]]:
+    """Every synset's words of ``data.<part>`` (lex ids dropped; adjectives' markers such as ``big(a)`` cut)."""
+    synsets = []
+    with open(folder / f"data.{part}", encoding="utf-8") as stream:
+        for line in stream:
+            if line.startswith(" "):
+                continue  # the licence header
+            fields = line.split()
+            count = int(fields[3], 16)
+            synsets.append([word.split("(")[0] for word in fields[4:4 + 2 * count:2]])
+    return synsets
 
 
 class WordNet:
-    """Lemma lookup and synonyms over one WordNet folder (index files read once; data lines read by offset)."""
+    """Lemma lookup and synonyms over WordNet's synsets (per part of speech: synsets as word lists, exceptions)."""
 
-    def __init__(self, folder: Path):
-        self.folder = Path(folder)
-        self.offsets: dict[str, dict[str, list[int]]] = {}
-        self.exceptions: dict[str, dict[str, list[str]]] = {}
+    def __init__(self, synsets: dict[str, list[list[str]]], exceptions: dict[str, dict[str, list[str]]]):
+        self.synsets = synsets
+        self.exceptions = exceptions
+        self.lemmas: dict[str, dict[str, list[int]]] = {}
         for part in PARTS_OF_SPEECH:
             lemmas: dict[str, list[int]] = {}
-            with open(self.folder / f"index.{part}", encoding="utf-8") as stream:
-                for line in stream:
-                    if line.startswith(" "):
-                        continue  # the license header
-                    fields = line.split()
-                    synsets, pointers = int(fields[2]), int(fields[3])
-                    lemmas[fields[0]] = [int(offset) for offset in fields[6 + pointers:6 + pointers + synsets]]
-            self.offsets[part] = lemmas
-            exceptions: dict[str, list[str]] = {}
-            path = self.folder / f"{part}.exc"
-            if path.is_file():
-                for line in path.read_text(encoding="utf-8").splitlines():
-                    fields = line.split()
-                    if len(fields) >= 2:
-                        exceptions[fields[0]] = fields[1:]
-            self.exceptions[part] = exceptions
+            for number, words in enumerate(synsets.get(part, [])):
+                for word in words:
+                    found = lemmas.setdefault(word.lower(), [])
+                    if not found or found[-1] != number:
+                        found.append(number)
+            self.lemmas[part] = lemmas
+
+    @classmethod
+    def from_folder(cls, folder: Path) -> "WordNet":
+        """A WordNet 3.0 "dict" folder (``data.*`` and ``*.exc``)."""
+        synsets = {part: _folder_synsets(folder, part) for part in PARTS_OF_SPEECH}
+        exceptions: dict[str, dict[str, list[str]]] = {}
+        for part in PARTS_OF_SPEECH:
+            path = folder / f"{part}.exc"
+            lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+            exceptions[part] = {fields[0]: fields[1:] for fields in map(str.split, lines) if len(fields) >= 2}
+        return cls(synsets, exceptions)
+
+    @classmethod
+    def from_bundle(cls, path: Path) -> "WordNet":
+        """The bundled file: lines ``S <part> <word> ...`` (a synset) and ``X <part> <inflected> <base> ...``."""
+        synsets: dict[str, list[list[str]]] = {part: [] for part in PARTS_OF_SPEECH}
+        exceptions: dict[str, dict[str, list[str]]] = {part: {} for part in PARTS_OF_SPEECH}
+        for line in lzma.decompress(Path(path).read_bytes()).decode("utf-8").splitlines():
+            fields = line.split()
+            if len(fields) < 3 or fields[0] not in ("S", "X"):
+                continue  # the header (licence, format)
+            if fields[0] == "S":
+                synsets[fields[1]].append(fields[2:])
+            elif len(fields) >= 4:
+                exceptions[fields[1]][fields[2]] = fields[3:]
+        return cls(synsets, exceptions)
 
     def base_forms(self, word: str, part: str) -> list[str]:
         """NLTK's ``_morphy``: the exception list's forms, else the word and its detached forms; lemmas only."""
-        lemmas = self.offsets[part]
+        lemmas = self.lemmas[part]
         if word in self.exceptions[part]:
             forms = [word, *self.exceptions[part][word]]
         else:
             forms = [word, *(word[:-len(old)] + new for old, new in DETACHMENT_RULES[part] if word.endswith(old))]
         return list(dict.fromkeys(form for form in forms if form in lemmas))
 
-    def synset_words(self, part: str, offset: int) -> list[str]:
-        with open(self.folder / f"data.{part}", "rb") as stream:
-            stream.seek(offset)
-            fields = stream.readline().decode("utf-8").split()
-        count = int(fields[3], 16)
-        words = fields[4:4 + 2 * count:2]
-        return [word.split("(")[0] for word in words]  # adjectives may carry a marker: "big(a)"
-
     def synonyms(self, word: str) -> list[str]:
         form = word.lower().replace(" ", "_")
         names: set[str] = set()
         for part in PARTS_OF_SPEECH:
             for base in self.base_forms(form, part):
-                for offset in self.offsets[part][base]:
+                for number in self.lemmas[part][base]:
                     names.update(name.replace("_", " ").replace("-", " ").lower()
-                                 for name in self.synset_words(part, offset))
+                                 for name in self.synsets[part][number])
         return sorted(name for name in names if name != word.lower())
 
 
 @lru_cache(maxsize=4)
-def _wordnet(folder: Path) -> WordNet:
-    return WordNet(folder)
+def _wordnet(source: Path) -> WordNet:
+    return WordNet.from_bundle(source) if source.is_file() else WordNet.from_folder(source)
 
 
 def wordnet_synonyms() -> tuple[Callable[[str], list[str]], Path]:
-    """``(word -> synonyms, the folder read)``; raises WordNetMissingError naming what to install."""
-    folder = wordnet_folder()
-    return _wordnet(folder).synonyms, folder
+    """``(word -> synonyms, the data read)``; raises WordNetMissingError saying what to do."""
+    source = wordnet_source()
+    return _wordnet(source).synonyms, source

@@ -126,9 +126,11 @@ class CellWork:
         metadata = self.registry.task(task_spec.name).metadata
         started = time.perf_counter()
         seed_everything(seed)
+        task = self.models.tasks.task(task_spec)
+        context = self.models.eval_context(plan.profile, plan.device, seed, self.models.seen_texts(trained, seed))
         try:
-            result = self.models.tasks.task(task_spec).evaluate(
-                model, self.models.eval_context(plan.profile, plan.device, seed))
+            result = task.evaluate(model, context)
+            contamination = self.models.contamination(trained, seed, task.evaluated_texts(context))
         except MissingDataError as exc:
             return self._problem(spec, seed, task_spec, "missing", str(exc))
         except DataFileError as exc:  # malformed data found only now: a stored ok result is kept, as at plan time
@@ -168,6 +170,7 @@ class CellWork:
             **self.models.budget_record(trained, seed),
             timings={"model_seconds": round(model_seconds, 3), "eval_seconds": round(eval_seconds, 3)},
             **({"examples": description} if description is not None else {}),
+            **({"contamination": contamination} if contamination is not None else {}),
         )
         return CellResult(spec, seed, task_spec, "ok", record, examples=side_file)
 

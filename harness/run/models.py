@@ -21,6 +21,7 @@ import numpy as np
 from .. import distributed
 from ..checkpoints import build_checkpoint, check_checkpoint_target, trained_checkpoint_problem
 from ..consistency import batch_dependence
+from ..contamination import EvaluatedTexts, TextSet, measure, pairs_record
 from ..data import TrainingSplits
 from ..device import seed_everything
 from ..errors import DataFileError, HarnessError, IncompatibleError
@@ -28,7 +29,7 @@ from ..files import StoreError, atomic_write_json
 from ..fingerprint import stable_hash
 from ..metrics import ScoreError
 from ..plugin_api import EvalContext, ModelContext, RecipeContext, RecipePlugin, Task
-from ..profiles import Profile, budget_differences, format_budget
+from ..profiles import Profile, budget_differences, format_budget, get_profile
 from ..registry import BUILTIN_PACKAGES, Registry, check_model_object
 from ..spec import ModelSpec, TaskSpec, resolve_model_spec, resolve_task_specs, student_spec
 from ..store import Store
@@ -102,13 +103,20 @@ class Models:
         self._loaded: dict[tuple[str, int], Any] = {}  # in-process cache of trained models (teachers)
         self._reports: dict[tuple[str, int], Any] = {}  # training report per (spec hash, seed)
         self._training_data_checksums: dict[tuple[str, int], str | None] = {}  # what each loaded model learnt from
+        # Training provenance (harness.contamination) per (spec hash, seed): the sources handed to its training (and
+        # to the teachers it trained or loaded) and the data its recipe made and reported; ``_collecting`` holds the
+        # provenance of every training in progress (a teacher trains inside its recipe's training).
+        self._provenance: dict[tuple[str, int], dict] = {}
+        self._collecting: list[dict] = []
+        self._seen: dict[tuple[str, int], TextSet | None] = {}
 
     def for_plan(self, training_checksums: Mapping[str, str]) -> Models:
         """The models of a planned run: the same task objects, checkpoints checked against the planned data."""
         return Models(self.registry, self.config, self.store, self.log, training_checksums, self.tasks)
 
     # -- contexts and training data ----------------------------------------------------------------------------------
-    def eval_context(self, profile: Profile, device: str, seed: int) -> EvalContext:
+    def eval_context(self, profile: Profile, device: str, seed: int, training_texts: TextSet | None = None
+                     ) -> EvalContext:
         return EvalContext(
             profile=profile,
             device=device,
@@ -121,9 +129,20 @@ class Models:
                 resolve_model_spec(self.registry, text, profile), profile, device, seed
             ),
             logger=logging.getLogger("harness.task"),
+            training_texts=training_texts,
         )
 
     def training_splits(self, source: str, kinds: tuple[str, ...], profile: Profile, seed: int) -> TrainingSplits:
+        """The training data of ``source`` (the first of ``kinds`` it offers), cut to the profile's budget; noted in
+        the provenance of every training in progress."""
+        splits = self._source_splits(source, kinds, profile, seed)
+        for provenance in self._collecting:
+            provenance["sources"].append({"source": source, "kind": splits.kind, "seed": seed,
+                                          "max_train_examples": profile.max_train_examples,
+                                          "train_examples": len(splits.train), "checksum": splits.checksum})
+        return splits
+
+    def _source_splits(self, source: str, kinds: tuple[str, ...], profile: Profile, seed: int) -> TrainingSplits:
         (task_spec,) = resolve_task_specs(self.registry, source)
         task = self.tasks.task(task_spec)
         for kind in kinds:
@@ -131,6 +150,16 @@ class Models:
             if splits is not None:
                 return subsample(splits, profile, seed)
         raise IncompatibleError(f"task {source!r} offers no training data of kind {', '.join(kinds)}.")
+
+    def report_training_data(self, what: str, data: Any) -> None:
+        """``ModelContext.report_training_data``: data a training made itself (e.g. a recipe's silver pairs) joins
+        the provenance of every training in progress, texts inline (they exist only in this run)."""
+        texts = pairs_record(data)
+        if texts is None:
+            logger.warning("training data %r has no readable texts; its overlap with test sets is not measured", what)
+            return
+        for provenance in self._collecting:
+            provenance["made"].append({"what": what, **texts})
 
     def model_context(self, spec: ModelSpec, profile: Profile, device: str, seed: int,
                       prebuilt_student: Any = None) -> ModelContext:
@@ -175,6 +204,7 @@ class Models:
             artifact_dir=self.store.artifact_dir(spec.key, seed),
             cache_dir=self.store.root / CACHE,
             train_on=spec.train_on,
+            report_training_data=self.report_training_data,
             backbone_content=spec.backbone_content,
             eval_batch_size=self.config.batch_size or profile.eval_batch_size,
             logger=logging.getLogger(f"harness.model.{spec.name}"),
@@ -238,6 +268,11 @@ class Models:
                 training_record = json.loads((checkpoint / "training.json").read_text())
                 report_record = training_record.get("report")
                 self._training_data_checksums[cache_key] = training_record.get("source_checksum")
+                provenance = training_record.get("training_data") or self.derived_provenance(spec, profile, seed)
+                self._provenance[cache_key] = provenance
+                for outer in self._collecting:  # a teacher loaded inside a recipe's training
+                    outer["sources"].extend(provenance["sources"])
+                    outer["made"].extend(provenance["made"])
             else:
                 if self.config.rescore:  # rescore evaluates what was trained; it never trains
                     raise RescoreError(f"cannot rescore {spec.label} seed {seed}: its checkpoint {checkpoint} "
@@ -254,12 +289,18 @@ class Models:
         """Train ``model`` on the spec's (cut) training data and save its checkpoint; (model, report record)."""
         check_checkpoint_target(checkpoint)  # before training, not after it
         budgeted = profile.with_budget(spec.requested_budget)
-        splits = self.training_splits(spec.train_on, self.training_kinds(spec), budgeted, seed)
-        self.log(
-            f"  training {spec.label} on {spec.train_on} ({len(splits.train)} examples, seed {seed}, "
-            f"profile {profile.name}, budget {format_budget(spec.requested_budget)})"
-        )
-        model, report = self._fit(spec, model, splits, profile, device, seed)
+        provenance: dict = {"sources": [], "made": [], "how": "recorded"}
+        self._collecting.append(provenance)
+        try:
+            splits = self.training_splits(spec.train_on, self.training_kinds(spec), budgeted, seed)
+            self.log(
+                f"  training {spec.label} on {spec.train_on} ({len(splits.train)} examples, seed {seed}, "
+                f"profile {profile.name}, budget {format_budget(spec.requested_budget)})"
+            )
+            model, report = self._fit(spec, model, splits, profile, device, seed)
+        finally:
+            self._collecting.remove(provenance)
+        self._provenance[(spec.hash, seed)] = provenance
         report_record = dict(report.as_record() if hasattr(report, "as_record") else report)
         # The cut of the training data is applied here, not by the method: record it with what it applied.
         report_record["applied_budget"] = {
@@ -278,7 +319,7 @@ class Models:
                 directory / "training.json",
                 {"spec": spec.as_record(), "seed": seed, "source_checksum": splits.checksum,
                  "train_examples": len(splits.train), "requested_budget": spec.requested_budget,
-                 "report": report_record},
+                 "report": report_record, "training_data": provenance},
             )
 
         if distributed.is_main_process():  # torchrun: rank 0 writes; the others hold the same weights in memory
@@ -318,6 +359,77 @@ class Models:
                 "This is a bug in the recipe plugin."
             )
         return result
+
+    # -- what a trained model saw (harness.contamination) --------------------------------------------------------------
+    def derived_provenance(self, spec: ModelSpec, profile: Profile, seed: int, limit: Any = "budget",
+                           how: str = "derived from the spec") -> dict:
+        """The provenance of a model whose training did not record one (a checkpoint or record older than it): its
+        training source cut to ``limit`` (default: its budget's max_train_examples), plus the extra sources its
+        plugin declares (``training_sources``), each cut by the budget of the model that trains on it; data a recipe
+        made (silver pairs) cannot be derived."""
+        plugin = self.registry.recipe(spec.name) if spec.recipe else self.registry.model(spec.name)
+        if limit == "budget":
+            limit = profile.with_budget(spec.requested_budget).max_train_examples
+        sources = [{"source": spec.train_on, "kinds": list(self.training_kinds(spec)), "seed": seed,
+                    "max_train_examples": limit}]
+        extra = getattr(plugin, "training_sources", None)
+        for source, kinds, trainee in (extra(spec.options, spec.train_on) if callable(extra) else []):
+            # the model that trains on it (e.g. the teacher) gets its own budget, as when the recipe trained it
+            trained = resolve_model_spec(self.registry, trainee, profile, spec.backbone, source,
+                                         spec.budget_overrides or spec.budget)
+            sources.append({"source": source, "kinds": list(kinds), "seed": seed,
+                            "max_train_examples": profile.with_budget(trained.requested_budget).max_train_examples})
+        return {"sources": sources, "made": [], "how": how}
+
+    def provenance(self, spec: ModelSpec, seed: int) -> dict | None:
+        """What the (spec, seed) model trained on (None: untrained, or not trained or loaded here)."""
+        return self._provenance.get((spec.hash, seed))
+
+    def seen_texts(self, spec: ModelSpec, seed: int, provenance: dict | None = None) -> TextSet | None:
+        """The texts the (spec, seed) model trained on, read again from its provenance's sources (cut as in
+        training) plus the data it made; None for an untrained model or one whose sources cannot be read now."""
+        key = (spec.hash, seed)
+        provenance = provenance or self._provenance.get(key)
+        if spec.train_on is None or provenance is None:
+            return None
+        if key in self._seen:
+            return self._seen[key]
+        seen: TextSet | None = TextSet()
+        base = get_profile(spec.profile)
+        for source in provenance["sources"]:
+            kinds = (source["kind"],) if source.get("kind") else tuple(source.get("kinds") or ())
+            limited = base.with_budget({"max_train_examples": source.get("max_train_examples")})
+            try:
+                splits = self._source_splits(source["source"], kinds, limited, int(source["seed"]))
+            except (HarnessError, KeyError, ValueError) as exc:
+                logger.warning("%s seed %s: training source %s cannot be read again (%s); its overlap with test "
+                               "sets is not measured", spec.label, seed, source.get("source"), exc)
+                seen = None
+                break
+            if not seen.add(splits.train):
+                seen = None
+                break
+        if seen is not None:
+            for made in provenance["made"]:
+                seen.add_pairs(tuple(pair) for pair in made.get("pairs", ()))
+                seen.add_sentences(made.get("sentences", ()))
+        self._seen[key] = seen
+        return seen
+
+    def contamination(self, spec: ModelSpec, seed: int, evaluated: EvaluatedTexts | None,
+                      provenance: dict | None = None) -> dict | None:
+        """The record's ``contamination``: the overlap of a cell's test texts with what its model trained on, and
+        the training data it was measured against; None for an untrained model or a task that exposes no texts."""
+        provenance = provenance or self._provenance.get((spec.hash, seed))
+        seen = self.seen_texts(spec, seed, provenance)
+        if seen is None or evaluated is None or provenance is None:
+            return None
+        sources = [{key: source[key] for key in ("source", "kind", "kinds", "max_train_examples", "train_examples")
+                    if key in source} for source in provenance["sources"]]
+        made = [{"what": item["what"], "pairs": len(item.get("pairs", ())), "sentences": len(item.get("sentences", ()))}
+                for item in provenance["made"]]
+        return {**measure(seen, evaluated), "training_data": sources, "made": made,
+                "how": provenance.get("how", "recorded")}
 
     # -- what a trained model leaves for its records -------------------------------------------------------------------
     def training_report(self, spec: ModelSpec, seed: int) -> Any:

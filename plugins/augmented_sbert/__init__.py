@@ -25,6 +25,12 @@ __all__ = [
 ]
 
 
+def teacher_source(options, train_on):
+    """Besides its source, the recipe's teacher trains on the gold pairs of teacher_train_on (default: the source);
+    for records whose training did not record its provenance (harness.contamination)."""
+    return [(options["teacher_train_on"] or train_on, (SCORED_PAIRS,), options["teacher"])]
+
+
 @hookimpl
 def register_recipes(register):
     register(RecipePlugin(
@@ -43,6 +49,7 @@ def register_recipes(register):
         # quick: the student sees every gold / silver pair of the source, as the plain Bi-Encoder does.
         budgets={"quick": {"max_train_examples": None, "max_steps": None, "epochs": 1}},
         budget_keys=SCORED_PAIR_BUDGET_KEYS,  # the student / model trains through fit_scored_pairs
+        training_sources=teacher_source,
         reference="Thakur et al. 2021 (AugSBERT); thesis 2.4.7, 4.3, 5.3, 5.5, tables 6.3-6.8, 6.10-6.13",
     ))
 

@@ -65,6 +65,8 @@ def train(splits, ctx) -> tuple[Any, DistillationReport]:
             "ctx), so it cannot learn from silver pairs; use a student such as be."
         )
     train_pairs = student_pairs(pairs, mode, options["gold_labels"], options["sampler"])
+    if ctx.report_training_data is not None:  # measured against test sets with the sources (harness.contamination)
+        ctx.report_training_data("augsbert student pairs (silver and gold)", train_pairs)
     ctx.logger.info("augmented sbert: %d silver pairs kept; student trains on %d pairs (%s)", len(silver),
                     len(train_pairs), mode)
     preparation_seconds = time.perf_counter() - started
