@@ -1137,3 +1137,77 @@ def test_run_summary_says_how_long_the_whole_run_took():
     from harness.cli.run import wall_time_text
 
     assert wall_time_text(41.26) == "41.3 s" and wall_time_text(725.4) == "12 min 5 s"
+
+
+# ======================================================================================================================
+# Issue 40 (wrong scores, identities and cache entries): NaN vectors, path options, cache entries tied to what they
+# were made from, the runtime in a cell's key, NaN gold data, batch-probe verdicts, backbone checksums, --set twice.
+# ======================================================================================================================
+class NaNRowEmbedder(WordHashEmbedder):
+    """Hashed words, but NaN for every text that mentions an onion (not a batch-probe text: the probe passes)."""
+
+    def encode(self, texts):
+        vectors = super().encode(texts)
+        vectors[[row for row, text in enumerate(texts) if "onion" in text]] = np.nan
+        return vectors
+
+
+class NaNEmbedder(WordHashEmbedder):
+    def encode(self, texts):
+        return np.full((len(texts), 8), np.nan, dtype=np.float32)
+
+
+class NaNPlugin:
+    @harness.hookimpl
+    def register_models(self, register):
+        register(harness.ModelPlugin("toy-nan-row", "NaN for onions", NaNRowEmbedder, ("embedder",)))
+        register(harness.ModelPlugin("toy-all-nan", "NaN for everything", NaNEmbedder, ("embedder",)))
+
+
+def nan_run(tmp_path: Path, model: str):
+    registry = build_registry(extra_plugins=[ToyPlugin(), NaNPlugin()])
+    config = RunConfig(models=[ModelEntry(model)], tasks=["toy-pairs"], progress=False, device="cpu",
+                       results_dir=tmp_path / "results", data_dir=tmp_path / "data", profile="smoke")
+    return Run(registry, config, log=lambda _: None).run(LocalExecutor())
+
+
+def test_40_1_a_nan_vector_fails_its_cell_instead_of_becoming_a_similarity_of_0(tmp_path):
+    write_toy_data(tmp_path / "data")
+    (outcome,) = nan_run(tmp_path, "toy-nan-row")
+    assert outcome.status == "failed", outcome
+    assert "returned 1 of 6 vectors with NaN or infinite values" in outcome.message
+    assert only_record(tmp_path / "results")["status"] == "failed"
+
+
+def test_40_1_every_similarity_path_refuses_nan_vectors():
+    from harness.evaluation.maxsim import maxsim_pairs
+    from harness.evaluation.search import cosine_top_k
+    from harness.metrics import NonFiniteVectorsError
+
+    good, bad = np.ones((2, 4)), np.array([[1.0, 0, 0, 0], [np.nan, 0, 0, 0]])
+    assert harness.cosine_rows(np.zeros((1, 4)), np.ones((1, 4))).tolist() == [0.0]  # a zero vector stays 0
+    for compute in (lambda: harness.cosine_rows(good, bad), lambda: harness.maxsim(bad, good),
+                    lambda: cosine_top_k(good, bad, 1), lambda: maxsim_pairs([good, bad], [good, good]),
+                    lambda: maxsim_pairs([good, bad], [good, good], engine="sparse")):
+        with pytest.raises(NonFiniteVectorsError, match=r"1 of \d vectors with NaN"):
+            compute()
+
+
+def test_40_18_nan_vectors_are_reported_as_nan_not_as_dropout_or_a_collapse(tmp_path):
+    write_toy_data(tmp_path / "data")
+    (outcome,) = nan_run(tmp_path, "toy-all-nan")
+    assert outcome.status == "failed" and "NaN or infinite values" in outcome.message, outcome.message
+    assert "dropout" not in outcome.message and "collapsed" not in outcome.message
+    assert not list((tmp_path / "results" / "cache").glob("batch-probe/*"))  # not the plugin's verdict: not cached
+
+
+def test_40_9_a_nan_gold_score_keeps_a_good_stored_result(tmp_path, caplog):
+    data_file = write_toy_data(tmp_path / "data")
+    (computed,), _ = toy_run(tmp_path)
+    data_file.write_text(data_file.read_text().replace("\t4.8\n", "\tnan\n"))
+    with caplog.at_level("ERROR"):
+        (outcome,), _ = toy_run(tmp_path)
+    assert outcome.status == "failed" and "gold scores are NaN" in outcome.message
+    assert "stored ok result (computed from the data as it was) is kept" in caplog.text
+    record = only_record(tmp_path / "results")
+    assert record["status"] == "ok" and record["main_score"] == computed.main_score
