@@ -2,10 +2,11 @@
 store may reuse, each named ``<kind>-<content key>`` where the key is a hash of everything that determines it.
 
 Two kinds of entry: a checksummed bytes file (:meth:`ArtifactCache.bytes_entry`, :meth:`ArtifactCache.array_entry`;
-an edited or damaged file is computed again, never used) and a folder another building block fills and verifies
-itself (:meth:`ArtifactCache.folder`, e.g. a domain-adapted MLM checkpoint, thesis 4.3.1). Augmented SBERT (Thakur et
-al. 2021; thesis 4.3) keeps its teacher scores and MLM checkpoints here. Entry names and formats are part of the
-store: a key computed by :func:`content_key` must stay what it was, so existing caches keep hitting.
+its side file names what it was made from, and an edited, damaged or swapped file is computed again, never used) and
+a folder another building block fills and verifies itself (:meth:`ArtifactCache.folder`, e.g. a domain-adapted MLM
+checkpoint, thesis 4.3.1). Augmented SBERT (Thakur et al. 2021; thesis 4.3) keeps its teacher scores and MLM
+checkpoints here. Entry names and formats are part of the store: a key computed by :func:`content_key` must stay what
+it was, so existing caches keep hitting.
 
 Deviations: none (no paper describes a cache).
 """
@@ -41,14 +42,15 @@ class ArtifactCache:
         return self.root / f"{kind}-{content_key(payload)}{suffix}"
 
     def bytes_entry(self, path: Path, compute: Callable[[], bytes], check: Callable[[bytes], bool] | None = None,
-                    what: str = "cache entry") -> tuple[bytes, bool]:
+                    what: str = "cache entry", made_from: Any = None) -> tuple[bytes, bool]:
         """The verified content of the entry file ``path`` (under ``root``), else ``compute()`` written there
-        atomically with its sha256; returns ``(content, True if it came from the cache)``. An entry whose checksum
-        does not match or that ``check`` rejects is logged and computed again."""
-        return cached_bytes(path, compute, check, what=what)
+        atomically with its sha256 and ``made_from`` (the payload its key was computed from; default: its file
+        name); returns ``(content, True if it came from the cache)``. An entry whose checksum does not match, that
+        names another payload (copied over this one) or that ``check`` rejects is logged and computed again."""
+        return cached_bytes(path, compute, check, what=what, made_from=made_from)
 
     def array_entry(self, path: Path, compute: Callable[[], Any], check: Callable[[Any], bool] | None = None,
-                    what: str = "cache entry") -> tuple[Any, bool]:
+                    what: str = "cache entry", made_from: Any = None) -> tuple[Any, bool]:
         """:meth:`bytes_entry` for a numpy array stored as ``.npy`` (never pickled); ``check`` sees the array."""
         import numpy as np
 
@@ -64,7 +66,7 @@ class ArtifactCache:
                 return False
             return check is None or bool(check(array))
 
-        content, from_cache = self.bytes_entry(path, compute_bytes, holds_an_array, what=what)
+        content, from_cache = self.bytes_entry(path, compute_bytes, holds_an_array, what=what, made_from=made_from)
         return np.load(io.BytesIO(content), allow_pickle=False), from_cache
 
     def folder(self, kind: str, payload: Any) -> Path:

@@ -1211,3 +1211,122 @@ def test_40_9_a_nan_gold_score_keeps_a_good_stored_result(tmp_path, caplog):
     assert "stored ok result (computed from the data as it was) is kept" in caplog.text
     record = only_record(tmp_path / "results")
     assert record["status"] == "ok" and record["main_score"] == computed.main_score
+
+
+def test_40_3_a_cache_entry_copied_over_another_with_its_checksum_is_recomputed(tmp_path, caplog):
+    from harness.files import cached_bytes
+
+    first, second = tmp_path / "cache" / "entry-a.bin", tmp_path / "cache" / "entry-b.bin"
+    assert cached_bytes(first, lambda: b"made from a", made_from={"key": "a"}) == (b"made from a", False)
+    assert cached_bytes(second, lambda: b"made from b", made_from={"key": "b"}) == (b"made from b", False)
+    for suffix in ("", ".sha256"):  # entry a and its side file copied over entry b
+        shutil.copy(f"{first}{suffix}", f"{second}{suffix}")
+    with caplog.at_level("WARNING"):
+        assert cached_bytes(second, lambda: b"made from b", made_from={"key": "b"}) == (b"made from b", False)
+    assert "made from something other than what its name asks for" in caplog.text
+    assert cached_bytes(second, lambda: b"unused", made_from={"key": "b"}) == (b"made from b", True)
+    # without made_from an entry is tied to its own file name
+    third = tmp_path / "cache" / "entry-c.bin"
+    cached_bytes(third, lambda: b"c")
+    for suffix in ("", ".sha256"):
+        shutil.copy(f"{third}{suffix}", f"{first}{suffix}")
+    assert cached_bytes(first, lambda: b"made from a", made_from={"key": "a"}) == (b"made from a", False)
+
+
+def test_40_3_an_onnx_export_copied_over_another_is_exported_again(tmp_path, tiny_bert):
+    pytest.importorskip("onnxruntime")
+    import torch
+    from transformers import AutoModel
+
+    from harness.nn.onnx_runtime import export_key, onnx_transformer
+
+    models = [AutoModel.from_pretrained(tiny_bert).eval() for _ in range(2)]
+    with torch.no_grad():
+        for parameter in models[1].parameters():
+            parameter.add_(0.05)
+    cache = tmp_path / "cache"
+    paths = []
+    for model in models:
+        onnx_transformer(model, cache)
+        paths.append(cache / "onnx" / f"{export_key(model)}.onnx")
+    for suffix in ("", ".sha256"):  # model 0's export and side file over model 1's
+        shutil.copy(f"{paths[0]}{suffix}", f"{paths[1]}{suffix}")
+    features = {"input_ids": torch.tensor([[2, 5, 7, 3]]), "attention_mask": torch.ones(1, 4, dtype=torch.long)}
+    if "token_type_ids" in onnx_transformer(models[1], cache).input_names:
+        features["token_type_ids"] = torch.zeros(1, 4, dtype=torch.long)
+    with torch.no_grad():
+        expected = models[1](**features).last_hidden_state.numpy()
+    actual = onnx_transformer(models[1], cache).token_states(features).numpy()
+    np.testing.assert_allclose(actual, expected, atol=1e-4)
+
+
+def test_40_3_teacher_scores_of_other_pairs_copied_over_an_entry_are_scored_again(tmp_path):
+    import torch
+
+    from harness.cache import ArtifactCache
+    from harness.plugins.augmented_sbert import cached_teacher_scores
+    from harness.profiles import get_profile
+
+    class Teacher:
+        def __init__(self):
+            self.network = torch.nn.Linear(2, 1)
+
+        def score(self, first, second):
+            return np.array([len(a) + len(b) for a, b in zip(first, second)], dtype=np.float64)
+
+    class Context:
+        cache = ArtifactCache(tmp_path / "cache")
+        profile = get_profile("smoke")
+        logger = __import__("logging").getLogger("test")
+
+    teacher = Teacher()
+    cached_teacher_scores(Context, teacher, "ce", ["a", "bb"], ["c", "d"])
+    (path_a,) = (tmp_path / "cache").glob("teacher-scores-*.npy")
+    expected = cached_teacher_scores(Context, teacher, "ce", ["eee", "f"], ["g", "h"])
+    (path_b,) = set((tmp_path / "cache").glob("teacher-scores-*.npy")) - {path_a}
+    for suffix in ("", ".sha256"):
+        shutil.copy(f"{path_a}{suffix}", f"{path_b}{suffix}")
+    assert list(cached_teacher_scores(Context, teacher, "ce", ["eee", "f"], ["g", "h"])) == list(expected) == [4, 2]
+
+
+def test_40_12_a_damaged_batch_probe_verdict_is_probed_again_not_a_crash(tmp_path, monkeypatch):
+    import harness.run.models as runner_module
+
+    monkeypatch.setattr(runner_module.importlib_metadata, "version", lambda package: "1.0")
+    write_toy_data(tmp_path / "data")
+    assert [o.status for o in nan_run(tmp_path, "toy-nan-row")] == ["failed"]  # probed (it passes), verdict kept
+    (verdict,) = (tmp_path / "results" / "cache" / "batch-probe").glob("*.json")
+    assert json.loads(verdict.read_text())["problem"] is None
+    real = runner_module.batch_dependence
+    for damaged in ('{"problem": nu', '{"problem": "made up: fails every cell"}'):
+        verdict.write_text(damaged)  # truncated, then edited without its checksum
+        probes = []
+        monkeypatch.setattr(runner_module, "batch_dependence", lambda model: probes.append(1) or real(model))
+        (outcome,) = nan_run(tmp_path, "toy-nan-row")
+        assert probes == [1] and "NaN" in outcome.message and "made up" not in outcome.message
+        assert json.loads(verdict.read_text())["problem"] is None
+
+
+def test_40_19_a_wrong_sha_in_the_backbone_checksum_cache_is_not_trusted(tmp_path, tiny_bert, monkeypatch):
+    import harness.fingerprint as fingerprint
+
+    backbone, cache = tmp_path / "my", tmp_path / "cache"
+    shutil.copytree(tiny_bert, backbone)
+    first = fingerprint.folder_fingerprint(backbone, cache)
+    cache_file = cache / fingerprint.CACHE_FILE
+    content = json.loads(cache_file.read_text())
+    for entries in content.values():
+        for entry in entries.values():
+            entry[-1] = "0" * 64  # a made-up sha for every file
+    cache_file.write_text(json.dumps(content))
+    monkeypatch.setattr(fingerprint, "_memo", {})
+    assert fingerprint.folder_fingerprint(backbone, cache) == first
+    # a file replaced by one of the same size with its old modification time (cp -p, rsync -a) is hashed again
+    weights = backbone / "model.safetensors"
+    stamp = weights.stat()
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1
+    weights.write_bytes(bytes(data))
+    os.utime(weights, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    monkeypatch.setattr(fingerprint, "_memo", {})
+    assert fingerprint.folder_fingerprint(backbone, cache) != first
