@@ -1297,11 +1297,11 @@ def test_40_12_a_damaged_batch_probe_verdict_is_probed_again_not_a_crash(tmp_pat
     assert [o.status for o in nan_run(tmp_path, "toy-nan-row")] == ["failed"]  # probed (it passes), verdict kept
     (verdict,) = (tmp_path / "results" / "cache" / "batch-probe").glob("*.json")
     assert json.loads(verdict.read_text())["problem"] is None
-    real = runner_module.batch_dependence
+    real, probes = runner_module.batch_dependence, []
+    monkeypatch.setattr(runner_module, "batch_dependence", lambda model: probes.append(1) or real(model))
     for damaged in ('{"problem": nu', '{"problem": "made up: fails every cell"}'):
         verdict.write_text(damaged)  # truncated, then edited without its checksum
-        probes = []
-        monkeypatch.setattr(runner_module, "batch_dependence", lambda model: probes.append(1) or real(model))
+        probes.clear()
         (outcome,) = nan_run(tmp_path, "toy-nan-row")
         assert probes == [1] and "NaN" in outcome.message and "made up" not in outcome.message
         assert json.loads(verdict.read_text())["problem"] is None
