@@ -1330,3 +1330,31 @@ def test_40_19_a_wrong_sha_in_the_backbone_checksum_cache_is_not_trusted(tmp_pat
     os.utime(weights, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
     monkeypatch.setattr(fingerprint, "_memo", {})
     assert fingerprint.folder_fingerprint(backbone, cache) != first
+
+
+def test_40_20_a_set_key_given_twice_is_refused_in_one_line(run_cli, tmp_path):
+    code, out, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--train-on", "stsb", "--set", "epochs=1",
+                             "--set", "epochs=2", *SMOKE, "--results", tmp_path / "r")
+    assert code == 2 and "--set epochs is given twice ('1' and '2'); give it once." in err and "Traceback" not in err
+    assert not (tmp_path / "r").exists() or not list((tmp_path / "r").rglob("*.json"))
+
+
+def test_40_20_records_name_their_plugin_version_which_the_leaderboard_reads(tmp_path):
+    from harness.leaderboard.tables import _identity
+
+    write_toy_data(tmp_path / "data")
+    toy_run(tmp_path)
+    registered_in_code = only_record(tmp_path / "results")
+    assert "model_version" in registered_in_code and registered_in_code["model_version"] is None
+    from harness.run.evaluate import build_record
+
+    registry = build_registry()
+
+    class PlanStub:
+        profile = harness.get_profile("smoke")
+        device, runtime, data_dir_text = "cpu", "torch", None
+
+    spec = harness.resolve_model_spec(registry, "be", PlanStub.profile)
+    (task_spec,) = harness.resolve_task_specs(registry, "stsb")
+    record = build_record(registry, PlanStub, spec, 42, task_spec, "cpu", "ok")
+    assert record["model_version"] == harness.__version__ == _identity(record)["plugin version"]

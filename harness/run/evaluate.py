@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..device import seed_everything
-from ..environment import RUNTIME_PACKAGES, environment_record
+from ..environment import RUNTIME_PACKAGES, environment_record, package_version
 from ..errors import DataFileError, HarnessError, IncompatibleError, MissingDataError
 from ..evaluation.bootstrap import example_side_file
 from ..fingerprint import stable_hash
@@ -59,6 +59,8 @@ def build_record(registry: Registry, plan: Plan, spec: ModelSpec, seed: int, tas
         "model": spec.as_record(),
         "model_key": spec.key,
         "model_package": registry.package_of("model", spec.name),
+        # the plugin's distribution version (None: registered in code): the leaderboard tells rows apart by it
+        "model_version": package_version(registry.package_of("model", spec.name)),
         "seed": seed,
         "task": {
             "name": task_spec.name,
