@@ -40,6 +40,23 @@ def local_model_folder(name: str) -> Path | None:
         return None
 
 
+def path_content(value: Any, cache_dir: Path | str | None = None) -> str | None:
+    """The content checksum of the local file or folder the option value ``value`` names (a folder: as
+    :func:`folder_fingerprint`; a file: its sha256), or None when it names none (a hub id, an empty value, not a
+    string). A FIFO or device is no content: None."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        path = Path(value).expanduser()
+        if path.is_dir():
+            return folder_fingerprint(path, cache_dir)
+        if path.is_file():
+            return _sha256(path)
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 def _content_files(folder: Path) -> list[tuple[str, Path, list[int]]]:
     """``(relative path, path, [size, mtime_ns, ctime_ns, inode])`` of every file that makes up the model, sorted."""
     found = []

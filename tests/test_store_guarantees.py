@@ -1358,3 +1358,62 @@ def test_40_20_records_name_their_plugin_version_which_the_leaderboard_reads(tmp
     (task_spec,) = harness.resolve_task_specs(registry, "stsb")
     record = build_record(registry, PlanStub, spec, 42, task_spec, "cpu", "ok")
     assert record["model_version"] == harness.__version__ == _identity(record)["plugin version"]
+
+
+def save_sentence_transformer(backbone: str, folder: Path) -> None:
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    transformer = Transformer(backbone, max_seq_length=48)
+    SentenceTransformer(modules=[transformer, Pooling(transformer.get_word_embedding_dimension())],
+                        device="cpu").save(str(folder))
+
+
+def test_40_2_st_model_folder_replaced_at_the_same_path_is_recomputed(run_cli, tmp_path, tiny_bert, tiny_roberta):
+    folder, results = tmp_path / "my-st", tmp_path / "results"
+    save_sentence_transformer(tiny_bert, folder)
+    common = ("run", "--models", f"st:model={folder}", "--tasks", "stsb", *SMOKE, "--results", results)
+    code, out, err = run_cli(*common)
+    assert code == 0 and "1 cells computed" in out, err
+    shutil.rmtree(folder)
+    save_sentence_transformer(tiny_roberta, folder)  # same path, another model: used to be served the first's score
+    code, out, err = run_cli(*common)
+    assert code == 0 and "1 cells computed, 0 from the store" in out, err
+    records = list(Store(results).records())
+    assert len({r["model"]["option_contents"]["model"] for r in records}) == 2
+    code, out, err = run_cli(*common)
+    assert code == 0 and "0 cells computed, 1 from the store" in out, err
+
+
+class FileOptionTask(ToyPairs):
+    """A task whose data file is an option (``toy-file:file=PATH``), declared a path option."""
+
+    metadata = harness.TaskMetadata(
+        name="toy-file", family="toy", description="pairs from the file its option names", main_score="spearman",
+        metric="Spearman x100", reference="tests", dataset="toy", dataset_source="tests", license="none",
+    )
+    options = {"file": harness.Option("", "the pairs file", path=True), "note": harness.Option("")}
+
+
+def test_40_2_a_task_data_path_given_as_an_option_is_identified_by_its_content(tmp_path):
+    from harness.fingerprint import stable_hash
+    from harness.spec import resolve_task_specs
+
+    class Plugin:
+        @harness.hookimpl
+        def register_tasks(self, register):
+            register(FileOptionTask)
+
+    registry = build_registry(extra_plugins=[Plugin()])
+    data_file = write_toy_data(tmp_path / "data")
+
+    def key(text: str) -> str:
+        (spec,) = resolve_task_specs(registry, text)
+        return spec.key
+
+    before = key(f"toy-file:file={data_file}")
+    assert key(f"toy-file:file={data_file}") == before and key("toy-file:note=x") != before
+    data_file.write_text(data_file.read_text().replace("\t4.8\n", "\t0.1\n"))  # same path, other data
+    assert key(f"toy-file:file={data_file}") != before
+    assert key("toy-file:note=x") == f"toy-file-{stable_hash({'file': '', 'note': 'x'}, 8)}"  # unchanged

@@ -67,6 +67,7 @@ def build_record(registry: Registry, plan: Plan, spec: ModelSpec, seed: int, tas
             "key": task_spec.key,
             "label": task_spec.label,
             "options": task_spec.options,
+            **({"option_contents": task_spec.option_contents} if task_spec.option_contents else {}),
             "family": metadata.family,
             "version": str(metadata.version),
             "main_score": metadata.main_score,
@@ -80,7 +81,8 @@ def build_record(registry: Registry, plan: Plan, spec: ModelSpec, seed: int, tas
         "environment": environment_record(RUNTIME_PACKAGES if plan.runtime != "torch" else ()),
         "config_hash": stable_hash(
             {"model": spec.hash, "seed": seed, "task": task_spec.name, "task_options": task_spec.options,
-             "task_version": metadata.version}
+             "task_version": metadata.version,
+             **({"task_contents": task_spec.option_contents} if task_spec.option_contents else {})}
         ),
         "data_dir": plan.data_dir_text,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
