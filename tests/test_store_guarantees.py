@@ -1417,3 +1417,25 @@ def test_40_2_a_task_data_path_given_as_an_option_is_identified_by_its_content(t
     data_file.write_text(data_file.read_text().replace("\t4.8\n", "\t0.1\n"))  # same path, other data
     assert key(f"toy-file:file={data_file}") != before
     assert key("toy-file:note=x") == f"toy-file-{stable_hash({'file': '', 'note': 'x'}, 8)}"  # unchanged
+
+
+def test_40_4_the_runtime_is_part_of_a_cells_key(run_cli, tmp_path, tiny_bert):
+    pytest.importorskip("onnxruntime")
+    from harness.leaderboard import collect_tables
+
+    results = tmp_path / "results"
+    common = ("run", "--models", "be", "--tasks", "stsb", *SMOKE, "--backbone", tiny_bert, "--results", results)
+    code, out, err = run_cli(*common)
+    assert code == 0 and "1 cells computed" in out, err
+    code, out, err = run_cli(*common, "--runtime", "onnx")  # used to be answered by the torch record
+    assert code == 0 and "1 cells computed, 0 from the store" in out, err
+    (folder,) = results.glob("be-*/seed-42")
+    torch_path, onnx_path = folder / "stsb.json", folder / "stsb@onnx.json"
+    assert "runtime" not in read_record(torch_path) and read_record(onnx_path)["runtime"] == "onnx"
+    (table,) = collect_tables(Store(results), include_samples=True)
+    assert sorted(row.label for row in table.rows) == ["be", "be [runtime: onnx]"]
+    # an onnx record at the torch name (as harness wrote it before) is valid, but answers no torch run
+    os.replace(onnx_path, torch_path)
+    code, out, err = run_cli(*common)
+    assert code == 0 and "1 cells computed, 0 from the store" in out and "computed under --runtime onnx" in out, err
+    assert "runtime" not in read_record(torch_path)
