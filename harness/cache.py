@@ -13,11 +13,18 @@ Deviations: none (no paper describes a cache).
 from __future__ import annotations
 
 import io
+import json
+import logging
+import os
+import shutil
 from pathlib import Path
 from typing import Any, Callable
 
-from .files import cached_bytes
+from .files import atomic_write_json, cached_bytes, temporary_prefix
 from .fingerprint import stable_hash
+
+logger = logging.getLogger(__name__)
+FOLDER_MADE_FROM = "MADE_FROM.json"  # in a folder entry: the payload its key was computed from
 
 
 def content_key(payload: Any, length: int = 16) -> str:
@@ -71,5 +78,25 @@ class ArtifactCache:
 
     def folder(self, kind: str, payload: Any) -> Path:
         """``<root>/<kind>-<content key of payload>``: a folder entry whose writer fills it atomically and checks its
-        own files (the cache only names it)."""
-        return self.entry_path(kind, payload)
+        own files. Like every entry it names what it was made from (``MADE_FROM.json`` inside it, so it travels with
+        a copy): a folder that names another payload (copied over this one) is moved aside and removed, so the
+        writer builds it again (issue 40.3). A folder without the file (an earlier harness) is adopted."""
+        folder = self.entry_path(kind, payload)
+        marker = folder / FOLDER_MADE_FROM
+        asked = json.loads(json.dumps(payload, sort_keys=True, default=str))
+        try:
+            named = json.loads(marker.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            named = None
+        except (OSError, UnicodeDecodeError, ValueError):
+            named = {"unreadable": True}
+        if named is not None and named != asked:
+            logger.warning("cache folder %s was made from something other than what its name asks for (copied over "
+                           "another entry?); building it again", folder)
+            aside = folder.with_name(temporary_prefix(folder.name) + "stale")
+            os.replace(folder, aside)
+            shutil.rmtree(aside, ignore_errors=True)
+            named = None
+        if named is None:
+            atomic_write_json(marker, asked)
+        return folder

@@ -1439,3 +1439,19 @@ def test_40_4_the_runtime_is_part_of_a_cells_key(run_cli, tmp_path, tiny_bert):
     code, out, err = run_cli(*common)
     assert code == 0 and "1 cells computed, 0 from the store" in out and "computed under --runtime onnx" in out, err
     assert "runtime" not in read_record(torch_path)
+
+
+def test_40_3_a_cache_folder_copied_over_another_is_built_again(tmp_path, caplog):
+    from harness.cache import ArtifactCache
+
+    cache = ArtifactCache(tmp_path / "cache")
+    first, second = cache.folder("domain-mlm", {"pairs": "a"}), cache.folder("domain-mlm", {"pairs": "b"})
+    (first / "seed-42").mkdir()
+    (first / "seed-42" / "weights").write_text("trained on a")
+    assert cache.folder("domain-mlm", {"pairs": "a"}) == first and (first / "seed-42" / "weights").exists()
+    shutil.rmtree(second)
+    shutil.copytree(first, second)  # folder a, with what it names, over folder b
+    with caplog.at_level("WARNING"):
+        assert cache.folder("domain-mlm", {"pairs": "b"}) == second
+    assert "made from something other than what its name asks for" in caplog.text
+    assert not (second / "seed-42").exists() and json.loads((second / "MADE_FROM.json").read_text()) == {"pairs": "b"}
