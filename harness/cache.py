@@ -2,21 +2,29 @@
 store may reuse, each named ``<kind>-<content key>`` where the key is a hash of everything that determines it.
 
 Two kinds of entry: a checksummed bytes file (:meth:`ArtifactCache.bytes_entry`, :meth:`ArtifactCache.array_entry`;
-an edited or damaged file is computed again, never used) and a folder another building block fills and verifies
-itself (:meth:`ArtifactCache.folder`, e.g. a domain-adapted MLM checkpoint, thesis 4.3.1). Augmented SBERT (Thakur et
-al. 2021; thesis 4.3) keeps its teacher scores and MLM checkpoints here. Entry names and formats are part of the
-store: a key computed by :func:`content_key` must stay what it was, so existing caches keep hitting.
+its side file names what it was made from, and an edited, damaged or swapped file is computed again, never used) and
+a folder another building block fills and verifies itself (:meth:`ArtifactCache.folder`, e.g. a domain-adapted MLM
+checkpoint, thesis 4.3.1). Augmented SBERT (Thakur et al. 2021; thesis 4.3) keeps its teacher scores and MLM
+checkpoints here. Entry names and formats are part of the store: a key computed by :func:`content_key` must stay what
+it was, so existing caches keep hitting.
 
 Deviations: none (no paper describes a cache).
 """
 from __future__ import annotations
 
 import io
+import json
+import logging
+import os
+import shutil
 from pathlib import Path
 from typing import Any, Callable
 
-from .files import cached_bytes
+from .files import atomic_write_json, cached_bytes, temporary_prefix
 from .fingerprint import stable_hash
+
+logger = logging.getLogger(__name__)
+FOLDER_MADE_FROM = "MADE_FROM.json"  # in a folder entry: the payload its key was computed from
 
 
 def content_key(payload: Any, length: int = 16) -> str:
@@ -41,14 +49,15 @@ class ArtifactCache:
         return self.root / f"{kind}-{content_key(payload)}{suffix}"
 
     def bytes_entry(self, path: Path, compute: Callable[[], bytes], check: Callable[[bytes], bool] | None = None,
-                    what: str = "cache entry") -> tuple[bytes, bool]:
+                    what: str = "cache entry", made_from: Any = None) -> tuple[bytes, bool]:
         """The verified content of the entry file ``path`` (under ``root``), else ``compute()`` written there
-        atomically with its sha256; returns ``(content, True if it came from the cache)``. An entry whose checksum
-        does not match or that ``check`` rejects is logged and computed again."""
-        return cached_bytes(path, compute, check, what=what)
+        atomically with its sha256 and ``made_from`` (the payload its key was computed from; default: its file
+        name); returns ``(content, True if it came from the cache)``. An entry whose checksum does not match, that
+        names another payload (copied over this one) or that ``check`` rejects is logged and computed again."""
+        return cached_bytes(path, compute, check, what=what, made_from=made_from)
 
     def array_entry(self, path: Path, compute: Callable[[], Any], check: Callable[[Any], bool] | None = None,
-                    what: str = "cache entry") -> tuple[Any, bool]:
+                    what: str = "cache entry", made_from: Any = None) -> tuple[Any, bool]:
         """:meth:`bytes_entry` for a numpy array stored as ``.npy`` (never pickled); ``check`` sees the array."""
         import numpy as np
 
@@ -64,10 +73,30 @@ class ArtifactCache:
                 return False
             return check is None or bool(check(array))
 
-        content, from_cache = self.bytes_entry(path, compute_bytes, holds_an_array, what=what)
+        content, from_cache = self.bytes_entry(path, compute_bytes, holds_an_array, what=what, made_from=made_from)
         return np.load(io.BytesIO(content), allow_pickle=False), from_cache
 
     def folder(self, kind: str, payload: Any) -> Path:
         """``<root>/<kind>-<content key of payload>``: a folder entry whose writer fills it atomically and checks its
-        own files (the cache only names it)."""
-        return self.entry_path(kind, payload)
+        own files. Like every entry it names what it was made from (``MADE_FROM.json`` inside it, so it travels with
+        a copy): a folder that names another payload (copied over this one) is moved aside and removed, so the
+        writer builds it again (issue 40.3). A folder without the file (an earlier harness) is adopted."""
+        folder = self.entry_path(kind, payload)
+        marker = folder / FOLDER_MADE_FROM
+        asked = json.loads(json.dumps(payload, sort_keys=True, default=str))
+        try:
+            named = json.loads(marker.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            named = None
+        except (OSError, UnicodeDecodeError, ValueError):
+            named = {"unreadable": True}
+        if named is not None and named != asked:
+            logger.warning("cache folder %s was made from something other than what its name asks for (copied over "
+                           "another entry?); building it again", folder)
+            aside = folder.with_name(temporary_prefix(folder.name) + "stale")
+            os.replace(folder, aside)
+            shutil.rmtree(aside, ignore_errors=True)
+            named = None
+        if named is None:
+            atomic_write_json(marker, asked)
+        return folder

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from .metrics import check_finite_vectors
+
 # Different lengths, so padding inside a batch differs from encoding a text alone; the first text is repeated.
 PROBE_TEXTS = (
     "A man is playing a guitar on the stage.",
@@ -31,11 +33,15 @@ def batch_dependence(model: Any) -> str | None:
     """Why ``model.encode`` is not a function of each text alone, or None when the probe finds nothing."""
     texts = list(PROBE_TEXTS)
     together = _matrix(model.encode(texts))
+    # NaN is unequal to itself: a model returning NaN vectors would be reported as dropout left on. It raises
+    # NonFiniteVectorsError (its cells fail with that reason) and is not cached as the plugin's verdict: the NaN
+    # may come from these weights (diverged training), not the plugin's code (issue 40.18).
+    check_finite_vectors(together, "vectors of the batch-probe texts")
     if not np.allclose(together[0], together[-1], rtol=RTOL, atol=ATOL):
         return ("encode gave the same text two different vectors in one call (dropout left on, or randomness in "
                 "encoding); scores from it would not be reproducible")
     for index in (1, 2):
-        alone = _matrix(model.encode([texts[index]]))
+        alone = check_finite_vectors(_matrix(model.encode([texts[index]])), "vectors of the batch-probe texts")
         if alone.shape[1] != together.shape[1] or not np.allclose(alone[0], together[index], rtol=RTOL, atol=ATOL):
             return ("encode gives a text another vector alone than inside a batch: its vectors depend on the other "
                     "texts of the batch, so its scores would depend on batching (harness.testing.check_model reports "

@@ -12,7 +12,7 @@ from pathlib import Path
 def package_version(name: str) -> str | None:
     try:
         return metadata.version(name)
-    except metadata.PackageNotFoundError:
+    except (metadata.PackageNotFoundError, ValueError):  # not installed, or not a distribution name ("?")
         return None
 
 

@@ -120,7 +120,9 @@ def stored_scores(records: list[dict]) -> list[dict]:
             continue
         task = record["task"]
         sample = sample_size(record)
-        rows.append({"task": task["label"], "evaluated on": "full data" if sample is None else f"a sample of {sample}",
+        runtime = record.get("runtime")  # each runtime keeps its own cells: a card names the others'
+        rows.append({"task": task["label"] + (f" [runtime: {runtime}]" if runtime and runtime != "torch" else ""),
+                     "evaluated on": "full data" if sample is None else f"a sample of {sample}",
                      "family": task["family"], "metric": task.get("main_score", "main"),
                      "score": float(record["main_score"]), "created_at": record.get("created_at", "")})
     return sorted(rows, key=lambda row: (row["family"], row["task"]))

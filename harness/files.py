@@ -239,42 +239,73 @@ CACHE_CHECKSUM_SUFFIX = ".sha256"
 
 
 def cached_bytes(path: Path, compute: Callable[[], bytes], check: Callable[[bytes], bool] | None = None,
-                 what: str = "cache entry") -> tuple[bytes, bool]:
+                 what: str = "cache entry", made_from: Any = None) -> tuple[bytes, bool]:
     """The content of the cache file ``path`` if it verifies, else ``compute()`` written there; returns ``(content,
     True if it came from the cache)``. Plugins keep what they cache in the store (``ctx.cache_dir``) through this.
 
-    Every entry is written atomically with its sha256 in ``<path>.sha256``; an entry whose file or checksum is
-    missing, does not match (edited, truncated or damaged) or that ``check`` rejects is logged and recomputed, so a
-    damaged cache file never serves wrong values or breaks later runs. Two processes computing the same entry at
-    once both write the same content (a cache key names everything that determines it), so no lock is needed.
+    Every entry is written atomically with a side file ``<path>.sha256`` that holds its sha256 and what it was made
+    from (``made_from``: the key's payload, JSON; the entry's file name when not given); an entry whose file or side
+    file is missing, does not match (edited, truncated or damaged), was made from something other than what is asked
+    (an entry copied over another, with its side file) or that ``check`` rejects is logged and recomputed, so a
+    damaged or swapped cache file never serves wrong values or breaks later runs (issue 40.3). Two processes
+    computing the same entry at once both write the same content (a cache key names everything that determines it),
+    so no lock is needed.
     """
     path = Path(path)
-    sidecar = path.with_name(path.name + CACHE_CHECKSUM_SUFFIX)
-    problem = _cache_problem(path, sidecar, check)
-    if problem is None:
-        return path.read_bytes(), True
+    content, problem = read_cache_entry(path, made_from, check)
+    if content is not None:
+        return content, True
     if problem != "not cached yet":
         logger.warning("%s %s cannot be used: %s; computing it again", what, path, problem)
     content = compute()
-    atomic_write_bytes(path, content)
-    atomic_write_text(sidecar, hashlib.sha256(content).hexdigest() + "\n")
+    write_cache_entry(path, content, made_from)
     return content, False
 
 
-def _cache_problem(path: Path, sidecar: Path, check: Callable[[bytes], bool] | None) -> str | None:
-    if not path.exists():
-        return "not cached yet"
+def _entry_side_file(path: Path) -> Path:
+    return path.with_name(path.name + CACHE_CHECKSUM_SUFFIX)
+
+
+def _made_from(path: Path, made_from: Any) -> Any:
+    """What the side file names: ``made_from`` as JSON reads it back, else the entry's file name."""
+    return json.loads(json.dumps(made_from if made_from is not None else path.name, sort_keys=True, default=str))
+
+
+def write_cache_entry(path: Path, content: bytes, made_from: Any = None) -> None:
+    """Write the cache entry ``path`` and its side file (sha256 and what it was made from), each atomically; the
+    side file last, so an entry without a matching one is never used."""
+    path = Path(path)
+    atomic_write_bytes(path, content)
+    atomic_write_json(_entry_side_file(path), {"sha256": hashlib.sha256(content).hexdigest(),
+                                               "made_from": _made_from(path, made_from)})
+
+
+def read_cache_entry(path: Path, made_from: Any = None,
+                     check: Callable[[bytes], bool] | None = None) -> tuple[bytes | None, str | None]:
+    """``(content, None)`` for an entry that verifies (see :func:`cached_bytes`), else ``(None, why)``; why is
+    "not cached yet" when there is no entry."""
+    path = Path(path)
+    sidecar = _entry_side_file(path)
+    if not os.path.lexists(path):
+        return None, "not cached yet"
     try:
         content = path.read_bytes()
-        expected = sidecar.read_text(encoding="utf-8").strip()
+        side = sidecar.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return f"it has no checksum file {sidecar.name}"
+        return None, f"it has no checksum file {sidecar.name}"
     except (OSError, UnicodeDecodeError) as exc:
-        return f"it cannot be read ({getattr(exc, 'strerror', None) or exc})"
-    if hashlib.sha256(content).hexdigest() != expected:
-        return "its content does not match its checksum (edited or damaged)"
+        return None, f"it cannot be read ({getattr(exc, 'strerror', None) or exc})"
+    try:
+        described = json.loads(side)
+    except ValueError:
+        described = None
+    if not isinstance(described, dict) or "made_from" not in described:
+        return None, (f"its checksum file {sidecar.name} does not say what it was made from (written by an older "
+                      "harness, or damaged)")
+    if described.get("sha256") != hashlib.sha256(content).hexdigest():
+        return None, "its content does not match its checksum (edited or damaged)"
+    if described["made_from"] != _made_from(path, made_from):
+        return None, "it was made from something other than what its name asks for (copied over another entry?)"
     if check is not None and not check(content):
-        return "its content is not what this entry holds"
-    return None
-
-
+        return None, "its content is not what this entry holds"
+    return content, None

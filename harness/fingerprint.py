@@ -2,10 +2,13 @@
 tokenizer files, so that replacing the files of a folder changes the spec hash of every model built on it, and so its
 results and checkpoints are recomputed rather than served (issue 26, point 1).
 
-Hashing a few hundred MB takes a second or two, so each file's sha256 is cached by its size and modification time:
-in this process, and (when the caller names a cache folder, the runner names the store's ``cache/``) in
-``backbone-contents.json`` there, so a re-run hashes nothing. A file whose size or modification time changed is
-hashed again. Hidden files and folders (``.git``, ``.cache``) and Markdown files (model cards) are not part of the
+Hashing a few hundred MB takes a second or two, so each file's sha256 is cached by its size, modification time,
+status-change time and inode: in this process, and (when the caller names a cache folder, the runner names the
+store's ``cache/``) in ``backbone-contents.json`` there, so a re-run hashes nothing. A file of which any of these
+changed is hashed again (the status-change time cannot be set back, so a file copied in with its old modification
+time, ``cp -p`` or ``rsync -a``, is hashed too). ``backbone-contents.json`` is a checksummed cache entry
+(:func:`harness.files.read_cache_entry`): an edited or damaged one is not trusted, every file is hashed again
+(issue 40.19). Hidden files and folders (``.git``, ``.cache``) and Markdown files (model cards) are not part of the
 identity: they do not change what the model computes.
 """
 from __future__ import annotations
@@ -18,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .files import sha256_file
+from .files import read_cache_entry, sha256_file, write_cache_entry
 
 logger = logging.getLogger(__name__)
 
@@ -37,8 +40,25 @@ def local_model_folder(name: str) -> Path | None:
         return None
 
 
-def _content_files(folder: Path) -> list[tuple[str, Path, int, int]]:
-    """``(relative path, path, size, mtime_ns)`` of every file that makes up the model, sorted."""
+def path_content(value: Any, cache_dir: Path | str | None = None) -> str | None:
+    """The content checksum of the local file or folder the option value ``value`` names (a folder: as
+    :func:`folder_fingerprint`; a file: its sha256), or None when it names none (a hub id, an empty value, not a
+    string). A FIFO or device is no content: None."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        path = Path(value).expanduser()
+        if path.is_dir():
+            return folder_fingerprint(path, cache_dir)
+        if path.is_file():
+            return _sha256(path)
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _content_files(folder: Path) -> list[tuple[str, Path, list[int]]]:
+    """``(relative path, path, [size, mtime_ns, ctime_ns, inode])`` of every file that makes up the model, sorted."""
     found = []
     for directory, dirs, files in os.walk(folder, followlinks=True):
         dirs[:] = sorted(name for name in dirs if not name.startswith("."))
@@ -50,7 +70,8 @@ def _content_files(folder: Path) -> list[tuple[str, Path, int, int]]:
                 status = path.stat()  # follows links: a hub cache snapshot links to its blobs
             except OSError:
                 continue
-            found.append((path.relative_to(folder).as_posix(), path, status.st_size, status.st_mtime_ns))
+            found.append((path.relative_to(folder).as_posix(), path,
+                          [status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino]))
     return sorted(found)
 
 
@@ -69,7 +90,7 @@ def folder_fingerprint(folder: Path | str, cache_dir: Path | str | None = None) 
     folder = Path(folder).expanduser()
     files = _content_files(folder)
     real = os.path.realpath(folder)
-    memo_key = (real, tuple((relative, size, mtime) for relative, _, size, mtime in files))
+    memo_key = (real, tuple((relative, *stamp) for relative, _, stamp in files))
     with _memo_lock:
         if memo_key in _memo:
             return _memo[memo_key]
@@ -77,14 +98,15 @@ def folder_fingerprint(folder: Path | str, cache_dir: Path | str | None = None) 
     cache = _read_cache(cache_path)
     known = cache.get(real, {}) if isinstance(cache.get(real), dict) else {}
     entries, changed = {}, False
-    for relative, path, size, mtime in files:
+    for relative, path, stamp in files:
         cached = known.get(relative)
-        if isinstance(cached, list) and len(cached) == 3 and cached[:2] == [size, mtime]:
+        if isinstance(cached, list) and len(cached) == len(stamp) + 1 and cached[:-1] == stamp \
+                and isinstance(cached[-1], str):
             entries[relative] = cached
         else:
-            entries[relative] = [size, mtime, _sha256(path)]
+            entries[relative] = [*stamp, _sha256(path)]
             changed = True
-    digest = hashlib.sha256(json.dumps(sorted((r, e[2]) for r, e in entries.items())).encode()).hexdigest()
+    digest = hashlib.sha256(json.dumps(sorted((r, e[-1]) for r, e in entries.items())).encode()).hexdigest()
     if cache_path is not None and (changed or set(known) != set(entries)):
         cache[real] = entries
         _write_cache(cache_path, cache)
@@ -96,17 +118,20 @@ def folder_fingerprint(folder: Path | str, cache_dir: Path | str | None = None) 
 def _read_cache(path: Path | None) -> dict:
     if path is None:
         return {}
+    content, problem = read_cache_entry(path)
+    if content is None:
+        if problem != "not cached yet":
+            logger.warning("backbone checksums %s cannot be used: %s; hashing the files again", path, problem)
+        return {}  # missing, damaged or edited: hashed again (the cache only saves time)
     try:
-        cache = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return {}  # missing or damaged: hashed again (the cache only saves time)
+        cache = json.loads(content.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return {}
     return cache if isinstance(cache, dict) else {}
 
 
 def _write_cache(path: Path, cache: dict) -> None:
-    from .files import atomic_write_json
-
     try:
-        atomic_write_json(path, cache)
+        write_cache_entry(path, json.dumps(cache, indent=2, sort_keys=True).encode("utf-8"))
     except OSError as exc:  # a read-only store: hashing again next time is the only cost
         logger.debug("cannot keep backbone checksums in %s: %s", path, exc)

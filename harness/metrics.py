@@ -11,15 +11,41 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from .errors import HarnessError
+from .errors import DataFileError, HarnessError
 
 
 class ScoreError(HarnessError):
     """A score that cannot be computed from this input (empty, non-finite or constant); the message says which."""
 
 
+class GoldDataError(ScoreError, DataFileError):
+    """The gold scores of the data are unusable (NaN, infinite or all equal): a problem of the data file, so like any
+    malformed data it fails the cell without replacing a good stored result computed from the data as it was (issue
+    40.9)."""
+
+
 class ConstantPredictionError(ScoreError):
     """Every prediction is the same value: the model collapsed, a correlation with it is undefined."""
+
+
+class NonFiniteVectorsError(ScoreError):
+    """The model returned vectors holding NaN or infinite values: every similarity with them is undefined."""
+
+
+def check_finite_vectors(vectors: np.ndarray, what: str = "vectors") -> np.ndarray:
+    """``vectors`` (``[n, ...]``) unchanged when every value is finite; NonFiniteVectorsError otherwise. Every place
+    that turns a model's vectors into similarities calls this first: a NaN row must fail its cell, never become a
+    similarity of 0 (a zero vector's cosine) or drop out of a max (issue 40.1)."""
+    array = np.asarray(vectors)
+    if array.dtype.kind not in "fc" or array.size == 0 or np.isfinite(array).all():
+        return vectors
+    rows = array.reshape(len(array), -1) if array.ndim > 1 else array.reshape(-1, 1)
+    bad = int(np.count_nonzero(~np.isfinite(rows).all(axis=1)))
+    raise NonFiniteVectorsError(
+        f"the model returned {bad} of {len(rows)} {what} with NaN or infinite values; a similarity with such a "
+        "vector is undefined, so the cell fails rather than scoring it (check the model's forward pass: NaN "
+        "weights after diverged training, or a division by zero in its pooling)."
+    )
 
 
 def _checked(predicted: Sequence[float], gold: Sequence[float], metric: str) -> tuple[np.ndarray, np.ndarray]:
@@ -34,7 +60,7 @@ def _checked(predicted: Sequence[float], gold: Sequence[float], metric: str) -> 
         )
     bad_gold = int(np.count_nonzero(~np.isfinite(gold_array)))
     if bad_gold:
-        raise ScoreError(
+        raise GoldDataError(
             f"{metric}: {bad_gold} of {len(gold_array)} gold scores are NaN or infinite; fix the data file."
         )
     bad_predicted = int(np.count_nonzero(~np.isfinite(predicted_array)))
@@ -44,7 +70,7 @@ def _checked(predicted: Sequence[float], gold: Sequence[float], metric: str) -> 
             "broken (e.g. training diverged: lower the learning rate)."
         )
     if np.all(gold_array == gold_array[0]):
-        raise ScoreError(
+        raise GoldDataError(
             f"{metric}: every gold score is {gold_array[0]:g}; a correlation is undefined. Check the data."
         )
     if np.all(predicted_array == predicted_array[0]):

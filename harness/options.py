@@ -32,6 +32,10 @@ class Option:
     # With hash_default=False: at its default the option still enters the identity when hash_when(options) is true
     # (a default whose meaning changed for some settings: those specs get new hashes, the others keep theirs).
     hash_when: Callable[[Mapping[str, Any]], bool] | None = None
+    # The value may name a local file or folder (a model folder, a data file): the content checksum of what it names
+    # is part of the spec identity too (harness.fingerprint.path_content), so replacing the files at the same path is
+    # never answered from the store (issue 40.2). A value that names nothing here (a hub id, "") adds nothing.
+    path: bool = False
 
     def parse(self, owner: str, key: str, raw: Any) -> Any:
         wanted = self.type or (type(self.default) if self.default is not None else str)

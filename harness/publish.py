@@ -155,7 +155,8 @@ def publish(
     plans: list[tuple[Path, dict, bytes | None]] = []
     conflicts: list[str] = []
     for path, record, unsigned in chosen:
-        destination = target.record_path(record["model_key"], record["seed"], record["task"]["key"])
+        destination = target.record_path(record["model_key"], record["seed"], record["task"]["key"],
+                                         record.get("runtime"))
         published = seal_record({**record, "published": _provenance(record, unsigned, same_store)})
         existing = _existing(destination)
         if existing is not None and _without_publication(existing) == _without_publication(published):

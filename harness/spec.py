@@ -8,7 +8,7 @@ from typing import Any
 
 from .capabilities import TRAINABLE
 from .errors import IncompatibleError
-from .fingerprint import folder_fingerprint, local_model_folder, stable_hash
+from .fingerprint import folder_fingerprint, local_model_folder, path_content, stable_hash
 from .options import format_options, resolve_options
 from .plugin_api import RecipePlugin
 from .profiles import DEFAULT_BUDGET_KEYS, Profile, check_budget, requested_budget, resolve_budget
@@ -47,6 +47,10 @@ class ModelSpec:
     # of ``--backbone ./my`` changes the spec hash. None for a registered backbone or a hub id (their specs keep the
     # hash they had before this field existed).
     backbone_content: str | None = None
+    # The content checksum of each option declared ``Option(path=True)`` whose value names a local file or folder
+    # (``st:model=./my-model``): what is at the path, not the path string, identifies the spec. Empty (and absent
+    # from the identity, so hashes stay) when no such option names anything local.
+    option_contents: dict = field(default_factory=dict)
 
     def identity(self) -> dict:
         options = self.options
@@ -66,6 +70,8 @@ class ModelSpec:
             identity["budget"] = dict(self.budget)
         if self.backbone_content:  # likewise for registered and hub backbones
             identity["backbone_content"] = self.backbone_content
+        if self.option_contents:  # likewise for specs whose options name no local file or folder
+            identity["option_contents"] = dict(self.option_contents)
         return identity
 
     @property
@@ -123,7 +129,20 @@ def resolve_model_spec(
                                if not option.hash_default and options[key] == option.default
                                and not (option.hash_when and option.hash_when(options))),
         backbone_content=backbone_content(registry, backbone, content_cache),
+        option_contents=option_contents(plugin.options, options, content_cache),
     )
+
+
+def option_contents(declared: dict, options: dict, cache_dir: Path | None = None) -> dict[str, str]:
+    """``{key: content checksum}`` of the options declared ``Option(path=True)`` whose value names a local file or
+    folder (:func:`harness.fingerprint.path_content`)."""
+    found = {}
+    for key, option in declared.items():
+        if option.path:
+            content = path_content(options.get(key), cache_dir)
+            if content is not None:
+                found[key] = content
+    return found
 
 
 def backbone_content(registry: Registry, backbone: str, cache_dir: Path | None = None) -> str | None:
@@ -177,10 +196,16 @@ class TaskSpec:
     name: str
     options: dict[str, Any] = field(default_factory=dict)
     changed: str = ""  # options that differ from the defaults, "k=v,..."
+    # As ModelSpec.option_contents: the content checksums of path options that name a local file or folder.
+    option_contents: dict = field(default_factory=dict)
 
     @property
     def key(self) -> str:
-        return self.name if not self.changed else f"{self.name}-{stable_hash(self.options, 8)}"
+        if not self.changed:
+            return self.name
+        if self.option_contents:  # what a data path names, not its string, tells two such cells apart (40.2)
+            return f"{self.name}-{stable_hash({'options': self.options, 'contents': self.option_contents}, 8)}"
+        return f"{self.name}-{stable_hash(self.options, 8)}"
 
     @property
     def label(self) -> str:
@@ -199,7 +224,9 @@ def resolve_task_specs(registry: Registry, text: str) -> list[TaskSpec]:
         applicable = raw_options if len(members) == 1 else {k: v for k, v in raw_options.items() if k in plugin.options}
         options = resolve_options(f"task {member!r}", plugin.options, applicable)
         defaults = {key: option.default for key, option in plugin.options.items()}
-        specs.append(TaskSpec(member, options, format_options(options, defaults)))
+        changed = format_options(options, defaults)
+        contents = option_contents(plugin.options, options) if changed else {}
+        specs.append(TaskSpec(member, options, changed, contents))
     if len(members) > 1:
         unused = set(raw_options) - {key for m in members for key in registry.task(m).options}
         if unused:

@@ -42,7 +42,7 @@ from .files import (
     temporary_prefix,
 )
 from .locks import LOCKS, StoreLock, check_locking, checkpoint_lock
-from .run.record import MAX_SEED, CellRecord, InvalidRecordError, reuse_problem
+from .run.record import MAX_SEED, CellRecord, InvalidRecordError, record_file_name, reuse_problem, runtime_of
 
 logger = logging.getLogger(__name__)
 
@@ -130,8 +130,10 @@ class Store:
         self.root = Path(root)
         self.skipped: list[tuple[Path, str]] = []
 
-    def record_path(self, model_key: str, seed: int, task_key: str) -> Path:
-        return self.root / model_key / f"seed-{seed}" / f"{task_key}.json"
+    def record_path(self, model_key: str, seed: int, task_key: str, runtime: str | None = None) -> Path:
+        """Where the record of a cell evaluated under ``runtime`` (None: torch) lives
+        (:func:`harness.run.record.record_file_name`: each runtime keeps its own cells)."""
+        return self.root / model_key / f"seed-{seed}" / record_file_name(task_key, runtime)
 
     def checkpoint_dir(self, model_key: str, seed: int) -> Path:
         return self.root / CHECKPOINTS / model_key / f"seed-{seed}"
@@ -151,9 +153,10 @@ class Store:
         """Refuse a store on a filesystem without file locks (LockingUnsupportedError), before any cell runs."""
         check_locking(self.root)
 
-    def lookup(self, model_key: str, seed: int, task_key: str) -> tuple[dict | None, str | None]:
+    def lookup(self, model_key: str, seed: int, task_key: str,
+               runtime: str | None = None) -> tuple[dict | None, str | None]:
         """``(record, None)`` for a valid record, ``(None, reason)`` for an invalid one, ``(None, None)`` if none."""
-        path = self.record_path(model_key, seed, task_key)
+        path = self.record_path(model_key, seed, task_key, runtime)
         if not path.exists():
             return None, None
         try:
@@ -161,9 +164,9 @@ class Store:
         except InvalidRecordError as exc:
             return None, exc.reason
 
-    def has(self, model_key: str, seed: int, task_key: str) -> bool:
+    def has(self, model_key: str, seed: int, task_key: str, runtime: str | None = None) -> bool:
         """A valid record with status ok is stored for this cell (whether it may be reused is ``reuse_problem``)."""
-        record, _ = self.lookup(model_key, seed, task_key)
+        record, _ = self.lookup(model_key, seed, task_key, runtime)
         return record is not None and record["status"] == "ok"
 
     def write(self, model_key: str, seed: int, task_key: str, record: CellRecord | dict,
@@ -171,13 +174,13 @@ class Store:
         """Store a record (a :class:`CellRecord`, or the content of one as a dict, sealed here; either is sealed
         again, so the checksum and signature are this store's); ``examples`` is its per-example side file (npz),
         whose sha256 ``record["examples"]`` names. The side file is written first: a crash in between leaves a side
-        file no record names (unused)."""
-        path = self.record_path(model_key, seed, task_key)
+        file no record names (unused). The record's runtime names its file (each runtime keeps its own cells)."""
+        content = record.to_dict() if isinstance(record, CellRecord) else record
+        path = self.record_path(model_key, seed, task_key, runtime_of(content))
         if path.is_dir() and not path.is_symlink():
             raise StoreError(f"cannot store the record {path}: a folder has its name; remove or rename that folder "
                              "and run again (finished cells are stored).")
         # A bug in the caller when refused: never store what would be rejected when read.
-        content = record.to_dict() if isinstance(record, CellRecord) else record
         sealed = CellRecord.seal(content, path)
         side_file = examples_path(path)
         if examples is not None:

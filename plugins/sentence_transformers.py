@@ -308,7 +308,8 @@ def plan_check(wanted: str, model_name: str) -> Callable[[Any, Any], None]:
     return validate
 
 
-MODEL_OPTION = Option("", "a sentence-transformers model folder or Hugging Face id (default: --backbone)", type=str)
+MODEL_OPTION = Option("", "a sentence-transformers model folder or Hugging Face id (default: --backbone)", type=str,
+                      path=True)  # a folder's files, not its path, identify the spec
 
 
 @hookimpl

@@ -418,22 +418,22 @@ def test_real_model_embeddings_equal_torch(minilm_path, tmp_path):
     np.testing.assert_allclose(encoder.encode(texts, batch_size=4), expected, atol=1e-4)
 
 
-def test_runtime_does_not_change_the_cell_key(tiny_bert, tmp_path):
-    """The reuse rule (README --runtime, docs/fidelity.md "ONNX Runtime"): like --device, the runtime is not part of
-    a cell's key; a stored record answers a run under the other runtime and keeps saying which runtime computed it;
-    --overwrite recomputes under the runtime asked for."""
+def test_each_runtime_keeps_its_own_cells(tiny_bert, tmp_path):
+    """The reuse rule (README --runtime, docs/fidelity.md "ONNX Runtime"; issue 40.4): the runtime is part of a
+    cell's key. A torch record never answers an onnx run nor the other way round; torch's record keeps its name
+    (``stsb.json``: published keys stay), onnx's sits beside it (``stsb@onnx.json``)."""
     results = tmp_path / "store"
     assert _run(tiny_bert, results).exit_code == 0
     (stored,) = _records(results)
-    reused = _run(tiny_bert, results, "--runtime", "onnx")
-    assert reused.exit_code == 0 and "0 cells computed, 1 from the store" in reused.stdout
-    assert _records(results) == [stored] and "runtime" not in stored
-    recomputed = _run(tiny_bert, results, "--runtime", "onnx", "--overwrite")
-    assert recomputed.exit_code == 0 and "1 cells computed" in recomputed.stdout
-    (record,) = _records(results)
-    assert record["runtime"] == "onnx" and abs(record["main_score"] - stored["main_score"]) < 1e-4
-    reused = _run(tiny_bert, results)  # and back: the onnx record answers a torch run
-    assert "0 cells computed, 1 from the store" in reused.stdout and _records(results) == [record]
+    computed = _run(tiny_bert, results, "--runtime", "onnx")
+    assert computed.exit_code == 0 and "1 cells computed, 0 from the store" in computed.stdout
+    torch_record, onnx_record = _records(results)
+    assert torch_record == stored and "runtime" not in stored and onnx_record["runtime"] == "onnx"
+    assert sorted(path.name for path in results.glob("*/seed-*/*.json")) == ["stsb.json", "stsb@onnx.json"]
+    assert abs(onnx_record["main_score"] - stored["main_score"]) < 1e-4
+    for extra in ((), ("--runtime", "onnx")):  # and each answers its own runtime from the store
+        reused = _run(tiny_bert, results, *extra)
+        assert "0 cells computed, 1 from the store" in reused.stdout and _records(results) == [stored, onnx_record]
 
 
 # -- the real model on the real tasks (issue 24: equal to torch to 0.01 on every SentEval member, TwitterPara, BWS) --
@@ -457,7 +457,7 @@ def test_real_be_task_scores_equal_published_torch_records(minilm_path, tmp_path
     assert run.exit_code == 0, run.stderr
     for task in SENTEVAL_TWITTER_BWS:
         torch_record = json.loads((PUBLISHED_BE / f"{task}.json").read_text())
-        onnx_record = json.loads((results / PUBLISHED_BE.parent.name / "seed-42" / f"{task}.json").read_text())
+        onnx_record = json.loads((results / PUBLISHED_BE.parent.name / "seed-42" / f"{task}@onnx.json").read_text())
         assert "runtime" not in torch_record and onnx_record["runtime"] == "onnx"
         assert onnx_record["dataset_checksum"] == torch_record["dataset_checksum"], task
         assert onnx_record["task"]["version"] == torch_record["task"]["version"], task

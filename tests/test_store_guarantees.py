@@ -1137,3 +1137,321 @@ def test_run_summary_says_how_long_the_whole_run_took():
     from harness.cli.run import wall_time_text
 
     assert wall_time_text(41.26) == "41.3 s" and wall_time_text(725.4) == "12 min 5 s"
+
+
+# ======================================================================================================================
+# Issue 40 (wrong scores, identities and cache entries): NaN vectors, path options, cache entries tied to what they
+# were made from, the runtime in a cell's key, NaN gold data, batch-probe verdicts, backbone checksums, --set twice.
+# ======================================================================================================================
+class NaNRowEmbedder(WordHashEmbedder):
+    """Hashed words, but NaN for every text that mentions an onion (not a batch-probe text: the probe passes)."""
+
+    def encode(self, texts):
+        vectors = super().encode(texts)
+        vectors[[row for row, text in enumerate(texts) if "onion" in text]] = np.nan
+        return vectors
+
+
+class NaNEmbedder(WordHashEmbedder):
+    def encode(self, texts):
+        return np.full((len(texts), 8), np.nan, dtype=np.float32)
+
+
+class NaNPlugin:
+    @harness.hookimpl
+    def register_models(self, register):
+        register(harness.ModelPlugin("toy-nan-row", "NaN for onions", NaNRowEmbedder, ("embedder",)))
+        register(harness.ModelPlugin("toy-all-nan", "NaN for everything", NaNEmbedder, ("embedder",)))
+
+
+def nan_run(tmp_path: Path, model: str):
+    registry = build_registry(extra_plugins=[ToyPlugin(), NaNPlugin()])
+    config = RunConfig(models=[ModelEntry(model)], tasks=["toy-pairs"], progress=False, device="cpu",
+                       results_dir=tmp_path / "results", data_dir=tmp_path / "data", profile="smoke")
+    return Run(registry, config, log=lambda _: None).run(LocalExecutor())
+
+
+def test_40_1_a_nan_vector_fails_its_cell_instead_of_becoming_a_similarity_of_0(tmp_path):
+    write_toy_data(tmp_path / "data")
+    (outcome,) = nan_run(tmp_path, "toy-nan-row")
+    assert outcome.status == "failed", outcome
+    assert "returned 1 of 6 vectors with NaN or infinite values" in outcome.message
+    assert only_record(tmp_path / "results")["status"] == "failed"
+
+
+def test_40_1_every_similarity_path_refuses_nan_vectors():
+    from harness.evaluation.maxsim import maxsim_pairs
+    from harness.evaluation.search import cosine_top_k
+    from harness.metrics import NonFiniteVectorsError
+
+    good, bad = np.ones((2, 4)), np.array([[1.0, 0, 0, 0], [np.nan, 0, 0, 0]])
+    assert harness.cosine_rows(np.zeros((1, 4)), np.ones((1, 4))).tolist() == [0.0]  # a zero vector stays 0
+    for compute in (lambda: harness.cosine_rows(good, bad), lambda: harness.maxsim(bad, good),
+                    lambda: cosine_top_k(good, bad, 1), lambda: maxsim_pairs([good, bad], [good, good]),
+                    lambda: maxsim_pairs([good, bad], [good, good], engine="sparse")):
+        with pytest.raises(NonFiniteVectorsError, match=r"1 of \d vectors with NaN"):
+            compute()
+
+
+def test_40_18_nan_vectors_are_reported_as_nan_not_as_dropout_or_a_collapse(tmp_path):
+    write_toy_data(tmp_path / "data")
+    (outcome,) = nan_run(tmp_path, "toy-all-nan")
+    assert outcome.status == "failed" and "NaN or infinite values" in outcome.message, outcome.message
+    assert "dropout" not in outcome.message and "collapsed" not in outcome.message
+    assert not list((tmp_path / "results" / "cache").glob("batch-probe/*"))  # not the plugin's verdict: not cached
+
+
+def test_40_9_a_nan_gold_score_keeps_a_good_stored_result(tmp_path, caplog):
+    data_file = write_toy_data(tmp_path / "data")
+    (computed,), _ = toy_run(tmp_path)
+    data_file.write_text(data_file.read_text().replace("\t4.8\n", "\tnan\n"))
+    with caplog.at_level("ERROR"):
+        (outcome,), _ = toy_run(tmp_path)
+    assert outcome.status == "failed" and "gold scores are NaN" in outcome.message
+    assert "stored ok result (computed from the data as it was) is kept" in caplog.text
+    record = only_record(tmp_path / "results")
+    assert record["status"] == "ok" and record["main_score"] == computed.main_score
+
+
+def test_40_3_a_cache_entry_copied_over_another_with_its_checksum_is_recomputed(tmp_path, caplog):
+    from harness.files import cached_bytes
+
+    first, second = tmp_path / "cache" / "entry-a.bin", tmp_path / "cache" / "entry-b.bin"
+    assert cached_bytes(first, lambda: b"made from a", made_from={"key": "a"}) == (b"made from a", False)
+    assert cached_bytes(second, lambda: b"made from b", made_from={"key": "b"}) == (b"made from b", False)
+    for suffix in ("", ".sha256"):  # entry a and its side file copied over entry b
+        shutil.copy(f"{first}{suffix}", f"{second}{suffix}")
+    with caplog.at_level("WARNING"):
+        assert cached_bytes(second, lambda: b"made from b", made_from={"key": "b"}) == (b"made from b", False)
+    assert "made from something other than what its name asks for" in caplog.text
+    assert cached_bytes(second, lambda: b"unused", made_from={"key": "b"}) == (b"made from b", True)
+    # without made_from an entry is tied to its own file name
+    third = tmp_path / "cache" / "entry-c.bin"
+    cached_bytes(third, lambda: b"c")
+    for suffix in ("", ".sha256"):
+        shutil.copy(f"{third}{suffix}", f"{first}{suffix}")
+    assert cached_bytes(first, lambda: b"made from a", made_from={"key": "a"}) == (b"made from a", False)
+
+
+def test_40_3_an_onnx_export_copied_over_another_is_exported_again(tmp_path, tiny_bert):
+    pytest.importorskip("onnxruntime")
+    import torch
+    from transformers import AutoModel
+
+    from harness.nn.onnx_runtime import export_key, onnx_transformer
+
+    models = [AutoModel.from_pretrained(tiny_bert).eval() for _ in range(2)]
+    with torch.no_grad():
+        for parameter in models[1].parameters():
+            parameter.add_(0.05)
+    cache = tmp_path / "cache"
+    paths = []
+    for model in models:
+        onnx_transformer(model, cache)
+        paths.append(cache / "onnx" / f"{export_key(model)}.onnx")
+    for suffix in ("", ".sha256"):  # model 0's export and side file over model 1's
+        shutil.copy(f"{paths[0]}{suffix}", f"{paths[1]}{suffix}")
+    features = {"input_ids": torch.tensor([[2, 5, 7, 3]]), "attention_mask": torch.ones(1, 4, dtype=torch.long)}
+    if "token_type_ids" in onnx_transformer(models[1], cache).input_names:
+        features["token_type_ids"] = torch.zeros(1, 4, dtype=torch.long)
+    with torch.no_grad():
+        expected = models[1](**features).last_hidden_state.numpy()
+    actual = onnx_transformer(models[1], cache).token_states(features).numpy()
+    np.testing.assert_allclose(actual, expected, atol=1e-4)
+
+
+def test_40_3_teacher_scores_of_other_pairs_copied_over_an_entry_are_scored_again(tmp_path):
+    import torch
+
+    from harness.cache import ArtifactCache
+    from harness.plugins.augmented_sbert import cached_teacher_scores
+    from harness.profiles import get_profile
+
+    class Teacher:
+        def __init__(self):
+            self.network = torch.nn.Linear(2, 1)
+
+        def score(self, first, second):
+            return np.array([len(a) + len(b) for a, b in zip(first, second)], dtype=np.float64)
+
+    class Context:
+        cache = ArtifactCache(tmp_path / "cache")
+        profile = get_profile("smoke")
+        logger = __import__("logging").getLogger("test")
+
+    teacher = Teacher()
+    cached_teacher_scores(Context, teacher, "ce", ["a", "bb"], ["c", "d"])
+    (path_a,) = (tmp_path / "cache").glob("teacher-scores-*.npy")
+    expected = cached_teacher_scores(Context, teacher, "ce", ["eee", "f"], ["g", "h"])
+    (path_b,) = set((tmp_path / "cache").glob("teacher-scores-*.npy")) - {path_a}
+    for suffix in ("", ".sha256"):
+        shutil.copy(f"{path_a}{suffix}", f"{path_b}{suffix}")
+    assert list(cached_teacher_scores(Context, teacher, "ce", ["eee", "f"], ["g", "h"])) == list(expected) == [4, 2]
+
+
+def test_40_12_a_damaged_batch_probe_verdict_is_probed_again_not_a_crash(tmp_path, monkeypatch):
+    import harness.run.models as runner_module
+
+    monkeypatch.setattr(runner_module.importlib_metadata, "version", lambda package: "1.0")
+    write_toy_data(tmp_path / "data")
+    assert [o.status for o in nan_run(tmp_path, "toy-nan-row")] == ["failed"]  # probed (it passes), verdict kept
+    (verdict,) = (tmp_path / "results" / "cache" / "batch-probe").glob("*.json")
+    assert json.loads(verdict.read_text())["problem"] is None
+    real, probes = runner_module.batch_dependence, []
+    monkeypatch.setattr(runner_module, "batch_dependence", lambda model: probes.append(1) or real(model))
+    for damaged in ('{"problem": nu', '{"problem": "made up: fails every cell"}'):
+        verdict.write_text(damaged)  # truncated, then edited without its checksum
+        probes.clear()
+        (outcome,) = nan_run(tmp_path, "toy-nan-row")
+        assert probes == [1] and "NaN" in outcome.message and "made up" not in outcome.message
+        assert json.loads(verdict.read_text())["problem"] is None
+
+
+def test_40_19_a_wrong_sha_in_the_backbone_checksum_cache_is_not_trusted(tmp_path, tiny_bert, monkeypatch):
+    import harness.fingerprint as fingerprint
+
+    backbone, cache = tmp_path / "my", tmp_path / "cache"
+    shutil.copytree(tiny_bert, backbone)
+    first = fingerprint.folder_fingerprint(backbone, cache)
+    cache_file = cache / fingerprint.CACHE_FILE
+    content = json.loads(cache_file.read_text())
+    for entries in content.values():
+        for entry in entries.values():
+            entry[-1] = "0" * 64  # a made-up sha for every file
+    cache_file.write_text(json.dumps(content))
+    monkeypatch.setattr(fingerprint, "_memo", {})
+    assert fingerprint.folder_fingerprint(backbone, cache) == first
+    # a file replaced by one of the same size with its old modification time (cp -p, rsync -a) is hashed again
+    weights = backbone / "model.safetensors"
+    stamp = weights.stat()
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1
+    weights.write_bytes(bytes(data))
+    os.utime(weights, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    monkeypatch.setattr(fingerprint, "_memo", {})
+    assert fingerprint.folder_fingerprint(backbone, cache) != first
+
+
+def test_40_20_a_set_key_given_twice_is_refused_in_one_line(run_cli, tmp_path):
+    code, out, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--train-on", "stsb", "--set", "epochs=1",
+                             "--set", "epochs=2", *SMOKE, "--results", tmp_path / "r")
+    assert code == 2 and "--set epochs is given twice ('1' and '2'); give it once." in err and "Traceback" not in err
+    assert not (tmp_path / "r").exists() or not list((tmp_path / "r").rglob("*.json"))
+
+
+def test_40_20_records_name_their_plugin_version_which_the_leaderboard_reads(tmp_path):
+    from harness.leaderboard.tables import _identity
+
+    write_toy_data(tmp_path / "data")
+    toy_run(tmp_path)
+    registered_in_code = only_record(tmp_path / "results")
+    assert "model_version" in registered_in_code and registered_in_code["model_version"] is None
+    from harness.run.evaluate import build_record
+
+    registry = build_registry()
+
+    class PlanStub:
+        profile = harness.get_profile("smoke")
+        device, runtime, data_dir_text = "cpu", "torch", None
+
+    spec = harness.resolve_model_spec(registry, "be", PlanStub.profile)
+    (task_spec,) = harness.resolve_task_specs(registry, "stsb")
+    record = build_record(registry, PlanStub, spec, 42, task_spec, "cpu", "ok")
+    assert record["model_version"] == harness.__version__ == _identity(record)["plugin version"]
+
+
+def save_sentence_transformer(backbone: str, folder: Path) -> None:
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    transformer = Transformer(backbone, max_seq_length=48)
+    SentenceTransformer(modules=[transformer, Pooling(transformer.get_word_embedding_dimension())],
+                        device="cpu").save(str(folder))
+
+
+def test_40_2_st_model_folder_replaced_at_the_same_path_is_recomputed(run_cli, tmp_path, tiny_bert, tiny_roberta):
+    folder, results = tmp_path / "my-st", tmp_path / "results"
+    save_sentence_transformer(tiny_bert, folder)
+    common = ("run", "--models", f"st:model={folder}", "--tasks", "stsb", *SMOKE, "--results", results)
+    code, out, err = run_cli(*common)
+    assert code == 0 and "1 cells computed" in out, err
+    shutil.rmtree(folder)
+    save_sentence_transformer(tiny_roberta, folder)  # same path, another model: used to be served the first's score
+    code, out, err = run_cli(*common)
+    assert code == 0 and "1 cells computed, 0 from the store" in out, err
+    records = list(Store(results).records())
+    assert len({r["model"]["option_contents"]["model"] for r in records}) == 2
+    code, out, err = run_cli(*common)
+    assert code == 0 and "0 cells computed, 1 from the store" in out, err
+
+
+class FileOptionTask(ToyPairs):
+    """A task whose data file is an option (``toy-file:file=PATH``), declared a path option."""
+
+    metadata = harness.TaskMetadata(
+        name="toy-file", family="toy", description="pairs from the file its option names", main_score="spearman",
+        metric="Spearman x100", reference="tests", dataset="toy", dataset_source="tests", license="none",
+    )
+    options = {"file": harness.Option("", "the pairs file", path=True), "note": harness.Option("")}
+
+
+def test_40_2_a_task_data_path_given_as_an_option_is_identified_by_its_content(tmp_path):
+    from harness.fingerprint import stable_hash
+    from harness.spec import resolve_task_specs
+
+    class Plugin:
+        @harness.hookimpl
+        def register_tasks(self, register):
+            register(FileOptionTask)
+
+    registry = build_registry(extra_plugins=[Plugin()])
+    data_file = write_toy_data(tmp_path / "data")
+
+    def key(text: str) -> str:
+        (spec,) = resolve_task_specs(registry, text)
+        return spec.key
+
+    before = key(f"toy-file:file={data_file}")
+    assert key(f"toy-file:file={data_file}") == before and key("toy-file:note=x") != before
+    data_file.write_text(data_file.read_text().replace("\t4.8\n", "\t0.1\n"))  # same path, other data
+    assert key(f"toy-file:file={data_file}") != before
+    assert key("toy-file:note=x") == f"toy-file-{stable_hash({'file': '', 'note': 'x'}, 8)}"  # unchanged
+
+
+def test_40_4_the_runtime_is_part_of_a_cells_key(run_cli, tmp_path, tiny_bert):
+    pytest.importorskip("onnxruntime")
+    from harness.leaderboard import collect_tables
+
+    results = tmp_path / "results"
+    common = ("run", "--models", "be", "--tasks", "stsb", *SMOKE, "--backbone", tiny_bert, "--results", results)
+    code, out, err = run_cli(*common)
+    assert code == 0 and "1 cells computed" in out, err
+    code, out, err = run_cli(*common, "--runtime", "onnx")  # used to be answered by the torch record
+    assert code == 0 and "1 cells computed, 0 from the store" in out, err
+    (folder,) = results.glob("be-*/seed-42")
+    torch_path, onnx_path = folder / "stsb.json", folder / "stsb@onnx.json"
+    assert "runtime" not in read_record(torch_path) and read_record(onnx_path)["runtime"] == "onnx"
+    (table,) = collect_tables(Store(results), include_samples=True)
+    assert sorted(row.label for row in table.rows) == ["be", "be [runtime: onnx]"]
+    # an onnx record at the torch name (as harness wrote it before) is valid, but answers no torch run
+    os.replace(onnx_path, torch_path)
+    code, out, err = run_cli(*common)
+    assert code == 0 and "1 cells computed, 0 from the store" in out and "computed under --runtime onnx" in out, err
+    assert "runtime" not in read_record(torch_path)
+
+
+def test_40_3_a_cache_folder_copied_over_another_is_built_again(tmp_path, caplog):
+    from harness.cache import ArtifactCache
+
+    cache = ArtifactCache(tmp_path / "cache")
+    first, second = cache.folder("domain-mlm", {"pairs": "a"}), cache.folder("domain-mlm", {"pairs": "b"})
+    (first / "seed-42").mkdir()
+    (first / "seed-42" / "weights").write_text("trained on a")
+    assert cache.folder("domain-mlm", {"pairs": "a"}) == first and (first / "seed-42" / "weights").exists()
+    shutil.rmtree(second)
+    shutil.copytree(first, second)  # folder a, with what it names, over folder b
+    with caplog.at_level("WARNING"):
+        assert cache.folder("domain-mlm", {"pairs": "b"}) == second
+    assert "made from something other than what its name asks for" in caplog.text
+    assert not (second / "seed-42").exists() and json.loads((second / "MADE_FROM.json").read_text()) == {"pairs": "b"}

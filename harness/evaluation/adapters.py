@@ -15,12 +15,14 @@ from typing import Sequence
 import numpy as np
 
 from ..capabilities import Embedder, MultiVectorEmbedder, PairScorer, SpanEncoder
+from ..metrics import check_finite_vectors
 
 
 def cosine_rows(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """Row-wise cosine similarity of two [n, d] arrays (zero vectors give 0, not NaN)."""
-    first = np.asarray(first, dtype=np.float64)
-    second = np.asarray(second, dtype=np.float64)
+    """Row-wise cosine similarity of two [n, d] arrays (zero vectors give 0, not NaN); a NaN or infinite vector
+    raises :class:`harness.metrics.NonFiniteVectorsError` (its similarity is undefined, not 0)."""
+    first = check_finite_vectors(np.asarray(first, dtype=np.float64))
+    second = check_finite_vectors(np.asarray(second, dtype=np.float64))
     norms = np.linalg.norm(first, axis=1) * np.linalg.norm(second, axis=1)
     dots = np.einsum("ij,ij->i", first, second)
     return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
@@ -31,6 +33,8 @@ def maxsim(query_vectors: np.ndarray, document_vectors: np.ndarray) -> float:
 
     The per-pair reference definition; many pairs are scored with :func:`harness.evaluation.maxsim.maxsim_pairs`
     (batched, the same numbers)."""
+    check_finite_vectors(query_vectors)
+    check_finite_vectors(document_vectors)
     q = query_vectors / np.maximum(np.linalg.norm(query_vectors, axis=1, keepdims=True), 1e-12)
     d = document_vectors / np.maximum(np.linalg.norm(document_vectors, axis=1, keepdims=True), 1e-12)
     return float((q @ d.T).max(axis=1).mean())

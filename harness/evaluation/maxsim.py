@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from ..capabilities import VectorSets
+from ..metrics import check_finite_vectors
 from .search import top_k
 
 logger = logging.getLogger(__name__)
@@ -68,8 +69,9 @@ def _checked_sets(vector_sets: Sequence[np.ndarray]) -> list[np.ndarray]:
 
 
 def unit_rows(matrix: np.ndarray) -> torch.Tensor:
-    """Rows scaled to unit length, float32 (an all-zero row stays zero)."""
-    rows = torch.tensor(np.asarray(matrix, dtype=np.float32))  # a copy: normalised in place
+    """Rows scaled to unit length, float32 (an all-zero row stays zero; a NaN or infinite one raises
+    NonFiniteVectorsError)."""
+    rows = torch.tensor(check_finite_vectors(np.asarray(matrix, dtype=np.float32)))  # a copy: normalised in place
     norms = torch.linalg.vector_norm(rows, dim=1, keepdim=True)
     return rows.div_(norms.clamp_min_(torch.finfo(torch.float32).tiny))  # a zero row stays zero
 
@@ -126,7 +128,8 @@ class _RawSets:
         self.offsets = np.zeros(len(self.lengths), dtype=np.int64)
         np.cumsum(self.lengths[:-1], out=self.offsets[1:])
         self.width = stacked.shape[1] if len(self.lengths) else 0
-        self.stacked = np.ascontiguousarray(stacked)
+        # A NaN vector would be skipped by the fused kernel's max and poison the sparse one's: refused for both.
+        self.stacked = np.ascontiguousarray(check_finite_vectors(stacked))
         if engine == "fused":
             self.inverse_norms = _fused_kernels().inverse_norms(self.stacked)
         else:

@@ -22,6 +22,7 @@ from torch import nn
 from harness.device import seed_everything
 from harness.evaluation.adapters import as_embedder
 from harness.evaluation.bootstrap import ExampleScores
+from harness.metrics import check_finite_vectors
 from harness.nn.classification import classification_head
 from harness.training import TrainConfig, fit
 
@@ -202,6 +203,7 @@ def cached_embeddings(model: Any, texts: Sequence[str], description: str = "text
     if vectors.ndim != 2 or vectors.shape[0] != len(texts):
         raise ValueError(f"the model returned an array of shape {vectors.shape} for {len(texts)} texts; encode must "
                          "return one row per text.")
+    check_finite_vectors(vectors, f"vectors of {description}")
     cached[key] = vectors
     while len(cached) > CACHED_ENCODINGS_PER_MODEL:
         cached.popitem(last=False)

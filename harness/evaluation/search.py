@@ -12,6 +12,8 @@ from typing import Callable
 
 import numpy as np
 
+from ..metrics import check_finite_vectors
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_CHUNK = 256  # query rows scored at once: the score matrix held is chunk x n_documents
@@ -65,8 +67,9 @@ def chunked_top_k(score_chunk: Callable[[int, int], np.ndarray], n_queries: int,
 
 
 def unit_rows(matrix: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length in float64; an all-zero row stays zero (its cosine with anything is 0)."""
-    matrix = np.asarray(matrix, dtype=np.float64)
+    """Rows scaled to unit length in float64; an all-zero row stays zero (its cosine with anything is 0), a NaN or
+    infinite row raises :class:`harness.metrics.NonFiniteVectorsError` (it would otherwise become a zero row)."""
+    matrix = check_finite_vectors(np.asarray(matrix, dtype=np.float64))
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
 

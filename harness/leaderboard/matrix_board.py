@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataFileError, data_error
+from ..run.record import DEFAULT_RUNTIME, runtime_of, split_record_stem
 from ..store import Store, atomic_write_text, check_writable_dir
 from .tables import Cell, Row, cell_view, sample_size
 
@@ -95,8 +96,10 @@ def build_board(matrix_path: Path, store: Store, registry: Any) -> MatrixBoard:
             columns.append(Column(f"{text} avg", [s.key for s in specs], [s.label for s in specs]))
     records: dict[tuple[str, int, str], dict] = {}
     for record in store.records():
-        records[(record["model_key"], record["seed"], record["task"]["key"])] = record
-    invalid = {(Path(p).parent.parent.name, Path(p).parent.name, Path(p).stem): reason for p, reason in store.skipped}
+        if runtime_of(record) == DEFAULT_RUNTIME:  # a matrix board shows the cells of torch runs (the papers')
+            records[(record["model_key"], record["seed"], record["task"]["key"])] = record
+    invalid = {(Path(p).parent.parent.name, Path(p).parent.name, split_record_stem(Path(p).stem)[0]): reason
+               for p, reason in store.skipped if split_record_stem(Path(p).stem)[1] == DEFAULT_RUNTIME}
     rows: list[Row] = []
     samples: set[int] = set()
     for entry, raw in zip(matrix["models"], raw_entries):

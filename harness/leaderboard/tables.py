@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from ..baseline import Baseline
 from ..contamination import NORMALISATION, percent, seen_shares
+from ..run.record import DEFAULT_RUNTIME, RUNTIME_SEPARATOR, runtime_of, split_record_stem
 from ..store import Store, StoreError
 from .stats import decorate
 
@@ -254,8 +255,14 @@ def _identity(record: dict) -> dict:
     """What tells two specs apart, flattened: the record's model identity (options, budget, backbone, profile, ...)
     and the plugin that made it."""
     model = {k: v for k, v in record["model"].items() if k not in ("hash", "label")}
+    runtime = {} if runtime_of(record) == DEFAULT_RUNTIME else {"runtime": runtime_of(record)}
     return {**_flatten(model), "plugin": record.get("model_package"), "plugin version": record.get("model_version"),
-            "sample": (record.get("profile") or {}).get("max_eval_examples")}
+            "sample": (record.get("profile") or {}).get("max_eval_examples"), **runtime}
+
+
+def row_id(model_key: str, runtime: str) -> str:
+    """A leaderboard row: a model spec evaluated under one runtime (each runtime keeps its own cells, issue 40.4)."""
+    return model_key if runtime == DEFAULT_RUNTIME else f"{model_key}{RUNTIME_SEPARATOR}{runtime}"
 
 
 def sample_size(record: dict) -> int | None:
@@ -276,16 +283,18 @@ def _new_row(record: dict) -> Row:
     """The row of ``record``'s model, without cells."""
     model = record["model"]
     label = model["label"] + (f" [train: {model['train_on']}]" if model.get("train_on") else "")
+    if runtime_of(record) != DEFAULT_RUNTIME:  # a row of its own, and it says so
+        label += f" [runtime: {runtime_of(record)}]"
     return Row(label, record["model_key"], model.get("train_on"), model["backbone"], model["profile"], spec=label,
                identity=_identity(record), sample=sample_size(record))
 
 
 def _add_record(family: _Family, record: dict) -> None:
     task = record["task"]
-    row_id = record["model_key"]
-    if row_id not in family.rows:
-        family.rows[row_id] = _new_row(record)
-    row = family.rows[row_id]
+    key = row_id(record["model_key"], runtime_of(record))
+    if key not in family.rows:
+        family.rows[key] = _new_row(record)
+    row = family.rows[key]
     column = task["label"]
     if column not in family.columns:
         family.columns.append(column)
@@ -322,21 +331,22 @@ def _add_invalid(families: dict[str, _Family], path: Path, reason: str, task_pla
                  models: dict[str, dict], family_members: dict[str, list[str]]) -> None:
     """An invalid record in its cell: model key, seed and task key come from its path (the record itself cannot be
     trusted); the family and column from the valid records of the same task, else from the registry's families."""
-    model_key, seed_folder, task_key = path.parent.parent.name, path.parent.name, path.stem
+    model_key, seed_folder = path.parent.parent.name, path.parent.name
+    task_key, runtime = split_record_stem(path.stem)
     try:
         seed = int(seed_folder.removeprefix("seed-"))
     except ValueError:
         return
     family_name, column = task_places.get(task_key, (_family_of(task_key, family_members), task_key))
     family = families.setdefault(family_name, _Family())
-    if model_key not in family.rows:
-        known = models.get(model_key)
+    key = row_id(model_key, runtime)
+    if key not in family.rows:
+        known = models.get(key)
         if known is not None:
-            family.rows[model_key] = _new_row(known)
+            family.rows[key] = _new_row(known)
         else:
-            family.rows[model_key] = Row(model_key, model_key, None, "?", "?", spec=model_key,
-                                         identity={"key": model_key})
-    row = family.rows[model_key]
+            family.rows[key] = Row(key, model_key, None, "?", "?", spec=key, identity={"key": key})
+    row = family.rows[key]
     if column not in family.columns:
         family.columns.append(column)
     row.seeds.add(seed)
@@ -409,7 +419,7 @@ def collect_tables(store: Store, family_members: dict[str, list[str]] | None = N
         task = record["task"]
         family_name = task.get("family") or task["name"]
         task_places.setdefault(task["key"], (family_name, task["label"]))
-        models.setdefault(record["model_key"], record)
+        models.setdefault(row_id(record["model_key"], runtime_of(record)), record)
         if sample_size(record) is not None and not include_samples:
             store.sample_records.append(record.get("_path"))
             continue

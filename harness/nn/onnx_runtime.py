@@ -290,8 +290,10 @@ def onnx_export(module: nn.Module, export: Callable[[], bytes], key: str, output
         return logged_export()
     path = Path(cache_dir) / "onnx" / f"{key}{EXPORT_SUFFIX}"
     path.parent.mkdir(parents=True, exist_ok=True)
+    # made_from: an export copied over another's name (with its side file) is exported again, never run (40.3)
     content, cached = cached_bytes(path, logged_export, check=partial(_looks_like_onnx, output_names=output_names),
-                                   what="ONNX export")
+                                   what="ONNX export", made_from={"export_key": key,
+                                                                  "output_names": list(output_names)})
     if cached:
         logger.info("ONNX export of %s read from %s", type(module).__name__, path)
     return content

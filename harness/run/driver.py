@@ -84,7 +84,7 @@ class Worker:
             return CellOutcome(spec, seed, task_spec, result.status,
                                result.record.get("main_score") if result.status == "ok" else None, result.message)
         if result.keeps_ok:
-            stored, _ = store.lookup(spec.key, seed, task_spec.key)
+            stored, _ = store.lookup(spec.key, seed, task_spec.key, result.record.get("runtime"))
             if stored is not None and stored["status"] == "ok":
                 logger.error("%s seed %s %s: %s The stored ok result (computed from the data as it was) is kept; fix "
                              "the data and run again.", spec.label, seed, task_spec.label, result.message)
@@ -151,7 +151,8 @@ class Run:
         for cell in plan.statuses:
             if cell.invalid is not None:
                 logger.warning("record %s is invalid (%s); the cell is recomputed",
-                               self.store.record_path(cell.spec.key, cell.seed, cell.task.key), cell.invalid)
+                               self.store.record_path(cell.spec.key, cell.seed, cell.task.key, plan.runtime),
+                               cell.invalid)
             elif cell.status != STORED and cell.recomputed_ok:
                 self.log(f"  {cell.label}: recomputing the stored result: {cell.why}")
         recomputed = [cell for cell in plan.statuses if cell.status != STORED]

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..device import seed_everything
-from ..environment import RUNTIME_PACKAGES, environment_record
+from ..environment import RUNTIME_PACKAGES, environment_record, package_version
 from ..errors import DataFileError, HarnessError, IncompatibleError, MissingDataError
 from ..evaluation.bootstrap import example_side_file
 from ..fingerprint import stable_hash
@@ -59,12 +59,15 @@ def build_record(registry: Registry, plan: Plan, spec: ModelSpec, seed: int, tas
         "model": spec.as_record(),
         "model_key": spec.key,
         "model_package": registry.package_of("model", spec.name),
+        # the plugin's distribution version (None: registered in code): the leaderboard tells rows apart by it
+        "model_version": package_version(registry.package_of("model", spec.name)),
         "seed": seed,
         "task": {
             "name": task_spec.name,
             "key": task_spec.key,
             "label": task_spec.label,
             "options": task_spec.options,
+            **({"option_contents": task_spec.option_contents} if task_spec.option_contents else {}),
             "family": metadata.family,
             "version": str(metadata.version),
             "main_score": metadata.main_score,
@@ -78,7 +81,8 @@ def build_record(registry: Registry, plan: Plan, spec: ModelSpec, seed: int, tas
         "environment": environment_record(RUNTIME_PACKAGES if plan.runtime != "torch" else ()),
         "config_hash": stable_hash(
             {"model": spec.hash, "seed": seed, "task": task_spec.name, "task_options": task_spec.options,
-             "task_version": metadata.version}
+             "task_version": metadata.version,
+             **({"task_contents": task_spec.option_contents} if task_spec.option_contents else {})}
         ),
         "data_dir": plan.data_dir_text,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),

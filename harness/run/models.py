@@ -25,7 +25,7 @@ from ..contamination import EvaluatedTexts, TextSet, measure, pairs_record
 from ..data import TrainingSplits
 from ..device import seed_everything
 from ..errors import DataFileError, HarnessError, IncompatibleError
-from ..files import StoreError, atomic_write_json
+from ..files import StoreError, atomic_write_json, cached_bytes
 from ..fingerprint import stable_hash
 from ..metrics import ScoreError
 from ..plugin_api import EvalContext, ModelContext, RecipeContext, RecipePlugin, Task
@@ -498,12 +498,21 @@ def check_batch_independence(registry: Registry, store: Store, spec: ModelSpec, 
         version = None  # not an installed distribution (e.g. registered in code): probed in every run
     verdict_path = store.root / CACHE / "batch-probe" / f"{name}-{stable_hash([package, version], 16)}.json"
     verdict: str | None
-    if version is not None and verdict_path.is_file():
-        verdict = json.loads(verdict_path.read_text(encoding="utf-8")).get("problem")
-    else:
+    if version is None:
         verdict = batch_dependence(model)
-        if version is not None:
-            atomic_write_json(verdict_path, {"model": name, "package": package, "version": version,
-                                             "problem": verdict})
+    else:  # a cache entry like any other: a damaged, edited or swapped verdict is probed again (issue 40.12)
+        made_from = {"model": name, "package": package, "version": version}
+        content, _ = cached_bytes(
+            verdict_path, lambda: json.dumps({**made_from, "problem": batch_dependence(model)}).encode("utf-8"),
+            check=_is_verdict, what="batch-probe verdict", made_from=made_from)
+        verdict = json.loads(content)["problem"]
     if verdict:
         raise BatchDependenceError(f"model {spec.label!r} ({package} {version or ''}): {verdict}.")
+
+
+def _is_verdict(content: bytes) -> bool:
+    try:
+        verdict = json.loads(content)
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(verdict, dict) and isinstance(verdict.get("problem"), (str, type(None)))

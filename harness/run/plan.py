@@ -161,7 +161,7 @@ def stored_cell(registry: Registry, store: Store, plan: Plan, spec: ModelSpec, s
     cell = Cell(spec, seed, task_spec, PENDING)
     if config.overwrite or config.rescore:
         return replace(cell, why="--overwrite" if config.overwrite else "rescore")
-    record, invalid = store.lookup(spec.key, seed, task_spec.key)
+    record, invalid = store.lookup(spec.key, seed, task_spec.key, plan.runtime)
     if invalid is not None:
         return replace(cell, why=f"the stored record is invalid ({invalid})", invalid=invalid)
     if record is None:
@@ -174,7 +174,8 @@ def stored_cell(registry: Registry, store: Store, plan: Plan, spec: ModelSpec, s
     if isinstance(plan.training_problems.get(trained_key), MissingDataError):
         training_checksum = record.get("training_data_checksum")
     why = reuse_problem(record, model_hash=spec.hash, task_version=registry.task(task_spec.name).metadata.version,
-                        dataset_checksum=dataset_checksum, training_data_checksum=training_checksum)
+                        dataset_checksum=dataset_checksum, training_data_checksum=training_checksum,
+                        runtime=plan.runtime)
     if why is None:
         return replace(cell, status=STORED, record=record)
     return replace(cell, why=why, recomputed_ok=record["status"] == "ok")

@@ -39,6 +39,31 @@ MAX_SEED = 2**32 - 1
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 _FAMILY_NAME = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")  # TaskMetadata's rule: no separators, cannot start with '.'
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+# Each evaluation runtime keeps its own cells (issue 40.4): ONNX Runtime's float rounding can split a tie torch
+# keeps (ce on sickr, tiny model: 14.259 torch, 14.243 onnx), and no tolerance bounds what a split tie does to a rank
+# correlation, so one runtime never answers for the other. Torch's records keep the name (and so the published keys)
+# they always had: ``<task key>.json``; another runtime's sit beside them as ``<task key>@<runtime>.json``.
+DEFAULT_RUNTIME = "torch"
+RUNTIME_SEPARATOR = "@"  # never in a task key (SAFE_NAME allows letters, digits, _ . -)
+
+
+def runtime_of(record: Mapping[str, Any]) -> str:
+    """The runtime that computed ``record`` (records of torch runs name none)."""
+    return str(record.get("runtime") or DEFAULT_RUNTIME)
+
+
+def record_file_name(task_key: str, runtime: str | None = None) -> str:
+    """The file name of a cell's record under its model key and seed folder (see DEFAULT_RUNTIME)."""
+    if runtime is None or runtime == DEFAULT_RUNTIME:
+        return f"{task_key}.json"
+    return f"{task_key}{RUNTIME_SEPARATOR}{runtime}.json"
+
+
+def split_record_stem(stem: str) -> tuple[str, str]:
+    """``"stsb@onnx"`` -> ``("stsb", "onnx")``; ``"stsb"`` -> ``("stsb", "torch")``: a record file's task key and
+    runtime, from its name alone (for records that cannot be read)."""
+    task_key, separator, runtime = stem.partition(RUNTIME_SEPARATOR)
+    return task_key, runtime if separator else DEFAULT_RUNTIME
 
 
 class InvalidRecordError(HarnessError):
@@ -206,8 +231,12 @@ def record_problem(record: Any, path: Path | None = None) -> str | None:
         return signature
     if path is not None:
         path = Path(path)
-        expected = (record["model_key"], f"seed-{record['seed']}", f"{record['task']['key']}.json")
-        if (path.parent.parent.name, path.parent.name, path.name) != expected:
+        expected = (record["model_key"], f"seed-{record['seed']}",
+                    record_file_name(record["task"]["key"], runtime_of(record)))
+        # an ONNX record written before runtimes kept their own cells sits at the torch name: valid, and the reuse
+        # rule (runtime_of) keeps it from answering a torch cell
+        legacy = (*expected[:2], record_file_name(record["task"]["key"]))
+        if (path.parent.parent.name, path.parent.name, path.name) not in (expected, legacy):
             return f"stored at the wrong place: its content belongs at {'/'.join(expected)}"
     return None
 
@@ -218,10 +247,15 @@ def reuse_problem(
     task_version: str,
     dataset_checksum: str | None,
     training_data_checksum: str | None = None,
+    runtime: str = DEFAULT_RUNTIME,
 ) -> str | None:
-    """Why a valid stored record cannot answer this cell, or None when it can be reused."""
+    """Why a valid stored record cannot answer this cell (of this evaluation ``runtime``), or None when it can be
+    reused."""
     if record["status"] != "ok":
         return f"its status is {record['status']} ({record.get('message', '')})"
+    if runtime_of(record) != runtime:
+        return (f"it was computed under --runtime {runtime_of(record)}, this run evaluates under --runtime {runtime} "
+                "(each runtime keeps its own cells)")
     if record["model"]["hash"] != model_hash:
         return "it was computed for another model spec (spec hash differs)"
     if record["task"]["version"] != str(task_version):
@@ -343,7 +377,9 @@ class CellRecord:
         return self.task["key"]
 
     def reuse_problem(self, *, model_hash: str, task_version: str, dataset_checksum: str | None,
-                      training_data_checksum: str | None = None) -> str | None:
-        """Why this record cannot answer a cell of ``model_hash`` and this task version and data, or None."""
+                      training_data_checksum: str | None = None, runtime: str = DEFAULT_RUNTIME) -> str | None:
+        """Why this record cannot answer a cell of ``model_hash`` and this task version, data and runtime, or
+        None."""
         return reuse_problem(self.to_dict(), model_hash=model_hash, task_version=task_version,
-                             dataset_checksum=dataset_checksum, training_data_checksum=training_data_checksum)
+                             dataset_checksum=dataset_checksum, training_data_checksum=training_data_checksum,
+                             runtime=runtime)

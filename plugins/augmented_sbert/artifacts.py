@@ -65,15 +65,16 @@ def cached_teacher_scores(ctx, teacher, teacher_text: str, first: list[str], sec
     if ctx.cache is None or fingerprint is None:
         return np.asarray(scorer.score(first, second), dtype=np.float64)
     cache = ctx.cache
-    path = cache.entry_path(SCORE_CACHE_KIND, {
+    made_from = {
         "teacher": teacher_text, "class": type(teacher).__qualname__, "weights": fingerprint,
         "max_seq_length": ctx.profile.max_seq_length, "pairs": cache.content_key([first, second], 64),
-    }, suffix=".npy")
-    # Checksummed by the core: an edited or damaged file is scored again, never used.
+    }
+    path = cache.entry_path(SCORE_CACHE_KIND, made_from, suffix=".npy")
+    # Checksummed by the core and tied to made_from: an edited, damaged or swapped file is scored again, never used.
     scores, from_cache = cache.array_entry(
         path, lambda: np.asarray(scorer.score(first, second), dtype=np.float64),
         lambda scores: scores.shape == (len(first),) and bool(np.isfinite(scores).all()),
-        what="augmented sbert teacher scores",
+        what="augmented sbert teacher scores", made_from=made_from,
     )
     if from_cache:
         ctx.logger.info("augmented sbert: %d teacher scores from %s", len(first), path)

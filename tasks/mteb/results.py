@@ -109,6 +109,10 @@ def _task_result(record: dict, counterpart: Counterpart | None) -> Any:
     return TaskResult.from_task_results(task, {split: {subset: scores}}, evaluation_time=seconds)
 
 
+def _preference(record: dict, exact: bool) -> tuple[bool, bool]:
+    return exact, not record.get("runtime") or record.get("runtime") == "torch"
+
+
 def write_mteb_results(records: list[dict], output_dir: Path) -> list[Path]:
     """Write every record that has an MTEB counterpart under ``output_dir/results/``; returns the written files.
     Each skipped record is logged with one line saying why."""
@@ -132,9 +136,10 @@ def write_mteb_results(records: list[dict], output_dir: Path) -> list[Path]:
             candidates = [(c.mteb_task, c, is_exact(c, record)) for c in found]
         for mteb_task, counterpart, exact in candidates:
             key = (record["model_key"], record["seed"], mteb_task)
-            if key in chosen and (chosen[key][2] or not exact):
+            # an exact counterpart first, then torch's record of the cell (each runtime keeps its own, issue 40.4)
+            if key in chosen and _preference(*chosen[key][::2]) >= _preference(record, exact):
                 logger.warning("skipped %s for %s: another record of the same model and seed already maps there "
-                               "(an exact one is preferred)", path, mteb_task)
+                               "(an exact one is preferred, then one of --runtime torch)", path, mteb_task)
                 continue
             chosen[key] = (record, counterpart, exact)
     for (_, seed, mteb_task), (record, counterpart, exact) in sorted(chosen.items(),
