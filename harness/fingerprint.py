@@ -96,10 +96,13 @@ def folder_fingerprint(folder: Path | str, cache_dir: Path | str | None = None) 
 def _read_cache(path: Path | None) -> dict:
     if path is None:
         return {}
+    from .errors import HarnessError
+    from .files import read_store_text
+
     try:
-        cache = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return {}  # missing or damaged: hashed again (the cache only saves time)
+        cache = json.loads(read_store_text(path, path.parent))
+    except (OSError, UnicodeDecodeError, ValueError, HarnessError):
+        return {}  # missing, damaged, a FIFO or a link out of the cache: hashed again (the cache only saves time)
     return cache if isinstance(cache, dict) else {}
 
 
