@@ -18,7 +18,15 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
-from .files import UMASK, StoreError, atomic_write_json, remove_stale_siblings, sha256_file, temporary_prefix
+from .files import (
+    UMASK,
+    StoreError,
+    as_os_error,
+    atomic_write_json,
+    remove_stale_siblings,
+    sha256_file,
+    temporary_prefix,
+)
 from .locks import checkpoint_lock
 
 logger = logging.getLogger(__name__)
@@ -129,7 +137,13 @@ def build_checkpoint(directory: Path, save: Callable[[Path], Any]) -> Path:
         temporary = Path(tempfile.mkdtemp(prefix=temporary_prefix(directory.name), dir=directory.parent))
         try:
             os.chmod(temporary, 0o777 & ~UMASK)  # mkdtemp's 0700 would hide it from others sharing the store
-            save(temporary)
+            try:
+                save(temporary)
+            except Exception as exc:  # noqa: BLE001  a full disk inside safetensors is an OSError like any other
+                os_error = as_os_error(exc, directory)
+                if os_error is None or os_error is exc:
+                    raise
+                raise os_error from exc
             _share_like_records(temporary)
             manifest = {"format": CHECKPOINT_FORMAT, "files": _checkpoint_files(temporary)}
             (temporary / COMPLETE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from .plugin_api import checked_vectors
+
 # Different lengths, so padding inside a batch differs from encoding a text alone; the first text is repeated.
 PROBE_TEXTS = (
     "A man is playing a guitar on the stage.",
@@ -23,19 +25,20 @@ PROBE_TEXTS = (
 RTOL, ATOL = 1e-3, 1e-5  # as harness.testing: float32 kernels may differ slightly between batch shapes
 
 
-def _matrix(value: Any) -> np.ndarray:
-    return np.asarray(value, dtype=np.float64).reshape(len(value), -1)
+def _matrix(value: Any, count: int) -> np.ndarray:
+    return checked_vectors(value, count)
 
 
 def batch_dependence(model: Any) -> str | None:
-    """Why ``model.encode`` is not a function of each text alone, or None when the probe finds nothing."""
+    """Why ``model.encode`` is not a function of each text alone, or None when the probe finds nothing.
+    ModelOutputError when it does not return one vector of numbers per text."""
     texts = list(PROBE_TEXTS)
-    together = _matrix(model.encode(texts))
+    together = _matrix(model.encode(texts), len(texts))
     if not np.allclose(together[0], together[-1], rtol=RTOL, atol=ATOL):
         return ("encode gave the same text two different vectors in one call (dropout left on, or randomness in "
                 "encoding); scores from it would not be reproducible")
     for index in (1, 2):
-        alone = _matrix(model.encode([texts[index]]))
+        alone = _matrix(model.encode([texts[index]]), 1)
         if alone.shape[1] != together.shape[1] or not np.allclose(alone[0], together[index], rtol=RTOL, atol=ATOL):
             return ("encode gives a text another vector alone than inside a batch: its vectors depend on the other "
                     "texts of the batch, so its scores would depend on batching (harness.testing.check_model reports "

@@ -149,15 +149,24 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    atomic_write_file(path, lambda temporary: temporary.write_bytes(data))
+
+
+def atomic_write_file(path: Path, write: Callable[[Path], Any]) -> None:
+    """``write(temporary)`` fills a temporary file beside ``path`` (for writers that take a path, such as a
+    library's ``to_disk``); it is then fsynced and renamed over ``path``, or removed if anything fails."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=temporary_prefix(path.name), suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(handle, 0o666 & ~UMASK)  # mkstemp's 0600 would hide records from the others sharing a store
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
+        os.close(handle)
+        write(Path(temporary))
+        descriptor = os.open(temporary, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
         os.replace(temporary, path)
     except BaseException:  # includes KeyboardInterrupt: never leave the temporary file behind
         try:
@@ -193,6 +202,15 @@ def check_writable_dir(path: Path, what: str) -> None:
             f"{what} {path} is not writable ({exc.strerror or exc}); choose a writable folder."
         ) from None
 
+
+
+def prepare_output_dir(path: Path, what: str) -> None:
+    """Check an output folder (:func:`check_writable_dir`) and remove the temporaries that killed writers left in it
+    (:func:`remove_stale_temporaries`): every command that writes a folder (``run``, ``publish``, ``leaderboard``,
+    ``export-results``) leaves no ``*harness-tmp*`` file behind after a later run."""
+    check_writable_dir(path, what)
+    for leftover, why in remove_stale_temporaries(Path(path)):
+        logger.info("removed %s (%s)", leftover, why)
 
 
 def remove_stale_temporaries(root: Path) -> list[tuple[Path, str]]:
@@ -356,14 +374,15 @@ def path_inside(folder: Path | str, *parts: str) -> Path:
 
 
 def as_os_error(exc: BaseException, path: Path | str | None = None) -> OSError | None:
-    """The OSError a library wrapped in its own exception (safetensors' ``SafetensorError: ... IoError(Os { code: 28,
-    ... })``), or None when ``exc`` holds none: so a full disk reads as one line whoever wrote the file."""
+    """The OSError a library wrapped in its own exception (safetensors' ``SafetensorError: Error while serializing:
+    I/O error: No space left on device (os error 28)``), or None when ``exc`` holds none: so a full disk reads as one
+    line whoever wrote the file."""
     if isinstance(exc, OSError):
         return exc
-    match = re.search(r"\bOs \{ code: (\d+)|\[Errno (\d+)\]", str(exc))
+    match = re.search(r"\(os error (\d+)\)|\bOs \{ code: (\d+)|\[Errno (\d+)\]", str(exc))
     if not match:
         return None
-    number = int(match.group(1) or match.group(2))
+    number = int(next(group for group in match.groups() if group))
     return OSError(number, os.strerror(number), str(path) if path is not None else None)
 
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from ..store import Store, atomic_write_text, check_writable_dir
+from ..files import prepare_output_dir
+from ..store import Store, atomic_write_text
 from .html import render_html
 from .stats import attach_statistics
 from .tables import (
@@ -57,7 +58,7 @@ def write_leaderboards(
 ) -> list[Path]:
     """Write every family's file; invalid records are in ``store.skipped`` (also logged, and shown as ``invalid``),
     records on an evaluation sample that were left out in ``store.sample_records``."""
-    check_writable_dir(Path(output_dir), "the leaderboard folder")
+    prepare_output_dir(Path(output_dir), "the leaderboard folder")
     tables = collect_tables(store, family_members, include_samples, family_baselines)
     for table in tables:
         attach_statistics(table)  # bootstrap intervals and tie marks (.stats)

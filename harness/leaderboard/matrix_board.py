@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataFileError, data_error
-from ..store import Store, atomic_write_text, check_writable_dir
+from ..files import prepare_output_dir
+from ..store import Store, atomic_write_text
 from .tables import Cell, Row, cell_view, sample_size
 
 MATRIX_FORMATS = ("md", "csv", "html")
@@ -396,7 +397,7 @@ def write_matrix_board(matrix_path: Path, store: Store, output_dir: Path, format
 
             raise invalid_choice("--formats (with --matrix)", fmt, MATRIX_FORMATS)
     board = build_board(matrix_path, store, registry)
-    check_writable_dir(Path(output_dir), "the matrix table folder")
+    prepare_output_dir(Path(output_dir), "the matrix table folder")
     written = []
     for fmt in formats:
         path = Path(output_dir) / f"{board.name}.{fmt}"
