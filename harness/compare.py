@@ -5,7 +5,8 @@ their model keys name their records in the store. Per task, the seeds both model
 pooled (each model's score is its seed mean) and the difference A - B gets the paired bootstrap of
 :func:`harness.evaluation.significance.paired_test` on the same test examples: its 95% interval and two-sided
 p-value; the p-values of all tasks are Holm-adjusted (Holm 1979). A task without per-example data for either model
-(records stored before harness kept it) is listed with the reason and no test.
+(records stored before harness kept it) is listed with the reason and no test; one whose per-example file is missing
+or damaged too, and the command then exits non-zero (`harness run` recomputes the cell).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from .leaderboard.stats import stored_examples
 from .profiles import get_profile
 from .registry import Registry
 from .spec import ModelSpec, resolve_model_spec, resolve_task_specs
-from .store import Store
+from .store import REPAIR_ADVICE, SIDE_FILE_PROBLEM, Store
 
 
 class CompareError(HarnessError):
@@ -32,6 +33,7 @@ class TaskComparison:
     result: PairedResult | None
     reason: str = ""  # why there is no result
     p_holm: float | None = None
+    damaged: int = 0  # how many of its records name a per-example file that is missing or damaged
 
     def as_dict(self) -> dict:
         entry = {"task": self.task}
@@ -46,6 +48,8 @@ def _examples(store: Store, spec: ModelSpec, seed: int, task_key: str) -> tuple[
     if not path.exists():
         return None, f"{spec.label} seed {seed} has no record (run it first)"
     data, reason = stored_examples(path)
+    if data is None and SIDE_FILE_PROBLEM in reason:
+        reason = f"{reason}; {REPAIR_ADVICE}"
     return data, "" if data is not None else f"{spec.label} seed {seed}: {reason}"
 
 
@@ -73,7 +77,8 @@ def compare(registry: Registry, store: Store, model_a: str, model_b: str, tasks:
                 else:
                     per_model[side].append(data)
         if reasons:
-            comparisons.append(TaskComparison(task.label, None, "; ".join(reasons)))
+            comparisons.append(TaskComparison(task.label, None, "; ".join(reasons),
+                                              damaged=sum(SIDE_FILE_PROBLEM in reason for reason in reasons)))
             continue
         try:
             comparisons.append(TaskComparison(task.label, paired_test(per_model[0], per_model[1], resamples)))

@@ -91,6 +91,10 @@ def read_record(path: Path, root: Path | None = None) -> dict:
 
 
 EXAMPLES_SUFFIX = ".examples.npz"
+# Every reason :func:`read_examples` gives starts with this: a record's side file is missing or damaged (`harness run`
+# recomputes the cell), as opposed to a record that has none.
+SIDE_FILE_PROBLEM = "its per-example file"
+REPAIR_ADVICE = "`harness run` with the same arguments recomputes the cell and rewrites it"
 
 
 def examples_path(record_path: Path) -> Path:
@@ -110,13 +114,13 @@ def read_examples(record: dict) -> tuple[bytes | None, str | None]:
     try:
         content = read_store_bytes(path, store_root_of(path))
     except UnsafeFileError as exc:
-        return None, f"its per-example file {path} is {exc.reason}"
+        return None, f"{SIDE_FILE_PROBLEM} {path} is {exc.reason}"
     except FileNotFoundError:
-        return None, f"its per-example file {path} is missing"
+        return None, f"{SIDE_FILE_PROBLEM} {path} is missing"
     except OSError as exc:
-        return None, f"its per-example file {path} cannot be read ({exc.strerror or exc})"
+        return None, f"{SIDE_FILE_PROBLEM} {path} cannot be read ({exc.strerror or exc})"
     if hashlib.sha256(content).hexdigest() != description["sha256"]:
-        return None, f"its per-example file {path} does not match the sha256 its record names"
+        return None, f"{SIDE_FILE_PROBLEM} {path} does not match the sha256 its record names"
     return content, None
 
 

@@ -1,6 +1,8 @@
 """`harness compare`: paired significance test of two model specs on the same test examples (harness.compare)."""
 from __future__ import annotations
 
+import sys
+
 from ..spec_grammar import split_spec_list
 from . import values
 from .common import load_registry, results_dir
@@ -19,16 +21,21 @@ def cmd_compare(args) -> int:
     seeds = values.seeds(args.seeds)
     spec_a, spec_b, comparisons = compare(registry, store, args.model_a, args.model_b, split_spec_list(args.tasks),
                                           seeds, args.profile, args.backbone, args.train_on, resamples)
+    damaged = sum(c.damaged for c in comparisons)
     if args.json:
         print(json.dumps({"a": {"label": spec_a.label, "model_key": spec_a.key},
                           "b": {"label": spec_b.label, "model_key": spec_b.key}, "seeds": seeds,
                           "resamples": resamples, "method": "paired bootstrap over test examples, seeds "
                           "pooled; two-sided p; Holm across tasks", "tasks": [c.as_dict() for c in comparisons]},
                          indent=2))
-        return 0
+        return 1 if damaged else 0
     headers, rows = comparison_rows(comparisons)
     print(f"A = {spec_a.label} ({spec_a.key}), B = {spec_b.label} ({spec_b.key}); seeds {','.join(map(str, seeds))}; "
           f"paired bootstrap over test examples ({resamples} resamples)")
     print(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
     print("* significant after Holm's correction across the tasks (p < 0.05)")
+    if damaged:
+        print(f"error: {damaged} per-example file(s) missing or damaged, so those tasks have no test; `harness run` "
+              "with the arguments that computed them recomputes those cells.", file=sys.stderr)
+        return 1
     return 0

@@ -57,11 +57,13 @@ def write_leaderboards(
     family_baselines: dict[str, Baseline] | None = None,
 ) -> list[Path]:
     """Write every family's file; invalid records are in ``store.skipped`` (also logged, and shown as ``invalid``),
-    records on an evaluation sample that were left out in ``store.sample_records``."""
+    records on an evaluation sample that were left out in ``store.sample_records``, missing or damaged per-example
+    files in ``store.side_file_problems``."""
     prepare_output_dir(Path(output_dir), "the leaderboard folder")
     tables = collect_tables(store, family_members, include_samples, family_baselines)
+    store.side_file_problems = []  # missing or damaged per-example files (the CLI reports them, exits non-zero)
     for table in tables:
-        attach_statistics(table)  # bootstrap intervals and tie marks (.stats)
+        store.side_file_problems += attach_statistics(table).problems  # bootstrap intervals and tie marks (.stats)
     for path, reason in store.skipped:  # the caller reports them (the CLI: one line each, then exits non-zero)
         logger.debug("invalid record %s: %s", path, reason)
     written = []
