@@ -21,8 +21,10 @@ from typing import Any, Callable, ClassVar
 from .files import (
     UMASK,
     StoreError,
+    UnsafeFileError,
     as_os_error,
     atomic_write_json,
+    read_store_text,
     remove_stale_siblings,
     sha256_file,
     temporary_prefix,
@@ -68,8 +70,8 @@ def _checkpoint_problem(directory: Path) -> str | None:
     if not marker.is_file():
         return "not built yet" if not directory.exists() else f"incomplete (no {COMPLETE} marker)"
     try:
-        manifest = json.loads(marker.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        manifest = json.loads(read_store_text(marker, directory))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, UnsafeFileError):
         manifest = None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
         return "built by harness 0.1 without file checksums, so it cannot be verified"
@@ -80,7 +82,11 @@ def _checkpoint_problem(directory: Path) -> str | None:
         size = path.stat().st_size
         if size != expected.get("bytes"):
             return f"{relative} has {size} bytes, {expected.get('bytes')} when it was built (truncated or replaced)"
-        if sha256_file(path) != expected.get("sha256"):
+        try:
+            digest = sha256_file(path, directory)  # never a file outside the checkpoint, never a FIFO
+        except UnsafeFileError as exc:
+            return f"{relative} is {exc.reason}"
+        if digest != expected.get("sha256"):
             return f"{relative} does not match the sha256 recorded when it was built (the file was changed)"
     return None
 

@@ -54,8 +54,8 @@ class UnsafeFileError(StoreError):
     def __init__(self, path: Path | str, reason: str):
         self.path = Path(path)
         self.reason = reason
-        super().__init__(f"{path} is {reason}; the store reads and locks only regular files inside itself. Remove it "
-                         "(harness writes it again) and run again.")
+        super().__init__(f"{path} is {reason}; harness reads and locks only regular files (a store's, inside the "
+                         "store). Remove it (harness writes a store's files again) and run again.")
 
 
 # -- temporary names ---------------------------------------------------------------------------------------------------
@@ -401,9 +401,10 @@ def os_error_line(exc: OSError) -> str:
     return f"{where}{what}; {advice}."
 
 
-def sha256_file(path: Path) -> str:
+def sha256_file(path: Path, root: Path | None = None) -> str:
+    """The sha256 of the regular file ``path`` (inside ``root`` when given; :func:`open_store_file`)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with os.fdopen(open_store_file(path, root), "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()

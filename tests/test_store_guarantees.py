@@ -1348,6 +1348,20 @@ def test_a_record_that_links_out_of_the_store_is_invalid_and_recomputed(tmp_path
     assert [r["status"] for r in Store(tmp_path / "results").records()] == ["ok"]
 
 
+def test_a_checkpoint_file_that_links_out_of_the_checkpoint_or_is_a_fifo_is_never_read(tmp_path):
+    directory = tmp_path / "store" / "checkpoints" / "be-1" / "seed-1"
+    build_checkpoint(directory, lambda folder: (folder / "model.safetensors").write_bytes(b"weights" * 100))
+    weights = directory / "model.safetensors"
+    outside = tmp_path / "same-bytes-elsewhere"
+    outside.write_bytes(weights.read_bytes())
+    weights.unlink()
+    weights.symlink_to(outside)  # same content, but from outside the store
+    assert "model.safetensors is a link to" in checkpoint_problem(directory)
+    weights.unlink()
+    os.mkfifo(weights)
+    assert _finishes(lambda: checkpoint_problem(directory)) == "model.safetensors is missing"
+
+
 # -- 40.10 FIFOs are never opened for reading: no hang ------------------------------------------------------------------
 def test_fifos_in_place_of_store_files_are_refused_without_hanging(tmp_path):
     from harness.files import UnsafeFileError, cached_bytes, read_store_bytes
