@@ -38,6 +38,7 @@ from .files import (
     atomic_write_json,
     atomic_write_text,
     check_writable_dir,
+    is_inside,
     read_store_bytes,
     remove_stale_temporaries,
     temporary_prefix,
@@ -174,6 +175,9 @@ class Store:
         whose sha256 ``record["examples"]`` names. The side file is written first: a crash in between leaves a side
         file no record names (unused)."""
         path = self.record_path(model_key, seed, task_key)
+        if path.parent.exists() and not is_inside(path.parent, self.root):
+            raise StoreError(f"cannot store the record {path}: its folder is a link to {path.parent.resolve()}, "
+                             "outside the store; remove the link and run again (finished cells are stored).")
         if path.is_dir() and not path.is_symlink():
             raise StoreError(f"cannot store the record {path}: a folder has its name; remove or rename that folder "
                              "and run again (finished cells are stored).")

@@ -1348,6 +1348,20 @@ def test_a_record_that_links_out_of_the_store_is_invalid_and_recomputed(tmp_path
     assert [r["status"] for r in Store(tmp_path / "results").records()] == ["ok"]
 
 
+def test_a_record_folder_that_links_out_of_the_store_is_never_written_to(tmp_path):
+    write_toy_data(tmp_path / "data")
+    toy_run(tmp_path)
+    (record_path,) = (tmp_path / "results").glob("*/seed-*/*.json")
+    elsewhere = tmp_path / "elsewhere"
+    record_path.parent.rename(elsewhere)
+    record_path.parent.symlink_to(elsewhere, target_is_directory=True)
+    before = (elsewhere / record_path.name).read_bytes()
+    with pytest.raises(harness.StoreError, match="its folder is a link to .*outside the store"):
+        toy_run(tmp_path, overwrite=True)
+    assert (elsewhere / record_path.name).read_bytes() == before and sorted(p.name for p in elsewhere.iterdir()) == [
+        record_path.name]
+
+
 def test_a_checkpoint_file_that_links_out_of_the_checkpoint_or_is_a_fifo_is_never_read(tmp_path):
     directory = tmp_path / "store" / "checkpoints" / "be-1" / "seed-1"
     build_checkpoint(directory, lambda folder: (folder / "model.safetensors").write_bytes(b"weights" * 100))
