@@ -1404,6 +1404,8 @@ def test_fifos_in_place_of_store_files_are_refused_without_hanging(tmp_path):
     os.mkfifo(tmp_path / "device")
     with pytest.raises(UnsafeFileError, match="a FIFO"):
         _finishes(lambda: read_store_bytes(tmp_path / "device"))
+    with pytest.raises(harness.DataFileError, match="a FIFO"):  # a task's data file: a data problem, no hang
+        _finishes(lambda: harness.files_checksum([tmp_path / "device"]))
 
 
 # -- 40.11 a full disk while a checkpoint is saved is an OSError (one line), not a library's traceback --------------------
