@@ -288,7 +288,7 @@ def file_kind(mode: int) -> str | None:
 
 
 def is_inside(path: Path | str, root: Path | str) -> bool:
-    """``path`` (already resolved) lies in the folder ``root`` (resolved here)."""
+    """``path`` lies in the folder ``root`` once every link in either is resolved."""
     real_root = os.path.realpath(root)
     return os.path.commonpath([real_root, os.path.realpath(path)]) == real_root
 
