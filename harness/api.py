@@ -58,10 +58,16 @@ from .errors import (
 from .evaluation.adapters import as_embedder, as_pair_scorer, cosine_rows, maxsim
 from .files import (
     StoreError,
+    UnsafeFileError,
     atomic_write_bytes,
+    atomic_write_file,
     atomic_write_json,
     atomic_write_text,
     cached_bytes,
+    open_store_file,
+    path_inside,
+    read_store_bytes,
+    read_store_text,
     remove_stale_temporaries,
     sha256_file,
     stale_temporary,
@@ -77,6 +83,7 @@ from .plugin_api import (
     EvalContext,
     EvalResult,
     ModelContext,
+    ModelOutputError,
     ModelPlugin,
     PluginContractError,
     RecipeContext,
@@ -84,6 +91,7 @@ from .plugin_api import (
     Task,
     TaskMetadata,
     TaskPlugin,
+    checked_vectors,
 )
 from .profiles import Profile, get_profile
 from .propositions import PropositionPair, PropositionPairs
@@ -114,7 +122,7 @@ def seed_everything(seed: int) -> None:
 __all__ = [
     # hooks and what they register
     "hookimpl", "ModelPlugin", "RecipePlugin", "TaskPlugin", "Task", "TaskMetadata", "Component", "ComponentKind",
-    "Option", "PluginContractError",
+    "Option", "PluginContractError", "ModelOutputError", "checked_vectors",
     # contexts and results
     "ModelContext", "RecipeContext", "EvalContext", "EvalResult", "Profile",
     # capabilities
@@ -134,7 +142,8 @@ __all__ = [
     "seed_everything",
     # files written safely (harness.files) and checkpoints (harness.checkpoints)
     "atomic_write_bytes", "atomic_write_json", "atomic_write_text", "cached_bytes", "sha256_file", "temporary_prefix",
-    "stale_temporary", "remove_stale_temporaries", "StoreError",
+    "stale_temporary", "remove_stale_temporaries", "StoreError", "atomic_write_file", "path_inside",
+    "open_store_file", "read_store_bytes", "read_store_text", "UnsafeFileError",
     "CheckpointedModule", "build_checkpoint", "checkpoint_complete", "checkpoint_problem",
     "check_backbone", "BackboneNotFoundError", "hub_reachable", "offline_reason",
     # errors

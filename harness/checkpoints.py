@@ -18,7 +18,17 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
-from .files import UMASK, StoreError, atomic_write_json, remove_stale_siblings, sha256_file, temporary_prefix
+from .files import (
+    UMASK,
+    StoreError,
+    UnsafeFileError,
+    as_os_error,
+    atomic_write_json,
+    read_store_text,
+    remove_stale_siblings,
+    sha256_file,
+    temporary_prefix,
+)
 from .locks import checkpoint_lock
 
 logger = logging.getLogger(__name__)
@@ -60,8 +70,8 @@ def _checkpoint_problem(directory: Path) -> str | None:
     if not marker.is_file():
         return "not built yet" if not directory.exists() else f"incomplete (no {COMPLETE} marker)"
     try:
-        manifest = json.loads(marker.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        manifest = json.loads(read_store_text(marker, directory))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, UnsafeFileError):
         manifest = None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
         return "built by harness 0.1 without file checksums, so it cannot be verified"
@@ -72,7 +82,11 @@ def _checkpoint_problem(directory: Path) -> str | None:
         size = path.stat().st_size
         if size != expected.get("bytes"):
             return f"{relative} has {size} bytes, {expected.get('bytes')} when it was built (truncated or replaced)"
-        if sha256_file(path) != expected.get("sha256"):
+        try:
+            digest = sha256_file(path, directory)  # never a file outside the checkpoint, never a FIFO
+        except UnsafeFileError as exc:
+            return f"{relative} is {exc.reason}"
+        if digest != expected.get("sha256"):
             return f"{relative} does not match the sha256 recorded when it was built (the file was changed)"
     return None
 
@@ -129,7 +143,13 @@ def build_checkpoint(directory: Path, save: Callable[[Path], Any]) -> Path:
         temporary = Path(tempfile.mkdtemp(prefix=temporary_prefix(directory.name), dir=directory.parent))
         try:
             os.chmod(temporary, 0o777 & ~UMASK)  # mkdtemp's 0700 would hide it from others sharing the store
-            save(temporary)
+            try:
+                save(temporary)
+            except Exception as exc:  # noqa: BLE001  a full disk inside safetensors is an OSError like any other
+                os_error = as_os_error(exc, directory)
+                if os_error is None or os_error is exc:
+                    raise
+                raise os_error from exc
             _share_like_records(temporary)
             manifest = {"format": CHECKPOINT_FORMAT, "files": _checkpoint_files(temporary)}
             (temporary / COMPLETE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")

@@ -6,8 +6,9 @@ pooled (each model's score is its seed mean) and the difference A - B is tested 
 :func:`harness.evaluation.significance.compare_units`: over test examples (the paired bootstrap, these two sets of
 runs) and across runs (training-run variance included) when either model was trained, which then decides; a
 trained model with one seed gives "too few seeds to tell". The deciding p-values of all tasks are Holm-adjusted
-(Holm 1979). A task without per-example data for either model
-(records stored before harness kept it) is listed with the reason and no test.
+(Holm 1979). A task without per-example data for either model (records stored before harness kept it) is listed
+with the reason and no test; one whose per-example file is missing or damaged too, and the command then exits
+non-zero (`harness run` recomputes the cell).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from .leaderboard.stats import stored_run
 from .profiles import get_profile
 from .registry import Registry
 from .spec import ModelSpec, resolve_model_spec, resolve_task_specs
-from .store import Store
+from .store import REPAIR_ADVICE, SIDE_FILE_PROBLEM, Store
 
 
 class CompareError(HarnessError):
@@ -35,6 +36,7 @@ class TaskComparison:
     result: UnitComparison | None
     reason: str = ""  # why there is no result
     p_holm: float | None = None  # the deciding unit's p, Holm-adjusted (None: too few seeds to tell)
+    damaged: int = 0  # how many of its records name a per-example file that is missing or damaged
 
     def as_dict(self) -> dict:
         entry = {"task": self.task}
@@ -59,6 +61,8 @@ def _examples(store: Store, spec: ModelSpec, seed: int, task_key: str) -> tuple[
     if not path.exists():
         return None, f"{spec.label} seed {seed} has no record (run it first)", False
     data, reason, trained = stored_run(path)
+    if data is None and SIDE_FILE_PROBLEM in reason:
+        reason = f"{reason}; {REPAIR_ADVICE}"
     return data, "" if data is not None else f"{spec.label} seed {seed}: {reason}", trained
 
 
@@ -88,7 +92,8 @@ def compare(registry: Registry, store: Store, model_a: str, model_b: str, tasks:
                 else:
                     per_model[side].append(data)
         if reasons:
-            comparisons.append(TaskComparison(task.label, None, "; ".join(reasons)))
+            comparisons.append(TaskComparison(task.label, None, "; ".join(reasons),
+                                              damaged=sum(SIDE_FILE_PROBLEM in reason for reason in reasons)))
             continue
         try:
             comparisons.append(TaskComparison(task.label, compare_units(per_model[0], per_model[1], *trained,

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .metrics import check_finite_vectors
+from .plugin_api import checked_vectors
 
 # Different lengths, so padding inside a batch differs from encoding a text alone; the first text is repeated.
 PROBE_TEXTS = (
@@ -25,14 +26,15 @@ PROBE_TEXTS = (
 RTOL, ATOL = 1e-3, 1e-5  # as harness.testing: float32 kernels may differ slightly between batch shapes
 
 
-def _matrix(value: Any) -> np.ndarray:
-    return np.asarray(value, dtype=np.float64).reshape(len(value), -1)
+def _matrix(value: Any, count: int) -> np.ndarray:
+    return checked_vectors(value, count)
 
 
 def batch_dependence(model: Any) -> str | None:
-    """Why ``model.encode`` is not a function of each text alone, or None when the probe finds nothing."""
+    """Why ``model.encode`` is not a function of each text alone, or None when the probe finds nothing.
+    ModelOutputError when it does not return one vector of numbers per text."""
     texts = list(PROBE_TEXTS)
-    together = _matrix(model.encode(texts))
+    together = _matrix(model.encode(texts), len(texts))
     # NaN is unequal to itself: a model returning NaN vectors would be reported as dropout left on. It raises
     # NonFiniteVectorsError (its cells fail with that reason) and is not cached as the plugin's verdict: the NaN
     # may come from these weights (diverged training), not the plugin's code (issue 40.18).
@@ -41,7 +43,7 @@ def batch_dependence(model: Any) -> str | None:
         return ("encode gave the same text two different vectors in one call (dropout left on, or randomness in "
                 "encoding); scores from it would not be reproducible")
     for index in (1, 2):
-        alone = check_finite_vectors(_matrix(model.encode([texts[index]])), "vectors of the batch-probe texts")
+        alone = check_finite_vectors(_matrix(model.encode([texts[index]]), 1), "vectors of the batch-probe texts")
         if alone.shape[1] != together.shape[1] or not np.allclose(alone[0], together[index], rtol=RTOL, atol=ATOL):
             return ("encode gives a text another vector alone than inside a batch: its vectors depend on the other "
                     "texts of the batch, so its scores would depend on batching (harness.testing.check_model reports "

@@ -128,10 +128,16 @@ def resolve_dataset_dir(name: str, bundled: Path | None, how_to_get: str = "", d
 
 def files_checksum(paths: Iterable[Path]) -> str:
     """sha256 over the names and bytes of the given files, in sorted order."""
+    from .files import UnsafeFileError, open_store_file
+
     digest = hashlib.sha256()
     for path in sorted(Path(p) for p in paths):
         digest.update(path.name.encode())
-        with open(path, "rb") as handle:
+        try:
+            descriptor = open_store_file(path)  # a FIFO in a data folder would block the run forever
+        except UnsafeFileError as exc:
+            raise data_error(path, None, f"{exc.reason}; a data file must be a regular file.") from None
+        with os.fdopen(descriptor, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     return digest.hexdigest()

@@ -8,9 +8,19 @@ half of one.
   (never those of a live one; :func:`stale_temporary`). They also name the kernel boot and PID namespace, so
   containers sharing a folder never take each other's live temporaries for leftovers.
 - **Cache entries are checksummed** (:func:`cached_bytes`): an edited or damaged entry is computed again.
+- **Store files are opened safely** (:func:`open_store_file`, :func:`read_store_bytes`, :func:`read_store_text`):
+  every file the store reads or locks must be a regular file whose real path lies inside the store. A symbolic link
+  out of the store is never followed, a FIFO, socket or device is never read (it would hang the run or serve data
+  from elsewhere), and a lock file is never created or truncated through a link (``O_NOFOLLOW``).
+- **Outputs stay in their folder** (:func:`path_inside`): a file name built from a record's content (a family, a
+  task name) can never name a path outside the folder it is written to.
+- **Operating-system errors are one line** (:func:`os_error_line`, :func:`as_os_error`): a full disk, a read-only
+  mount or a folder without permission reach the user as one line that says what to do, also when a library (such
+  as safetensors) wraps them in its own exception type.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -18,6 +28,7 @@ import os
 import re
 import shutil
 import socket
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -34,6 +45,17 @@ os.umask(UMASK)
 
 class StoreError(HarnessError):
     """A result store (or output folder) that cannot be used: not a folder, not writable."""
+
+
+class UnsafeFileError(StoreError):
+    """A file the store was asked to read or lock that is not a regular file inside it: a symbolic link out of the
+    store, a FIFO, a socket, a device or a folder. It is never opened for reading or writing."""
+
+    def __init__(self, path: Path | str, reason: str):
+        self.path = Path(path)
+        self.reason = reason
+        super().__init__(f"{path} is {reason}; harness reads and locks only regular files (a store's, inside the "
+                         "store). Remove it (harness writes a store's files again) and run again.")
 
 
 # -- temporary names ---------------------------------------------------------------------------------------------------
@@ -127,15 +149,24 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    atomic_write_file(path, lambda temporary: temporary.write_bytes(data))
+
+
+def atomic_write_file(path: Path, write: Callable[[Path], Any]) -> None:
+    """``write(temporary)`` fills a temporary file beside ``path`` (for writers that take a path, such as a
+    library's ``to_disk``); it is then fsynced and renamed over ``path``, or removed if anything fails."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=temporary_prefix(path.name), suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(handle, 0o666 & ~UMASK)  # mkstemp's 0600 would hide records from the others sharing a store
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
+        os.close(handle)
+        write(Path(temporary))
+        descriptor = os.open(temporary, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
         os.replace(temporary, path)
     except BaseException:  # includes KeyboardInterrupt: never leave the temporary file behind
         try:
@@ -171,6 +202,15 @@ def check_writable_dir(path: Path, what: str) -> None:
             f"{what} {path} is not writable ({exc.strerror or exc}); choose a writable folder."
         ) from None
 
+
+
+def prepare_output_dir(path: Path, what: str) -> None:
+    """Check an output folder (:func:`check_writable_dir`) and remove the temporaries that killed writers left in it
+    (:func:`remove_stale_temporaries`): every command that writes a folder (``run``, ``publish``, ``leaderboard``,
+    ``export-results``) leaves no ``*harness-tmp*`` file behind after a later run."""
+    check_writable_dir(path, what)
+    for leftover, why in remove_stale_temporaries(Path(path)):
+        logger.info("removed %s (%s)", leftover, why)
 
 
 def remove_stale_temporaries(root: Path) -> list[tuple[Path, str]]:
@@ -226,9 +266,145 @@ def remove_stale_siblings(path: Path) -> None:
                     pass
 
 
-def sha256_file(path: Path) -> str:
+# -- opening store files safely ----------------------------------------------------------------------------------------
+# Errors that mean "this process may not write here" (a read-only mount is EROFS, not a PermissionError).
+NOT_WRITABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def file_kind(mode: int) -> str | None:
+    """What a file of ``mode`` is when it is not a regular file ("a folder", "a FIFO", ...), else None."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    return "a socket or device"
+
+
+def is_inside(path: Path | str, root: Path | str) -> bool:
+    """``path`` lies in the folder ``root`` once every link in either is resolved."""
+    real_root = os.path.realpath(root)
+    return os.path.commonpath([real_root, os.path.realpath(path)]) == real_root
+
+
+def _opened_path(descriptor: int, path: Path) -> str:
+    """The real path of the file ``descriptor`` is open on (Linux names it in /proc, so no link can be swapped in
+    between the check and the open); the resolved ``path`` elsewhere."""
+    try:
+        return os.readlink(f"/proc/self/fd/{descriptor}")
+    except OSError:
+        return os.path.realpath(path)
+
+
+def open_store_file(path: Path | str, root: Path | str | None = None, *, lock: bool = False) -> int:
+    """A descriptor of the regular file ``path`` (close it yourself); the one way the store opens files.
+
+    ``root``: the folder the file must lie in (its real path, after every link is resolved; a store that is itself a
+    link is fine). ``lock``: open read-write, creating the file if missing, never through a link (``O_NOFOLLOW``),
+    so a planted link cannot make the store create or truncate a file elsewhere. A FIFO, socket or device is refused
+    before it is opened and, should it be swapped in, opened without blocking (``O_NONBLOCK``) and refused by
+    ``fstat``. Raises :class:`UnsafeFileError` for those, FileNotFoundError/OSError as ``os.open`` does.
+    """
+    path = Path(path)
+    try:
+        kind = file_kind(os.stat(path).st_mode)  # follows links: what the file is, before opening it
+    except FileNotFoundError:
+        if not lock:
+            raise
+        kind = None
+    if kind:
+        raise UnsafeFileError(path, f"not a regular file ({kind})")
+    if lock and root is not None and not is_inside(path.parent, root):  # never even create a file elsewhere
+        raise UnsafeFileError(path, f"in {os.path.realpath(path.parent)}, outside {root} (a linked folder)")
+    flags = (os.O_RDWR | os.O_CREAT | _NOFOLLOW if lock else os.O_RDONLY) | _NONBLOCK | _CLOEXEC
+    try:
+        descriptor = os.open(path, flags, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (lock and path.is_symlink()):
+            raise UnsafeFileError(path, "a symbolic link (a lock file never is one)") from None
+        raise
+    try:
+        kind = file_kind(os.fstat(descriptor).st_mode)
+        if kind:
+            raise UnsafeFileError(path, f"not a regular file ({kind})")
+        if root is not None:
+            real = _opened_path(descriptor, path)
+            if not is_inside(real, root):
+                raise UnsafeFileError(path, f"a link to {real}, outside {root}")
+        if _NONBLOCK:
+            import fcntl
+
+            fcntl.fcntl(descriptor, fcntl.F_SETFL, fcntl.fcntl(descriptor, fcntl.F_GETFL) & ~_NONBLOCK)
+        return descriptor
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def read_store_bytes(path: Path | str, root: Path | str | None = None) -> bytes:
+    """The content of the regular file ``path`` inside ``root`` (:func:`open_store_file`)."""
+    with os.fdopen(open_store_file(path, root), "rb") as stream:
+        return stream.read()
+
+
+def read_store_text(path: Path | str, root: Path | str | None = None) -> str:
+    """:func:`read_store_bytes` decoded as UTF-8 (UnicodeDecodeError when it is not)."""
+    return read_store_bytes(path, root).decode("utf-8")
+
+
+def path_inside(folder: Path | str, *parts: str) -> Path:
+    """``folder / parts...``, refused (StoreError) unless it stays inside ``folder``: the one rule for an output path
+    built from data (a record's task or family name), so no name ("../x", "/tmp/x", a link) writes outside."""
+    folder = Path(folder)
+    for part in parts:
+        if not part or part in (".", "..") or "/" in part or "\\" in part or "\0" in part:
+            raise StoreError(f"refusing to write {part!r} into {folder}: not a plain file name (it comes from the "
+                             "data being written; fix that record)")
+    target = folder.joinpath(*parts)
+    if not is_inside(target, folder):
+        raise StoreError(f"refusing to write {target}: it resolves outside {folder} (a link?); remove the link "
+                         "and run again")
+    return target
+
+
+def as_os_error(exc: BaseException, path: Path | str | None = None) -> OSError | None:
+    """The OSError a library wrapped in its own exception (safetensors' ``SafetensorError: Error while serializing:
+    I/O error: No space left on device (os error 28)``), or None when ``exc`` holds none: so a full disk reads as one
+    line whoever wrote the file."""
+    if isinstance(exc, OSError):
+        return exc
+    match = re.search(r"\(os error (\d+)\)|\bOs \{ code: (\d+)|\[Errno (\d+)\]", str(exc))
+    if not match:
+        return None
+    number = int(next(group for group in match.groups() if group))
+    return OSError(number, os.strerror(number), str(path) if path is not None else None)
+
+
+def os_error_line(exc: OSError) -> str:
+    """One line for an operating-system error that reached a command: the file, what went wrong, what to do."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    what = exc.strerror or str(exc)
+    if exc.errno == errno.ENOSPC:
+        advice = "free some space and run the same command again (finished cells are stored)"
+    elif exc.errno in NOT_WRITABLE:
+        advice = "make it writable (or choose another folder) and run again"
+    elif exc.errno in (errno.EISDIR, errno.ENOTDIR):
+        advice = "a folder stands where a file belongs (or the reverse); move it away and run again"
+    else:
+        advice = "fix that and run again"
+    return f"{where}{what}; {advice}."
+
+
+def sha256_file(path: Path, root: Path | None = None) -> str:
+    """The sha256 of the regular file ``path`` (inside ``root`` when given; :func:`open_store_file`)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with os.fdopen(open_store_file(path, root), "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -239,7 +415,8 @@ CACHE_CHECKSUM_SUFFIX = ".sha256"
 
 
 def cached_bytes(path: Path, compute: Callable[[], bytes], check: Callable[[bytes], bool] | None = None,
-                 what: str = "cache entry", made_from: Any = None) -> tuple[bytes, bool]:
+                 what: str = "cache entry", made_from: Any = None,
+                 root: Path | None = None) -> tuple[bytes, bool]:
     """The content of the cache file ``path`` if it verifies, else ``compute()`` written there; returns ``(content,
     True if it came from the cache)``. Plugins keep what they cache in the store (``ctx.cache_dir``) through this.
 
@@ -247,12 +424,14 @@ def cached_bytes(path: Path, compute: Callable[[], bytes], check: Callable[[byte
     from (``made_from``: the key's payload, JSON; the entry's file name when not given); an entry whose file or side
     file is missing, does not match (edited, truncated or damaged), was made from something other than what is asked
     (an entry copied over another, with its side file) or that ``check`` rejects is logged and recomputed, so a
-    damaged or swapped cache file never serves wrong values or breaks later runs (issue 40.3). Two processes
-    computing the same entry at once both write the same content (a cache key names everything that determines it),
-    so no lock is needed.
+    damaged or swapped cache file never serves wrong values or breaks later runs. Two processes computing the same
+    entry at once both write the same content (a cache key names everything that determines it), so no lock is
+    needed. Entry and side file are read with :func:`read_store_bytes` inside ``root`` (the entry's folder unless
+    told): a FIFO, device or link out of it is a problem like any other (computed again and replaced, never
+    followed).
     """
     path = Path(path)
-    content, problem = read_cache_entry(path, made_from, check)
+    content, problem = read_cache_entry(path, made_from, check, root)
     if content is not None:
         return content, True
     if problem != "not cached yet":
@@ -280,19 +459,28 @@ def write_cache_entry(path: Path, content: bytes, made_from: Any = None) -> None
                                                "made_from": _made_from(path, made_from)})
 
 
-def read_cache_entry(path: Path, made_from: Any = None,
-                     check: Callable[[bytes], bool] | None = None) -> tuple[bytes | None, str | None]:
+def read_cache_entry(path: Path, made_from: Any = None, check: Callable[[bytes], bool] | None = None,
+                     root: Path | None = None) -> tuple[bytes | None, str | None]:
     """``(content, None)`` for an entry that verifies (see :func:`cached_bytes`), else ``(None, why)``; why is
-    "not cached yet" when there is no entry."""
+    "not cached yet" when there is no entry. Both files are read with the safe open inside ``root`` (the entry's
+    folder unless told)."""
     path = Path(path)
     sidecar = _entry_side_file(path)
-    if not os.path.lexists(path):
-        return None, "not cached yet"
+    root = path.parent if root is None else Path(root)
     try:
-        content = path.read_bytes()
-        side = sidecar.read_text(encoding="utf-8")
+        content = read_store_bytes(path, root)
+    except FileNotFoundError:
+        return None, "not cached yet"
+    except UnsafeFileError as exc:
+        return None, f"it is {exc.reason}"
+    except OSError as exc:
+        return None, f"it cannot be read ({exc.strerror or exc})"
+    try:
+        side = read_store_text(sidecar, root)
     except FileNotFoundError:
         return None, f"it has no checksum file {sidecar.name}"
+    except UnsafeFileError as exc:
+        return None, f"its checksum file is {exc.reason}"
     except (OSError, UnicodeDecodeError) as exc:
         return None, f"it cannot be read ({getattr(exc, 'strerror', None) or exc})"
     try:

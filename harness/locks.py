@@ -37,6 +37,7 @@ from types import TracebackType
 from typing import Callable
 
 from .errors import HarnessError
+from .files import open_store_file, read_store_text
 
 try:  # not on Windows, where the store is used by one process at a time
     import fcntl
@@ -78,13 +79,16 @@ def _key(path: Path) -> str:
 class StoreLock:
     """An exclusive, re-entrant, inter-process lock on ``path`` (created with its folder if missing).
 
-    ``purpose`` says what the holder does (shown to waiting processes). Use as a context manager (blocks until the
-    lock is free) or call :meth:`acquire` with ``blocking=False`` to try once.
+    ``purpose`` says what the holder does (shown to waiting processes); ``root``, the store it belongs to: the lock
+    file is opened by :func:`harness.files.open_store_file`, so a link planted in its place (or a linked folder
+    leading out of ``root``) is refused, never created or truncated through. Use as a context manager (blocks until
+    the lock is free) or call :meth:`acquire` with ``blocking=False`` to try once.
     """
 
-    def __init__(self, path: Path | str, purpose: str = ""):
+    def __init__(self, path: Path | str, purpose: str = "", root: Path | str | None = None):
         self.path = Path(path)
         self.purpose = purpose
+        self.root = root
 
     # -- taking and giving back ----------------------------------------------------------------------------------------
     def acquire(self, blocking: bool = True, timeout: float | None = None,
@@ -160,8 +164,8 @@ class StoreLock:
         """Who holds the lock, as its holder described itself ('host h pid p (training be seed 42) since 12:00:01
         UTC'), or 'another process' when the note cannot be read."""
         try:
-            note = json.loads(self.path.read_text(encoding="utf-8") or "null")
-        except (OSError, ValueError):
+            note = json.loads(read_store_text(self.path, self.root) or "null")
+        except (OSError, ValueError, HarnessError):
             note = None
         if not isinstance(note, dict):
             return "another process"
@@ -175,7 +179,7 @@ class StoreLock:
         if fcntl is None:  # pragma: no cover - Windows
             raise LockingUnsupportedError("file locks need a POSIX system; share a store only from Linux or macOS.")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+        descriptor = open_store_file(self.path, self.root, lock=True)
         pause = _POLL_SECONDS[0]
         try:
             while True:
@@ -237,13 +241,13 @@ def unsupported(path: Path, exc: OSError) -> LockingUnsupportedError:
 
 def check_locking(folder: Path) -> None:
     """Refuse (LockingUnsupportedError) a store whose filesystem cannot lock, before any cell runs."""
-    probe = StoreLock(Path(folder) / LOCKS / "probe.lock", "checking that this filesystem supports locks")
+    probe = StoreLock(Path(folder) / LOCKS / "probe.lock", "checking that this filesystem supports locks", folder)
     if probe.acquire(blocking=False):
         probe.release()
 
 
-def checkpoint_lock(directory: Path | str, purpose: str | None = None) -> StoreLock:
-    """The lock of the checkpoint in ``directory``: ``<directory>.lock`` beside it."""
+def checkpoint_lock(directory: Path | str, purpose: str | None = None, root: Path | str | None = None) -> StoreLock:
+    """The lock of the checkpoint in ``directory``: ``<directory>.lock`` beside it (inside the store ``root``)."""
     directory = Path(directory)
     return StoreLock(directory.with_name(directory.name + ".lock"),
-                     purpose or f"building checkpoint {directory.parent.name}/{directory.name}")
+                     purpose or f"building checkpoint {directory.parent.name}/{directory.name}", root)

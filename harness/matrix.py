@@ -87,6 +87,9 @@ def load_matrix(path: Path) -> dict:
         document = yaml.safe_load(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
         raise data_error(path, None, "not UTF-8 text; a matrix file is YAML.") from None
+    except RecursionError:  # PyYAML builds nested collections recursively
+        raise data_error(path, None, "nested too deeply to be a matrix (lists or mappings inside each other "
+                                     "hundreds of levels deep).") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None

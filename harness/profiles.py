@@ -92,11 +92,13 @@ def check_budget(values: Mapping[str, Any], where: str) -> dict[str, Any]:
         if value is None and key in ("max_steps", "max_train_examples"):
             checked[key] = None
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (wanted is int and value != int(value)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InvalidOptionError(f"{where}: {key} expects a {wanted.__name__}, got {raw!r}.")
+        if not math.isfinite(value):  # before int(): YAML's .nan or 1.0e+400 (inf) would raise there
+            raise InvalidOptionError(f"{where}: {key} must be a finite number, got {raw!r}.")
+        if wanted is int and value != int(value):
             raise InvalidOptionError(f"{where}: {key} expects a {wanted.__name__}, got {raw!r}.")
         value = wanted(value)
-        if not math.isfinite(value):  # numeric ranges are checked at plan time (issue 26.5)
-            raise InvalidOptionError(f"{where}: {key} must be a finite number, got {raw!r}.")
         if not value > 0:
             raise InvalidOptionError(f"{where}: {key} must be positive, got {raw!r}.")
         checked[key] = value

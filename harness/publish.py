@@ -14,14 +14,21 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
+import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
 from .errors import HarnessError, MissingDataError
-from .files import atomic_write_bytes, atomic_write_text, check_writable_dir
+from .files import (
+    UnsafeFileError,
+    atomic_write_bytes,
+    atomic_write_text,
+    path_inside,
+    prepare_output_dir,
+    read_store_bytes,
+)
 from .run.record import InvalidRecordError, field_problem, record_problem, seal_record
 from .store import Store, examples_path, read_examples, read_record
 
@@ -129,6 +136,7 @@ def publish(
     refused: list[str] = []
     chosen: list[tuple[Path, dict, bool]] = []
     side_files: dict[Path, bytes] = {}  # source record -> its verified per-example file (copied with it)
+    artifacts: dict[tuple[str, int], dict[str, bytes]] = {}  # (model key, seed) -> its artifact files, read safely
     for path in source.record_files():
         try:
             record, unsigned = _load(path, trust_unsigned)
@@ -145,13 +153,23 @@ def publish(
             continue
         if content is not None:
             side_files[path] = content
+        key = (record["model_key"], record["seed"])
+        if key not in artifacts and not same_store:
+            try:
+                artifacts[key] = _artifacts(source, *key)
+            except UnsafeFileError as error:
+                refused.append(f"{error.path}: an artifact that is {error.reason}")
+                continue
+            except OSError as error:
+                refused.append(f"{error.filename}: an artifact that cannot be read ({error.strerror or error})")
+                continue
         chosen.append((path, record, unsigned))
     if refused:
         raise PublishError(f"{len(refused)} chosen record(s) cannot be published, so nothing was: "
                            + "; ".join(refused[:8]) + ("; ..." if len(refused) > 8 else ""))
     if not chosen:
         raise PublishError(f"no record in {source.root} matches the selection; nothing to publish.")
-    check_writable_dir(target.root, "the published set")
+    prepare_output_dir(target.root, "the published set")
     plans: list[tuple[Path, dict, bytes | None]] = []
     conflicts: list[str] = []
     for path, record, unsigned in chosen:
@@ -180,7 +198,8 @@ def publish(
         atomic_write_text(destination, json.dumps(published, indent=2, sort_keys=True, allow_nan=False) + "\n")
         result.written.append(destination)
         if not same_store:
-            _copy_artifacts(source, target, published["model_key"], published["seed"])
+            key = (published["model_key"], published["seed"])
+            _copy_artifacts(target, *key, artifacts.get(key, {}))
     log(f"published {len(result.written)} record(s) to {target.root}"
         + (f"; {len(result.unchanged)} already published" if result.unchanged else ""))
     return result
@@ -236,14 +255,26 @@ def _without_publication(record: dict) -> dict:
     return {k: v for k, v in record.items() if k not in ("published", "checksum", "signature", "_path", "schema")}
 
 
-def _copy_artifacts(source: Store, target: Store, model_key: str, seed: int) -> None:
-    """A published record's spec+seed artifacts (e.g. silver pairs that plots read) go with it."""
+def _artifacts(source: Store, model_key: str, seed: int) -> dict[str, bytes]:
+    """A record's spec+seed artifacts (e.g. silver pairs that plots read), by path relative to their folder, read
+    with the store's safe open: a link out of the store, a FIFO or a device among them is refused (UnsafeFileError),
+    never copied into the published set (which is committed)."""
     origin = source.artifact_dir(model_key, seed)
     if not origin.is_dir():
-        return
-    destination = target.artifact_dir(model_key, seed)
-    for path in sorted(p for p in origin.rglob("*") if p.is_file() and not p.name.startswith(".")):
-        copy = destination / path.relative_to(origin)
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, copy)
+        return {}
+    found: dict[str, bytes] = {}
+    for folder, dirs, files in os.walk(origin):  # never descends through a linked folder
+        for name in [*dirs, *files]:
+            path = Path(folder) / name
+            if name in dirs and not path.is_symlink():
+                continue
+            if name.startswith(".") and not path.is_symlink():
+                continue  # a writer's temporary
+            found[str(path.relative_to(origin))] = read_store_bytes(path, source.root)
+    return found
 
+
+def _copy_artifacts(target: Store, model_key: str, seed: int, artifacts: dict[str, bytes]) -> None:
+    destination = target.artifact_dir(model_key, seed)
+    for relative, content in sorted(artifacts.items()):
+        atomic_write_bytes(path_inside(destination, *Path(relative).parts), content)

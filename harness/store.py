@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import stat
 from pathlib import Path
 from typing import Iterator
 
@@ -34,10 +33,13 @@ from .checkpoints import (
 )
 from .files import (
     StoreError,
+    UnsafeFileError,
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
     check_writable_dir,
+    is_inside,
+    read_store_bytes,
     remove_stale_temporaries,
     temporary_prefix,
 )
@@ -60,14 +62,21 @@ ARTIFACTS = "artifacts"
 NON_RECORD_FOLDERS = (CHECKPOINTS, ARTIFACTS, "cache", "leaderboards", LOCKS)
 
 
-def read_cell_record(path: Path) -> CellRecord:
-    """The validated record at ``path``; InvalidRecordError (with the path and reason) otherwise."""
+def store_root_of(record_path: Path) -> Path:
+    """The store a record (or its side file) at ``<store>/<model-key>/seed-<n>/<file>`` belongs to."""
+    record_path = Path(record_path)
+    return record_path.parents[2] if len(record_path.parents) > 2 else record_path.parent
+
+
+def read_cell_record(path: Path, root: Path | None = None) -> CellRecord:
+    """The validated record at ``path``: a regular file inside its store (``root``, by default the folder three
+    levels up, where every record lives), so a link out of the store, a FIFO or a device is never read;
+    InvalidRecordError (with the path and reason) otherwise."""
     path = Path(path)
-    kind = _not_a_regular_file(path)
-    if kind:  # never open a FIFO (it would block the run) or a folder
-        raise InvalidRecordError(path, f"not a regular file ({kind})")
     try:
-        raw = path.read_bytes()
+        raw = read_store_bytes(path, root if root is not None else store_root_of(path))
+    except UnsafeFileError as exc:
+        raise InvalidRecordError(path, exc.reason) from None
     except OSError as exc:
         raise InvalidRecordError(path, f"cannot be read ({exc.strerror or exc})") from None
     try:
@@ -77,27 +86,16 @@ def read_cell_record(path: Path) -> CellRecord:
     return CellRecord.from_json(text, path)
 
 
-def read_record(path: Path) -> dict:
+def read_record(path: Path, root: Path | None = None) -> dict:
     """The validated record at ``path`` as a plain JSON object; InvalidRecordError otherwise."""
-    return read_cell_record(path).to_dict()
-
-
-def _not_a_regular_file(path: Path) -> str | None:
-    """What ``path`` is when it exists and is not a regular file ("a folder", "a FIFO", ...), else None."""
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return None  # missing or unreadable: the read says why
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    return "a socket or device"
+    return read_cell_record(path, root).to_dict()
 
 
 EXAMPLES_SUFFIX = ".examples.npz"
+# Every reason :func:`read_examples` gives starts with this: a record's side file is missing or damaged (`harness run`
+# recomputes the cell), as opposed to a record that has none.
+SIDE_FILE_PROBLEM = "its per-example file"
+REPAIR_ADVICE = "`harness run` with the same arguments recomputes the cell and rewrites it"
 
 
 def examples_path(record_path: Path) -> Path:
@@ -115,11 +113,15 @@ def read_examples(record: dict) -> tuple[bytes | None, str | None]:
         return None, None
     path = examples_path(Path(record["_path"]))
     try:
-        content = path.read_bytes()
-    except OSError:
-        return None, f"its per-example file {path} is missing"
+        content = read_store_bytes(path, store_root_of(path))
+    except UnsafeFileError as exc:
+        return None, f"{SIDE_FILE_PROBLEM} {path} is {exc.reason}"
+    except FileNotFoundError:
+        return None, f"{SIDE_FILE_PROBLEM} {path} is missing"
+    except OSError as exc:
+        return None, f"{SIDE_FILE_PROBLEM} {path} cannot be read ({exc.strerror or exc})"
     if hashlib.sha256(content).hexdigest() != description["sha256"]:
-        return None, f"its per-example file {path} does not match the sha256 its record names"
+        return None, f"{SIDE_FILE_PROBLEM} {path} does not match the sha256 its record names"
     return content, None
 
 
@@ -143,11 +145,11 @@ class Store:
 
     def checkpoint_lock(self, model_key: str, seed: int, purpose: str | None = None) -> StoreLock:
         """Held while the (model key, seed) checkpoint is checked, trained, built or loaded."""
-        return checkpoint_lock(self.checkpoint_dir(model_key, seed), purpose)
+        return checkpoint_lock(self.checkpoint_dir(model_key, seed), purpose, self.root)
 
     def cells_lock(self, model_key: str, seed: int, purpose: str = "") -> StoreLock:
         """Held by the run that computes the cells of (model key, seed): another run waits, or does other cells."""
-        return StoreLock(self.root / LOCKS / model_key / f"seed-{seed}.lock", purpose)
+        return StoreLock(self.root / LOCKS / model_key / f"seed-{seed}.lock", purpose, self.root)
 
     def check_locking(self) -> None:
         """Refuse a store on a filesystem without file locks (LockingUnsupportedError), before any cell runs."""
@@ -160,7 +162,7 @@ class Store:
         if not path.exists():
             return None, None
         try:
-            return read_record(path), None
+            return read_record(path, self.root), None
         except InvalidRecordError as exc:
             return None, exc.reason
 
@@ -177,6 +179,9 @@ class Store:
         file no record names (unused). The record's runtime names its file (each runtime keeps its own cells)."""
         content = record.to_dict() if isinstance(record, CellRecord) else record
         path = self.record_path(model_key, seed, task_key, runtime_of(content))
+        if path.parent.exists() and not is_inside(path.parent, self.root):
+            raise StoreError(f"cannot store the record {path}: its folder is a link to {path.parent.resolve()}, "
+                             "outside the store; remove the link and run again (finished cells are stored).")
         if path.is_dir() and not path.is_symlink():
             raise StoreError(f"cannot store the record {path}: a folder has its name; remove or rename that folder "
                              "and run again (finished cells are stored).")
@@ -205,7 +210,7 @@ class Store:
         self.skipped = []
         for path in self.record_files():
             try:
-                record = read_record(path)
+                record = read_record(path, self.root)
             except InvalidRecordError as exc:
                 self.skipped.append((path, exc.reason))
                 continue

@@ -843,7 +843,9 @@ def _trained_be(run_cli, tmp_path, tiny_bert, *extra):
     return results, common
 
 
-def test_export_from_a_store_it_cannot_write_loads_the_checkpoint(run_cli, tmp_path, tiny_bert, monkeypatch):
+# OSError(EROFS): what a read-only mount answers (issue 40.15: it is not a PermissionError)
+@pytest.mark.parametrize("refusal", [PermissionError, OSError], ids=["permission", "read-only-mount"])
+def test_export_from_a_store_it_cannot_write_loads_the_checkpoint(run_cli, tmp_path, tiny_bert, monkeypatch, refusal):
     import errno
 
     import harness.locks as locks
@@ -853,7 +855,7 @@ def test_export_from_a_store_it_cannot_write_loads_the_checkpoint(run_cli, tmp_p
 
     def read_only_locks(path, flags, *args, **kwargs):  # the store is read-only: no lock file can be created
         if str(path).endswith(".lock"):
-            raise PermissionError(errno.EROFS, "Read-only file system", str(path))
+            raise refusal(errno.EROFS, "Read-only file system", str(path))
         return real_open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(locks.os, "open", read_only_locks)
@@ -1455,3 +1457,420 @@ def test_40_3_a_cache_folder_copied_over_another_is_built_again(tmp_path, caplog
         assert cache.folder("domain-mlm", {"pairs": "b"}) == second
     assert "made from something other than what its name asks for" in caplog.text
     assert not (second / "seed-42").exists() and json.loads((second / "MADE_FROM.json").read_text()) == {"pairs": "b"}
+# == issue 40 (helper safe-files): files — one safe open, outputs inside their folder, OS errors in one line ===========
+# Points 5-8, 10, 11, 13-17 of issue 40. Every file the store reads or locks goes through harness.files.open_store_file
+# (regular files whose real path lies inside the store; a lock never created or truncated through a link); every
+# output name built from data through harness.files.path_inside.
+def _finishes(function, seconds: float = 30.0):
+    """``function()``'s result; fails (instead of hanging the suite) when it blocks, as reading a FIFO does."""
+    import threading
+
+    outcome: dict = {}
+
+    def target():
+        try:
+            outcome["value"] = function()
+        except BaseException as exc:  # noqa: BLE001  re-raised below, in the test's thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), f"still blocked after {seconds:g} s (a FIFO opened for reading?)"
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
+class PerExampleToy(ToyPairs):
+    """toy-pairs that keeps per-example data (a side file beside its record)."""
+
+    metadata = harness.TaskMetadata(
+        name="toy-examples", family="toy", description="toy pairs with per-example data", main_score="spearman",
+        metric="Spearman x100", reference="tests", dataset="toy", dataset_source="tests", license="none",
+    )
+
+    def evaluate(self, model, ctx):
+        from harness.blocks import ExampleScores
+
+        first, second, gold = self.load()
+        predicted = harness.as_pair_scorer(model).score(first, second)
+        return harness.EvalResult({"spearman": 100 * harness.spearman(predicted, gold)},
+                                  harness.files_checksum([self.path()]),
+                                  examples=ExampleScores("spearman", {"predicted": np.asarray(predicted),
+                                                                      "gold": np.asarray(gold)}))
+
+
+class FewRowsEmbedder(WordHashEmbedder):
+    def encode(self, texts):  # the batch probe (4 texts) passes; an evaluation gets one row too few
+        return super().encode(texts)[:-1] if len(texts) > 8 else super().encode(texts)
+
+
+class RaisingEmbedder(WordHashEmbedder):
+    def encode(self, texts):
+        if len(texts) > 8:
+            raise RuntimeError("the plugin's server went away")
+        return super().encode(texts)
+
+
+class ObjectEmbedder(WordHashEmbedder):
+    def encode(self, texts):
+        vectors = super().encode(texts)
+        return np.array([[*row, "x"] for row in vectors], dtype=object) if len(texts) > 8 else vectors
+
+
+class OffsetEmbedder(WordHashEmbedder):
+    def encode(self, texts):
+        return super().encode(texts) + 0.5
+
+
+class FileToyPlugin:
+    @harness.hookimpl
+    def register_models(self, register):
+        register(harness.ModelPlugin("toy-offset", "hashed words plus a constant", OffsetEmbedder, ("embedder",)))
+        register(harness.ModelPlugin("toy-few-rows", "one row too few", FewRowsEmbedder, ("embedder",)))
+        register(harness.ModelPlugin("toy-raises", "raises in encode", RaisingEmbedder, ("embedder",)))
+        register(harness.ModelPlugin("toy-objects", "object arrays", ObjectEmbedder, ("embedder",)))
+
+    @harness.hookimpl
+    def register_tasks(self, register):
+        register(PerExampleToy)
+
+
+def file_toy_run(tmp_path: Path, models=("toy-embedder",), tasks=("toy-examples",), **config):
+    registry = build_registry(extra_plugins=[ToyPlugin(), FileToyPlugin()])
+    config.setdefault("results_dir", tmp_path / "results")
+    config.setdefault("data_dir", tmp_path / "data")
+    config.setdefault("profile", "smoke")
+    run_config = RunConfig(models=[ModelEntry(m) for m in models], tasks=list(tasks), progress=False, device="cpu",
+                           **config)
+    messages: list[str] = []
+    return Run(registry, run_config, log=messages.append).run(LocalExecutor()), messages
+
+
+# -- 40.5 a lock file that is a link is refused, its target never truncated ---------------------------------------------
+def test_a_symlinked_cells_lock_is_refused_and_the_file_it_points_to_kept(tmp_path):
+    write_toy_data(tmp_path / "data")
+    file_toy_run(tmp_path)
+    (lock,) = (tmp_path / "results" / "locks").glob("*/seed-*.lock")
+    outside = tmp_path / "precious.txt"
+    outside.write_text("a user's file\n")
+    lock.unlink()
+    lock.symlink_to(outside)
+    with pytest.raises(harness.StoreError, match="is a symbolic link"):
+        file_toy_run(tmp_path, overwrite=True)
+    assert outside.read_text() == "a user's file\n"
+
+
+def test_a_checkpoint_lock_that_is_a_link_or_in_a_linked_folder_is_refused(tmp_path):
+    from harness.files import UnsafeFileError
+    from harness.locks import StoreLock
+
+    store = Store(tmp_path / "store")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "seed-1.lock").write_text("kept\n")
+    lock_path = store.checkpoint_dir("be-1", 1).with_name("seed-1.lock")
+    lock_path.parent.mkdir(parents=True)
+    lock_path.symlink_to(outside / "seed-1.lock")
+    with pytest.raises(UnsafeFileError, match="symbolic link"):
+        store.checkpoint_lock("be-1", 1).acquire()
+    (store.root / "locks").mkdir()
+    (store.root / "locks" / "be-1").symlink_to(outside, target_is_directory=True)  # a linked folder out of the store
+    with pytest.raises(UnsafeFileError, match="outside"):
+        store.cells_lock("be-1", 1).acquire()
+    assert (outside / "seed-1.lock").read_text() == "kept\n" and sorted(p.name for p in outside.iterdir()) == [
+        "seed-1.lock"]
+    with StoreLock(tmp_path / "plain.lock"):  # an ordinary lock still works
+        pass
+
+
+# -- 40.6 export-results writes only inside --to -------------------------------------------------------------------------
+def _mteb_result(task_name: str) -> dict:
+    return {"task_name": task_name, "dataset_revision": "x", "mteb_version": "2.0.0", "evaluation_time": 1.0,
+            "scores": {"test": [{"main_score": 0.5, "hf_subset": "default", "languages": ["eng-Latn"]}]}}
+
+
+def _store_with_mteb_record(tmp_path: Path, task_name: str) -> Path:
+    """A store whose one (toy) record carries an mteb task result named ``task_name``; returns the store."""
+    write_toy_data(tmp_path / "data")
+    toy_run(tmp_path)
+    (path,) = (tmp_path / "results").glob("*/seed-*/*.json")
+    record = read_record(path)
+    record["details"] = {"mteb_task_result": _mteb_result(task_name)}
+    path.write_text(json.dumps(seal_record(record)))
+    return tmp_path / "results"
+
+
+def test_export_results_never_writes_outside_its_folder_whatever_a_record_names(run_cli, tmp_path):
+    _store_with_mteb_record(tmp_path, "../../../../escaped/PWNED")
+    (tmp_path / "escaped").mkdir()
+    code, out, err = run_cli("export-results", "--format", "mteb", "--results", tmp_path / "results", "--to",
+                             tmp_path / "out" / "deep", "--include-samples")
+    assert list((tmp_path / "escaped").iterdir()) == [] and "Traceback" not in err
+    assert "not a plain file name" in err
+    from harness.files import path_inside
+
+    with pytest.raises(harness.StoreError, match="not a plain file name"):
+        path_inside(tmp_path, "..", "x")
+    (tmp_path / "out").mkdir(exist_ok=True)
+    (tmp_path / "out" / "link").symlink_to(tmp_path / "escaped", target_is_directory=True)
+    with pytest.raises(harness.StoreError, match="resolves outside"):
+        path_inside(tmp_path / "out", "link", "x.json")
+    assert path_inside(tmp_path / "out", "deep", "x.json") == tmp_path / "out" / "deep" / "x.json"
+
+
+# -- 40.7 publish never copies a file from outside the store ------------------------------------------------------------
+def test_publish_refuses_an_artifact_that_links_out_of_the_store_and_writes_nothing(tmp_path):
+    from harness.publish import PublishError, Selection, publish
+
+    write_toy_data(tmp_path / "data")
+    toy_run(tmp_path, profile="quick")  # a full evaluation: publishable
+    source = Store(tmp_path / "results")
+    (record,) = source.records()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET\n")
+    artifacts = source.artifact_dir(record["model_key"], record["seed"])
+    artifacts.mkdir(parents=True)
+    (artifacts / "pairs.txt").write_text("kept pairs\n")
+    (artifacts / "stolen.txt").symlink_to(secret)
+    registry = build_registry(extra_plugins=[ToyPlugin()])
+    target = Store(tmp_path / "published")
+    with pytest.raises(PublishError, match=r"stolen.txt: an artifact that is a link to .*secret.txt, outside"):
+        publish(source, target, Selection(), registry=registry, data_dir=tmp_path / "data")
+    assert not target.root.exists() or not [p for p in target.root.rglob("*") if p.is_file()]
+    (artifacts / "stolen.txt").unlink()
+    publish(source, target, Selection(), registry=registry, data_dir=tmp_path / "data")
+    assert (target.artifact_dir(record["model_key"], record["seed"]) / "pairs.txt").read_text() == "kept pairs\n"
+
+
+# -- 40.8 a record that links out of the store is never served ----------------------------------------------------------
+def test_a_record_that_links_out_of_the_store_is_invalid_and_recomputed(tmp_path, caplog):
+    write_toy_data(tmp_path / "data")
+    toy_run(tmp_path)
+    (path,) = (tmp_path / "results").glob("*/seed-*/*.json")
+    outside = tmp_path / "outside.json"
+    path.rename(outside)
+    path.symlink_to(outside)
+    store = Store(tmp_path / "results")
+    assert list(store.records()) == [] and "outside" in store.skipped[0][1]
+    outcomes, messages = toy_run(tmp_path)
+    assert [o.status for o in outcomes] == ["ok"] and not path.is_symlink()
+    assert "is invalid (a link to" in caplog.text
+    (inside,) = (tmp_path / "results").glob("*/seed-*/*.json")  # a link that stays inside the store is followed
+    moved = inside.with_name("elsewhere.txt")
+    inside.rename(moved)
+    inside.symlink_to(moved)
+    assert [r["status"] for r in Store(tmp_path / "results").records()] == ["ok"]
+
+
+def test_a_record_folder_that_links_out_of_the_store_is_never_written_to(tmp_path):
+    write_toy_data(tmp_path / "data")
+    toy_run(tmp_path)
+    (record_path,) = (tmp_path / "results").glob("*/seed-*/*.json")
+    elsewhere = tmp_path / "elsewhere"
+    record_path.parent.rename(elsewhere)
+    record_path.parent.symlink_to(elsewhere, target_is_directory=True)
+    before = (elsewhere / record_path.name).read_bytes()
+    with pytest.raises(harness.StoreError, match="its folder is a link to .*outside the store"):
+        toy_run(tmp_path, overwrite=True)
+    assert (elsewhere / record_path.name).read_bytes() == before and sorted(p.name for p in elsewhere.iterdir()) == [
+        record_path.name]
+
+
+def test_a_checkpoint_file_that_links_out_of_the_checkpoint_or_is_a_fifo_is_never_read(tmp_path):
+    directory = tmp_path / "store" / "checkpoints" / "be-1" / "seed-1"
+    build_checkpoint(directory, lambda folder: (folder / "model.safetensors").write_bytes(b"weights" * 100))
+    weights = directory / "model.safetensors"
+    outside = tmp_path / "same-bytes-elsewhere"
+    outside.write_bytes(weights.read_bytes())
+    weights.unlink()
+    weights.symlink_to(outside)  # same content, but from outside the store
+    assert "model.safetensors is a link to" in checkpoint_problem(directory)
+    weights.unlink()
+    os.mkfifo(weights)
+    assert _finishes(lambda: checkpoint_problem(directory)) == "model.safetensors is missing"
+
+
+# -- 40.10 FIFOs are never opened for reading: no hang ------------------------------------------------------------------
+def test_fifos_in_place_of_store_files_are_refused_without_hanging(tmp_path):
+    from harness.files import UnsafeFileError, cached_bytes, read_store_bytes
+    from harness.fingerprint import CACHE_FILE, folder_fingerprint
+    from harness.store import read_examples
+
+    write_toy_data(tmp_path / "data")
+    file_toy_run(tmp_path)
+    (record_path,) = (tmp_path / "results").glob("*/seed-*/*.json")
+    side_file = record_path.with_name(record_path.stem + ".examples.npz")
+    side_file.unlink()
+    os.mkfifo(side_file)  # leaderboard and compare read it
+    record = {**read_record(record_path), "_path": str(record_path)}
+    content, problem = _finishes(lambda: read_examples(record))
+    assert content is None and "not a regular file (a FIFO)" in problem
+    cache = tmp_path / "results" / "cache"
+    cache.mkdir(exist_ok=True)
+    os.mkfifo(cache / "onnx-like.bin")  # run --runtime onnx reads its exported graph like this
+    content, cached = _finishes(lambda: cached_bytes(cache / "onnx-like.bin", lambda: b"graph"))
+    assert (content, cached) == (b"graph", False) and (cache / "onnx-like.bin").read_bytes() == b"graph"
+    backbone = tmp_path / "backbone"
+    backbone.mkdir()
+    (backbone / "config.json").write_text("{}")
+    os.mkfifo(cache / CACHE_FILE)  # run reads the backbone checksums first
+    assert len(_finishes(lambda: folder_fingerprint(backbone, cache))) == 64
+    os.mkfifo(tmp_path / "device")
+    with pytest.raises(UnsafeFileError, match="a FIFO"):
+        _finishes(lambda: read_store_bytes(tmp_path / "device"))
+    with pytest.raises(harness.DataFileError, match="a FIFO"):  # a task's data file: a data problem, no hang
+        _finishes(lambda: harness.files_checksum([tmp_path / "device"]))
+
+
+# -- 40.11 a full disk while a checkpoint is saved is an OSError (one line), not a library's traceback --------------------
+def test_a_full_disk_inside_safetensors_is_one_line(tmp_path):
+    from safetensors import SafetensorError
+
+    from harness.files import os_error_line
+
+    def save(folder: Path):
+        (folder / "model.safetensors").write_bytes(b"partial")
+        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    with pytest.raises(OSError) as raised:
+        build_checkpoint(tmp_path / "ckpt" / "seed-1", save)
+    assert raised.value.errno == 28
+    assert os_error_line(raised.value).endswith("No space left on device; free some space and run the same command "
+                                                "again (finished cells are stored).")
+    assert not (tmp_path / "ckpt" / "seed-1").exists() and list((tmp_path / "ckpt").iterdir()) == [
+        tmp_path / "ckpt" / "seed-1.lock"]  # the half-written temporary folder is gone
+
+
+# -- 40.13 matrix values that used to be tracebacks ---------------------------------------------------------------------
+@pytest.mark.parametrize("matrix, expected", [
+    ("models: [{model: be, train_on: stsb, epochs: .nan}]\ntasks: [stsb]\n", "epochs must be a finite number"),
+    ("models: [{model: be, train_on: stsb, max_steps: 1.0e+400}]\ntasks: [stsb]\n",
+     "max_steps must be a finite number"),
+    ("budget: {learning_rate: -.inf}\nmodels: [be]\ntasks: [stsb]\n", "learning_rate must be a finite number"),
+    ("tasks: [stsb]\nmodels: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+])
+def test_non_finite_or_deeply_nested_matrix_values_are_one_line(run_cli, tmp_path, matrix, expected):
+    path = tmp_path / "matrix.yaml"
+    path.write_text(matrix)
+    code, out, err = run_cli("run", "--matrix", path, "--results", tmp_path / "results")
+    assert code == 2 and expected in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+# -- 40.14 a misbehaving plugin fails its own cells; the rest of the matrix runs ----------------------------------------
+def test_a_plugin_with_wrong_rows_objects_or_an_exception_fails_its_cell_only(tmp_path):
+    write_toy_data(tmp_path / "data")
+    outcomes, _ = file_toy_run(tmp_path, models=("toy-few-rows", "toy-raises", "toy-objects", "toy-embedder"),
+                               tasks=("toy-pairs",))
+    by_model = {o.spec.name: o for o in outcomes}
+    assert [by_model[m].status for m in ("toy-few-rows", "toy-raises", "toy-objects", "toy-embedder")] == [
+        "failed", "failed", "failed", "ok"]
+    assert "returned an array of shape (11, 64) for 12 texts" in by_model["toy-few-rows"].message
+    assert ("raised RuntimeError: the plugin's server went away at test_store_guarantees.py"
+            in by_model["toy-raises"].message and "a bug in the model or task plugin" in by_model["toy-raises"].message)
+    assert "returned an array of object values, not numbers" in by_model["toy-objects"].message
+    assert all("\n" not in o.message for o in outcomes)
+
+
+def test_checked_vectors_accepts_numbers_and_names_what_is_wrong():
+    from harness import ModelOutputError, checked_vectors
+
+    assert checked_vectors([[1, 2], [3, 4]], 2).dtype == np.float64
+    with pytest.raises(ModelOutputError, match=r"shape \(3,\) for 3 texts"):
+        checked_vectors([1.0, 2.0, 3.0], 3)
+    with pytest.raises(ModelOutputError, match="not an array of numbers"):
+        checked_vectors([[1.0], "ab"], 2)
+
+
+# -- 40.15 a read-only mount (EROFS) is a store that cannot be written, like EACCES: the "read-only-mount" case of
+# test_export_from_a_store_it_cannot_write_loads_the_checkpoint above.
+
+
+# -- 40.16 a missing or damaged per-example file is named, and run recomputes its cell ----------------------------------
+def test_a_missing_or_damaged_side_file_is_recomputed_by_run_and_named_by_leaderboard_and_compare(run_cli, tmp_path):
+    write_toy_data(tmp_path / "data")
+    file_toy_run(tmp_path)
+    results = tmp_path / "results"
+    (side_file,) = results.glob("*/seed-*/*.examples.npz")
+    good = side_file.read_bytes()
+    side_file.write_bytes(b"damaged")
+    code, out, err = run_cli("leaderboard", "--results", results, "--include-samples")
+    assert code == 1 and "does not match the sha256 its record names" in err, err
+    assert "1 per-example file(s) missing or damaged" in err and "stored before harness kept it" not in (
+        results / "leaderboards" / "toy.md").read_text()
+    side_file.unlink()
+    code, out, err = run_cli("leaderboard", "--results", results, "--include-samples")
+    assert code == 1 and f"{side_file} is missing" in err
+    outcomes, messages = file_toy_run(tmp_path)
+    assert [o.status for o in outcomes] == ["ok"] and side_file.read_bytes() == good
+    assert any(f"{side_file} is missing" in m for m in messages)
+    assert run_cli("leaderboard", "--results", results, "--include-samples")[0] == 0
+
+
+def test_compare_names_a_damaged_side_file_and_exits_non_zero(run_cli, tmp_path, monkeypatch):
+    from harness.compare import compare
+
+    write_toy_data(tmp_path / "data")
+    file_toy_run(tmp_path, models=("toy-embedder", "toy-offset"))
+    registry = build_registry(extra_plugins=[ToyPlugin(), FileToyPlugin()])
+    store = Store(tmp_path / "results")
+    for side_file in store.root.glob("*/seed-*/*.examples.npz"):
+        side_file.write_bytes(b"damaged")
+    _, _, (comparison,) = compare(registry, store, "toy-embedder", "toy-offset", ["toy-examples"], [42],
+                                  profile="smoke")
+    assert comparison.result is None and comparison.damaged >= 1 and "recomputes the cell" in comparison.reason
+
+
+# -- 40.17 leftovers of killed writers are removed from every output folder; exports are atomic -------------------------
+def _dead_writer_temporary(folder: Path, name: str) -> Path:
+    from harness.files import temporary_prefix
+
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(finished.stdout)
+    prefix = temporary_prefix(name).replace(f".{os.getpid()}.", f".{dead}.")
+    folder.mkdir(parents=True, exist_ok=True)
+    leftover = folder / f"{prefix}abcd1234.tmp"
+    leftover.write_text("half a file")
+    return leftover
+
+
+def test_leaderboard_and_publish_remove_the_temporaries_of_killed_writers(run_cli, tmp_path):
+    from harness.publish import Selection, publish
+
+    write_toy_data(tmp_path / "data")
+    toy_run(tmp_path, profile="quick")
+    registry = build_registry(extra_plugins=[ToyPlugin()])
+    published = Store(tmp_path / "published")
+    publish(Store(tmp_path / "results"), published, Selection(), registry=registry, data_dir=tmp_path / "data")
+    (record_path,) = published.record_files()
+    in_published = _dead_writer_temporary(record_path.parent, record_path.name)
+    in_boards = _dead_writer_temporary(tmp_path / "boards", "toy.md")
+    publish(Store(tmp_path / "results"), published, Selection(), registry=registry, data_dir=tmp_path / "data")
+    code, _, err = run_cli("leaderboard", "--results", published.root, "--output", tmp_path / "boards")
+    assert code == 0, err
+    assert not in_published.exists() and not in_boards.exists()
+
+
+def test_export_results_writes_each_file_atomically(run_cli, tmp_path, monkeypatch):
+    import errno
+
+    import harness.files as files
+
+    _store_with_mteb_record(tmp_path, "STS12")
+    out = tmp_path / "out"
+    code, _, err = run_cli("export-results", "--format", "mteb", "--results", tmp_path / "results", "--to", out,
+                           "--include-samples")
+    assert code == 0, err
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert any(p.name == "model_meta.json" for p in before)
+
+    def full_disk(descriptor):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(files.os, "fsync", full_disk)  # every file of the next export fails at its flush
+    code, _, err = run_cli("export-results", "--format", "mteb", "--results", tmp_path / "results", "--to", out,
+                           "--include-samples", "--overwrite")
+    assert code == 2 and "No space left on device; free some space" in err and "Traceback" not in err
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before  # nothing half-written, no leftovers
+# == end of issue 40 (helper safe-files) ================================================================================

@@ -2,13 +2,13 @@
 the one-line text of an operating-system error, and the stores commands read."""
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import sys
 from pathlib import Path
 
 from ..errors import HarnessError
+from ..files import os_error_line  # noqa: F401  (the CLI's one line for an OSError)
 
 DEFAULT_RESULTS = "results"  # the working store `harness run` writes to (git-ignored)
 DEFAULT_PUBLISHED = "published"  # the published records `leaderboards/` is built from (committed)
@@ -36,21 +36,6 @@ def configure_logging(verbosity: int = 0) -> None:
     package_logger.addHandler(problems)
     package_logger.setLevel(level)
     package_logger.propagate = False
-
-
-def os_error_line(exc: OSError) -> str:
-    """One line for an operating-system error that reached the command: the file, what went wrong, what to do."""
-    where = f"{exc.filename}: " if exc.filename else ""
-    what = exc.strerror or str(exc)
-    if exc.errno == errno.ENOSPC:
-        advice = "free some space and run the same command again (finished cells are stored)"
-    elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        advice = "make it writable (or choose another folder) and run again"
-    elif exc.errno in (errno.EISDIR, errno.ENOTDIR):
-        advice = "a folder stands where a file belongs (or the reverse); move it away and run again"
-    else:
-        advice = "fix that and run again"
-    return f"{where}{what}; {advice}."
 
 
 def load_registry():

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from ..errors import HarnessError
+from ..files import prepare_output_dir
 from .common import existing_store, load_registry, results_dir
 
 
@@ -18,6 +19,7 @@ def cmd_export_results(args) -> int:
     if target.is_dir() and any(target.iterdir()) and not args.overwrite:  # never replace an earlier export silently
         raise HarnessError(f"{target} already holds files (an earlier export?); choose an empty or new folder, or "
                            "add --overwrite to replace what the export writes.")
+    prepare_output_dir(target, "the export folder")  # writable; leftovers of a killed export removed
     records = list(store.records())
     samples = [r for r in records if sample_size(r) is not None]
     if samples and not args.include_samples:

@@ -53,5 +53,8 @@ def cmd_leaderboard(args) -> int:
     if store.skipped:
         print(f"error: {len(store.skipped)} invalid record(s), shown as `invalid` and never ranked; recompute them "
               "(harness run --overwrite) or restore them from git.", file=sys.stderr)
-        return 1
-    return 0
+    side_file_problems = getattr(store, "side_file_problems", [])
+    if side_file_problems:
+        print(f"error: {len(side_file_problems)} per-example file(s) missing or damaged, so those cells show no "
+              "interval; `harness run` with the arguments that computed them recomputes those cells.", file=sys.stderr)
+    return 1 if store.skipped or side_file_problems else 0

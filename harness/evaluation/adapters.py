@@ -16,6 +16,7 @@ import numpy as np
 
 from ..capabilities import Embedder, MultiVectorEmbedder, PairScorer, SpanEncoder
 from ..metrics import check_finite_vectors
+from ..plugin_api import checked_vectors
 
 
 def cosine_rows(first: np.ndarray, second: np.ndarray) -> np.ndarray:
@@ -60,7 +61,7 @@ class EmbedderAsPairScorer:
     def score(self, first: Sequence[str], second: Sequence[str]) -> np.ndarray:
         distinct = list(dict.fromkeys([*first, *second]))
         row_of = {text: row for row, text in enumerate(distinct)}
-        embeddings = np.asarray(self.model.encode(distinct))
+        embeddings = checked_vectors(self.model.encode(distinct), len(distinct), f"{type(self.model).__name__}.encode")
         return cosine_rows(embeddings[[row_of[t] for t in first]], embeddings[[row_of[t] for t in second]])
 
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from ..store import Store, atomic_write_text, check_writable_dir
+from ..files import prepare_output_dir
+from ..store import Store, atomic_write_text
 from .html import render_html
 from .stats import attach_statistics
 from .tables import (
@@ -94,13 +95,14 @@ def write_leaderboards(
     family_baselines: dict[str, Baseline] | None = None, stale: dict[str, str] | None = None,
 ) -> list[Path]:
     """Write every family's file; invalid records are in ``store.skipped`` (also logged, and shown as ``invalid``),
-    records on an evaluation sample that were left out in ``store.sample_records``. ``stale`` (model key -> the
-    key its spec resolves to now; the CLI computes it with the registry) marks rows trained under an older default
-    (:func:`mark_stale`)."""
-    check_writable_dir(Path(output_dir), "the leaderboard folder")
+    records on an evaluation sample that were left out in ``store.sample_records``, missing or damaged per-example
+    files in ``store.side_file_problems``. ``stale`` (model key -> the key its spec resolves to now; the CLI computes
+    it with the registry) marks rows trained under an older default (:func:`mark_stale`)."""
+    prepare_output_dir(Path(output_dir), "the leaderboard folder")
     tables = collect_tables(store, family_members, include_samples, family_baselines)
+    store.side_file_problems = []  # missing or damaged per-example files (the CLI reports them, exits non-zero)
     for table in tables:
-        attach_statistics(table)  # bootstrap intervals and tie marks (.stats)
+        store.side_file_problems += attach_statistics(table).problems  # bootstrap intervals and tie marks (.stats)
         mark_stale(table, stale or {})
     for path, reason in store.skipped:  # the caller reports them (the CLI: one line each, then exits non-zero)
         logger.debug("invalid record %s: %s", path, reason)

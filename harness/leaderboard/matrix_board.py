@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataFileError, data_error
+from ..files import prepare_output_dir
 from ..run.record import DEFAULT_RUNTIME, runtime_of, split_record_stem
-from ..store import Store, atomic_write_text, check_writable_dir
+from ..store import Store, atomic_write_text
 from .tables import Cell, Row, cell_view, sample_size
 
 MATRIX_FORMATS = ("md", "csv", "html")
@@ -411,7 +412,7 @@ def write_matrix_board(matrix_path: Path, store: Store, output_dir: Path, format
 
     board = build_board(matrix_path, store, registry)
     outcomes = matrix_outcomes(matrix_path, store, registry, board=board)  # the reproduction page's verdicts
-    check_writable_dir(Path(output_dir), "the matrix table folder")
+    prepare_output_dir(Path(output_dir), "the matrix table folder")
     written = []
     for fmt in formats:
         path = Path(output_dir) / f"{board.name}.{fmt}"

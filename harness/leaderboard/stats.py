@@ -43,7 +43,7 @@ from ..evaluation.significance import (
     from_replicates,
     units_from,
 )
-from ..store import InvalidRecordError, read_examples, read_record
+from ..store import REPAIR_ADVICE, SIDE_FILE_PROBLEM, InvalidRecordError, examples_path, read_examples, read_record
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +71,7 @@ class TableStatistics:
     without_data: set[tuple[str, str]] = field(default_factory=set)  # cells with scores but no per-example data
     marks: dict[str, ColumnMarks] = field(default_factory=dict)  # column -> marks (rows by model key)
     problems: list[str] = field(default_factory=list)  # side files that were absent or damaged
+    damaged: set[tuple[str, str]] = field(default_factory=set)  # cells of without_data that have such a side file
 
 
 NO_DATA = ("no per-example data (stored before harness kept it, or the task keeps none: `harness rescore` "
@@ -101,7 +102,7 @@ def stored_run(path: str | Path) -> tuple[ExampleScores | None, str, bool]:
     try:
         return ExampleScores.from_npz(content, record["examples"]), "", trained
     except (ExampleDataError, ValueError, KeyError) as exc:
-        return None, f"{path}: its per-example file cannot be read ({exc})", trained
+        return None, f"{SIDE_FILE_PROBLEM} {examples_path(Path(path))} cannot be read ({exc})", trained
 
 
 def cell_examples(paths: dict[int, str], seeds: set[int], problems: list[str],
@@ -218,9 +219,12 @@ def attach_statistics(table: Any, resamples: int = DEFAULT_RESAMPLES) -> "TableS
             if cell is None or not cell.values:
                 continue
             scores.setdefault(column, {})[row.model_key] = cell.mean()
+            known_problems = len(stats.problems)
             statistics = cell_statistics(cell, stats.problems, resamples)
             if statistics is None:
                 stats.without_data.add((row.model_key, column))
+                if len(stats.problems) > known_problems:
+                    stats.damaged.add((row.model_key, column))
             else:
                 stats.cells[(row.model_key, column)] = statistics
     _average_column(table, stats, scores)
@@ -231,7 +235,7 @@ def attach_statistics(table: Any, resamples: int = DEFAULT_RESAMPLES) -> "TableS
         if cell is not None:
             cell.bootstrap = (statistics.interval, _mark(stats.marks.get(column), model_key))
     for problem in stats.problems:
-        logger.warning("no interval: %s", problem)
+        logger.warning("no interval: %s; %s", problem, REPAIR_ADVICE)
     table.statistics = stats
     return stats
 
@@ -248,6 +252,8 @@ def _average_column(table: Any, stats: TableStatistics, scores: dict[str, dict[s
             stats.cells[(row.model_key, table.average_header)] = mean_of_cells(parts)
         else:
             stats.without_data.add((row.model_key, table.average_header))
+            if any((row.model_key, column) in stats.damaged for column in columns):
+                stats.damaged.add((row.model_key, table.average_header))
 
 
 def _marks(stats: TableStatistics, column: str, column_scores: dict[str, float]) -> ColumnMarks:
@@ -310,11 +316,16 @@ def notes(table: Any) -> list[str]:
                      "keep the order?), else the paired bootstrap on the same examples (docs/fidelity.md, \"Two "
                      f"units of inference\"); {TOO_FEW}: too few seeds to tell (a trained row of the two has fewer "
                      f"than {MIN_TRAINED_SEEDS} seeds).")
-    if stats.without_data:
-        columns = sorted({column for _, column in stats.without_data}, key=lambda c: (c not in table.columns, c))
-        lines.append(f"No interval in {len(stats.without_data)} cell(s) (columns: {', '.join(columns)}): their records "
+    without = stats.without_data - stats.damaged
+    if without:
+        columns = sorted({column for _, column in without}, key=lambda c: (c not in table.columns, c))
+        lines.append(f"No interval in {len(without)} cell(s) (columns: {', '.join(columns)}): their records "
                      "have no per-example data (stored before harness kept it, or the task keeps none); "
                      "`harness rescore` recomputes the evaluation from the stored checkpoints.")
+    if stats.damaged:
+        columns = sorted({column for _, column in stats.damaged}, key=lambda c: (c not in table.columns, c))
+        lines.append(f"No interval in {len(stats.damaged)} cell(s) (columns: {', '.join(columns)}): the per-example "
+                     f"file their record names is missing or damaged; {REPAIR_ADVICE}.")
     return lines
 
 

@@ -17,7 +17,8 @@ import logging
 from pathlib import Path
 from typing import Any, Iterable
 
-from harness.files import atomic_write_text
+from harness.errors import HarnessError
+from harness.files import atomic_write_text, read_store_text
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +53,8 @@ def read_silver_pairs(results_dir: Path) -> list[dict]:
     artifacts = []
     for path in sorted(Path(results_dir).glob(f"{ARTIFACT_FOLDERS}/{ARTIFACT}")):
         try:
-            payload = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+            payload = json.loads(read_store_text(path, results_dir))  # never a FIFO or a link out of the store
+        except (OSError, ValueError, HarnessError):
             logger.warning("skipping unreadable silver-pair artifact %s", path)
             continue
         if payload.get("artifact") == ARTIFACT_KIND:

@@ -17,6 +17,7 @@ from ..errors import DataFileError, HarnessError, IncompatibleError, MissingData
 from ..evaluation.bootstrap import example_side_file
 from ..fingerprint import stable_hash
 from ..metrics import ScoreError
+from ..plugin_api import PluginContractError, plugin_failure
 from ..registry import Registry
 from ..spec import ModelSpec, TaskSpec
 from .config import RunConfig
@@ -143,6 +144,12 @@ class CellWork:
             return self._problem(spec, seed, task_spec, "failed", str(exc))
         except IncompatibleError as exc:  # found only at evaluation (e.g. a reranker's first stage): this cell alone
             return self._problem(spec, seed, task_spec, "failed", str(exc))
+        except PluginContractError as exc:  # a model's output broke its contract (rows, numbers): this cell alone
+            return self._problem(spec, seed, task_spec, "failed", f"{spec.label}: {exc}")
+        except (HarnessError, OSError):  # the user's input or the machine (a full disk): one line, the run stops
+            raise
+        except Exception as exc:  # noqa: BLE001  a plugin's bug fails its own cell, never the rest of the matrix
+            return self._problem(spec, seed, task_spec, "failed", plugin_failure("the evaluation", exc))
         eval_seconds = time.perf_counter() - started
         if metadata.main_score not in result.scores:
             raise HarnessError(

@@ -25,10 +25,19 @@ from ..contamination import EvaluatedTexts, TextSet, measure, pairs_record
 from ..data import TrainingSplits
 from ..device import seed_everything
 from ..errors import DataFileError, HarnessError, IncompatibleError
-from ..files import StoreError, atomic_write_json, cached_bytes
+from ..files import NOT_WRITABLE, StoreError, atomic_write_json, cached_bytes
 from ..fingerprint import stable_hash
 from ..metrics import ScoreError
-from ..plugin_api import EvalContext, ModelContext, RecipeContext, RecipePlugin, Task
+from ..plugin_api import (
+    EvalContext,
+    ModelContext,
+    ModelOutputError,
+    PluginFailure,
+    RecipeContext,
+    RecipePlugin,
+    Task,
+    plugin_failure,
+)
 from ..profiles import Profile, budget_differences, format_budget, get_profile
 from ..registry import BUILTIN_PACKAGES, Registry, check_model_object
 from ..spec import ModelSpec, TaskSpec, resolve_model_spec, resolve_task_specs, student_spec
@@ -236,7 +245,9 @@ class Models:
         lock = self.store.checkpoint_lock(spec.key, seed, f"training {spec.label} seed {seed}")
         try:
             lock.acquire(on_wait=lambda message: self.log(f"  {spec.label} seed {seed}: {message}"))
-        except PermissionError as exc:  # a read-only store (e.g. `harness export` from a shared one)
+        except OSError as exc:  # a read-only store (e.g. `harness export` from a shared one or a read-only mount)
+            if exc.errno not in NOT_WRITABLE:
+                raise
             if self.config.overwrite or self.checkpoint_problem(spec, seed) is not None:
                 raise StoreError(f"cannot train {spec.label} seed {seed}: the store {self.store.root} is not "
                                  f"writable ({exc.strerror}); choose a writable store.") from None
@@ -478,9 +489,14 @@ class Models:
             model = self.trained_model(trained, profile, device, seed)
             check_batch_independence(self.registry, self.store, trained, model, profile)
             self.use_runtime(trained, model)
-        except (DataFileError, NonFiniteLossError, ScoreError, BatchDependenceError) as exc:
+        except (DataFileError, NonFiniteLossError, ScoreError, BatchDependenceError, ModelOutputError) as exc:
             self.release()
             return None, time.perf_counter() - started, exc
+        except (HarnessError, OSError):  # the user's input or the machine (a full disk): one line, the run stops
+            raise
+        except Exception as exc:  # noqa: BLE001  a plugin's bug fails the cells of its own model, not the matrix
+            self.release()
+            return None, time.perf_counter() - started, PluginFailure(plugin_failure(f"model {trained.label}", exc))
         return model, time.perf_counter() - started, None
 
 

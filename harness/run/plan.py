@@ -23,7 +23,7 @@ from ..matrix import ModelEntry
 from ..profiles import Profile, get_profile
 from ..registry import Registry
 from ..spec import SELF_TRAINING, ModelSpec, TaskSpec, budget_keys, resolve_model_spec, resolve_task_specs, student_spec
-from ..store import Store
+from ..store import Store, read_examples
 from .config import RunConfig
 from .models import CACHE, Models, runtime_refused
 from .record import reuse_problem
@@ -176,6 +176,9 @@ def stored_cell(registry: Registry, store: Store, plan: Plan, spec: ModelSpec, s
     why = reuse_problem(record, model_hash=spec.hash, task_version=registry.task(task_spec.name).metadata.version,
                         dataset_checksum=dataset_checksum, training_data_checksum=training_checksum,
                         runtime=plan.runtime)
+    if why is None:  # the score can be reused; its per-example file too? (a damaged one is never kept)
+        _, why = read_examples({**record, "_path": str(store.record_path(spec.key, seed, task_spec.key,
+                                                                         plan.runtime))})
     if why is None:
         return replace(cell, status=STORED, record=record)
     return replace(cell, why=why, recomputed_ok=record["status"] == "ok")

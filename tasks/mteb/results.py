@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import StoreError, atomic_write_file, atomic_write_text, path_inside
+
 logger = logging.getLogger(__name__)
 
 REVISION_PREFIX = "seed-"
@@ -151,12 +153,14 @@ def write_mteb_results(records: list[dict], output_dir: Path) -> list[Path]:
             continue
         sample = (record.get("profile") or {}).get("max_eval_examples")  # the smoke profile's evaluation sample
         meta = _model_meta(record)
-        folder = output_dir / "results" / meta.model_name_as_path() / meta.revision
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{result.task_name}.json"
-        result.to_disk(path)
-        meta_path = folder / "model_meta.json"
-        meta_path.write_text(json.dumps(meta.to_dict(), default=str, indent=4) + "\n", encoding="utf-8")
+        try:  # names come from the records: never a path outside output_dir (harness.files.path_inside)
+            folder = path_inside(output_dir, "results", meta.model_name_as_path(), meta.revision)
+            path = path_inside(folder, f"{result.task_name}.json")
+        except StoreError as refused:
+            logger.warning("skipped %s: %s", record.get("_path"), refused)
+            continue
+        atomic_write_file(path, result.to_disk)
+        atomic_write_text(folder / "model_meta.json", json.dumps(meta.to_dict(), default=str, indent=4) + "\n")
         written.append(path)
         manifest.append({
             "file": str(path.relative_to(output_dir)), "record": record.get("_path"),
@@ -167,5 +171,5 @@ def write_mteb_results(records: list[dict], output_dir: Path) -> list[Path]:
                          else "mteb's own evaluation" if counterpart is None else counterpart.fidelity),
         })
     if written:
-        (output_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(output_dir / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     return written
