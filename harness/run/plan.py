@@ -174,7 +174,8 @@ def stored_cell(registry: Registry, store: Store, plan: Plan, spec: ModelSpec, s
     if isinstance(plan.training_problems.get(trained_key), MissingDataError):
         training_checksum = record.get("training_data_checksum")
     why = reuse_problem(record, model_hash=spec.hash, task_version=registry.task(task_spec.name).metadata.version,
-                        dataset_checksum=dataset_checksum, training_data_checksum=training_checksum)
+                        dataset_checksum=dataset_checksum, training_data_checksum=training_checksum,
+                        requested_budget=spec.requested_budget)
     if why is None:
         return replace(cell, status=STORED, record=record)
     return replace(cell, why=why, recomputed_ok=record["status"] == "ok")
