@@ -4,7 +4,8 @@ A model (or recipe) plugin may declare its own budget per profile (``ModelPlugin
 {"max_steps": 360}}``): a mapping of :data:`BUDGET_KEYS` that replaces the profile's value for that model's training,
 so the core never names a model. A matrix entry or ``--set key=value`` overrides both (``budget_overrides``); the
 resolved budget of a trained spec is part of its identity (``harness.spec``), so a changed budget never reuses a
-stored result (except ``precision``, :data:`UNHASHED_BUDGET_KEYS`). Evaluation budgets (``eval_batch_size``, ``max_eval_examples``) are never per method.
+stored result (except ``precision``, :data:`UNHASHED_BUDGET_KEYS`). Evaluation budgets (``eval_batch_size``,
+``max_eval_examples``) are never per method.
 """
 from __future__ import annotations
 
