@@ -1,0 +1,44 @@
+"""What a new user meets after `make run` (issue 41): honest exit codes, progress in logs, publish choosing among
+variants, mistakes reported together."""
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+
+from harness.testing import run_harness
+
+
+def _smoke_run(backbone, results, *extra, models="be", tasks="stsb", env=None):
+    return run_harness("run", "--models", models, "--backbone", backbone, "--tasks", tasks, "--profile", "smoke",
+                       "--results", results, "--no-progress", *extra, env=env)
+
+
+# -- 4. exit codes -----------------------------------------------------------------------------------------------------
+def test_a_run_whose_every_cell_misses_its_data_exits_1_with_one_line(tiny_bert, tmp_path):
+    # HOME moved: no downloaded USEB copy under ~/.cache/harness/data can answer
+    run = _smoke_run(tiny_bert, tmp_path / "store", tasks="askubuntu", env={"HOME": str(tmp_path)})
+    assert run.exit_code == 1
+    assert run.stderr.strip().splitlines()[-1].startswith("error: no cell has its data")
+    assert "1 missing data" in run.stdout
+    mixed = _smoke_run(tiny_bert, tmp_path / "store", tasks="askubuntu,stsb", env={"HOME": str(tmp_path)})
+    assert mixed.exit_code == 0 and "error" not in mixed.stderr  # some cells computed: the run did its work
+
+
+def test_an_unreadable_store_folder_is_one_error_line_not_an_empty_store(tiny_bert, tmp_path, monkeypatch):
+    assert _smoke_run(tiny_bert, tmp_path / "store").exit_code == 0
+    (model_folder,) = [p for p in (tmp_path / "store").iterdir() if p.name.startswith("be-")]
+    listing = Path.iterdir
+
+    def iterdir(self):  # the tests run as root, which chmod cannot lock out
+        if self == model_folder:
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        return listing(self)
+
+    monkeypatch.setattr(Path, "iterdir", iterdir)
+    for argv in (("leaderboard", "--results", tmp_path / "store"),
+                 ("export-results", "--format", "mteb", "--to", tmp_path / "out", "--results", tmp_path / "store")):
+        run = run_harness(*argv)
+        assert run.exit_code == 2, argv
+        assert run.stderr.strip().splitlines() == [
+            f"error: cannot read {model_folder} (Permission denied); make it readable, or pass the store you mean "
+            "with --results."]
