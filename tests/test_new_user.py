@@ -3,6 +3,7 @@ variants, mistakes reported together."""
 from __future__ import annotations
 
 import errno
+import json
 from pathlib import Path
 
 from harness.testing import run_harness
@@ -42,3 +43,24 @@ def test_an_unreadable_store_folder_is_one_error_line_not_an_empty_store(tiny_be
         assert run.stderr.strip().splitlines() == [
             f"error: cannot read {model_folder} (Permission denied); make it readable, or pass the store you mean "
             "with --results."]
+
+
+# -- 3. publish picks the spec `harness run` wrote, not every variant of a name ------------------------------------------
+def test_publish_models_be_takes_the_quick_record_not_its_smoke_variants(tiny_bert, tmp_path):
+    store, published = tmp_path / "store", tmp_path / "published"
+    quick = run_harness("run", "--models", "be", "--backbone", tiny_bert, "--tasks", "stsb", "--results", store,
+                        "--no-progress")
+    assert quick.exit_code == 0, quick.stderr
+    assert _smoke_run(tiny_bert, store, models="be:pooling=cls").exit_code == 0  # the Quick start's smoke variant
+    assert _smoke_run(tiny_bert, store).exit_code == 0
+    common = ("publish", "--results", store, "--to", published, "--backbone", tiny_bert, "--tasks", "stsb")
+    done = run_harness(*common, "--models", "be")
+    assert done.exit_code == 0 and "published 1 record(s)" in done.stdout, done.stderr
+    (record,) = [json.loads(p.read_text()) for p in published.glob("*/seed-*/stsb.json")]
+    assert record["model"]["profile"] == "quick" and record["model"]["label"] == "be"
+    smoke = run_harness(*common, "--models", "be", "--profile", "smoke")
+    assert smoke.exit_code == 2 and "computed on a sample of the evaluation data" in smoke.stderr
+    absent = run_harness(*common, "--models", "be", "--train-on", "stsb")
+    assert absent.exit_code == 2 and len(absent.stderr.strip().splitlines()) == 1
+    assert "Records of other variants: be (profile quick), be (profile smoke), be:pooling=cls (profile smoke)" in (
+        absent.stderr)
