@@ -64,3 +64,35 @@ def test_publish_models_be_takes_the_quick_record_not_its_smoke_variants(tiny_be
     assert absent.exit_code == 2 and len(absent.stderr.strip().splitlines()) == 1
     assert "Records of other variants: be (profile quick), be (profile smoke), be:pooling=cls (profile smoke)" in (
         absent.stderr)
+
+
+# -- 5. progress in a log ------------------------------------------------------------------------------------------------
+def test_a_run_off_a_terminal_logs_steps_and_cells_at_an_interval(tiny_bert, tmp_path):
+    run = run_harness("run", "--models", "ce", "--backbone", tiny_bert, "--tasks", "stsb", "--profile", "smoke",
+                      "--train-on", "stsb", "--set", "max_steps=2", "--results", tmp_path,
+                      env={"HARNESS_PROGRESS_SECONDS": "0"})  # stderr is not a terminal here, as in CI
+    assert run.exit_code == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert "  training ce: 1/2 steps (50%)" in "\n".join(lines) and any(
+        line.startswith("  training ce: 2/2 steps (100%)") and "loss=" in line for line in lines)
+    assert any(line.startswith("  run: 1/1 cells (100%)") for line in lines)
+    quiet = run_harness("run", "--models", "ce", "--backbone", tiny_bert, "--tasks", "stsb", "--profile", "smoke",
+                        "--train-on", "stsb", "--set", "max_steps=2", "--results", tmp_path / "q", "--no-progress",
+                        env={"HARNESS_PROGRESS_SECONDS": "0"})
+    assert "steps (" not in quiet.stdout
+
+
+def test_log_progress_waits_one_interval_before_its_first_line(caplog):
+    from harness.progress import LogProgress
+
+    caplog.set_level("INFO", logger="harness.progress")
+    slow = LogProgress(10, "encoding", "text", interval=3600)
+    slow.update(5)
+    assert caplog.records == []  # a short step says nothing
+    fast = LogProgress(4, "encoding", "text", interval=0)
+    fast.update(1)
+    fast.set_postfix(loss="0.5")
+    fast.update(1)
+    assert [r.getMessage().split(", ")[0] for r in caplog.records] == ["  encoding: 1/4 texts (25%)",
+                                                                        "  encoding: 2/4 texts (50%)"]
+    assert caplog.records[-1].getMessage().endswith("left, loss=0.5")
