@@ -6,6 +6,8 @@ import errno
 import json
 from pathlib import Path
 
+import pytest
+
 from harness.testing import run_harness
 
 
@@ -96,3 +98,94 @@ def test_log_progress_waits_one_interval_before_its_first_line(caplog):
     assert [r.getMessage().split(", ")[0] for r in caplog.records] == ["  encoding: 1/4 texts (25%)",
                                                                         "  encoding: 2/4 texts (50%)"]
     assert caplog.records[-1].getMessage().endswith("left, loss=0.5")
+
+
+# -- 2. one rule for "best" in every format ------------------------------------------------------------------------------
+def _store_of(tmp_path, scores: dict[str, object], tasks=("t1",)):
+    from test_bootstrap import _record
+
+    from harness.store import Store
+
+    store = Store(tmp_path)
+    for model, data in scores.items():
+        for task in tasks:
+            record, content = _record(model, 1, task, data)
+            store.write(f"{model}-key", 1, task, record, examples=content)
+    return store
+
+
+def _formats(store):
+    from harness.leaderboard import collect_tables, render_csv, render_html, render_latex, render_markdown
+    from harness.leaderboard.plots import AVERAGE, panel_bars
+    from harness.leaderboard.stats import attach_statistics
+
+    (table,) = collect_tables(store)
+    attach_statistics(table)
+    ordered = [(table, rank, row, average) for rank, row, average in table.ranked()]
+    plot = {column: [bar[3] for bar in panel_bars([table], ordered, column, tuple(table.averaged_columns))]
+            for column in ("t1", AVERAGE)}
+    csv_rows = render_csv(table).splitlines()
+    header = csv_rows[0].split(",")
+    marks = {row.split(",")[2]: (row.split(",")[header.index("t1_mark")], row.split(",")[header.index("average_mark")])
+             for row in csv_rows[1:]}
+    return table, render_markdown(table), render_latex(table), render_html(table), marks, plot
+
+
+def test_every_format_bolds_only_the_significantly_best_row(tmp_path):
+    import numpy as np
+
+    from harness.evaluation.bootstrap import ExampleScores
+
+    rng = np.random.default_rng(1)
+    gold = rng.normal(size=400)
+    scores = {name: ExampleScores("spearman", {"predicted": gold + level * rng.normal(size=400), "gold": gold})
+              for name, level in (("strong", 0.3), ("weak", 2.0))}
+    table, markdown, latex, page, csv_marks, plot = _formats(_store_of(tmp_path, scores))
+    strong_line = next(line for line in markdown.splitlines() if "| strong" in line)
+    assert strong_line.count("**") == 4  # its t1 cell and its average, nothing else in the table
+    assert sum(line.count("**") for line in markdown.splitlines() if line.startswith("|")) == 4
+    assert latex.count("\\textbf{") == 2
+    assert page.count('class="best"') == 2 and "<strong>" not in page  # the averages follow the rule too
+    assert csv_marks == {"strong": ("best-significant", "best-significant"), "weak": ("", "")}
+    assert plot == {"t1": ["best-significant", ""], "average": ["best-significant", ""]}
+
+
+def test_a_top_row_without_per_example_data_is_marked_untested_in_every_format(tmp_path):
+    table, markdown, latex, page, csv_marks, plot = _formats(_store_of(tmp_path, {"old": 80.0, "older": 70.0}))
+    assert "**" not in "\n".join(line for line in markdown.splitlines() if line.startswith("|"))
+    assert "80.00 †" in markdown and "†: the column's top row, which cannot be told apart from the next one" in (
+        markdown)
+    assert "\\textbf{" not in latex and "80.00 †" in latex
+    assert 'class="best"' not in page and "<strong>" not in page and "80.00 †" in page
+    assert csv_marks == {"old": ("best-untested", "best-untested"), "older": ("no-data", "no-data")}
+    assert plot == {"t1": ["best-untested", ""], "average": ["best-untested", ""]}
+
+
+def test_plots_draw_the_tables_intervals_and_one_average_panel_per_task_set(tmp_path):
+    import numpy as np
+
+    from harness.evaluation.bootstrap import ExampleScores
+    from harness.leaderboard import collect_tables
+    from harness.leaderboard.plots import AVERAGE, panel_bars, plot_table
+    from harness.leaderboard.stats import attach_statistics
+
+    rng = np.random.default_rng(2)
+    gold = rng.normal(size=300)
+    data = ExampleScores("spearman", {"predicted": gold + 0.5 * rng.normal(size=300), "gold": gold})
+    store = _store_of(tmp_path, {"a": data})
+    _store_of(tmp_path, {"b": 60.0}, tasks=("t1", "t2"))  # another task set: a section of its own
+    tables = collect_tables(store)
+    for table in tables:
+        attach_statistics(table)
+    ordered = [(table, rank, row, average) for table in tables for rank, row, average in table.ranked()]
+    by_label = {row.label: index for index, (_, _, row, _) in enumerate(ordered)}
+    t1 = panel_bars(tables, ordered, "t1", None)
+    table_a = next(table for table in tables if any(row.label == "a" for row in table.rows))
+    low, high = table_a.statistics.cells[("a-key", "t1")].interval
+    value, (below, above), _, _ = t1[by_label["a"]]
+    assert (value - below, value + above) == pytest.approx((low, high))  # the interval the table prints
+    for task_set in (("t1",), ("t1", "t2")):
+        bars = panel_bars(tables, ordered, AVERAGE, task_set)
+        drawn = {label for label, index in by_label.items() if not np.isnan(bars[index][0])}
+        assert drawn == ({"a"} if task_set == ("t1",) else {"b"})
+    assert plot_table(tables, tmp_path / "board.png").stat().st_size > 0
