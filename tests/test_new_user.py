@@ -189,3 +189,26 @@ def test_plots_draw_the_tables_intervals_and_one_average_panel_per_task_set(tmp_
         drawn = {label for label, index in by_label.items() if not np.isnan(bars[index][0])}
         assert drawn == ({"a"} if task_set == ("t1",) else {"b"})
     assert plot_table(tables, tmp_path / "board.png").stat().st_size > 0
+
+
+# -- 6. messages ---------------------------------------------------------------------------------------------------------
+def test_a_misspelt_profile_gets_did_you_mean(tmp_path):
+    run = run_harness("run", "--models", "be", "--tasks", "stsb", "--profile", "quik", "--results", tmp_path)
+    assert run.exit_code == 2 and run.stderr.strip().splitlines() == [
+        "error: invalid value 'quik' for --profile; allowed values: smoke, quick, paper. Did you mean: quick?"]
+
+
+def test_a_matrix_with_several_mistakes_reports_them_all(tmp_path):
+    structure = tmp_path / "structure.yaml"
+    structure.write_text("tasks: [stsb]\nmodels:\n  - {model: ce, train_on: stsb, epoch: 2}\n"
+                         "  - {model: be, backbone: 3}\nseeds: [-1]\n")
+    run = run_harness("validate", "--matrix", structure)
+    (line,) = run.stderr.strip().splitlines()
+    assert run.exit_code == 2 and line.startswith(f"error: {structure}: 3 mistakes: (1) models entry 1 (ce): ")
+    assert "(2) models entry 2: backbone must be a text" in line and "(3) seeds: seed -1 is outside" in line
+    names = tmp_path / "names.yaml"
+    names.write_text("tasks: [stsb, stsbb]\nmodels: [ce, bee, 'be:pooling=maxx']\n")
+    run = run_harness("validate", "--matrix", names)
+    (line,) = run.stderr.strip().splitlines()
+    assert run.exit_code == 2 and line.startswith("error: 3 mistakes: (1) unknown task 'stsbb'.")
+    assert "(2) unknown model 'bee'." in line and "(3) invalid value 'maxx' for option 'pooling'" in line
