@@ -212,3 +212,14 @@ def test_a_matrix_with_several_mistakes_reports_them_all(tmp_path):
     (line,) = run.stderr.strip().splitlines()
     assert run.exit_code == 2 and line.startswith("error: 3 mistakes: (1) unknown task 'stsbb'.")
     assert "(2) unknown model 'bee'." in line and "(3) invalid value 'maxx' for option 'pooling'" in line
+
+
+def test_plot_silver_density_reads_the_working_store_not_the_published_one(tmp_path, monkeypatch):
+    from harness.testing import run_harness as run
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "published").mkdir()
+    (tmp_path / "leaderboards").mkdir()
+    drawn = run("plot", "silver-density", env={"HARNESS_RESULTS_DIR": str(tmp_path / "mine")})
+    # nothing run yet: the message names the working store (it used to read published/ and write leaderboards/)
+    assert drawn.exit_code == 2 and f"no silver-pair artifacts under {tmp_path / 'mine' / 'artifacts'};" in drawn.stderr

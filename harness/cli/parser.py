@@ -101,7 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     plot = commands.add_parser("plot", help="draw a plot that a plugin offers, from stored results and artifacts")
     plot.add_argument("name", help="plot name (see `harness list`, components of kind 'plot')")
     plot.add_argument("--results", type=Path, default=None,
-                      help=f"store to read (default ./{DEFAULT_PUBLISHED}, the published records)")
+                      help=f"store to read (default: for `plot leaderboard` ./{DEFAULT_PUBLISHED}, the published "
+                           f"records, as `harness leaderboard`; for every other plot your working store, "
+                           f"./{DEFAULT_RESULTS} or HARNESS_RESULTS_DIR)")
     plot.add_argument("--output", type=Path, default=None,
                       help=f"folder for the PNG files (default ./{DEFAULT_LEADERBOARDS} for the published records, "
                            "else <results>/leaderboards)")
