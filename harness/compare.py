@@ -15,7 +15,7 @@ from pathlib import Path
 from .errors import HarnessError
 from .evaluation.bootstrap import DEFAULT_RESAMPLES, ExampleDataError, ExampleScores
 from .evaluation.significance import ALPHA, PairedResult, holm, paired_test
-from .leaderboard.stats import stored_examples
+from .leaderboard.stats import NO_DATA, stored_examples
 from .profiles import get_profile
 from .registry import Registry
 from .spec import ModelSpec, resolve_model_spec, resolve_task_specs
@@ -49,6 +49,12 @@ def _examples(store: Store, spec: ModelSpec, seed: int, task_key: str) -> tuple[
     return data, "" if data is not None else f"{spec.label} seed {seed}: {reason}"
 
 
+def _keeps_examples(registry: Registry, task_name: str) -> bool:
+    """Whether the task's evaluation returns per-example data at all (``Task.keeps_examples``; a task registered
+    through a factory that is not a Task class is assumed to)."""
+    return bool(getattr(registry.task(task_name).factory, "keeps_examples", True))
+
+
 def compare(registry: Registry, store: Store, model_a: str, model_b: str, tasks: list[str], seeds: list[int],
             profile: str = "quick", backbone: str | None = None, train_on: str | None = None,
             resamples: int = DEFAULT_RESAMPLES) -> tuple[ModelSpec, ModelSpec, list[TaskComparison]]:
@@ -68,7 +74,10 @@ def compare(registry: Registry, store: Store, model_a: str, model_b: str, tasks:
         for side, spec in enumerate((spec_a, spec_b)):
             for seed in seeds:
                 data, reason = _examples(store, spec, seed, task.key)
-                if data is None:
+                if data is None and reason.endswith(NO_DATA) and not _keeps_examples(registry, task.name):
+                    reason = (f"task {task.label} keeps no per-example data (its evaluator gives only the score), "
+                              "so it cannot be tested; `harness rescore` would not add any")
+                if data is None and reason not in reasons:
                     reasons.append(reason)
                 else:
                     per_model[side].append(data)

@@ -223,3 +223,4 @@ def test_plot_silver_density_reads_the_working_store_not_the_published_one(tmp_p
     drawn = run("plot", "silver-density", env={"HARNESS_RESULTS_DIR": str(tmp_path / "mine")})
     # nothing run yet: the message names the working store (it used to read published/ and write leaderboards/)
     assert drawn.exit_code == 2 and f"no silver-pair artifacts under {tmp_path / 'mine' / 'artifacts'};" in drawn.stderr
+
