@@ -19,7 +19,7 @@ from .contamination import seen_text
 from .errors import HarnessError
 from .evaluation.bootstrap import DEFAULT_RESAMPLES, ExampleDataError, ExampleScores
 from .evaluation.significance import ALPHA, MIN_TRAINED_SEEDS, TOO_FEW_SEEDS, UnitComparison, compare_units, holm
-from .leaderboard.stats import stored_run
+from .leaderboard.stats import NO_DATA, stored_run
 from .profiles import get_profile
 from .registry import Registry
 from .spec import ModelSpec, resolve_model_spec, resolve_task_specs
@@ -66,6 +66,12 @@ def _examples(store: Store, spec: ModelSpec, seed: int, task_key: str) -> tuple[
     return data, "" if data is not None else f"{spec.label} seed {seed}: {reason}", trained
 
 
+def _keeps_examples(registry: Registry, task_name: str) -> bool:
+    """Whether the task's evaluation returns per-example data at all (``Task.keeps_examples``; a task registered
+    through a factory that is not a Task class is assumed to)."""
+    return bool(getattr(registry.task(task_name).factory, "keeps_examples", True))
+
+
 def compare(registry: Registry, store: Store, model_a: str, model_b: str, tasks: list[str], seeds: list[int],
             profile: str = "quick", backbone: str | None = None, train_on: str | None = None,
             resamples: int = DEFAULT_RESAMPLES) -> tuple[ModelSpec, ModelSpec, list[TaskComparison]]:
@@ -87,8 +93,12 @@ def compare(registry: Registry, store: Store, model_a: str, model_b: str, tasks:
             for seed in seeds:
                 data, reason, was_trained = _examples(store, spec, seed, task.key)
                 trained[side] = trained[side] or was_trained
+                if data is None and reason.endswith(NO_DATA) and not _keeps_examples(registry, task.name):
+                    reason = (f"task {task.label} keeps no per-example data (its evaluator gives only the score), "
+                              "so it cannot be tested; `harness rescore` would not add any")
                 if data is None:
-                    reasons.append(reason)
+                    if reason not in reasons:
+                        reasons.append(reason)
                 else:
                     per_model[side].append(data)
         if reasons:

@@ -3,8 +3,9 @@
 ``auto`` picks CUDA, then Apple MPS, then the CPU. On CUDA, forward passes run under autocast (bfloat16 where the GPU
 supports it, else float16 with a gradient scaler during training; ``HARNESS_NO_AMP=1`` turns it off). One process
 uses one GPU (``cuda`` is the current one, ``cuda:N`` GPU N); several GPUs train one model with one process each
-(``torchrun``, harness.distributed). Training's precision is a budget key (``--set precision=bf16``: bfloat16
-autocast on the CPU too; ``fp16``: float16 with a gradient scaler; see harness.profiles.PRECISIONS).
+(``torchrun``, harness.distributed). Training's precision is a budget key outside the spec's identity
+(``--set precision=bf16``: bfloat16 autocast on the CPU too; ``fp16``: float16 with a gradient scaler; see
+harness.profiles.PRECISIONS).
 Which GPUs are visible is ``CUDA_VISIBLE_DEVICES``'s choice: a Ray task asking for one GPU sees exactly its own, as
 ``cuda:0``. CI has no GPU: the CUDA paths are covered by tests that fake torch's CUDA queries (tests/test_device.py).
 """

@@ -48,8 +48,9 @@ def unknown_name(kind: str, name: str, candidates: Iterable[str]) -> UnknownName
 
 
 def invalid_choice(option: str, value: object, allowed: Iterable[object]) -> InvalidOptionError:
-    allowed_text = ", ".join(str(a) for a in allowed)
-    return InvalidOptionError(f"invalid value {value!r} for {option}; allowed values: {allowed_text}.")
+    allowed = [str(a) for a in allowed]
+    hint = close_matches_hint(str(value), allowed) if isinstance(value, str) and value not in allowed else ""
+    return InvalidOptionError(f"invalid value {value!r} for {option}; allowed values: {', '.join(allowed)}.{hint}")
 
 
 def data_error(path: object, line: int | None, problem: str) -> DataFileError:

@@ -77,6 +77,12 @@ def _optional_text(path: Path, document: dict, key: str, example: str) -> str | 
     return value
 
 
+def numbered_mistakes(mistakes: list[str]) -> str:
+    """``3 mistakes: (1) ... (2) ... (3) ...``: several messages as one line."""
+    texts = [text.strip() + ("" if text.strip().endswith((".", "?", "!")) else ".") for text in mistakes]
+    return f"{len(texts)} mistakes: " + " ".join(f"({number}) {text}" for number, text in enumerate(texts, 1))
+
+
 def load_matrix(path: Path) -> dict:
     import yaml
 
@@ -112,43 +118,24 @@ def load_matrix(path: Path) -> dict:
     except HarnessError as exc:
         raise data_error(path, None, str(exc)) from None
     models = []
+    mistakes: list[str] = []  # every mistake of the entries, tasks and seeds is said at once
     for position, item in enumerate(raw_models, start=1):
-        if isinstance(item, str) and item.strip():
-            models.append(ModelEntry(item, budget=dict(shared_budget), own_budget_keys=()))
-        elif isinstance(item, dict) and isinstance(item.get("model"), str) and set(item) - MODEL_KEYS:
-            typos = "; ".join(f"{key!r}.{close_matches_hint(str(key), MODEL_KEYS)}"
-                              for key in sorted(set(item) - MODEL_KEYS, key=str))
-            raise data_error(path, None, f"models entry {position} ({item['model']}): unknown key {typos} Keys: "
-                                         f"{', '.join(sorted(MODEL_KEYS))}.")
-        elif isinstance(item, dict) and isinstance(item.get("model"), str):
-            for key in ("train_on", "backbone"):
-                if item.get(key) is not None and not isinstance(item[key], str):
-                    raise data_error(path, None, f"models entry {position}: {key} must be a text such as "
-                                                 f"{TASK_EXAMPLE if key == 'train_on' else 'bert-base-uncased'}; got "
-                                                 f"{item[key]!r}.")
-            try:
-                own_budget = check_budget({k: v for k, v in item.items() if k in BUDGET_KEYS},
-                                          f"models entry {position}")
-            except HarnessError as exc:
-                raise data_error(path, None, str(exc)) from None
-            models.append(ModelEntry(item["model"], item.get("train_on"), item.get("backbone"),
-                                     {**shared_budget, **own_budget}, own_budget_keys=tuple(own_budget)))
-        else:
-            raise data_error(
-                path, None, f"models entry {position} ({item!r}) must be a spec string or a mapping with keys "
-                f"{sorted(MODEL_KEYS)} ('model' required, a text; the budget keys {', '.join(BUDGET_KEYS)} set this "
-                "entry's training budget)."
-            )
+        try:
+            models.append(_model_entry(path, position, item, shared_budget))
+        except DataFileError as exc:
+            mistakes.append(str(exc).removeprefix(f"{path}: "))
     tasks = document.get("tasks") or []
     if not isinstance(tasks, list) or not all(isinstance(t, str) and t.strip() for t in tasks):
-        raise data_error(
-            path, None, f"tasks must be a list of task or family names, e.g. tasks: [{TASK_EXAMPLE}]; got {tasks!r}."
-        )
+        mistakes.append(f"tasks must be a list of task or family names, e.g. tasks: [{TASK_EXAMPLE}]; got {tasks!r}.")
     seeds = document.get("seeds", [42])
     try:
         seeds = check_seeds(seeds, "seeds")
     except HarnessError as exc:
-        raise data_error(path, None, str(exc)) from None
+        mistakes.append(str(exc))
+    if len(mistakes) == 1:
+        raise data_error(path, None, mistakes[0])
+    if mistakes:
+        raise data_error(path, None, numbered_mistakes(mistakes))
     result = {"models": models, "tasks": tasks, "seeds": seeds}
     for key, example in (("profile", "quick"), ("backbone", "bert-base-uncased"), ("train_on", TASK_EXAMPLE),
                          ("data_dir", "~/data")):
@@ -158,3 +145,34 @@ def load_matrix(path: Path) -> dict:
     if "data_dir" in result:
         result["data_dir"] = Path(result["data_dir"]).expanduser()
     return result
+
+
+def _model_entry(path: Path, position: int, item: object, shared_budget: dict) -> ModelEntry:
+    """Models entry ``position`` of a matrix file (a spec text or a mapping), or a DataFileError saying what is
+    wrong."""
+    if isinstance(item, str) and item.strip():
+        return ModelEntry(item, budget=dict(shared_budget), own_budget_keys=())
+    elif isinstance(item, dict) and isinstance(item.get("model"), str) and set(item) - MODEL_KEYS:
+        typos = "; ".join(f"{key!r}.{close_matches_hint(str(key), MODEL_KEYS)}"
+                          for key in sorted(set(item) - MODEL_KEYS, key=str))
+        raise data_error(path, None, f"models entry {position} ({item['model']}): unknown key {typos} Keys: "
+                                     f"{', '.join(sorted(MODEL_KEYS))}.")
+    elif isinstance(item, dict) and isinstance(item.get("model"), str):
+        for key in ("train_on", "backbone"):
+            if item.get(key) is not None and not isinstance(item[key], str):
+                raise data_error(path, None, f"models entry {position}: {key} must be a text such as "
+                                             f"{TASK_EXAMPLE if key == 'train_on' else 'bert-base-uncased'}; got "
+                                             f"{item[key]!r}.")
+        try:
+            own_budget = check_budget({k: v for k, v in item.items() if k in BUDGET_KEYS},
+                                      f"models entry {position}")
+        except HarnessError as exc:
+            raise data_error(path, None, str(exc)) from None
+        return ModelEntry(item["model"], item.get("train_on"), item.get("backbone"),
+                          {**shared_budget, **own_budget}, own_budget_keys=tuple(own_budget))
+    else:
+        raise data_error(
+            path, None, f"models entry {position} ({item!r}) must be a spec string or a mapping with keys "
+            f"{sorted(MODEL_KEYS)} ('model' required, a text; the budget keys {', '.join(BUDGET_KEYS)} set this "
+            "entry's training budget)."
+        )

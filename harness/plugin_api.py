@@ -356,6 +356,9 @@ class Task:
     # Training kinds (of metadata.training_kinds) this task is the default source of: a model that must be trained,
     # declares no default_train_on and learns from such a kind trains on this task (the model names no task).
     default_source_for: ClassVar[tuple[str, ...]] = ()
+    # False: ``evaluate`` never returns per-example data (``EvalResult.examples``), e.g. an evaluator that gives only
+    # means; `harness compare` then says the task cannot be tested rather than advising `harness rescore`.
+    keeps_examples: ClassVar[bool] = True
 
     def __init__(self, options: Mapping[str, Any] | None = None, data_dir: Path | None = None):
         declared = type(self).options

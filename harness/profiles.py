@@ -4,7 +4,8 @@ A model (or recipe) plugin may declare its own budget per profile (``ModelPlugin
 {"max_steps": 360}}``): a mapping of :data:`BUDGET_KEYS` that replaces the profile's value for that model's training,
 so the core never names a model. A matrix entry or ``--set key=value`` overrides both (``budget_overrides``); the
 resolved budget of a trained spec is part of its identity (``harness.spec``), so a changed budget never reuses a
-stored result. Evaluation budgets (``eval_batch_size``, ``max_eval_examples``) are never per method.
+stored result (except ``precision``, :data:`UNHASHED_BUDGET_KEYS`). Evaluation budgets (``eval_batch_size``,
+``max_eval_examples``) are never per method.
 """
 from __future__ import annotations
 
@@ -60,9 +61,15 @@ DEFAULT_BUDGET_KEYS = ("epochs", "max_steps", "batch_size", "learning_rate", "ma
 # autocast on CUDA (bfloat16 where the GPU has it, else float16) and full precision elsewhere; ``fp32`` is full
 # precision everywhere; ``bf16`` is bfloat16 autocast on the CPU too (weights and optimizer state stay float32);
 # ``fp16`` is float16 autocast with a gradient scaler, on CUDA and on the CPU (GPUs without bfloat16 use it under
-# ``auto``; asking for it elsewhere reproduces that path). A
-# non-default precision is part of the spec's identity, like every budget key, so it never reuses an fp32 result.
+# ``auto``; asking for it elsewhere reproduces that path).
+# Precision says how a model is trained, not which model (as ``auto`` already trains differently on a GPU and a CPU
+# under one key): it is not part of the spec's identity, so `make run`'s ``--set precision=bf16`` models answer the
+# commands that follow it. Every record and checkpoint says the precision its training applied
+# (``budget.applied.precision``); an explicit request (``fp32``/``bf16``/``fp16``) recomputes what was trained under
+# another (:func:`precision_problem`), ``auto`` takes what is stored.
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+# Budget keys that change how a model is trained but not its identity (left out of the spec hash).
+UNHASHED_BUDGET_KEYS = ("precision",)
 BUDGET_CHOICES: dict[str, tuple[str, ...]] = {"precision": PRECISIONS}  # the budget keys whose value is a name
 NO_LIMIT = ("none", "null", "all")  # --set max_train_examples=none
 
@@ -170,7 +177,19 @@ def resolve_budget(profile: Profile, plugin_budgets: Mapping[str, Mapping[str, A
     profile name -> budget), then ``overrides``; only the keys that differ from the profile's own values (so a spec
     without a budget of its own keeps the identity, and the stored results, it always had)."""
     merged = {**dict((plugin_budgets or {}).get(profile.name, {})), **dict(overrides or {})}
-    return {key: value for key, value in sorted(merged.items()) if getattr(profile, key) != value}
+    return {key: value for key, value in sorted(merged.items())
+            if getattr(profile, key) != value and key not in UNHASHED_BUDGET_KEYS}
+
+
+def precision_problem(requested: Mapping[str, Any], applied: Mapping[str, Any] | None) -> str | None:
+    """Why a model trained with the ``applied`` budget (a record's or checkpoint's) cannot answer a spec asking for
+    the ``requested`` one, as far as precision goes: an explicit precision (``fp32``/``bf16``/``fp16``) that
+    differs from the one its training applied. ``auto`` (the default) takes any; a training that did not report one passes."""
+    wanted = requested.get("precision", "auto")
+    got = (applied or {}).get("precision")
+    if wanted == "auto" or got is None or got == wanted:
+        return None
+    return f"it was trained under precision {got}, this run asks for {wanted}"
 
 
 PROFILES: dict[str, Profile] = {

@@ -43,19 +43,37 @@ class PublishError(HarnessError):
 
 @dataclass
 class Selection:
-    """Which records to publish: every filter given must match (names, labels, keys; task families too)."""
+    """Which records to publish: every filter given must match (names, labels, keys; task families too).
+    ``model_keys``: the store keys of model specs resolved as ``harness run`` resolves them (the CLI's ``--models``
+    with ``--profile``/``--train-on``/``--backbone``), so a name never also picks its smoke or trained variants;
+    ``profile`` / ``train_on`` filter the records' specs (``train_on`` ``"none"``: untrained)."""
 
     models: list[str] = field(default_factory=list)
     tasks: list[str] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
+    model_keys: list[str] = field(default_factory=list)
+    profile: str | None = None
+    train_on: str | None = None
 
     def matches(self, record: dict) -> bool:
         model, task = record["model"], record["task"]
         if self.models and not {model["name"], model["label"], record["model_key"]} & set(self.models):
             return False
+        if self.model_keys and record["model_key"] not in self.model_keys:
+            return False
+        if self.profile is not None and model.get("profile") != self.profile:
+            return False
+        if self.train_on is not None and str(model.get("train_on")).lower() != self.train_on.lower():
+            return False
         if self.tasks and not {task["name"], task["key"], task["label"], task["family"]} & set(self.tasks):
             return False
         return not self.seeds or record["seed"] in self.seeds
+
+    def describe(self) -> str:
+        """`` (be-3f2a..., profile quick)``: the filters that a spec name does not show, for messages."""
+        parts = [*self.model_keys] + ([f"profile {self.profile}"] if self.profile else []) + (
+            [f"trained on {self.train_on}"] if self.train_on else [])
+        return f" ({', '.join(parts)})" if parts else ""
 
     def matches_path(self, path: Path) -> bool:
         """For a record that cannot be read: is it in the folder of a chosen model and seed? (Its task cannot be
@@ -63,6 +81,8 @@ class Selection:
         stops the publication.)"""
         model_key, seed_folder = path.parent.parent.name, path.parent.name
         if self.models and not any(model_key == m or model_key.startswith(f"{m}-") for m in self.models):
+            return False
+        if self.model_keys and model_key not in self.model_keys:
             return False
         return not self.seeds or seed_folder in {f"seed-{s}" for s in self.seeds}
 
@@ -168,7 +188,8 @@ def publish(
         raise PublishError(f"{len(refused)} chosen record(s) cannot be published, so nothing was: "
                            + "; ".join(refused[:8]) + ("; ..." if len(refused) > 8 else ""))
     if not chosen:
-        raise PublishError(f"no record in {source.root} matches the selection; nothing to publish.")
+        raise PublishError(f"no record in {source.root} matches the selection{selection.describe()}; nothing to "
+                           "publish." + _other_variants(source, selection))
     prepare_output_dir(target.root, "the published set")
     plans: list[tuple[Path, dict, bytes | None]] = []
     conflicts: list[str] = []
@@ -203,6 +224,22 @@ def publish(
     log(f"published {len(result.written)} record(s) to {target.root}"
         + (f"; {len(result.unchanged)} already published" if result.unchanged else ""))
     return result
+
+
+def _other_variants(source: Store, selection: Selection) -> str:
+    """`` Records of other variants of these models: be:pooling=cls (profile smoke), ...`` when the selection's
+    tasks and seeds match records of specs it left out (another profile, training source or backbone)."""
+    if not selection.model_keys:
+        return ""
+    names = {key.rsplit("-", 1)[0] for key in selection.model_keys}
+    loose = Selection(tasks=selection.tasks, seeds=selection.seeds)
+    variants = sorted({f"{r['model']['label']} (profile {r['model'].get('profile')}"
+                       + (f", trained on {r['model']['train_on']}" if r["model"].get("train_on") else "") + ")"
+                       for r in source.records() if r["model"]["name"] in names and loose.matches(r)})
+    if not variants:
+        return ""
+    return (" Records of other variants: " + ", ".join(variants[:6]) + ("..." if len(variants) > 6 else "")
+            + "; name them as for `harness run` (--profile, --train-on, --backbone).")
 
 
 def _publish_problem(record: dict, checks: _DataChecks, warnings: list[str], path: Path) -> str | None:

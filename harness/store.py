@@ -198,12 +198,19 @@ class Store:
         return path
 
     def record_files(self) -> list[Path]:
+        """``<model-key>/seed-*/*.json`` under the root. A folder of the store that cannot be read is a StoreError:
+        read as empty, it would make a leaderboard or an export leave its records out without a word."""
         if not self.root.is_dir():
             return []
-        return [
-            path for path in sorted(self.root.glob("*/seed-*/*.json"))
-            if path.parts[-3] not in NON_RECORD_FOLDERS and not path.name.startswith(".")
-        ]
+        files = []
+        for model in _listed(self.root):
+            if model.name in NON_RECORD_FOLDERS or not model.is_dir():
+                continue
+            for seed in _listed(model):
+                if seed.name.startswith("seed-") and seed.is_dir():
+                    files.extend(path for path in _listed(seed)
+                                 if path.suffix == ".json" and not path.name.startswith("."))
+        return files
 
     def records(self) -> Iterator[dict]:
         """Every valid record (with its path under ``_path``); invalid ones are listed in ``self.skipped``."""
@@ -224,3 +231,12 @@ class Store:
         """Remove temporary files and folders left by dead processes (:func:`harness.files.remove_stale_temporaries`);
         returns ``(path, why)`` of each removed."""
         return remove_stale_temporaries(self.root)
+
+
+def _listed(folder: Path) -> list[Path]:
+    """The entries of a store folder, sorted; one that cannot be read is one StoreError line."""
+    try:
+        return sorted(folder.iterdir())
+    except OSError as exc:
+        raise StoreError(f"cannot read {folder} ({exc.strerror or exc}); make it readable, or pass the store you "
+                         "mean with --results.") from None

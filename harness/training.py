@@ -162,7 +162,7 @@ def fit(
         raise ValueError(f"fit(): {len(lengths)} lengths for {len(examples)} examples")
     if not config.group_by_length:
         lengths = None
-    from tqdm.auto import tqdm
+    from .progress import progress_bar
 
     seed_everything(config.seed)
     device = torch.device(config.device)
@@ -210,7 +210,7 @@ def fit(
         step_dev_seconds += time.perf_counter() - evaluation_started
 
     started = time.perf_counter()
-    bar = tqdm(total=total_steps, desc=config.description, disable=not config.progress, leave=False, unit="step")
+    bar = progress_bar(total_steps, config.description, config.progress, unit="step")
     try:
         for epoch in range(epochs):
             if report.steps >= total_steps:

@@ -94,13 +94,53 @@ def test_runner_plans_entry_and_set_budgets_into_the_spec(registry, tmp_path):
     assert ce.budget_overrides == {"epochs": 2, "max_steps": 10}
 
 
-def test_training_precision_is_a_budget_key_in_the_spec_identity(registry):
+def test_training_precision_is_a_budget_key_outside_the_spec_identity(registry):
+    """Issue 41.1: `make run`'s ``--set precision=bf16`` trains the models the README's next commands (no --set)
+    find: precision is requested and recorded, but does not split a spec's identity."""
     quick = get_profile("quick")
     plain = resolve_model_spec(registry, "cbe", quick, None, "stsb")
     auto = resolve_model_spec(registry, "cbe", quick, None, "stsb", {"precision": "auto"})
     bf16 = resolve_model_spec(registry, "cbe", quick, None, "stsb", {"precision": "bf16"})
-    assert auto.hash == plain.hash and "precision" not in plain.budget  # the default keeps every stored result
-    assert bf16.budget["precision"] == "bf16" and bf16.hash != plain.hash
+    assert auto.hash == plain.hash == bf16.hash and "precision" not in bf16.budget
     assert bf16.requested_budget["precision"] == "bf16" and plain.requested_budget["precision"] == "auto"
     with pytest.raises(HarnessError, match="fp8.*precision.*auto, fp32, bf16, fp16"):
         resolve_model_spec(registry, "cbe", quick, None, "stsb", {"precision": "fp8"})
+
+
+@pytest.mark.parametrize("requested, applied, reused", [
+    ("auto", "bf16", True), ("auto", "fp32", True), ("bf16", "bf16", True), ("fp32", "bf16", False),
+    ("bf16", "auto", False), ("bf16", None, True),
+])
+def test_a_stored_record_answers_auto_and_its_own_precision_only(requested, applied, reused):
+    from harness.run.record import reuse_problem
+
+    record = {"status": "ok", "model": {"hash": "h"}, "task": {"version": "1"}, "dataset_checksum": "d",
+              "budget": {"requested": {}, "applied": {} if applied is None else {"precision": applied}}}
+    why = reuse_problem(record, model_hash="h", task_version="1", dataset_checksum="d",
+                        requested_budget={"precision": requested})
+    assert (why is None) is reused
+    if not reused:
+        assert why == f"it was trained under precision {applied}, this run asks for {requested}"
+
+
+def test_bf16_models_answer_a_run_without_set_and_an_explicit_fp32_retrains(tiny_bert, tmp_path):
+    """Issue 41.1 end to end: the main job's ``--set precision=bf16`` cells answer the same command without it (the
+    record says bf16 trained it); ``--set precision=fp32`` retrains rather than reusing a bf16 model."""
+    import json
+
+    from harness.testing import run_harness
+
+    def run(*extra):
+        return run_harness("run", "--models", "ce", "--backbone", tiny_bert, "--tasks", "stsb", "--profile", "smoke",
+                           "--train-on", "stsb", "--set", "max_steps=2", "--results", tmp_path, "--no-progress", *extra)
+
+    assert run("--set", "precision=bf16").exit_code == 0
+    again = run()
+    assert again.exit_code == 0 and "0 cells computed, 1 from the store" in again.stdout
+    (path,) = tmp_path.glob("ce-*/seed-42/stsb.json")
+    record = json.loads(path.read_text())
+    assert record["budget"]["applied"]["precision"] == "bf16" and "precision" not in record["model"]["budget"]
+    fp32 = run("--set", "precision=fp32")
+    assert fp32.exit_code == 0 and "1 cells computed" in fp32.stdout
+    assert "trained under precision bf16, this run asks for fp32" in fp32.stdout + fp32.stderr
+    assert json.loads(path.read_text())["budget"]["applied"]["precision"] == "fp32"

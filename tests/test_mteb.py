@@ -72,7 +72,7 @@ def test_reranking_runs_embedders_and_pair_scorers_other_tasks_refuse_pair_score
 
 def test_unreachable_mteb_data_is_a_missing_cell_with_mtebs_reason(tmp_path):
     result = run("run", "--models", "testing-embedder", "--tasks", "mteb:STS12", "--results", tmp_path)
-    assert result.exit_code == 0, result.stderr
+    assert result.exit_code == 1 and "error: no cell has its data" in result.stderr  # nothing ran (issue 41.4)
     (record_path,) = tmp_path.glob("*/seed-42/mteb.sts12.json")
     record = json.loads(record_path.read_text())
     assert record["status"] == "missing"
@@ -84,7 +84,8 @@ def test_export_results_are_read_back_by_mtebs_result_loader(tmp_path, caplog):
 
     store = tmp_path / "results"
     result = run("run", "--models", "testing-embedder", "--tasks",
-                 "mteb:HarnessLocalSTS,stsb:text=raw,sickr,bws-cross-topic,twitterpara", "--results", store)
+                 "mteb:HarnessLocalSTS,stsb:text=raw,sickr,bws-cross-topic,twitterpara", "--results", store,
+                 "--seeds", "42,43")
     assert result.exit_code == 0, result.stderr
     target = tmp_path / "mteb-results"
     # Smoke records are computed on a 200-pair sample: refused in one line naming the override (issue 21.3).
@@ -99,9 +100,15 @@ def test_export_results_are_read_back_by_mtebs_result_loader(tmp_path, caplog):
     assert "skipped" in exported.stderr and "task 'bws-cross-topic' has no MTEB counterpart" in exported.stderr
     assert "needs sickr:split=all" in exported.stderr
     loaded = mteb.ResultCache(target).load_results(include_remote=False)
-    (model_result,) = loaded.model_results
-    assert model_result.model_name.startswith("harness/testing-embedder-")
-    assert model_result.model_revision == "seed-42"
+    # Every seed is a model of its own with a readable name (mteb's tables keep one revision per name); the
+    # revision is the spec hash (issue 41.6: seeds as revisions showed seed 42 only, under a hash name).
+    assert sorted(r.model_name for r in loaded.model_results) == ["harness/testing-embedder-seed-42",
+                                                                 "harness/testing-embedder-seed-43"]
+    frame = loaded.to_dataframe()
+    assert {"harness/testing-embedder-seed-42", "harness/testing-embedder-seed-43"} <= set(frame.columns)
+    model_result = next(r for r in loaded.model_results if r.model_name.endswith("seed-42"))
+    assert model_result.model_revision == json.loads(next(store.glob("*/seed-42/*.json")).read_text())["model"][
+        "hash"][:12]
     by_task = {r.task_name: r for r in model_result.task_results}
     assert set(by_task) == {"HarnessLocalSTS", "STSBenchmark", "TwitterSemEval2015", "TwitterURLCorpus"}
     records = {json.loads(p.read_text())["task"]["name"]: json.loads(p.read_text())
@@ -122,3 +129,14 @@ def test_pair_scorer_on_an_embedding_task_is_refused_before_running(registry):
     with pytest.raises(IncompatibleError):
         Run(ht.plugin_registry("harness.testing", "harness.tasks.mteb"),
             RunConfig([ModelEntry("testing-pair-scorer")], ["mteb:STS22"], device="cpu")).plan()
+
+
+def test_compare_on_an_mteb_task_says_it_cannot_be_tested_instead_of_advising_rescore(tmp_path):
+    """mteb's evaluators return only means (``MtebTask.keeps_examples`` False): rescoring would add nothing."""
+    result = run("run", "--models", "testing-embedder,testing-embedder:dim=64", "--tasks", "mteb:HarnessLocalSTS",
+                 "--results", tmp_path)
+    assert result.exit_code == 0, result.stderr
+    compared = ht.run_harness("compare", "testing-embedder", "testing-embedder:dim=64", "--tasks",
+                              "mteb:HarnessLocalSTS", "--profile", "smoke", "--results", tmp_path, plugins=PLUGINS)
+    assert compared.exit_code == 0, compared.stderr
+    assert "keeps no per-example data" in compared.stdout and "rescore` would not add any" in compared.stdout

@@ -101,7 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     plot = commands.add_parser("plot", help="draw a plot that a plugin offers, from stored results and artifacts")
     plot.add_argument("name", help="plot name (see `harness list`, components of kind 'plot')")
     plot.add_argument("--results", type=Path, default=None,
-                      help=f"store to read (default ./{DEFAULT_PUBLISHED}, the published records)")
+                      help=f"store to read (default: for `plot leaderboard` ./{DEFAULT_PUBLISHED}, the published "
+                           f"records, as `harness leaderboard`; for every other plot your working store, "
+                           f"./{DEFAULT_RESULTS} or HARNESS_RESULTS_DIR)")
     plot.add_argument("--output", type=Path, default=None,
                       help=f"folder for the PNG files (default ./{DEFAULT_LEADERBOARDS} for the published records, "
                            "else <results>/leaderboards)")
@@ -144,7 +146,14 @@ def build_parser() -> argparse.ArgumentParser:
                          help=f"store to publish from (default ./{DEFAULT_RESULTS}, or HARNESS_RESULTS_DIR)")
     publish.add_argument("--to", type=Path, default=Path(DEFAULT_PUBLISHED),
                          help=f"the published set (default ./{DEFAULT_PUBLISHED})")
-    publish.add_argument("--models", help="model names, spec labels or model keys to publish (comma-separated)")
+    publish.add_argument("--models", help="model specs as given to `harness run` (with --profile, --train-on, "
+                                          "--backbone), or model keys, to publish (comma-separated)")
+    publish.add_argument("--profile", default=None,
+                         help=f"as given to `harness run`: {', '.join(PROFILES)} (default quick for --models; "
+                              "else: records of this profile)")
+    publish.add_argument("--train-on", default=None, help="as given to `harness run`, e.g. stsb (without --models: "
+                                                          "records trained on it; `none`: untrained ones)")
+    publish.add_argument("--backbone", default=None, help="as given to `harness run` (default: the profile's)")
     publish.add_argument("--tasks", help="task names or families to publish (comma-separated)")
     publish.add_argument("--seeds", default=None, help="seeds to publish (comma-separated)")
     publish.add_argument("--all", action="store_true", help="publish every valid record of the store")

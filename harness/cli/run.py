@@ -50,7 +50,13 @@ def _run(registry, args, started: float) -> int:
                                        registry.families(), include_samples=True,
                                        family_baselines=registry.family_baselines()):
             print(f"wrote {path}")
-    return 1 if counts["failed"] else 0
+    if counts["failed"]:
+        return 1
+    if outcomes and counts["missing"] == len(outcomes):  # nothing evaluated: a script must not read that as success
+        print("error: no cell has its data (each task's reason is above); get the data (`harness data list`, "
+              "--data-dir) or choose other tasks.", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _distributed_config(config):

@@ -4,7 +4,6 @@ leaderboard formats, bootstrap resamples, and the run configuration built from t
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 from ..errors import HarnessError, invalid_choice
@@ -143,7 +142,7 @@ def run_config(args):
         data_dir_source=data_dir_source,
         overwrite=getattr(args, "overwrite", False),
         rescore=getattr(args, "rescore", False),
-        progress=not getattr(args, "no_progress", False) and sys.stderr.isatty(),
+        progress=not getattr(args, "no_progress", False),  # bars on a terminal, else lines at an interval
         batch_size=getattr(args, "batch_size", None),
         runtime=getattr(args, "runtime", None) or "torch",
         store_only=getattr(args, "store_only", False),

@@ -1,5 +1,6 @@
 """Progress of a matrix: one line per finished cell (the worker's log) and, on a terminal, an overall bar with the
-cells done / total, the elapsed time and the ETA, kept below the lines."""
+cells done / total, the elapsed time and the ETA, kept below the lines (elsewhere a line with the same at an interval,
+harness.progress)."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -11,15 +12,15 @@ class CellProgress:
     garbles them; ``close`` gives the owner its log back."""
 
     def __init__(self, owner: Any, total: int, enabled: bool):
-        from tqdm.auto import tqdm
+        from ..progress import LogProgress, progress_bar
 
         self.owner = owner
         self.total = total
         self.done = 0
         self._log: Callable[[str], None] = owner.log
-        self.bar = tqdm(total=total, desc="cells", unit="cell", disable=not enabled or total == 0,
-                        dynamic_ncols=True, smoothing=0.1)
-        if not self.bar.disable:
+        self.bar = progress_bar(total, "run", enabled and total > 0, unit="cell", leave=True, dynamic_ncols=True,
+                                smoothing=0.1)
+        if not self.bar.disable and not isinstance(self.bar, LogProgress):  # a log needs no clearing around lines
             owner.log = self.write
 
     def write(self, message: str) -> None:

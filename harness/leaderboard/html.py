@@ -5,7 +5,8 @@ agrees with them. :func:`render_html_page` writes a single self-contained page (
 JavaScript, nothing fetched): a header with the family's profile, backbone and hardware and how to read the cells;
 one sortable table per section (rows of one profile evaluated on the same tasks; click a header; numbers sort as
 numbers, empty cells last); each cell mean ± std over seeds with a link to every seed's record (relative to the page,
-so the links work in a checkout and on a static host); the best complete value of each column in bold; a model's
+so the links work in a checkout and on a static host); bold where the one rule for "best" (.stats.cell_mark) says
+so, as in every format; a model's
 full spec as its tooltip, a failed or invalid cell's reason as its tooltip; a legend table of the short labels.
 
 Reference: none (presentation only). Deviations: none in the numbers (same Table as the markdown).
@@ -18,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .stats import decorate, significance_bold
+from .stats import BEST_SIGNIFICANT, cell_mark, decorate
 from .stats import notes as statistics_notes
 from .tables import Table, contamination_notes, legend_rows, sections_of
 
@@ -93,18 +94,7 @@ def _link(record_path: str, output_dir: Path) -> str:
     return Path(os.path.relpath(Path(record_path).resolve(), Path(output_dir).resolve())).as_posix()
 
 
-def _best_values(table: Any) -> dict[str, float]:
-    """Per column, the best mean among complete cells (higher is better for every main score)."""
-    best: dict[str, float] = {}
-    for row in table.rows:
-        for column in table.columns:
-            cell = row.cells.get(column)
-            if cell is not None and cell.values and row.complete(column):
-                best[column] = max(best.get(column, float("-inf")), cell.mean())
-    return best
-
-
-def _score_cell(table: Any, row: Any, column: str, best: dict[str, float], output_dir: Path) -> str:
+def _score_cell(table: Any, row: Any, column: str, output_dir: Path) -> str:
     cell = row.cells.get(column)
     view = table.cell_view(row, column)
     records = getattr(cell, "records", {}) or {}
@@ -117,17 +107,23 @@ def _score_cell(table: Any, row: Any, column: str, best: dict[str, float], outpu
             {**getattr(cell, "messages", {}), **getattr(cell, "invalid_seeds", {})}.items()) if message) if cell else ""
         title = f' title="{_escape(why)}"' if why else ""
         return f'<td data-sort=""><span class="{css}"{title}>{_escape(view.render())}</span>{seeds}</td>'
-    text = table.cell_text(row, column)  # with its interval and tie mark where the cell has per-example data
-    is_best = row.complete(column) and column in best and abs(cell.mean() - best[column]) < 1e-12
-    significant = significance_bold(table, row, column)  # None: no per-example data to test with
-    if significant is not None:  # bold only where significantly better than the runner-up (.stats)
-        text, is_best = (text[2:-2] if significant else text), significant
+    text = table.cell_text(row, column)  # with its interval and marks (the one rule for "best": .stats.cell_mark)
+    is_best = cell_mark(table, row, column) == BEST_SIGNIFICANT
+    text = text[2:-2] if is_best else text  # bold by the class, not by markdown's stars
     classes = ' class="best"' if is_best else ""
     return f'<td{classes} data-sort="{cell.mean():.6f}"><span class="value">{_escape(text)}</span>{seeds}</td>'
 
 
+def _average_cell(table: Any, row: Any, average: float) -> str:
+    """The row's average, bold by the same rule as every cell (.stats.cell_mark)."""
+    is_best = cell_mark(table, row, table.average_header) == BEST_SIGNIFICANT
+    text = decorate(table, row, table.average_header, f"{average:.2f}")
+    classes = ' class="best"' if is_best else ""
+    return (f'<td{classes} data-sort="{average:.6f}"><span class="value">{_escape(text[2:-2] if is_best else text)}'
+            "</span></td>")
+
+
 def _section_html(table: Any, output_dir: Path, per_row: list[str]) -> list[str]:
-    best = _best_values(table)
     heads = ['<th class="text">rank</th>', '<th class="text">model</th>',
              *(f'<th class="text">{name}</th>' for name in per_row), '<th class="text">seeds</th>',
              *(f"<th>{_escape(column)}</th>" for column in table.columns), f"<th>{_escape(table.average_header)}</th>"]
@@ -141,10 +137,8 @@ def _section_html(table: Any, output_dir: Path, per_row: list[str]) -> list[str]
             *(f'<td class="text" data-sort="{_escape(getattr(row, name))}">{_escape(getattr(row, name))}</td>'
               for name in per_row),
             f'<td class="text" data-sort="{len(row.seeds)}">{_escape(",".join(map(str, sorted(row.seeds))))}</td>',
-            *(_score_cell(table, row, column, best, output_dir) for column in table.columns),
-            (f'<td data-sort="{average:.6f}"><strong>'
-             f'{_escape(decorate(table, row, table.average_header, f"{average:.2f}").strip("*"))}</strong></td>'
-             if average is not None
+            *(_score_cell(table, row, column, output_dir) for column in table.columns),
+            (_average_cell(table, row, average) if average is not None
              else '<td data-sort=""><span class="status">incomplete</span></td>'),
         ]
         body.append("<tr>" + "".join(cells) + "</tr>")
@@ -206,7 +200,7 @@ def render_html_page(tables: Any, output_dir: Path | None = None) -> str:
         "<code>missing</code> = data not available when it ran; <code>failed</code> = the computation failed; "
         "<code>invalid</code> = the record does not verify (damaged or edited). Hover a model for its full spec, "
         "a failed cell for the reason. Average and rank only for complete rows, and only against rows of the same "
-        "profile evaluated on the same tasks (one section each); the best complete value of each column is bold. "
+        "profile evaluated on the same tasks (one section each). "
         "Click a column header to sort.</p>",
         *(f'<p class="legend">{_escape(line.replace("**bold**", "bold"))}</p>'
           for line in dict.fromkeys(line for table in sections for line in statistics_notes(table))),

@@ -12,10 +12,10 @@ per-example data (stored before harness kept it) shows no interval; the table's 
 The hook: :func:`attach_statistics` (once per table, after it is collected) stores a :class:`TableStatistics` on
 the table and each cell's interval and mark on the cell (``cell.bootstrap``); :func:`decorate` turns a cell's text
 into the text with interval and marks (or :func:`annotate`, a ``(row, column, cell)`` annotator, appends them);
-:func:`significance_bold` says where a renderer bolds; :func:`notes` gives the legend lines; :func:`csv_fields` the
-csv's extra columns. A paper-table view compares two rows with :func:`compare_cells` (their cells of one column, or
-of an average's members) and :func:`paper_agreement` (our difference against the paper's: same sign and
-significant?); :func:`compare_rows` does it within a family table.
+:func:`cell_mark` is the one rule for "best" every format shows (:func:`column_decisions`); :func:`notes` gives
+the legend lines; :func:`csv_fields` the csv's extra columns. A paper-table view compares two rows with
+:func:`compare_cells` (their cells of one column, or of an average's members) and :func:`paper_agreement` (our
+difference against the paper's: same sign and significant?); :func:`compare_rows` does it within a family table.
 """
 from __future__ import annotations
 
@@ -49,6 +49,10 @@ logger = logging.getLogger(__name__)
 
 TIED = "≈"
 TOO_FEW = "?"  # a row that cannot be compared with the column's best: a trained row of the two has one seed
+UNTESTED = "†"
+# What :func:`cell_mark` (the one rule for "best", every format) says of a cell.
+BEST_SIGNIFICANT, BEST, BEST_UNTESTED, TIED_WITH_BEST = "best-significant", "best", "best-untested", "tied"
+TOO_FEW_SEEDS_MARK = "too-few-seeds"
 
 
 @dataclass
@@ -70,6 +74,7 @@ class TableStatistics:
     cells: dict[tuple[str, str], CellStatistics] = field(default_factory=dict)  # (model key, column) ->
     without_data: set[tuple[str, str]] = field(default_factory=set)  # cells with scores but no per-example data
     marks: dict[str, ColumnMarks] = field(default_factory=dict)  # column -> marks (rows by model key)
+    decisions: dict[tuple[str, str], str] = field(default_factory=dict)  # (model key, column) -> cell_mark's answer
     problems: list[str] = field(default_factory=list)  # side files that were absent or damaged
     damaged: set[tuple[str, str]] = field(default_factory=set)  # cells of without_data that have such a side file
 
@@ -230,10 +235,12 @@ def attach_statistics(table: Any, resamples: int = DEFAULT_RESAMPLES) -> "TableS
     _average_column(table, stats, scores)
     for column, column_scores in scores.items():
         stats.marks[column] = _marks(stats, column, column_scores)
+        stats.decisions.update(((key, column), mark) for key, mark in
+                               column_decisions(column_scores, stats.marks[column]).items())
     for (model_key, column), statistics in stats.cells.items():  # for annotate(): what a cell shows
         cell = next((row.cells.get(column) for row in table.rows if row.model_key == model_key), None)
         if cell is not None:
-            cell.bootstrap = (statistics.interval, _mark(stats.marks.get(column), model_key))
+            cell.bootstrap = (statistics.interval, stats.decisions.get((model_key, column), ""))
     for problem in stats.problems:
         logger.warning("no interval: %s; %s", problem, REPAIR_ADVICE)
     table.statistics = stats
@@ -270,6 +277,40 @@ def _marks(stats: TableStatistics, column: str, column_scores: dict[str, float])
                         trained={key: cell.trained for key, cell in same.items()})
 
 
+def column_decisions(column_scores: dict[str, float], marks: ColumnMarks) -> dict[str, str]:
+    """The one rule for "best" in a column, from every row's score (model key -> mean) and the column's significance
+    marks (:func:`harness.evaluation.significance.column_marks`, or any statistic that fills a ColumnMarks): the
+    top row is ``best-significant`` when tested against the runner-up and significantly better, ``best`` when
+    tested and not, ``best-untested`` when it cannot be told apart from the runner-up for want of per-example data
+    (its own or the runner-up's); rows not distinguishable from the best are ``tied``; rows that cannot be
+    compared with the best for too few seeds (a trained row of the two has fewer than MIN_TRAINED_SEEDS) are
+    ``too-few-seeds`` (``?``), and a best whose runner-up is such a row is ``best`` (never bold). A column of one
+    row has nothing to tell apart: ``best``."""
+    ranked = sorted(column_scores, key=lambda key: -column_scores[key])
+    if not ranked:
+        return {}
+    decisions = {key: TIED_WITH_BEST for key in marks.tied}
+    decisions.update((key, TOO_FEW_SEEDS_MARK) for key in marks.too_few)
+    best = ranked[0]
+    if len(ranked) == 1:
+        decisions[best] = BEST
+    elif marks.best == best and ranked[1] in marks.p_values:
+        decisions[best] = BEST_SIGNIFICANT if marks.best_significant else BEST
+    elif marks.best == best and ranked[1] in marks.too_few:
+        decisions[best] = BEST
+    else:
+        decisions[best] = BEST_UNTESTED
+    return decisions
+
+
+def cell_mark(table: Any, row: Any, column: str) -> str:
+    """What the one rule for "best" (:func:`column_decisions`) says of a cell: ``best-significant`` (bold in md, tex
+    and html, bold value in plots), ``best``, ``best-untested`` (``†``), ``tied`` (``≈``) or ``""``. Every format
+    asks this function; none keeps a rule of its own."""
+    stats: TableStatistics | None = getattr(table, "statistics", None)
+    return stats.decisions.get((row.model_key, column), "") if stats is not None else ""
+
+
 def decorate(table: Any, row: Any, column: str, text: str) -> str:
     """The cell's text with its interval ``[low, high]`` and marks (``**bold**``: best and significantly better than
     the runner-up; ``≈``: not distinguishable from the best). A cell without per-example data is left as it is:
@@ -278,28 +319,14 @@ def decorate(table: Any, row: Any, column: str, text: str) -> str:
     if stats is None:
         return text
     cell = stats.cells.get((row.model_key, column))
-    if cell is None:
-        return text
-    low, high = cell.interval
-    text = f"{text} [{low:.2f}, {high:.2f}]"
-    marks = stats.marks.get(column)
-    if marks is not None and marks.best == row.model_key and marks.best_significant:
+    if cell is not None:
+        low, high = cell.interval
+        text = f"{text} [{low:.2f}, {high:.2f}]"
+    mark = cell_mark(table, row, column)
+    if mark == BEST_SIGNIFICANT:
         return f"**{text}**"
-    if marks is not None and row.model_key in marks.tied:
-        return f"{text} {TIED}"
-    if marks is not None and row.model_key in marks.too_few:
-        return f"{text} {TOO_FEW}"
-    return text
-
-
-def significance_bold(table: Any, row: Any, column: str) -> bool | None:
-    """Whether the cell is the column's best and significantly better than the runner-up; None when the column's
-    best has no per-example data (a renderer then keeps its own rule)."""
-    stats: TableStatistics | None = getattr(table, "statistics", None)
-    marks = stats.marks.get(column) if stats is not None else None
-    if marks is None or marks.best is None:
-        return None
-    return marks.best == row.model_key and marks.best_significant
+    return text + {TIED_WITH_BEST: f" {TIED}", BEST_UNTESTED: f" {UNTESTED}",
+                   TOO_FEW_SEEDS_MARK: f" {TOO_FEW}"}.get(mark, "")
 
 
 def notes(table: Any) -> list[str]:
@@ -316,6 +343,11 @@ def notes(table: Any) -> list[str]:
                      "keep the order?), else the paired bootstrap on the same examples (docs/fidelity.md, \"Two "
                      f"units of inference\"); {TOO_FEW}: too few seeds to tell (a trained row of the two has fewer "
                      f"than {MIN_TRAINED_SEEDS} seeds).")
+    untested = [column for column in [*table.columns, table.average_header]
+                if any(mark == BEST_UNTESTED and where == column for (_, where), mark in stats.decisions.items())]
+    if untested:
+        lines.append(f"{UNTESTED}: the column's top row, which cannot be told apart from the next one: no per-example "
+                     f"data to test the difference with (columns: {', '.join(untested)}); it is not bold.")
     without = stats.without_data - stats.damaged
     if without:
         columns = sorted({column for _, column in without}, key=lambda c: (c not in table.columns, c))
@@ -334,21 +366,12 @@ def csv_fields(table: Any, row: Any, column: str) -> list[str]:
     empty)."""
     stats: TableStatistics | None = getattr(table, "statistics", None)
     cell = stats.cells.get((row.model_key, column)) if stats is not None else None
+    mark = cell_mark(table, row, column)
     if cell is None:
-        return ["", "", "no-data" if stats is not None and (row.model_key, column) in stats.without_data else ""]
+        no_data = stats is not None and (row.model_key, column) in stats.without_data
+        return ["", "", mark or ("no-data" if no_data else "")]
     low, high = cell.interval
-    return [f"{low:.4f}", f"{high:.4f}", _mark(stats.marks.get(column), row.model_key)]
-
-
-def _mark(marks: ColumnMarks | None, model_key: str) -> str:
-    """best-significant, best, tied, too-few-seeds or empty."""
-    if marks is not None and marks.best == model_key:
-        return "best-significant" if marks.best_significant else "best"
-    if marks is not None and model_key in marks.tied:
-        return "tied"
-    if marks is not None and model_key in marks.too_few:
-        return "too-few-seeds"
-    return ""
+    return [f"{low:.4f}", f"{high:.4f}", mark]
 
 
 def compare_rows(table: Any, row_a: str, row_b: str, column: str) -> UnitComparison | None:

@@ -22,6 +22,7 @@ from torch import nn
 
 from harness.device import autocast
 from harness.errors import invalid_choice
+from harness.progress import progress_bar
 
 from .backbone import MODEL_INPUTS, load_tokenizer, load_transformer, sequence_limits
 from .onnx_runtime import RuntimeSwitch
@@ -35,13 +36,6 @@ def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[l
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     for start in range(0, len(order), batch_size):
         yield order[start : start + batch_size]
-
-
-def progress_bar(total: int, description: str, enabled: bool, unit: str = "text"):
-    """A tqdm bar that leaves no trace when done (and none at all when ``enabled`` is false)."""
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=description, disable=not enabled, leave=False, unit=unit)
 
 
 def encode_distinct(

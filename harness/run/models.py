@@ -38,7 +38,7 @@ from ..plugin_api import (
     Task,
     plugin_failure,
 )
-from ..profiles import Profile, budget_differences, format_budget, get_profile
+from ..profiles import Profile, budget_differences, format_budget, get_profile, precision_problem
 from ..registry import BUILTIN_PACKAGES, Registry, check_model_object
 from ..spec import ModelSpec, TaskSpec, resolve_model_spec, resolve_task_specs, student_spec
 from ..store import Store
@@ -349,9 +349,15 @@ class Models:
         when it was built), built for another spec or seed (a checkpoint folder copied or moved by hand: its
         ``training.json`` names the spec hash and seed it was trained for), or trained on data that has changed
         since (planned specs only). None: load it."""
-        return trained_checkpoint_problem(self.store.checkpoint_dir(spec.key, seed), spec_hash=spec.hash, seed=seed,
-                                          training_data_checksum=self.training_checksums.get(spec.key),
-                                          train_on=spec.train_on)
+        checkpoint = self.store.checkpoint_dir(spec.key, seed)
+        problem = trained_checkpoint_problem(checkpoint, spec_hash=spec.hash, seed=seed,
+                                             training_data_checksum=self.training_checksums.get(spec.key),
+                                             train_on=spec.train_on)
+        if problem is not None or spec.requested_budget.get("precision", "auto") == "auto":
+            return problem
+        report = json.loads((checkpoint / "training.json").read_text(encoding="utf-8")).get("report")
+        return precision_problem(spec.requested_budget, report.get("applied_budget") if isinstance(report, dict)
+                                 else None)
 
     def _fit(self, spec: ModelSpec, model: Any, splits: TrainingSplits, profile: Profile, device: str,
              seed: int) -> tuple[Any, Any]:

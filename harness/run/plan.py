@@ -19,7 +19,7 @@ from ..data import TrainingSplits
 from ..device import check_device_name, resolve_device
 from ..errors import DataFileError, HarnessError, IncompatibleError, InvalidOptionError, MissingDataError
 from ..hub import check_backbone
-from ..matrix import ModelEntry
+from ..matrix import ModelEntry, numbered_mistakes
 from ..profiles import Profile, get_profile
 from ..registry import Registry
 from ..spec import SELF_TRAINING, ModelSpec, TaskSpec, budget_keys, resolve_model_spec, resolve_task_specs, student_spec
@@ -175,13 +175,21 @@ def stored_cell(registry: Registry, store: Store, plan: Plan, spec: ModelSpec, s
         training_checksum = record.get("training_data_checksum")
     why = reuse_problem(record, model_hash=spec.hash, task_version=registry.task(task_spec.name).metadata.version,
                         dataset_checksum=dataset_checksum, training_data_checksum=training_checksum,
-                        runtime=plan.runtime)
+                        runtime=plan.runtime, requested_budget=spec.requested_budget)
     if why is None:  # the score can be reused; its per-example file too? (a damaged one is never kept)
         _, why = read_examples({**record, "_path": str(store.record_path(spec.key, seed, task_spec.key,
                                                                          plan.runtime))})
     if why is None:
         return replace(cell, status=STORED, record=record)
     return replace(cell, why=why, recomputed_ok=record["status"] == "ok")
+
+
+def raise_all(mistakes: list[HarnessError]) -> None:
+    """Raise the one mistake as it is, or several as one line that numbers them."""
+    if len(mistakes) == 1:
+        raise mistakes[0]
+    if mistakes:
+        raise HarnessError(numbered_mistakes([str(exc) for exc in mistakes]))
 
 
 class Planner:
@@ -201,10 +209,17 @@ class Planner:
             raise HarnessError("no models given; use --models NAME[,NAME] (see `harness list`).")
         if not config.tasks:
             raise HarnessError("no tasks given; use --tasks NAME[,NAME] (see `harness list`).")
-        task_specs = self._task_specs()
+        # Every mistake of the tasks and models is said at once (a matrix with several needs one round, not many).
+        mistakes: list[HarnessError] = []
+        task_specs = self._task_specs(mistakes)
         from_family = {key for key, (_, family) in task_specs.items() if family}
-        planned = [self._planned_model(entry, profile, list(task_specs.values()), from_family)
-                   for entry in config.models]
+        planned = []
+        for entry in config.models:
+            try:
+                planned.append(self._planned_model(entry, profile, list(task_specs.values()), from_family))
+            except HarnessError as exc:
+                mistakes.append(exc)
+        raise_all(mistakes)
         shared = dict(config.budget)
         for entry in config.models:
             own = entry.budget if entry.own_budget_keys is None else entry.own_budget_keys
@@ -226,11 +241,16 @@ class Planner:
         return replace(plan, statuses=tuple(self._cell(plan, model, seed, task_spec) for model in plan.models
                                             for seed in plan.seeds for task_spec in model.tasks))
 
-    def _task_specs(self) -> dict[str, tuple[TaskSpec, bool]]:
-        """The plan's tasks by key, each with whether it was reached only through a family name."""
+    def _task_specs(self, mistakes: list[HarnessError]) -> dict[str, tuple[TaskSpec, bool]]:
+        """The plan's tasks by key, each with whether it was reached only through a family name (a task that cannot
+        be resolved goes to ``mistakes``)."""
         task_specs: dict[str, tuple[TaskSpec, bool]] = {}
         for text in self.config.tasks:
-            resolved = resolve_task_specs(self.registry, text)
+            try:
+                resolved = resolve_task_specs(self.registry, text)
+            except HarnessError as exc:
+                mistakes.append(exc)
+                continue
             for spec in resolved:
                 if spec.key not in task_specs:
                     task_specs[spec.key] = (spec, len(resolved) > 1)

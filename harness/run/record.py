@@ -26,6 +26,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from ..errors import HarnessError
+from ..profiles import precision_problem
 
 RECORD_SCHEMA = 2  # 2: records carry ``checksum``; 1 (harness 0.1): no checksum
 # The checksum detects accidents (a damaged file, a hand edit that forgot to re-seal), not tampering: anyone can
@@ -248,9 +249,11 @@ def reuse_problem(
     dataset_checksum: str | None,
     training_data_checksum: str | None = None,
     runtime: str = DEFAULT_RUNTIME,
+    requested_budget: Mapping[str, Any] | None = None,
 ) -> str | None:
     """Why a valid stored record cannot answer this cell (of this evaluation ``runtime``), or None when it can be
-    reused."""
+    reused. ``requested_budget``: the cell's trained spec's (an explicit precision must be the one the record's
+    model was trained under)."""
     if record["status"] != "ok":
         return f"its status is {record['status']} ({record.get('message', '')})"
     if runtime_of(record) != runtime:
@@ -267,7 +270,8 @@ def reuse_problem(
                 f"then, {dataset_checksum[:12]}... now)")
     if training_data_checksum is not None and record.get("training_data_checksum") != training_data_checksum:
         return "the training data changed since the model was trained"
-    return None
+    budget = record.get("budget")
+    return precision_problem(requested_budget or {}, budget.get("applied") if isinstance(budget, dict) else None)
 
 
 

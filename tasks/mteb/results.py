@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,13 +80,37 @@ def is_exact(counterpart: Counterpart, record: dict) -> bool:
     return bool(counterpart.exact_when) and all(options.get(k) == v for k, v in counterpart.exact_when.items())
 
 
-def _model_meta(record: dict) -> Any:
+def readable_names(records: list[dict]) -> dict[str, str]:
+    """Model key -> a readable model name for mteb (``cbe-trained-on-stsb``, ``be_pooling-cls``): the spec's label
+    and training source, with the profile and then the key's hash added where two exported specs would share it."""
+    def text(record: dict, *extra: str) -> str:
+        model = record["model"]
+        parts = [model["label"], *([f"trained-on-{model['train_on']}"] if model.get("train_on") else []), *extra]
+        return re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(parts).replace("=", "-")).strip("_")
+
+    by_key = {record["model_key"]: record for record in records}
+    names = {key: text(record) for key, record in by_key.items()}
+
+    def shared() -> list[str]:  # keys whose name another exported spec has too
+        counts = Counter(names.values())
+        return [key for key, name in names.items() if counts[name] > 1]
+
+    for key in shared():
+        names[key] = text(by_key[key], f"profile-{by_key[key]['model']['profile']}")
+    for key in shared():
+        names[key] = text(by_key[key], f"profile-{by_key[key]['model']['profile']}", key.rsplit("-", 1)[-1])
+    return names
+
+
+def _model_meta(record: dict, name: str) -> Any:
     from mteb.models.model_meta import ModelMeta, ScoringFunction
 
     model = record["model"]
+    # mteb's tables keep one revision per model name (to_dataframe joins revisions), and every seed is another
+    # trained model: the seed goes into the name, the spec hash (what identifies the spec's version) is the revision.
     return ModelMeta.create_empty(overwrites={
-        "name": f"harness/{record['model_key']}",
-        "revision": f"{REVISION_PREFIX}{record['seed']}",
+        "name": f"harness/{name}-{REVISION_PREFIX}{record['seed']}",
+        "revision": record["model"].get("hash", record["model_key"].rsplit("-", 1)[-1])[:12],
         "framework": ["PyTorch"],
         "modalities": ["text"],
         "similarity_fn_name": ScoringFunction.COSINE,
@@ -144,6 +170,7 @@ def write_mteb_results(records: list[dict], output_dir: Path) -> list[Path]:
                                "(an exact one is preferred, then one of --runtime torch)", path, mteb_task)
                 continue
             chosen[key] = (record, counterpart, exact)
+    names = readable_names([record for record, _, _ in chosen.values()])
     for (_, seed, mteb_task), (record, counterpart, exact) in sorted(chosen.items(),
                                                                              key=lambda item: item[0]):
         try:
@@ -152,7 +179,7 @@ def write_mteb_results(records: list[dict], output_dir: Path) -> list[Path]:
             logger.warning("skipped %s: it has no %s score to map to %s", record.get("_path"), missing, mteb_task)
             continue
         sample = (record.get("profile") or {}).get("max_eval_examples")  # the smoke profile's evaluation sample
-        meta = _model_meta(record)
+        meta = _model_meta(record, names[record["model_key"]])
         try:  # names come from the records: never a path outside output_dir (harness.files.path_inside)
             folder = path_inside(output_dir, "results", meta.model_name_as_path(), meta.revision)
             path = path_inside(folder, f"{result.task_name}.json")

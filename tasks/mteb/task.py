@@ -127,6 +127,7 @@ class MtebTask(Task):
     """One mteb task; ``mteb_name`` is mteb's name for it (set by :func:`task_class`)."""
 
     mteb_name: ClassVar[str]
+    keeps_examples = False  # mteb's evaluators return only means
 
     def __init__(self, options=None, data_dir=None):
         super().__init__(options, data_dir)
