@@ -184,10 +184,11 @@ def resolve_budget(profile: Profile, plugin_budgets: Mapping[str, Mapping[str, A
 def precision_problem(requested: Mapping[str, Any], applied: Mapping[str, Any] | None) -> str | None:
     """Why a model trained with the ``applied`` budget (a record's or checkpoint's) cannot answer a spec asking for
     the ``requested`` one, as far as precision goes: an explicit precision (``fp32``/``bf16``/``fp16``) that
-    differs from the one its training applied. ``auto`` (the default) takes any; a training that did not report
-    one passes."""
+    differs from the one its training applied (``precision_used``, what ran, where the record names it: ``auto`` on
+    a CPU ran ``fp32``; else the precision asked for). ``auto`` (the default) takes any; a training that did not
+    report one passes."""
     wanted = requested.get("precision", "auto")
-    got = (applied or {}).get("precision")
+    got = (applied or {}).get("precision_used") or (applied or {}).get("precision")
     if wanted == "auto" or got is None or got == wanted:
         return None
     return f"it was trained under precision {got}, this run asks for {wanted}"

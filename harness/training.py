@@ -174,6 +174,9 @@ def fit(
             module, device_ids=[device.index] if device.type == "cuda" else None,
             # Objectives with parts a step may leave unused (frozen layers, optional heads) must not stall a step.
             find_unused_parameters=True)
+        # Each rank draws its own dropout masks (as accelerate's set_seed(device_specific=True)); the batch order
+        # comes from its own generator below, the same on every rank.
+        torch.manual_seed(config.seed + distributed.rank())
     else:
         single_gpu_note(str(config.device))
     optimizer = make_adamw(parameter_groups(module, config.weight_decay), config.learning_rate)

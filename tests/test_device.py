@@ -300,3 +300,11 @@ def test_a_ray_worker_hands_cached_gpu_memory_back_between_jobs(monkeypatch):
 
     server._job_model(Job())
     assert emptied == [True]
+
+
+def test_tests_not_marked_gpu_run_as_on_a_machine_without_one():
+    """tests/conftest.py pins every test that is not marked gpu to the CPU: --device auto resolves to cpu here and
+    in the processes a test starts, so the suite means the same on a GPU machine."""
+    import os
+
+    assert resolve_device("auto") == "cpu" and os.environ["CUDA_VISIBLE_DEVICES"] == ""

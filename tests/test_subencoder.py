@@ -352,3 +352,22 @@ def test_be_stays_a_native_embedder_and_checks_spans(tiny_bert):
     assert harness.as_embedder(model) is model  # other tasks are untouched by the span capability
     with pytest.raises(SpanError, match="item 0"):
         build_be(tiny_bert, span_input="subset").encode_spans([(SENTENCE, [(0, 99)])])
+
+
+def test_cuda_n_trains_on_that_gpu_and_torchrun_is_refused(tiny_bert, monkeypatch):
+    """cuda:N is one GPU even when several are visible (it used to be refused); sharding its SupCon batch over
+    torchrun processes would split a batch's propositions, so distributed training is refused in one line."""
+    from harness import IncompatibleError
+
+    model = build_subencoder(tiny_bert)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    configs = []
+    monkeypatch.setattr(subencoder, "fit", lambda objective, examples, collate, config, *a, **k: configs.append(config))
+    registry = plugin_registry(subencoder)
+    ctx = model_context(tiny_bert, plugin=registry.model("subencoder"), device="cuda:1")
+    model.fit(tiny_pairs(), ctx)
+    assert configs[0].device == "cuda:1"
+    monkeypatch.setattr(subencoder.distributed, "active", lambda: True)
+    with pytest.raises(IncompatibleError, match="without torchrun"):
+        model.fit(tiny_pairs(), ctx)
