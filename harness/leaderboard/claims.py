@@ -377,7 +377,8 @@ def inputs_digest(matrix_paths: list[Path], store: Any, registry: Any) -> str:
 
     import yaml
 
-    from .matrix_board import build_board
+    from ..matrix import load_matrix
+    from .matrix_board import entry_specs
 
     digest = hashlib.sha256()
     records = {(r["model_key"], r["seed"], r["task"]["key"]): r for r in store.records()}
@@ -386,8 +387,7 @@ def inputs_digest(matrix_paths: list[Path], store: Any, registry: Any) -> str:
         if not (yaml.safe_load(text) or {}).get("claims"):
             continue
         digest.update(f"{Path(path).name}\0{text}\0".encode())
-        board = build_board(Path(path), store, registry)
-        keys = {row.model_key for row in board.rows}
+        keys = {spec.key for _, spec in entry_specs(load_matrix(Path(path)), registry)}
         for key in sorted(k for k in records if k[0] in keys):
             record = records[key]
             digest.update(f"{key}:{record.get('checksum')}:{(record.get('examples') or {}).get('sha256')}\0".encode())

@@ -74,13 +74,24 @@ def _paper(path: Path, document: dict) -> Paper:
                  rows, " ".join(str(block.get("aggregation", "")).split()))
 
 
+def entry_specs(matrix: dict, registry: Any) -> list[tuple[Any, Any]]:
+    """Each entry of a loaded matrix with its spec, resolved exactly as ``harness run --matrix`` resolves it."""
+    from ..profiles import get_profile
+    from ..spec import resolve_model_spec
+
+    profile = get_profile(matrix.get("profile", "quick"))
+    return [(entry, resolve_model_spec(registry, entry.spec, profile, entry.backbone or matrix.get("backbone"),
+                                       entry.train_on or matrix.get("train_on"), entry.budget))
+            for entry in matrix["models"]]
+
+
 def build_board(matrix_path: Path, store: Store, registry: Any) -> MatrixBoard:
     """The matrix's table from the records in ``store`` (docs/fidelity.md, "Paper tables")."""
     import yaml
 
     from ..matrix import load_matrix
     from ..profiles import get_profile
-    from ..spec import resolve_model_spec, resolve_task_specs
+    from ..spec import resolve_task_specs
 
     matrix_path = Path(matrix_path)
     matrix = load_matrix(matrix_path)
@@ -99,9 +110,7 @@ def build_board(matrix_path: Path, store: Store, registry: Any) -> MatrixBoard:
     invalid = {(Path(p).parent.parent.name, Path(p).parent.name, Path(p).stem): reason for p, reason in store.skipped}
     rows: list[Row] = []
     samples: set[int] = set()
-    for entry, raw in zip(matrix["models"], raw_entries):
-        spec = resolve_model_spec(registry, entry.spec, profile, entry.backbone or matrix.get("backbone"),
-                                  entry.train_on or matrix.get("train_on"), entry.budget)
+    for (_, spec), raw in zip(entry_specs(matrix, registry), raw_entries):
         full = spec.label + (f" [train: {spec.train_on}]" if spec.train_on else "")
         name = raw.get("name") if isinstance(raw, dict) and raw.get("name") else full
         row = Row(str(name), spec.key, spec.train_on, spec.backbone, spec.profile, spec=full)
