@@ -165,8 +165,8 @@ def weakest(verdicts: list[str]) -> str:
 class _Statistics:
     """Cell statistics computed once per page (many claims share rows)."""
 
-    def __init__(self) -> None:
-        self.cache: dict[tuple, Any] = {}
+    def __init__(self, cache: dict | None = None) -> None:
+        self.cache: dict[tuple, Any] = {} if cache is None else cache
 
     def compare(self, cells_a: list, cells_b: list) -> UnitComparison | None:
         from .stats import compare_cells
@@ -343,7 +343,7 @@ def matrix_outcomes(matrix_path: Path, store: Any, registry: Any, statistics: _S
     needs_board = any(claim.pairs and not (claim.not_testable or claim.not_run) for claim in claims)
     if needs_board and board is None:
         board = build_board(matrix_path, store, registry)
-    statistics = statistics or _Statistics()
+    statistics = statistics or _Statistics(board.statistics if board is not None else None)
     return [judge(board, claim, statistics) for claim in claims]
 
 

@@ -52,6 +52,9 @@ class MatrixBoard:
     rows: list[Row]
     paper: Paper
     sample: int | None = None
+    # cell statistics keyed by the cell's records (harness.leaderboard.stats.compare_cells): each cell is resampled
+    # once however many formats, intervals and claims read it
+    statistics: dict = field(default_factory=dict)
 
     def paper_columns(self) -> list[str]:
         return [c.label for c in self.columns if any(c.label in values for values in self.paper.rows.values())]
@@ -199,14 +202,14 @@ def _member_cells(row: Row, column: Column) -> list[Cell]:
     return [row.cells[m] for m in column.members] if column.is_average else [row.cells[column.label]]
 
 
-def _interval(row: Row, column: Column) -> str:
+def _interval(row: Row, column: Column, cache: dict | None = None) -> str:
     """`` [low, high]``: the 95% bootstrap interval of a cell whose seeds all have per-example data, else ""."""
-    from .stats import cell_statistics, mean_of_cells
+    from .stats import cached_statistics, mean_of_cells
 
     cells = _member_cells(row, column)
     if not all(cell.values for cell in cells) or not row.cells[column.label].values:
         return ""
-    parts = [cell_statistics(cell) for cell in cells]
+    parts = [cached_statistics(cell, cache) for cell in cells]
     if not all(parts):
         return ""
     low, high = (mean_of_cells(parts) if len(parts) > 1 else parts[0]).interval
@@ -223,7 +226,7 @@ def paper_agreement_rows(board: MatrixBoard) -> list[list[str]]:
 
     by_label = {row.label: row for row in board.rows}
     lines = []
-    cache: dict = {}
+    cache = board.statistics
     for column in board.columns:
         reported = sorted(((values[column.label], name) for name, values in board.paper.rows.items()
                            if column.label in values), reverse=True)
@@ -262,7 +265,7 @@ def table_rows(board: MatrixBoard) -> tuple[list[str], list[list[str]]]:
         seeds_done = sorted({s for cell in row.cells.values() for s in cell.values})
         line = [row.label, ",".join(map(str, seeds_done)) or "-"]
         for column in board.columns:
-            line.append(cell_view(row, column.label).render() + _interval(row, column))
+            line.append(cell_view(row, column.label).render() + _interval(row, column, board.statistics))
             if column.label in with_paper:
                 paper = _paper_value(board, row, column.label)
                 line += ["" if paper is None else f"{paper:.2f}", _difference(board, row, column.label)]
