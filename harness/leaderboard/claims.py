@@ -165,8 +165,8 @@ def weakest(verdicts: list[str]) -> str:
 class _Statistics:
     """Cell statistics computed once per page (many claims share rows)."""
 
-    def __init__(self) -> None:
-        self.cache: dict[tuple, Any] = {}
+    def __init__(self, cache: dict | None = None) -> None:
+        self.cache: dict[tuple, Any] = {} if cache is None else cache
 
     def compare(self, cells_a: list, cells_b: list) -> UnitComparison | None:
         from .stats import compare_cells
@@ -343,7 +343,7 @@ def matrix_outcomes(matrix_path: Path, store: Any, registry: Any, statistics: _S
     needs_board = any(claim.pairs and not (claim.not_testable or claim.not_run) for claim in claims)
     if needs_board and board is None:
         board = build_board(matrix_path, store, registry)
-    statistics = statistics or _Statistics()
+    statistics = statistics or _Statistics(board.statistics if board is not None else None)
     return [judge(board, claim, statistics) for claim in claims]
 
 
@@ -377,7 +377,8 @@ def inputs_digest(matrix_paths: list[Path], store: Any, registry: Any) -> str:
 
     import yaml
 
-    from .matrix_board import build_board
+    from ..matrix import load_matrix
+    from .matrix_board import entry_specs
 
     digest = hashlib.sha256()
     records = {(r["model_key"], r["seed"], r["task"]["key"]): r for r in store.records()}
@@ -386,8 +387,7 @@ def inputs_digest(matrix_paths: list[Path], store: Any, registry: Any) -> str:
         if not (yaml.safe_load(text) or {}).get("claims"):
             continue
         digest.update(f"{Path(path).name}\0{text}\0".encode())
-        board = build_board(Path(path), store, registry)
-        keys = {row.model_key for row in board.rows}
+        keys = {spec.key for _, spec in entry_specs(load_matrix(Path(path)), registry)}
         for key in sorted(k for k in records if k[0] in keys):
             record = records[key]
             digest.update(f"{key}:{record.get('checksum')}:{(record.get('examples') or {}).get('sha256')}\0".encode())

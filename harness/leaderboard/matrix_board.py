@@ -54,6 +54,9 @@ class MatrixBoard:
     rows: list[Row]
     paper: Paper
     sample: int | None = None
+    # cell statistics keyed by the cell's records (harness.leaderboard.stats.compare_cells): each cell is resampled
+    # once however many formats, intervals and claims read it
+    statistics: dict = field(default_factory=dict)
 
     def paper_columns(self) -> list[str]:
         return [c.label for c in self.columns if any(c.label in values for values in self.paper.rows.values())]
@@ -76,13 +79,24 @@ def _paper(path: Path, document: dict) -> Paper:
                  rows, " ".join(str(block.get("aggregation", "")).split()))
 
 
+def entry_specs(matrix: dict, registry: Any) -> list[tuple[Any, Any]]:
+    """Each entry of a loaded matrix with its spec, resolved exactly as ``harness run --matrix`` resolves it."""
+    from ..profiles import get_profile
+    from ..spec import resolve_model_spec
+
+    profile = get_profile(matrix.get("profile", "quick"))
+    return [(entry, resolve_model_spec(registry, entry.spec, profile, entry.backbone or matrix.get("backbone"),
+                                       entry.train_on or matrix.get("train_on"), entry.budget))
+            for entry in matrix["models"]]
+
+
 def build_board(matrix_path: Path, store: Store, registry: Any) -> MatrixBoard:
     """The matrix's table from the records in ``store`` (docs/fidelity.md, "Paper tables")."""
     import yaml
 
     from ..matrix import load_matrix
     from ..profiles import get_profile
-    from ..spec import resolve_model_spec, resolve_task_specs
+    from ..spec import resolve_task_specs
 
     matrix_path = Path(matrix_path)
     matrix = load_matrix(matrix_path)
@@ -103,9 +117,7 @@ def build_board(matrix_path: Path, store: Store, registry: Any) -> MatrixBoard:
                for p, reason in store.skipped if split_record_stem(Path(p).stem)[1] == DEFAULT_RUNTIME}
     rows: list[Row] = []
     samples: set[int] = set()
-    for entry, raw in zip(matrix["models"], raw_entries):
-        spec = resolve_model_spec(registry, entry.spec, profile, entry.backbone or matrix.get("backbone"),
-                                  entry.train_on or matrix.get("train_on"), entry.budget)
+    for (_, spec), raw in zip(entry_specs(matrix, registry), raw_entries):
         full = spec.label + (f" [train: {spec.train_on}]" if spec.train_on else "")
         name = raw.get("name") if isinstance(raw, dict) and raw.get("name") else full
         row = Row(str(name), spec.key, spec.train_on, spec.backbone, spec.profile, spec=full)
@@ -194,14 +206,14 @@ def _member_cells(row: Row, column: Column) -> list[Cell]:
     return [row.cells[m] for m in column.members] if column.is_average else [row.cells[column.label]]
 
 
-def _interval(row: Row, column: Column) -> str:
+def _interval(row: Row, column: Column, cache: dict | None = None) -> str:
     """`` [low, high]``: the 95% bootstrap interval of a cell whose seeds all have per-example data, else ""."""
-    from .stats import cell_statistics, mean_of_cells
+    from .stats import cached_statistics, mean_of_cells
 
     cells = _member_cells(row, column)
     if not all(cell.values for cell in cells) or not row.cells[column.label].values:
         return ""
-    parts = [cell_statistics(cell) for cell in cells]
+    parts = [cached_statistics(cell, cache) for cell in cells]
     if not all(parts):
         return ""
     low, high = (mean_of_cells(parts) if len(parts) > 1 else parts[0]).interval
@@ -218,7 +230,7 @@ def paper_agreement_rows(board: MatrixBoard) -> list[list[str]]:
 
     by_label = {row.label: row for row in board.rows}
     lines = []
-    cache: dict = {}
+    cache = board.statistics
     for column in board.columns:
         reported = sorted(((values[column.label], name) for name, values in board.paper.rows.items()
                            if column.label in values), reverse=True)
@@ -257,7 +269,7 @@ def table_rows(board: MatrixBoard) -> tuple[list[str], list[list[str]]]:
         seeds_done = sorted({s for cell in row.cells.values() for s in cell.values})
         line = [row.label, ",".join(map(str, seeds_done)) or "-"]
         for column in board.columns:
-            line.append(cell_view(row, column.label).render() + _interval(row, column))
+            line.append(cell_view(row, column.label).render() + _interval(row, column, board.statistics))
             if column.label in with_paper:
                 paper = _paper_value(board, row, column.label)
                 line += ["" if paper is None else f"{paper:.2f}", _difference(board, row, column.label)]

@@ -169,7 +169,7 @@ def compare_cells(cells_a: list[Any], cells_b: list[Any],
         return None
     sides = []
     for cells in (cells_a, cells_b):
-        parts = [_cached_statistics(cell, cache) for cell in cells]
+        parts = [cached_statistics(cell, cache) for cell in cells]
         if not all(parts):
             return None
         sides.append(mean_of_cells(parts) if len(parts) > 1 else parts[0])
@@ -181,7 +181,8 @@ def compare_cells(cells_a: list[Any], cells_b: list[Any],
     return _units(score_a, score_b, a, b)
 
 
-def _cached_statistics(cell: Any, cache: dict | None) -> CellStatistics | None:
+def cached_statistics(cell: Any, cache: dict | None) -> CellStatistics | None:
+    """:func:`cell_statistics`, kept in ``cache`` (a dict the caller holds) by the cell's records and seeds."""
     if cache is None:
         return cell_statistics(cell)
     key = (tuple(sorted(cell.records.items())), tuple(sorted(cell.values)))
