@@ -149,3 +149,22 @@ def test_older_records_get_the_overlap_derived_from_their_spec_and_the_data(trai
     assert store.lookup(full.spec.key, 42, full.task.key)[0] is not None  # sealed again: it verifies
     assert examples_path(path).is_file()  # its per-example side file kept
     assert f"{measured['test_pairs_seen']}/{measured['test_pairs']}" in out
+
+
+def test_a_recipe_records_its_teachers_data_and_the_pairs_it_made(tiny_bert, tmp_path):
+    """Augmented SBERT: the teacher trained inside the recipe's training and the student's silver and gold pairs
+    are part of what the student's cells are measured against."""
+    from harness.registry import build_registry
+
+    registry = build_registry()
+    runner, outcomes = _run(registry, tiny_bert, tmp_path, [ModelEntry("augsbert:teacher=be", train_on="stsb")],
+                            ["sts12"])
+    (outcome,) = outcomes
+    assert outcome.status == "ok", outcome.message
+    measured = _record(runner, outcome)["contamination"]
+    sources = [source["source"] for source in measured["training_data"]]
+    assert sources.count("stsb") >= 2  # the recipe's own source and its teacher's (trained inside it)
+    (made,) = measured["made"]
+    assert made["what"].startswith("augsbert student pairs") and made["pairs"] > 0
+    provenance = json.loads((runner.store.checkpoint_dir(outcome.spec.key, 42) / "training.json").read_text())
+    assert provenance["training_data"]["made"][0]["pairs"][0]  # texts inline: they exist only in this run

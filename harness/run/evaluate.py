@@ -129,12 +129,14 @@ class CellWork:
         """Evaluate one cell of ``job`` with its model and build its record without storing it."""
         spec, seed, trained, plan = job.spec, job.seed, job.trained, self.plan
         metadata = self.registry.task(task_spec.name).metadata
+        task = self.models.tasks.task(task_spec)
+        # what the model trained on, read again from its provenance (harness.contamination), before the seeding
+        context = self.models.eval_context(plan.profile, plan.device, seed, self.models.seen_texts(trained, seed))
         started = time.perf_counter()
         seed_everything(seed)
-        task = self.models.tasks.task(task_spec)
-        context = self.models.eval_context(plan.profile, plan.device, seed, self.models.seen_texts(trained, seed))
         try:
             result = task.evaluate(model, context)
+            eval_seconds = time.perf_counter() - started
             contamination = self.models.contamination(trained, seed, task.evaluated_texts(context))
         except MissingDataError as exc:
             return self._problem(spec, seed, task_spec, "missing", str(exc))
@@ -150,7 +152,6 @@ class CellWork:
             raise
         except Exception as exc:  # noqa: BLE001  a plugin's bug fails its own cell, never the rest of the matrix
             return self._problem(spec, seed, task_spec, "failed", plugin_failure("the evaluation", exc))
-        eval_seconds = time.perf_counter() - started
         if metadata.main_score not in result.scores:
             raise HarnessError(
                 f"task {task_spec.name!r} returned no {metadata.main_score!r} score (it returned "

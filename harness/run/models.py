@@ -309,8 +309,8 @@ class Models:
                 f"profile {profile.name}, budget {format_budget(spec.requested_budget)})"
             )
             model, report = self._fit(spec, model, splits, profile, device, seed)
-        finally:
-            self._collecting.remove(provenance)
+        finally:  # trainings nest (a teacher inside its recipe): this one is the last on the stack
+            self._collecting[:] = [item for item in self._collecting if item is not provenance]
         self._provenance[(spec.hash, seed)] = provenance
         report_record = dict(report.as_record() if hasattr(report, "as_record") else report)
         # The cut of the training data is applied here, not by the method: record it with what it applied.
