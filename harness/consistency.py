@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .plugin_api import checked_vectors
+from .capabilities import checked_vectors
 
 # Different lengths, so padding inside a batch differs from encoding a text alone; the first text is repeated.
 PROBE_TEXTS = (

@@ -14,8 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..capabilities import Embedder, MultiVectorEmbedder, PairScorer, SpanEncoder
-from ..plugin_api import checked_vectors
+from ..capabilities import Embedder, MultiVectorEmbedder, PairScorer, SpanEncoder, checked_vectors
 
 
 def cosine_rows(first: np.ndarray, second: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..capabilities import ModelOutputError
 from ..checkpoints import build_checkpoint, check_checkpoint_target, trained_checkpoint_problem
 from ..consistency import batch_dependence
 from ..data import TrainingSplits
@@ -29,7 +30,6 @@ from ..metrics import ScoreError
 from ..plugin_api import (
     EvalContext,
     ModelContext,
-    ModelOutputError,
     PluginFailure,
     RecipeContext,
     RecipePlugin,
