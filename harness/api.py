@@ -18,12 +18,14 @@ from .capabilities import (
     SPAN_ENCODER,
     TRAINABLE,
     Embedder,
+    ModelOutputError,
     MultiVectorEmbedder,
     PairScorer,
     ScoredPairLearner,
     SpanEncoder,
     Trainable,
     VectorSets,
+    checked_vectors,
     reachable_capabilities,
 )
 from .checkpoints import CheckpointedModule, build_checkpoint, checkpoint_complete, checkpoint_problem
@@ -83,7 +85,6 @@ from .plugin_api import (
     EvalContext,
     EvalResult,
     ModelContext,
-    ModelOutputError,
     ModelPlugin,
     PluginContractError,
     RecipeContext,
@@ -91,7 +92,6 @@ from .plugin_api import (
     Task,
     TaskMetadata,
     TaskPlugin,
-    checked_vectors,
 )
 from .profiles import Profile, get_profile
 from .propositions import PropositionPair, PropositionPairs

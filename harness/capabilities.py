@@ -25,6 +25,29 @@ TRAINABLE = "trainable"
 CAPABILITIES = (EMBEDDER, PAIR_SCORER, MULTI_VECTOR_EMBEDDER, SPAN_ENCODER, TRAINABLE)
 
 
+class ModelOutputError(ValueError):
+    """A model returned what its capability does not allow (another number of rows than texts, not numbers): the
+    runner fails the cell with this message, the rest of the matrix runs."""
+
+
+def checked_vectors(value: Any, count: int, who: str = "encode") -> Any:
+    """``value`` (what a model's ``encode`` returned for ``count`` texts) as a 2-D float array with ``count`` rows;
+    ModelOutputError saying what is wrong otherwise (never an IndexError deep inside an evaluation)."""
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    if kind is not None and kind not in "biuf":  # object, string or complex arrays: not vectors
+        raise ModelOutputError(f"{who} returned an array of {value.dtype} values, not numbers.")
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ModelOutputError(f"{who} returned {type(value).__name__} that is not an array of numbers ({exc}).") \
+            from None
+    if array.ndim != 2 or array.shape[0] != count:
+        raise ModelOutputError(f"{who} returned an array of shape {array.shape} for {count} texts; it must return "
+                               f"one vector per text ({count} rows).")
+    return array
+
+
+
 @runtime_checkable
 class Embedder(Protocol):
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...

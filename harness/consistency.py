@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from .capabilities import checked_vectors
 from .metrics import check_finite_vectors
-from .plugin_api import checked_vectors
 
 # Different lengths, so padding inside a batch differs from encoding a text alone; the first text is repeated.
 PROBE_TEXTS = (

@@ -30,30 +30,6 @@ class PluginContractError(HarnessError, ValueError):
     """A plugin registered something that breaks the plugin contract (bad name, unknown capability, ...)."""
 
 
-class ModelOutputError(PluginContractError):
-    """A model returned what its capability does not allow (another number of rows than texts, not numbers): the
-    cell fails with this message, the rest of the matrix runs."""
-
-
-def checked_vectors(value: Any, count: int, who: str = "encode") -> Any:
-    """``value`` (what a model's ``encode`` returned for ``count`` texts) as a 2-D float array with ``count`` rows;
-    ModelOutputError saying what is wrong otherwise (never an IndexError deep inside an evaluation)."""
-    import numpy as np
-
-    kind = getattr(getattr(value, "dtype", None), "kind", None)
-    if kind is not None and kind not in "biuf":  # object, string or complex arrays: not vectors
-        raise ModelOutputError(f"{who} returned an array of {value.dtype} values, not numbers.")
-    try:
-        array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ModelOutputError(f"{who} returned {type(value).__name__} that is not an array of numbers ({exc}).") \
-            from None
-    if array.ndim != 2 or array.shape[0] != count:
-        raise ModelOutputError(f"{who} returned an array of shape {array.shape} for {count} texts; it must return "
-                               f"one vector per text ({count} rows).")
-    return array
-
-
 def plugin_failure(what: str, exc: BaseException) -> str:
     """One line for an exception a plugin raised inside a cell (stored as the failed cell's message; ``-v`` logs the
     traceback): its type, message and the innermost place it was raised."""

@@ -14,9 +14,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..capabilities import Embedder, MultiVectorEmbedder, PairScorer, SpanEncoder
+from ..capabilities import Embedder, MultiVectorEmbedder, PairScorer, SpanEncoder, checked_vectors
 from ..metrics import check_finite_vectors
-from ..plugin_api import checked_vectors
 
 
 def cosine_rows(first: np.ndarray, second: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from ..capabilities import ModelOutputError
 from ..device import seed_everything
 from ..environment import RUNTIME_PACKAGES, environment_record, package_version
 from ..errors import DataFileError, HarnessError, IncompatibleError, MissingDataError
@@ -146,7 +147,7 @@ class CellWork:
             return self._problem(spec, seed, task_spec, "failed", str(exc))
         except IncompatibleError as exc:  # found only at evaluation (e.g. a reranker's first stage): this cell alone
             return self._problem(spec, seed, task_spec, "failed", str(exc))
-        except PluginContractError as exc:  # a model's output broke its contract (rows, numbers): this cell alone
+        except (ModelOutputError, PluginContractError) as exc:  # a model's output broke its contract: this cell alone
             return self._problem(spec, seed, task_spec, "failed", f"{spec.label}: {exc}")
         except (HarnessError, OSError):  # the user's input or the machine (a full disk): one line, the run stops
             raise

@@ -19,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import distributed
+from ..capabilities import ModelOutputError
 from ..checkpoints import build_checkpoint, check_checkpoint_target, trained_checkpoint_problem
 from ..consistency import batch_dependence
 from ..contamination import EvaluatedTexts, TextSet, measure, pairs_record
@@ -31,7 +32,6 @@ from ..metrics import ScoreError
 from ..plugin_api import (
     EvalContext,
     ModelContext,
-    ModelOutputError,
     PluginFailure,
     RecipeContext,
     RecipePlugin,
