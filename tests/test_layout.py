@@ -156,7 +156,7 @@ def test_builtins_use_only_the_two_front_doors(folder):
 BLOCK_PACKAGES = ("harness.nn", "harness.evaluation", "harness.training", "harness.blocks")
 BLOCK_FOUNDATIONS = (
     "harness", "harness.errors", "harness.data", "harness.capabilities", "harness.options", "harness.profiles",
-    "harness.device", "harness.metrics", "harness.hub", "harness.files", "harness.checkpoints",
+    "harness.device", "harness.metrics", "harness.hub", "harness.files", "harness.checkpoints", "harness.progress",
 )
 
 
