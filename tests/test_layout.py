@@ -157,6 +157,7 @@ BLOCK_PACKAGES = ("harness.nn", "harness.evaluation", "harness.training", "harne
 BLOCK_FOUNDATIONS = (
     "harness", "harness.errors", "harness.data", "harness.capabilities", "harness.options", "harness.profiles",
     "harness.device", "harness.distributed", "harness.metrics", "harness.hub", "harness.files", "harness.checkpoints",
+    "harness.progress",
 )
 
 
