@@ -335,8 +335,8 @@ def test_run_runtime_onnx_nugget_scores_equal_torch(tiny_bert, tmp_path):
     (torch_record,), (onnx_record,) = _records(tmp_path / "torch"), _records(tmp_path / "onnx")
     assert onnx_record["runtime"] == "onnx" and "runtime" not in torch_record
     assert abs(onnx_record["main_score"] - torch_record["main_score"]) < 0.01
-    (torch_pairs,), (onnx_pairs,) = (list(tmp_path.glob(f"{runtime}/*/seed-*/stsb.examples.npz"))
-                                     for runtime in ("torch", "onnx"))
+    (torch_pairs,), (onnx_pairs,) = (list(tmp_path.glob(f"{runtime}/*/seed-*/{name}.examples.npz"))
+                                     for runtime, name in (("torch", "stsb"), ("onnx", "stsb@onnx")))
     expected, actual = np.load(torch_pairs)["array.predicted"], np.load(onnx_pairs)["array.predicted"]
     assert expected.shape == actual.shape and len(expected) > 100
     np.testing.assert_allclose(actual, expected, atol=1e-5)

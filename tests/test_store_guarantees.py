@@ -1368,7 +1368,7 @@ def save_sentence_transformer(backbone: str, folder: Path) -> None:
     from sentence_transformers.sentence_transformer.modules import Pooling
 
     transformer = Transformer(backbone, max_seq_length=48)
-    SentenceTransformer(modules=[transformer, Pooling(transformer.get_word_embedding_dimension())],
+    SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension())],
                         device="cpu").save(str(folder))
 
 
@@ -1388,19 +1388,18 @@ def test_40_2_st_model_folder_replaced_at_the_same_path_is_recomputed(run_cli, t
     assert code == 0 and "0 cells computed, 1 from the store" in out, err
 
 
-class FileOptionTask(ToyPairs):
-    """A task whose data file is an option (``toy-file:file=PATH``), declared a path option."""
-
-    metadata = harness.TaskMetadata(
-        name="toy-file", family="toy", description="pairs from the file its option names", main_score="spearman",
-        metric="Spearman x100", reference="tests", dataset="toy", dataset_source="tests", license="none",
-    )
-    options = {"file": harness.Option("", "the pairs file", path=True), "note": harness.Option("")}
-
-
 def test_40_2_a_task_data_path_given_as_an_option_is_identified_by_its_content(tmp_path):
     from harness.fingerprint import stable_hash
     from harness.spec import resolve_task_specs
+
+    class FileOptionTask(ToyPairs):
+        """A task whose data file is an option (``toy-file:file=PATH``), declared a path option."""
+
+        metadata = harness.TaskMetadata(
+            name="toy-file", family="toy", description="pairs from the file its option names", main_score="spearman",
+            metric="Spearman x100", reference="tests", dataset="toy", dataset_source="tests", license="none",
+        )
+        options = {"file": harness.Option("", "the pairs file", path=True), "note": harness.Option("")}
 
     class Plugin:
         @harness.hookimpl
