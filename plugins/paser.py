@@ -263,9 +263,12 @@ OBJECTIVE = Objective(
         "decoder_layers": Option(6, "layers of the randomly initialised decoder (paper: 6)", type=int),
         "synonyms": Option(0.1, "EDA synonym replacement share (table 1 = table 4's + SR; 0: off; WordNet 3.0 "
                                 "synonyms bundled with harness)", type=float),
+        # Added after PaSeR rows were published: without synonym replacement (synonyms=0) the option changes
+        # nothing, so those specs keep their keys and records; with it, the new default (both views) is a new model.
         "synonym_views": Option("both", "where synonym replacement reaches: both (s and s~, section 3.1.3) or "
                                         "masked (s~ and the target only; harness before issue 34)",
-                                choices=("both", "masked")),
+                                choices=("both", "masked"), hash_default=False,
+                                hash_when=lambda options: float(options["synonyms"]) != 0),
     },
     check=check_options,
 )

@@ -11,7 +11,8 @@ import pytest
 from harness.evaluation.bootstrap import ExampleScores, example_side_file
 from harness.evaluation.significance import TOO_FEW_SEEDS, PairedResult, UnitComparison
 from harness.leaderboard import claims as claims_module
-from harness.leaderboard.claims import (
+from harness.leaderboard.claims import inputs_digest, render_reproduction, split_fingerprint
+from harness.leaderboard.verdicts import (
     NO_DIFFERENCE,
     NOT_RUN,
     NOT_TESTABLE,
@@ -20,10 +21,7 @@ from harness.leaderboard.claims import (
     SAME_DIRECTION,
     TIE_BROKEN,
     TIE_HOLDS,
-    inputs_digest,
     pair_verdict,
-    render_reproduction,
-    split_fingerprint,
 )
 from harness.store import Store
 

@@ -292,8 +292,11 @@ def test_executor_options_are_checked(run_cli, tmp_path, arguments, expected):
     assert code == 2 and expected in err and err.count("\n") == 1
 
 
-def test_progress_is_a_line_per_cell_and_a_bar_of_cells_done_with_an_eta(capsys):
+def test_progress_is_a_line_per_cell_and_a_bar_of_cells_done_with_an_eta(capsys, monkeypatch):
+    import harness.progress
     from harness.executors.progress import CellProgress
+
+    monkeypatch.setattr(harness.progress, "on_terminal", lambda: True)  # the bar is for a terminal (logs: LogProgress)
 
     class FakeRunner:
         def __init__(self):

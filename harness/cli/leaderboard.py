@@ -27,7 +27,7 @@ def cmd_leaderboard(args) -> int:
 
         written = [write_reproduction(args.reproduction, args.matrix_dir, store, load_registry())]
     elif args.matrix is not None:
-        from ..leaderboard.matrix_board import write_matrix_board
+        from ..leaderboard.claims import write_matrix_board
 
         written = write_matrix_board(args.matrix, store, output / "matrices", formats, load_registry())
     else:

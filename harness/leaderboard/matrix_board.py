@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataFileError, data_error
-from ..files import prepare_output_dir
 from ..run.record import DEFAULT_RUNTIME, runtime_of, split_record_stem
-from ..store import Store, atomic_write_text
+from ..store import Store
 from .tables import Cell, Row, cell_view, sample_size
 
 MATRIX_FORMATS = ("md", "csv", "html")
@@ -223,10 +222,10 @@ def _interval(row: Row, column: Column, cache: dict | None = None) -> str:
 def paper_agreement_rows(board: MatrixBoard) -> list[list[str]]:
     """Per paper column, each neighbouring pair of the paper's rows in the paper's order (higher first): the paper's
     difference, ours with its 95% interval, p-value and unit, and the verdict by the reproduction rule
-    (:data:`harness.leaderboard.claims.VERDICT_RULE`; equal paper numbers are a claimed tie). For a matrix without
+    (:data:`harness.leaderboard.verdicts.VERDICT_RULE`; equal paper numbers are a claimed tie). For a matrix without
     ``claims:``; one with claims shows those instead (docs/fidelity.md, "Paper tables")."""
-    from .claims import NO_DATA, NOT_RUN, pair_verdict
     from .stats import compare_cells
+    from .verdicts import NO_DATA, NOT_RUN, pair_verdict
 
     by_label = {row.label: row for row in board.rows}
     lines = []
@@ -324,7 +323,7 @@ AGREEMENT_LEGEND = ("Neighbouring rows in the paper's order, tested on our recor
 def _agreement_markdown(board: MatrixBoard, outcomes: list | None = None) -> list[str]:
     from tabulate import tabulate
 
-    from .claims import VERDICT_RULE, claims_markdown
+    from .verdicts import VERDICT_RULE, claims_markdown
 
     if outcomes:
         return claims_markdown(outcomes, "## The paper's claims, judged on our records")
@@ -392,7 +391,7 @@ def render_html(board: MatrixBoard, outcomes: list | None = None) -> str:
 
 
 def _agreement_html(board: MatrixBoard, escape: Any, outcomes: list | None = None) -> list[str]:
-    from .claims import HEADERS, VERDICT_RULE, claim_row
+    from .verdicts import HEADERS, VERDICT_RULE, claim_row
 
     if outcomes:
         title, legend = "The paper's claims, judged on our records", VERDICT_RULE
@@ -410,24 +409,3 @@ def _agreement_html(board: MatrixBoard, escape: Any, outcomes: list | None = Non
 
 
 RENDERERS = {"md": render_markdown, "csv": render_csv, "html": render_html}
-
-
-def write_matrix_board(matrix_path: Path, store: Store, output_dir: Path, formats: tuple[str, ...],
-                       registry: Any) -> list[Path]:
-    """``<output_dir>/<matrix file stem>.<fmt>`` for each of ``formats`` (md, csv, html)."""
-    for fmt in formats:
-        if fmt not in MATRIX_FORMATS:
-            from ..errors import invalid_choice
-
-            raise invalid_choice("--formats (with --matrix)", fmt, MATRIX_FORMATS)
-    from .claims import matrix_outcomes
-
-    board = build_board(matrix_path, store, registry)
-    outcomes = matrix_outcomes(matrix_path, store, registry, board=board)  # the reproduction page's verdicts
-    prepare_output_dir(Path(output_dir), "the matrix table folder")
-    written = []
-    for fmt in formats:
-        path = Path(output_dir) / f"{board.name}.{fmt}"
-        atomic_write_text(path, RENDERERS[fmt](board, outcomes))
-        written.append(path)
-    return written
