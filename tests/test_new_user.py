@@ -77,7 +77,7 @@ def test_a_run_off_a_terminal_logs_steps_and_cells_at_an_interval(tiny_bert, tmp
     lines = run.stdout.splitlines()
     assert "  training ce: 1/2 steps (50%)" in "\n".join(lines) and any(
         line.startswith("  training ce: 2/2 steps (100%)") and "loss=" in line for line in lines)
-    assert any(line.startswith("  run: 1/1 cells (100%)") for line in lines)
+    assert any(line.startswith("  cells: 1/1 cells (100%)") for line in lines)
     quiet = run_harness("run", "--models", "ce", "--backbone", tiny_bert, "--tasks", "stsb", "--profile", "smoke",
                         "--train-on", "stsb", "--set", "max_steps=2", "--results", tmp_path / "q", "--no-progress",
                         env={"HARNESS_PROGRESS_SECONDS": "0"})

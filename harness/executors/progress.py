@@ -18,7 +18,7 @@ class CellProgress:
         self.total = total
         self.done = 0
         self._log: Callable[[str], None] = owner.log
-        self.bar = progress_bar(total, "run", enabled and total > 0, unit="cell", leave=True, dynamic_ncols=True,
+        self.bar = progress_bar(total, "cells", enabled and total > 0, unit="cell", leave=True, dynamic_ncols=True,
                                 smoothing=0.1)
         if not self.bar.disable and not isinstance(self.bar, LogProgress):  # a log needs no clearing around lines
             owner.log = self.write
