@@ -153,10 +153,10 @@ def test_every_format_bolds_only_the_significantly_best_row(tmp_path):
 def test_a_top_row_without_per_example_data_is_marked_untested_in_every_format(tmp_path):
     table, markdown, latex, page, csv_marks, plot = _formats(_store_of(tmp_path, {"old": 80.0, "older": 70.0}))
     assert "**" not in "\n".join(line for line in markdown.splitlines() if line.startswith("|"))
-    assert "80.00 †" in markdown and "†: the column's top row, which cannot be told apart from the next one" in (
+    assert "80.00 ¶" in markdown and "¶: the column's top row, which cannot be told apart from the next one" in (
         markdown)
-    assert "\\textbf{" not in latex and "80.00 †" in latex
-    assert 'class="best"' not in page and "<strong>" not in page and "80.00 †" in page
+    assert "\\textbf{" not in latex and "80.00 ¶" in latex
+    assert 'class="best"' not in page and "<strong>" not in page and "80.00 ¶" in page
     assert csv_marks == {"old": ("best-untested", "best-untested"), "older": ("no-data", "no-data")}
     assert plot == {"t1": ["best-untested", ""], "average": ["best-untested", ""]}
 

@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 
-STALE = "†"
+STALE = "§"
 
 
 def mark_stale(table: Table, stale: dict[str, str]) -> None:

@@ -49,7 +49,7 @@ logger = logging.getLogger(__name__)
 
 TIED = "≈"
 TOO_FEW = "?"  # a row that cannot be compared with the column's best: a trained row of the two has one seed
-UNTESTED = "†"
+UNTESTED = "¶"  # distinct from the contamination marks (†N%, ‡N%) and the stale-row mark (§)
 # What :func:`cell_mark` (the one rule for "best", every format) says of a cell.
 BEST_SIGNIFICANT, BEST, BEST_UNTESTED, TIED_WITH_BEST = "best-significant", "best", "best-untested", "tied"
 TOO_FEW_SEEDS_MARK = "too-few-seeds"
@@ -306,7 +306,7 @@ def column_decisions(column_scores: dict[str, float], marks: ColumnMarks) -> dic
 
 def cell_mark(table: Any, row: Any, column: str) -> str:
     """What the one rule for "best" (:func:`column_decisions`) says of a cell: ``best-significant`` (bold in md, tex
-    and html, bold value in plots), ``best``, ``best-untested`` (``†``), ``tied`` (``≈``) or ``""``. Every format
+    and html, bold value in plots), ``best``, ``best-untested`` (``¶``), ``tied`` (``≈``) or ``""``. Every format
     asks this function; none keeps a rule of its own."""
     stats: TableStatistics | None = getattr(table, "statistics", None)
     return stats.decisions.get((row.model_key, column), "") if stats is not None else ""
