@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HarnessError
+from ..files import read_store_bytes
 from ..profiles import get_profile
 from ..registry import Registry
 from ..spec import ModelSpec
 from ..store import Store, examples_path
 from .config import RunConfig
 from .models import Models
+from .record import split_record_stem
 
 logger = logging.getLogger(__name__)
 DERIVED = "derived from the record"
@@ -106,9 +108,12 @@ class OverlapDeriver:
         """Store the record again with its derived ``contamination`` (sealed again; its side file kept)."""
         record = {key: value for key, value in item.record.items() if key != "_path"}
         record["contamination"] = item.contamination
-        model_key, seed, task_key = item.path.parts[-3], int(item.path.parts[-2].split("-", 1)[1]), item.path.stem
+        # the file name gives the task key and runtime (`<task>@onnx.json`); Store.write names the file again
+        task_key, _ = split_record_stem(item.path.stem)
+        model_key, seed = item.path.parts[-3], int(item.path.parts[-2].split("-", 1)[1])
         side_file = examples_path(item.path)
-        self.store.write(model_key, seed, task_key, record, side_file.read_bytes() if side_file.is_file() else None)
+        examples = read_store_bytes(side_file, self.store.root) if side_file.is_file() else None
+        self.store.write(model_key, seed, task_key, record, examples)
 
 
 def overlap_row(item: Derived) -> list[Any]:
