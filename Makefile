@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml scripts/install-torch.sh
 # The main job: the pretrained Bi-Encoder, and Cross-Encoder / Cross-Bi-Encoder trained on STS-B (their default
 # source), on SentEval STS and every available USEB member (quick profile). It writes to the working store
 # ./results (not tracked by git, empty on a fresh clone), so it really trains and evaluates on this machine.
-# On a CPU it evaluates through ONNX Runtime and, where the CPU has bfloat16 instructions, trains under bfloat16
+# On a CPU, where it has bfloat16 instructions, it trains under bfloat16
 # autocast (scripts/main-job-flags.py prints what it chose); the run's last line gives its total time.
 run: install
 	$(BIN)/harness run --models be,ce,cbe --tasks senteval,useb $$($(BIN)/python scripts/main-job-flags.py)

@@ -1,12 +1,12 @@
 """The flags `make run` adds to the main job for this machine, printed on one line (the reason goes to stderr).
 
-On a CPU: ``--runtime onnx`` (evaluation through ONNX Runtime, same scores as torch to float rounding) when
-onnxruntime is installed, and ``--set precision=bf16`` (bfloat16 autocast in training) when the CPU has bfloat16
-instructions. On a GPU: nothing (training already uses CUDA mixed precision; the ONNX path is CPU-only).
+On a CPU: ``--set precision=bf16`` (bfloat16 autocast in training) when the CPU has bfloat16 instructions; precision
+is not part of a model's identity, so the README's next commands find these models and records. Evaluation stays in
+torch: each runtime keeps its own cells (``--runtime onnx`` records are ``<task>@onnx.json``), and the commands that
+follow the main job evaluate and compare torch cells. On a GPU: nothing (training already uses CUDA mixed precision).
 """
 from __future__ import annotations
 
-import importlib.util
 import sys
 
 import torch
@@ -19,9 +19,6 @@ def main() -> None:
     if torch.cuda.is_available():
         reasons.append("a CUDA GPU: torch runtime, CUDA mixed precision")
     else:
-        if importlib.util.find_spec("onnxruntime") is not None:
-            flags.append("--runtime onnx")
-            reasons.append("evaluation through ONNX Runtime")
         if cpu_bf16_supported():
             flags.append("--set precision=bf16")
             reasons.append("training under bfloat16 autocast (the CPU has bfloat16 instructions)")
