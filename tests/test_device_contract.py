@@ -51,6 +51,25 @@ def test_every_model_keeps_its_tensors_on_its_device(name, tiny_bert, tiny_wordn
     assert report.operations_checked
 
 
+# Each built-in recipe as the specs whose device paths differ: augsbert's teachers (a cross-encoder, a
+# cross-bi-encoder), its samplers (BM25, semantic search with a bi-encoder, KDE over teacher scores) and the domain
+# MLM. A recipe without an entry fails test_every_recipe_has_device_specs.
+RECIPE_SPECS = {
+    "augsbert": ["augsbert:teacher=ce,sampler=bm25", "augsbert:teacher=cbe,sampler=semantic-search",
+                 "augsbert:teacher=ce,sampler=kde-iterative", "augsbert:teacher=ce,teacher_mlm=true"],
+}
+
+
+def test_every_recipe_has_device_specs():
+    assert sorted(RECIPE_SPECS) == sorted(REGISTRY.recipes)
+
+
+@pytest.mark.parametrize("spec", [spec for specs in RECIPE_SPECS.values() for spec in specs])
+def test_every_recipe_keeps_its_tensors_on_its_device(spec, tiny_bert):
+    report = ht.check_recipe_device(spec, registry=REGISTRY, backbone=tiny_bert)
+    assert report.trained and report.operations_checked
+
+
 TRAINABLE = [name for name in MODELS if "trainable" in REGISTRY.model(name).capabilities]
 
 

@@ -22,7 +22,8 @@ test suite::
   offered training data is well formed). Both raise :class:`ContractCheckError` listing every problem found.
 - Device checks: :func:`check_model_device` (built for the ``meta`` device, trained and evaluated, no tensor stays
   on the CPU: what fails on a GPU with "Expected all tensors to be on the same device") and
-  :func:`check_model_precision` (training under CPU bfloat16 or float16 autocast, float16 with a real GradScaler).
+  :func:`check_model_precision` (training under CPU bfloat16 or float16 autocast, float16 with a real GradScaler);
+  :func:`check_recipe_device` the same device check for a recipe spec (its teacher, sampling, student).
 - Fixtures (with ``pytest_plugins = ["harness.testing"]`` in a conftest.py): ``tiny_bert``, ``tiny_roberta``,
   ``smoke_profile``, ``harness_cli``.
 
@@ -37,7 +38,14 @@ from __future__ import annotations
 from .backbones import TINY_SENTENCES, default_tiny_backbone, tiny_bert, tiny_roberta
 from .contexts import HarnessRun, eval_context, model_context, plugin_registry, run_harness, smoke_profile
 from .contract import ContractCheckError
-from .device_check import DeviceCheckReport, DeviceTracer, DeviceViolation, check_model_device, check_model_precision
+from .device_check import (
+    DeviceCheckReport,
+    DeviceTracer,
+    DeviceViolation,
+    check_model_device,
+    check_model_precision,
+    check_recipe_device,
+)
 from .fakes import (
     TESTING_MODELS,
     HashingEmbedder,
@@ -71,5 +79,5 @@ __all__ = [
     "OverlapPairScorer", "tiny_model_for", "TESTING_MODELS", "tiny_training_splits",
     "smoke_profile", "model_context", "eval_context", "plugin_registry", "run_harness", "HarnessRun",
     "ContractCheckError", "ModelCheckReport", "TaskCheckReport", "check_model", "check_task",
-    "check_model_device", "check_model_precision", "DeviceTracer", "DeviceViolation", "DeviceCheckReport",
+    "check_model_device", "check_model_precision", "check_recipe_device", "DeviceTracer", "DeviceViolation", "DeviceCheckReport",
 ]

@@ -267,3 +267,89 @@ def check_model_precision(
     if problems:
         raise ContractCheckError(f"{owner} breaks the precision contract:\n" + "\n".join(f"- {p}" for p in problems))
     return record
+
+
+def check_recipe_device(
+    recipe: str,
+    *,
+    registry: Registry | None = None,
+    backbone: str | None = None,
+    training_data: TrainingSplits | None = None,
+    profile: Profile | str | None = None,
+    seed: int = 42,
+) -> DeviceCheckReport:
+    """The device contract of a recipe spec (e.g. ``"augsbert:teacher=ce,sampler=bm25"``): every model the recipe
+    trains through its context (``ctx.trained_model``: teachers, search encoders, each on tiny data of its first
+    training kind), its student (``ctx.build_student``), the recipe's own steps (sampling, scoring, filtering) and the
+    trained student's evaluation all run for the ``meta`` device under :class:`DeviceTracer`, as
+    :func:`check_model_device` does for a model. ``training_data`` (default: tiny data of the recipe's first training
+    kind) is what ``--train-on`` would give it. Raises :class:`ContractCheckError` listing the violations."""
+    from ..api import RecipeContext
+    from ..options import parse_spec_text, resolve_options
+    from ..registry import build_registry
+
+    registry = registry or build_registry()
+    name, raw_options = parse_spec_text(recipe)
+    plugin = registry.recipe(name)
+    owner = f"recipe {plugin.name!r}"
+    options = resolve_options(owner, plugin.options, raw_options)
+    student_name, student_options = parse_spec_text(options["student"])
+    student_plugin = registry.model(student_name)
+    report = DeviceCheckReport(plugin.name, student_plugin.capabilities)
+    tracer = DeviceTracer()
+    texts = list(PROBE_TEXTS[:4])
+    kinds = [kind for kind in plugin.training_kinds if kind in TRAINING_KINDS]
+    splits = training_data or tiny_training_splits(kinds[0])
+    with contextlib.ExitStack() as cleanup:
+        root = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="harness-check-recipe-device-")))
+
+        def tiny_data(source: str, kind: str) -> TrainingSplits:
+            return tiny_training_splits(kind, source)
+
+        def context(model_plugin: ModelPlugin, model_options: Mapping[str, Any], model_backbone: str | None,
+                    folder: str) -> Any:
+            return model_context(model_backbone or backbone, model_options, plugin=model_plugin, profile=profile,
+                                 seed=seed, device=DEVICE, artifact_dir=root / folder, cache_dir=root / "cache",
+                                 registry=registry, trained_model=trained_model, training_data=tiny_data)
+
+        def trained_model(text: str, train_on: str | None = None, backbone: str | None = None) -> Any:
+            model_name, model_options = parse_spec_text(text)
+            model_plugin = registry.model(model_name)
+            ctx = context(model_plugin, model_options, backbone, f"helper-{model_name}")
+            built = _build_model(model_plugin, ctx, f"model {model_name!r} (trained by {owner})")
+            helper_kinds = [kind for kind in model_plugin.training_kinds if kind in TRAINING_KINDS]
+            if TRAINABLE in model_plugin.capabilities and helper_kinds:
+                helper_splits = tiny_training_splits(helper_kinds[0], train_on or "harness.testing")
+                built.fit(helper_splits, dataclasses.replace(ctx, train_on=helper_splits.source))
+            return built
+
+        def build_student(backbone: str | None = None) -> Any:
+            ctx = context(student_plugin, student_options, backbone, "student")
+            return _build_model(student_plugin, ctx, f"student {options['student']!r} of {owner}")
+
+        base = model_context(backbone, options, profile=profile, seed=seed, device=DEVICE,
+                             artifact_dir=root / "artifacts", cache_dir=root / "cache", registry=registry,
+                             trained_model=trained_model, training_data=tiny_data, train_on=splits.source)
+        ctx = RecipeContext(**{f.name: getattr(base, f.name) for f in dataclasses.fields(base)},
+                            student=options["student"], build_student=build_student)
+        step = "training it"
+        try:
+            with tracer:
+                _seed_everything(seed)
+                student, _ = plugin.train(splits, ctx)
+                report.trained = True
+                for capability in student_plugin.capabilities:
+                    step = f"evaluating its student as {capability}"
+                    if _outputs(student, [capability], texts):
+                        report.operations_checked.append(capability)
+        except ContractCheckError:
+            raise
+        except Exception as exc:
+            if not tracer.violations:
+                raise ContractCheckError(f"{owner} breaks the device contract:\n- {step} on the meta device raised "
+                                         f"{_describe_exception(exc)}") from exc
+    if tracer.violations:
+        raise ContractCheckError(f"{owner} breaks the device contract (built for device {DEVICE!r}, a tensor stayed "
+                                 "on the CPU; on a GPU this is 'Expected all tensors to be on the same device'):\n"
+                                 + "\n".join(f"- {v.describe()}" for v in tracer.violations[:10]))
+    return report
