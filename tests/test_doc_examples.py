@@ -157,3 +157,40 @@ def test_a_failing_block_fails_the_page(tmp_path, monkeypatch):
     page.write_text("```bash\nrm -rf build\n```\n", encoding="utf-8")
     with pytest.raises(AssertionError, match="not a harness command"):
         run_page(page, tmp_path, monkeypatch)
+
+
+# Written by another part of the build (harness.blocks' API reference, generated from docstrings); a link to it is
+# checked only once it exists.
+GENERATED_ELSEWHERE = {REPO / "docs" / "reference.md"}
+
+
+def heading_anchor(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def outside_code(text: str) -> str:
+    return re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+
+
+def test_links_between_the_docs_resolve():
+    """README.md, benchmarks/README.md and docs/: every relative link names a file that exists and, for a Markdown
+    page, a heading it has."""
+    pages = [REPO / "README.md", REPO / "benchmarks" / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    broken = []
+    for page in pages:
+        for target in re.findall(r"\]\(([^)\s]+)\)", outside_code(page.read_text(encoding="utf-8"))):
+            if re.match(r"[a-z]+:", target):
+                continue  # https:, mailto:
+            path, _, anchor = target.partition("#")
+            destination = (page.parent / path).resolve() if path else page
+            if not destination.exists():
+                if destination not in GENERATED_ELSEWHERE:
+                    broken.append(f"{page.relative_to(REPO)}: {target} (no such file)")
+                continue
+            if anchor and destination.suffix == ".md":
+                headings = re.findall(r"^#+ (.+)$", outside_code(destination.read_text(encoding="utf-8")), flags=re.M)
+                if anchor not in {heading_anchor(heading) for heading in headings}:
+                    broken.append(f"{page.relative_to(REPO)}: {target} (no such heading)")
+    assert len(pages) > 40
+    assert not broken, "\n".join(broken)
