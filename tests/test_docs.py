@@ -28,6 +28,6 @@ def test_unsupervised_method_chapter_runs(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "word_order", raising=False)
     try:
-        exec(compile(test_code, "docs/writing-plugins.md (test block)", "exec"), {})
+        exec(compile(test_code, "docs/plugins/unsupervised-objective.md (test block)", "exec"), {})
     finally:
         sys.modules.pop("word_order", None)
