@@ -1,5 +1,5 @@
-"""The code of docs/writing-plugins.md's chapter "An unsupervised method in one file" runs as written: its plugin
-module is written to a folder on sys.path and its test block is executed (tiny BERT backbone, smoke budget)."""
+"""The code of docs/plugins/unsupervised-objective.md ("An unsupervised method in one file") runs as written: its
+plugin module is written to a folder on sys.path and its test block is executed (tiny BERT backbone, smoke budget)."""
 from __future__ import annotations
 
 import re
@@ -7,7 +7,7 @@ import sys
 
 from conftest import REPO
 
-CHAPTER = "## An unsupervised method in one file"
+CHAPTER = "# An unsupervised method in one file"
 
 
 def chapter_code_blocks(text: str, heading: str) -> list[str]:
@@ -19,7 +19,8 @@ def chapter_code_blocks(text: str, heading: str) -> list[str]:
 
 
 def test_unsupervised_method_chapter_runs(tmp_path, monkeypatch):
-    blocks = chapter_code_blocks((REPO / "docs" / "writing-plugins.md").read_text(encoding="utf-8"), CHAPTER)
+    page = REPO / "docs" / "plugins" / "unsupervised-objective.md"
+    blocks = chapter_code_blocks(page.read_text(encoding="utf-8"), CHAPTER)
     assert len(blocks) == 2, "the chapter has the plugin module and its test"
     plugin_code, test_code = blocks
     assert "from harness.blocks import" in plugin_code and "objective_model(" in plugin_code
@@ -27,6 +28,6 @@ def test_unsupervised_method_chapter_runs(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "word_order", raising=False)
     try:
-        exec(compile(test_code, "docs/writing-plugins.md (test block)", "exec"), {})
+        exec(compile(test_code, "docs/plugins/unsupervised-objective.md (test block)", "exec"), {})
     finally:
         sys.modules.pop("word_order", None)
