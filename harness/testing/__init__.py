@@ -79,5 +79,6 @@ __all__ = [
     "OverlapPairScorer", "tiny_model_for", "TESTING_MODELS", "tiny_training_splits",
     "smoke_profile", "model_context", "eval_context", "plugin_registry", "run_harness", "HarnessRun",
     "ContractCheckError", "ModelCheckReport", "TaskCheckReport", "check_model", "check_task",
-    "check_model_device", "check_model_precision", "check_recipe_device", "DeviceTracer", "DeviceViolation", "DeviceCheckReport",
+    "check_model_device", "check_model_precision", "check_recipe_device", "DeviceTracer", "DeviceViolation",
+    "DeviceCheckReport",
 ]
