@@ -57,6 +57,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
                          "config_from_profile", "fit", "fit_scored_pairs", "make_adamw", "with_both_orders"),
     # -- the evaluation layer (harness.evaluation) -------------------------------------------------------------------
     "harness.evaluation.sampling": ("evaluation_sample", "sample_items"),
+    "harness.evaluation.sts": ("STSTask", "read_sts_pairs"),
     "harness.evaluation.bootstrap": ("ExampleScores", "mean_examples"),
     "harness.evaluation.pairs": ("PairSet", "correlation_scores", "pair_examples", "score_pair_sets", "score_pairs"),
     "harness.evaluation.bm25": ("BM25Index", "bm25_tokens"),
