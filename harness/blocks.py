@@ -39,8 +39,8 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "harness.nn.objectives": ("CLEAN", "DELETED", "IGNORED_LABEL", "OBJECTIVE_KIND", "CONTRASTIVE_SETUP",
                               "REPLICATION_SETUP", "Objective", "ObjectiveSetup", "TrainingSetup", "TrainingStep",
                               "UnlabeledCollator", "curve_summary", "in_batch_contrastive", "language_model_head",
-                              "objective_model", "scored_token_loss", "setup_budget", "share_parameters",
-                              "transformer_inputs", "usable_sentences"),
+                              "objective_hooks", "objective_model", "scored_token_loss", "setup_budget",
+                              "share_parameters", "transformer_inputs", "usable_sentences"),
     "harness.nn.mlm": ("BERT_MASKING", "THESIS_CODE_MASKING", "Masking", "PairTopics", "domain_adapted_backbone",
                        "freeze_embedding_layer", "load_masked_lm", "mask_tokens", "maskable_positions"),
     "harness.nn.noise": ("DELETION_RATIO", "WordDeletion", "check_deletion_ratio", "delete_words", "split_words"),
@@ -57,6 +57,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
                          "config_from_profile", "fit", "fit_scored_pairs", "make_adamw", "with_both_orders"),
     # -- the evaluation layer (harness.evaluation) -------------------------------------------------------------------
     "harness.evaluation.sampling": ("evaluation_sample", "sample_items"),
+    "harness.evaluation.sts": ("STSTask", "read_sts_pairs"),
     "harness.evaluation.bootstrap": ("ExampleScores", "mean_examples"),
     "harness.evaluation.pairs": ("PairSet", "correlation_scores", "pair_examples", "score_pair_sets", "score_pairs"),
     "harness.evaluation.bm25": ("BM25Index", "bm25_tokens"),

@@ -1,4 +1,5 @@
-"""The components the core itself offers (today the ``leaderboard`` plot), registered by the CLI.
+"""The components the core itself offers (the ``leaderboard`` plot, the built-in leaderboard formats), registered by
+the CLI.
 
 The registry only collects what plugins register; whoever builds a registry for a user (the CLI's entry) adds the
 core's own components with :func:`register_core_components`, handing them what they read from the registry (the
@@ -21,8 +22,12 @@ def core_components(registry: Registry) -> list[Component]:
         # The registry only orders the columns as the families register their tasks.
         return plot_leaderboards(results_dir, output_dir, registry.families())
 
+    from .leaderboard.formats import BUILTIN_FORMATS, LEADERBOARD_FORMAT
+
     return [Component("plot", "leaderboard", plot_leaderboard,
-                      "per family: bar chart of main scores with std over seeds as error bars (PNG)")]
+                      "per family: bar chart of main scores with std over seeds as error bars (PNG)"),
+            *(Component(LEADERBOARD_FORMAT, name, renderer, renderer.description)
+              for name, renderer in BUILTIN_FORMATS.items())]
 
 
 def register_core_components(registry: Registry) -> Registry:

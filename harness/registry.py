@@ -66,6 +66,10 @@ CORE_COMPONENT_KINDS = {
     "results-format": ComponentKind(
         "results-format", _Callable, "a callable (records, output_dir) -> list of written paths "
         "(harness export-results --format NAME)"),
+    "leaderboard-format": ComponentKind(
+        "leaderboard-format", _Callable, "a callable (sections, output_dir) -> the text of a family's leaderboard file "
+        "(harness leaderboard --formats NAME); one with a render_matrix(board, outcomes) attribute also renders "
+        "--matrix tables (harness.leaderboard.formats)"),
     "task-namespace": ComponentKind(
         "task-namespace", _TaskNamespace, "an object whose resolve(name) returns the Task subclass (or TaskPlugin) "
         "of the task 'NAMESPACE:name' (tasks named at run time, e.g. mteb:STS22)"),

@@ -21,7 +21,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from harness import hookimpl
 from harness.blocks import (
     CLEAN,
     IGNORED_LABEL,
@@ -30,7 +29,7 @@ from harness.blocks import (
     TrainingStep,
     language_model_head,
     load_masked_lm,
-    objective_model,
+    objective_hooks,
     scored_token_loss,
     share_parameters,
     transformer_inputs,
@@ -89,18 +88,8 @@ OBJECTIVE = Objective(
     reference="Devlin et al. 2019; thesis 4.2.2, 5.4.2 (MLM + SimCSE, MLM + NM)",
 )
 
-COMPONENT, MODEL = objective_model(
+register_components, register_models = objective_hooks(
     OBJECTIVE,
     description="masked language modelling through the sentence encoder; with aux=simcse/nm the thesis' MLM + X",
     reference="thesis 4.2.2, 5.4.2, tables 6.9-6.10",
 )
-
-
-@hookimpl
-def register_components(register):
-    register(COMPONENT)
-
-
-@hookimpl
-def register_models(register):
-    register(MODEL)

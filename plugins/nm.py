@@ -23,7 +23,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from harness import hookimpl
 from harness.blocks import (
     CLEAN,
     DELETED,
@@ -31,7 +30,7 @@ from harness.blocks import (
     ObjectiveSetup,
     TrainingStep,
     in_batch_contrastive,
-    objective_model,
+    objective_hooks,
 )
 
 NAME = "nm"
@@ -63,18 +62,8 @@ OBJECTIVE = Objective(
     reference="thesis 4.2.3, figure 4.1",
 )
 
-COMPONENT, MODEL = objective_model(
+register_components, register_models = objective_hooks(
     OBJECTIVE,
     description="Noise Matching (thesis 4.2.3): deletion-noised view matched to the stop-gradient original",
     reference="thesis 4.2.3, figure 4.1, 5.4.2, table 6.10",
 )
-
-
-@hookimpl
-def register_components(register):
-    register(COMPONENT)
-
-
-@hookimpl
-def register_models(register):
-    register(MODEL)

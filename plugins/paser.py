@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 import torch
 from torch import nn
 
-from harness import IncompatibleError, InvalidOptionError, Option, hookimpl
+from harness import IncompatibleError, InvalidOptionError, Option
 from harness.blocks import (
     CLEAN,
     IGNORED_LABEL,
@@ -29,7 +29,7 @@ from harness.blocks import (
     load_masked_lm,
     mask_tokens,
     masked_copy,
-    objective_model,
+    objective_hooks,
     pad_ids,
     rake_phrases,
     scored_token_loss,
@@ -273,18 +273,8 @@ OBJECTIVE = Objective(
     check=check_options,
 )
 
-COMPONENT, MODEL = objective_model(
+register_components, register_models = objective_hooks(
     OBJECTIVE,
     description="PaSeR (unsupervised): masked-phrase generation from both views' [CLS] plus MLM; [CLS] at inference",
     reference="Wu et al. 2023 (PaSeR), section 3, tables 1 and 5",
 )
-
-
-@hookimpl
-def register_components(register):
-    register(COMPONENT)
-
-
-@hookimpl
-def register_models(register):
-    register(MODEL)

@@ -12,8 +12,8 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
-from harness import InvalidOptionError, Option, hookimpl
-from harness.blocks import CLEAN, Objective, ObjectiveSetup, TrainingStep, in_batch_contrastive, objective_model
+from harness import InvalidOptionError, Option
+from harness.blocks import CLEAN, Objective, ObjectiveSetup, TrainingStep, in_batch_contrastive, objective_hooks
 
 NAME = "simcse"
 
@@ -60,18 +60,8 @@ OBJECTIVE = Objective(
 )
 
 
-COMPONENT, MODEL = objective_model(
+register_components, register_models = objective_hooks(
     OBJECTIVE,
     description="unsupervised SimCSE (dropout noise, in-batch InfoNCE, cosine); learns from unlabeled sentences",
     reference="Gao et al. 2021 (SimCSE); thesis 2.4.5, 5.4.2, table 6.10",
 )
-
-
-@hookimpl
-def register_components(register):
-    register(COMPONENT)
-
-
-@hookimpl
-def register_models(register):
-    register(MODEL)

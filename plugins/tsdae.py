@@ -10,18 +10,18 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from harness import hookimpl
 from harness.blocks import (
     CLEAN,
+    CONTRASTIVE_SETUP,
     DELETED,
     IGNORED_LABEL,
-    REPLICATION_SETUP,
     Objective,
     ObjectiveSetup,
+    TrainingSetup,
     TrainingStep,
     TransformerDecoder,
     language_model_head,
-    objective_model,
+    objective_hooks,
     scored_token_loss,
 )
 
@@ -57,28 +57,26 @@ class DenoisingReconstruction(nn.Module):
         return self.reconstruction_loss(step.sentence_vectors(DELETED), step.features(CLEAN))
 
 
+# Thesis 5.4.1, the TSDAE replication's setup (batch 8, 100K steps, constant learning rate); only TSDAE alone trains
+# in it: every combination with another objective takes the core's CONTRASTIVE_SETUP (thesis 5.4.2). The quick
+# budget is the one every objective shares.
+SETUP = TrainingSetup(
+    "thesis-5.4.1", schedule="constant", warmup_ratio=0.0, weight_decay=0.0,
+    budgets={"quick": CONTRASTIVE_SETUP.budgets["quick"], "paper": {"batch_size": 8, "max_steps": 100_000}},
+)
+
 OBJECTIVE = Objective(
     name=NAME,
     description="TSDAE: reconstruct the sentence from the pooled vector of its 60%-deleted copy",
     build=DenoisingReconstruction,
     views=(CLEAN, DELETED),
     reads=("ratio",),
-    setup=REPLICATION_SETUP,
+    setup=SETUP,
     reference="Wang et al. 2021 (TSDAE); thesis 2.4.6, 5.4.1",
 )
 
-COMPONENT, MODEL = objective_model(
+register_components, register_models = objective_hooks(
     OBJECTIVE,
     description="TSDAE denoising auto-encoder (60% word deletion, tied decoder on the pooled vector)",
     reference="Wang et al. 2021 (TSDAE); thesis 2.4.6, 5.4.1, tables 6.9-6.10",
 )
-
-
-@hookimpl
-def register_components(register):
-    register(COMPONENT)
-
-
-@hookimpl
-def register_models(register):
-    register(MODEL)

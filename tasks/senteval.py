@@ -3,7 +3,8 @@
 Protocol (SentEval's ``STSEval``; SimCSE's evaluation): the model's pair score (cosine of two embeddings, or a
 cross-encoder's score) against the gold score, Spearman x100. Aggregations (``aggregation``), text versions
 (``text``), SICK-R's split, unlabeled training sentences, data and deviations: docs/fidelity.md, section "SentEval
-STS" and its ``senteval`` / ``sickr`` table rows.
+STS" and its ``senteval`` / ``sickr`` table rows. Reading SemEval-layout files, the smoke cut, scoring and the
+aggregations are the core's STS task base (``harness.blocks.STSTask``); this module adds the SentEval data layout.
 """
 from __future__ import annotations
 
@@ -17,8 +18,6 @@ from harness import (
     SCORED_PAIRS,
     UNLABELED_SENTENCES,
     UNSEEN_OPTION,
-    EvalResult,
-    EvaluatedTexts,
     Option,
     ScoredPairs,
     Task,
@@ -30,9 +29,8 @@ from harness import (
     hookimpl,
     read_text_lines,
     resolve_dataset_dir,
-    unseen_indices,
 )
-from harness.blocks import PairSet, correlation_scores, evaluation_sample, pair_examples, score_pair_sets
+from harness.blocks import PairSet, STSTask, read_sts_pairs
 
 logger = logging.getLogger(__name__)
 
@@ -51,25 +49,8 @@ def read_sts_year(folder: Path, prefix: str, subset: str, tokenized: bool) -> tu
         prefix = "STS"
     input_path = base / f"{prefix}.input.{subset}.txt"
     gold_path = base / f"{prefix}.gs.{subset}.txt"
-    input_lines = read_text_lines(input_path)
-    gold_lines = read_text_lines(gold_path)
-    if len(input_lines) != len(gold_lines):
-        raise data_error(gold_path, None, f"has {len(gold_lines)} lines but {input_path.name} has {len(input_lines)}.")
-    first, second, gold = [], [], []
-    for number, (line, gold_line) in enumerate(zip(input_lines, gold_lines), start=1):
-        if not gold_line.strip():
-            continue  # unscored pair, dropped as in SentEval
-        fields = line.split("\t")
-        if len(fields) < 2:
-            raise data_error(input_path, number, "expected 'sentence1<TAB>sentence2'.")
-        try:
-            score = float(gold_line)
-        except ValueError:
-            raise data_error(gold_path, number, f"gold score {gold_line!r} is not a number.") from None
-        first.append(_normalise(fields[0], tokenized))
-        second.append(_normalise(fields[1], tokenized))
-        gold.append(score)
-    return PairSet(subset, first, second, np.array(gold)), [input_path, gold_path]
+    pair_set = read_sts_pairs(input_path, gold_path, subset, lambda text: _normalise(text, tokenized))
+    return pair_set, [input_path, gold_path]
 
 
 def read_stsb(folder: Path, split: str, tokenized: bool) -> tuple[PairSet, list[Path]]:
@@ -130,8 +111,8 @@ def unlabeled_split(source: str, train: PairSet, paths: list[Path]) -> TrainingS
     return TrainingSplits(source=source, train=UnlabeledSentences(sentences), checksum=files_checksum(paths))
 
 
-class STSTask(Task):
-    """Spearman of pair scores against gold on the task's pair sets."""
+class SentEvalTask(STSTask):
+    """A SentEval STS task: its data in ``tasks/data/<dataset>/`` unless ``--data-dir`` has it."""
 
     def bundled_dir(self) -> Path:
         return DATA_ROOT / self.metadata.dataset
@@ -142,45 +123,8 @@ class STSTask(Task):
     def tokenized(self) -> bool:
         return self.options["text"] == "senteval"
 
-    def load(self) -> tuple[list[PairSet], list[Path]]:  # pragma: no cover - interface
-        raise NotImplementedError
 
-    def check_data(self) -> str:
-        _, paths = self.load()
-        return files_checksum(paths)
-
-    def evaluated_pair_sets(self, ctx) -> tuple[list[PairSet], list[Path]]:
-        pair_sets, paths = self.load()
-        limit = ctx.profile.max_eval_examples
-        return [p.subset(evaluation_sample(len(p), limit)) for p in pair_sets], paths  # the cut is per sub-dataset
-
-    def evaluated_texts(self, ctx) -> EvaluatedTexts:
-        pair_sets, _ = self.evaluated_pair_sets(ctx)
-        return EvaluatedTexts(pairs=tuple(pair for p in pair_sets for pair in zip(p.first, p.second)))
-
-    def evaluate(self, model, ctx) -> EvalResult:
-        pair_sets, paths = self.evaluated_pair_sets(ctx)
-        details = {}
-        if self.options.get("unseen"):  # only the pairs the model did not train on (the option names the cell)
-            kept = [p.subset(unseen_indices(list(zip(p.first, p.second)), ctx.training_texts)) for p in pair_sets]
-            details["unseen"] = {"pairs_dropped_as_seen": sum(len(p) for p in pair_sets) - sum(len(p) for p in kept),
-                                 "pairs_scored": sum(len(p) for p in kept)}
-            pair_sets = kept
-        predictions = score_pair_sets(model, pair_sets)
-        return EvalResult(
-            scores=self.aggregate(pair_sets, predictions),
-            dataset_checksum=files_checksum(paths),
-            details={"pairs": {p.name: len(p) for p in pair_sets}, "options": self.options, **details},
-            examples=pair_examples(pair_sets, predictions, self.options.get("aggregation", "all")),
-        )
-
-    def aggregate(self, pair_sets: list[PairSet], predictions: list[np.ndarray]) -> dict[str, float]:
-        scores = correlation_scores(pair_sets, predictions)
-        scores["spearman"] = scores["spearman_all"]
-        return scores
-
-
-class SemEvalSTS(STSTask):
+class SemEvalSTS(SentEvalTask):
     """One SemEval STS year: its sub-datasets (SentEval's list), both aggregations, main score by option."""
 
     subsets: ClassVar[tuple[str, ...]] = ()
@@ -196,16 +140,8 @@ class SemEvalSTS(STSTask):
             paths.extend(read)
         return pair_sets, paths
 
-    def aggregate(self, pair_sets: list[PairSet], predictions: list[np.ndarray]) -> dict[str, float]:
-        scores = correlation_scores(pair_sets, predictions)
-        if len(pair_sets) > 1:
-            scores["spearman"] = scores["spearman_mean" if self.options["aggregation"] == "mean" else "spearman_all"]
-        else:
-            scores["spearman"] = scores["spearman_all"]
-        return scores
 
-
-class STSBenchmark(STSTask):
+class STSBenchmark(SentEvalTask):
     metadata = TaskMetadata(
         name="stsb",
         family=FAMILY,
@@ -268,7 +204,7 @@ class STSBenchmark(STSTask):
         )
 
 
-class SICKRelatedness(STSTask):
+class SICKRelatedness(SentEvalTask):
     metadata = TaskMetadata(
         name="sickr",
         family=FAMILY,

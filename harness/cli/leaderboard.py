@@ -12,16 +12,20 @@ from .common import existing_store, load_registry, read_store_and_output
 def cmd_leaderboard(args) -> int:
     """Needs no plugins: the tables come from the store; the registry only orders families and adds notes."""
     from ..leaderboard import write_leaderboards
+    from ..leaderboard.formats import BUILTIN_FORMATS, LEADERBOARD_FORMAT, available_formats
 
-    formats = values.formats(args.formats)
-    root, output = read_store_and_output(args.results, args.output)
-    store = existing_store(root)
     try:
         registry = load_registry()
+        renderers = available_formats(registry.component_names(LEADERBOARD_FORMAT),
+                                      lambda name: registry.component(LEADERBOARD_FORMAT, name))
         family_members = registry.families()
         family_baselines = registry.family_baselines()
     except HarnessError:
-        family_members, family_baselines = {}, {}  # ordering and notes only; the tables come from the store
+        # ordering and notes only; the tables come from the store, in the built-in formats
+        renderers, family_members, family_baselines = dict(BUILTIN_FORMATS), {}, {}
+    formats = values.formats(args.formats, tuple(renderers))
+    root, output = read_store_and_output(args.results, args.output)
+    store = existing_store(root)
     if args.reproduction is not None:
         from ..leaderboard.claims import write_reproduction
 
@@ -29,7 +33,7 @@ def cmd_leaderboard(args) -> int:
     elif args.matrix is not None:
         from ..leaderboard.claims import write_matrix_board
 
-        written = write_matrix_board(args.matrix, store, output / "matrices", formats, load_registry())
+        written = write_matrix_board(args.matrix, store, output / "matrices", formats, load_registry(), renderers)
     else:
         from ..leaderboard import stale_models
 
@@ -38,7 +42,7 @@ def cmd_leaderboard(args) -> int:
         except HarnessError:
             stale = {}  # without plugins no spec can be re-resolved: nothing is marked
         written = write_leaderboards(store, output, formats, family_members, args.include_samples, family_baselines,
-                                     stale)
+                                     stale, renderers)
     for path in written:
         print(f"wrote {path}")
     left_out = getattr(store, "sample_records", [])

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..leaderboard.formats import BUILTIN_FORMATS as FORMATS
 from ..profiles import PROFILES
 from .common import DEFAULT_LEADERBOARDS, DEFAULT_PUBLISHED, DEFAULT_RESULTS
 
@@ -115,7 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--output", type=Path, default=None,
                        help=f"folder for the tables (default ./{DEFAULT_LEADERBOARDS} for the published records, "
                             "else <results>/leaderboards)")
-    board.add_argument("--formats", default="md,csv", help="any of md, csv, tex, html")
+    board.add_argument("--formats", default="md,csv",
+                       help=f"any of {', '.join(FORMATS)}, or a format a plugin offers (`harness list`, components "
+                            "of kind 'leaderboard-format')")
     board.add_argument("--matrix", type=Path, default=None,
                        help="render one matrix file as its paper table (its entries as rows, its tasks as columns, "
                             "the paper's numbers from its paper: block), into <output>/matrices/<file name>")

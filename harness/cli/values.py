@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Sequence
 
 from ..errors import HarnessError, invalid_choice
 from ..profiles import PROFILES
@@ -97,14 +98,16 @@ def executor_options(args) -> dict:
     return {"executor": executor, **options}
 
 
-def formats(text: str) -> tuple[str, ...]:
-    """--formats ``md,csv``: leaderboard formats."""
-    from ..leaderboard import FORMATS
+def formats(text: str, known: Sequence[str] | None = None) -> tuple[str, ...]:
+    """--formats ``md,csv``: leaderboard formats, each one of ``known`` (the registered ``leaderboard-format``
+    components; default the built-in ones)."""
+    if known is None:
+        from ..leaderboard import FORMATS as known
 
     chosen = tuple(split_spec_list(text))
     for fmt in chosen:
-        if fmt not in FORMATS:
-            raise invalid_choice("--formats", fmt, FORMATS)
+        if fmt not in known:
+            raise invalid_choice("--formats", fmt, tuple(known))
     return chosen
 
 

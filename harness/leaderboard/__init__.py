@@ -7,6 +7,7 @@ task order and baselines in).
   (sections, labels and legend rules: docs/fidelity.md, "Leaderboard tables").
 - :mod:`.stats`: bootstrap intervals, tie marks and significance over per-example data.
 - :mod:`.text` (markdown, CSV, LaTeX), :mod:`.html` (a static sortable page), :mod:`.plots` (bar charts).
+- :mod:`.formats`: the file formats as ``leaderboard-format`` components, one renderer signature; a plugin adds one.
 - :mod:`.matrix_board`: one matrix file as the paper table it reproduces (``harness leaderboard --matrix``).
 
 This module writes every family's files (:func:`write_leaderboards`).
@@ -15,9 +16,11 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Mapping
 
 from ..files import prepare_output_dir
 from ..store import Store, atomic_write_text
+from .formats import BUILTIN_FORMATS, LEADERBOARD_FORMAT, LeaderboardFormat, LeaderboardRenderer
 from .html import render_html
 from .stats import attach_statistics
 from .tables import (
@@ -41,13 +44,15 @@ from .text import render_csv, render_latex, render_markdown
 
 logger = logging.getLogger(__name__)
 
-FORMATS = ("md", "csv", "tex", "html")
-RENDERERS = {"md": render_markdown, "csv": render_csv, "tex": render_latex, "html": render_html}
+# The built-in formats' names and renderers (a plugin's formats come from the registry: .formats).
+FORMATS = tuple(BUILTIN_FORMATS)
+RENDERERS: dict[str, LeaderboardRenderer] = dict(BUILTIN_FORMATS)
 
 __all__ = [
-    "CELL_ANNOTATORS", "FORMATS", "LONG_LABEL", "RENDERERS", "SAMPLE_NOTE", "Baseline", "Cell", "CellView", "Row",
-    "Table", "assign_labels", "cell_view", "collect_tables", "group_by_family", "legend_rows", "render_csv",
-    "render_html", "render_latex", "render_markdown", "sample_size", "table_path", "write_leaderboards",
+    "BUILTIN_FORMATS", "CELL_ANNOTATORS", "FORMATS", "LEADERBOARD_FORMAT", "LONG_LABEL", "RENDERERS", "SAMPLE_NOTE",
+    "Baseline", "Cell", "CellView", "LeaderboardFormat", "LeaderboardRenderer", "Row", "Table", "assign_labels",
+    "cell_view", "collect_tables", "group_by_family", "legend_rows", "render_csv", "render_html", "render_latex",
+    "render_markdown", "sample_size", "table_path", "write_leaderboards",
 ]
 
 
@@ -93,11 +98,20 @@ def write_leaderboards(
     store: Store, output_dir: Path, formats: tuple[str, ...] = ("md", "csv"),
     family_members: dict[str, list[str]] | None = None, include_samples: bool = False,
     family_baselines: dict[str, Baseline] | None = None, stale: dict[str, str] | None = None,
+    renderers: Mapping[str, LeaderboardRenderer] | None = None,
 ) -> list[Path]:
     """Write every family's file; invalid records are in ``store.skipped`` (also logged, and shown as ``invalid``),
     records on an evaluation sample that were left out in ``store.sample_records``, missing or damaged per-example
     files in ``store.side_file_problems``. ``stale`` (model key -> the key its spec resolves to now; the CLI computes
-    it with the registry) marks rows trained under an older default (:func:`mark_stale`)."""
+    it with the registry) marks rows trained under an older default (:func:`mark_stale`). ``renderers`` (format
+    name -> renderer; default the built-in ones) holds every name of ``formats``: the CLI passes the registered
+    ones (.formats.available_formats)."""
+    renderers = BUILTIN_FORMATS if renderers is None else renderers
+    unknown = [fmt for fmt in formats if fmt not in renderers]
+    if unknown:
+        from ..errors import invalid_choice
+
+        raise invalid_choice("--formats", unknown[0], tuple(renderers))
     prepare_output_dir(Path(output_dir), "the leaderboard folder")
     tables = collect_tables(store, family_members, include_samples, family_baselines)
     store.side_file_problems = []  # missing or damaged per-example files (the CLI reports them, exits non-zero)
@@ -110,7 +124,6 @@ def write_leaderboards(
     for family, sections in group_by_family(tables).items():
         for fmt in formats:
             path = table_path(output_dir, family, fmt)
-            text = render_html(sections, output_dir) if fmt == "html" else RENDERERS[fmt](sections)
-            atomic_write_text(path, text)
+            atomic_write_text(path, renderers[fmt](sections, output_dir))
             written.append(path)
     return written

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ..errors import DataFileError, data_error
 from ..evaluation.significance import MIN_TRAINED_SEEDS, TOO_FEW_SEEDS, UnitComparison
 from ..files import prepare_output_dir
 from ..store import Store, atomic_write_text
-from .matrix_board import MATRIX_FORMATS, build_board
-from .matrix_board import RENDERERS as MATRIX_RENDERERS
+from .formats import BUILTIN_FORMATS, LeaderboardRenderer, matrix_renderers
+from .matrix_board import build_board
 from .verdicts import (
     NOT_RUN,
     NOT_TESTABLE,
@@ -269,19 +269,21 @@ def write_reproduction(path: Path, matrix_dir: Path, store: Any, registry: Any) 
 
 
 def write_matrix_board(matrix_path: Path, store: Store, output_dir: Path, formats: tuple[str, ...],
-                       registry: Any) -> list[Path]:
-    """``<output_dir>/<matrix file stem>.<fmt>`` for each of ``formats`` (md, csv, html)."""
+                       registry: Any, renderers: Mapping[str, LeaderboardRenderer] | None = None) -> list[Path]:
+    """``<output_dir>/<matrix file stem>.<fmt>`` for each of ``formats``: those of ``renderers`` (default the
+    built-in ones) that render a matrix (md, csv, html)."""
+    matrix_formats = matrix_renderers(BUILTIN_FORMATS if renderers is None else renderers)
     for fmt in formats:
-        if fmt not in MATRIX_FORMATS:
+        if fmt not in matrix_formats:
             from ..errors import invalid_choice
 
-            raise invalid_choice("--formats (with --matrix)", fmt, MATRIX_FORMATS)
+            raise invalid_choice("--formats (with --matrix)", fmt, tuple(matrix_formats))
     board = build_board(matrix_path, store, registry)
     outcomes = matrix_outcomes(matrix_path, store, registry, board=board)  # the reproduction page's verdicts
     prepare_output_dir(Path(output_dir), "the matrix table folder")
     written = []
     for fmt in formats:
         path = Path(output_dir) / f"{board.name}.{fmt}"
-        atomic_write_text(path, MATRIX_RENDERERS[fmt](board, outcomes))
+        atomic_write_text(path, matrix_formats[fmt](board, outcomes))
         written.append(path)
     return written

@@ -20,8 +20,6 @@ from ..run.record import DEFAULT_RUNTIME, runtime_of, split_record_stem
 from ..store import Store
 from .tables import Cell, Row, cell_view, sample_size
 
-MATRIX_FORMATS = ("md", "csv", "html")
-
 
 @dataclass
 class Column:
@@ -407,5 +405,3 @@ def _agreement_html(board: MatrixBoard, escape: Any, outcomes: list | None = Non
     return [f"<h2>{escape(title)}</h2>", f'<p class="legend">{_inline(escape(legend))}</p>',
             f'<table class="legend-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>']
 
-
-RENDERERS = {"md": render_markdown, "csv": render_csv, "html": render_html}

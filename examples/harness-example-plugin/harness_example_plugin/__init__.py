@@ -1,9 +1,10 @@
-"""An example third-party harness plugin, written against the public API only (``import harness``).
+"""An example third-party harness plugin, written against the public API only (``harness``, ``harness.blocks``).
 
 - model ``hashed-bow``: a lexical baseline embedder; lower-cased word tokens are hashed (stable blake2b) into
   ``dim`` signed buckets with sublinear term frequency, so cosine similarity approximates TF cosine.
 - task ``sts17-en`` (family ``example``): SemEval-2017 Task 1 track 5 (English-English, 250 pairs), Spearman x100
-  of the model's pair scores against the gold scores.
+  of the model's pair scores against the gold scores; written on harness' STS base (``harness.blocks.STSTask``),
+  so it is its metadata, its two file names and one option.
 
 The task's data resolves like every harness dataset: ``<--data-dir>/sts17/`` (or ``$HARNESS_DATA_DIR/sts17/``) when
 that folder exists, else the copy bundled in this package. The smoke profile's ``max_eval_examples`` cuts the pairs
@@ -19,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 import harness
-from harness.evaluation.sampling import evaluation_sample
+from harness.blocks import STSTask
 
 BUNDLED_DATA = Path(__file__).resolve().parent / "data"
 INPUT_FILE = "STS.input.track5.en-en.txt"
@@ -56,7 +57,9 @@ def build_hashed_bow(ctx: harness.ModelContext) -> HashedBagOfWords:
     return HashedBagOfWords(ctx.options["dim"])
 
 
-class STS17English(harness.Task):
+class STS17English(STSTask):
+    """Metadata, file names and one option: reading, the smoke cut and scoring come from harness' STS base."""
+
     metadata = harness.TaskMetadata(
         name="sts17-en",
         family="example",
@@ -69,57 +72,21 @@ class STS17English(harness.Task):
         license="CC BY-SA 4.0",
         version="1",
     )
+    bundled_data = BUNDLED_DATA
+    pair_files = ((INPUT_FILE, GOLD_FILE),)
     options = {
+        **STSTask.options,
         "whitespace": harness.Option(
             "keep", "'collapse' joins each sentence's words with single spaces before scoring",
             choices=("keep", "collapse"),
         ),
     }
 
-    def folder(self) -> Path:
-        return harness.resolve_dataset_dir(
-            self.metadata.dataset, BUNDLED_DATA, data_dir=self.data_dir,
-            how_to_get=f"Reinstall harness-example-plugin, or put {INPUT_FILE} and {GOLD_FILE} into DATA_DIR/sts17/.",
-        )
+    def how_to_get(self) -> str:
+        return f"Reinstall harness-example-plugin, or put {INPUT_FILE} and {GOLD_FILE} into DATA_DIR/sts17/."
 
-    def load(self) -> tuple[list[str], list[str], np.ndarray, list[Path]]:
-        """The pairs, their gold scores (0-5) and the files they were read from."""
-        folder = self.folder()
-        input_path, gold_path = folder / INPUT_FILE, folder / GOLD_FILE
-        input_lines, gold_lines = harness.read_text_lines(input_path), harness.read_text_lines(gold_path)
-        if len(input_lines) != len(gold_lines):
-            raise harness.data_error(gold_path, None, f"has {len(gold_lines)} lines but {input_path.name} has "
-                                                      f"{len(input_lines)}; both need one line per pair.")
-        collapse = self.options["whitespace"] == "collapse"
-        first, second, gold = [], [], []
-        for number, (line, gold_line) in enumerate(zip(input_lines, gold_lines), start=1):
-            fields = line.split("\t")
-            if len(fields) < 2:
-                raise harness.data_error(input_path, number, "expected 'sentence1<TAB>sentence2'.")
-            try:
-                gold.append(float(gold_line))
-            except ValueError:
-                raise harness.data_error(gold_path, number, f"gold score {gold_line!r} is not a number.") from None
-            first.append(" ".join(fields[0].split()) if collapse else fields[0])
-            second.append(" ".join(fields[1].split()) if collapse else fields[1])
-        return first, second, np.array(gold), [input_path, gold_path]
-
-    def check_data(self) -> str:
-        return harness.files_checksum(self.load()[3])
-
-    def evaluate(self, model, ctx: harness.EvalContext) -> harness.EvalResult:
-        first, second, gold, paths = self.load()
-        kept = evaluation_sample(len(gold), ctx.profile.max_eval_examples)  # the smoke profile's seeded cut
-        first, second, gold = [first[i] for i in kept], [second[i] for i in kept], gold[kept]
-        ctx.logger.debug("sts17-en: scoring %d pairs", len(gold))
-        # One call for every pair: an embedder encodes each distinct sentence once.
-        predicted = harness.as_pair_scorer(model).score(first, second)
-        return harness.EvalResult(
-            scores={"spearman": 100 * harness.spearman(predicted, gold),
-                    "pearson": 100 * harness.pearson(predicted, gold)},
-            dataset_checksum=harness.files_checksum(paths),
-            details={"pairs": len(gold)},
-        )
+    def normalise(self, text: str) -> str:
+        return " ".join(text.split()) if self.options["whitespace"] == "collapse" else text
 
 
 @harness.hookimpl
