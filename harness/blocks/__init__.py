@@ -57,9 +57,9 @@ if TYPE_CHECKING:
 # group (a submodule of harness.blocks) -> the names it offers; tests/test_layout.py checks each equals the
 # submodule's own __all__
 _GROUPS: dict[str, tuple[str, ...]] = {
-    "backbone": ("BackboneError", "SequenceLimits", "has_two_token_types", "load_tokenizer", "load_transformer",
-                 "position_limit", "quiet_transformers", "sequence_limits"),
-    "encoder": ("POOLING_CHOICES", "cls_pool", "mean_pool", "pool", "MODEL_INPUTS", "SentenceEncoder",
+    "backbone": ("MODEL_INPUTS", "BackboneError", "SequenceLimits", "has_two_token_types", "load_tokenizer",
+                 "load_transformer", "position_limit", "quiet_transformers", "sequence_limits"),
+    "encoder": ("POOLING_CHOICES", "cls_pool", "mean_pool", "pool", "SentenceEncoder",
                 "encode_distinct", "length_sorted_batches", "progress_bar"),
     "pairs": ("FIRST_SEGMENT", "PADDING_SEGMENT", "SECOND_SEGMENT", "PairInputBuilder", "distinct_pairs",
               "score_in_length_sorted_batches", "truncate_longest_first"),

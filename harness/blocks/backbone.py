@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from harness.nn.backbone import (
+    MODEL_INPUTS,
     BackboneError,
     SequenceLimits,
     has_two_token_types,
@@ -14,6 +15,6 @@ from harness.nn.backbone import (
 )
 
 __all__ = [
-    "BackboneError", "SequenceLimits", "has_two_token_types", "load_tokenizer", "load_transformer",
+    "MODEL_INPUTS", "BackboneError", "SequenceLimits", "has_two_token_types", "load_tokenizer", "load_transformer",
     "position_limit", "quiet_transformers", "sequence_limits",
 ]
