@@ -15,7 +15,7 @@ from .api import __all__ as _api_names
 from .deprecation import deprecated_names
 
 try:
-    __version__ = version("sentence-harness")
+    __version__ = version("sentence-harness")  # the installed distribution's version
 except PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0+unknown"
 

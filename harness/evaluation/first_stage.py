@@ -32,6 +32,8 @@ __getattr__ = deprecated_names(__name__, {"BM25": (__name__, "BM25_FIRST_STAGE")
 
 
 class FirstStage(Protocol):
+    """The candidates a pair scorer reranks: ``candidates(queries, pool, k)`` gives each query's best ``k``."""
+
     name: str  # as the user gave it (the task option's value)
     description: str  # what actually ran, for EvalResult.details
 
@@ -51,6 +53,8 @@ class BM25FirstStage:
 
 
 class EmbedderFirstStage:
+    """A first stage from an embedder: each query's ``k`` nearest pool documents by cosine."""
+
     def __init__(self, name: str, embedder: Embedder):
         self.name = name
         self.embedder = embedder
