@@ -42,7 +42,8 @@ def test_type_checkers_see_the_blocks_real_types(tmp_path):
         blocks.FIRST
         harness.build_checkpoint
         """))
-    result = _mypy("--config-file", str(REPO / "pyproject.toml"), str(probe))
+    # its own cache: mypy's cache is not safe to share with the check above when pytest-xdist runs both at once
+    result = _mypy("--config-file", str(REPO / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache"), str(probe))
     lines = result.stdout
     assert 'Revealed type is "def (temperature: float =) -> harness.nn.losses.InfoNCE"' in lines, lines
     assert 'Revealed type is "def (count: int, limit: int | None) -> list[int]"' in lines, lines
