@@ -7,12 +7,15 @@ not load torch). docs/writing-plugins.md explains both.
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
 
 from .api import *  # noqa: F401,F403  (the public API)
+from .api import _STORE_INTERNALS
 from .api import __all__ as _api_names
+from .deprecation import deprecated_names
 
 try:
-    __version__ = version("sentence-harness")
+    __version__ = version("sentence-harness")  # the installed distribution's version
 except PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0+unknown"
 
@@ -20,3 +23,6 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 PLUGIN_API_VERSION = 2
 
 __all__ = [*_api_names, "__version__", "PLUGIN_API_VERSION"]
+
+if not TYPE_CHECKING:  # store internals, deprecated at the top level (harness.api._STORE_INTERNALS)
+    __getattr__ = deprecated_names(__name__, {name: (module, name) for name, module in _STORE_INTERNALS.items()})

@@ -10,6 +10,8 @@ docs/writing-plugins.md explains each name.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .capabilities import (
     CAPABILITIES,
     EMBEDDER,
@@ -28,7 +30,7 @@ from .capabilities import (
     checked_vectors,
     reachable_capabilities,
 )
-from .checkpoints import CheckpointedModule, build_checkpoint, checkpoint_complete, checkpoint_problem
+from .checkpoints import CheckpointedModule
 from .contamination import UNSEEN_OPTION, EvaluatedTexts, unseen_indices
 from .data import (
     LABELED_SENTENCES,
@@ -46,6 +48,7 @@ from .data import (
     read_text_lines,
     resolve_dataset_dir,
 )
+from .deprecation import deprecated_names
 from .download import Archive, ArchiveDataset
 from .errors import (
     DataFileError,
@@ -70,10 +73,7 @@ from .files import (
     path_inside,
     read_store_bytes,
     read_store_text,
-    remove_stale_temporaries,
     sha256_file,
-    stale_temporary,
-    temporary_prefix,
 )
 from .hookspecs import hookimpl
 from .hub import BackboneNotFoundError, check_backbone, hub_reachable, offline_reason
@@ -141,10 +141,10 @@ __all__ = [
     # utilities
     "seed_everything",
     # files written safely (harness.files) and checkpoints (harness.checkpoints)
-    "atomic_write_bytes", "atomic_write_json", "atomic_write_text", "cached_bytes", "sha256_file", "temporary_prefix",
-    "stale_temporary", "remove_stale_temporaries", "StoreError", "atomic_write_file", "path_inside",
+    "atomic_write_bytes", "atomic_write_json", "atomic_write_text", "cached_bytes", "sha256_file", "StoreError",
+    "atomic_write_file", "path_inside",
     "open_store_file", "read_store_bytes", "read_store_text", "UnsafeFileError",
-    "CheckpointedModule", "build_checkpoint", "checkpoint_complete", "checkpoint_problem",
+    "CheckpointedModule",
     "check_backbone", "BackboneNotFoundError", "hub_reachable", "offline_reason",
     # errors
     "HarnessError", "DataFileError", "MissingDataError", "InvalidOptionError", "IncompatibleError",
@@ -152,3 +152,14 @@ __all__ = [
     # metrics
     "spearman", "pearson",
 ]
+
+# The store's own machinery, public in 0.2: a plugin needs none of it (``CheckpointedModule`` saves and loads a
+# model; the store writes checkpoints and sweeps temporaries). Still importable from ``harness.files`` and
+# ``harness.checkpoints``.
+_STORE_INTERNALS = {
+    "temporary_prefix": "harness.files", "stale_temporary": "harness.files",
+    "remove_stale_temporaries": "harness.files", "build_checkpoint": "harness.checkpoints",
+    "checkpoint_complete": "harness.checkpoints", "checkpoint_problem": "harness.checkpoints",
+}
+if not TYPE_CHECKING:  # hidden from type checkers, so a deprecated name is an error there
+    __getattr__ = deprecated_names(__name__, {name: (module, name) for name, module in _STORE_INTERNALS.items()})

@@ -17,11 +17,12 @@ from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-EMBEDDER = "embedder"
-PAIR_SCORER = "pair_scorer"
-MULTI_VECTOR_EMBEDDER = "multi_vector_embedder"
-SPAN_ENCODER = "span_encoder"
-TRAINABLE = "trainable"
+EMBEDDER = "embedder"  # capability: one vector per text (the Embedder protocol)
+PAIR_SCORER = "pair_scorer"  # capability: one score per pair of texts (the PairScorer protocol)
+MULTI_VECTOR_EMBEDDER = "multi_vector_embedder"  # capability: one vector per token (the MultiVectorEmbedder protocol)
+SPAN_ENCODER = "span_encoder"  # capability: one vector per span of a text (the SpanEncoder protocol)
+TRAINABLE = "trainable"  # capability: trains in place on training splits (the Trainable protocol)
+# every capability a model may declare
 CAPABILITIES = (EMBEDDER, PAIR_SCORER, MULTI_VECTOR_EMBEDDER, SPAN_ENCODER, TRAINABLE)
 
 
@@ -50,26 +51,38 @@ def checked_vectors(value: Any, count: int, who: str = "encode") -> Any:
 
 @runtime_checkable
 class Embedder(Protocol):
+    """A model that maps each text to one vector (``encode``: ``[len(texts), dim]``); tasks compare them by cosine."""
+
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 @runtime_checkable
 class PairScorer(Protocol):
+    """A model that reads two texts at once and scores the pair (``score``: one number per pair), e.g. a
+    cross-encoder."""
+
     def score(self, first: Sequence[str], second: Sequence[str]) -> np.ndarray: ...
 
 
 @runtime_checkable
 class MultiVectorEmbedder(Protocol):
+    """A model that maps each text to a set of vectors (``encode_multi``: one ``[tokens, dim]`` array per text),
+    compared by MaxSim (late interaction)."""
+
     def encode_multi(self, texts: Sequence[str]) -> list[np.ndarray]: ...
 
 
 @runtime_checkable
 class SpanEncoder(Protocol):
+    """A model that encodes spans inside texts (``encode_spans``: one vector per ``(text, character spans)`` item)."""
+
     def encode_spans(self, items: Sequence[tuple[str, Sequence[tuple[int, int]]]]) -> np.ndarray: ...
 
 
 @runtime_checkable
 class Trainable(Protocol):
+    """A model that trains in place (``fit(splits, ctx)``) on the training data kinds its plugin declares."""
+
     def fit(self, splits: Any, ctx: Any) -> Any:
         """Train in place on ``splits`` (a TrainingSplits); return the training report (a TrainReport or a dict)."""
 

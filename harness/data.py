@@ -17,11 +17,11 @@ import numpy as np
 from .errors import DataFileError, MissingDataError, data_error
 
 # Training-data kinds a model can learn from and a task can offer.
-SCORED_PAIRS = "scored_pairs"
-UNLABELED_SENTENCES = "unlabeled_sentences"
-LABELED_SENTENCES = "labeled_sentences"
-PROPOSITION_PAIRS = "proposition_pairs"
-TRAINING_KINDS = (SCORED_PAIRS, UNLABELED_SENTENCES, LABELED_SENTENCES, PROPOSITION_PAIRS)
+SCORED_PAIRS = "scored_pairs"  # sentence pairs with a gold similarity score (ScoredPairs)
+UNLABELED_SENTENCES = "unlabeled_sentences"  # sentences without labels (UnlabeledSentences)
+LABELED_SENTENCES = "labeled_sentences"  # sentences with a class label (LabeledSentences)
+PROPOSITION_PAIRS = "proposition_pairs"  # sentence pairs with aligned proposition spans (PropositionPairs)
+TRAINING_KINDS = (SCORED_PAIRS, UNLABELED_SENTENCES, LABELED_SENTENCES, PROPOSITION_PAIRS)  # every kind
 
 
 @dataclass
@@ -54,6 +54,8 @@ class ScoredPairs:
 
 @dataclass
 class UnlabeledSentences:
+    """Training data of kind ``unlabeled_sentences``: sentences alone (unsupervised objectives)."""
+
     sentences: list[str]
     kind = UNLABELED_SENTENCES
 
@@ -66,6 +68,8 @@ class UnlabeledSentences:
 
 @dataclass
 class LabeledSentences:
+    """Training data of kind ``labeled_sentences``: sentences with one class label each."""
+
     sentences: list[str]
     labels: list[str]
     kind = LABELED_SENTENCES
@@ -95,6 +99,7 @@ class TrainingSplits:
 
 
 def data_dir_override() -> Path | None:
+    """The folder ``HARNESS_DATA_DIR`` names (datasets are looked up there first), or None when it is not set."""
     value = os.environ.get("HARNESS_DATA_DIR")
     return Path(value).expanduser() if value else None
 

@@ -60,10 +60,12 @@ def active() -> bool:
 
 
 def rank() -> int:
+    """This process's rank under torchrun (0 when not distributed)."""
     return torch.distributed.get_rank() if active() else 0
 
 
 def world_size() -> int:
+    """How many processes train together (1 when not distributed)."""
     return torch.distributed.get_world_size() if active() else 1
 
 
@@ -98,6 +100,7 @@ def setup(device: str) -> str:
 
 
 def barrier() -> None:
+    """Wait until every process reaches this point (nothing when not distributed)."""
     if active():
         torch.distributed.barrier()
 

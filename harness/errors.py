@@ -48,11 +48,13 @@ def unknown_name(kind: str, name: str, candidates: Iterable[str]) -> UnknownName
 
 
 def invalid_choice(option: str, value: object, allowed: Iterable[object]) -> InvalidOptionError:
+    """The error for ``value`` of ``option`` not among ``allowed``: it lists them and suggests the closest."""
     allowed = [str(a) for a in allowed]
     hint = close_matches_hint(str(value), allowed) if isinstance(value, str) and value not in allowed else ""
     return InvalidOptionError(f"invalid value {value!r} for {option}; allowed values: {', '.join(allowed)}.{hint}")
 
 
 def data_error(path: object, line: int | None, problem: str) -> DataFileError:
+    """The error for a bad data file: ``path:line: problem`` (``line`` None for the file as a whole)."""
     where = f"{path}:{line}" if line is not None else f"{path}"
     return DataFileError(f"{where}: {problem}")

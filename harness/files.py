@@ -145,10 +145,12 @@ def stale_temporary(path: Path, now: float | None = None) -> str | None:
 
 # -- atomic writes -----------------------------------------------------------------------------------------------------
 def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically: a reader sees the old file or the whole new one."""
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (a temporary file in the same folder, then a rename)."""
     atomic_write_file(path, lambda temporary: temporary.write_bytes(data))
 
 
@@ -177,6 +179,7 @@ def atomic_write_file(path: Path, write: Callable[[Path], Any]) -> None:
 
 
 def atomic_write_json(path: Path, payload: Any) -> None:
+    """Write ``payload`` as indented JSON with sorted keys to ``path`` atomically."""
     atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
 
 

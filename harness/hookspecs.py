@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from .plugin_api import Component, ComponentKind, ModelPlugin, RecipePlugin, Task, TaskPlugin
 
 hookspec = pluggy.HookspecMarker("harness")
-hookimpl = pluggy.HookimplMarker("harness")
+hookimpl = pluggy.HookimplMarker("harness")  # marks a plugin's hook implementations: @harness.hookimpl
 
 
 @hookspec

@@ -311,6 +311,9 @@ class EvalContext:
 
 @dataclass
 class EvalResult:
+    """What a task's ``evaluate`` returns: its scores, the checksum of the data it read, details and the
+    per-example scores the bootstrap resamples."""
+
     scores: dict[str, float]  # metric name -> value x 100 where the metric is a correlation or a ratio
     dataset_checksum: str
     details: dict[str, Any] = field(default_factory=dict)  # e.g. number of examples, first-stage retriever

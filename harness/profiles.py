@@ -21,6 +21,9 @@ DEFAULT_OFFLINE_BACKBONE = "sentence-transformers/all-MiniLM-L6-v2"
 
 @dataclass(frozen=True)
 class Profile:
+    """A named budget (``quick``, ``paper``, ...): backbone, epochs, batch sizes, sequence length and sample cuts
+    that every model and task of a run honours."""
+
     name: str
     description: str
     default_backbone: str
@@ -233,6 +236,7 @@ PROFILES: dict[str, Profile] = {
 
 
 def get_profile(name: str) -> Profile:
+    """The profile called ``name`` (``quick``, ``paper``, ...); an unknown name raises InvalidOptionError."""
     if name not in PROFILES:
         raise invalid_choice("--profile", name, PROFILES)
     return PROFILES[name]

@@ -39,6 +39,8 @@ class NonFiniteLossError(HarnessError):
 
 @dataclass
 class TrainConfig:
+    """The settings of :func:`fit`: budget, optimiser, schedule, precision, evaluation and logging."""
+
     epochs: int | None = 1  # None: as many epochs as max_steps needs (a step budget, as Hugging Face's max_steps)
     batch_size: int = 16
     learning_rate: float = 2e-5
@@ -77,6 +79,8 @@ def epoch_batches(count: int, batch_size: int, generator: torch.Generator,
 
 @dataclass
 class TrainReport:
+    """What :func:`fit` reports: steps, time, examples seen, losses and dev scores (stored in the record)."""
+
     steps: int = 0
     seconds: float = 0.0  # time spent optimising (throughput is computed from it)
     wall_seconds: float = 0.0  # including dev evaluations

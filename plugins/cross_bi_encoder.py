@@ -17,9 +17,9 @@ from torch import nn
 
 from harness import SCORED_PAIRS, CheckpointedModule, ModelPlugin, Option, hookimpl, invalid_choice
 from harness.blocks import (
-    FIRST,
+    FIRST_SEGMENT,
     SCORED_PAIR_BUDGET_KEYS,
-    SECOND,
+    SECOND_SEGMENT,
     PairInputBuilder,
     RuntimeSwitch,
     ScoreRegression,
@@ -40,15 +40,17 @@ logger = logging.getLogger(__name__)
 
 SEGMENT_POOLING = ("boundaries", "content")
 PAIR_ORDERS = ("both", "given")
-# FIRST, SECOND (segment labels) and truncate_longest_first are re-exported for code written against harness 0.1.
+# FIRST, SECOND (segment labels, now FIRST_SEGMENT and SECOND_SEGMENT) and truncate_longest_first are re-exported
+# for code written against harness 0.1.
+FIRST, SECOND = FIRST_SEGMENT, SECOND_SEGMENT
 __all__ = ["CrossBiEncoder", "CrossBiEncoderNetwork", "FIRST", "SECOND", "SEGMENT_POOLING", "segment_masks",
            "truncate_longest_first"]
 
 
 def segment_masks(segments: torch.Tensor, segment_pooling: str) -> tuple[torch.Tensor, torch.Tensor]:
     """Pooling masks of segment 1 and segment 2 ([b, L], 1 where a token is pooled)."""
-    first = segments == FIRST
-    second = segments == SECOND
+    first = segments == FIRST_SEGMENT
+    second = segments == SECOND_SEGMENT
     if segment_pooling == "content":
         # Drop each segment's first and last position: its start and end tokens.
         positions = torch.arange(segments.shape[1], device=segments.device).expand_as(segments)

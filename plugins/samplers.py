@@ -17,11 +17,21 @@ from typing import Sequence
 import numpy as np
 
 from harness import Component, ComponentKind, hookimpl
-from harness.blocks import Pair, PairSampler, PairSamplerProtocol, SamplingInput, bm25_tokens, distinct_new_pairs, top_k
+from harness.blocks import (
+    IndexPair,
+    PairSampler,
+    PairSamplerProtocol,
+    SamplingInput,
+    bm25_tokens,
+    distinct_new_pairs,
+    top_k,
+)
 
 logger = logging.getLogger(__name__)
 
-# SamplingInput, PairSampler and distinct_new_pairs are re-exported for code written against harness 0.1.
+# SamplingInput, PairSampler, distinct_new_pairs and Pair (now IndexPair) are re-exported for code written against
+# harness 0.1.
+Pair = IndexPair
 __all__ = ["BUILT_IN", "GaussianKde", "Pair", "PairSampler", "SamplingInput", "distinct_new_pairs",
            "iterative_kde_selection", "kde_sampling_probabilities"]
 
@@ -34,7 +44,7 @@ class NoSampling(PairSampler):
 
     name = "none"
 
-    def propose(self, inputs: SamplingInput) -> list[Pair]:
+    def propose(self, inputs: SamplingInput) -> list[IndexPair]:
         return list(inputs.gold_pairs)
 
 
@@ -43,12 +53,12 @@ class RandomSampling(PairSampler):
 
     name = "random"
 
-    def propose(self, inputs: SamplingInput) -> list[Pair]:
+    def propose(self, inputs: SamplingInput) -> list[IndexPair]:
         count = len(inputs.sentences)
         if count < 2:
             return []
         rng = inputs.rng(self.name)
-        proposed: list[Pair] = []
+        proposed: list[IndexPair] = []
         for anchor in range(count):
             # Draw a few more than needed: some draws hit the anchor itself, a gold pair or a repeat.
             partners = rng.choice(count, size=min(count, 3 * inputs.top_k + 2), replace=False)
@@ -56,7 +66,7 @@ class RandomSampling(PairSampler):
         return _first_k_per_anchor(distinct_new_pairs(proposed, inputs), inputs.top_k)
 
 
-def _first_k_per_anchor(pairs: list[Pair], k: int) -> list[Pair]:
+def _first_k_per_anchor(pairs: list[IndexPair], k: int) -> list[IndexPair]:
     taken: dict[int, int] = {}
     kept = []
     for pair in pairs:
@@ -71,14 +81,14 @@ class BM25Sampling(PairSampler):
 
     name = "bm25"
 
-    def propose(self, inputs: SamplingInput) -> list[Pair]:
+    def propose(self, inputs: SamplingInput) -> list[IndexPair]:
         from rank_bm25 import BM25Okapi
 
         tokenized = [bm25_tokens(text) or ["<empty>"] for text in inputs.sentences]
         if len(tokenized) < 2:
             return []
         index = BM25Okapi(tokenized)
-        proposed: list[Pair] = []
+        proposed: list[IndexPair] = []
         for anchor, query in enumerate(tokenized):
             scores = np.asarray(index.get_scores(query), dtype=np.float64)
             scores[anchor] = -np.inf
@@ -99,14 +109,14 @@ class SemanticSearchSampling(PairSampler):
     name = "semantic-search"
     needs_embedder = True
 
-    def propose(self, inputs: SamplingInput) -> list[Pair]:
+    def propose(self, inputs: SamplingInput) -> list[IndexPair]:
         if inputs.embed is None:
             raise ValueError("semantic-search sampling needs an embedder (inputs.embed)")
         if len(inputs.sentences) < 2:
             return []
         embeddings = np.asarray(inputs.embed(inputs.sentences), dtype=np.float32)
         embeddings /= np.maximum(np.linalg.norm(embeddings, axis=1, keepdims=True), 1e-12)
-        proposed: list[Pair] = []
+        proposed: list[IndexPair] = []
         block = 1024  # rows of the similarity matrix held at once
         for start in range(0, len(embeddings), block):
             similarities = (embeddings[start : start + block] @ embeddings.T).astype(np.float64)
@@ -129,7 +139,7 @@ class UnionSampling(PairSampler):
     def uses_embedder(self, inputs: SamplingInput) -> bool:
         return any(_lookup(inputs, member).uses_embedder(inputs) for member in self.members)
 
-    def propose(self, inputs: SamplingInput) -> list[Pair]:
+    def propose(self, inputs: SamplingInput) -> list[IndexPair]:
         return distinct_new_pairs(
             [pair for member in self.members for pair in _lookup(inputs, member).propose(inputs)], inputs
         )
@@ -216,7 +226,7 @@ class KdeSampling(PairSampler):
     def uses_embedder(self, inputs: SamplingInput) -> bool:
         return any(_lookup(inputs, name).uses_embedder(inputs) for name in self.candidate_sources(inputs))
 
-    def propose(self, inputs: SamplingInput) -> list[Pair]:
+    def propose(self, inputs: SamplingInput) -> list[IndexPair]:
         sources = self.candidate_sources(inputs)
         return distinct_new_pairs(
             [pair for name in sources for pair in _lookup(inputs, name).propose(inputs)], inputs

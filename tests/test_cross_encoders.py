@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from harness import InvalidOptionError, ScoredPairs, TrainingSplits
+from harness.blocks import FIRST_SEGMENT, SECOND_SEGMENT
 from harness.plugin_api import ModelContext
-from harness.plugins.cross_bi_encoder import FIRST, SECOND, segment_masks, truncate_longest_first
+from harness.plugins.cross_bi_encoder import segment_masks, truncate_longest_first
 from harness.profiles import get_profile
 
 SENTENCE_A = "a man is playing a guitar ."
@@ -210,8 +211,8 @@ def test_cbe_bert_input_segments_and_token_types(registry, tiny_bert):
     assert batch["input_ids"].shape == (2, width)
     # Row 1 is "[CLS] a dog [SEP] [CLS] a cat [SEP]" (8 tokens) padded to the width of row 0.
     assert batch["segments"].tolist() == [
-        [FIRST] * length_a + [SECOND] * length_b,
-        [FIRST] * 4 + [SECOND] * 4 + [0] * (width - 8),
+        [FIRST_SEGMENT] * length_a + [SECOND_SEGMENT] * length_b,
+        [FIRST_SEGMENT] * 4 + [SECOND_SEGMENT] * 4 + [0] * (width - 8),
     ]
     assert batch["attention_mask"].tolist() == [[1] * width, [1] * 8 + [0] * (width - 8)]
     assert batch["token_type_ids"].tolist() == [[0] * length_a + [1] * length_b, [0] * 4 + [1] * 4 + [0] * (width - 8)]
@@ -233,7 +234,7 @@ def test_cbe_roberta_uses_its_own_start_and_separator_tokens(registry, tiny_robe
     words_b = tokenizer.tokenize(SENTENCE_B)
     (row,) = model.inputs.features([SENTENCE_A], [SENTENCE_B])
     assert tokenizer.convert_ids_to_tokens(row["input_ids"]) == ["<s>", *words_a, "</s>", "<s>", *words_b, "</s>"]
-    assert row["segments"] == [FIRST] * (len(words_a) + 2) + [SECOND] * (len(words_b) + 2)
+    assert row["segments"] == [FIRST_SEGMENT] * (len(words_a) + 2) + [SECOND_SEGMENT] * (len(words_b) + 2)
     batch = model.inputs.collate([row])
     assert "token_type_ids" not in batch  # RoBERTa has a single type embedding
     assert batch["input_ids"][0, 0] == tokenizer.bos_token_id
@@ -250,8 +251,8 @@ def test_cbe_score_is_cosine_of_segment_means(registry, backbone):
         hidden = model.network.transformer(**inputs).last_hidden_state
     for row in range(2):
         segments = batch["segments"][row]
-        u = hidden[row, segments == FIRST].mean(dim=0)
-        v = hidden[row, segments == SECOND].mean(dim=0)
+        u = hidden[row, segments == FIRST_SEGMENT].mean(dim=0)
+        v = hidden[row, segments == SECOND_SEGMENT].mean(dim=0)
         assert scores[row] == pytest.approx(float(torch.cosine_similarity(u, v, dim=0)), abs=1e-5)
     assert np.all(np.abs(scores) <= 1.0)
 
@@ -272,7 +273,7 @@ def test_cbe_long_pairs_fit_the_position_table(registry, tiny_bert):
     long_text = " ".join(["guitar"] * 400)
     (row,) = model.inputs.features([long_text], [long_text])
     assert len(row["input_ids"]) <= model.inputs.pair_limit <= 128
-    assert row["segments"].count(FIRST) == row["segments"].count(SECOND)
+    assert row["segments"].count(FIRST_SEGMENT) == row["segments"].count(SECOND_SEGMENT)
     assert np.isfinite(model.score([long_text], [SENTENCE_A])).all()
 
 

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from harness.nn import (
-    FIRST,
-    PADDING,
-    SECOND,
+    FIRST_SEGMENT,
+    PADDING_SEGMENT,
+    SECOND_SEGMENT,
     CosineRegression,
     InfoNCE,
     PairInputBuilder,
@@ -103,11 +103,11 @@ def test_pair_builder_follows_the_backbone(tiny_bert, tiny_roberta):
         assert builder.use_token_types is token_types
         batch = builder.collate(builder.features(["a man plays", "the cat"], ["the cat sits", "a dog"]))
         assert ("token_type_ids" in batch) is token_types
-        assert set(batch["segments"].unique().tolist()) == {PADDING, FIRST, SECOND}
+        assert set(batch["segments"].unique().tolist()) == {PADDING_SEGMENT, FIRST_SEGMENT, SECOND_SEGMENT}
 
 
 def test_maskable_positions_skip_segment_boundaries_and_padding():
-    segments = torch.tensor([[FIRST, FIRST, FIRST, SECOND, SECOND, SECOND, PADDING]])
+    segments = torch.tensor([[FIRST_SEGMENT, FIRST_SEGMENT, FIRST_SEGMENT, SECOND_SEGMENT, SECOND_SEGMENT, SECOND_SEGMENT, PADDING_SEGMENT]])
     assert maskable_positions(segments).tolist() == [[False, True, False, False, True, False, False]]
 
 

@@ -1,4 +1,4 @@
-"""PaSeR (plugins/paser.py) and RAKE (harness.nn.phrases): phrases and scores equal rake-nltk's on the same
+"""PaSeR and its RAKE (plugins/paser.py): phrases and scores equal rake-nltk's on the same
 stopwords, the masked copy masks exactly the chosen phrase tokens, the edge cases, the loss, bad options."""
 from __future__ import annotations
 
@@ -14,9 +14,15 @@ from harness import InvalidOptionError, TrainingSplits, UnlabeledSentences
 from harness.matrix import ModelEntry
 from harness.nn import SentenceEncoder, wordnet
 from harness.nn.objectives import CLEAN, ObjectiveSetup, ObjectiveSum, TrainingStep
-from harness.nn.phrases import english_stopwords, masked_copy, rake_phrases
 from harness.plugin_api import ModelContext
-from harness.plugins.paser import PhraseMasking, PhraseReconstruction, replace_synonyms
+from harness.plugins.paser import (
+    PhraseMasking,
+    PhraseReconstruction,
+    english_stopwords,
+    masked_copy,
+    rake_phrases,
+    replace_synonyms,
+)
 from harness.profiles import get_profile
 from harness.run.config import RunConfig
 from harness.run.driver import Run

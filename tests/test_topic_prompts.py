@@ -16,7 +16,7 @@ from harness.nn import (
     prompted_texts,
     strip_prompt,
 )
-from harness.nn.pairs import FIRST, SECOND
+from harness.nn.pairs import FIRST_SEGMENT, SECOND_SEGMENT
 
 WORDS = ["computers", "for", "sale", "religion", "the", "cat", "sat", "on", "mat", "a", "dog", "ran", "far", "away",
          "##s", DEFAULT_DELIMITER]
@@ -80,8 +80,8 @@ def test_pair_format_has_a_prompt_at_the_start_of_each_segment(name, request):
     (row,) = builder.pair_features(["Computers"], ["the cat sat"], ["For Sale"], ["a dog ran far away"])
     ids, segments, mask = row["input_ids"], row["segments"], row["topic_mask"]
     start, end = builder.pairs.start_id, builder.pairs.end_id
-    first = [i for i, segment in enumerate(segments) if segment == FIRST]
-    second = [i for i, segment in enumerate(segments) if segment == SECOND]
+    first = [i for i, segment in enumerate(segments) if segment == FIRST_SEGMENT]
+    second = [i for i, segment in enumerate(segments) if segment == SECOND_SEGMENT]
     assert first == list(range(len(first))) and second == list(range(len(first), len(ids)))
     for positions, topic, sentence in ((first, "Computers", "the cat sat"), (second, "For Sale", "a dog ran far away")):
         assert ids[positions[0]] == start and ids[positions[-1]] == end

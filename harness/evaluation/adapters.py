@@ -83,6 +83,8 @@ class MultiVectorAsPairScorer:
 
 
 def as_embedder(model: object) -> Embedder:
+    """``model`` as an Embedder: itself when it is one, else an adapter over its other capability (a span encoder
+    encodes whole sentences); IncompatibleError when it has none that can."""
     if isinstance(model, Embedder):
         return model
     if isinstance(model, SpanEncoder):

@@ -18,6 +18,7 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 from harness.capabilities import Embedder, MultiVectorEmbedder, PairScorer, SpanEncoder
+from harness.deprecation import deprecated_names
 from harness.errors import IncompatibleError
 from harness.evaluation.adapters import as_embedder
 from harness.evaluation.bm25 import BM25Index
@@ -25,10 +26,14 @@ from harness.evaluation.search import DEFAULT_CHUNK, chunked_top_k, cosine_top_k
 
 logger = logging.getLogger(__name__)
 
-BM25 = "bm25"
+BM25_FIRST_STAGE = "bm25"  # the first-stage option value that selects BM25 (beside BM25Index, the index itself)
+
+__getattr__ = deprecated_names(__name__, {"BM25": (__name__, "BM25_FIRST_STAGE")})  # read as the index's name
 
 
 class FirstStage(Protocol):
+    """The candidates a pair scorer reranks: ``candidates(queries, pool, k)`` gives each query's best ``k``."""
+
     name: str  # as the user gave it (the task option's value)
     description: str  # what actually ran, for EvalResult.details
 
@@ -37,7 +42,7 @@ class FirstStage(Protocol):
 
 
 class BM25FirstStage:
-    name = BM25
+    name = BM25_FIRST_STAGE
     description = "bm25 (rank_bm25 BM25Okapi, k1 1.5, b 0.75)"
 
     def candidates(self, queries: Sequence[str], pool: Sequence[str], k: int) -> np.ndarray:
@@ -48,6 +53,8 @@ class BM25FirstStage:
 
 
 class EmbedderFirstStage:
+    """A first stage from an embedder: each query's ``k`` nearest pool documents by cosine."""
+
     def __init__(self, name: str, embedder: Embedder):
         self.name = name
         self.embedder = embedder
@@ -99,19 +106,19 @@ def full_pool_embedder(model: Any) -> Embedder | None:
 
 def first_stage_from_context(name: str, ctx: Any, task_name: str) -> FirstStage:
     """``bm25``, or the embedder the evaluation context builds for the model spec ``name``."""
-    if name == BM25:
+    if name == BM25_FIRST_STAGE:
         return BM25FirstStage()
     build_embedder = getattr(ctx, "embedder", None)
     if build_embedder is None:
         raise IncompatibleError(
             f"task {task_name!r}: first_stage={name!r} needs an embedder built by the runner, but this evaluation "
-            f"context has none; run it through `harness run`, or use first_stage={BM25}."
+            f"context has none; run it through `harness run`, or use first_stage={BM25_FIRST_STAGE}."
         )
     model = build_embedder(name)
     if not isinstance(model, (Embedder, SpanEncoder)):
         raise IncompatibleError(
             f"task {task_name!r}: first_stage={name!r} is a model that cannot embed texts; give an embedder spec "
-            f"(e.g. be) or {BM25}."
+            f"(e.g. be) or {BM25_FIRST_STAGE}."
         )
     logger.info("task %s: first stage %s", task_name, name)
     return EmbedderFirstStage(name, as_embedder(model))

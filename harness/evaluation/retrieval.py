@@ -30,7 +30,7 @@ from .search import DEFAULT_CHUNK, top_k, unit_rows
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_KS = (1, 5, 10, 20)
+DEFAULT_KS = (1, 5, 10, 20)  # the cut-offs k of the retrieval metrics (recall@k, ...)
 
 
 @dataclass(frozen=True)

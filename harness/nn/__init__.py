@@ -19,6 +19,8 @@ Model plugins build from these and import nothing from other plugins:
 - :mod:`harness.nn.sampling`: the contract between silver-pair samplers and the recipes that use them.
 - :mod:`harness.nn.silver_pairs`: the silver-pair artifact format (written by distillation recipes, read by plots).
 """
+from harness.deprecation import deprecated_names
+
 from .backbone import (
     BackboneError,
     SequenceLimits,
@@ -35,9 +37,9 @@ from .encoder import SentenceEncoder, encode_distinct, length_sorted_batches, pr
 from .losses import CosineRegression, InfoNCE, ScoreRegression, SupCon
 from .mlm import freeze_embedding_layer, mask_tokens, maskable_positions
 from .pairs import (
-    FIRST,
-    PADDING,
-    SECOND,
+    FIRST_SEGMENT,
+    PADDING_SEGMENT,
+    SECOND_SEGMENT,
     PairInputBuilder,
     distinct_pairs,
     score_in_length_sorted_batches,
@@ -57,9 +59,9 @@ from .topic_prompts import (
 )
 
 __all__ = [
-    "BackboneError", "CosineRegression", "DecoderOutput", "FIRST", "InfoNCE", "PADDING", "POOLING_CHOICES",
-    "PairInputBuilder", "PairSampler", "SECOND", "SamplingInput", "ScoreRegression", "SentenceEncoder",
-    "SequenceLimits", "SupCon",
+    "BackboneError", "CosineRegression", "DecoderOutput", "FIRST_SEGMENT", "InfoNCE", "PADDING_SEGMENT",
+    "POOLING_CHOICES", "PairInputBuilder", "PairSampler", "SECOND_SEGMENT", "SamplingInput", "ScoreRegression",
+    "SentenceEncoder", "SequenceLimits", "SupCon",
     "TransformerDecoder", "cls_pool", "distinct_pairs", "encode_distinct", "freeze_embedding_layer",
     "has_two_token_types", "length_sorted_batches", "load_tokenizer", "load_transformer", "mask_tokens",
     "maskable_positions", "mean_pool", "pool", "position_limit", "progress_bar", "quiet_transformers",
@@ -70,3 +72,10 @@ __all__ = [
     # classification (frozen-encoder probes, the supervised topic classifier)
     "SentenceClassification", "classification_head",
 ]
+
+# The segment ids' names before they said what they hold.
+__getattr__ = deprecated_names(__name__, {
+    "PADDING": (f"{__name__}.pairs", "PADDING_SEGMENT"),
+    "FIRST": (f"{__name__}.pairs", "FIRST_SEGMENT"),
+    "SECOND": (f"{__name__}.pairs", "SECOND_SEGMENT"),
+})

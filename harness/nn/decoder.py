@@ -26,6 +26,8 @@ IGNORED_LABEL = -100
 
 @dataclass
 class DecoderOutput:
+    """What :class:`TransformerDecoder` returns: the predictions of the target tokens and their loss."""
+
     logits: torch.Tensor  # [b, t - 1, vocabulary]: predictions of target tokens 1 .. t-1
     loss: torch.Tensor  # scalar: mean cross-entropy over the non-padding target tokens
 

@@ -33,7 +33,7 @@ from harness.errors import invalid_choice
 
 logger = logging.getLogger(__name__)
 
-REGRESSION_LOSSES = ("mse", "bce")
+REGRESSION_LOSSES = ("mse", "bce")  # ScoreRegression's losses: squared error, binary cross-entropy
 
 
 class CosineRegression(nn.Module):

@@ -26,7 +26,7 @@ from harness.training import config_from_profile, fit
 
 from .backbone import load_tokenizer, load_transformer, quiet_transformers, sequence_limits
 from .objectives import language_model_head, scored_token_loss
-from .pairs import PADDING, PairInputBuilder
+from .pairs import PADDING_SEGMENT, PairInputBuilder
 from .topic_prompts import DEFAULT_DELIMITER, TopicPromptBuilder
 
 logger = logging.getLogger(__name__)
@@ -61,10 +61,10 @@ def maskable_positions(segments: torch.Tensor, protected: torch.Tensor | None = 
     (its CLS/SEP or <s>/</s>), and not a ``protected`` token (a bool tensor of the same shape; e.g. the topic and
     delimiter tokens of a topic prompt, :class:`harness.nn.topic_prompts.TopicPromptBuilder`'s ``topic_mask``,
     which thesis 4.4.3 never masks)."""
-    previous = nn.functional.pad(segments[:, :-1], (1, 0), value=PADDING)
-    following = nn.functional.pad(segments[:, 1:], (0, 1), value=PADDING)
+    previous = nn.functional.pad(segments[:, :-1], (1, 0), value=PADDING_SEGMENT)
+    following = nn.functional.pad(segments[:, 1:], (0, 1), value=PADDING_SEGMENT)
     boundary = (segments != previous) | (segments != following)
-    maskable = (segments != PADDING) & ~boundary
+    maskable = (segments != PADDING_SEGMENT) & ~boundary
     if protected is not None:
         if protected.shape != segments.shape:
             raise ValueError(f"maskable_positions(): protected has shape {tuple(protected.shape)}, segments "

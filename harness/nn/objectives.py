@@ -47,7 +47,7 @@ logger = logging.getLogger(__name__)
 OBJECTIVE_KIND = "objective"  # the component kind each method plugin registers its objective under
 CLEAN, DELETED = "clean", "deleted"  # token views a batch can hold
 VIEWS = (CLEAN, DELETED)
-IGNORED_LABEL = -100
+IGNORED_LABEL = -100  # a token label that no loss counts (PyTorch's cross-entropy ignore_index)
 POOLING_FILE = "pooling.json"  # written next to the Hugging Face files of a checkpoint
 
 
@@ -257,6 +257,7 @@ def scored_token_loss(head: nn.Module, hidden: torch.Tensor, labels: torch.Tenso
 
 
 def transformer_inputs(features: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The entries of a batch a Hugging Face transformer takes (ids, attention mask, token types)."""
     return {key: value for key, value in features.items() if key in ("input_ids", "attention_mask", "token_type_ids")}
 
 

@@ -44,7 +44,7 @@ from .backbone import MODEL_INPUTS
 
 logger = logging.getLogger(__name__)
 
-RUNTIMES = ("torch", "onnx")
+RUNTIMES = ("torch", "onnx")  # the values of --runtime
 # The opset the export targets; part of the cache key, so changing it never serves an old export.
 ONNX_OPSET = 17
 OUTPUT_NAME = "last_hidden_state"

@@ -22,6 +22,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from harness.deprecation import deprecated_names
 from harness.device import autocast
 from harness.errors import HarnessError
 
@@ -30,7 +31,14 @@ from .encoder import length_sorted_batches, progress_bar
 
 logger = logging.getLogger(__name__)
 
-PADDING, FIRST, SECOND = 0, 1, 2  # values of the per-token segment label
+PADDING_SEGMENT, FIRST_SEGMENT, SECOND_SEGMENT = 0, 1, 2  # values of the per-token segment label
+
+# The segment ids' names before they said what they hold.
+__getattr__ = deprecated_names(__name__, {
+    "PADDING": (__name__, "PADDING_SEGMENT"),
+    "FIRST": (__name__, "FIRST_SEGMENT"),
+    "SECOND": (__name__, "SECOND_SEGMENT"),
+})
 
 
 def truncate_longest_first(first: list[int], second: list[int], budget: int) -> tuple[list[int], list[int]]:
@@ -81,7 +89,7 @@ class PairInputBuilder:
         return dict(zip(distinct, encoded))
 
     def features(self, first: Sequence[str], second: Sequence[str]) -> list[dict[str, list[int]]]:
-        """One row per pair: ``input_ids`` and ``segments`` (FIRST / SECOND per token)."""
+        """One row per pair: ``input_ids`` and ``segments`` (FIRST_SEGMENT / SECOND_SEGMENT per token)."""
         ids_of = self.sentence_ids([*first, *second])
         rows = []
         for text_a, text_b in zip(first, second):
@@ -91,7 +99,7 @@ class PairInputBuilder:
             rows.append(
                 {
                     "input_ids": segment_a + segment_b,
-                    "segments": [FIRST] * len(segment_a) + [SECOND] * len(segment_b),
+                    "segments": [FIRST_SEGMENT] * len(segment_a) + [SECOND_SEGMENT] * len(segment_b),
                 }
             )
         return rows
@@ -104,9 +112,9 @@ class PairInputBuilder:
         for index, row in enumerate(rows):
             input_ids[index, : len(row["input_ids"])] = torch.tensor(row["input_ids"])
             segments[index, : len(row["segments"])] = torch.tensor(row["segments"])
-        batch = {"input_ids": input_ids, "attention_mask": (segments != PADDING).long(), "segments": segments}
+        batch = {"input_ids": input_ids, "attention_mask": (segments != PADDING_SEGMENT).long(), "segments": segments}
         if self.use_token_types:
-            batch["token_type_ids"] = (segments == SECOND).long()
+            batch["token_type_ids"] = (segments == SECOND_SEGMENT).long()
         return batch
 
 

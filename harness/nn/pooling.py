@@ -12,7 +12,7 @@ import torch
 
 from harness.errors import invalid_choice
 
-POOLING_CHOICES = ("mean", "cls")
+POOLING_CHOICES = ("mean", "cls")  # the values a pooling option may take
 
 
 def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -25,9 +25,13 @@ from typing import Callable, Iterable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from harness.deprecation import deprecated_names
+
 logger = logging.getLogger(__name__)
 
-Pair = tuple[int, int]
+IndexPair = tuple[int, int]  # two sentences, as indices into ``SamplingInput.sentences``
+
+__getattr__ = deprecated_names(__name__, {"Pair": (__name__, "IndexPair")})  # its name before it said what it holds
 
 
 @dataclass
@@ -35,7 +39,7 @@ class SamplingInput:
     """What a sampler sees: the target sentences and the gold pairs between them."""
 
     sentences: list[str]  # distinct target sentences
-    gold_pairs: list[Pair]  # gold pairs as indices into ``sentences``, in the gold data's order
+    gold_pairs: list[IndexPair]  # gold pairs as indices into ``sentences``, in the gold data's order
     top_k: int = 5  # partners per sentence for neighbour / random sampling (the thesis code's 5)
     seed: int = 42
     # Embeds texts for semantic search; a recipe builds its embedder lazily (only semantic search needs one).
@@ -54,10 +58,10 @@ class SamplingInput:
         self._gold_keys = {frozenset(pair) for pair in self.gold_pairs}
         self.held_out = frozenset(self.held_out)
 
-    def is_gold(self, pair: Pair) -> bool:
+    def is_gold(self, pair: IndexPair) -> bool:
         return frozenset(pair) in self._gold_keys
 
-    def joins_held_out(self, pair: Pair) -> bool:
+    def joins_held_out(self, pair: IndexPair) -> bool:
         return pair[0] in self.held_out and pair[1] in self.held_out
 
     def rng(self, salt: str) -> np.random.Generator:
@@ -65,11 +69,11 @@ class SamplingInput:
         return np.random.default_rng([self.seed, zlib.crc32(salt.encode())])
 
 
-def distinct_new_pairs(pairs: Iterable[Pair], inputs: SamplingInput) -> list[Pair]:
+def distinct_new_pairs(pairs: Iterable[IndexPair], inputs: SamplingInput) -> list[IndexPair]:
     """Pairs in their given order without self-pairs, gold pairs, pairs of two held-out sentences or repeats (in
     either order)."""
     seen: set[frozenset] = set()
-    kept: list[Pair] = []
+    kept: list[IndexPair] = []
     for first, second in pairs:
         key = frozenset((first, second))
         if first == second or key in seen or inputs.is_gold((first, second)):
@@ -86,7 +90,7 @@ def distinct_new_pairs(pairs: Iterable[Pair], inputs: SamplingInput) -> list[Pai
 class PairSamplerProtocol(Protocol):
     """What an object registered as a ``sampler`` component must offer."""
 
-    def propose(self, inputs: SamplingInput) -> list[Pair]: ...
+    def propose(self, inputs: SamplingInput) -> list[IndexPair]: ...
 
     def select(self, candidate_scores: np.ndarray, gold_scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         ...
@@ -102,7 +106,7 @@ class PairSampler:
     selects_from_candidates = False
     needs_embedder = False  # propose() calls inputs.embed
 
-    def propose(self, inputs: SamplingInput) -> list[Pair]:  # pragma: no cover - interface
+    def propose(self, inputs: SamplingInput) -> list[IndexPair]:  # pragma: no cover - interface
         raise NotImplementedError
 
     def select(self, candidate_scores: np.ndarray, gold_scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:

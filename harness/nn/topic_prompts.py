@@ -15,7 +15,7 @@ import torch
 from harness.errors import HarnessError
 
 from .backbone import SequenceLimits, has_two_token_types
-from .pairs import FIRST, SECOND, PairInputBuilder, truncate_longest_first
+from .pairs import FIRST_SEGMENT, SECOND_SEGMENT, PairInputBuilder, truncate_longest_first
 
 DEFAULT_DELIMITER = "\u00a5"  # the yen sign, as the thesis
 
@@ -127,20 +127,20 @@ class TopicPromptBuilder:
         return [result[key] for key in zip(topics, texts)]
 
     def single_features(self, topics: Sequence[str], sentences: Sequence[str]) -> list[dict[str, list]]:
-        """``[CLS] topic [T] sentence [SEP]`` rows: ``input_ids``, ``segments`` (FIRST) and ``topic_mask``."""
+        """``[CLS] topic [T] sentence [SEP]`` rows: ``input_ids``, ``segments`` (FIRST_SEGMENT) and ``topic_mask``."""
         rows = []
         for ids, topic_flags in self.prompt_ids(topics, sentences):
             rows.append({
                 "input_ids": [self.pairs.start_id, *ids, self.pairs.end_id],
-                "segments": [FIRST] * (len(ids) + 2),
+                "segments": [FIRST_SEGMENT] * (len(ids) + 2),
                 "topic_mask": [False, *topic_flags, False],
             })
         return rows
 
     def pair_features(self, first_topics: Sequence[str], first: Sequence[str], second_topics: Sequence[str],
                       second: Sequence[str]) -> list[dict[str, list]]:
-        """``[CLS] t1 [T] s1 [SEP] [CLS] t2 [T] s2 [SEP]`` rows (4.4.3): ``input_ids``, ``segments`` (FIRST /
-        SECOND) and ``topic_mask``; a pair longer than the pair limit loses tokens from the end of its longer
+        """``[CLS] t1 [T] s1 [SEP] [CLS] t2 [T] s2 [SEP]`` rows (4.4.3): ``input_ids``, ``segments`` (FIRST_SEGMENT /
+        SECOND_SEGMENT) and ``topic_mask``; a pair longer than the pair limit loses tokens from the end of its longer
         segment (the topics come first, so they are the last to go)."""
         if not (len(first_topics) == len(first) == len(second_topics) == len(second)):
             raise ValueError("pair_features(): topics and sentences of both sides must have the same length")
@@ -153,7 +153,7 @@ class TopicPromptBuilder:
             start, end = self.pairs.start_id, self.pairs.end_id
             rows.append({
                 "input_ids": [start, *ids_a, end, start, *ids_b, end],
-                "segments": [FIRST] * (len(ids_a) + 2) + [SECOND] * (len(ids_b) + 2),
+                "segments": [FIRST_SEGMENT] * (len(ids_a) + 2) + [SECOND_SEGMENT] * (len(ids_b) + 2),
                 "topic_mask": [False, *flags_a, False, False, *flags_b, False],
             })
         return rows

@@ -180,6 +180,8 @@ def plugin_registry(*plugins: Any, autoload: bool = False) -> Registry:
 
 @dataclass
 class HarnessRun:
+    """The outcome of :func:`run_harness`: the CLI's exit code and what it printed."""
+
     exit_code: int
     stdout: str
     stderr: str

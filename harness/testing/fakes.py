@@ -201,6 +201,7 @@ def tiny_training_splits(kind: str, source: str = "harness.testing") -> Training
     return TrainingSplits(source=source, train=train, dev=dev, checksum=checksum)
 
 
+# The fake models as registered model plugins (testing-embedder, ...), for a registry built in a test.
 TESTING_MODELS: tuple[ModelPlugin, ...] = (
     ModelPlugin("testing-embedder", "hashed bag-of-words embedder (harness.testing)",
                 lambda ctx: HashingEmbedder(ctx.options["dim"]), (EMBEDDER,),

@@ -26,7 +26,7 @@ import numpy as np
 
 from harness import EvalResult, Option, data_error, files_checksum
 from harness.blocks import (
-    BM25,
+    BM25_FIRST_STAGE,
     cosine_top_k,
     encode_multi_once,
     encode_once,
@@ -100,7 +100,7 @@ class CQADupStack(UsebTask):
     options = {
         "split": SPLIT_OPTION,
         "first_stage": Option(
-            BM25,
+            BM25_FIRST_STAGE,
             "pair scorers only: first stage whose top 100 is reranked; 'bm25' or an embedder model spec (e.g. "
             "'be'), built by the runner",
         ),
