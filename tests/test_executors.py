@@ -298,18 +298,17 @@ def test_progress_is_a_line_per_cell_and_a_bar_of_cells_done_with_an_eta(capsys,
 
     monkeypatch.setattr(harness.progress, "on_terminal", lambda: True)  # the bar is for a terminal (logs: LogProgress)
 
-    class FakeRunner:
-        def __init__(self):
-            self.lines: list[str] = []
-            self.log = self.lines.append
+    from harness.run.driver import RunLog
 
-    runner = FakeRunner()
-    with CellProgress(runner, total=2, enabled=True) as progress:
-        runner.log("  be seed 42 stsb: 71.00 (1.0s)")  # the runner's line for a finished cell, written above the bar
+    lines: list[str] = []
+    log = RunLog(lines.append)  # the run's log: its models, its worker and the executor say their lines through it
+    with CellProgress(log, total=2, enabled=True) as progress:
+        assert log.sink != lines.append  # diverted above the bar while it is drawn
+        log("  be seed 42 stsb: 71.00 (1.0s)")  # the runner's line for a finished cell, written above the bar
         progress.advance()
-        runner.log("  be seed 42 sickr: 65.00 (1.0s)")
+        log("  be seed 42 sickr: 65.00 (1.0s)")
         progress.advance()
-    assert runner.lines == ["  be seed 42 stsb: 71.00 (1.0s)", "  be seed 42 sickr: 65.00 (1.0s)"]
-    assert runner.log == runner.lines.append  # the runner's own log is back
+    assert lines == ["  be seed 42 stsb: 71.00 (1.0s)", "  be seed 42 sickr: 65.00 (1.0s)"]
+    assert log.sink == lines.append  # the run's own sink is back
     bar = capsys.readouterr().err
     assert "cells:" in bar and "2/2" in bar and "<" in bar  # cells done / total, then elapsed<remaining (ETA)

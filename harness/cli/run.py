@@ -35,7 +35,7 @@ def _run(registry, args, started: float) -> int:
         config = _distributed_config(config)
     run = Run(registry, config)
     executor = make_executor(config)  # Ray missing, an unreachable --ray-address: said before the plan loads data
-    plan = run.plan()
+    plan = run.plan(executor)  # for the device the executor computes on
     outcomes = run.run(executor, plan)
     if not distributed.is_main_process():  # rank 0 reports (and wrote every record)
         return 1 if any(o.status == "failed" for o in outcomes) else 0

@@ -44,6 +44,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..device import check_device_name
 from ..errors import HarnessError, InvalidOptionError
 from ..locks import LOCKS
 from .local import Claim, after_claim, try_claim
@@ -52,7 +53,7 @@ from .ray_worker import CellServer, Served, TaskResources, TrainingResult, probe
 
 if TYPE_CHECKING:
     from ..run.driver import Worker
-    from ..run.evaluate import CellOutcome
+    from ..run.cell import Cell
     from ..run.plan import Plan, TrainingJob
 
 logger = logging.getLogger(__name__)
@@ -217,6 +218,11 @@ class RayExecutor:
         check_address(address)
 
     # -- before any cell -----------------------------------------------------------------------------------------------
+    def device(self, requested: str) -> str:
+        """Each worker resolves the device on its own machine (this driver may have no GPU at all): the name only is
+        checked here."""
+        return check_device_name(requested)
+
     def start(self, plan: Plan, worker: Worker) -> None:
         """Ray installed, the cluster reachable, the task resources available, the store and harness on every node;
         each failure is one line, and comes before any cell runs. Started once: a second call does nothing."""
@@ -297,10 +303,10 @@ class RayExecutor:
                                       "install the same version everywhere.")
 
     # -- running -------------------------------------------------------------------------------------------------------
-    def run(self, plan: Plan, worker: Worker) -> list[CellOutcome]:
+    def run(self, plan: Plan, worker: Worker) -> list[Cell]:
         ray = self._ray
         assert ray is not None and self.resources is not None, "start() first"
-        outcomes: list[CellOutcome] = []
+        outcomes: list[Cell] = []
         jobs = plan.jobs()
         self.served = []
         spent = self.driver_seconds = dict.fromkeys(("submit", "wait", "get", "record"), 0.0)
@@ -398,7 +404,7 @@ class RayExecutor:
                    f"{self.resources.num_cpus:g} CPU and {self.resources.num_gpus:g} GPU each "
                    f"({self._cluster_text(ray)})")
         try:
-            with CellProgress(worker, total, worker.progress) as progress:
+            with CellProgress(worker.log, total, worker.progress) as progress:
                 claim_what_is_free(progress, blocking=False)
                 while waiting or unclaimed:
                     if not waiting:  # nothing in flight: claim what is free, else wait for another process's job
