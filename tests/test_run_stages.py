@@ -14,9 +14,9 @@ from harness.errors import DataFileError, InvalidOptionError
 from harness.executors.local import LocalExecutor
 from harness.matrix import ModelEntry
 from harness.registry import build_registry
+from harness.run.cell import CellStatus
 from harness.run.config import RunConfig
 from harness.run.driver import Run
-from harness.run.cell import CellStatus
 
 HARNESS = Path(__file__).resolve().parent.parent / "harness"
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..run.config import RunConfig
     from ..run.cell import Cell
+    from ..run.config import RunConfig
     from ..run.plan import Plan, TrainingJob
 
 logger = logging.getLogger(__name__)
