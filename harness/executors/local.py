@@ -7,7 +7,7 @@ other process stored (so two identical runs on one store train each model once: 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from .. import distributed
 from ..device import resolve_device
@@ -27,6 +27,11 @@ class Claim:
     job: TrainingJob
     lock: StoreLock | RankLock
     deferred: bool = False  # another process held it when this run first tried
+
+
+def waiting_line(worker: Worker, label: str) -> Callable[[str], None]:
+    """What a job's lock says while this run waits for it, as one of the run's lines."""
+    return lambda message: worker.log(f"  {label}: {message}")
 
 
 def try_claim(worker: Worker, claim: Claim) -> bool:
@@ -71,15 +76,14 @@ class LocalExecutor:
             deferred = []
             for claim in claims:
                 if distributed.active():  # torchrun: every rank takes the jobs in plan order, in step
-                    claim.lock.acquire(on_wait=lambda message, label=claim.job.label: worker.log(f"  {label}: "
-                                                                                                  f"{message}"))
+                    claim.lock.acquire(on_wait=waiting_line(worker, claim.job.label))
                     outcomes += self._run_claimed(worker, claim, progress)
                 elif try_claim(worker, claim):
                     outcomes += self._run_claimed(worker, claim, progress)
                 else:
                     deferred.append(claim)
             for claim in deferred:  # everything else is done: now wait for the other process
-                claim.lock.acquire(on_wait=lambda message, label=claim.job.label: worker.log(f"  {label}: {message}"))
+                claim.lock.acquire(on_wait=waiting_line(worker, claim.job.label))
                 outcomes += self._run_claimed(worker, claim, progress)
         return outcomes
 

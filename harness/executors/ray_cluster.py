@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..device import check_device_name
 from ..errors import HarnessError, InvalidOptionError
 from ..locks import LOCKS
-from .local import Claim, after_claim, try_claim
+from .local import Claim, after_claim, try_claim, waiting_line
 from .progress import CellProgress
 from .ray_worker import CellServer, Served, TaskResources, TrainingResult, probe_node
 
@@ -485,8 +485,7 @@ class Dispatch:
             if not try_claim(worker, claim):
                 if not blocking:
                     continue
-                claim.lock.acquire(on_wait=lambda message, label=claim.job.label: worker.log(f"  {label}: "
-                                                                                             f"{message}"))
+                claim.lock.acquire(on_wait=waiting_line(worker, claim.job.label))
             self.unclaimed.remove(claim)
             self.held.append(claim)
             cached, job = after_claim(worker, claim)

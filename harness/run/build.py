@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sized, cast
 
 import numpy as np
 
@@ -58,6 +58,11 @@ class TaskSet:
             self._tasks[task_spec.key] = plugin.factory(task_spec.options, self.data_dir)
         return self._tasks[task_spec.key]
 
+
+
+def train_examples(splits: TrainingSplits) -> int:
+    """How many examples the train split holds (every task's train data is sized)."""
+    return len(cast(Sized, splits.train))
 
 
 def check_finite_labels(splits: TrainingSplits, source: str) -> None:
@@ -135,7 +140,7 @@ class ModelBuilder:
         for provenance in self.collecting:
             provenance["sources"].append({"source": source, "kind": splits.kind, "seed": seed,
                                           "max_train_examples": profile.max_train_examples,
-                                          "train_examples": len(splits.train), "checksum": splits.checksum})
+                                          "train_examples": train_examples(splits), "checksum": splits.checksum})
         return splits
 
     def source_splits(self, source: str, kinds: tuple[str, ...], profile: Profile, seed: int) -> TrainingSplits:

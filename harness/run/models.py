@@ -31,6 +31,7 @@ from ..fingerprint import stable_hash
 from ..metrics import ScoreError
 from ..plugin_api import (
     PluginFailure,
+    RecipeContext,
     RecipePlugin,
     plugin_failure,
 )
@@ -39,7 +40,7 @@ from ..registry import BUILTIN_PACKAGES, Registry
 from ..spec import ModelSpec, resolve_model_spec, student_spec
 from ..store import Store
 from ..training import NonFiniteLossError
-from .build import ModelBuilder, TaskSet
+from .build import ModelBuilder, TaskSet, train_examples
 from .config import CACHE, RunConfig, runtime_refused
 
 logger = logging.getLogger(__name__)
@@ -145,6 +146,7 @@ class Models:
     def _train(self, spec: ModelSpec, model: Any, checkpoint: Path, profile: Profile, device: str,
                seed: int) -> tuple[Any, dict]:
         """Train ``model`` on the spec's (cut) training data and save its checkpoint; (model, report record)."""
+        assert spec.train_on is not None, "a trained spec"
         check_checkpoint_target(checkpoint)  # before training, not after it
         budgeted = profile.with_budget(spec.requested_budget)
         provenance: dict = {"sources": [], "made": [], "how": "recorded"}
@@ -152,7 +154,7 @@ class Models:
         try:
             splits = self.builder.training_splits(spec.train_on, self.builder.training_kinds(spec), budgeted, seed)
             self.log(
-                f"  training {spec.label} on {spec.train_on} ({len(splits.train)} examples, seed {seed}, "
+                f"  training {spec.label} on {spec.train_on} ({train_examples(splits)} examples, seed {seed}, "
                 f"profile {profile.name}, budget {format_budget(spec.requested_budget)})"
             )
             model, report = self._fit(spec, model, splits, profile, device, seed)
@@ -164,7 +166,7 @@ class Models:
         # The cut of the training data is applied here, not by the method: record it with what it applied.
         report_record["applied_budget"] = {
             **dict(report_record.get("applied_budget") or {}),
-            "max_train_examples": budgeted.max_train_examples, "train_examples": len(splits.train),
+            "max_train_examples": budgeted.max_train_examples, "train_examples": train_examples(splits),
         }
         differences = budget_differences(spec.requested_budget, report_record["applied_budget"])
         if differences:
@@ -177,7 +179,7 @@ class Models:
             atomic_write_json(
                 directory / "training.json",
                 {"spec": spec.as_record(), "seed": seed, "source_checksum": splits.checksum,
-                 "train_examples": len(splits.train), "requested_budget": spec.requested_budget,
+                 "train_examples": train_examples(splits), "requested_budget": spec.requested_budget,
                  "report": report_record, "training_data": provenance},
             )
 
@@ -210,6 +212,7 @@ class Models:
             return model, model.fit(splits, ctx)
         recipe: RecipePlugin = self.registry.recipe(spec.name)
         ctx = self.builder.model_context(spec, profile, device, seed, prebuilt_student=model)
+        assert isinstance(ctx, RecipeContext), "a recipe's context"
         seed_everything(seed)
         result = recipe.train(splits, ctx)
         if not (isinstance(result, tuple) and len(result) == 2):
@@ -253,7 +256,8 @@ class Models:
             return None
         if key in self._seen:
             return self._seen[key]
-        seen: TextSet | None = TextSet()
+        seen: TextSet | None = None
+        texts = TextSet()
         base = get_profile(spec.profile)
         for source in provenance["sources"]:
             kinds = (source["kind"],) if source.get("kind") else tuple(source.get("kinds") or ())
@@ -263,12 +267,11 @@ class Models:
             except (HarnessError, KeyError, ValueError) as exc:
                 logger.warning("%s seed %s: training source %s cannot be read again (%s); its overlap with test "
                                "sets is not measured", spec.label, seed, source.get("source"), exc)
-                seen = None
                 break
-            if not seen.add(splits.train):
-                seen = None
+            if not texts.add(splits.train):
                 break
-        if seen is not None:
+        else:  # every source read again
+            seen = texts
             for made in provenance["made"]:
                 seen.add_pairs(tuple(pair) for pair in made.get("pairs", ()))
                 seen.add_sentences(made.get("sentences", ()))

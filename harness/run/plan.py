@@ -17,6 +17,7 @@ from typing import Any, Callable, Protocol
 from ..capabilities import TRAINABLE, reachable_capabilities
 from ..errors import DataFileError, HarnessError, IncompatibleError, InvalidOptionError, MissingDataError
 from ..matrix import ModelEntry, numbered_mistakes
+from ..plugin_api import ModelPlugin
 from ..profiles import Profile, get_profile
 from ..registry import Registry
 from ..spec import SELF_TRAINING, ModelSpec, TaskSpec, budget_keys, resolve_model_spec, resolve_task_specs, student_spec
@@ -304,7 +305,7 @@ class Planner:
                 raise InvalidOptionError(f"--set {key}: no trained model of this run honours it ({shown}).")
 
     # -- data --------------------------------------------------------------------------------------------------------
-    def _check_data(self, plan: Plan) -> dict[str, dict]:
+    def _check_data(self, plan: Plan) -> dict[str, Any]:
         """Load every task's data and every trained spec's training data once, before the first cell: a problem is
         kept in the plan (its cells are stored as missing or failed, the others run), never raised mid-matrix."""
         found: dict[str, dict] = {"data_checksums": {}, "data_problems": {}, "training_checksums": {},
@@ -391,7 +392,7 @@ class Planner:
                     f"e.g. {', '.join(sources) or '(no installed task offers its data)'}."
                 )
             return
-        if not spec.recipe and (TRAINABLE not in plugin.capabilities or not plugin.training_kinds):
+        if isinstance(plugin, ModelPlugin) and (TRAINABLE not in plugin.capabilities or not plugin.training_kinds):
             raise IncompatibleError(f"model {spec.name!r} cannot be trained; drop --train-on for it.")
         if spec.train_on == SELF_TRAINING:
             return  # every task trains on its own data: checked per task by _incompatibility
