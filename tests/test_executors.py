@@ -312,3 +312,70 @@ def test_progress_is_a_line_per_cell_and_a_bar_of_cells_done_with_an_eta(capsys,
     assert log.sink == lines.append  # the run's own sink is back
     bar = capsys.readouterr().err
     assert "cells:" in bar and "2/2" in bar and "<" in bar  # cells done / total, then elapsed<remaining (ETA)
+
+
+def test_the_ray_dispatch_steps_claim_send_record_and_replace_a_lost_server_without_ray(tmp_path):
+    """RayExecutor.run's steps (harness.executors.ray_cluster.Dispatch) with a fake Ray: jobs go to the least loaded
+    server (at most JOBS_PER_SERVER each), every call of a job to one server, each answered cell is recorded by the
+    driver's writer and finishes its job; a lost server is replaced and the new one gets the unfinished calls."""
+    from types import SimpleNamespace
+
+    from harness.executors.ray_cluster import JOBS_PER_SERVER, Dispatch, _Pending, _ServerLost
+    from harness.run.driver import RunLog
+
+    class Lock:
+        released = 0
+
+        def acquire(self, blocking=True, timeout=None, on_wait=None):
+            return True
+
+        def release(self):
+            Lock.released += 1
+
+        def holder(self):
+            return "nobody"
+
+    class Server:
+        def __init__(self, name):
+            self.name = name
+            self.prepare = SimpleNamespace(remote=lambda job: ("prepare", self.name, job.label))
+            self.evaluate = SimpleNamespace(remote=lambda job, index: ("evaluate", self.name, job.label, index))
+
+    recorded, lines = [], []
+    worker = SimpleNamespace(log=RunLog(lines.append), cells_lock=lambda job: Lock(),
+                             recheck=lambda job: ([], job), record=lambda cell: recorded.append(cell) or cell)
+    jobs = [SimpleNamespace(label=f"job {n}", tasks=("stsb", "sickr")) for n in range(5)]
+    killed, fresh = [], iter(Server(f"new {n}") for n in range(3))
+    ray = SimpleNamespace(kill=lambda server, no_restart: killed.append(server.name))
+    dispatch = Dispatch(ray, worker, jobs, [Server("a"), Server("b")], lambda: next(fresh), 3, None)
+    progress = SimpleNamespace(advance=lambda cells=1: None)
+
+    dispatch.claim_what_is_free(progress, blocking=False)
+    assert dispatch.jobs_on == [JOBS_PER_SERVER, JOBS_PER_SERVER] and len(dispatch.unclaimed) == 1
+    assert len(dispatch.waiting) == 4 * 3  # per job: prepare and two cells, all to the job's server
+    servers_of = {}
+    for ref in dispatch.waiting:
+        servers_of.setdefault(ref[2], set()).add(ref[1])
+    assert all(len(servers) == 1 for servers in servers_of.values())
+
+    first = next(ref for ref, (kind, pending, _) in dispatch.waiting.items() if kind == "cell")
+    _, pending, index = dispatch.waiting.pop(first)
+    dispatch.record(pending, index, "cell result", progress)
+    assert recorded == ["cell result"] and pending.cells_left == 1 and pending.done == {index}
+
+    lost: _Pending = next(p for _, p, _ in dispatch.waiting.values() if p.server == 1)
+    dispatch.replace_server(lost)
+    assert killed == ["b"] and dispatch.servers[1].name == "new 0"
+    resent = [ref for ref in dispatch.waiting if ref[1] == "new 0"]
+    assert len(resent) == 2 * 3 and not [ref for ref in dispatch.waiting if ref[1] == "b"]
+    assert all(p.attempts == 2 for _, p, _ in dispatch.waiting.values() if p.server == 1)
+
+    class Failing:
+        def get(self, ray, ref, kind, pending, index):
+            raise _ServerLost()
+
+    some_ref = next(iter(dispatch.waiting))
+    dispatch.answer(some_ref, Failing(), progress)  # a server lost while answering is replaced, not raised
+    assert len(killed) == 2
+    dispatch.release_claims()
+    assert Lock.released == len(dispatch.held) == 4  # no job finished: every claim is still held, then released
