@@ -37,14 +37,15 @@ needs_ray = pytest.mark.skipif(not HAVE_RAY, reason="Ray is not installed (pip i
 MODELS, TASKS = ("be", "ce"), ("stsb", "sickr")
 
 
-def matrix_config(results: Path, tiny_bert: str, **executor) -> RunConfig:
+def matrix_config(results: Path, tiny_bert: str, **options) -> RunConfig:
     return RunConfig(models=[ModelEntry(m) for m in MODELS], tasks=list(TASKS), profile="smoke", backbone=tiny_bert,
-                     device="cpu", results_dir=results, progress=False, **executor)
+                     device="cpu", results_dir=results, progress=False, **options)
 
 
 def run_matrix(results: Path, tiny_bert: str, with_executor=None, **config):
     runner = Run(build_registry(), matrix_config(results, tiny_bert, **config))
-    return runner.run(with_executor or LocalExecutor(), runner.plan())
+    executor = with_executor or LocalExecutor()
+    return runner.run(executor, runner.plan(executor))
 
 
 @pytest.fixture(scope="module")
@@ -77,13 +78,13 @@ def ray_executor(**options):
 def test_ray_gives_the_records_of_the_local_executor(ray_cluster, reference, tmp_path, tiny_bert):
     started = time.monotonic()
     results = tmp_path / "ray"
-    outcomes = run_matrix(results, tiny_bert, ray_executor(), executor="ray")
+    outcomes = run_matrix(results, tiny_bert, ray_executor())
     assert [(o.spec.name, o.task.name, o.status) for o in outcomes] == [
         ("be", "stsb", "ok"), ("be", "sickr", "ok"), ("ce", "stsb", "ok"), ("ce", "sickr", "ok")]
     assert differences(comparable_records(results), reference) == []
     assert len(Store(results).record_files()) == 4
     assert time.monotonic() - started < 240  # about 20 s on an idle 2-core machine; generous for a loaded one
-    again = run_matrix(results, tiny_bert, ray_executor(), executor="ray")  # a second run computes nothing
+    again = run_matrix(results, tiny_bert, ray_executor())  # a second run computes nothing
     assert {o.status for o in again} == {"cached"}
 
 
@@ -94,7 +95,7 @@ def test_the_cells_of_one_model_are_served_by_the_worker_that_holds_it(ray_clust
     equal the local executor's."""
     executor = ray_executor()
     results = tmp_path / "ray"
-    outcomes = run_matrix(results, tiny_bert, executor, executor="ray")
+    outcomes = run_matrix(results, tiny_bert, executor)
     assert [o.status for o in outcomes] == ["ok"] * 4
     assert differences(comparable_records(results), reference) == []
     where_by_job: dict[str, set[str]] = {}
@@ -110,16 +111,15 @@ def test_a_worker_serving_several_jobs_gives_each_job_its_own_model(ray_cluster,
     """One long-lived worker serves every job: ce trained with two seeds (two models of one spec) and be; each
     job's cells are computed with that job's model, not the one the worker held before (the records equal the
     local executor's, and the two seeds' scores differ)."""
-    def config(results: Path, **executor) -> RunConfig:
+    def config(results: Path) -> RunConfig:
         return RunConfig(models=[ModelEntry("ce"), ModelEntry("be")], tasks=list(TASKS), seeds=[1, 2],
-                         profile="smoke", backbone=tiny_bert, device="cpu", results_dir=results, progress=False,
-                         **executor)
+                         profile="smoke", backbone=tiny_bert, device="cpu", results_dir=results, progress=False)
 
     local = Run(build_registry(), config(tmp_path / "local"))
     local.run(LocalExecutor(), local.plan())
     executor = ray_executor(workers=1)
-    remote = Run(build_registry(), config(tmp_path / "ray", executor="ray"))
-    outcomes = remote.run(executor, remote.plan())
+    remote = Run(build_registry(), config(tmp_path / "ray"))
+    outcomes = remote.run(executor, remote.plan(executor))
     assert [o.status for o in outcomes] == ["ok"] * 8
     assert differences(comparable_records(tmp_path / "ray"), comparable_records(tmp_path / "local")) == []
     assert len({served.where for _, _, served in executor.served}) == 1  # one worker computed every cell
@@ -191,7 +191,7 @@ def test_a_worker_killed_mid_cell_is_retried_and_the_matrix_completes(ray_cluste
     line, no record is half-written, and every record equals the clean local run's."""
     results = tmp_path / "ray"
     with _killing_the_first_cell() as killed:
-        outcomes = run_matrix(results, tiny_bert, ray_executor(), executor="ray")
+        outcomes = run_matrix(results, tiny_bert, ray_executor())
     assert killed, "no worker was seen running a cell"
     assert "a Ray worker died while computing" in caplog.text and "a new worker computes their" in caplog.text
     assert [o.status for o in outcomes] == ["ok"] * 4
@@ -210,10 +210,10 @@ def test_a_worker_that_dies_more_often_than_allowed_stops_the_run_in_one_line(ra
     results = tmp_path / "ray"
     with _killing_the_first_cell() as killed, \
             pytest.raises(HarnessError, match=r"the Ray worker computing \S+ seed 42 died 1 time\(s\); finished"):
-        run_matrix(results, tiny_bert, ray_executor(max_retries=0), executor="ray")
+        run_matrix(results, tiny_bert, ray_executor(max_retries=0))
     assert killed
     stored_before = len(Store(results).record_files())
-    outcomes = run_matrix(results, tiny_bert, ray_executor(), executor="ray")  # the rerun completes the matrix
+    outcomes = run_matrix(results, tiny_bert, ray_executor())  # the rerun completes the matrix
     statuses = [o.status for o in outcomes]
     assert statuses.count("cached") == stored_before and statuses.count("ok") == 4 - stored_before
     assert differences(comparable_records(results), reference) == []

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 from ..errors import invalid_choice
 
 if TYPE_CHECKING:
-    from ..run.config import RunConfig
     from ..run.driver import Executor
 
 __all__ = ["EXECUTORS", "Executor", "make_executor"]
@@ -45,15 +44,17 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def make_executor(config: RunConfig) -> Executor:
-    """The executor ``config.executor`` names, set up from the config's executor options."""
-    if config.executor == "local":
+def make_executor(executor: str = "local", ray_address: str | None = None, gpus_per_task: float | None = None,
+                  cpus_per_task: float = 1.0) -> Executor:
+    """The executor ``--executor`` names, with its own options (``harness run``'s ``--ray-address``,
+    ``--gpus-per-task`` and ``--cpus-per-task`` size a Ray executor's tasks; harness.cli.values checks that they
+    come with it)."""
+    if executor == "local":
         from .local import LocalExecutor
 
         return LocalExecutor()
-    if config.executor == "ray":
+    if executor == "ray":
         from .ray_cluster import RayExecutor
 
-        return RayExecutor(address=config.ray_address, gpus_per_task=config.gpus_per_task,
-                           cpus_per_task=config.cpus_per_task)
-    raise invalid_choice("--executor", config.executor, EXECUTORS)
+        return RayExecutor(address=ray_address, gpus_per_task=gpus_per_task, cpus_per_task=cpus_per_task)
+    raise invalid_choice("--executor", executor, EXECUTORS)

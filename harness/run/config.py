@@ -43,8 +43,9 @@ def check_batch_size(value: object) -> int | None:
 
 @dataclass(frozen=True)
 class RunConfig:
-    """A run's settings. Seeds, batch size and data dir are checked here, once, with the CLI's messages; the rest
-    (names, options, budgets, data) is checked while planning (harness.run.plan)."""
+    """A run's settings. Seeds, batch size, runtime and data dir are checked here, once, with the CLI's messages; the
+    rest (names, options, budgets, data) is checked while planning (harness.run.plan). Where the cells run, and the
+    options of that, belong to the executor (harness.executors), which the caller passes to ``Run.plan``/``run``."""
 
     models: list[ModelEntry]
     tasks: list[str]
@@ -62,12 +63,6 @@ class RunConfig:
     batch_size: int | None = None
     store_only: bool = False  # answer every cell from the store; refuse (saying why) if one would be computed
     budget: dict = field(default_factory=dict)  # --set overrides for every trained spec (entries' own win)
-    # Where cells run (harness.executors): "local" (this process) or "ray" (tasks on a Ray cluster; the device is
-    # then resolved on each worker, and the options below size each task). The CLI builds the executor from these.
-    executor: str = "local"
-    ray_address: str | None = None  # None: start or join a local cluster; "auto"; "ray://host:port"
-    gpus_per_task: float | None = None  # None: 1 if the cluster has GPUs (and --device is not cpu), else 0
-    cpus_per_task: float = 1.0
     # How models that support it (``use_runtime``) run their encoders for evaluation: "torch" or "onnx"
     # (harness.nn.onnx_runtime; needs the `onnx` extra). Training always runs in torch.
     runtime: str = "torch"

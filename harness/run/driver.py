@@ -65,7 +65,7 @@ class Worker:
         """The run's config for a worker in another process (absolute store and data paths; no progress bars).
         Records name the data dir as the user gave it (``Plan.data_dir_text``)."""
         config = self._config
-        return replace(config, results_dir=config.results_dir.resolve(), progress=False, executor="local",
+        return replace(config, results_dir=config.results_dir.resolve(), progress=False,
                        data_dir=config.data_dir.resolve() if config.data_dir else None)
 
     def recheck(self, job: TrainingJob) -> tuple[list[Cell], TrainingJob | None]:
