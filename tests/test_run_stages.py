@@ -123,3 +123,21 @@ def test_a_run_config_is_checked_without_torch_and_the_plan_stage_imports_no_mod
     tree = ast.parse((HARNESS / "run" / "plan.py").read_text())
     imported = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert not imported & {"models", "build", "evaluate", "driver"}, imported
+
+
+def test_a_cell_status_is_its_word_in_sets_dicts_and_text():
+    from harness.run.cell import Cell
+    from harness.run.driver import summary_rows
+    from harness.spec import ModelSpec, TaskSpec
+
+    assert "failed" in {CellStatus.FAILED} and {CellStatus.OK: 1}["ok"] == 1
+    assert f"{CellStatus.MISSING}" == "missing" and str(CellStatus.CACHED) == "cached"
+    spec = ModelSpec("toy-embedder", {}, "tiny", "smoke", None, "toy-embedder")
+    task = TaskSpec("toy-pairs")
+    cells = [Cell(spec, 1, task, CellStatus.FAILED, message="diverged"),
+             Cell(spec, 2, task, CellStatus.CACHED, record={"main_score": 50.0})]
+    assert cells[0].main_score is None and cells[1].main_score == 50.0
+    _, rows = summary_rows(cells)
+    assert rows == [["toy-embedder", "50.00"]]
+    _, rows = summary_rows(cells[:1])
+    assert rows == [["toy-embedder", "failed"]]

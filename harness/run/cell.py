@@ -24,6 +24,9 @@ class CellStatus(str, Enum):
     def __str__(self) -> str:
         return self.value
 
+    def __hash__(self) -> int:  # as its word's, so ``"failed" in {CellStatus.FAILED}`` holds on every Python
+        return str.__hash__(self)
+
 
 @dataclass(frozen=True)
 class Cell:

@@ -70,7 +70,7 @@ def build_record(registry: Registry, plan: Plan, spec: ModelSpec, seed: int, tas
 
 
 class CellWork:
-    """What a worker does for a plan: train (or load) a job's model and evaluate its cells into CellResults.
+    """What a worker does for a plan: train (or load) a job's model and evaluate its cells (computed Cells).
     ``plan.device`` is the device this worker computes on."""
 
     def __init__(self, registry: Registry, config: RunConfig, plan: Plan, models: Models, hardware: str):
