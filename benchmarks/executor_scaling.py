@@ -58,7 +58,7 @@ def runnable_models(registry, tasks: list[str], profile: str, backbone: str,
                 plan = runner.plan()
                 spec = plan.models[0].spec
                 if not spec.recipe:  # options the backbone cannot take (e.g. a layer it lacks) fail only when built
-                    runner.models.build(spec, plan.profile, "cpu", 42)
+                    runner.models.builder.build(spec, plan.profile, "cpu", 42)
                 usable.append((name, train_on))
                 break
             except HarnessError as exc:

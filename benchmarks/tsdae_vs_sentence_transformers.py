@@ -161,7 +161,7 @@ def main() -> None:
     budget = ["--set", "batch_size=8", "--set", "epochs=1", "--set", "max_steps=none", "--set",
               f"max_train_examples={args.max_sentences or 'none'}"]
     if args.max_sentences:  # the very cut harness' runner makes for --set max_train_examples=N (same seed)
-        from harness.run.models import subsample
+        from harness.run.build import subsample
 
         cut = SimpleNamespace(max_train_examples=args.max_sentences, max_eval_examples=None)
         splits = subsample(splits, cut, args.seed)

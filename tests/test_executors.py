@@ -37,14 +37,15 @@ needs_ray = pytest.mark.skipif(not HAVE_RAY, reason="Ray is not installed (pip i
 MODELS, TASKS = ("be", "ce"), ("stsb", "sickr")
 
 
-def matrix_config(results: Path, tiny_bert: str, **executor) -> RunConfig:
+def matrix_config(results: Path, tiny_bert: str, **options) -> RunConfig:
     return RunConfig(models=[ModelEntry(m) for m in MODELS], tasks=list(TASKS), profile="smoke", backbone=tiny_bert,
-                     device="cpu", results_dir=results, progress=False, **executor)
+                     device="cpu", results_dir=results, progress=False, **options)
 
 
 def run_matrix(results: Path, tiny_bert: str, with_executor=None, **config):
     runner = Run(build_registry(), matrix_config(results, tiny_bert, **config))
-    return runner.run(with_executor or LocalExecutor(), runner.plan())
+    executor = with_executor or LocalExecutor()
+    return runner.run(executor, runner.plan(executor))
 
 
 @pytest.fixture(scope="module")
@@ -77,13 +78,13 @@ def ray_executor(**options):
 def test_ray_gives_the_records_of_the_local_executor(ray_cluster, reference, tmp_path, tiny_bert):
     started = time.monotonic()
     results = tmp_path / "ray"
-    outcomes = run_matrix(results, tiny_bert, ray_executor(), executor="ray")
+    outcomes = run_matrix(results, tiny_bert, ray_executor())
     assert [(o.spec.name, o.task.name, o.status) for o in outcomes] == [
         ("be", "stsb", "ok"), ("be", "sickr", "ok"), ("ce", "stsb", "ok"), ("ce", "sickr", "ok")]
     assert differences(comparable_records(results), reference) == []
     assert len(Store(results).record_files()) == 4
     assert time.monotonic() - started < 240  # about 20 s on an idle 2-core machine; generous for a loaded one
-    again = run_matrix(results, tiny_bert, ray_executor(), executor="ray")  # a second run computes nothing
+    again = run_matrix(results, tiny_bert, ray_executor())  # a second run computes nothing
     assert {o.status for o in again} == {"cached"}
 
 
@@ -94,7 +95,7 @@ def test_the_cells_of_one_model_are_served_by_the_worker_that_holds_it(ray_clust
     equal the local executor's."""
     executor = ray_executor()
     results = tmp_path / "ray"
-    outcomes = run_matrix(results, tiny_bert, executor, executor="ray")
+    outcomes = run_matrix(results, tiny_bert, executor)
     assert [o.status for o in outcomes] == ["ok"] * 4
     assert differences(comparable_records(results), reference) == []
     where_by_job: dict[str, set[str]] = {}
@@ -110,16 +111,15 @@ def test_a_worker_serving_several_jobs_gives_each_job_its_own_model(ray_cluster,
     """One long-lived worker serves every job: ce trained with two seeds (two models of one spec) and be; each
     job's cells are computed with that job's model, not the one the worker held before (the records equal the
     local executor's, and the two seeds' scores differ)."""
-    def config(results: Path, **executor) -> RunConfig:
+    def config(results: Path) -> RunConfig:
         return RunConfig(models=[ModelEntry("ce"), ModelEntry("be")], tasks=list(TASKS), seeds=[1, 2],
-                         profile="smoke", backbone=tiny_bert, device="cpu", results_dir=results, progress=False,
-                         **executor)
+                         profile="smoke", backbone=tiny_bert, device="cpu", results_dir=results, progress=False)
 
     local = Run(build_registry(), config(tmp_path / "local"))
     local.run(LocalExecutor(), local.plan())
     executor = ray_executor(workers=1)
-    remote = Run(build_registry(), config(tmp_path / "ray", executor="ray"))
-    outcomes = remote.run(executor, remote.plan())
+    remote = Run(build_registry(), config(tmp_path / "ray"))
+    outcomes = remote.run(executor, remote.plan(executor))
     assert [o.status for o in outcomes] == ["ok"] * 8
     assert differences(comparable_records(tmp_path / "ray"), comparable_records(tmp_path / "local")) == []
     assert len({served.where for _, _, served in executor.served}) == 1  # one worker computed every cell
@@ -191,7 +191,7 @@ def test_a_worker_killed_mid_cell_is_retried_and_the_matrix_completes(ray_cluste
     line, no record is half-written, and every record equals the clean local run's."""
     results = tmp_path / "ray"
     with _killing_the_first_cell() as killed:
-        outcomes = run_matrix(results, tiny_bert, ray_executor(), executor="ray")
+        outcomes = run_matrix(results, tiny_bert, ray_executor())
     assert killed, "no worker was seen running a cell"
     assert "a Ray worker died while computing" in caplog.text and "a new worker computes their" in caplog.text
     assert [o.status for o in outcomes] == ["ok"] * 4
@@ -210,10 +210,10 @@ def test_a_worker_that_dies_more_often_than_allowed_stops_the_run_in_one_line(ra
     results = tmp_path / "ray"
     with _killing_the_first_cell() as killed, \
             pytest.raises(HarnessError, match=r"the Ray worker computing \S+ seed 42 died 1 time\(s\); finished"):
-        run_matrix(results, tiny_bert, ray_executor(max_retries=0), executor="ray")
+        run_matrix(results, tiny_bert, ray_executor(max_retries=0))
     assert killed
     stored_before = len(Store(results).record_files())
-    outcomes = run_matrix(results, tiny_bert, ray_executor(), executor="ray")  # the rerun completes the matrix
+    outcomes = run_matrix(results, tiny_bert, ray_executor())  # the rerun completes the matrix
     statuses = [o.status for o in outcomes]
     assert statuses.count("cached") == stored_before and statuses.count("ok") == 4 - stored_before
     assert differences(comparable_records(results), reference) == []
@@ -298,18 +298,84 @@ def test_progress_is_a_line_per_cell_and_a_bar_of_cells_done_with_an_eta(capsys,
 
     monkeypatch.setattr(harness.progress, "on_terminal", lambda: True)  # the bar is for a terminal (logs: LogProgress)
 
-    class FakeRunner:
-        def __init__(self):
-            self.lines: list[str] = []
-            self.log = self.lines.append
+    from harness.run.driver import RunLog
 
-    runner = FakeRunner()
-    with CellProgress(runner, total=2, enabled=True) as progress:
-        runner.log("  be seed 42 stsb: 71.00 (1.0s)")  # the runner's line for a finished cell, written above the bar
+    lines: list[str] = []
+    log = RunLog(lines.append)  # the run's log: its models, its worker and the executor say their lines through it
+    with CellProgress(log, total=2, enabled=True) as progress:
+        assert log.sink != lines.append  # diverted above the bar while it is drawn
+        log("  be seed 42 stsb: 71.00 (1.0s)")  # the runner's line for a finished cell, written above the bar
         progress.advance()
-        runner.log("  be seed 42 sickr: 65.00 (1.0s)")
+        log("  be seed 42 sickr: 65.00 (1.0s)")
         progress.advance()
-    assert runner.lines == ["  be seed 42 stsb: 71.00 (1.0s)", "  be seed 42 sickr: 65.00 (1.0s)"]
-    assert runner.log == runner.lines.append  # the runner's own log is back
+    assert lines == ["  be seed 42 stsb: 71.00 (1.0s)", "  be seed 42 sickr: 65.00 (1.0s)"]
+    assert log.sink == lines.append  # the run's own sink is back
     bar = capsys.readouterr().err
     assert "cells:" in bar and "2/2" in bar and "<" in bar  # cells done / total, then elapsed<remaining (ETA)
+
+
+def test_the_ray_dispatch_steps_claim_send_record_and_replace_a_lost_server_without_ray(tmp_path):
+    """RayExecutor.run's steps (harness.executors.ray_cluster.Dispatch) with a fake Ray: jobs go to the least loaded
+    server (at most JOBS_PER_SERVER each), every call of a job to one server, each answered cell is recorded by the
+    driver's writer and finishes its job; a lost server is replaced and the new one gets the unfinished calls."""
+    from types import SimpleNamespace
+
+    from harness.executors.ray_cluster import JOBS_PER_SERVER, Dispatch, _Pending, _ServerLost
+    from harness.run.driver import RunLog
+
+    class Lock:
+        released = 0
+
+        def acquire(self, blocking=True, timeout=None, on_wait=None):
+            return True
+
+        def release(self):
+            Lock.released += 1
+
+        def holder(self):
+            return "nobody"
+
+    class Server:
+        def __init__(self, name):
+            self.name = name
+            self.prepare = SimpleNamespace(remote=lambda job: ("prepare", self.name, job.label))
+            self.evaluate = SimpleNamespace(remote=lambda job, index: ("evaluate", self.name, job.label, index))
+
+    recorded, lines = [], []
+    worker = SimpleNamespace(log=RunLog(lines.append), cells_lock=lambda job: Lock(),
+                             recheck=lambda job: ([], job), record=lambda cell: recorded.append(cell) or cell)
+    jobs = [SimpleNamespace(label=f"job {n}", tasks=("stsb", "sickr")) for n in range(5)]
+    killed, fresh = [], iter(Server(f"new {n}") for n in range(3))
+    ray = SimpleNamespace(kill=lambda server, no_restart: killed.append(server.name))
+    dispatch = Dispatch(ray, worker, jobs, [Server("a"), Server("b")], lambda: next(fresh), 3, None)
+    progress = SimpleNamespace(advance=lambda cells=1: None)
+
+    dispatch.claim_what_is_free(progress, blocking=False)
+    assert dispatch.jobs_on == [JOBS_PER_SERVER, JOBS_PER_SERVER] and len(dispatch.unclaimed) == 1
+    assert len(dispatch.waiting) == 4 * 3  # per job: prepare and two cells, all to the job's server
+    servers_of = {}
+    for ref in dispatch.waiting:
+        servers_of.setdefault(ref[2], set()).add(ref[1])
+    assert all(len(servers) == 1 for servers in servers_of.values())
+
+    first = next(ref for ref, (kind, pending, _) in dispatch.waiting.items() if kind == "cell")
+    _, pending, index = dispatch.waiting.pop(first)
+    dispatch.record(pending, index, "cell result", progress)
+    assert recorded == ["cell result"] and pending.cells_left == 1 and pending.done == {index}
+
+    lost: _Pending = next(p for _, p, _ in dispatch.waiting.values() if p.server == 1)
+    dispatch.replace_server(lost)
+    assert killed == ["b"] and dispatch.servers[1].name == "new 0"
+    resent = [ref for ref in dispatch.waiting if ref[1] == "new 0"]
+    assert len(resent) == 2 * 3 and not [ref for ref in dispatch.waiting if ref[1] == "b"]
+    assert all(p.attempts == 2 for _, p, _ in dispatch.waiting.values() if p.server == 1)
+
+    class Failing:
+        def get(self, ray, ref, kind, pending, index):
+            raise _ServerLost()
+
+    some_ref = next(iter(dispatch.waiting))
+    dispatch.answer(some_ref, Failing(), progress)  # a server lost while answering is replaced, not raised
+    assert len(killed) == 2
+    dispatch.release_claims()
+    assert Lock.released == len(dispatch.held) == 4  # no job finished: every claim is still held, then released

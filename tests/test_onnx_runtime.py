@@ -355,7 +355,7 @@ def test_run_runtime_is_refused_in_one_line(tiny_bert, tmp_path, run_cli, monkey
                              "--runtime", "onnx")
     assert code == 0, err
     # ONNX Runtime runs on the CPU here: a GPU device is refused, not silently replaced by the CPU
-    monkeypatch.setattr("harness.run.plan.resolve_device", lambda requested: "cuda")  # as on a GPU machine
+    monkeypatch.setattr("harness.executors.local.resolve_device", lambda requested: "cuda")  # as on a GPU machine
     code, _, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--runtime", "onnx", "--device", "cuda",
                            "--results", tmp_path / "gpu")
     assert code == 2 and "use --device cpu" in err and "\n" not in err.strip()

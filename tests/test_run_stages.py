@@ -14,9 +14,9 @@ from harness.errors import DataFileError, InvalidOptionError
 from harness.executors.local import LocalExecutor
 from harness.matrix import ModelEntry
 from harness.registry import build_registry
+from harness.run.cell import CellStatus
 from harness.run.config import RunConfig
 from harness.run.driver import Run
-from harness.run.plan import PENDING, PROBLEM, STORED
 
 HARNESS = Path(__file__).resolve().parent.parent / "harness"
 
@@ -50,19 +50,23 @@ def _toy(tmp_path: Path, tasks=("toy-pairs", "toy-nan")) -> Run:
 def test_the_plan_carries_each_cells_status_and_is_frozen(tmp_path):
     (tmp_path / "data").mkdir()
     plan = _toy(tmp_path).plan()  # no toy data yet: both cells are problems, stored as missing
-    assert [cell.status for cell in plan.statuses] == [PROBLEM, PROBLEM] and plan.jobs() == []
+    assert [cell.status for cell in plan.cells] == [CellStatus.MISSING] * 2 and plan.jobs() == []
+    assert plan.cell_count == 2 and all(cell.problem is not None for cell in plan.cells)
     with pytest.raises(dataclasses.FrozenInstanceError):
         plan.device = "cuda"  # type: ignore[misc]
     write_toy_data(tmp_path / "data")
     run = _toy(tmp_path)
     plan = run.plan()
-    assert [cell.status for cell in plan.statuses] == [PENDING, PENDING]
+    assert [cell.status for cell in plan.cells] == [CellStatus.PENDING] * 2
     assert [len(job.tasks) for job in plan.jobs()] == [2]  # one model serves both cells
     outcomes = run.run(LocalExecutor(), plan)
     assert [o.status for o in outcomes] == ["ok", "failed"]
     again = _toy(tmp_path).plan()
-    assert [cell.status for cell in again.statuses] == [STORED, PENDING]  # a failed cell is computed again
-    assert again.statuses[0].record["main_score"] == outcomes[0].main_score
+    assert [cell.status for cell in again.cells] == [CellStatus.CACHED, CellStatus.PENDING]  # a failed cell: again
+    assert again.cells[0].record["main_score"] == outcomes[0].main_score
+    assert [str(cell.status) for cell in again.cells] == ["cached", "pending"]  # the words records and the CLI use
+    with pytest.warns(DeprecationWarning, match="Plan.cells"):
+        assert again.statuses == again.cells
 
 
 def test_executors_get_the_plan_and_a_worker_whose_record_alone_writes(tmp_path):
@@ -72,6 +76,9 @@ def test_executors_get_the_plan_and_a_worker_whose_record_alone_writes(tmp_path)
 
     class Recording:
         name = "recording"
+
+        def device(self, requested):
+            return "cpu"
 
         def start(self, plan, worker):
             worker.check_locking()
@@ -98,3 +105,39 @@ def test_the_run_stages_import_no_executor_and_the_executors_no_driver_internals
         assert "._" not in "".join(line for line in path.read_text().splitlines()
                                    if "worker." in line or "work." in line), path
     assert not (HARNESS / "runner.py").exists()
+
+
+def test_a_run_config_is_checked_without_torch_and_the_plan_stage_imports_no_models_stage():
+    import subprocess
+    import sys
+
+    code = ("import sys; from harness.matrix import ModelEntry; from harness.run.config import RunConfig; "
+            "RunConfig(models=[ModelEntry('be')], tasks=['stsb']); assert 'torch' not in sys.modules, 'torch'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    with pytest.raises(InvalidOptionError, match="--runtime must be one of torch, onnx, got 'tf'"):
+        RunConfig(models=[ModelEntry("be")], tasks=["stsb"], runtime="tf")
+    from harness.nn.onnx_runtime import RUNTIMES
+    from harness.run.config import RUNTIMES as CONFIG_RUNTIMES
+
+    assert CONFIG_RUNTIMES == RUNTIMES
+    tree = ast.parse((HARNESS / "run" / "plan.py").read_text())
+    imported = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not imported & {"models", "build", "evaluate", "driver"}, imported
+
+
+def test_a_cell_status_is_its_word_in_sets_dicts_and_text():
+    from harness.run.cell import Cell
+    from harness.run.driver import summary_rows
+    from harness.spec import ModelSpec, TaskSpec
+
+    assert "failed" in {CellStatus.FAILED} and {CellStatus.OK: 1}["ok"] == 1
+    assert f"{CellStatus.MISSING}" == "missing" and str(CellStatus.CACHED) == "cached"
+    spec = ModelSpec("toy-embedder", {}, "tiny", "smoke", None, "toy-embedder")
+    task = TaskSpec("toy-pairs")
+    cells = [Cell(spec, 1, task, CellStatus.FAILED, message="diverged"),
+             Cell(spec, 2, task, CellStatus.CACHED, record={"main_score": 50.0})]
+    assert cells[0].main_score is None and cells[1].main_score == 50.0
+    _, rows = summary_rows(cells)
+    assert rows == [["toy-embedder", "50.00"]]
+    _, rows = summary_rows(cells[:1])
+    assert rows == [["toy-embedder", "failed"]]

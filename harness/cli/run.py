@@ -31,11 +31,12 @@ def _run(registry, args, started: float) -> int:
     from ..run.driver import Run
 
     config = values.run_config(args)
+    executor_options = values.executor_options(args)
     if distributed.launched_world_size() > 1:  # torchrun: this process is one rank of a distributed training
-        config = _distributed_config(config)
+        config = _distributed_config(config, executor_options["executor"])
     run = Run(registry, config)
-    executor = make_executor(config)  # Ray missing, an unreachable --ray-address: said before the plan loads data
-    plan = run.plan()
+    executor = make_executor(**executor_options)  # Ray missing, an unreachable --ray-address: before loading data
+    plan = run.plan(executor)  # for the device the executor computes on
     outcomes = run.run(executor, plan)
     if not distributed.is_main_process():  # rank 0 reports (and wrote every record)
         return 1 if any(o.status == "failed" for o in outcomes) else 0
@@ -59,14 +60,14 @@ def _run(registry, args, started: float) -> int:
     return 0
 
 
-def _distributed_config(config):
+def _distributed_config(config, executor: str):
     """The run config of one torchrun rank: its own device (cuda:LOCAL_RANK, or the CPU with gloo); every rank but
     rank 0 without progress bars and with warnings only (rank 0 says what the run does)."""
     import logging
     from dataclasses import replace
 
-    if config.executor != "local":
-        raise HarnessError(f"--executor {config.executor} under torchrun: torchrun already starts one process per "
+    if executor != "local":
+        raise HarnessError(f"--executor {executor} under torchrun: torchrun already starts one process per "
                            "GPU for one model at a time; use the local executor (drop --executor).")
     device = distributed.setup(config.device)
     if not distributed.is_main_process():

@@ -34,5 +34,5 @@ def cmd_validate(args) -> int:
         print(f"error: {problems} data problem(s); `harness run` would store those cells as missing or failed and "
               "run the rest.", file=sys.stderr)
         return 2
-    print(f"ok: {plan.cells} cells")
+    print(f"ok: {plan.cell_count} cells")
     return 0

@@ -150,5 +150,4 @@ def run_config(args):
         runtime=getattr(args, "runtime", None) or "torch",
         store_only=getattr(args, "store_only", False),
         budget=budget_set(getattr(args, "budget_set", None) or []),
-        **executor_options(args),
     )

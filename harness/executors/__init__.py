@@ -1,4 +1,4 @@
-"""Executors: where the cells of a matrix run (DESIGN.md "Executors").
+"""Executors: where the cells of a matrix run (docs/architecture.md, "One run, stage by stage").
 
 - ``local`` (the default): this process, one device, one job after another (:mod:`harness.executors.local`).
 - ``ray``: training jobs and evaluation cells run on long-lived Ray workers (one per slot of a cluster's CPUs or
@@ -13,44 +13,48 @@ reach at the same path. Several drivers (two terminals, a job array) may share o
 model spec and seed with a lock before computing them (``Store.cells_lock``), so no cell is computed twice at once,
 and a driver that finds a job claimed does the others first and then waits for it.
 
-An executor has ``start(plan, worker)`` (checks that can fail, e.g. Ray missing or the cluster unreachable; called
-before any cell runs) and ``run(plan, worker) -> list[CellOutcome]`` (the outcomes of ``plan.jobs()``). ``worker``
-(harness.run.driver.Worker) is what the driver lends it: cell locks, ``recheck``, ``run_job`` (this process),
-``remote_config`` (another process) and ``record`` (the driver's writer). Only the CLI chooses an executor
-(``make_executor``); the run stages never import this package.
+An executor (the ``Executor`` Protocol of harness.run.driver, re-exported here) owns its options and its device
+choice: ``device(requested)`` (the device the plan is made for: the local executor resolves it here, Ray's workers
+each resolve it on their own machine), ``start(plan, worker)`` (checks that can fail, e.g. Ray missing or the cluster
+unreachable; called before any cell runs) and ``run(plan, worker) -> list[Cell]`` (the cells of ``plan.jobs()``).
+``worker`` (harness.run.driver.Worker) is what the driver lends it: cell locks, ``recheck``, ``run_job`` (this
+process), ``remote_config`` (another process), ``record`` (the driver's writer) and ``log`` (the run's lines). Only
+the CLI chooses an executor (``make_executor``); the run stages never import this package.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from ..errors import invalid_choice
 
 if TYPE_CHECKING:
-    from ..run.config import RunConfig
-    from ..run.driver import Worker
-    from ..run.evaluate import CellOutcome
-    from ..run.plan import Plan
+    from ..run.driver import Executor
+
+__all__ = ["EXECUTORS", "Executor", "make_executor"]
 
 EXECUTORS = ("local", "ray")
 
 
-class Executor(Protocol):
-    name: str
+def __getattr__(name: str) -> object:
+    # The Protocol lives with the driver that calls it (the run stages import no executor); named here too.
+    if name == "Executor":
+        from ..run.driver import Executor
 
-    def start(self, plan: Plan, worker: Worker) -> None: ...
+        return Executor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-    def run(self, plan: Plan, worker: Worker) -> list[CellOutcome]: ...
 
-
-def make_executor(config: RunConfig) -> Any:
-    """The executor ``config.executor`` names, set up from the config's executor options."""
-    if config.executor == "local":
+def make_executor(executor: str = "local", ray_address: str | None = None, gpus_per_task: float | None = None,
+                  cpus_per_task: float = 1.0) -> Executor:
+    """The executor ``--executor`` names, with its own options (``harness run``'s ``--ray-address``,
+    ``--gpus-per-task`` and ``--cpus-per-task`` size a Ray executor's tasks; harness.cli.values checks that they
+    come with it)."""
+    if executor == "local":
         from .local import LocalExecutor
 
         return LocalExecutor()
-    if config.executor == "ray":
+    if executor == "ray":
         from .ray_cluster import RayExecutor
 
-        return RayExecutor(address=config.ray_address, gpus_per_task=config.gpus_per_task,
-                           cpus_per_task=config.cpus_per_task)
-    raise invalid_choice("--executor", config.executor, EXECUTORS)
+        return RayExecutor(address=ray_address, gpus_per_task=gpus_per_task, cpus_per_task=cpus_per_task)
+    raise invalid_choice("--executor", executor, EXECUTORS)

@@ -7,15 +7,16 @@ other process stored (so two identical runs on one store train each model once: 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from .. import distributed
-from ..locks import StoreLock
+from ..device import resolve_device
 from .progress import CellProgress
 
 if TYPE_CHECKING:
-    from ..run.driver import Worker
-    from ..run.evaluate import CellOutcome
+    from ..locks import StoreLock
+    from ..run.cell import Cell
+    from ..run.driver import RankLock, Worker
     from ..run.plan import Plan, TrainingJob
 
 
@@ -24,8 +25,13 @@ class Claim:
     """A job and the lock on its cells."""
 
     job: TrainingJob
-    lock: StoreLock
+    lock: StoreLock | RankLock
     deferred: bool = False  # another process held it when this run first tried
+
+
+def waiting_line(worker: Worker, label: str) -> Callable[[str], None]:
+    """What a job's lock says while this run waits for it, as one of the run's lines."""
+    return lambda message: worker.log(f"  {label}: {message}")
 
 
 def try_claim(worker: Worker, claim: Claim) -> bool:
@@ -39,7 +45,7 @@ def try_claim(worker: Worker, claim: Claim) -> bool:
     return False
 
 
-def after_claim(worker: Worker, claim: Claim) -> tuple[list[CellOutcome], TrainingJob | None]:
+def after_claim(worker: Worker, claim: Claim) -> tuple[list[Cell], TrainingJob | None]:
     """Cells stored meanwhile by another process (as ``cached``) and what is left to compute (None: nothing; the
     lock is then released at once)."""
     cached, remaining = worker.recheck(claim.job)
@@ -52,33 +58,37 @@ def after_claim(worker: Worker, claim: Claim) -> tuple[list[CellOutcome], Traini
 
 
 class LocalExecutor:
+    """Every job in this process, one after another, on the device the run asked for (resolved here)."""
+
     name = "local"
+
+    def device(self, requested: str) -> str:
+        return resolve_device(requested)
 
     def start(self, plan: Plan, worker: Worker) -> None:
         worker.check_locking()
 
-    def run(self, plan: Plan, worker: Worker) -> list[CellOutcome]:
-        outcomes: list[CellOutcome] = []
+    def run(self, plan: Plan, worker: Worker) -> list[Cell]:
+        outcomes: list[Cell] = []
         jobs = plan.jobs()
         claims = [Claim(job, worker.cells_lock(job)) for job in jobs]
-        with CellProgress(worker, sum(len(job.tasks) for job in jobs), worker.progress) as progress:
+        with CellProgress(worker.log, sum(len(job.tasks) for job in jobs), worker.progress) as progress:
             deferred = []
             for claim in claims:
                 if distributed.active():  # torchrun: every rank takes the jobs in plan order, in step
-                    claim.lock.acquire(on_wait=lambda message, label=claim.job.label: worker.log(f"  {label}: "
-                                                                                                  f"{message}"))
+                    claim.lock.acquire(on_wait=waiting_line(worker, claim.job.label))
                     outcomes += self._run_claimed(worker, claim, progress)
                 elif try_claim(worker, claim):
                     outcomes += self._run_claimed(worker, claim, progress)
                 else:
                     deferred.append(claim)
             for claim in deferred:  # everything else is done: now wait for the other process
-                claim.lock.acquire(on_wait=lambda message, label=claim.job.label: worker.log(f"  {label}: {message}"))
+                claim.lock.acquire(on_wait=waiting_line(worker, claim.job.label))
                 outcomes += self._run_claimed(worker, claim, progress)
         return outcomes
 
     @staticmethod
-    def _run_claimed(worker: Worker, claim: Claim, progress: CellProgress) -> list[CellOutcome]:
+    def _run_claimed(worker: Worker, claim: Claim, progress: CellProgress) -> list[Cell]:
         try:
             # Under torchrun what is left to compute is rank 0's view of the store, the same on every rank.
             cached, job = distributed.broadcast_from_main(after_claim(worker, claim))

@@ -42,17 +42,18 @@ import socket
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
+from ..device import check_device_name
 from ..errors import HarnessError, InvalidOptionError
 from ..locks import LOCKS
-from .local import Claim, after_claim, try_claim
+from .local import Claim, after_claim, try_claim, waiting_line
 from .progress import CellProgress
 from .ray_worker import CellServer, Served, TaskResources, TrainingResult, probe_node
 
 if TYPE_CHECKING:
+    from ..run.cell import Cell
     from ..run.driver import Worker
-    from ..run.evaluate import CellOutcome
     from ..run.plan import Plan, TrainingJob
 
 logger = logging.getLogger(__name__)
@@ -217,6 +218,11 @@ class RayExecutor:
         check_address(address)
 
     # -- before any cell -----------------------------------------------------------------------------------------------
+    def device(self, requested: str) -> str:
+        """Each worker resolves the device on its own machine (this driver may have no GPU at all): the name only is
+        checked here."""
+        return check_device_name(requested)
+
     def start(self, plan: Plan, worker: Worker) -> None:
         """Ray installed, the cluster reachable, the task resources available, the store and harness on every node;
         each failure is one line, and comes before any cell runs. Started once: a second call does nothing."""
@@ -297,160 +303,42 @@ class RayExecutor:
                                       "install the same version everywhere.")
 
     # -- running -------------------------------------------------------------------------------------------------------
-    def run(self, plan: Plan, worker: Worker) -> list[CellOutcome]:
+    def run(self, plan: Plan, worker: Worker) -> list[Cell]:
+        """Claim the plan's jobs while a server can take one, send each job's calls to one server, and record every
+        cell that comes back (the steps are :class:`Dispatch`'s); the servers stop and the claims are released
+        whatever happens."""
         ray = self._ray
         assert ray is not None and self.resources is not None, "start() first"
-        outcomes: list[CellOutcome] = []
         jobs = plan.jobs()
-        self.served = []
-        spent = self.driver_seconds = dict.fromkeys(("submit", "wait", "get", "record"), 0.0)
-        self.prepare_seconds, self.first_answer_seconds, run_started = 0.0, 0.0, time.perf_counter()
-        waiting: dict[Any, tuple[str, _Pending, int]] = {}  # ref -> ("train" | "cell", job, task index)
-        unclaimed = [Claim(job, worker.cells_lock(job)) for job in jobs]
-        held: list[Claim] = []
-        # One long-lived server per slot (no more than there are jobs), each holding its slot's CPUs and GPUs for the
-        # run. A server that dies is replaced by a new one, which gets the unfinished calls of the dead one's jobs
-        # (and loads their models from their checkpoints); a job whose server died more than ``max_retries`` times
-        # stops the run with one line.
-        servers, new_server = self._servers, self._new_server
-        count = len(servers)
-        jobs_on = [0] * count  # jobs sent to each server and not finished
-
-        def send(pending: _Pending, with_prepare: bool = True) -> None:
-            """Every call of a job goes to one server (which keeps its model between them), in order."""
-            server = servers[pending.server]
-            if with_prepare:
-                waiting[server.prepare.remote(pending.job)] = ("train", pending, -1)
-            for index in range(len(pending.job.tasks)):
-                if index not in pending.done:
-                    waiting[server.evaluate.remote(pending.job, index)] = ("cell", pending, index)
-
-        def submit(claim: Claim, job: TrainingJob, server: int) -> None:
-            pending = _Pending(job, claim, len(job.tasks), server)
-            jobs_on[server] += 1
-            send(pending)
-
-        def replace_server(lost: _Pending) -> None:
-            """The server of ``lost`` died: a new server takes its place and gets every unfinished call of its jobs
-            (the dead server's calls still listed as waiting will never answer)."""
-            index = lost.server
-            affected = {id(p): p for _, p, _ in waiting.values() if p.server == index}
-            affected[id(lost)] = lost
-            for ref in [ref for ref, (_, p, _) in waiting.items() if p.server == index]:
-                del waiting[ref]
-            for pending in affected.values():
-                pending.attempts += 1
-                if pending.attempts > self.max_retries + 1:
-                    raise HarnessError(
-                        f"the Ray worker computing {pending.job.label} died {pending.attempts - 1} time(s); finished "
-                        "cells are stored: fix the cause (see the worker logs; e.g. memory) and run again to resume.")
-            logger.warning("a Ray worker died while computing %s; a new worker computes their %d unfinished cell(s) "
-                           "again", ", ".join(p.job.label for p in affected.values()),
-                           sum(p.cells_left for p in affected.values()))
-            ray.kill(servers[index], no_restart=True)
-            servers[index] = new_server()
-            for pending in affected.values():
-                send(pending, with_prepare=pending.done == set())
-
-        window = self.max_in_flight or max(64, 4 * max(1, count))
-
-        def free_server() -> int | None:
-            """The server with the fewest unfinished jobs, if it has fewer than JOBS_PER_SERVER: a server always has
-            its next job queued behind the one it runs, and jobs still go to whichever server frees up first."""
-            if not count or len(waiting) >= window:
-                return None
-            server = min(range(count), key=jobs_on.__getitem__)
-            return server if jobs_on[server] < JOBS_PER_SERVER else None
-
-        def claim_what_is_free(progress: CellProgress, blocking: bool) -> None:
-            """Claim and submit jobs while a server can take one: the driver's work per finished cell stays bounded
-            however large the matrix, and jobs not yet claimed are left to other drivers."""
-            started = time.perf_counter()
-            try:
-                claim_jobs(progress, blocking)
-            finally:
-                spent["submit"] += time.perf_counter() - started
-
-        def claim_jobs(progress: CellProgress, blocking: bool) -> None:
-            for claim in list(unclaimed):
-                server = free_server()
-                if server is None:
-                    return
-                if not try_claim(worker, claim):
-                    if not blocking:
-                        continue
-                    claim.lock.acquire(on_wait=lambda message, label=claim.job.label: worker.log(f"  {label}: "
-                                                                                                 f"{message}"))
-                unclaimed.remove(claim)
-                held.append(claim)
-                cached, job = after_claim(worker, claim)
-                outcomes.extend(cached)
-                progress.advance(len(cached))
-                if job is None:
-                    held.remove(claim)
-                else:
-                    submit(claim, job, server)
-                if blocking:
-                    return  # one at a time: its cells may finish before the next is free
-
-        total = sum(len(job.tasks) for job in jobs)
+        dispatch = Dispatch(ray, worker, jobs, self._servers, self._new_server, self.max_retries, self.max_in_flight)
+        self.served, self.driver_seconds = dispatch.served, dispatch.spent
+        self.prepare_seconds, self.first_answer_seconds = 0.0, 0.0
+        total, count = sum(len(job.tasks) for job in jobs), len(self._servers)
         worker.log(f"  Ray: {total} cells of {len(jobs)} jobs on {count} long-lived worker(s) of "
                    f"{self.resources.num_cpus:g} CPU and {self.resources.num_gpus:g} GPU each "
                    f"({self._cluster_text(ray)})")
         try:
-            with CellProgress(worker, total, worker.progress) as progress:
-                claim_what_is_free(progress, blocking=False)
-                while waiting or unclaimed:
-                    if not waiting:  # nothing in flight: claim what is free, else wait for another process's job
-                        claim_what_is_free(progress, blocking=False)
-                        if not waiting:
-                            claim_what_is_free(progress, blocking=True)
+            with CellProgress(worker.log, total, worker.progress) as progress:
+                dispatch.claim_what_is_free(progress, blocking=False)
+                while dispatch.waiting or dispatch.unclaimed:
+                    if not dispatch.waiting:  # nothing in flight: claim what is free, else wait for another driver's
+                        dispatch.claim_what_is_free(progress, blocking=False)
+                        if not dispatch.waiting:
+                            dispatch.claim_what_is_free(progress, blocking=True)
                         continue
-                    started = time.perf_counter()
-                    ready, _ = ray.wait(list(waiting), num_returns=len(waiting), timeout=0)
-                    if not ready:
-                        ready, _ = ray.wait(list(waiting), num_returns=1, timeout=1.0)
-                    spent["wait"] += time.perf_counter() - started
+                    ready = dispatch.ready()
                     self._report_lost_nodes(ray)
                     for ref in ready:
-                        if ref not in waiting:  # a call of a server that died and was replaced meanwhile
-                            continue
-                        kind, pending, index = waiting.pop(ref)
-                        started = time.perf_counter()
-                        try:
-                            value = self._get(ray, ref, kind, pending, index)
-                        except _ServerLost:
-                            replace_server(pending)
-                            continue
-                        finally:
-                            spent["get"] += time.perf_counter() - started
-                        if not self.first_answer_seconds:
-                            self.first_answer_seconds = time.perf_counter() - run_started
-                        if kind == "train":
-                            self.prepare_seconds += value.seconds
-                            self._log_training(worker, pending.job, value)
-                            continue
-                        result, served = value
-                        self.served.append((pending.job.label, pending.job.tasks[index].label, served))
-                        started = time.perf_counter()
-                        outcomes.append(worker.record(result))  # the driver writes the record
-                        spent["record"] += time.perf_counter() - started
-                        progress.advance()
-                        pending.cells_left -= 1
-                        pending.done.add(index)
-                        if pending.cells_left == 0:
-                            jobs_on[pending.server] -= 1
-                            pending.claim.lock.release()
-                            held.remove(pending.claim)
-                    if unclaimed:
-                        claim_what_is_free(progress, blocking=False)
+                        dispatch.answer(ref, self, progress)
+                    if dispatch.unclaimed:
+                        dispatch.claim_what_is_free(progress, blocking=False)
         finally:
             self._stop_servers()
-            for claim in held:
-                claim.lock.release()
+            dispatch.release_claims()
             self._disconnect()
             self.resources = None  # a later run starts (or joins) a cluster again
-        return outcomes
+        self.prepare_seconds, self.first_answer_seconds = dispatch.prepare_seconds, dispatch.first_answer_seconds
+        return dispatch.outcomes
 
     def _start_servers(self, ray: Any, plan: Plan, worker: Worker) -> None:
         """The run's long-lived workers: one per slot of the cluster (or ``workers``), never more than there are
@@ -475,13 +363,7 @@ class RayExecutor:
             self._ray.kill(server, no_restart=True)
         self._servers = []
 
-    @staticmethod
-    def _log_training(worker: Worker, job: TrainingJob, result: TrainingResult) -> None:
-        if result.problem is None and job.trained.train_on is not None:
-            worker.log(f"  {job.trained.label} seed {job.seed}: model ready in {result.seconds:.1f}s "
-                       f"(on {result.where})")
-
-    def _get(self, ray: Any, ref: Any, kind: str, pending: _Pending, index: int) -> Any:
+    def get(self, ray: Any, ref: Any, kind: str, pending: _Pending, index: int) -> Any:
         """The task's value; a task that failed for good becomes one clear error (a HarnessError raised on the
         worker is raised as it is)."""
         try:
@@ -508,7 +390,7 @@ class RayExecutor:
 
     def _report_lost_nodes(self, ray: Any) -> None:
         """Say in one line of its own when a node of the cluster is lost (its tasks are retried elsewhere, or fail
-        with the line of ``_get``); checked every few seconds."""
+        with the line of ``get``); checked every few seconds."""
         now = time.monotonic()
         if now - self._nodes_checked_at < NODE_CHECK_SECONDS:
             return
@@ -535,6 +417,165 @@ class RayExecutor:
         resources = ray.cluster_resources()
         nodes = sum(1 for node in ray.nodes() if node.get("Alive", True))
         return (f"{nodes} node(s), {resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} GPUs")
+
+
+class Dispatch:
+    """One run of the Ray executor, step by step: the jobs not yet claimed (``unclaimed``) and the claims held
+    (``held``), the calls sent and not answered (``waiting``: ref -> ("train" | "cell", job, task index)), the
+    unfinished jobs on each server (``jobs_on``), the cells recorded (``outcomes``), who served each (``served``) and
+    the driver's time (``spent``: "submit" claims and calls, "wait" for results, "get" results fetched and
+    unpickled, "record" records written). One long-lived server per slot holds its slot's CPUs and GPUs for the run;
+    one that dies is replaced by a new one, which gets the unfinished calls of the dead one's jobs (and loads their
+    models from their checkpoints); a job whose server died more than ``max_retries`` times stops the run."""
+
+    def __init__(self, ray: Any, worker: Worker, jobs: list[TrainingJob], servers: list[Any],
+                 new_server: Callable[[], Any], max_retries: int, max_in_flight: int | None):
+        self.ray, self.worker, self.servers, self.new_server = ray, worker, servers, new_server
+        self.max_retries = max_retries
+        self.waiting: dict[Any, tuple[str, _Pending, int]] = {}
+        self.unclaimed = [Claim(job, worker.cells_lock(job)) for job in jobs]
+        self.held: list[Claim] = []
+        self.jobs_on = [0] * len(servers)
+        self.window = max_in_flight or max(64, 4 * max(1, len(servers)))
+        self.outcomes: list[Cell] = []
+        self.served: list[tuple[str, str, Served]] = []
+        self.spent = dict.fromkeys(("submit", "wait", "get", "record"), 0.0)
+        self.prepare_seconds = 0.0
+        self.first_answer_seconds = 0.0
+        self._started = time.perf_counter()
+
+    # -- sending -------------------------------------------------------------------------------------------------------
+    def send(self, pending: _Pending, with_prepare: bool = True) -> None:
+        """Every call of a job goes to one server (which keeps its model between them), in order."""
+        server = self.servers[pending.server]
+        if with_prepare:
+            self.waiting[server.prepare.remote(pending.job)] = ("train", pending, -1)
+        for index in range(len(pending.job.tasks)):
+            if index not in pending.done:
+                self.waiting[server.evaluate.remote(pending.job, index)] = ("cell", pending, index)
+
+    def submit(self, claim: Claim, job: TrainingJob, server: int) -> None:
+        pending = _Pending(job, claim, len(job.tasks), server)
+        self.jobs_on[server] += 1
+        self.send(pending)
+
+    def free_server(self) -> int | None:
+        """The server with the fewest unfinished jobs, if it has fewer than JOBS_PER_SERVER: a server always has its
+        next job queued behind the one it runs, and jobs still go to whichever server frees up first."""
+        if not self.servers or len(self.waiting) >= self.window:
+            return None
+        server = min(range(len(self.servers)), key=self.jobs_on.__getitem__)
+        return server if self.jobs_on[server] < JOBS_PER_SERVER else None
+
+    def claim_what_is_free(self, progress: CellProgress, blocking: bool) -> None:
+        """Claim and submit jobs while a server can take one: the driver's work per finished cell stays bounded
+        however large the matrix, and jobs not yet claimed are left to other drivers."""
+        started = time.perf_counter()
+        try:
+            self._claim_jobs(progress, blocking)
+        finally:
+            self.spent["submit"] += time.perf_counter() - started
+
+    def _claim_jobs(self, progress: CellProgress, blocking: bool) -> None:
+        worker = self.worker
+        for claim in list(self.unclaimed):
+            server = self.free_server()
+            if server is None:
+                return
+            if not try_claim(worker, claim):
+                if not blocking:
+                    continue
+                claim.lock.acquire(on_wait=waiting_line(worker, claim.job.label))
+            self.unclaimed.remove(claim)
+            self.held.append(claim)
+            cached, job = after_claim(worker, claim)
+            self.outcomes.extend(cached)
+            progress.advance(len(cached))
+            if job is None:
+                self.held.remove(claim)
+            else:
+                self.submit(claim, job, server)
+            if blocking:
+                return  # one at a time: its cells may finish before the next is free
+
+    # -- answers ---------------------------------------------------------------------------------------------------
+    def ready(self) -> list[Any]:
+        """The calls answered now, else the first within a second."""
+        started = time.perf_counter()
+        ready, _ = self.ray.wait(list(self.waiting), num_returns=len(self.waiting), timeout=0)
+        if not ready:
+            ready, _ = self.ray.wait(list(self.waiting), num_returns=1, timeout=1.0)
+        self.spent["wait"] += time.perf_counter() - started
+        return list(ready)
+
+    def answer(self, ref: Any, executor: RayExecutor, progress: CellProgress) -> None:
+        """Take one answered call: a prepared model is said, a cell is recorded (by the driver's writer) and its
+        job finished when it was the last; a call whose server died sends the server's unfinished calls to a new
+        one."""
+        if ref not in self.waiting:  # a call of a server that died and was replaced meanwhile
+            return
+        kind, pending, index = self.waiting.pop(ref)
+        started = time.perf_counter()
+        try:
+            value = executor.get(self.ray, ref, kind, pending, index)
+        except _ServerLost:
+            self.replace_server(pending)
+            return
+        finally:
+            self.spent["get"] += time.perf_counter() - started
+        if not self.first_answer_seconds:
+            self.first_answer_seconds = time.perf_counter() - self._started
+        if kind == "train":
+            self.prepare_seconds += value.seconds
+            log_training(self.worker, pending.job, value)
+            return
+        result, served = value
+        self.served.append((pending.job.label, pending.job.tasks[index].label, served))
+        self.record(pending, index, result, progress)
+
+    def record(self, pending: _Pending, index: int, result: Cell, progress: CellProgress) -> None:
+        started = time.perf_counter()
+        self.outcomes.append(self.worker.record(result))  # the driver writes the record
+        self.spent["record"] += time.perf_counter() - started
+        progress.advance()
+        pending.cells_left -= 1
+        pending.done.add(index)
+        if pending.cells_left == 0:
+            self.jobs_on[pending.server] -= 1
+            pending.claim.lock.release()
+            self.held.remove(pending.claim)
+
+    def replace_server(self, lost: _Pending) -> None:
+        """The server of ``lost`` died: a new server takes its place and gets every unfinished call of its jobs (the
+        dead server's calls still listed as waiting will never answer)."""
+        index = lost.server
+        affected = {id(p): p for _, p, _ in self.waiting.values() if p.server == index}
+        affected[id(lost)] = lost
+        for ref in [ref for ref, (_, p, _) in self.waiting.items() if p.server == index]:
+            del self.waiting[ref]
+        for pending in affected.values():
+            pending.attempts += 1
+            if pending.attempts > self.max_retries + 1:
+                raise HarnessError(
+                    f"the Ray worker computing {pending.job.label} died {pending.attempts - 1} time(s); finished "
+                    "cells are stored: fix the cause (see the worker logs; e.g. memory) and run again to resume.")
+        logger.warning("a Ray worker died while computing %s; a new worker computes their %d unfinished cell(s) "
+                       "again", ", ".join(p.job.label for p in affected.values()),
+                       sum(p.cells_left for p in affected.values()))
+        self.ray.kill(self.servers[index], no_restart=True)
+        self.servers[index] = self.new_server()
+        for pending in affected.values():
+            self.send(pending, with_prepare=pending.done == set())
+
+    def release_claims(self) -> None:
+        for claim in self.held:
+            claim.lock.release()
+
+
+def log_training(worker: Worker, job: TrainingJob, result: TrainingResult) -> None:
+    if result.problem is None and job.trained.train_on is not None:
+        worker.log(f"  {job.trained.label} seed {job.seed}: model ready in {result.seconds:.1f}s "
+                   f"(on {result.where})")
 
 
 def lost_node_lines(before: dict[str, dict], alive: dict[str, dict], max_retries: int) -> list[str]:

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..run.cell import Cell
     from ..run.config import RunConfig
-    from ..run.evaluate import CellResult
     from ..run.plan import Plan, TrainingJob
 
 logger = logging.getLogger(__name__)
@@ -124,7 +124,7 @@ class CellServer:
         (_, seconds, problem), _ = self._job_model(job)
         return TrainingResult(seconds, problem, self._where)
 
-    def evaluate(self, job: TrainingJob, task_index: int) -> tuple[CellResult, Served]:
+    def evaluate(self, job: TrainingJob, task_index: int) -> tuple[Cell, Served]:
         """One cell of the job, with the job's model (in memory, or trained/loaded now: after a restart of this
         server the model is loaded again from its checkpoint)."""
         started = time.perf_counter()

@@ -3,10 +3,35 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..data import check_data_dir
-from ..errors import InvalidOptionError
+from ..errors import IncompatibleError, InvalidOptionError
 from ..matrix import ModelEntry, check_seeds
+
+CACHE = "cache"  # store folder shared by every spec: content-addressed artifacts (e.g. domain-MLM checkpoints)
+# The evaluation runtimes (harness.nn.onnx_runtime.RUNTIMES, which imports torch: a config is checked without it).
+RUNTIMES = ("torch", "onnx")
+
+
+def check_runtime_name(value: str) -> str:
+    """``value`` if it names a runtime; for one other than torch, its packages must be installed (checked by
+    harness.nn.onnx_runtime, which loads torch only then: that run needs it anyway)."""
+    if value not in RUNTIMES:
+        raise InvalidOptionError(f"--runtime must be one of {', '.join(RUNTIMES)}, got {value!r}.")
+    if value != "torch":
+        from ..nn.onnx_runtime import check_runtime
+
+        check_runtime(value)
+    return value
+
+
+def runtime_refused(label: str, runtime: str, model: Any) -> IncompatibleError:
+    """The one line for a model (object or class) that cannot evaluate through ``runtime``: its ``runtime_refusal``
+    says why, else that it has no ``use_runtime``."""
+    reason = getattr(model, "runtime_refusal", None) or "it has no use_runtime method"
+    return IncompatibleError(f"{label} cannot evaluate through --runtime {runtime} ({reason}); run it with "
+                             "--runtime torch.")
 
 
 def check_batch_size(value: object) -> int | None:
@@ -18,8 +43,9 @@ def check_batch_size(value: object) -> int | None:
 
 @dataclass(frozen=True)
 class RunConfig:
-    """A run's settings. Seeds, batch size and data dir are checked here, once, with the CLI's messages; the rest
-    (names, options, budgets, data) is checked while planning (harness.run.plan)."""
+    """A run's settings. Seeds, batch size, runtime and data dir are checked here, once, with the CLI's messages; the
+    rest (names, options, budgets, data) is checked while planning (harness.run.plan). Where the cells run, and the
+    options of that, belong to the executor (harness.executors), which the caller passes to ``Run.plan``/``run``."""
 
     models: list[ModelEntry]
     tasks: list[str]
@@ -37,12 +63,6 @@ class RunConfig:
     batch_size: int | None = None
     store_only: bool = False  # answer every cell from the store; refuse (saying why) if one would be computed
     budget: dict = field(default_factory=dict)  # --set overrides for every trained spec (entries' own win)
-    # Where cells run (harness.executors): "local" (this process) or "ray" (tasks on a Ray cluster; the device is
-    # then resolved on each worker, and the options below size each task). The CLI builds the executor from these.
-    executor: str = "local"
-    ray_address: str | None = None  # None: start or join a local cluster; "auto"; "ray://host:port"
-    gpus_per_task: float | None = None  # None: 1 if the cluster has GPUs (and --device is not cpu), else 0
-    cpus_per_task: float = 1.0
     # How models that support it (``use_runtime``) run their encoders for evaluation: "torch" or "onnx"
     # (harness.nn.onnx_runtime; needs the `onnx` extra). Training always runs in torch.
     runtime: str = "torch"
@@ -53,9 +73,7 @@ class RunConfig:
         object.__setattr__(self, "seeds", check_seeds(list(self.seeds) if isinstance(self.seeds, tuple)
                                                       else self.seeds, "--seeds"))
         check_batch_size(self.batch_size)
-        from ..nn.onnx_runtime import check_runtime  # imports torch: only when a run is configured
-
-        check_runtime(self.runtime)
+        check_runtime_name(self.runtime)
         object.__setattr__(self, "results_dir", Path(self.results_dir))
         if self.data_dir is not None:
             object.__setattr__(self, "data_dir", check_data_dir(self.data_dir, self.data_dir_source))

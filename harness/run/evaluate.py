@@ -1,15 +1,14 @@
-"""A cell and its model -> the cell's record (status ok, missing or failed), not yet stored: workers compute these
-(in this process or on a Ray worker) and only the driver (harness.run.driver) writes them. A cell whose score is not
-finite (or undefined) or whose training diverged is recorded as ``failed`` with the reason, never as a number.
+"""A cell and its model -> the cell (status ok, missing or failed) with its record, not yet stored: workers compute
+these (in this process or on a Ray worker) and only the driver (harness.run.driver) writes them. A cell whose score
+is not finite (or undefined) or whose training diverged is recorded as ``failed`` with the reason, never a number.
 """
 from __future__ import annotations
 
 import logging
 import math
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Iterator
 
 from ..capabilities import ModelOutputError
 from ..device import seed_everything
@@ -21,35 +20,12 @@ from ..metrics import ScoreError
 from ..plugin_api import PluginContractError, plugin_failure
 from ..registry import Registry
 from ..spec import ModelSpec, TaskSpec
+from .cell import Cell, CellStatus
 from .config import RunConfig
 from .models import Models
 from .plan import Plan, TrainingJob
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class CellOutcome:
-    spec: ModelSpec
-    seed: int
-    task: TaskSpec
-    status: str  # ok | cached | missing | failed
-    main_score: float | None = None
-    message: str = ""
-
-
-@dataclass(frozen=True)
-class CellResult:
-    """A computed cell before it is stored: the record (status ok, missing or failed) and the line that reports it."""
-
-    spec: ModelSpec
-    seed: int
-    task: TaskSpec
-    status: str  # ok | missing | failed
-    record: dict
-    message: str = ""
-    keeps_ok: bool = False  # a data problem: a stored ok record of the cell is kept, not replaced by this one
-    examples: bytes | None = None  # the per-example side file (npz) of an ok record with ``record["examples"]``
 
 
 def build_record(registry: Registry, plan: Plan, spec: ModelSpec, seed: int, task_spec: TaskSpec, hardware: str,
@@ -94,7 +70,7 @@ def build_record(registry: Registry, plan: Plan, spec: ModelSpec, seed: int, tas
 
 
 class CellWork:
-    """What a worker does for a plan: train (or load) a job's model and evaluate its cells into CellResults.
+    """What a worker does for a plan: train (or load) a job's model and evaluate its cells (computed Cells).
     ``plan.device`` is the device this worker computes on."""
 
     def __init__(self, registry: Registry, config: RunConfig, plan: Plan, models: Models, hardware: str):
@@ -109,7 +85,7 @@ class CellWork:
     def release(self) -> None:
         self.models.release()
 
-    def problem(self, spec: ModelSpec, seed: int, task_spec: TaskSpec, error: Exception) -> CellResult:
+    def problem(self, spec: ModelSpec, seed: int, task_spec: TaskSpec, error: Exception) -> Cell:
         """The cell of a data or training problem: missing (data not available) or failed (anything else). A
         malformed data file does not replace a stored ``ok`` result (``keeps_ok``), as missing data does not."""
         if isinstance(error, MissingDataError):
@@ -118,21 +94,22 @@ class CellWork:
         return self._problem(spec, seed, task_spec, "failed", str(error), keeps_ok)
 
     def _problem(self, spec: ModelSpec, seed: int, task_spec: TaskSpec, status: str, message: str,
-                 keeps_ok: bool = False) -> CellResult:
+                 keeps_ok: bool = False) -> Cell:
         """A cell that could not produce a score (diverged training, non-finite or undefined score, malformed or
         missing data): stored as ``failed`` or ``missing`` with the reason, never as a number; recomputed on the
         next run."""
         record = build_record(self.registry, self.plan, spec, seed, task_spec, self.hardware, status,
                               message=message)
-        return CellResult(spec, seed, task_spec, status, record, message, keeps_ok=keeps_ok)
+        return Cell(spec, seed, task_spec, CellStatus(status), record=record, message=message, keeps_ok=keeps_ok)
 
-    def evaluate(self, job: TrainingJob, task_spec: TaskSpec, model: Any, model_seconds: float) -> CellResult:
+    def evaluate(self, job: TrainingJob, task_spec: TaskSpec, model: Any, model_seconds: float) -> Cell:
         """Evaluate one cell of ``job`` with its model and build its record without storing it."""
         spec, seed, trained, plan = job.spec, job.seed, job.trained, self.plan
         metadata = self.registry.task(task_spec.name).metadata
-        task = self.models.tasks.task(task_spec)
+        task = self.models.builder.task(task_spec)
         # what the model trained on, read again from its provenance (harness.contamination), before the seeding
-        context = self.models.eval_context(plan.profile, plan.device, seed, self.models.seen_texts(trained, seed))
+        seen = self.models.seen_texts(trained, seed)
+        context = self.models.builder.eval_context(plan.profile, plan.device, seed, seen)
         started = time.perf_counter()
         seed_everything(seed)
         try:
@@ -185,9 +162,9 @@ class CellWork:
             **({"examples": description} if description is not None else {}),
             **({"contamination": contamination} if contamination is not None else {}),
         )
-        return CellResult(spec, seed, task_spec, "ok", record, examples=side_file)
+        return Cell(spec, seed, task_spec, CellStatus.OK, record=record, examples=side_file)
 
-    def job_results(self, job: TrainingJob):
+    def job_results(self, job: TrainingJob) -> Iterator[Cell]:
         """Train (or load) the job's model once and evaluate each of its tasks in this process: yields each cell's
         result as it is computed (the caller stores it before the next cell runs)."""
         model, model_seconds, problem = self.model(job)
@@ -200,3 +177,14 @@ class CellWork:
         finally:
             del model
             self.release()
+
+
+def __getattr__(name: str) -> Any:
+    # The two cell types of harness 0.2 are one (harness.run.cell.Cell); the old names work for one more version.
+    if name in ("CellOutcome", "CellResult"):
+        import warnings
+
+        warnings.warn(f"harness.run.evaluate.{name} is deprecated; use harness.run.cell.Cell", DeprecationWarning,
+                      stacklevel=2)
+        return Cell
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,5 +1,7 @@
-"""The one place that builds, trains, checkpoints and loads a model (``harness run`` and ``harness export`` both use
-it), with the contexts a plugin's factory, ``fit`` and ``train`` receive (harness.plugin_api).
+"""Training and checkpoints: the one place that trains a model, saves its checkpoint and loads it again (``harness
+run`` and ``harness export`` both use it), and what a trained model leaves for its records (its training report,
+budget and the data it saw, harness.contamination). Building a model and the contexts its code receives are
+:mod:`harness.run.build`'s.
 
 A trained spec's model is trained once per seed and stored as a checkpoint (harness.store), which later runs (and
 other processes sharing the store) load instead of training again; a recipe spec builds its student and trains it with
@@ -16,37 +18,32 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
-
 from .. import distributed
 from ..capabilities import ModelOutputError
 from ..checkpoints import build_checkpoint, check_checkpoint_target, trained_checkpoint_problem
 from ..consistency import batch_dependence
-from ..contamination import EvaluatedTexts, TextSet, measure, pairs_record
+from ..contamination import EvaluatedTexts, TextSet, measure
 from ..data import TrainingSplits
 from ..device import seed_everything
-from ..errors import DataFileError, HarnessError, IncompatibleError
+from ..errors import DataFileError, HarnessError
 from ..files import NOT_WRITABLE, StoreError, atomic_write_json, cached_bytes
 from ..fingerprint import stable_hash
 from ..metrics import ScoreError
 from ..plugin_api import (
-    EvalContext,
-    ModelContext,
     PluginFailure,
     RecipeContext,
     RecipePlugin,
-    Task,
     plugin_failure,
 )
 from ..profiles import Profile, budget_differences, format_budget, get_profile, precision_problem
-from ..registry import BUILTIN_PACKAGES, Registry, check_model_object
-from ..spec import ModelSpec, TaskSpec, resolve_model_spec, resolve_task_specs, student_spec
+from ..registry import BUILTIN_PACKAGES, Registry
+from ..spec import ModelSpec, resolve_model_spec, student_spec
 from ..store import Store
 from ..training import NonFiniteLossError
-from .config import RunConfig
+from .build import ModelBuilder, TaskSet, train_examples
+from .config import CACHE, RunConfig, runtime_refused
 
 logger = logging.getLogger(__name__)
-CACHE = "cache"  # store folder shared by every spec: content-addressed artifacts (e.g. domain-MLM checkpoints)
 
 
 class RescoreError(HarnessError):
@@ -57,49 +54,10 @@ class BatchDependenceError(HarnessError):
     """An embedder whose vectors depend on the other texts of the batch (harness.consistency); its cells fail."""
 
 
-def subsample(splits: TrainingSplits, profile: Profile, seed: int) -> TrainingSplits:
-    """Seeded subsample of the train split to the profile's budget (and of dev to its eval budget)."""
-    def cut(data, limit):
-        if data is None or limit is None or len(data) <= limit:
-            return data
-        rng = np.random.default_rng(seed)
-        return data.subset(sorted(rng.choice(len(data), size=limit, replace=False).tolist()))
-
-    return TrainingSplits(
-        source=splits.source,
-        train=cut(splits.train, profile.max_train_examples),
-        dev=cut(splits.dev, profile.max_eval_examples),
-        checksum=splits.checksum,
-        held_out_sentences=splits.held_out_sentences,
-    )
-
-
-class TaskSet:
-    """One task object per task spec (a task loads its data once and keeps it)."""
-
-    def __init__(self, registry: Registry, data_dir: Path | None):
-        self.registry = registry
-        self.data_dir = data_dir
-        self._tasks: dict[str, Task] = {}
-
-    def task(self, task_spec: TaskSpec) -> Task:
-        if task_spec.key not in self._tasks:
-            plugin = self.registry.task(task_spec.name)
-            self._tasks[task_spec.key] = plugin.factory(task_spec.options, self.data_dir)
-        return self._tasks[task_spec.key]
-
-
-def runtime_refused(label: str, runtime: str, model: Any) -> IncompatibleError:
-    """The one line for a model (object or class) that cannot evaluate through ``runtime``: its ``runtime_refusal``
-    says why, else that it has no ``use_runtime``."""
-    reason = getattr(model, "runtime_refusal", None) or "it has no use_runtime method"
-    return IncompatibleError(f"{label} cannot evaluate through --runtime {runtime} ({reason}); run it with "
-                             "--runtime torch.")
-
-
 class Models:
-    """Builds, trains, checkpoints and loads the models of one run. ``training_checksums`` (by spec key): the training
-    data each planned spec would train on now; a checkpoint trained on other data is trained again."""
+    """Trains, checkpoints and loads the models of one run (its :class:`~harness.run.build.ModelBuilder`, ``builder``,
+    builds them). ``training_checksums`` (by spec key): the training data each planned spec would train on now; a
+    checkpoint trained on other data is trained again."""
 
     def __init__(self, registry: Registry, config: RunConfig, store: Store, log: Callable[[str], None] | None = None,
                  training_checksums: Mapping[str, str] | None = None, tasks: TaskSet | None = None):
@@ -107,133 +65,23 @@ class Models:
         self.config = config
         self.store = store
         self.log = log or logger.info
-        self.tasks = tasks or TaskSet(registry, config.data_dir)
+        # The builder hands this object's trained models to the contexts it makes (teachers, search encoders).
+        self.builder = ModelBuilder(registry, config, store, self.trained_model, tasks)
         self.training_checksums: Mapping[str, str] = dict(training_checksums or {})
         self._loaded: dict[tuple[str, int], Any] = {}  # in-process cache of trained models (teachers)
         self._reports: dict[tuple[str, int], Any] = {}  # training report per (spec hash, seed)
         self._training_data_checksums: dict[tuple[str, int], str | None] = {}  # what each loaded model learnt from
         # Training provenance (harness.contamination) per (spec hash, seed): the sources handed to its training (and
-        # to the teachers it trained or loaded) and the data its recipe made and reported; ``_collecting`` holds the
-        # provenance of every training in progress (a teacher trains inside its recipe's training).
+        # to the teachers it trained or loaded) and the data its recipe made and reported; the builder's
+        # ``collecting`` holds the provenance of every training in progress (a teacher trains inside its recipe's).
         self._provenance: dict[tuple[str, int], dict] = {}
-        self._collecting: list[dict] = []
         self._seen: dict[tuple[str, int], TextSet | None] = {}
 
     def for_plan(self, training_checksums: Mapping[str, str]) -> Models:
         """The models of a planned run: the same task objects, checkpoints checked against the planned data."""
-        return Models(self.registry, self.config, self.store, self.log, training_checksums, self.tasks)
+        return Models(self.registry, self.config, self.store, self.log, training_checksums, self.builder.tasks)
 
-    # -- contexts and training data ----------------------------------------------------------------------------------
-    def eval_context(self, profile: Profile, device: str, seed: int, training_texts: TextSet | None = None
-                     ) -> EvalContext:
-        return EvalContext(
-            profile=profile,
-            device=device,
-            seed=seed,
-            batch_size=self.config.batch_size or profile.eval_batch_size,
-            progress=self.config.progress,
-            data_dir=self.config.data_dir,
-            component=self.registry.component,
-            embedder=lambda text: self.trained_model(
-                resolve_model_spec(self.registry, text, profile), profile, device, seed
-            ),
-            logger=logging.getLogger("harness.task"),
-            training_texts=training_texts,
-        )
-
-    def training_splits(self, source: str, kinds: tuple[str, ...], profile: Profile, seed: int) -> TrainingSplits:
-        """The training data of ``source`` (the first of ``kinds`` it offers), cut to the profile's budget; noted in
-        the provenance of every training in progress."""
-        splits = self._source_splits(source, kinds, profile, seed)
-        for provenance in self._collecting:
-            provenance["sources"].append({"source": source, "kind": splits.kind, "seed": seed,
-                                          "max_train_examples": profile.max_train_examples,
-                                          "train_examples": len(splits.train), "checksum": splits.checksum})
-        return splits
-
-    def _source_splits(self, source: str, kinds: tuple[str, ...], profile: Profile, seed: int) -> TrainingSplits:
-        (task_spec,) = resolve_task_specs(self.registry, source)
-        task = self.tasks.task(task_spec)
-        for kind in kinds:
-            splits = task.training_data(kind, self.eval_context(profile, "cpu", seed))
-            if splits is not None:
-                return subsample(splits, profile, seed)
-        raise IncompatibleError(f"task {source!r} offers no training data of kind {', '.join(kinds)}.")
-
-    def report_training_data(self, what: str, data: Any) -> None:
-        """``ModelContext.report_training_data``: data a training made itself (e.g. a recipe's silver pairs) joins
-        the provenance of every training in progress, texts inline (they exist only in this run)."""
-        texts = pairs_record(data)
-        if texts is None:
-            logger.warning("training data %r has no readable texts; its overlap with test sets is not measured", what)
-            return
-        for provenance in self._collecting:
-            provenance["made"].append({"what": what, **texts})
-
-    def model_context(self, spec: ModelSpec, profile: Profile, device: str, seed: int,
-                      prebuilt_student: Any = None) -> ModelContext:
-        """The context of a model's factory and ``fit``, or of a recipe's ``train`` (whose first
-        ``build_student()`` without a backbone returns ``prebuilt_student`` when one is given)."""
-        values = self._context_values(spec, profile, device, seed)
-        if not spec.recipe:
-            return ModelContext(**values)
-        student = student_spec(self.registry, spec, profile)
-        prebuilt = [prebuilt_student] if prebuilt_student is not None else []
-
-        def build_student(backbone: str | None = None) -> Any:
-            if backbone is None and prebuilt:
-                return prebuilt.pop()
-            started_from = student if backbone is None else ModelSpec(
-                student.name, student.options, backbone, student.profile, None, student.label
-            )
-            return self.build(started_from, profile, device, seed)
-
-        return RecipeContext(**values, student=spec.options["student"], build_student=build_student)
-
-    def _context_values(self, spec: ModelSpec, profile: Profile, device: str, seed: int) -> dict[str, Any]:
-        def trained_model(text: str, train_on: str | None = None, backbone: str | None = None) -> Any:
-            # Models a spec trains through its context (teachers, search encoders) get its budget overrides.
-            resolved = resolve_model_spec(self.registry, text, profile, backbone or spec.backbone, train_on,
-                                          spec.budget_overrides)
-            return self.trained_model(resolved, profile, device, seed)
-
-        return dict(
-            options=dict(spec.options),
-            backbone=self.resolve_backbone(spec.backbone),
-            profile=profile.with_budget(spec.requested_budget),  # the spec's training budget, as requested
-            device=device,
-            seed=seed,
-            progress=self.config.progress,
-            trained_model=trained_model,
-            # Cut to the spec's own budget, as the splits it trains on are (a recipe fetching another kind of the
-            # same source gets the same documents).
-            training_data=lambda source, kind: self.training_splits(
-                source, (kind,), profile.with_budget(spec.requested_budget), seed),
-            component=self.registry.component,
-            artifact_dir=self.store.artifact_dir(spec.key, seed),
-            cache_dir=self.store.root / CACHE,
-            train_on=spec.train_on,
-            report_training_data=self.report_training_data,
-            backbone_content=spec.backbone_content,
-            eval_batch_size=self.config.batch_size or profile.eval_batch_size,
-            logger=logging.getLogger(f"harness.model.{spec.name}"),
-        )
-
-    def resolve_backbone(self, name: str) -> str:
-        """A registered backbone alias (e.g. a model shipped inside a package) or the name itself."""
-        if ("backbone", name) in self.registry.components:
-            return str(self.registry.component("backbone", name)())
-        return name
-
-    # -- models --------------------------------------------------------------------------------------------------------
-    def build(self, spec: ModelSpec, profile: Profile, device: str, seed: int) -> Any:
-        """A fresh model of a (non-recipe) spec, checked against the capabilities its plugin declares."""
-        plugin = self.registry.model(spec.name)
-        seed_everything(seed)
-        model = plugin.factory(self.model_context(spec, profile, device, seed))
-        check_model_object(plugin, model)
-        return model
-
+    # -- training and checkpoints ------------------------------------------------------------------------------------
     def trained_model(self, spec: ModelSpec, profile: Profile, device: str, seed: int) -> Any:
         """Build the model; if it is trained, load its checkpoint or train it and save one (shared by all cells).
         A recipe spec builds its student, and trains it with the recipe.
@@ -262,9 +110,9 @@ class Models:
         if cache_key in self._loaded:
             return self._loaded[cache_key]
         if spec.recipe:
-            model = self.build(student_spec(self.registry, spec, profile), profile, device, seed)
+            model = self.builder.build(student_spec(self.registry, spec, profile), profile, device, seed)
         else:
-            model = self.build(spec, profile, device, seed)
+            model = self.builder.build(spec, profile, device, seed)
         report_record = None
         if spec.train_on is not None:
             checkpoint = self.store.checkpoint_dir(spec.key, seed)
@@ -281,7 +129,7 @@ class Models:
                 self._training_data_checksums[cache_key] = training_record.get("source_checksum")
                 provenance = training_record.get("training_data") or self.derived_provenance(spec, profile, seed)
                 self._provenance[cache_key] = provenance
-                for outer in self._collecting:  # a teacher loaded inside a recipe's training
+                for outer in self.builder.collecting:  # a teacher loaded inside a recipe's training
                     outer["sources"].extend(provenance["sources"])
                     outer["made"].extend(provenance["made"])
             else:
@@ -298,25 +146,27 @@ class Models:
     def _train(self, spec: ModelSpec, model: Any, checkpoint: Path, profile: Profile, device: str,
                seed: int) -> tuple[Any, dict]:
         """Train ``model`` on the spec's (cut) training data and save its checkpoint; (model, report record)."""
+        assert spec.train_on is not None, "a trained spec"
         check_checkpoint_target(checkpoint)  # before training, not after it
         budgeted = profile.with_budget(spec.requested_budget)
         provenance: dict = {"sources": [], "made": [], "how": "recorded"}
-        self._collecting.append(provenance)
+        self.builder.collecting.append(provenance)
         try:
-            splits = self.training_splits(spec.train_on, self.training_kinds(spec), budgeted, seed)
+            splits = self.builder.training_splits(spec.train_on, self.builder.training_kinds(spec), budgeted, seed)
             self.log(
-                f"  training {spec.label} on {spec.train_on} ({len(splits.train)} examples, seed {seed}, "
+                f"  training {spec.label} on {spec.train_on} ({train_examples(splits)} examples, seed {seed}, "
                 f"profile {profile.name}, budget {format_budget(spec.requested_budget)})"
             )
             model, report = self._fit(spec, model, splits, profile, device, seed)
         finally:  # trainings nest (a teacher inside its recipe): this one is the last on the stack
-            self._collecting[:] = [item for item in self._collecting if item is not provenance]
+            collecting = self.builder.collecting
+            collecting[:] = [item for item in collecting if item is not provenance]
         self._provenance[(spec.hash, seed)] = provenance
         report_record = dict(report.as_record() if hasattr(report, "as_record") else report)
         # The cut of the training data is applied here, not by the method: record it with what it applied.
         report_record["applied_budget"] = {
             **dict(report_record.get("applied_budget") or {}),
-            "max_train_examples": budgeted.max_train_examples, "train_examples": len(splits.train),
+            "max_train_examples": budgeted.max_train_examples, "train_examples": train_examples(splits),
         }
         differences = budget_differences(spec.requested_budget, report_record["applied_budget"])
         if differences:
@@ -329,7 +179,7 @@ class Models:
             atomic_write_json(
                 directory / "training.json",
                 {"spec": spec.as_record(), "seed": seed, "source_checksum": splits.checksum,
-                 "train_examples": len(splits.train), "requested_budget": spec.requested_budget,
+                 "train_examples": train_examples(splits), "requested_budget": spec.requested_budget,
                  "report": report_record, "training_data": provenance},
             )
 
@@ -338,12 +188,6 @@ class Models:
         distributed.barrier()
         self._training_data_checksums[(spec.hash, seed)] = splits.checksum
         return model, report_record
-
-    def training_kinds(self, spec: ModelSpec) -> tuple[str, ...]:
-        if spec.recipe:
-            return self.registry.recipe(spec.name).training_kinds
-        return self.registry.model(spec.name).training_kinds
-
     def checkpoint_problem(self, spec: ModelSpec, seed: int) -> str | None:
         """Why a stored checkpoint cannot be loaded: not built, damaged (a file differs from the checksum recorded
         when it was built), built for another spec or seed (a checkpoint folder copied or moved by hand: its
@@ -363,11 +207,12 @@ class Models:
              seed: int) -> tuple[Any, Any]:
         """Train a model with its own ``fit``, or a recipe's student with the recipe; returns (model, report)."""
         if not spec.recipe:
-            ctx = self.model_context(spec, profile, device, seed)
+            ctx = self.builder.model_context(spec, profile, device, seed)
             seed_everything(seed)
             return model, model.fit(splits, ctx)
         recipe: RecipePlugin = self.registry.recipe(spec.name)
-        ctx = self.model_context(spec, profile, device, seed, prebuilt_student=model)
+        ctx = self.builder.model_context(spec, profile, device, seed, prebuilt_student=model)
+        assert isinstance(ctx, RecipeContext), "a recipe's context"
         seed_everything(seed)
         result = recipe.train(splits, ctx)
         if not (isinstance(result, tuple) and len(result) == 2):
@@ -387,7 +232,7 @@ class Models:
         plugin = self.registry.recipe(spec.name) if spec.recipe else self.registry.model(spec.name)
         if limit == "budget":
             limit = profile.with_budget(spec.requested_budget).max_train_examples
-        sources = [{"source": spec.train_on, "kinds": list(self.training_kinds(spec)), "seed": seed,
+        sources = [{"source": spec.train_on, "kinds": list(self.builder.training_kinds(spec)), "seed": seed,
                     "max_train_examples": limit}]
         extra = getattr(plugin, "training_sources", None)
         for source, kinds, trainee in (extra(spec.options, spec.train_on) if callable(extra) else []):
@@ -411,22 +256,22 @@ class Models:
             return None
         if key in self._seen:
             return self._seen[key]
-        seen: TextSet | None = TextSet()
+        seen: TextSet | None = None
+        texts = TextSet()
         base = get_profile(spec.profile)
         for source in provenance["sources"]:
             kinds = (source["kind"],) if source.get("kind") else tuple(source.get("kinds") or ())
             limited = base.with_budget({"max_train_examples": source.get("max_train_examples")})
             try:
-                splits = self._source_splits(source["source"], kinds, limited, int(source["seed"]))
+                splits = self.builder.source_splits(source["source"], kinds, limited, int(source["seed"]))
             except (HarnessError, KeyError, ValueError) as exc:
                 logger.warning("%s seed %s: training source %s cannot be read again (%s); its overlap with test "
                                "sets is not measured", spec.label, seed, source.get("source"), exc)
-                seen = None
                 break
-            if not seen.add(splits.train):
-                seen = None
+            if not texts.add(splits.train):
                 break
-        if seen is not None:
+        else:  # every source read again
+            seen = texts
             for made in provenance["made"]:
                 seen.add_pairs(tuple(pair) for pair in made.get("pairs", ()))
                 seen.add_sentences(made.get("sentences", ()))

@@ -78,12 +78,12 @@ class OverlapDeriver:
         if (record.get("profile") or {}).get("max_eval_examples") != profile.max_eval_examples:
             raise HarnessError(f"{record.get('_path')}: computed on another evaluation cut than profile "
                                f"{profile.name!r} gives now; its overlap cannot be derived")
-        evaluated = task.evaluated_texts(self.models.eval_context(profile, "cpu", int(record["seed"])))
+        evaluated = task.evaluated_texts(self.models.builder.eval_context(profile, "cpu", int(record["seed"])))
         measured = self.models.contamination(spec, int(record["seed"]), evaluated, provenance)
         if measured is None:
             return None
         main = provenance["sources"][0]
-        splits = self.models._source_splits(main["source"], tuple(main["kinds"]), profile, int(record["seed"]))
+        splits = self.models.builder.source_splits(main["source"], tuple(main["kinds"]), profile, int(record["seed"]))
         recipe = spec.recipe
         return {**measured, "source_checksum_matches": splits.checksum == record.get("training_data_checksum"),
                 **({"made": "not derivable (data a recipe made during training, e.g. silver pairs, exists only in "

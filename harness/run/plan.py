@@ -1,36 +1,46 @@
 """A run's plan: its config resolved into model specs x seeds x tasks, every check that needs no computing done
 (names, options, seeds, capabilities, training sources and budgets, that the store is writable, every task's data
-and every training source), and each cell's status fixed: ``stored`` (a valid record of this run answers it, see
-``harness.store.reuse_problem``), ``problem`` (its data or training data is missing or malformed: it is stored as
-``missing`` or ``failed``, the rest of the matrix still runs) or ``pending`` (to compute). The plan is frozen: what
-runs it (harness.run.driver, an executor) reads it and never changes it.
+and every training source), and each cell's status fixed (harness.run.cell): ``cached`` (a valid record of this run
+answers it, see ``harness.store.reuse_problem``), ``missing`` or ``failed`` (its data or training data is missing or
+malformed: it is stored so, the rest of the matrix still runs) or ``pending`` (to compute). The planner reads data
+only through a :class:`DataChecker` and takes the device its caller chose (the executor's, harness.executors). The
+plan is frozen: what runs it (harness.run.driver, an executor) reads it and never changes it.
 """
 from __future__ import annotations
 
 import logging
 import math
+import warnings
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
-
-import numpy as np
+from typing import Any, Callable, Protocol
 
 from ..capabilities import TRAINABLE, reachable_capabilities
-from ..data import TrainingSplits
-from ..device import check_device_name, resolve_device
 from ..errors import DataFileError, HarnessError, IncompatibleError, InvalidOptionError, MissingDataError
-from ..hub import check_backbone
 from ..matrix import ModelEntry, numbered_mistakes
+from ..plugin_api import ModelPlugin
 from ..profiles import Profile, get_profile
 from ..registry import Registry
 from ..spec import SELF_TRAINING, ModelSpec, TaskSpec, budget_keys, resolve_model_spec, resolve_task_specs, student_spec
 from ..store import Store, read_examples
-from .config import RunConfig
-from .models import CACHE, Models, runtime_refused
+from .cell import Cell, CellStatus
+from .config import CACHE, RunConfig, runtime_refused
 from .record import reuse_problem
 
 logger = logging.getLogger(__name__)
 
-PENDING, STORED, PROBLEM = "pending", "stored", "problem"
+
+class DataChecker(Protocol):
+    """What the planner reads data through (harness.run.build.ModelBuilder is one). Each raises DataFileError (or
+    MissingDataError) for data that is malformed (or missing)."""
+
+    def task_checksum(self, task_spec: TaskSpec) -> str | None:
+        """A task's dataset checksum (NotImplementedError: the task cannot say before evaluating)."""
+
+    def training_checksum(self, spec: ModelSpec, profile: Profile, seed: int) -> str:
+        """The checksum of the training data of a trained spec, cut to ``profile``'s budget."""
+
+    def check_backbone(self, name: str) -> None:
+        """A backbone the user named exists."""
 
 
 @dataclass(frozen=True)
@@ -39,28 +49,6 @@ class PlannedModel:
     entry: ModelEntry
     tasks: tuple[TaskSpec, ...] = ()  # the plan's tasks this model can run
     skipped: tuple[tuple[TaskSpec, str], ...] = ()  # family members it cannot run, and why
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One cell of the plan and its status. ``record``: the stored record that answers it (stored); ``problem``: the
-    data or training problem it is stored with (problem); ``why``: why it is computed (pending); ``invalid``: why
-    its stored record is invalid; ``recomputed_ok``: a stored ok record that this run cannot reuse (the driver says
-    both when it runs the plan)."""
-
-    spec: ModelSpec
-    seed: int
-    task: TaskSpec
-    status: str  # pending | stored | problem
-    record: dict | None = None
-    problem: Exception | None = None
-    why: str = ""
-    invalid: str | None = None
-    recomputed_ok: bool = False
-
-    @property
-    def label(self) -> str:
-        return f"{self.spec.label} seed {self.seed} {self.task.label}"
 
 
 @dataclass(frozen=True)
@@ -98,19 +86,26 @@ class Plan:
     data_problems: dict[str, DataFileError] = field(default_factory=dict)
     training_checksums: dict[str, str] = field(default_factory=dict)
     training_problems: dict[str, DataFileError] = field(default_factory=dict)
-    statuses: tuple[Cell, ...] = ()  # every cell, in plan order (model, seed, task), with its status
+    cells: tuple[Cell, ...] = ()  # every cell, in plan order (model, seed, task), with its status
 
     @property
-    def cells(self) -> int:
+    def cell_count(self) -> int:
+        """How many cells the plan has (known before their statuses are)."""
         return sum(len(m.tasks) for m in self.models) * len(self.seeds)
+
+    @property
+    def statuses(self) -> tuple[Cell, ...]:
+        """Deprecated name of :attr:`cells` (removed in the next version)."""
+        warnings.warn("Plan.statuses is deprecated; use Plan.cells", DeprecationWarning, stacklevel=2)
+        return self.cells
 
     def jobs(self) -> list[TrainingJob]:
         """The pending cells, grouped by the trained model that serves them (one per model spec and seed, except
         under --train-on self: one per task)."""
         planned = {model.spec.key: model for model in self.models}
         groups: dict[tuple[str, int, str], TrainingJob] = {}
-        for cell in self.statuses:
-            if cell.status != PENDING:
+        for cell in self.cells:
+            if cell.status != CellStatus.PENDING:
                 continue
             trained = trained_spec(cell.spec, cell.task)
             key = (cell.spec.key, cell.seed, trained.key)
@@ -129,23 +124,6 @@ def trained_spec(spec: ModelSpec, task_spec: TaskSpec) -> ModelSpec:
     return replace(spec, train_on=task_spec.label)
 
 
-def check_finite_labels(splits: TrainingSplits, source: str) -> None:
-    """Refuse training data whose numeric labels (e.g. gold similarity scores) are NaN or infinite: training on them
-    makes the loss NaN, which would otherwise be reported as diverged training (DataFileError, at plan time)."""
-    for name, data in (("train", splits.train), ("dev", splits.dev)):
-        labels = getattr(data, "scores", None)
-        if labels is None:
-            continue
-        labels = np.asarray(labels, dtype=np.float64)
-        bad = int((~np.isfinite(labels)).sum())
-        if bad:
-            raise DataFileError(
-                f"training data of {source}: {bad} of {len(labels)} {name} labels are NaN or infinite; fix or remove "
-                "those lines of the data (a NaN label makes the training loss NaN; the learning rate is not the "
-                "cause)."
-            )
-
-
 def _check_finite_options(owner: str, options: dict[str, Any]) -> None:
     """NaN or infinite option values (``be:lr=nan``) are refused at plan time rather than failing in training."""
     for key, value in options.items():
@@ -155,10 +133,10 @@ def _check_finite_options(owner: str, options: dict[str, Any]) -> None:
 
 def stored_cell(registry: Registry, store: Store, plan: Plan, spec: ModelSpec, seed: int, task_spec: TaskSpec,
                 config: RunConfig) -> Cell:
-    """The cell as the store answers it: ``stored`` when its record is valid (schema and content checksum), has
+    """The cell as the store answers it: ``cached`` when its record is valid (schema and content checksum), has
     status ok, and matches the spec hash, task version, dataset checksum and training data; else ``pending`` with
     why it is computed."""
-    cell = Cell(spec, seed, task_spec, PENDING)
+    cell = Cell(spec, seed, task_spec)
     if config.overwrite or config.rescore:
         return replace(cell, why="--overwrite" if config.overwrite else "rescore")
     record, invalid = store.lookup(spec.key, seed, task_spec.key, plan.runtime)
@@ -180,7 +158,7 @@ def stored_cell(registry: Registry, store: Store, plan: Plan, spec: ModelSpec, s
         _, why = read_examples({**record, "_path": str(store.record_path(spec.key, seed, task_spec.key,
                                                                          plan.runtime))})
     if why is None:
-        return replace(cell, status=STORED, record=record)
+        return replace(cell, status=CellStatus.CACHED, record=record)
     return replace(cell, why=why, recomputed_ok=record["status"] == "ok")
 
 
@@ -193,17 +171,18 @@ def raise_all(mistakes: list[HarnessError]) -> None:
 
 
 class Planner:
-    """Builds the plan of a config (``plan()``); ``models`` gives the task objects and training data it checks."""
+    """Builds the plan of a config (``plan()``) for cells computed on ``device`` (the executor's choice, see
+    harness.executors); ``data`` reads every task's data and training data."""
 
-    def __init__(self, registry: Registry, config: RunConfig, store: Store, models: Models,
+    def __init__(self, registry: Registry, config: RunConfig, store: Store, data: DataChecker, device: str,
                  log: Callable[[str], None]):
-        self.registry, self.config, self.store, self.models, self.log = registry, config, store, models, log
+        self.registry, self.config, self.store, self.data, self.log = registry, config, store, data, log
+        self.device = device
 
     def plan(self) -> Plan:
         config = self.config
         profile = get_profile(config.profile)
-        # Under a distributed executor each worker resolves the device (the driver may have no GPU at all).
-        device = resolve_device(config.device) if config.executor == "local" else check_device_name(config.device)
+        device = self.device
         self.store.check_writable()
         if not config.models:
             raise HarnessError("no models given; use --models NAME[,NAME] (see `harness list`).")
@@ -230,15 +209,15 @@ class Planner:
         # seconds; the profile's default is left to the models that read it (some read none).
         given = [entry.backbone or config.backbone for entry in config.models]
         for backbone in dict.fromkeys(name for name in given if name):
-            check_backbone(self.models.resolve_backbone(backbone))
+            self.data.check_backbone(backbone)
         plan = Plan(tuple(planned), tuple(spec for spec, _ in task_specs.values()),
                     tuple(dict.fromkeys(config.seeds)), profile, device,
                     data_dir_text=str(config.data_dir) if config.data_dir else None, runtime=config.runtime)
-        if plan.cells == 0:
+        if plan.cell_count == 0:
             reasons = "; ".join(problem for m in planned for _, problem in m.skipped[:1])
             raise IncompatibleError(f"nothing to run: no model of the plan can run any of its tasks ({reasons}).")
         plan = replace(plan, **self._check_data(plan))
-        return replace(plan, statuses=tuple(self._cell(plan, model, seed, task_spec) for model in plan.models
+        return replace(plan, cells=tuple(self._cell(plan, model, seed, task_spec) for model in plan.models
                                             for seed in plan.seeds for task_spec in model.tasks))
 
     def _task_specs(self, mistakes: list[HarnessError]) -> dict[str, tuple[TaskSpec, bool]]:
@@ -285,11 +264,14 @@ class Planner:
 
     def _cell(self, plan: Plan, model: PlannedModel, seed: int, task_spec: TaskSpec) -> Cell:
         cell = stored_cell(self.registry, self.store, plan, model.spec, seed, task_spec, self.config)
-        if cell.status == STORED:
+        if cell.status == CellStatus.CACHED:
             return cell
         problem = plan.data_problems.get(task_spec.key) or plan.training_problems.get(
             trained_spec(model.spec, task_spec).key)
-        return cell if problem is None else replace(cell, status=PROBLEM, problem=problem)
+        if problem is None:
+            return cell
+        status = CellStatus.MISSING if isinstance(problem, MissingDataError) else CellStatus.FAILED
+        return replace(cell, status=status, problem=problem)
 
     # -- budgets ---------------------------------------------------------------------------------------------------
     def _honoured_budget_keys(self, spec: ModelSpec) -> tuple[str, ...]:
@@ -323,14 +305,14 @@ class Planner:
                 raise InvalidOptionError(f"--set {key}: no trained model of this run honours it ({shown}).")
 
     # -- data --------------------------------------------------------------------------------------------------------
-    def _check_data(self, plan: Plan) -> dict[str, dict]:
+    def _check_data(self, plan: Plan) -> dict[str, Any]:
         """Load every task's data and every trained spec's training data once, before the first cell: a problem is
         kept in the plan (its cells are stored as missing or failed, the others run), never raised mid-matrix."""
         found: dict[str, dict] = {"data_checksums": {}, "data_problems": {}, "training_checksums": {},
                                   "training_problems": {}}
         for task_spec in plan.tasks:
             try:
-                found["data_checksums"][task_spec.key] = self.models.tasks.task(task_spec).check_data()
+                found["data_checksums"][task_spec.key] = self.data.task_checksum(task_spec)
             except NotImplementedError:
                 found["data_checksums"][task_spec.key] = None
                 self.log(f"  task {task_spec.label} cannot check its data before evaluating (no check_data); its "
@@ -349,10 +331,8 @@ class Planner:
                     or spec.key in found["training_problems"]):
                 continue
             try:
-                splits = self.models.training_splits(spec.train_on, self.models.training_kinds(spec), plan.profile,
-                                                     plan.seeds[0])
-                check_finite_labels(splits, spec.train_on)
-                found["training_checksums"][spec.key] = splits.checksum
+                found["training_checksums"][spec.key] = self.data.training_checksum(spec, plan.profile,
+                                                                                    plan.seeds[0])
             except DataFileError as exc:
                 found["training_problems"][spec.key] = exc
             except (UnicodeDecodeError, ValueError, OSError) as exc:
@@ -389,7 +369,7 @@ class Planner:
     def _incompatibility(self, spec: ModelSpec, task_spec: TaskSpec) -> str | None:
         metadata = self.registry.task(task_spec.name).metadata
         available = reachable_capabilities(self._capabilities(spec))
-        kinds = self.models.training_kinds(spec)
+        kinds = self.registry.spec_plugin(spec.name).training_kinds
         if spec.train_on == SELF_TRAINING and not set(metadata.training_kinds) & set(kinds):
             return (
                 f"model {spec.label!r} is trained on each task's own data (--train-on self), but task "
@@ -412,7 +392,7 @@ class Planner:
                     f"e.g. {', '.join(sources) or '(no installed task offers its data)'}."
                 )
             return
-        if not spec.recipe and (TRAINABLE not in plugin.capabilities or not plugin.training_kinds):
+        if isinstance(plugin, ModelPlugin) and (TRAINABLE not in plugin.capabilities or not plugin.training_kinds):
             raise IncompatibleError(f"model {spec.name!r} cannot be trained; drop --train-on for it.")
         if spec.train_on == SELF_TRAINING:
             return  # every task trains on its own data: checked per task by _incompatibility
