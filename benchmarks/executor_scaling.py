@@ -1,4 +1,4 @@
-"""Wall time of one matrix under the local executor and under Ray with 1 and 2 long-lived workers (issues 12, 24).
+"""Wall time of one matrix under the local executor and under Ray with 1 and 2 long-lived workers.
 
 The matrix: the built-in models that can run SentEval (each trained on its default source where it needs training)
 x the SentEval STS family, smoke profile, one seed; by default on a tiny random BERT (2 layers, 32 wide) so that the

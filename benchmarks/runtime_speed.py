@@ -1,4 +1,4 @@
-"""Evaluation runtime speed (issue 24, point 1): harness torch, harness ONNX, the peer and the limit, in one run.
+"""Evaluation runtime speed: harness torch, harness ONNX, the peer and the limit, in one run.
 
 Mode ``encode`` (default): the distinct sentences of the tasks one embedder is evaluated on (the seven SentEval STS
 tasks, TwitterPara and bws-cross-topic; collected by letting each task ask a recording pair scorer for its test

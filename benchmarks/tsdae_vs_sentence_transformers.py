@@ -1,4 +1,4 @@
-"""TSDAE end to end: harness against sentence-transformers' own TSDAE training (issue 22, point 8).
+"""TSDAE end to end: harness against sentence-transformers' own TSDAE training.
 
 The same backbone (default all-MiniLM-L6-v2), sentences (the BWS cross-topic train topics' distinct sentences,
 never dev or test text), noise (60% word deletion), CLS pooling, batch 8, lr 3e-5 constant without warm-up or weight

@@ -80,7 +80,7 @@ class ArtifactCache:
         """``<root>/<kind>-<content key of payload>``: a folder entry whose writer fills it atomically and checks its
         own files. Like every entry it names what it was made from (``MADE_FROM.json`` inside it, so it travels with
         a copy): a folder that names another payload (copied over this one) is moved aside and removed, so the
-        writer builds it again (issue 40.3). A folder without the file (an earlier harness) is adopted."""
+        writer builds it again. A folder without the file (an earlier harness) is adopted."""
         folder = self.entry_path(kind, payload)
         marker = folder / FOLDER_MADE_FROM
         asked = json.loads(json.dumps(payload, sort_keys=True, default=str))

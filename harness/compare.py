@@ -1,4 +1,4 @@
-"""``harness compare A B --tasks ...``: is model A's difference to model B on each task more than noise? (issue #25)
+"""``harness compare A B --tasks ...``: is model A's difference to model B on each task more than noise?
 
 Both specs are resolved exactly as ``harness run`` resolves them (profile, backbone, training source, budget), so
 their model keys name their records in the store. Per task, the seeds both models have with per-example data are

@@ -1,4 +1,4 @@
-"""Does an embedder give a text the same vector whatever else is in the batch? (issue 21, point 5)
+"""Does an embedder give a text the same vector whatever else is in the batch?
 
 An embedder whose vectors depend on the other texts of an ``encode`` call (batch statistics, padding that leaks into
 pooling, a model left in training mode) gives scores that depend on batching and on the order of the data, not on
@@ -37,7 +37,7 @@ def batch_dependence(model: Any) -> str | None:
     together = _matrix(model.encode(texts), len(texts))
     # NaN is unequal to itself: a model returning NaN vectors would be reported as dropout left on. It raises
     # NonFiniteVectorsError (its cells fail with that reason) and is not cached as the plugin's verdict: the NaN
-    # may come from these weights (diverged training), not the plugin's code (issue 40.18).
+    # may come from these weights (diverged training), not the plugin's code.
     check_finite_vectors(together, "vectors of the batch-probe texts")
     if not np.allclose(together[0], together[-1], rtol=RTOL, atol=ATOL):
         return ("encode gave the same text two different vectors in one call (dropout left on, or randomness in "

@@ -1,6 +1,6 @@
 """The content identity of a local model folder (a ``--backbone ./my-model``): a sha256 over its weight, config and
 tokenizer files, so that replacing the files of a folder changes the spec hash of every model built on it, and so its
-results and checkpoints are recomputed rather than served (issue 26, point 1).
+results and checkpoints are recomputed rather than served.
 
 Hashing a few hundred MB takes a second or two, so each file's sha256 is cached by its size, modification time,
 status-change time and inode: in this process, and (when the caller names a cache folder, the runner names the
@@ -8,7 +8,7 @@ store's ``cache/``) in ``backbone-contents.json`` there, so a re-run hashes noth
 changed is hashed again (the status-change time cannot be set back, so a file copied in with its old modification
 time, ``cp -p`` or ``rsync -a``, is hashed too). ``backbone-contents.json`` is a checksummed cache entry
 (:func:`harness.files.read_cache_entry`): an edited or damaged one is not trusted, every file is hashed again
-(issue 40.19). Hidden files and folders (``.git``, ``.cache``) and Markdown files (model cards) are not part of the
+Hidden files and folders (``.git``, ``.cache``) and Markdown files (model cards) are not part of the
 identity: they do not change what the model computes.
 """
 from __future__ import annotations

@@ -35,7 +35,7 @@ class NonFiniteVectorsError(ScoreError):
 def check_finite_vectors(vectors: np.ndarray, what: str = "vectors") -> np.ndarray:
     """``vectors`` (``[n, ...]``) unchanged when every value is finite; NonFiniteVectorsError otherwise. Every place
     that turns a model's vectors into similarities calls this first: a NaN row must fail its cell, never become a
-    similarity of 0 (a zero vector's cosine) or drop out of a max (issue 40.1)."""
+    similarity of 0 (a zero vector's cosine) or drop out of a max."""
     array = np.asarray(vectors)
     if array.dtype.kind not in "fc" or array.size == 0 or np.isfinite(array).all():
         return vectors

@@ -34,7 +34,7 @@ class Option:
     hash_when: Callable[[Mapping[str, Any]], bool] | None = None
     # The value may name a local file or folder (a model folder, a data file): the content checksum of what it names
     # is part of the spec identity too (harness.fingerprint.path_content), so replacing the files at the same path is
-    # never answered from the store (issue 40.2). A value that names nothing here (a hub id, "") adds nothing.
+    # never answered from the store. A value that names nothing here (a hub id, "") adds nothing.
     path: bool = False
 
     def parse(self, owner: str, key: str, raw: Any) -> Any:

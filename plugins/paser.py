@@ -382,7 +382,7 @@ OBJECTIVE = Objective(
         # Added after PaSeR rows were published: without synonym replacement (synonyms=0) the option changes
         # nothing, so those specs keep their keys and records; with it, the new default (both views) is a new model.
         "synonym_views": Option("both", "where synonym replacement reaches: both (s and s~, section 3.1.3) or "
-                                        "masked (s~ and the target only; harness before issue 34)",
+                                        "masked (s~ and the target only; harness 0.2)",
                                 choices=("both", "masked"), hash_default=False,
                                 hash_when=lambda options: float(options["synonyms"]) != 0),
     },

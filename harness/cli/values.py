@@ -54,7 +54,7 @@ def budget_set(items: list[str]) -> dict:
         key, eq, value = item.partition("=")
         if not eq or not key.strip() or not value.strip():
             raise HarnessError(f"--set {item!r}: write --set KEY=VALUE, e.g. --set epochs=5.")
-        if key.strip() in values:  # the last value would win silently (issue 40.20)
+        if key.strip() in values:  # the last value would win silently
             raise HarnessError(f"--set {key.strip()} is given twice ({values[key.strip()]!r} and {value.strip()!r}); "
                                "give it once.")
         values[key.strip()] = value.strip()

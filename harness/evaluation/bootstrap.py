@@ -1,4 +1,4 @@
-"""Bootstrap intervals of a task's main score over its test examples (issue #25).
+"""Bootstrap intervals of a task's main score over its test examples.
 
 A task hands over what resampling its main score needs as an :class:`ExampleScores`: per-example arrays and the
 statistic (``spearman``, ``pearson``, ``mean``, ``f1_macro``, ``average_precision``) that turns them into the score.

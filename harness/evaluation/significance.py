@@ -1,4 +1,4 @@
-"""Paired significance of the difference between two models on the same test examples (issues #25, #34).
+"""Paired significance of the difference between two models on the same test examples.
 
 Two units of inference, named wherever a result is shown:
 

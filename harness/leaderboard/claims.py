@@ -1,4 +1,4 @@
-"""Claims of a matrix file and their verdicts, computed from the stored records (issue #34).
+"""Claims of a matrix file and their verdicts, computed from the stored records.
 
 A matrix's optional ``claims:`` block states what a paper claims and which of the matrix's rows test it: the rows
 the claim orders (``higher`` above ``lower``, or ``relation: tie``), the column, the paper's numbers and, where it

@@ -1,4 +1,4 @@
-"""Bootstrap intervals and tie marks for leaderboard tables (issue #25): the statistics behind the hook that
+"""Bootstrap intervals and tie marks for leaderboard tables: the statistics behind the hook that
 ``harness.leaderboard`` calls, kept out of the renderers.
 
 For each cell with per-example data (the record's side file, :func:`harness.store.read_examples`) the 95% bootstrap

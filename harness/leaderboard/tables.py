@@ -1,5 +1,5 @@
 """The leaderboard's tables, from the store alone: one file per task family, one ranked section per set of
-comparable rows (issue 21.2, 21.3).
+comparable rows.
 
 Rows are model specs (with their training source, backbone and profile), columns the family's member tasks plus
 the average; a cell is mean ± std of the main score over seeds, or ``*``, ``-``, ``missing``, ``failed``,
@@ -261,7 +261,7 @@ def _identity(record: dict) -> dict:
 
 
 def row_id(model_key: str, runtime: str) -> str:
-    """A leaderboard row: a model spec evaluated under one runtime (each runtime keeps its own cells, issue 40.4)."""
+    """A leaderboard row: a model spec evaluated under one runtime (each runtime keeps its own cells)."""
     return model_key if runtime == DEFAULT_RUNTIME else f"{model_key}{RUNTIME_SEPARATOR}{runtime}"
 
 

@@ -1,4 +1,4 @@
-"""The rule that turns a claim's tests into a verdict, and how claims and their outcomes are written (issue #34).
+"""The rule that turns a claim's tests into a verdict, and how claims and their outcomes are written.
 
 Kept below :mod:`harness.leaderboard.claims` (which judges a matrix's claims on the store's records and builds its
 board through :mod:`harness.leaderboard.matrix_board`) so the matrix pages render verdicts without importing the

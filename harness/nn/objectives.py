@@ -311,7 +311,7 @@ def objective_options(lr: float = 3e-5) -> dict[str, Option]:
                                   type=float, bounds="(0, 1)"),
         "init": Option("", "start from this unsupervised model spec trained on the same source (e.g. mlm)",
                        type=str),
-        # Added in harness 0.4 (issue 22): at their defaults they stay out of the spec hash.
+        # Added in harness 0.3: at their defaults they stay out of the spec hash.
         "select_every": Option(0, "checkpoint selection: score the dev pairs of select_on every this many steps and "
                                   "keep the best step (SimCSE: 250 on STS-B dev); 0: keep the last step", type=int,
                                hash_default=False),

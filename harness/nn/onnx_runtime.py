@@ -1,4 +1,4 @@
-"""An optional ONNX Runtime path for a transformer encoder's inference (issue 24, point 1).
+"""An optional ONNX Runtime path for a transformer encoder's inference.
 
 Not a method from a paper: an execution path for the encoders of SBERT-style models (Reimers & Gurevych 2019,
 section 3). :func:`onnx_transformer` exports a Hugging Face transformer (the backbone inside a

@@ -367,7 +367,7 @@ def check_batch_independence(registry: Registry, store: Store, spec: ModelSpec, 
     verdict: str | None
     if version is None:
         verdict = batch_dependence(model)
-    else:  # a cache entry like any other: a damaged, edited or swapped verdict is probed again (issue 40.12)
+    else:  # a cache entry like any other: a damaged, edited or swapped verdict is probed again
         made_from = {"model": name, "package": package, "version": version}
         content, _ = cached_bytes(
             verdict_path, lambda: json.dumps({**made_from, "problem": batch_dependence(model)}).encode("utf-8"),

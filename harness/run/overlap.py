@@ -1,7 +1,7 @@
 """``harness contamination``: the measured train/test overlap of stored records (harness.contamination).
 
 A record computed since the run stages record training provenance carries its ``contamination`` as measured in the
-run ("how": "recorded"). An older record (all of ``published/`` before issue 34) is measured here from what the
+run ("how": "recorded"). An older record (all of ``published/`` before harness 0.3) is measured here from what the
 record itself says: its model's training source and the extra sources its plugin declares
 (``ModelPlugin.training_sources``, e.g. Augmented SBERT's teacher data), each cut as that training cut it (the
 record's applied ``max_train_examples``, the teacher's own budget, the record's seed), read again from the data, and

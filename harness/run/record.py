@@ -40,7 +40,7 @@ MAX_SEED = 2**32 - 1
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 _FAMILY_NAME = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")  # TaskMetadata's rule: no separators, cannot start with '.'
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
-# Each evaluation runtime keeps its own cells (issue 40.4): ONNX Runtime's float rounding can split a tie torch
+# Each evaluation runtime keeps its own cells: ONNX Runtime's float rounding can split a tie torch
 # keeps (ce on sickr, tiny model: 14.259 torch, 14.243 onnx), and no tolerance bounds what a split tie does to a rank
 # correlation, so one runtime never answers for the other. Torch's records keep the name (and so the published keys)
 # they always had: ``<task key>.json``; another runtime's sit beside them as ``<task key>@<runtime>.json``.

@@ -52,13 +52,13 @@ OPTIONS: dict[str, Option] = {
                         "if a sentence or topic label contains it", type=str, hash_default=False),
     "max_sentences": Option(0, "target sentences kept before pairing (seeded subsample; 0: all); the quick "
                             "matrices' cut", type=int, hash_default=False, bounds="[0, inf)"),
-    # Added in harness 0.4 (issue 22): auto keeps BERT's masking for topics=original; with topics=prompted/hidden it
+    # Added in harness 0.3: auto keeps BERT's masking for topics=original; with topics=prompted/hidden it
     # now means the thesis code's (20%, [MASK] only), so those specs with teacher_mlm=true get new hashes.
     "mlm_masking": Option(AUTO_MASKING, "teacher_mlm masking: bert (15%, 80/10/10), thesis-code (20%, the mask "
                           "token only; the thesis code's topic MLM) or auto (thesis-code with topics=prompted/hidden, "
                           "else bert)", choices=(AUTO_MASKING, *MASKINGS), hash_default=False,
                           hash_when=lambda options: bool(options["teacher_mlm"]) and options["topics"] != ORIGINAL),
-    # Added in harness 0.4 (issue 23): the search encoder was the Bi-Encoder ``be`` without a way to choose another;
+    # Added in harness 0.3: the search encoder was the Bi-Encoder ``be`` without a way to choose another;
     # at its default it stays out of the spec hash, so published specs keep their keys.
     "search_encoder": Option("be", "the model spec that embeds sentences for semantic-search sampling (Thakur et "
                              "al. 2021: a bi-encoder), fine-tuned on the teacher's source unless "

@@ -164,7 +164,7 @@ def write_mteb_results(records: list[dict], output_dir: Path) -> list[Path]:
             candidates = [(c.mteb_task, c, is_exact(c, record)) for c in found]
         for mteb_task, counterpart, exact in candidates:
             key = (record["model_key"], record["seed"], mteb_task)
-            # an exact counterpart first, then torch's record of the cell (each runtime keeps its own, issue 40.4)
+            # an exact counterpart first, then torch's record of the cell (each runtime keeps its own)
             if key in chosen and _preference(*chosen[key][::2]) >= _preference(record, exact):
                 logger.warning("skipped %s for %s: another record of the same model and seed already maps there "
                                "(an exact one is preferred, then one of --runtime torch)", path, mteb_task)
