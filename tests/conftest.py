@@ -26,11 +26,28 @@ from harness.testing import tiny_roberta as _build_tiny_roberta  # noqa: E402
 GPU_PRESENT = torch.cuda.is_available()
 
 
+# The slow lane: tests `make test-fast` (-m "not slow") leaves out, by "file::function" (every parametrisation),
+# with the seconds one took (--durations, 2026-11-27, on a loaded 2-core machine: a quiet one is about 2-3 times
+# faster). Kept here rather than as marks in the files so the list is one place to read and to prune (a file may
+# still mark a test @pytest.mark.slow itself);
+# tests/test_fast_lane.py checks that every entry still names a test. Tests marked `integration` count as slow too.
+SLOW_TESTS: dict[str, float] = {
+}
+
+
 def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="needs a CUDA GPU (marked gpu; scripts/gpu-acceptance runs these)")
     for item in items:
         if item.get_closest_marker("gpu") is not None and not GPU_PRESENT:
             item.add_marker(skip)
+        if _slow_key(item) in SLOW_TESTS or item.get_closest_marker("integration") is not None:
+            item.add_marker(pytest.mark.slow)
+
+
+def _slow_key(item) -> str:
+    """``test_file.py::test_function`` of a collected test (parameters dropped)."""
+    function = getattr(item, "originalname", None) or item.name.split("[")[0]
+    return f"{item.path.name}::{function}"
 
 
 @pytest.fixture(autouse=True)
