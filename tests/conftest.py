@@ -32,6 +32,33 @@ GPU_PRESENT = torch.cuda.is_available()
 # still mark a test @pytest.mark.slow itself);
 # tests/test_fast_lane.py checks that every entry still names a test. Tests marked `integration` count as slow too.
 SLOW_TESTS: dict[str, float] = {
+    "test_augmented_sbert.py::test_domain_transfer_into_unlabeled_sentences": 2.8,
+    "test_augmented_sbert.py::test_domain_transfer_with_mlm_adapted_teacher": 3.1,
+    "test_augmented_sbert.py::test_semi_supervised_and_self_distillation_share_one_teacher": 13.2,
+    "test_augmented_sbert.py::test_the_student_is_any_spec_that_learns_from_scored_pairs": 2.3,
+    "test_budget_arrival.py::test_a_user_budget_wins_over_the_setup_budget_and_the_record_shows_both": 4.8,
+    "test_budget_arrival.py::test_every_trainable_model_applies_the_budget_it_requested": 33.4,
+    "test_concurrent_store.py::test_a_killed_holder_leaves_no_stale_lock": 6.0,
+    "test_concurrent_store.py::test_a_lock_excludes_other_processes_and_names_its_holder": 6.0,
+    "test_concurrent_store.py::test_a_waiter_is_told_whom_it_waits_for_and_gets_the_lock_when_it_is_released": 9.1,
+    "test_concurrent_store.py::test_concurrent_checkpoint_builders_and_a_reader_never_see_half_a_checkpoint": 17.6,
+    "test_concurrent_store.py::test_two_concurrent_runs_train_once_and_store_what_one_run_stores": 74.3,
+    "test_distributed.py::test_harness_run_under_torchrun_trains_once_and_rank_0_writes": 39.5,
+    "test_distributed.py::test_two_gloo_processes_train_like_one_at_the_same_global_batch": 52.0,
+    "test_executors.py::test_a_rerun_after_the_driver_died_resumes_from_the_store": 110.1,
+    "test_executors.py::test_a_worker_killed_mid_cell_is_retried_and_the_matrix_completes": 95.2,
+    "test_executors.py::test_a_worker_serving_several_jobs_gives_each_job_its_own_model": 48.0,
+    "test_executors.py::test_a_worker_that_dies_more_often_than_allowed_stops_the_run_in_one_line": 142.9,
+    "test_executors.py::test_ray_gives_the_records_of_the_local_executor": 64.5,
+    "test_executors.py::test_the_cells_of_one_model_are_served_by_the_worker_that_holds_it": 56.9,
+    "test_integration.py::test_embeddings_equal_sentence_transformers": 3.5,
+    "test_integration.py::test_stsb_matches_mteb_published_score": 33.5,
+    "test_new_user.py::test_a_run_off_a_terminal_logs_steps_and_cells_at_an_interval": 5.4,
+    "test_new_user.py::test_a_run_whose_every_cell_misses_its_data_exits_1_with_one_line": 2.7,
+    "test_new_user.py::test_an_unreadable_store_folder_is_one_error_line_not_an_empty_store": 2.6,
+    "test_new_user.py::test_publish_models_be_takes_the_quick_record_not_its_smoke_variants": 6.2,
+    # Uses the module's Ray cluster: alone it pays the cluster start (about 30 s).
+    "test_executors.py::test_a_gpu_request_on_a_cluster_without_gpus_is_one_line": 0.1,
 }
 
 
