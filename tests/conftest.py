@@ -143,6 +143,17 @@ SLOW_TESTS: dict[str, float] = {
     "test_unsupervised.py::test_train_on_self_trains_one_model_per_task": 39.7,
     "test_unsupervised.py::test_tsdae_alone_uses_the_replication_setup": 3.5,
     "test_unsupervised.py::test_tsdae_matches_sentence_transformers": 18.4,
+    # Measured in the fast lane itself (pytest -m "not slow" -n 2, same load).
+    "test_augmented_sbert.py::test_domain_transfer_into_unlabeled_sentences": 5.2,
+    "test_budgets.py::test_bf16_models_answer_a_run_without_set_and_an_explicit_fp32_retrains": 5.1,
+    "test_device.py::test_each_ray_task_sees_exactly_the_gpu_it_asked_for": 27.3,
+    "test_export.py::test_exported_ce_loads_as_a_cross_encoder_with_the_same_scores": 25.6,
+    "test_layout.py::test_every_builtin_plugin_loads_alone": 11.7,
+    "test_maxsim.py::test_batched_pairs_equal_the_definition_on_ragged_sets": 7.7,
+    "test_mteb.py::test_task_namespace_resolves_mteb_names": 6.5,
+    "test_twenty_newsgroups.py::test_probe_separates_informative_embeddings_and_encodes_each_input_once": 5.5,
+    "test_ukp_sentential.py::test_probe_and_training_data_from_the_corpus_files": 18.5,
+    "test_user_messages.py::test_a_batch_dependent_third_party_embedder_fails_instead_of_storing_scores": 4.8,
     # Uses the module's Ray cluster: alone it pays the cluster start (about 30 s).
     "test_executors.py::test_a_gpu_request_on_a_cluster_without_gpus_is_one_line": 0.1,
 }

@@ -3,6 +3,7 @@ listed or ``integration`` test carries the ``slow`` mark."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 from conftest import SLOW_TESTS, _slow_key
@@ -10,10 +11,11 @@ from conftest import SLOW_TESTS, _slow_key
 TESTS = Path(__file__).resolve().parent
 
 
-def _test_functions(path: Path) -> set[str]:
+@functools.lru_cache(maxsize=None)
+def _test_functions(path: Path) -> frozenset[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    return {node.name for node in ast.walk(tree)
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test")}
+    return frozenset(node.name for node in ast.walk(tree)
+                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"))
 
 
 def test_every_slow_entry_names_an_existing_test():
