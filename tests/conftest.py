@@ -154,6 +154,9 @@ SLOW_TESTS: dict[str, float] = {
     "test_twenty_newsgroups.py::test_probe_separates_informative_embeddings_and_encodes_each_input_once": 5.5,
     "test_ukp_sentential.py::test_probe_and_training_data_from_the_corpus_files": 18.5,
     "test_user_messages.py::test_a_batch_dependent_third_party_embedder_fails_instead_of_storing_scores": 4.8,
+    # Need the module's trained store (about 23 s to build) that the slow export tests share.
+    "test_export.py::test_export_without_a_checkpoint_says_how_to_train_it": 22.8,
+    "test_export.py::test_cbe_and_occupied_folders_are_refused_in_one_line": 0.5,
     # Uses the module's Ray cluster: alone it pays the cluster start (about 30 s).
     "test_executors.py::test_a_gpu_request_on_a_cluster_without_gpus_is_one_line": 0.1,
 }
