@@ -1,9 +1,10 @@
 # Two commands for a fresh machine:  `make run` (install + main job)  and  `make test` (install + tests).
+# While editing: `make test-fast` (the tests not marked slow, in parallel; under 2 minutes on 2 cores).
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: install run test leaderboard bench bench-executors clean
+.PHONY: install run test test-fast leaderboard bench bench-executors clean
 
 install: $(VENV)/.installed
 
@@ -23,9 +24,17 @@ $(VENV)/.installed: pyproject.toml scripts/install-torch.sh
 run: install
 	$(BIN)/harness run --models be,ce,cbe --tasks senteval,useb $$($(BIN)/python scripts/main-job-flags.py)
 
+# pytest-xdist (test extras) spreads the tests over the cores; each test file stays on one worker, so a file's
+# module fixtures (a Ray cluster, an installed example plugin) are built once. PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= auto
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
+
 test: install
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL)
+
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_PARALLEL)
 
 # The committed tables in leaderboards/ from the committed records in published/ (`harness publish` adds records;
 # your own tables: harness leaderboard --results results, written to results/leaderboards/).

@@ -18,25 +18,6 @@ MODELS = sorted(REGISTRY.models)
 OPTIONS = {"nugget": {"layer": 1}}
 
 
-@pytest.fixture(scope="module")
-def st_folders(tmp_path_factory, tiny_bert) -> dict[str, str]:
-    """Tiny sentence-transformers folders for the st and st-ce wrappers."""
-    from sentence_transformers import CrossEncoder, SentenceTransformer
-    from sentence_transformers.base.modules import Dense, Transformer
-    from sentence_transformers.sentence_transformer.modules import Pooling
-
-    torch.manual_seed(0)
-    embedder = tmp_path_factory.mktemp("device-st")
-    SentenceTransformer(modules=[Transformer(tiny_bert, max_seq_length=48), Pooling(32)], device="cpu") \
-        .save(str(embedder))
-    scorer = tmp_path_factory.mktemp("device-st-ce")
-    CrossEncoder(modules=[Transformer(tiny_bert, max_seq_length=48, transformer_task="feature-extraction"),
-                          Pooling(32, pooling_mode="cls"),
-                          Dense(32, 1, activation_function=torch.nn.Identity(), module_output_name="scores")],
-                 device="cpu").save(str(scorer))
-    return {"st": str(embedder), "st-ce": str(scorer)}
-
-
 def _backbone(name: str, tiny_bert: str, request) -> str:
     if name in ("st", "st-ce"):
         return request.getfixturevalue("st_folders")[name]
