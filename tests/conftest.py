@@ -56,6 +56,7 @@ SLOW_TESTS: dict[str, float] = {
     "test_cross_encoders.py::test_each_model_plugin_loads_when_allow_listed_alone": 5.6,
     "test_cross_encoders.py::test_pair_scorers_train_on_both_pair_orders": 6.7,
     "test_device_contract.py::test_every_model_keeps_its_tensors_on_its_device": 15.3,
+    "test_device_contract.py::test_every_recipe_keeps_its_tensors_on_its_device": 94.0,
     "test_device_contract.py::test_every_trainable_model_trains_under_cpu_autocast": 5.0,
     "test_distributed.py::test_harness_run_under_torchrun_trains_once_and_rank_0_writes": 39.5,
     "test_distributed.py::test_two_gloo_processes_train_like_one_at_the_same_global_batch": 52.0,
