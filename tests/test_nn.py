@@ -1,6 +1,7 @@
 """The shared model building blocks (harness.nn) on tiny random BERT- and RoBERTa-style transformers."""
 from __future__ import annotations
 
+import importlib
 import json
 from types import SimpleNamespace
 
@@ -59,16 +60,10 @@ def test_sequence_limits_take_the_smallest_limit(tmp_path):
     assert sequence_limits(str(tmp_path), SimpleNamespace(model_max_length=50), bert, 128).sentence == 50
 
 
-def test_deprecated_encoding_module_re_exports_the_blocks(tiny_bert):
-    import harness.encoding as encoding
-    import harness.nn as nn_blocks
-
-    assert encoding.SentenceEncoder is nn_blocks.SentenceEncoder and encoding.mean_pool is nn_blocks.mean_pool
-    tokenizer = load_tokenizer(tiny_bert)
-    config = load_transformer(tiny_bert).config
-    assert encoding.max_sequence_length(tiny_bert, tokenizer, config, 64) == sequence_limits(
-        tiny_bert, tokenizer, config, 64
-    ).sentence == 64
+def test_the_0_1_encoding_module_is_gone():
+    """harness.encoding (deprecated in 0.2) was removed in 0.3: the blocks are in harness.blocks / harness.nn."""
+    with pytest.raises(ModuleNotFoundError, match="harness.encoding"):
+        importlib.import_module("harness.encoding")
 
 
 # -- pooling and encoding ----------------------------------------------------------------------------------------------
