@@ -1,7 +1,6 @@
 """The shared model building blocks (harness.nn) on tiny random BERT- and RoBERTa-style transformers."""
 from __future__ import annotations
 
-import importlib
 import json
 from types import SimpleNamespace
 
@@ -58,12 +57,6 @@ def test_sequence_limits_take_the_smallest_limit(tmp_path):
     (tmp_path / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 100}))
     assert sequence_limits(str(tmp_path), tokenizer, bert, 128).sentence == 100
     assert sequence_limits(str(tmp_path), SimpleNamespace(model_max_length=50), bert, 128).sentence == 50
-
-
-def test_the_0_1_encoding_module_is_gone():
-    """harness.encoding (deprecated in 0.2) was removed in 0.3: the blocks are in harness.blocks / harness.nn."""
-    with pytest.raises(ModuleNotFoundError, match="harness.encoding"):
-        importlib.import_module("harness.encoding")
 
 
 # -- pooling and encoding ----------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -423,6 +424,24 @@ def setup_budget(setup: TrainingSetup, profile_name: str) -> dict[str, Any]:
     if "max_steps" in budget and "epochs" not in budget:
         budget["epochs"] = None
     return budget
+
+
+def budget_overrides(profile: Any, setup: TrainingSetup, examples: int) -> dict[str, Any]:
+    """Deprecated in harness 0.3, removed in 0.4 (0.2.0 shipped it undeprecated): declare the setup's budget as
+    ``ModelPlugin.budget_for`` (:func:`setup_budget`) and train with ``ctx.profile``, which then carries it below the
+    user's keys. This returns the setup's budget as it always did (batch_size, max_steps, epochs raised so that
+    max_steps is reached on ``examples``)."""
+    import warnings
+
+    warnings.warn("harness.nn.objectives.budget_overrides is deprecated: declare ModelPlugin.budget_for "
+                  "(setup_budget) and read ctx.profile", DeprecationWarning, stacklevel=2)
+    budget = dict(setup.budgets.get(profile.name, {}))
+    batch_size = int(budget.get("batch_size", profile.batch_size))
+    max_steps = budget.get("max_steps", profile.max_steps)
+    epochs = int(budget.get("epochs", profile.epochs or 1))
+    if max_steps is not None and "max_steps" in budget:
+        epochs = max(epochs, math.ceil(int(max_steps) * batch_size / max(1, examples)))
+    return {"batch_size": batch_size, "max_steps": max_steps, "epochs": epochs}
 
 
 def objective_budget(objective: Objective) -> Callable[[Mapping[str, Any], str], dict]:
