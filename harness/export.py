@@ -188,13 +188,14 @@ def model_card(spec_record: dict, seed: int, exported_format: str, scores: list[
 def export_model(registry: Any, request: ExportRequest) -> ExportReport:
     """Build the requested model from its stored checkpoint and export it into ``request.to`` (with README.md)."""
     from . import __version__
+    from .checkpoints import trained_checkpoint_problem
     from .device import resolve_device
     from .matrix import ModelEntry
     from .profiles import get_profile
     from .run.config import RunConfig
     from .run.models import Models
     from .spec import resolve_model_spec
-    from .store import Store, trained_checkpoint_problem
+    from .store import Store
 
     target = Path(request.to).expanduser()
     _check_target(target)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import re
-import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Protocol
@@ -137,12 +136,6 @@ class ModelContext:
 
         return None if self.cache_dir is None else ArtifactCache(self.cache_dir)
 
-    @property
-    def work_dir(self) -> Path | None:
-        """Deprecated spelling of ``artifact_dir`` (harness 0.1)."""
-        warnings.warn("ModelContext.work_dir is deprecated; use ModelContext.artifact_dir", DeprecationWarning, 2)
-        return self.artifact_dir
-
 
 @dataclass
 class RecipeContext(ModelContext):
@@ -267,7 +260,6 @@ class TaskMetadata:
     dataset_source: str  # where the data comes from
     license: str
     version: str = "1"  # bump when the task's numbers change: stored results of other versions are recomputed
-    eval_splits: tuple[str, ...] | None = None  # deprecated (harness 0.1), unused
     requires: tuple[str, ...] = ("pair_scorer",)  # the capabilities the task evaluates through
     training_kinds: tuple[str, ...] = ()  # training data it can offer (for --train-on)
     details: Mapping[str, Any] = field(default_factory=dict)  # task-specific facts recorded with every result
@@ -280,12 +272,9 @@ class TaskMetadata:
                 raise PluginContractError(f"task {self.name!r}: metadata field {key!r} is empty")
         _check_known(f"task {self.name!r}", "capability", tuple(self.requires), CAPABILITIES)
         _check_known(f"task {self.name!r}", "training kind", tuple(self.training_kinds), TRAINING_KINDS)
-        if self.eval_splits is not None:
-            warnings.warn("TaskMetadata.eval_splits is unused and deprecated; drop it", DeprecationWarning, 3)
 
     def as_record(self) -> dict:
         record = asdict(self)
-        record.pop("eval_splits", None)
         if not record["details"]:
             record.pop("details")
         return record
@@ -419,19 +408,6 @@ class TaskPlugin:
         return cls(metadata, task_class, dict(getattr(task_class, "options", {}) or {}),
                    tuple(getattr(task_class, "aliases", ()) or aliases),
                    tuple(getattr(task_class, "default_source_for", ()) or ()))
-
-
-def task_factory(cls: type[Task], metadata: TaskMetadata) -> Callable[..., Task]:
-    """Deprecated (harness 0.1): use ``cls.variant(metadata)`` and register the class."""
-    warnings.warn("harness task_factory(cls, metadata) is deprecated; register cls.variant(metadata) instead",
-                  DeprecationWarning, 2)
-
-    def build(options: Mapping[str, Any], data_dir: Path | None) -> Task:
-        task = cls(options, data_dir)
-        task.metadata = metadata  # type: ignore[misc]
-        return task
-
-    return build
 
 
 @dataclass

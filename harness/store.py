@@ -25,37 +25,25 @@ import logging
 from pathlib import Path
 from typing import Iterator
 
-from .checkpoints import (
-    build_checkpoint,
-    check_checkpoint_target,
-    checkpoint_problem,
-    trained_checkpoint_problem,
-)
 from .files import (
     StoreError,
     UnsafeFileError,
     atomic_write_bytes,
-    atomic_write_json,
     atomic_write_text,
     check_writable_dir,
     is_inside,
     read_store_bytes,
     remove_stale_temporaries,
-    temporary_prefix,
 )
 from .locks import LOCKS, StoreLock, check_locking, checkpoint_lock
-from .run.record import MAX_SEED, CellRecord, InvalidRecordError, record_file_name, reuse_problem, runtime_of
+from .run.record import CellRecord, InvalidRecordError, record_file_name, runtime_of
 
 logger = logging.getLogger(__name__)
 
-# Kept importable from here for the modules that still do (the record, file and checkpoint functions now live in
-# harness.run.record, harness.files and harness.checkpoints).
-__all__ = [
-    "Store", "StoreError", "InvalidRecordError", "CellRecord", "read_cell_record", "read_record", "read_examples",
-    "examples_path",
-    "MAX_SEED", "reuse_problem", "atomic_write_json", "atomic_write_text", "check_writable_dir", "temporary_prefix",
-    "build_checkpoint", "check_checkpoint_target", "checkpoint_problem", "trained_checkpoint_problem",
-]
+# The store's own names; the record, file and checkpoint functions are imported from their modules
+# (harness.run.record, harness.files, harness.checkpoints).
+__all__ = ["Store", "read_cell_record", "read_record", "read_examples", "examples_path", "store_root_of",
+           "NON_RECORD_FOLDERS", "SIDE_FILE_PROBLEM", "REPAIR_ADVICE"]
 
 CHECKPOINTS = "checkpoints"
 ARTIFACTS = "artifacts"

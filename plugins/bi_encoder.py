@@ -8,7 +8,6 @@ Its role as a recipe's student, span inputs (``span_input``) and every deviation
 from __future__ import annotations
 
 import logging
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -84,11 +83,6 @@ class BiEncoder(CheckpointedModule):
 
         objective = CosineRegression(self.encoder)
         return fit_scored_pairs(self, objective, collate, train, dev, ctx, self.learning_rate, description)
-
-    def fit_pairs(self, train, dev, ctx, description: str = "training be") -> TrainReport:
-        """Deprecated (harness 0.1): use ``fit_scored_pairs``."""
-        warnings.warn("BiEncoder.fit_pairs is deprecated; use fit_scored_pairs", DeprecationWarning, stacklevel=2)
-        return self.fit_scored_pairs(train, dev, ctx, description)
 
     # -- checkpoint: the encoder's weights and its pooling and token limit (harness.CheckpointedModule) -----------
     def checkpoint_module(self):

@@ -32,7 +32,6 @@ from harness.blocks import (
     mean_pool,
     score_in_length_sorted_batches,
     sequence_limits,
-    truncate_longest_first,
     with_both_orders,
 )
 
@@ -40,11 +39,10 @@ logger = logging.getLogger(__name__)
 
 SEGMENT_POOLING = ("boundaries", "content")
 PAIR_ORDERS = ("both", "given")
-# FIRST, SECOND (segment labels, now FIRST_SEGMENT and SECOND_SEGMENT) and truncate_longest_first are re-exported
-# for code written against harness 0.1.
+# FIRST and SECOND, the old names of FIRST_SEGMENT and SECOND_SEGMENT, keep working until harness 0.4 (CHANGELOG.md,
+# "Unreleased", "Deprecated").
 FIRST, SECOND = FIRST_SEGMENT, SECOND_SEGMENT
-__all__ = ["CrossBiEncoder", "CrossBiEncoderNetwork", "FIRST", "SECOND", "SEGMENT_POOLING", "segment_masks",
-           "truncate_longest_first"]
+__all__ = ["CrossBiEncoder", "CrossBiEncoderNetwork", "FIRST", "SECOND", "SEGMENT_POOLING", "segment_masks"]
 
 
 def segment_masks(segments: torch.Tensor, segment_pooling: str) -> tuple[torch.Tensor, torch.Tensor]:

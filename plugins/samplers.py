@@ -29,11 +29,9 @@ from harness.blocks import (
 
 logger = logging.getLogger(__name__)
 
-# SamplingInput, PairSampler, distinct_new_pairs and Pair (now IndexPair) are re-exported for code written against
-# harness 0.1.
+# Pair, the old name of IndexPair, keeps working until harness 0.4 (CHANGELOG.md, "Unreleased", "Deprecated").
 Pair = IndexPair
-__all__ = ["BUILT_IN", "GaussianKde", "Pair", "PairSampler", "SamplingInput", "distinct_new_pairs",
-           "iterative_kde_selection", "kde_sampling_probabilities"]
+__all__ = ["BUILT_IN", "GaussianKde", "Pair", "iterative_kde_selection", "kde_sampling_probabilities"]
 
 # Bandwidth floor for a KDE whose points all have the same score (scores live in [-1, 1]).
 MIN_BANDWIDTH = 1e-3

@@ -18,8 +18,10 @@ import pytest
 
 import harness
 from conftest import REPO
+from harness.checkpoints import build_checkpoint, checkpoint_problem
+from harness.files import temporary_prefix
 from harness.locks import LockingUnsupportedError, LockTimeoutError, StoreLock, check_locking
-from harness.store import Store, build_checkpoint, checkpoint_problem, read_record, temporary_prefix
+from harness.store import Store, read_record
 
 HOLD_LOCK = textwrap.dedent("""
     import sys, time
@@ -111,7 +113,7 @@ def test_a_filesystem_without_locks_is_refused_in_one_line(tmp_path, monkeypatch
 BUILD_AND_CHECK = textwrap.dedent("""
     import json, os, sys, time
     from pathlib import Path
-    from harness.store import build_checkpoint
+    from harness.checkpoints import build_checkpoint
     target, seconds = Path(sys.argv[1]), float(sys.argv[2])
     built = errors = 0
     end = time.monotonic() + seconds

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from harness import InvalidOptionError, ScoredPairs, TrainingSplits
-from harness.blocks import FIRST_SEGMENT, SECOND_SEGMENT
+from harness.blocks import FIRST_SEGMENT, SECOND_SEGMENT, truncate_longest_first
 from harness.plugin_api import ModelContext
-from harness.plugins.cross_bi_encoder import segment_masks, truncate_longest_first
+from harness.plugins.cross_bi_encoder import segment_masks
 from harness.profiles import get_profile
 
 SENTENCE_A = "a man is playing a guitar ."

@@ -59,18 +59,6 @@ def test_sequence_limits_take_the_smallest_limit(tmp_path):
     assert sequence_limits(str(tmp_path), SimpleNamespace(model_max_length=50), bert, 128).sentence == 50
 
 
-def test_deprecated_encoding_module_re_exports_the_blocks(tiny_bert):
-    import harness.encoding as encoding
-    import harness.nn as nn_blocks
-
-    assert encoding.SentenceEncoder is nn_blocks.SentenceEncoder and encoding.mean_pool is nn_blocks.mean_pool
-    tokenizer = load_tokenizer(tiny_bert)
-    config = load_transformer(tiny_bert).config
-    assert encoding.max_sequence_length(tiny_bert, tokenizer, config, 64) == sequence_limits(
-        tiny_bert, tokenizer, config, 64
-    ).sentence == 64
-
-
 # -- pooling and encoding ----------------------------------------------------------------------------------------------
 def test_mean_pooling_ignores_padding_and_cls_takes_the_first_token():
     hidden = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4)

@@ -183,6 +183,23 @@ def test_task_class_registration_resolves_options():
     assert variant.metadata.name == "toy-two" and issubclass(variant, Toy)
 
 
+def test_the_spellings_deprecated_in_0_1_and_0_2_are_gone():
+    """Removed in 0.3 after a release of deprecation (CHANGELOG.md, "Removed"): each fails with one clear error."""
+    import harness.plugin_api as plugin_api
+    import harness.plugins.bi_encoder as bi_encoder
+    import harness.plugins.cross_bi_encoder as cross_bi_encoder
+
+    with pytest.raises(TypeError, match="eval_splits"):
+        harness.TaskMetadata(name="x", family="f", description="d", main_score="s", metric="m", reference="r",
+                             dataset="d", dataset_source="s", license="l", eval_splits=("test",))
+    assert not hasattr(harness.ModelContext, "work_dir") and not hasattr(bi_encoder.BiEncoder, "fit_pairs")
+    for module, name in ((plugin_api, "task_factory"), (cross_bi_encoder, "truncate_longest_first")):
+        with pytest.raises(AttributeError, match=name):
+            getattr(module, name)
+    with pytest.raises(ModuleNotFoundError, match="harness.encoding"):
+        __import__("harness.encoding")
+
+
 def test_allow_list_accepts_a_distribution_name(monkeypatch):
     monkeypatch.setenv("HARNESS_PLUGINS", "sentence-harness")
     registry = build_registry()

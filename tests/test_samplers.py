@@ -5,13 +5,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from harness.plugins.samplers import (
-    BUILT_IN,
-    GaussianKde,
-    SamplingInput,
-    iterative_kde_selection,
-    kde_sampling_probabilities,
-)
+from harness.blocks import SamplingInput
+from harness.plugins.samplers import BUILT_IN, GaussianKde, iterative_kde_selection, kde_sampling_probabilities
 
 # Four topics of three sentences each; sentences of a topic share their content words.
 CLUSTERS = [

@@ -18,8 +18,8 @@ import logging
 from pathlib import Path
 from typing import Mapping
 
-from ..files import prepare_output_dir
-from ..store import Store, atomic_write_text
+from ..files import atomic_write_text, prepare_output_dir
+from ..store import Store
 from .formats import BUILTIN_FORMATS, LEADERBOARD_FORMAT, LeaderboardFormat, LeaderboardRenderer
 from .html import render_html
 from .stats import attach_statistics

@@ -19,8 +19,8 @@ from typing import Any, Mapping
 
 from ..errors import DataFileError, data_error
 from ..evaluation.significance import MIN_TRAINED_SEEDS, TOO_FEW_SEEDS, UnitComparison
-from ..files import prepare_output_dir
-from ..store import Store, atomic_write_text
+from ..files import atomic_write_text, prepare_output_dir
+from ..store import Store
 from .formats import BUILTIN_FORMATS, LeaderboardRenderer, matrix_renderers
 from .matrix_board import build_board
 from .verdicts import (
@@ -259,8 +259,6 @@ def render_reproduction(matrix_paths: list[Path], store: Any, registry: Any) -> 
 
 
 def write_reproduction(path: Path, matrix_dir: Path, store: Any, registry: Any) -> Path:
-    from ..store import atomic_write_text
-
     matrix_paths = sorted(Path(matrix_dir).glob("*.yaml"))
     if not matrix_paths:
         raise DataFileError(f"no matrix files (*.yaml) in {matrix_dir}; pass --matrix-dir with the matrices folder.")

@@ -43,7 +43,8 @@ from ..evaluation.significance import (
     from_replicates,
     units_from,
 )
-from ..store import REPAIR_ADVICE, SIDE_FILE_PROBLEM, InvalidRecordError, examples_path, read_examples, read_record
+from ..run.record import InvalidRecordError
+from ..store import REPAIR_ADVICE, SIDE_FILE_PROBLEM, examples_path, read_examples, read_record
 
 logger = logging.getLogger(__name__)
 

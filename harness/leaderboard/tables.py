@@ -18,8 +18,9 @@ from typing import Any, Callable
 
 from ..baseline import Baseline
 from ..contamination import NORMALISATION, percent, seen_shares
+from ..files import StoreError
 from ..run.record import DEFAULT_RUNTIME, RUNTIME_SEPARATOR, runtime_of, split_record_stem
-from ..store import Store, StoreError
+from ..store import Store
 from .stats import decorate
 
 logger = logging.getLogger(__name__)

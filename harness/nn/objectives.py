@@ -427,9 +427,10 @@ def setup_budget(setup: TrainingSetup, profile_name: str) -> dict[str, Any]:
 
 
 def budget_overrides(profile: Any, setup: TrainingSetup, examples: int) -> dict[str, Any]:
-    """Deprecated (harness 0.2): declare the setup's budget as ``ModelPlugin.budget_for`` (:func:`setup_budget`) and
-    train with ``ctx.profile``, which then carries it below the user's keys. This returns the setup's budget as it
-    always did (batch_size, max_steps, epochs raised so that max_steps is reached on ``examples``)."""
+    """Deprecated in harness 0.3, removed in 0.4 (0.2.0 shipped it undeprecated): declare the setup's budget as
+    ``ModelPlugin.budget_for`` (:func:`setup_budget`) and train with ``ctx.profile``, which then carries it below the
+    user's keys. This returns the setup's budget as it always did (batch_size, max_steps, epochs raised so that
+    max_steps is reached on ``examples``)."""
     import warnings
 
     warnings.warn("harness.nn.objectives.budget_overrides is deprecated: declare ModelPlugin.budget_for "

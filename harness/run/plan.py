@@ -1,8 +1,8 @@
 """A run's plan: its config resolved into model specs x seeds x tasks, every check that needs no computing done
 (names, options, seeds, capabilities, training sources and budgets, that the store is writable, every task's data
 and every training source), and each cell's status fixed (harness.run.cell): ``cached`` (a valid record of this run
-answers it, see ``harness.store.reuse_problem``), ``missing`` or ``failed`` (its data or training data is missing or
-malformed: it is stored so, the rest of the matrix still runs) or ``pending`` (to compute). The planner reads data
+answers it, see ``harness.run.record.reuse_problem``), ``missing`` or ``failed`` (its data or training data is missing
+or malformed: it is stored so, the rest of the matrix still runs) or ``pending`` (to compute). The planner reads data
 only through a :class:`DataChecker` and takes the device its caller chose (the executor's, harness.executors). The
 plan is frozen: what runs it (harness.run.driver, an executor) reads it and never changes it.
 """
