@@ -23,7 +23,8 @@ def main() -> None:
     import transformers
     from sentence_transformers import SentenceTransformer
 
-    texts = json.loads(open(texts_path, encoding="utf-8").read())
+    with open(texts_path, encoding="utf-8") as stream:
+        texts = json.load(stream)
     model = SentenceTransformer(model_path, backend="onnx", device="cpu")
     model.max_seq_length = int(max_length)
 

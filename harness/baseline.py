@@ -19,6 +19,6 @@ class Baseline:
     why: str = ""
 
     @classmethod
-    def from_details(cls, details: dict) -> "Baseline | None":
+    def from_details(cls, details: dict) -> Baseline | None:
         entry = details.get("leaderboard_baseline")
         return None if not entry else cls(str(entry["model"]), str(entry["column"]), str(entry.get("why", "")))

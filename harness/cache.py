@@ -17,8 +17,9 @@ import json
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .files import atomic_write_json, cached_bytes, temporary_prefix
 from .fingerprint import stable_hash

@@ -12,8 +12,9 @@ that let most models run on most tasks (``as_embedder``, ``as_pair_scorer``) are
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -153,7 +154,7 @@ class VectorSets(list):
     lengths: np.ndarray
 
     @classmethod
-    def from_stacked(cls, stacked: np.ndarray, lengths: Sequence[int]) -> "VectorSets":
+    def from_stacked(cls, stacked: np.ndarray, lengths: Sequence[int]) -> VectorSets:
         lengths = np.asarray(lengths, dtype=np.int64)
         if stacked.ndim != 2 or int(lengths.sum()) != len(stacked) or (lengths < 0).any():
             raise ValueError(f"lengths {lengths[:5].tolist()}... (sum {int(lengths.sum())}) do not split a "

@@ -15,8 +15,9 @@ the harness and is not measured.
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from .options import Option
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -42,7 +42,7 @@ class ScoredPairs:
     def __len__(self) -> int:
         return len(self.scores)
 
-    def subset(self, indices: Sequence[int]) -> "ScoredPairs":
+    def subset(self, indices: Sequence[int]) -> ScoredPairs:
         return ScoredPairs(
             [self.first[i] for i in indices], [self.second[i] for i in indices], self.scores[list(indices)]
         )
@@ -62,7 +62,7 @@ class UnlabeledSentences:
     def __len__(self) -> int:
         return len(self.sentences)
 
-    def subset(self, indices: Sequence[int]) -> "UnlabeledSentences":
+    def subset(self, indices: Sequence[int]) -> UnlabeledSentences:
         return UnlabeledSentences([self.sentences[i] for i in indices])
 
 
@@ -77,7 +77,7 @@ class LabeledSentences:
     def __len__(self) -> int:
         return len(self.sentences)
 
-    def subset(self, indices: Sequence[int]) -> "LabeledSentences":
+    def subset(self, indices: Sequence[int]) -> LabeledSentences:
         return LabeledSentences([self.sentences[i] for i in indices], [self.labels[i] for i in indices])
 
 

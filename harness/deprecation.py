@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 # The minor version in which the names deprecated by the next release disappear.
 REMOVAL_VERSION = "0.4"

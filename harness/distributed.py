@@ -18,8 +18,8 @@ import contextlib
 import contextvars
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import torch
 

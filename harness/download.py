@@ -36,10 +36,10 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
-from typing import Callable, Sequence
 
 from .errors import HarnessError
 from .files import sha256_file
@@ -75,7 +75,9 @@ class Archive:
 
 
 def _log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    """A download's progress line, on stderr beside the progress bars (the CLI's INFO lines go to stdout, which a
+    script reading `harness data` output keeps clean)."""
+    print(message, file=sys.stderr, flush=True)  # noqa: T201
 
 
 def _opener(read_timeout: float) -> urllib.request.OpenerDirector:

@@ -31,8 +31,9 @@ import socket
 import stat
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .errors import HarnessError
 

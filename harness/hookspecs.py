@@ -7,7 +7,8 @@ with the close match named, instead of being ignored.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Union
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pluggy
 
@@ -19,26 +20,26 @@ hookimpl = pluggy.HookimplMarker("harness")  # marks a plugin's hook implementat
 
 
 @hookspec
-def register_models(register: Callable[["ModelPlugin"], None]) -> None:  # pragma: no cover - specification only
+def register_models(register: Callable[[ModelPlugin], None]) -> None:  # pragma: no cover - specification only
     """Register model plugins: ``register(harness.ModelPlugin(...))``."""
 
 
 @hookspec
 def register_tasks(
-    register: Callable[[Union["TaskPlugin", type["Task"]]], None],
+    register: Callable[[TaskPlugin | type[Task]], None],
 ) -> None:  # pragma: no cover - specification only
     """Register tasks: ``register(MyTask)`` for a :class:`harness.Task` subclass carrying ``metadata`` and
     ``options``, or ``register(harness.TaskPlugin(metadata, factory, options))``."""
 
 
 @hookspec
-def register_recipes(register: Callable[["RecipePlugin"], None]) -> None:  # pragma: no cover - specification only
+def register_recipes(register: Callable[[RecipePlugin], None]) -> None:  # pragma: no cover - specification only
     """Register training recipes applied to a student model: ``register(harness.RecipePlugin(...))``."""
 
 
 @hookspec
 def register_components(
-    register: Callable[[Union["Component", "ComponentKind"]], None],
+    register: Callable[[Component | ComponentKind], None],
 ) -> None:  # pragma: no cover - specification only
     """Register named components other plugins look up by kind, such as silver-pair samplers, backbones, plots or
     datasets: ``register(harness.Component(kind="sampler", name="bm25", obj=..., description=...))``. A plugin that

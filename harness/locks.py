@@ -31,10 +31,10 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Callable
 
 from .errors import HarnessError
 from .files import open_store_file, read_store_text

@@ -152,12 +152,12 @@ def _model_entry(path: Path, position: int, item: object, shared_budget: dict) -
     wrong."""
     if isinstance(item, str) and item.strip():
         return ModelEntry(item, budget=dict(shared_budget), own_budget_keys=())
-    elif isinstance(item, dict) and isinstance(item.get("model"), str) and set(item) - MODEL_KEYS:
+    if isinstance(item, dict) and isinstance(item.get("model"), str) and set(item) - MODEL_KEYS:
         typos = "; ".join(f"{key!r}.{close_matches_hint(str(key), MODEL_KEYS)}"
                           for key in sorted(set(item) - MODEL_KEYS, key=str))
         raise data_error(path, None, f"models entry {position} ({item['model']}): unknown key {typos} Keys: "
                                      f"{', '.join(sorted(MODEL_KEYS))}.")
-    elif isinstance(item, dict) and isinstance(item.get("model"), str):
+    if isinstance(item, dict) and isinstance(item.get("model"), str):
         for key in ("train_on", "backbone"):
             if item.get(key) is not None and not isinstance(item[key], str):
                 raise data_error(path, None, f"models entry {position}: {key} must be a text such as "
@@ -170,9 +170,8 @@ def _model_entry(path: Path, position: int, item: object, shared_budget: dict) -
             raise data_error(path, None, str(exc)) from None
         return ModelEntry(item["model"], item.get("train_on"), item.get("backbone"),
                           {**shared_budget, **own_budget}, own_budget_keys=tuple(own_budget))
-    else:
-        raise data_error(
-            path, None, f"models entry {position} ({item!r}) must be a spec string or a mapping with keys "
-            f"{sorted(MODEL_KEYS)} ('model' required, a text; the budget keys {', '.join(BUDGET_KEYS)} set this "
-            "entry's training budget)."
-        )
+    raise data_error(
+        path, None, f"models entry {position} ({item!r}) must be a spec string or a mapping with keys "
+        f"{sorted(MODEL_KEYS)} ('model' required, a text; the budget keys {', '.join(BUDGET_KEYS)} set this "
+        "entry's training budget)."
+    )

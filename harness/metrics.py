@@ -6,7 +6,7 @@ the message), never a made-up 0: a broken model or a broken data file must not l
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from scipy import stats

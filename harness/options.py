@@ -3,8 +3,9 @@ harness.spec_grammar, the values are checked here)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from .errors import InvalidOptionError, close_matches_hint, invalid_choice
 from .spec_grammar import parse_spec_text  # noqa: F401  (the grammar's home is spec_grammar; kept importable here)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from .capabilities import CAPABILITIES
 from .data import SCORED_PAIRS, TRAINING_KINDS, TrainingSplits
@@ -343,7 +344,7 @@ class Task:
         return metadata.name if metadata is not None else cls.__name__
 
     @classmethod
-    def variant(cls, metadata: TaskMetadata, **class_attributes: Any) -> type["Task"]:
+    def variant(cls, metadata: TaskMetadata, **class_attributes: Any) -> type[Task]:
         """A subclass that differs only in metadata (and the given class attributes), e.g. one STS year."""
         name = "".join(part.capitalize() for part in re.split(r"[^a-z0-9]+", metadata.name)) or "Variant"
         return type(name, (cls,), {"metadata": metadata, **class_attributes, "__module__": cls.__module__})
@@ -399,7 +400,7 @@ class TaskPlugin:
         return self.metadata.name
 
     @classmethod
-    def from_class(cls, task_class: type[Task], aliases: tuple[str, ...] = ()) -> "TaskPlugin":
+    def from_class(cls, task_class: type[Task], aliases: tuple[str, ...] = ()) -> TaskPlugin:
         metadata = getattr(task_class, "metadata", None)
         if not isinstance(metadata, TaskMetadata):
             raise PluginContractError(

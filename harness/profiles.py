@@ -10,8 +10,9 @@ stored result (except ``precision``, :data:`UNHASHED_BUDGET_KEYS`). Evaluation b
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .errors import InvalidOptionError, invalid_choice
 
@@ -47,7 +48,7 @@ class Profile:
             del record["precision"]
         return record
 
-    def with_budget(self, budget: Mapping[str, Any]) -> "Profile":
+    def with_budget(self, budget: Mapping[str, Any]) -> Profile:
         """This profile with a resolved budget (:func:`resolve_budget`) applied to its training fields."""
         return replace(self, **dict(budget)) if budget else self
 

@@ -10,8 +10,8 @@ Deviations: none (the official format also carries each proposition's text, whic
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from .data import PROPOSITION_PAIRS
 
@@ -47,7 +47,7 @@ class PropositionPairs:
     def __len__(self) -> int:
         return len(self.pairs)
 
-    def subset(self, indices: Sequence[int]) -> "PropositionPairs":
+    def subset(self, indices: Sequence[int]) -> PropositionPairs:
         return PropositionPairs([self.pairs[i] for i in indices])
 
     def sentences(self) -> list[str]:

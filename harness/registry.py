@@ -20,9 +20,10 @@ import logging
 import os
 import traceback
 import typing
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import pluggy
 
@@ -500,14 +501,14 @@ def _add(registry: Registry, item: Any, package: str) -> None:
         claim(kind, name)
     if isinstance(item, ModelPlugin):
         registry.models[item.name] = item
-        registry.model_aliases.update({alias: item.name for alias in item.aliases})
+        registry.model_aliases.update(dict.fromkeys(item.aliases, item.name))
     elif isinstance(item, RecipePlugin):
         registry.recipes[item.name] = item
-        registry.recipe_aliases.update({alias: item.name for alias in item.aliases})
+        registry.recipe_aliases.update(dict.fromkeys(item.aliases, item.name))
         registry.origin[("recipe", item.name)] = package
     elif isinstance(item, TaskPlugin):
         registry.tasks[item.name] = item
-        registry.task_aliases.update({alias: item.name for alias in item.aliases})
+        registry.task_aliases.update(dict.fromkeys(item.aliases, item.name))
     elif isinstance(item, Component):
         registry.components[(item.kind, item.name)] = item
     elif isinstance(item, ComponentKind):

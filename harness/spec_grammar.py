@@ -12,7 +12,7 @@ grammar and its error messages live here only.
 """
 from __future__ import annotations
 
-from typing import Container
+from collections.abc import Container
 
 from .errors import InvalidOptionError
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from .files import (
     StoreError,

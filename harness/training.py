@@ -22,8 +22,9 @@ from __future__ import annotations
 import copy
 import math
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import torch
 from torch import nn
@@ -321,17 +322,17 @@ def to_device(value: Any, device: torch.device) -> Any:
 
 def config_from_profile(profile, seed: int, device: str, progress: bool = True, **overrides) -> TrainConfig:
     """The profile's budgets; a method's own hyperparameters (lr, schedule) come in ``overrides``."""
-    values = dict(
-        epochs=profile.epochs,
-        batch_size=profile.batch_size,
-        max_steps=profile.max_steps,
+    values = {
+        "epochs": profile.epochs,
+        "batch_size": profile.batch_size,
+        "max_steps": profile.max_steps,
         # A per-spec budget (profile per-method budget, matrix entry or --set) may fix the learning rate too; a
         # method's own lr in ``overrides`` gives way to it.
-        seed=seed,
-        device=device,
-        progress=progress,
-        precision=getattr(profile, "precision", "auto"),
-    )
+        "seed": seed,
+        "device": device,
+        "progress": progress,
+        "precision": getattr(profile, "precision", "auto"),
+    }
     values.update({k: v for k, v in overrides.items() if v is not None})
     if getattr(profile, "learning_rate", None) is not None:
         values["learning_rate"] = profile.learning_rate

@@ -8,8 +8,8 @@ docs/fidelity.md, section "Cross-Bi-Encoder" and its ``cbe`` table rows.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import torch

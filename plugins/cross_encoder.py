@@ -9,8 +9,8 @@ rows.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -148,7 +148,7 @@ class CrossEncoder(CheckpointedModule):
         if not pairs:
             return np.zeros(0, dtype=np.float32)
         encoded = self.tokenize_pairs([a for a, _ in pairs], [b for _, b in pairs], padding=False)
-        features = [{key: encoded[key][i] for key in encoded.keys()} for i in range(len(pairs))]
+        features = [{key: encoded[key][i] for key in encoded} for i in range(len(pairs))]
         was_training = self.network.training
         self.network.eval()
         try:

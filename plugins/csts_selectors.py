@@ -10,7 +10,8 @@ from __future__ import annotations
 import difflib
 import logging
 import re
-from typing import Any, Callable, Protocol, Sequence, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 

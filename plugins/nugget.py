@@ -14,9 +14,10 @@ from __future__ import annotations
 import contextvars
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -243,7 +244,7 @@ class NuggetEncoder(nn.Module):
         if not distinct:
             return []
         encoded = self.tokenizer(distinct, truncation=True, max_length=self.max_length, padding=False)
-        features = [{key: encoded[key][i] for key in encoded.keys()} for i in range(len(distinct))]
+        features = [{key: encoded[key][i] for key in encoded} for i in range(len(distinct))]
         device = next(self.parameters()).device
         counts = nugget_counts(torch.tensor([len(f["input_ids"]) for f in features]), self.ratio).numpy()
         offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])

@@ -12,8 +12,9 @@ import logging
 import random
 import re
 import string
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import torch
 from torch import nn

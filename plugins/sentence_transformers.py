@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 

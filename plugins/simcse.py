@@ -7,7 +7,8 @@ deviation: docs/fidelity.md, section "SimCSE" and its ``simcse`` table rows.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 from torch import nn

@@ -92,9 +92,10 @@ SOURCE = "BWS_corpus.csv from TamaraAtanasoska/AMRArgumentSimilarity (see tasks/
 REFERENCE = "Thakur et al. 2021 (Augmented SBERT), NAACL; thesis 3.5, table 5.1"
 # Version 2: topics numbered as in thesis table 3.7 (version 1 used the alphabetical order); in-topic sizes of the
 # thesis code by default; the topic probe's thesis-code variant.
-COMMON_METADATA = dict(
-    family=FAMILY, reference=REFERENCE, dataset=DATASET, dataset_source=SOURCE, license=LICENSE, version="2"
-)
+COMMON_METADATA = {
+    "family": FAMILY, "reference": REFERENCE, "dataset": DATASET, "dataset_source": SOURCE, "license": LICENSE,
+    "version": "2",
+}
 TOPIC_DETAILS = {"topics": {number: topic for topic, number in TOPIC_NUMBERS.items()}}
 SPLIT_SEED_OPTION = Option(0, "seed of the per-topic random split", type=int)
 SIZES_OPTION = Option("thesis-code", "in-topic pairs per topic: 266/53/106 (thesis code; 2125/425/850) or 309/60/56 "
@@ -119,7 +120,7 @@ class ArgumentPairs:
     def __len__(self) -> int:
         return len(self.gold)
 
-    def subset(self, indices) -> "ArgumentPairs":
+    def subset(self, indices) -> ArgumentPairs:
         indices = list(indices)
         return ArgumentPairs(
             [self.topics[i] for i in indices],

@@ -65,7 +65,7 @@ class ConditionalPairs:
     def __len__(self) -> int:
         return len(self.first)
 
-    def subset(self, indices: list[int]) -> "ConditionalPairs":
+    def subset(self, indices: list[int]) -> ConditionalPairs:
         return ConditionalPairs([self.first[i] for i in indices], [self.second[i] for i in indices],
                                 [self.conditions[i] for i in indices],
                                 None if self.labels is None else self.labels[indices])

@@ -186,7 +186,7 @@ class UKPSententialTopics(Task):
         content = hashlib.sha256()
         for name, split in (("train", train), ("dev", dev)):
             for sentence, label in zip(split.sentences, split.labels):
-                content.update(f"{name}\t{label}\t{sentence}\x00".encode("utf-8"))
+                content.update(f"{name}\t{label}\t{sentence}\x00".encode())
         checksum = f"{files_checksum(self.paths())}:{content.hexdigest()[:16]}"
         if kind == UNLABELED_SENTENCES:
             return TrainingSplits(self.metadata.name, UnlabeledSentences(list(train.sentences)), checksum=checksum)

@@ -62,7 +62,7 @@ class ConstantEmbedder:
 def test_bundled_corpus_has_3400_pairs_in_8_topics():
     rows = _rows()
     assert len(rows) == 3400
-    assert Counter(row["topic"] for row in rows) == {topic: 425 for topic in TOPICS}
+    assert Counter(row["topic"] for row in rows) == dict.fromkeys(TOPICS, 425)
     assert (DATA_ROOT / "bws" / "SOURCE.md").is_file()
 
 
@@ -99,14 +99,14 @@ def test_in_topic_split_has_equal_shares_per_topic_and_is_seeded(registry):
     splits = task.split_pairs()
     assert {name: len(split) for name, split in splits.items()} == {"train": 2125, "dev": 425, "test": 850}
     # Default: the thesis code's load_bws_in_topic counts per topic.
-    assert Counter(splits["train"].topics) == {**{t: 266 for t in TOPICS[:5]}, **{t: 265 for t in TOPICS[5:]}}
-    assert Counter(splits["dev"].topics) == {**{t: 53 for t in TOPICS}, "Death penalty": 54}
-    assert Counter(splits["test"].topics) == {**{t: 106 for t in TOPICS[:6]}, "Gun control": 107,
+    assert Counter(splits["train"].topics) == {**dict.fromkeys(TOPICS[:5], 266), **dict.fromkeys(TOPICS[5:], 265)}
+    assert Counter(splits["dev"].topics) == {**dict.fromkeys(TOPICS, 53), "Death penalty": 54}
+    assert Counter(splits["test"].topics) == {**dict.fromkeys(TOPICS[:6], 106), "Gun control": 107,
                                               "School uniforms": 107}
     text = _task(registry, "bws-in-topic", sizes="thesis-text").split_pairs()
     assert {name: len(split) for name, split in text.items()} == {"train": 2472, "dev": 480, "test": 448}
     for name, per_topic in (("train", 309), ("dev", 60), ("test", 56)):
-        assert Counter(text[name].topics) == {topic: per_topic for topic in TOPICS}
+        assert Counter(text[name].topics) == dict.fromkeys(TOPICS, per_topic)
     keys = {name: set(zip(split.first, split.second)) for name, split in splits.items()}
     assert not (keys["train"] & keys["test"]) and not (keys["train"] & keys["dev"]) and not (keys["dev"] & keys["test"])
     assert sum(len(k) for k in keys.values()) == 3400

@@ -11,7 +11,7 @@ from conftest import SLOW_TESTS, _slow_key
 TESTS = Path(__file__).resolve().parent
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _test_functions(path: Path) -> frozenset[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     return frozenset(node.name for node in ast.walk(tree)

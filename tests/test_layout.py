@@ -48,9 +48,9 @@ def test_no_plugin_imports_another(folder, namespace):
                     target = module[len(prefix):].split(".")[0]
                     if target and target != own and target != "__init__":
                         offenders.append(f"{path.relative_to(REPO)} imports {module}")
-            if folder == "plugins" and (module.startswith("harness.tasks") or module.startswith("tasks.")):
+            if folder == "plugins" and (module.startswith(("harness.tasks", "tasks."))):
                 offenders.append(f"{path.relative_to(REPO)} imports {module}")
-            if folder == "tasks" and (module.startswith("harness.plugins") or module.startswith("plugins.")):
+            if folder == "tasks" and (module.startswith(("harness.plugins", "plugins."))):
                 offenders.append(f"{path.relative_to(REPO)} imports {module}")
     assert not offenders, "\n".join(offenders)
 

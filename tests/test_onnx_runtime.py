@@ -59,10 +59,9 @@ def test_runtime_switch_puts_the_torch_transformer_back(encoder, tmp_path):
     switch = RuntimeSwitch()
     switch.use("onnx", tmp_path)
     transformer, keys = encoder.transformer, list(encoder.state_dict())
-    with pytest.raises(RuntimeError, match="inside"):
-        with switch.inference(encoder):
-            assert isinstance(encoder.transformer, OnnxTransformerModule) and not list(encoder.parameters())
-            raise RuntimeError("inside")
+    with pytest.raises(RuntimeError, match="inside"), switch.inference(encoder):
+        assert isinstance(encoder.transformer, OnnxTransformerModule) and not list(encoder.parameters())
+        raise RuntimeError("inside")
     assert encoder.transformer is transformer and list(encoder.state_dict()) == keys  # checkpoints see torch only
     # a transformer off the CPU (a GPU; here the meta device) is refused in one line, not moved
     with pytest.raises(IncompatibleError, match="runs on the CPU"):
@@ -87,14 +86,13 @@ def test_torch_runs_on_one_thread_while_the_session_works(encoder, tmp_path):
         switch.use("onnx", tmp_path)
         export = tmp_path / "onnx" / f"{export_key(encoder.transformer)}.onnx"
         names = model_input_names(encoder.transformer)
-        with pytest.raises(RuntimeError, match="inside"):
-            with switch.inference(encoder):
+        with pytest.raises(RuntimeError, match="inside"), switch.inference(encoder):
+            assert torch.get_num_threads() == 1
+            with quiet_torch():  # nested: still the outer count for sessions, one thread for torch
+                built = OnnxFunction(export.read_bytes(), names)
+                assert built.session.get_session_options().intra_op_num_threads == 2
                 assert torch.get_num_threads() == 1
-                with quiet_torch():  # nested: still the outer count for sessions, one thread for torch
-                    built = OnnxFunction(export.read_bytes(), names)
-                    assert built.session.get_session_options().intra_op_num_threads == 2
-                    assert torch.get_num_threads() == 1
-                raise RuntimeError("inside")
+            raise RuntimeError("inside")
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(threads)

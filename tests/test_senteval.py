@@ -79,7 +79,7 @@ def test_senteval_text_is_whitespace_normalised(registry):
 def test_stsb_training_data(registry):
     splits = _task(registry, "stsb").training_data("scored_pairs")
     assert len(splits.train) == 5749 and len(splits.dev) == 1500
-    assert 0.0 <= splits.train.scores.min() and splits.train.scores.max() <= 1.0
+    assert splits.train.scores.min() >= 0.0 and splits.train.scores.max() <= 1.0
     assert _task(registry, "sts12").training_data("scored_pairs") is None
 
 

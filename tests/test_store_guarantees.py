@@ -465,7 +465,7 @@ def _sts_data(tmp_path: Path) -> Path:
     (b"", "the data file is empty"),
     (b"\n \n", "the data file is empty"),
     (b"genre\tfile\x00\x01\x02\xff", ":1: not a text file"),
-    ("a\tb\n".encode() + b"\xff\xfe broken", ":2: not valid UTF-8 text"),
+    (b"a\tb\n" + b"\xff\xfe broken", ":2: not valid UTF-8 text"),
 ])
 def test_empty_or_binary_data_file_is_named_by_validate(run_cli, tmp_path, content, message):
     data_dir = _sts_data(tmp_path)

@@ -171,7 +171,7 @@ def test_short_rows_run_apart_with_the_same_states_and_gradients(tiny_bert, toke
     model = build_subencoder(tiny_bert)
     transformer = model.network.transformer
     texts = [SENTENCE + " It tells of the count's move from Transylvania to England.", "A cat.", SENTENCE, "Go."]
-    features = {key: value for key, value in tokenizer(texts, padding=True, return_tensors="pt").items()}
+    features = dict(tokenizer(texts, padding=True, return_tensors="pt").items())
     calls = count_forwards(model)
     trimmed = subencoder.trimmed_states(transformer, features)
     assert calls == [2, 2]  # the two short rows apart from the two long ones

@@ -192,7 +192,7 @@ class DownloadableTrainingDataTask(harness.Task):
     def training_data(self, kind, ctx=None):
         if kind == "unlabeled_sentences":
             raise harness.MissingDataError("not downloaded; run `harness data download downloadable`.")
-        return None
+        return
 
 
 def test_training_data_that_is_not_downloaded_is_listed_not_failed():

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from ..errors import HarnessError
 from .catalog import cmd_describe, cmd_list

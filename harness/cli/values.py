@@ -4,8 +4,8 @@ leaderboard formats, bootstrap resamples, and the run configuration built from t
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ..errors import HarnessError, invalid_choice
 from ..profiles import PROFILES

@@ -10,7 +10,7 @@ Nugget's eq. 10) are in :mod:`harness.evaluation.maxsim`. Deviations: none.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from scipy import sparse
@@ -39,7 +39,7 @@ class BM25Index:
 
     @classmethod
     def from_tokens(cls, tokenized_documents: Sequence[Sequence[str]], k1: float = 1.5, b: float = 0.75,
-                    epsilon: float = 0.25) -> "BM25Index":
+                    epsilon: float = 0.25) -> BM25Index:
         """An index over already tokenised documents (for callers with their own tokenisation)."""
         index = cls.__new__(cls)
         index._build([list(tokens) for tokens in tokenized_documents], k1, b, epsilon)

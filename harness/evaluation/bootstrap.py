@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -108,7 +108,7 @@ class ExampleScores:
         return buffer.getvalue()
 
     @classmethod
-    def from_npz(cls, content: bytes, description: dict) -> "ExampleScores":
+    def from_npz(cls, content: bytes, description: dict) -> ExampleScores:
         """Read what :meth:`to_npz` wrote (``allow_pickle=False``) with the record's :meth:`describe` fields."""
         with np.load(io.BytesIO(content), allow_pickle=False) as stored:
             arrays = {key.split(".", 1)[1]: stored[key] for key in stored.files if key.startswith("array.")}

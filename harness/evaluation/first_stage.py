@@ -13,7 +13,8 @@ this is the harness' extension, recorded in ``EvalResult.details``.
 from __future__ import annotations
 
 import logging
-from typing import Any, Protocol, Sequence
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import numpy as np
 

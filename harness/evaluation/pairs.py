@@ -10,8 +10,9 @@ Deviation: none (tests/test_senteval.py compares with SentEval's numbers).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,7 @@ class PairSet:
     def __len__(self) -> int:
         return len(self.gold)
 
-    def subset(self, indices: Sequence[int]) -> "PairSet":
+    def subset(self, indices: Sequence[int]) -> PairSet:
         indices = list(indices)
         return PairSet(self.name, [self.first[i] for i in indices], [self.second[i] for i in indices],
                        np.asarray(self.gold)[indices])

@@ -11,8 +11,9 @@ import hashlib
 import logging
 import weakref
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -172,7 +173,7 @@ def probe_on_texts(
 
 
 # -- the embedding cache ---------------------------------------------------------------------------------------------
-_ENCODED: "weakref.WeakKeyDictionary[Any, OrderedDict[str, np.ndarray]]" = weakref.WeakKeyDictionary()
+_ENCODED: weakref.WeakKeyDictionary[Any, OrderedDict[str, np.ndarray]] = weakref.WeakKeyDictionary()
 
 
 def texts_key(texts: Sequence[str]) -> str:

@@ -18,7 +18,7 @@ is not among its candidates scores 0 instead of failing useb's assertion.
 from __future__ import annotations
 
 import logging
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from sklearn.metrics import average_precision_score

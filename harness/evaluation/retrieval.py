@@ -21,8 +21,8 @@ k plus one); ``candidates`` is a parameter here (tasks choose it).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

@@ -8,7 +8,8 @@ exactly the selection senteval, bws and useb made before it moved here, so store
 from __future__ import annotations
 
 import logging
-from typing import Sequence, TypeVar
+from collections.abc import Sequence
+from typing import TypeVar
 
 import numpy as np
 

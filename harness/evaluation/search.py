@@ -8,7 +8,7 @@ vectors and rounded to float32 before ranking, which is what useb's numbers equa
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -30,8 +30,8 @@ from the best (p >= alpha, uncorrected within a column) and which cannot be comp
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

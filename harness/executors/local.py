@@ -6,8 +6,9 @@ other process stored (so two identical runs on one store train each model once: 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from .. import distributed
 from ..device import resolve_device

@@ -3,7 +3,8 @@ cells done / total, the elapsed time and the ETA, kept below the lines (elsewher
 harness.progress)."""
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 
 class DivertibleLog(Protocol):

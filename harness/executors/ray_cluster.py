@@ -41,8 +41,9 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..device import check_device_name
 from ..errors import HarnessError, InvalidOptionError

@@ -15,8 +15,8 @@ This module writes every family's files (:func:`write_leaderboards`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from ..files import atomic_write_text, prepare_output_dir
 from ..store import Store

@@ -14,8 +14,9 @@ two cannot disagree. Format of the block: docs/fidelity.md, "Paper tables".
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import DataFileError, data_error
 from ..evaluation.significance import MIN_TRAINED_SEEDS, TOO_FEW_SEEDS, UnitComparison

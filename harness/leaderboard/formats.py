@@ -16,9 +16,10 @@ Nothing here reads the registry: the CLI hands :func:`~harness.leaderboard.write
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import matrix_board, text
 from .html import render_html

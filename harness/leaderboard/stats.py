@@ -216,7 +216,7 @@ def annotate(row: Any, column: str, cell: Any) -> str | None:
     return f" [{low:.2f}, {high:.2f}]" + {"tied": f" {TIED}", "too-few-seeds": f" {TOO_FEW}"}.get(mark, "")
 
 
-def attach_statistics(table: Any, resamples: int = DEFAULT_RESAMPLES) -> "TableStatistics":
+def attach_statistics(table: Any, resamples: int = DEFAULT_RESAMPLES) -> TableStatistics:
     """Compute intervals and marks for a collected ``harness.leaderboard.Table``; stored as ``table.statistics``."""
     stats = TableStatistics()
     scores: dict[str, dict[str, float]] = {}
@@ -291,7 +291,7 @@ def column_decisions(column_scores: dict[str, float], marks: ColumnMarks) -> dic
     ranked = sorted(column_scores, key=lambda key: -column_scores[key])
     if not ranked:
         return {}
-    decisions = {key: TIED_WITH_BEST for key in marks.tied}
+    decisions = dict.fromkeys(marks.tied, TIED_WITH_BEST)
     decisions.update((key, TOO_FEW_SEEDS_MARK) for key in marks.too_few)
     best = ranked[0]
     if len(ranked) == 1:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import logging
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..baseline import Baseline
 from ..contamination import NORMALISATION, percent, seen_shares
@@ -209,7 +210,7 @@ class Table:
 
     @property
     def mixed_metrics(self) -> bool:
-        return len(set(self.column_metrics.get(c) for c in self.columns)) > 1
+        return len({self.column_metrics.get(c) for c in self.columns}) > 1
 
     @property
     def average_header(self) -> str:

@@ -49,7 +49,7 @@ class TransformerDecoder(nn.Module):
     def from_encoder(
         cls, encoder: nn.Module, *, share: str = "all", num_layers: int | None = None, backbone: str | None = None,
         fresh_layers: bool = False,
-    ) -> "TransformerDecoder":
+    ) -> TransformerDecoder:
         """A decoder of ``encoder``'s architecture (a Hugging Face transformer, e.g. ``SentenceEncoder.transformer``).
 
         ``num_layers`` keeps only the bottom layers; ``backbone`` (the encoder's checkpoint folder) also loads a

@@ -13,8 +13,8 @@ twice).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -53,7 +53,7 @@ def encode_distinct(
     if not distinct:
         return np.zeros((0, 0), dtype=np.float32)
     encoded = tokenizer(distinct, truncation=True, max_length=max_length, padding=False)
-    features = [{key: encoded[key][i] for key in encoded.keys()} for i in range(len(distinct))]
+    features = [{key: encoded[key][i] for key in encoded} for i in range(len(distinct))]
     lengths = [len(feature["input_ids"]) for feature in features]
     outputs: list[torch.Tensor | None] = [None] * len(distinct)
     with torch.inference_mode(), progress_bar(len(distinct), description, progress) as bar:
@@ -97,7 +97,7 @@ class SentenceEncoder(nn.Module):
         self.runtime.use(runtime, cache_dir)
 
     @classmethod
-    def from_backbone(cls, path: str, pooling: str = "mean", profile_limit: int | None = None) -> "SentenceEncoder":
+    def from_backbone(cls, path: str, pooling: str = "mean", profile_limit: int | None = None) -> SentenceEncoder:
         """The backbone at ``path`` with ``pooling``; texts are cut to the sentence limit of
         :func:`~harness.nn.backbone.sequence_limits` under ``profile_limit``."""
         tokenizer = load_tokenizer(path)

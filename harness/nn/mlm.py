@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import torch
 from torch import nn

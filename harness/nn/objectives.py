@@ -14,9 +14,10 @@ import json
 import logging
 import math
 import shutil
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -525,7 +526,7 @@ class ObjectiveEmbedder:
         self.settings = settings
 
     @classmethod
-    def from_context(cls, ctx: Any, primary: str) -> "ObjectiveEmbedder":
+    def from_context(cls, ctx: Any, primary: str) -> ObjectiveEmbedder:
         encoder = SentenceEncoder.from_backbone(ctx.backbone, ctx.options["pooling"], ctx.profile.max_seq_length)
         settings = EmbedderSettings(primary, dict(ctx.options), ctx.device, ctx.eval_batch_size, ctx.progress,
                                     label=primary)

@@ -16,8 +16,8 @@ Deviations: none.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -63,7 +63,7 @@ class PairInputBuilder:
     use_token_types: bool
 
     @classmethod
-    def for_backbone(cls, tokenizer, config, limits: SequenceLimits) -> "PairInputBuilder":
+    def for_backbone(cls, tokenizer, config, limits: SequenceLimits) -> PairInputBuilder:
         """The builder for a backbone: its limits, and token types where it has two type embeddings."""
         return cls(tokenizer, limits.sentence, limits.pair, has_two_token_types(config))
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import logging
 import zlib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -45,7 +46,7 @@ class SamplingInput:
     # Embeds texts for semantic search; a recipe builds its embedder lazily (only semantic search needs one).
     embed: Callable[[Sequence[str]], np.ndarray] | None = None
     # Looks up another sampler by name (selection samplers draw their candidates from proposal samplers).
-    sampler: Callable[[str], "PairSampler"] | None = None
+    sampler: Callable[[str], PairSampler] | None = None
     # Names of the proposal samplers a selection sampler should draw candidates from; None: its own default.
     candidates: tuple[str, ...] | None = None
     # Indices of sentences that also occur in the target's dev or test pairs: no new pair joins two of them.

@@ -10,8 +10,8 @@ table row "span masks".
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -113,7 +113,7 @@ def tokenise_sentences(tokenizer, texts: Sequence[str], max_length: int) -> list
                         return_offsets_mapping=True, return_special_tokens_mask=True)
     sentences = []
     for row in range(len(texts)):
-        features = {key: encoded[key][row] for key in encoded.keys()
+        features = {key: encoded[key][row] for key in encoded
                     if key not in ("offset_mapping", "special_tokens_mask")}
         sentences.append(TokenisedSentence(features, np.asarray(encoded["offset_mapping"][row]).reshape(-1, 2),
                                            np.asarray(encoded["special_tokens_mask"][row])))
@@ -128,7 +128,7 @@ class SpanBatch:
     masks: torch.Tensor  # [n_propositions, L] float, 1 on the proposition's tokens
     rows: torch.Tensor  # [n_propositions] long: the features row of each proposition's sentence
 
-    def to(self, device: str | torch.device) -> "SpanBatch":
+    def to(self, device: str | torch.device) -> SpanBatch:
         return SpanBatch({k: v.to(device) for k, v in self.features.items()}, self.masks.to(device),
                          self.rows.to(device))
 

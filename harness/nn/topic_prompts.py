@@ -7,8 +7,8 @@ distillation", subsection "Topic prompts".
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import torch
 
@@ -102,7 +102,7 @@ class TopicPromptBuilder:
 
     @classmethod
     def for_backbone(cls, tokenizer, config, limits: SequenceLimits,
-                     delimiter: str = DEFAULT_DELIMITER) -> "TopicPromptBuilder":
+                     delimiter: str = DEFAULT_DELIMITER) -> TopicPromptBuilder:
         return cls(tokenizer, limits.sentence, limits.pair, has_two_token_types(config), delimiter)
 
     def __post_init__(self) -> None:

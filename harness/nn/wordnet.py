@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import lzma
 import os
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
 
 from harness.errors import HarnessError
 
@@ -90,7 +90,7 @@ class WordNet:
             self.lemmas[part] = lemmas
 
     @classmethod
-    def from_folder(cls, folder: Path) -> "WordNet":
+    def from_folder(cls, folder: Path) -> WordNet:
         """A WordNet 3.0 "dict" folder (``data.*`` and ``*.exc``)."""
         synsets = {part: _folder_synsets(folder, part) for part in PARTS_OF_SPEECH}
         exceptions: dict[str, dict[str, list[str]]] = {}
@@ -101,7 +101,7 @@ class WordNet:
         return cls(synsets, exceptions)
 
     @classmethod
-    def from_bundle(cls, path: Path) -> "WordNet":
+    def from_bundle(cls, path: Path) -> WordNet:
         """The bundled file: lines ``S <part> <word> ...`` (a synset) and ``X <part> <inflected> <base> ...``."""
         synsets: dict[str, list[list[str]]] = {part: [] for part in PARTS_OF_SPEECH}
         exceptions: dict[str, dict[str, list[str]]] = {part: {} for part in PARTS_OF_SPEECH}

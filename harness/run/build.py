@@ -6,8 +6,9 @@ plan's ``DataChecker``). Training, checkpoints and what a trained model saw are 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sized
 from pathlib import Path
-from typing import Any, Callable, Sized, cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -189,27 +190,27 @@ class ModelBuilder:
                                           spec.budget_overrides)
             return self.trained_model(resolved, profile, device, seed)
 
-        return dict(
-            options=dict(spec.options),
-            backbone=self.resolve_backbone(spec.backbone),
-            profile=profile.with_budget(spec.requested_budget),  # the spec's training budget, as requested
-            device=device,
-            seed=seed,
-            progress=self.config.progress,
-            trained_model=trained_model,
+        return {
+            "options": dict(spec.options),
+            "backbone": self.resolve_backbone(spec.backbone),
+            "profile": profile.with_budget(spec.requested_budget),  # the spec's training budget, as requested
+            "device": device,
+            "seed": seed,
+            "progress": self.config.progress,
+            "trained_model": trained_model,
             # Cut to the spec's own budget, as the splits it trains on are (a recipe fetching another kind of the
             # same source gets the same documents).
-            training_data=lambda source, kind: self.training_splits(
+            "training_data": lambda source, kind: self.training_splits(
                 source, (kind,), profile.with_budget(spec.requested_budget), seed),
-            component=self.registry.component,
-            artifact_dir=self.store.artifact_dir(spec.key, seed),
-            cache_dir=self.store.root / CACHE,
-            train_on=spec.train_on,
-            report_training_data=self.report_training_data,
-            backbone_content=spec.backbone_content,
-            eval_batch_size=self.config.batch_size or profile.eval_batch_size,
-            logger=logging.getLogger(f"harness.model.{spec.name}"),
-        )
+            "component": self.registry.component,
+            "artifact_dir": self.store.artifact_dir(spec.key, seed),
+            "cache_dir": self.store.root / CACHE,
+            "train_on": spec.train_on,
+            "report_training_data": self.report_training_data,
+            "backbone_content": spec.backbone_content,
+            "eval_batch_size": self.config.batch_size or profile.eval_batch_size,
+            "logger": logging.getLogger(f"harness.model.{spec.name}"),
+        }
 
     def resolve_backbone(self, name: str) -> str:
         """A registered backbone alias (e.g. a model shipped inside a package) or the name itself."""

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import logging
 import statistics
+from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import Callable, Iterator, Protocol
+from typing import Protocol
 
 from .. import distributed
 from ..device import hardware_description, resolve_device

@@ -7,8 +7,9 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Iterator
 from datetime import datetime, timezone
-from typing import Any, Iterator
+from typing import Any
 
 from ..capabilities import ModelOutputError
 from ..device import seed_everything

@@ -14,9 +14,9 @@ import importlib.metadata as importlib_metadata
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .. import distributed
 from ..capabilities import ModelOutputError

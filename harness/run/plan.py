@@ -11,8 +11,9 @@ from __future__ import annotations
 import logging
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from ..capabilities import TRAINABLE, reachable_capabilities
 from ..errors import DataFileError, HarnessError, IncompatibleError, InvalidOptionError, MissingDataError

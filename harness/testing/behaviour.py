@@ -3,7 +3,8 @@ built model: the shapes, dtypes, finiteness and determinism :func:`~harness.test
 outputs its save/load round trip compares; part of the test kit :mod:`harness.testing`."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 

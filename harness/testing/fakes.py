@@ -7,8 +7,9 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 

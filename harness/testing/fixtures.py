@@ -2,7 +2,8 @@
 through ``pytest_plugins = ["harness.testing"]``, which re-exports them; importing this module needs pytest."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 

@@ -7,9 +7,10 @@ import dataclasses
 import json
 import logging
 import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..api import (
     EMBEDDER,

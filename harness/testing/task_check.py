@@ -8,9 +8,10 @@ import inspect
 import json
 import logging
 import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..api import (
     EMBEDDER,

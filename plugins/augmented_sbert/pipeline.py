@@ -92,7 +92,7 @@ def train(splits, ctx) -> tuple[Any, DistillationReport]:
     return student, DistillationReport(report, details)
 
 
-def student_pairs(pairs: "SilverPairs", mode: str, gold_labels: str, sampler: str) -> ScoredPairs:
+def student_pairs(pairs: SilverPairs, mode: str, gold_labels: str, sampler: str) -> ScoredPairs:
     """What the student learns from. Semi-supervised: the gold pairs (with the teacher's scores, thesis 5.5, or
     their gold scores) plus the silver pairs; with ``sampler=none`` and teacher labels, the silver pairs are the
     re-annotated gold pairs themselves, so they are not added twice. Otherwise: the silver pairs only."""

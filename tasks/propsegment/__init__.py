@@ -75,7 +75,7 @@ def heldout_clusters(judged: PropSegmentSplit) -> tuple[set[str], set[str]]:
 # The three members rank the same corpus: a model's vectors are kept for the next member (same model object, same
 # corpus), so a family run encodes the corpus once per model. Weak keys: nothing outlives the model; the runner never
 # changes a model between the cells it evaluates.
-_ENCODED: "weakref.WeakKeyDictionary[Any, dict[tuple, np.ndarray]]" = weakref.WeakKeyDictionary()
+_ENCODED: weakref.WeakKeyDictionary[Any, dict[tuple, np.ndarray]] = weakref.WeakKeyDictionary()
 
 
 def encoded_corpus(model: Any, collection: RetrievalCollection, corpus_key: tuple) -> np.ndarray:

@@ -208,7 +208,7 @@ class NewsgroupsProbe(Task):
         content = hashlib.sha256()
         for name in ("train", "dev"):
             for text, parent in zip(texts[name], parents[name]):
-                content.update(f"{name}\t{parent}\t{text}\x00".encode("utf-8"))
+                content.update(f"{name}\t{parent}\t{text}\x00".encode())
         checksum = f"{files_checksum(self.paths())}:{content.hexdigest()[:16]}"
         if kind == UNLABELED_SENTENCES:
             return TrainingSplits(self.metadata.name, UnlabeledSentences(texts["train"]), checksum=checksum)

@@ -19,7 +19,7 @@ downloadable dataset ``useb`` (``harness data download useb``).
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from collections.abc import Sequence
 
 from harness import Archive, ArchiveDataset, Component, Task, TaskPlugin, hookimpl
 
