@@ -13,6 +13,7 @@ take. A second, small run checks the chunked result against one plain matrix pro
 Usage: python benchmarks/beir_search_memory.py [--documents 1000000] [--queries 1000] [--dim 384]
            [--corpus-chunk 50000]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,8 +52,7 @@ def main() -> None:
 
     # Correctness at a size where the whole matrix is cheap.
     small_queries = np.random.default_rng(99).standard_normal((20, args.dim), dtype=np.float32)
-    chunked, _ = cosine_search(small_queries, lambda a, b: synthetic_chunk(a, b, args.dim), 5_000, 50,
-                               corpus_chunk=777)
+    chunked, _ = cosine_search(small_queries, lambda a, b: synthetic_chunk(a, b, args.dim), 5_000, 50, corpus_chunk=777)
     documents = synthetic_chunk(0, 5_000, args.dim)
     unit = lambda m: m / np.linalg.norm(m, axis=1, keepdims=True)  # noqa: E731
     reference = np.argsort(-(unit(small_queries) @ unit(documents).T), axis=1, kind="stable")[:, :50]
@@ -64,20 +64,26 @@ def main() -> None:
     rss_before = max_rss_mib()
     tracemalloc.start()
     started = time.perf_counter()
-    indices, scores = cosine_search(queries, lambda a, b: synthetic_chunk(a, b, args.dim), args.documents, k,
-                                    corpus_chunk=args.corpus_chunk)
+    indices, scores = cosine_search(
+        queries, lambda a, b: synthetic_chunk(a, b, args.dim), args.documents, k, corpus_chunk=args.corpus_chunk
+    )
     seconds = time.perf_counter() - started
     _, traced_peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     corpus_matrix = args.documents * args.dim * 4 / 2**20
     score_matrix = args.queries * args.documents * 4 / 2**20
-    print(f"{args.documents:,} documents x {args.dim} dims, {args.queries:,} queries, top {k}, corpus chunks of "
-          f"{args.corpus_chunk:,}: {seconds:.1f} s")
+    print(
+        f"{args.documents:,} documents x {args.dim} dims, {args.queries:,} queries, top {k}, corpus chunks of "
+        f"{args.corpus_chunk:,}: {seconds:.1f} s"
+    )
     print(f"  peak memory allocated while searching (tracemalloc): {traced_peak / 2**20:,.0f} MiB")
-    print(f"  peak resident set size of the process: {max_rss_mib():,.0f} MiB (before the search: {rss_before:,.0f} "
-          "MiB)")
-    print(f"  for comparison: the corpus as one float32 matrix {corpus_matrix:,.0f} MiB; the query x corpus float32 "
-          f"score matrix {score_matrix:,.0f} MiB")
+    print(
+        f"  peak resident set size of the process: {max_rss_mib():,.0f} MiB (before the search: {rss_before:,.0f} MiB)"
+    )
+    print(
+        f"  for comparison: the corpus as one float32 matrix {corpus_matrix:,.0f} MiB; the query x corpus float32 "
+        f"score matrix {score_matrix:,.0f} MiB"
+    )
     print(f"  result: {indices.shape} indices, best score of query 0 {scores[0, 0]:.4f}")
 
 

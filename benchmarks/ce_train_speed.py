@@ -15,6 +15,7 @@ Needs sentence-transformers with its training extra (``pip install "sentence-tra
 ``accelerate``, which the Hugging Face Trainer requires). On a machine shared with other jobs, set
 ``OMP_NUM_THREADS=1`` for steadier numbers.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,8 +58,9 @@ def build_ours(model_path: str, loss: str):
     options = {key: option.default for key, option in plugin.options.items()}
     # One pair order, as the sentence-transformers run gets (the plugin's default trains on both orders).
     options.update(loss=loss, lr=LEARNING_RATE, pair_orders="given")
-    ctx = ModelContext(options=options, backbone=model_path, profile=quick_profile(), device="cpu", seed=SEED,
-                       progress=False)
+    ctx = ModelContext(
+        options=options, backbone=model_path, profile=quick_profile(), device="cpu", seed=SEED, progress=False
+    )
     torch.manual_seed(SEED)
     return plugin.factory(ctx), ctx
 

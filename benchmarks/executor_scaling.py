@@ -17,6 +17,7 @@ start-up ((Ray wall - start-up - local wall) / cells), i.e. scheduling, what the
 registry) adds beyond the start-up, and each call's round trip; and where a Ray run's time went (the first answer,
 the workers' time on models and on cells, how many cells loaded a model, the driver's time per activity).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,9 @@ NEEDS_ST_FOLDER = ("st", "st-ce")
 UNLABELED_SOURCE = "bws-cross-topic"  # bundled unlabeled sentences for the models that need a training source
 
 
-def runnable_models(registry, tasks: list[str], profile: str, backbone: str,
-                    store: Path) -> tuple[list[tuple[str, str | None]], dict]:
+def runnable_models(
+    registry, tasks: list[str], profile: str, backbone: str, store: Path
+) -> tuple[list[tuple[str, str | None]], dict]:
     """The built-in models and recipes that can run these tasks (planned, and built on this backbone), each with its
     training source (None: its default, else the bundled unlabeled sentences), and why the others cannot."""
     from harness.errors import HarnessError
@@ -51,8 +53,15 @@ def runnable_models(registry, tasks: list[str], profile: str, backbone: str,
             skipped[name] = "needs a sentence-transformers folder as --backbone"
             continue
         for train_on in (None, UNLABELED_SOURCE):
-            config = RunConfig(models=[ModelEntry(name, train_on=train_on)], tasks=tasks, profile=profile,
-                               backbone=backbone, device="cpu", results_dir=store, progress=False)
+            config = RunConfig(
+                models=[ModelEntry(name, train_on=train_on)],
+                tasks=tasks,
+                profile=profile,
+                backbone=backbone,
+                device="cpu",
+                results_dir=store,
+                progress=False,
+            )
             try:
                 runner = Run(registry, config)
                 plan = runner.plan()
@@ -69,8 +78,9 @@ def runnable_models(registry, tasks: list[str], profile: str, backbone: str,
     return usable, skipped
 
 
-def run_once(mode: str, models: list[tuple[str, str | None]], tasks: list[str], profile: str, backbone: str,
-             store: Path) -> tuple[float, float, int, str]:
+def run_once(
+    mode: str, models: list[tuple[str, str | None]], tasks: list[str], profile: str, backbone: str, store: Path
+) -> tuple[float, float, int, str]:
     """(wall seconds of the run, of which cluster start-up, cells computed, where a Ray run's time went)."""
     from harness.executors.local import LocalExecutor
     from harness.matrix import ModelEntry
@@ -86,9 +96,16 @@ def run_once(mode: str, models: list[tuple[str, str | None]], tasks: list[str], 
         workers = int(mode[3:])
         executor = RayExecutor(address="local", num_cpus=workers)
         options = {"executor": "ray"}
-    config = RunConfig(models=[ModelEntry(m, train_on=t) for m, t in models], tasks=tasks, profile=profile,
-                       backbone=backbone,
-                       device="cpu", results_dir=store, progress=False, **options)
+    config = RunConfig(
+        models=[ModelEntry(m, train_on=t) for m, t in models],
+        tasks=tasks,
+        profile=profile,
+        backbone=backbone,
+        device="cpu",
+        results_dir=store,
+        progress=False,
+        **options,
+    )
     runner = Run(build_registry(), config, log=lambda message: None)
     plan = runner.plan()
     started = time.perf_counter()
@@ -106,10 +123,12 @@ def breakdown(executor) -> str:
     served = [cell for _, _, cell in executor.served]
     starts = {cell.where: cell.worker_start_seconds for cell in served}
     driver = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in executor.driver_seconds.items())
-    return (f"first answer after {executor.first_answer_seconds:.1f} s ({len(starts)} worker(s), the slowest built its "
-            f"registry and plan in {max(starts.values(), default=0):.1f} s); on the workers: models trained, loaded or "
-            f"built {executor.prepare_seconds:.1f} s, cell calls {sum(cell.seconds for cell in served):.1f} s, "
-            f"{sum(c.loaded_model for c in served)} of {len(served)} cells loaded a model; driver: {driver}")
+    return (
+        f"first answer after {executor.first_answer_seconds:.1f} s ({len(starts)} worker(s), the slowest built its "
+        f"registry and plan in {max(starts.values(), default=0):.1f} s); on the workers: models trained, loaded or "
+        f"built {executor.prepare_seconds:.1f} s, cell calls {sum(cell.seconds for cell in served):.1f} s, "
+        f"{sum(c.loaded_model for c in served)} of {len(served)} cells loaded a model; driver: {driver}"
+    )
 
 
 def main() -> None:
@@ -119,9 +138,13 @@ def main() -> None:
     parser.add_argument("--tasks", default="senteval")
     parser.add_argument("--profile", default="smoke")
     parser.add_argument("--modes", default="local,ray1,ray2", help="local, rayN (N workers)")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="PyTorch threads of the local executor (default 1, as each 1-CPU Ray task has: with more, "
-                             "a tiny model on a loaded machine mostly waits on thread synchronisation)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="PyTorch threads of the local executor (default 1, as each 1-CPU Ray task has: with more, "
+        "a tiny model on a loaded machine mostly waits on thread synchronisation)",
+    )
     args = parser.parse_args()
 
     import torch
@@ -138,19 +161,26 @@ def main() -> None:
         models, skipped = [(name, None) for name in args.models.split(",")], {}
     else:
         models, skipped = runnable_models(build_registry(), tasks, args.profile, backbone, work / "probe")
-    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} (1 min), {os.getloadavg()[1]:.1f} "
-          f"(5 min) at the start; the local executor uses {torch.get_num_threads()} PyTorch threads, each Ray worker 1")
+    print(
+        f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} (1 min), {os.getloadavg()[1]:.1f} "
+        f"(5 min) at the start; the local executor uses {torch.get_num_threads()} PyTorch threads, each Ray worker 1"
+    )
     shown = [name + (f" (trained on {train_on})" if train_on else "") for name, train_on in models]
-    print(f"matrix: {', '.join(shown)} x {args.tasks}, profile {args.profile}, backbone "
-          f"{'tiny BERT' if not args.backbone else backbone}")
+    print(
+        f"matrix: {', '.join(shown)} x {args.tasks}, profile {args.profile}, backbone "
+        f"{'tiny BERT' if not args.backbone else backbone}"
+    )
     for name, why in skipped.items():
         print(f"  left out {name}: {why}")
     results: dict[str, tuple[float, float, int, str]] = {}
     for mode in args.modes.split(","):
         results[mode] = run_once(mode, models, tasks, args.profile, backbone, work / mode)
         wall, startup, cells, where = results[mode]
-        print(f"  {mode:<6} {wall:7.1f} s wall ({startup:5.1f} s cluster start-up), {cells} cells, "
-              f"load average {os.getloadavg()[0]:.1f} after it", flush=True)
+        print(
+            f"  {mode:<6} {wall:7.1f} s wall ({startup:5.1f} s cluster start-up), {cells} cells, "
+            f"load average {os.getloadavg()[0]:.1f} after it",
+            flush=True,
+        )
         if where:
             print(f"         {where}", flush=True)
     if "local" in results:
@@ -161,9 +191,12 @@ def main() -> None:
         print("Ray overhead per cell against local ((Ray wall - local wall) / cells):")
         for mode, (wall, startup, _, _) in results.items():
             if mode.startswith("ray"):
-                print(f"  {mode:<6} {(wall - local_wall) / max(1, cells):+.3f} s per cell with the cluster's start-up, "
-                      f"{(wall - startup - local_wall) / max(1, cells):+.3f} s without it")
+                print(
+                    f"  {mode:<6} {(wall - local_wall) / max(1, cells):+.3f} s per cell with the cluster's start-up, "
+                    f"{(wall - startup - local_wall) / max(1, cells):+.3f} s without it"
+                )
     print(f"load average at the end: {os.getloadavg()[0]:.1f} (1 min), {os.getloadavg()[1]:.1f} (5 min)")
+
 
 if __name__ == "__main__":
     main()

@@ -32,6 +32,7 @@ arrays add the copy of every vector into one matrix (~40 MB at r = 0.25), which 
 the scoring. The sparse engine adds index building and segment reductions over every similarity; the first batched
 version (padded, length-bucketed gathers) reached only ~4.5-7.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,8 +53,9 @@ def naive_scores(vector_sets: list[np.ndarray], first: np.ndarray, second: np.nd
     return np.array([maxsim(vector_sets[a], vector_sets[b]) for a, b in zip(first, second)])
 
 
-def batched_scores(vector_sets: list[np.ndarray], first: np.ndarray, second: np.ndarray,
-                   engine: str | None = None) -> np.ndarray:
+def batched_scores(
+    vector_sets: list[np.ndarray], first: np.ndarray, second: np.ndarray, engine: str | None = None
+) -> np.ndarray:
     from harness.evaluation.maxsim import maxsim_pairs
 
     return maxsim_pairs(vector_sets, vector_sets, first, second, engine=engine)
@@ -75,28 +77,47 @@ def measure(args: argparse.Namespace, ratio: float) -> dict:
     from harness import VectorSets
 
     # As Nugget's encode_multi returns them: one array's row blocks (a plain list of arrays to the naive loop).
-    vector_sets = VectorSets.from_stacked(rng.normal(size=(int(lengths.sum()), args.width)).astype(np.float32),
-                                          lengths)
+    vector_sets = VectorSets.from_stacked(rng.normal(size=(int(lengths.sum()), args.width)).astype(np.float32), lengths)
     plain_sets = [vectors.copy() for vectors in vector_sets]  # separate arrays: the batched path stacks them first
     first = rng.integers(0, args.texts, size=args.pairs)
     second = rng.integers(0, args.texts, size=args.pairs)
     naive = naive_scores(vector_sets, first, second)
-    difference = max(np.abs(naive - batched_scores(vector_sets, first, second, engine)).max()
-                     for engine in ("fused", "sparse"))
+    difference = max(
+        np.abs(naive - batched_scores(vector_sets, first, second, engine)).max() for engine in ("fused", "sparse")
+    )
     if difference > 1e-6:
         raise SystemExit(f"batched and naive MaxSim differ by {difference:.2e} (> 1e-6)")
     rates = {"naive": args.pairs / best_time(lambda: naive_scores(vector_sets, first, second), args.repeats)}
-    for name, sets, engine in (("fused", vector_sets, "fused"), ("separate_arrays", plain_sets, "fused"),
-                               ("sparse", vector_sets, "sparse")):
-        rates[name] = args.pairs / best_time(lambda sets=sets, engine=engine: batched_scores(sets, first, second, engine),
-                                             args.repeats)
-    logger.info("r = %.2f (%d-%d vectors per text): naive per-pair loop %.0f pairs/s; fused %.0f pairs/s: ratio %.1f "
-                "(target >= 20); from separate arrays %.0f: ratio %.1f; sparse engine %.0f: ratio %.1f (max "
-                "difference %.1e)", ratio, lengths.min(), lengths.max(), rates["naive"], rates["fused"],
-                rates["fused"] / rates["naive"], rates["separate_arrays"], rates["separate_arrays"] / rates["naive"],
-                rates["sparse"], rates["sparse"] / rates["naive"], difference)
-    row = {"pairs": args.pairs, "ratio_r": ratio, "vectors_per_text": [int(lengths.min()), int(lengths.max())],
-           "max_difference": float(difference)}
+    for name, sets, engine in (
+        ("fused", vector_sets, "fused"),
+        ("separate_arrays", plain_sets, "fused"),
+        ("sparse", vector_sets, "sparse"),
+    ):
+        rates[name] = args.pairs / best_time(
+            lambda sets=sets, engine=engine: batched_scores(sets, first, second, engine), args.repeats
+        )
+    logger.info(
+        "r = %.2f (%d-%d vectors per text): naive per-pair loop %.0f pairs/s; fused %.0f pairs/s: ratio %.1f "
+        "(target >= 20); from separate arrays %.0f: ratio %.1f; sparse engine %.0f: ratio %.1f (max "
+        "difference %.1e)",
+        ratio,
+        lengths.min(),
+        lengths.max(),
+        rates["naive"],
+        rates["fused"],
+        rates["fused"] / rates["naive"],
+        rates["separate_arrays"],
+        rates["separate_arrays"] / rates["naive"],
+        rates["sparse"],
+        rates["sparse"] / rates["naive"],
+        difference,
+    )
+    row = {
+        "pairs": args.pairs,
+        "ratio_r": ratio,
+        "vectors_per_text": [int(lengths.min()), int(lengths.max())],
+        "max_difference": float(difference),
+    }
     for name, rate in rates.items():
         row[f"{name}_pairs_per_second"] = round(rate, 1)
         if name != "naive":
@@ -108,8 +129,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=10_000)
     parser.add_argument("--texts", type=int, default=4_000)
-    parser.add_argument("--ratios", default="0.05,0.1,0.15,0.25",
-                        help="Nugget's ratios r, comma-separated: k = ceil(r * n) vectors per text")
+    parser.add_argument(
+        "--ratios",
+        default="0.05,0.1,0.15,0.25",
+        help="Nugget's ratios r, comma-separated: k = ceil(r * n) vectors per text",
+    )
     parser.add_argument("--min-tokens", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=40)
     parser.add_argument("--width", type=int, default=384)
@@ -120,15 +144,29 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.threads:
         torch.set_num_threads(args.threads)
-    logger.info("%d pairs of %d texts, width %d, %d torch threads, load average %.2f %.2f %.2f", args.pairs,
-                args.texts, args.width, torch.get_num_threads(), *os.getloadavg())
+    logger.info(
+        "%d pairs of %d texts, width %d, %d torch threads, load average %.2f %.2f %.2f",
+        args.pairs,
+        args.texts,
+        args.width,
+        torch.get_num_threads(),
+        *os.getloadavg(),
+    )
     started = time.perf_counter()
     batched_scores([np.ones((2, args.width), dtype=np.float32)] * 2, np.array([0]), np.array([1]), "fused")
     compile_seconds = time.perf_counter() - started
     logger.info("fused engine: compiled in %.1f s (once per process, not timed below)", compile_seconds)
     rows = [measure(args, float(ratio)) for ratio in args.ratios.split(",")]
-    print(json.dumps({"threads": torch.get_num_threads(), "compile_seconds": round(compile_seconds, 2), "rows": rows,
-                      "load_average": os.getloadavg()}))
+    print(
+        json.dumps(
+            {
+                "threads": torch.get_num_threads(),
+                "compile_seconds": round(compile_seconds, 2),
+                "rows": rows,
+                "load_average": os.getloadavg(),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

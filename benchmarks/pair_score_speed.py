@@ -11,6 +11,7 @@ time (> 1: the harness is faster).
 ``--runtimes`` (default ``torch,onnx`` where onnxruntime is installed): each harness scorer is timed once per runtime
 (``harness run --runtime``); the first ONNX call exports the transformer, which happens before timing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,8 +42,15 @@ def build_ours(name: str, model_path: str):
 
     plugin = build_registry().model(name)
     options = {key: option.default for key, option in plugin.options.items()}
-    ctx = ModelContext(options=options, backbone=model_path, profile=dataclasses.replace(get_profile("quick")),
-                       device="cpu", seed=42, progress=False, eval_batch_size=BATCH_SIZE)
+    ctx = ModelContext(
+        options=options,
+        backbone=model_path,
+        profile=dataclasses.replace(get_profile("quick")),
+        device="cpu",
+        seed=42,
+        progress=False,
+        eval_batch_size=BATCH_SIZE,
+    )
     return plugin.factory(ctx)
 
 
@@ -51,14 +59,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int, default=None, help="score only the first N test pairs")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--runtimes", default=None, help="comma-separated: torch, onnx (default: both where "
-                                                             "onnxruntime is installed)")
+    parser.add_argument(
+        "--runtimes", default=None, help="comma-separated: torch, onnx (default: both where onnxruntime is installed)"
+    )
     arguments = parser.parse_args()
     import importlib.util
     import tempfile
 
-    runtimes = (arguments.runtimes.split(",") if arguments.runtimes
-                else ["torch"] + (["onnx"] if importlib.util.find_spec("onnxruntime") else []))
+    runtimes = (
+        arguments.runtimes.split(",")
+        if arguments.runtimes
+        else ["torch"] + (["onnx"] if importlib.util.find_spec("onnxruntime") else [])
+    )
     if "torch" not in runtimes:
         runtimes.insert(0, "torch")  # the torch scorers are the baseline of every ratio
 
@@ -81,15 +93,22 @@ def main() -> None:
     timings["CrossEncoder.predict"] = []
     for _ in range(arguments.repeats):
         runs = [(label, (lambda model=model: model.score(first, second))) for label, model in scorers.items()]
-        runs.append(("CrossEncoder.predict", lambda: reference.predict(pairs, batch_size=BATCH_SIZE,
-                                                                      show_progress_bar=False)))
+        runs.append(
+            ("CrossEncoder.predict", lambda: reference.predict(pairs, batch_size=BATCH_SIZE, show_progress_bar=False))
+        )
         for label, run in runs:
             started = time.perf_counter()
             run()
             timings[label].append(time.perf_counter() - started)
     theirs = statistics.median(timings["CrossEncoder.predict"])
-    logger.info("%d pairs, batch %d, CPU (%s cores, torch threads %d), load average %.2f", len(pairs), BATCH_SIZE,
-                os.cpu_count(), torch.get_num_threads(), os.getloadavg()[0])
+    logger.info(
+        "%d pairs, batch %d, CPU (%s cores, torch threads %d), load average %.2f",
+        len(pairs),
+        BATCH_SIZE,
+        os.cpu_count(),
+        torch.get_num_threads(),
+        os.getloadavg()[0],
+    )
     for label, values in timings.items():
         median = statistics.median(values)
         logger.info("%-22s %7.2f s  %7.1f pairs/s  ratio %.2f", label, median, len(pairs) / median, theirs / median)

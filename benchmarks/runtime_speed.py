@@ -34,6 +34,7 @@ installed transformers, or a separate environment for ``--peer-python``, e.g. (t
 Usage: python benchmarks/runtime_speed.py [--mode encode|eval] [--rounds 3] [--batch-size 64] [--limit N]
        [--peer-python PATH]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -100,13 +101,13 @@ def bare_onnxruntime(model_path: Path, tokenizer, max_length: int, batch_size: i
         order = sorted(range(len(texts)), key=lambda i: -len(ids[i]))
         out = None
         for start in range(0, len(order), batch_size):
-            rows = order[start:start + batch_size]
+            rows = order[start : start + batch_size]
             width = len(ids[rows[0]])
             input_ids = np.zeros((len(rows), width), dtype=np.int64)
             mask = np.zeros((len(rows), width), dtype=np.int64)
             for row, index in enumerate(rows):
-                input_ids[row, :len(ids[index])] = ids[index]
-                mask[row, :len(ids[index])] = 1
+                input_ids[row, : len(ids[index])] = ids[index]
+                mask[row, : len(ids[index])] = 1
             feeds = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
             (states,) = session.run(None, {name: feeds[name] for name in input_names})
             weights = mask[..., None].astype(np.float32)
@@ -131,11 +132,15 @@ def sentence_transformers_onnx(path: str, workdir: Path, batch_size: int, max_le
         cause = exc
         while cause.__cause__ is not None or cause.__context__ is not None:
             cause = cause.__cause__ or cause.__context__
-        return None, f"{type(exc).__name__}: {str(exc).splitlines()[0]} (root: {type(cause).__name__}: " \
-                     f"{str(cause).splitlines()[0] if str(cause) else ''})"
+        return (
+            None,
+            f"{type(exc).__name__}: {str(exc).splitlines()[0]} (root: {type(cause).__name__}: "
+            f"{str(cause).splitlines()[0] if str(cause) else ''})",
+        )
     model.max_seq_length = max_length  # the same token limit as the other ways
-    return (lambda texts: model.encode(texts, batch_size=batch_size, convert_to_numpy=True,
-                                       normalize_embeddings=False)), None
+    return (
+        lambda texts: model.encode(texts, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=False)
+    ), None
 
 
 class PeerProcess:
@@ -152,18 +157,26 @@ class PeerProcess:
         texts_file.write_text(json.dumps(texts), encoding="utf-8")
         self.out_file = workdir / "peer-embeddings.npy"
         script = Path(__file__).with_name("st_onnx_peer.py")
-        environment = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-                       "OMP_NUM_THREADS": str(torch.get_num_threads())}
+        environment = {
+            **os.environ,
+            "HF_HUB_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            "OMP_NUM_THREADS": str(torch.get_num_threads()),
+        }
         self.process = subprocess.Popen(
             [python, str(script), str(copy), str(texts_file), str(batch_size), str(max_length), str(self.out_file)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment)
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=environment,
+        )
         self.versions = self._answer("ready")
         self.seconds = 0.0
 
     def _answer(self, word: str) -> str:
         for line in self.process.stdout:  # anything the libraries print on stdout is passed on
             if line.startswith(word):
-                return line[len(word):].strip()
+                return line[len(word) :].strip()
             print(f"peer: {line.rstrip()}", file=sys.stderr)
         raise SystemExit(f"the peer under --peer-python stopped (exit {self.process.wait()}); its error is above")
 
@@ -191,11 +204,12 @@ def encode_mode(args) -> None:
     texts = task_sentences(args.limit)
     threads = torch.get_num_threads()
     load_start = os.getloadavg()
-    print(f"{len(texts)} distinct sentences of {', '.join(TASKS)}{' (sample)' if args.limit else ''}; batch size "
-          f"{args.batch_size}, {threads} torch threads (the ONNX sessions' intra-op threads too), {args.rounds} rounds, "
-          "cpu")
-    print(f"load average at start: {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f} "
-          f"({os.cpu_count()} CPUs)")
+    print(
+        f"{len(texts)} distinct sentences of {', '.join(TASKS)}{' (sample)' if args.limit else ''}; batch size "
+        f"{args.batch_size}, {threads} torch threads (the ONNX sessions' intra-op threads too), {args.rounds} rounds, "
+        "cpu"
+    )
+    print(f"load average at start: {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f} ({os.cpu_count()} CPUs)")
     with tempfile.TemporaryDirectory(prefix="runtime-speed-") as folder:
         workdir = Path(folder)
         max_length = get_profile("quick").max_seq_length  # the token limit evaluation runs with
@@ -210,8 +224,9 @@ def encode_mode(args) -> None:
         }
         peer_process = None
         if args.peer_python:
-            peer_process = PeerProcess(args.peer_python, path, texts, workdir, args.batch_size,
-                                       torch_encoder.max_length)
+            peer_process = PeerProcess(
+                args.peer_python, path, texts, workdir, args.batch_size, torch_encoder.max_length
+            )
             print(f"st onnx (peer) under {args.peer_python}: {peer_process.versions}")
             peer, reason = peer_process, None
             ways["st onnx (peer)"] = peer_process
@@ -221,8 +236,7 @@ def encode_mode(args) -> None:
                 ways["st onnx (peer)"] = lambda: peer(texts)
             else:
                 print(f"st onnx (peer) skipped: {reason}")
-        bare = bare_onnxruntime(onnx_file, torch_encoder.tokenizer, torch_encoder.max_length, args.batch_size,
-                                threads)
+        bare = bare_onnxruntime(onnx_file, torch_encoder.tokenizer, torch_encoder.max_length, args.batch_size, threads)
         ways["bare onnxruntime (limit)"] = lambda: bare(texts)
         warm = texts[:64]  # warm-up: thread pools, allocators, first-call costs
         torch_encoder.encode(warm)
@@ -238,23 +252,27 @@ def encode_mode(args) -> None:
                 outputs[name] = function()
                 wall = time.perf_counter() - started
                 times[name].append(function.seconds if function is peer_process else wall)
-            print(f"round {round_number + 1}: " + ", ".join(f"{name} {times[name][-1]:.2f} s" for name in ways),
-                  flush=True)
+            print(
+                f"round {round_number + 1}: " + ", ".join(f"{name} {times[name][-1]:.2f} s" for name in ways),
+                flush=True,
+            )
         if peer_process is not None:
             peer_process.close()
     median = {name: statistics.median(values) for name, values in times.items()}
+
     def unit(vectors: np.ndarray) -> np.ndarray:
         return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
     reference = unit(outputs["harness torch"])
     for name in ways:
         difference = float(np.abs(unit(outputs[name]) - reference).max())
-        print(f"{name:>26}: median {median[name]:8.2f} s  {len(texts) / median[name]:8.1f} sentences/s  "
-              f"(max |difference from torch|, unit vectors: {difference:.2e})")
+        print(
+            f"{name:>26}: median {median[name]:8.2f} s  {len(texts) / median[name]:8.1f} sentences/s  "
+            f"(max |difference from torch|, unit vectors: {difference:.2e})"
+        )
     if "st onnx (peer)" in median:
         print(f"speed harness onnx / peer: {median['st onnx (peer)'] / median['harness onnx']:.3f} (goal >= 1.0)")
-    print(f"speed harness onnx / bare: {median['bare onnxruntime (limit)'] / median['harness onnx']:.3f} "
-          "(goal >= 0.9)")
+    print(f"speed harness onnx / bare: {median['bare onnxruntime (limit)'] / median['harness onnx']:.3f} (goal >= 0.9)")
     print(f"speed harness onnx / harness torch: {median['harness torch'] / median['harness onnx']:.3f}")
     load_end = os.getloadavg()
     print(f"load average at end: {load_end[0]:.2f} {load_end[1]:.2f} {load_end[2]:.2f}")
@@ -262,17 +280,33 @@ def encode_mode(args) -> None:
 
 def eval_mode(args) -> None:
     load_start = os.getloadavg()
-    print(f"harness run --models be --tasks {','.join(TASKS)} --profile quick --seeds 42, fresh store each, "
-          f"{args.rounds} round(s) of torch then onnx")
-    print(f"load average at start: {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f} "
-          f"({os.cpu_count()} CPUs)")
+    print(
+        f"harness run --models be --tasks {','.join(TASKS)} --profile quick --seeds 42, fresh store each, "
+        f"{args.rounds} round(s) of torch then onnx"
+    )
+    print(f"load average at start: {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f} ({os.cpu_count()} CPUs)")
     harness_cli = [sys.executable, "-m", "harness"]
     times: dict[str, list[float]] = {"torch": [], "onnx": []}
     for round_number in range(args.rounds):
         for runtime in times:
             with tempfile.TemporaryDirectory(prefix=f"runtime-speed-{runtime}-") as store:
-                command = [*harness_cli, "run", "--models", "be", "--tasks", ",".join(TASKS), "--profile", "quick",
-                           "--seeds", "42", "--runtime", runtime, "--results", store, "--no-progress"]
+                command = [
+                    *harness_cli,
+                    "run",
+                    "--models",
+                    "be",
+                    "--tasks",
+                    ",".join(TASKS),
+                    "--profile",
+                    "quick",
+                    "--seeds",
+                    "42",
+                    "--runtime",
+                    runtime,
+                    "--results",
+                    store,
+                    "--no-progress",
+                ]
                 started = time.perf_counter()
                 done = subprocess.run(command, capture_output=True, text=True)
                 seconds = time.perf_counter() - started
@@ -281,8 +315,10 @@ def eval_mode(args) -> None:
                 times[runtime].append(seconds)
                 print(f"round {round_number + 1}: --runtime {runtime}: {seconds:.1f} s", flush=True)
     median = {runtime: statistics.median(values) for runtime, values in times.items()}
-    print(f"median: torch {median['torch']:.1f} s, onnx {median['onnx']:.1f} s, onnx / torch "
-          f"{median['onnx'] / median['torch']:.3f} (goal <= 0.60)")
+    print(
+        f"median: torch {median['torch']:.1f} s, onnx {median['onnx']:.1f} s, onnx / torch "
+        f"{median['onnx'] / median['torch']:.3f} (goal <= 0.60)"
+    )
     load_end = os.getloadavg()
     print(f"load average at end: {load_end[0]:.2f} {load_end[1]:.2f} {load_end[2]:.2f}")
 
@@ -293,9 +329,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--limit", type=int, default=None, help="encode mode: an evenly spaced sample of N texts")
-    parser.add_argument("--peer-python", default=None,
-                        help="encode mode: run the sentence-transformers ONNX peer under this Python (another "
-                             "environment; see the module docstring)")
+    parser.add_argument(
+        "--peer-python",
+        default=None,
+        help="encode mode: run the sentence-transformers ONNX peer under this Python (another "
+        "environment; see the module docstring)",
+    )
     args = parser.parse_args()
     (encode_mode if args.mode == "encode" else eval_mode)(args)
 

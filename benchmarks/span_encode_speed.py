@@ -15,6 +15,7 @@ speed does not depend on the weights.
 
 Usage: python benchmarks/span_encode_speed.py [--batch-size 64] [--limit N] [--repeats 1] [--threads N]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,8 +68,10 @@ def main() -> None:
     max_length = 128  # the quick profile's limit, for both ways
     items = bundled_propositions(args.limit)
     sentences = len({text for text, _ in items})
-    print(f"{len(items)} propositions in {sentences} sentences ({len(items) / sentences:.1f} per sentence), "
-          f"batch size {args.batch_size}, {torch.get_num_threads()} torch threads, device cpu")
+    print(
+        f"{len(items)} propositions in {sentences} sentences ({len(items) / sentences:.1f} per sentence), "
+        f"batch size {args.batch_size}, {torch.get_num_threads()} torch threads, device cpu"
+    )
 
     network = SubSentenceNetwork(load_transformer(path)).eval()
     tokenizer = load_tokenizer(path)
@@ -76,37 +79,50 @@ def main() -> None:
     subset_texts = [subset_text(text, spans) for text, spans in items]
 
     def one_pass_per_sentence(chosen):
-        return encode_span_items(chosen, tokenizer, network.token_states, "cpu", args.batch_size, max_length,
-                                 head=network.mlp)
+        return encode_span_items(
+            chosen, tokenizer, network.token_states, "cpu", args.batch_size, max_length, head=network.mlp
+        )
 
     def one_pass_per_proposition(texts):
         return sentence_encoder.encode(texts, batch_size=args.batch_size)
 
     def whole_sentence_per_proposition(chosen):
-        return encode_span_items(chosen, tokenizer, network.token_states, "cpu", args.batch_size, max_length,
-                                 head=network.mlp, attention="proposition")
+        return encode_span_items(
+            chosen,
+            tokenizer,
+            network.token_states,
+            "cpu",
+            args.batch_size,
+            max_length,
+            head=network.mlp,
+            attention="proposition",
+        )
 
     def token_count(texts):
         return sum(len(ids) for ids in tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"])
 
-    print(f"tokens fed to the transformer: {token_count(dict.fromkeys(t for t, _ in items)):,} (one pass per "
-          f"sentence), {token_count(subset_texts):,} (token subsets), {token_count(t for t, _ in items):,} (one pass "
-          "per proposition over its sentence)")
+    print(
+        f"tokens fed to the transformer: {token_count(dict.fromkeys(t for t, _ in items)):,} (one pass per "
+        f"sentence), {token_count(subset_texts):,} (token subsets), {token_count(t for t, _ in items):,} (one pass "
+        "per proposition over its sentence)"
+    )
 
     one_pass_per_sentence(items[:16])  # warm-up
     one_pass_per_proposition(subset_texts[:16])
     results = {
         "subencoder (one forward per sentence)": timed(lambda: one_pass_per_sentence(items), args.repeats)[0],
-        "each proposition as its own sentence": timed(lambda: one_pass_per_proposition(subset_texts),
-                                                      args.repeats)[0],
-        "one pass per proposition (whole sentence)": timed(lambda: whole_sentence_per_proposition(items),
-                                                           args.repeats)[0],
+        "each proposition as its own sentence": timed(lambda: one_pass_per_proposition(subset_texts), args.repeats)[0],
+        "one pass per proposition (whole sentence)": timed(lambda: whole_sentence_per_proposition(items), args.repeats)[
+            0
+        ],
     }
     for name, seconds in results.items():
         print(f"{name:42s} {seconds:8.2f} s  {len(items) / seconds:9.1f} propositions/s")
     fast, subsets, per_proposition = results.values()
-    print(f"ratio: subencoder is {subsets / fast:.2f}x the propositions/s of encoding each proposition's tokens "
-          f"separately and {per_proposition / fast:.2f}x that of one pass per proposition over its sentence")
+    print(
+        f"ratio: subencoder is {subsets / fast:.2f}x the propositions/s of encoding each proposition's tokens "
+        f"separately and {per_proposition / fast:.2f}x that of one pass per proposition over its sentence"
+    )
 
 
 if __name__ == "__main__":

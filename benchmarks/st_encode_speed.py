@@ -9,6 +9,7 @@ the best (and median) time of each is compared (the ratios are printed from one 
 Usage: python benchmarks/st_encode_speed.py [--model PATH] [--batch-size 64] [--repeats 3] [--limit N]
            [--threads N]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,12 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch threads (default: torch's); 1 steadies timings on a machine shared with other jobs")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads (default: torch's); 1 steadies timings on a machine shared with other jobs",
+    )
     args = parser.parse_args()
 
     import torch
@@ -77,16 +82,22 @@ def main() -> None:
             times[name].append(time.perf_counter() - started)
     best = {name: min(values) for name, values in times.items()}
     difference = float(np.abs(outputs["st plugin"] - outputs["SentenceTransformer.encode"]).max())
-    print(f"{len(texts)} texts, batch size {args.batch_size}, torch threads {torch.get_num_threads()}, "
-          f"{args.repeats} alternating rounds (best of each)")
+    print(
+        f"{len(texts)} texts, batch size {args.batch_size}, torch threads {torch.get_num_threads()}, "
+        f"{args.repeats} alternating rounds (best of each)"
+    )
     for name, seconds in best.items():
-        print(f"  {name:<28} {seconds:7.3f} s  ({len(texts) / seconds:7.1f} texts/s)  all: "
-              f"{', '.join(f'{t:.3f}' for t in times[name])}")
+        print(
+            f"  {name:<28} {seconds:7.3f} s  ({len(texts) / seconds:7.1f} texts/s)  all: "
+            f"{', '.join(f'{t:.3f}' for t in times[name])}"
+        )
     medians = {name: float(np.median(values)) for name, values in times.items()}
     ratio = best["st plugin"] / best["SentenceTransformer.encode"]
     median_ratio = medians["st plugin"] / medians["SentenceTransformer.encode"]
-    print(f"ratio st plugin / SentenceTransformer.encode: best {ratio:.3f}, median {median_ratio:.3f}"
-          f"  (max |difference| of the embeddings: {difference:.2e})")
+    print(
+        f"ratio st plugin / SentenceTransformer.encode: best {ratio:.3f}, median {median_ratio:.3f}"
+        f"  (max |difference| of the embeddings: {difference:.2e})"
+    )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ OUT_NPY``, it loads the model (exporting it through optimum when the folder has 
 ``ready <versions>``; then for every ``encode`` line it encodes the texts, prints ``seconds <wall>`` (the encode
 call alone) and saves the embeddings to OUT_NPY; ``quit`` ends it. Imports nothing from the harness.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,10 @@ def main() -> None:
         return model.encode(batch, batch_size=int(batch_size), convert_to_numpy=True, normalize_embeddings=False)
 
     encode(texts[:64])  # warm-up, as the other ways get
-    versions = (f"sentence-transformers {sentence_transformers.__version__}, transformers {transformers.__version__}, "
-                f"onnxruntime {onnxruntime.__version__}")
+    versions = (
+        f"sentence-transformers {sentence_transformers.__version__}, transformers {transformers.__version__}, "
+        f"onnxruntime {onnxruntime.__version__}"
+    )
     print(f"ready {versions}", flush=True)
     for line in sys.stdin:
         if line.strip() != "encode":

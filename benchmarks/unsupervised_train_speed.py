@@ -18,6 +18,7 @@ batch 8 and max length 128 to report peak resident memory (VmHWM) next to each o
 sentence-transformers' ``word_tokenize`` needs NLTK's Punkt data, which cannot be downloaded offline; as in the tests
 it tokenises each text as one line (what harness does).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -74,7 +75,7 @@ def batches(texts: list[str], batch_size: int, steps: int) -> list[list[str]]:
     """The batches the shared loop draws (its seeded shuffle, TrainConfig's seed 42), given to both sides."""
     used = texts[: batch_size * steps]
     order = torch.randperm(len(used), generator=torch.Generator().manual_seed(42)).tolist()
-    return [[used[i] for i in order[s * batch_size:(s + 1) * batch_size]] for s in range(steps)]
+    return [[used[i] for i in order[s * batch_size : (s + 1) * batch_size]] for s in range(steps)]
 
 
 def ours(method: str, backbone: str, parts: list[list[str]], max_length: int) -> Side:
@@ -89,9 +90,11 @@ def ours(method: str, backbone: str, parts: list[list[str]], max_length: int) ->
     options = {"temperature": 0.05, "directions": "one", "ratio": 0.6}
     if method == "tsdae":
         from harness.plugins.tsdae import DenoisingReconstruction as Term
+
         views = [CLEAN, DELETED]
     else:
         from harness.plugins.simcse import DropoutContrast as Term
+
         views = [CLEAN]
     module = ObjectiveSum(encoder, [(method, Term(ObjectiveSetup(encoder, backbone, options, 0)), 1.0)])
     collate = UnlabeledCollator(encoder.tokenizer, max_length, views, WordDeletion(0.6, 0))
@@ -125,8 +128,9 @@ def theirs(method: str, backbone: str, parts: list[list[str]], max_length: int) 
     torch.manual_seed(0)
     np.random.seed(0)
     transformer = Transformer(backbone, max_seq_length=max_length)
-    model = SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension(), "cls")],
-                                device="cpu")
+    model = SentenceTransformer(
+        modules=[transformer, Pooling(transformer.get_embedding_dimension(), "cls")], device="cpu"
+    )
     if method == "tsdae":
         loss = DenoisingAutoEncoderLoss(model, tie_encoder_decoder=True)
     else:
@@ -193,8 +197,15 @@ def main() -> None:
         return
     parts = batches(sentences(args.batch_size * args.steps), args.batch_size, args.steps)
     load_before = os.getloadavg()
-    logger.info("backbone %s, %d steps of batch %d, max length %d, %d threads, load average %.2f %.2f %.2f",
-                backbone, args.steps, args.batch_size, args.max_length, torch.get_num_threads(), *load_before)
+    logger.info(
+        "backbone %s, %d steps of batch %d, max length %d, %d threads, load average %.2f %.2f %.2f",
+        backbone,
+        args.steps,
+        args.batch_size,
+        args.max_length,
+        torch.get_num_threads(),
+        *load_before,
+    )
     rows = []
     for method, reference in (("tsdae", "DenoisingAutoEncoderLoss"), ("simcse", "MultipleNegativesRankingLoss")):
         sides = [ours(method, backbone, parts, args.max_length), theirs(method, backbone, parts, args.max_length)]
@@ -203,31 +214,62 @@ def main() -> None:
         seconds = {side.name: [] for side in sides}
         # Steps alternate between the two (and which goes first), so both meet the same load on a shared machine.
         for index in range(args.steps):
-            for side in (sides if index % 2 == 0 else sides[::-1]):
+            for side in sides if index % 2 == 0 else sides[::-1]:
                 seconds[side.name].append(side.step(index))
         speed = {name: args.batch_size * len(times) / sum(times) for name, times in seconds.items()}
         step_ratios = [t / h for h, t in zip(seconds["harness"], seconds["sentence-transformers"])]
         ratio = speed["harness"] / speed["sentence-transformers"]
         rows.append((method, reference, speed["harness"], speed["sentence-transformers"], ratio))
-        logger.info("%-7s harness %.2f sentences/s, sentence-transformers %s %.2f sentences/s: ratio %.2f (median "
-                    "per-step ratio %.2f)", method, speed["harness"], reference, speed["sentence-transformers"],
-                    ratio, float(np.median(step_ratios)))
+        logger.info(
+            "%-7s harness %.2f sentences/s, sentence-transformers %s %.2f sentences/s: ratio %.2f (median "
+            "per-step ratio %.2f)",
+            method,
+            speed["harness"],
+            reference,
+            speed["sentence-transformers"],
+            ratio,
+            float(np.median(step_ratios)),
+        )
     memory = {}
     for side in ("harness", "sentence-transformers"):
-        output = subprocess.run([sys.executable, __file__, "--memory-child", side, "--backbone", backbone,
-                                 "--memory-steps", str(args.memory_steps)], capture_output=True, text=True)
+        output = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--memory-child",
+                side,
+                "--backbone",
+                backbone,
+                "--memory-steps",
+                str(args.memory_steps),
+            ],
+            capture_output=True,
+            text=True,
+        )
         if output.returncode != 0:
             raise SystemExit(f"the memory run of {side} failed:\n{output.stderr[-2000:]}")
         memory[side] = json.loads(output.stdout.strip().splitlines()[-1])
-    logger.info("TSDAE peak memory (batch 8, max length 128, %d steps, process RSS): harness %.0f MiB, "
-                "sentence-transformers %.0f MiB", args.memory_steps, memory["harness"]["peak_mib"],
-                memory["sentence-transformers"]["peak_mib"])
+    logger.info(
+        "TSDAE peak memory (batch 8, max length 128, %d steps, process RSS): harness %.0f MiB, "
+        "sentence-transformers %.0f MiB",
+        args.memory_steps,
+        memory["harness"]["peak_mib"],
+        memory["sentence-transformers"]["peak_mib"],
+    )
     logger.info("load average after: %.2f %.2f %.2f", *os.getloadavg())
-    print(json.dumps({"ratios": {m: round(r, 3) for m, _, _, _, r in rows},
-                      "sentences_per_second": {m: {"harness": round(h, 2), "sentence-transformers": round(s, 2)}
-                                               for m, _, h, s, _ in rows},
-                      "tsdae_peak_rss_mib": {k: v["peak_mib"] for k, v in memory.items()},
-                      "load_average_before": load_before, "load_average_after": os.getloadavg()}))
+    print(
+        json.dumps(
+            {
+                "ratios": {m: round(r, 3) for m, _, _, _, r in rows},
+                "sentences_per_second": {
+                    m: {"harness": round(h, 2), "sentence-transformers": round(s, 2)} for m, _, h, s, _ in rows
+                },
+                "tsdae_peak_rss_mib": {k: v["peak_mib"] for k, v in memory.items()},
+                "load_average_before": load_before,
+                "load_average_after": os.getloadavg(),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

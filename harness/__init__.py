@@ -4,6 +4,7 @@ Plugins implement the hooks in :mod:`harness.hookspecs` and use two front doors:
 :mod:`harness.api`) and the building blocks of :mod:`harness.blocks` (loaded on first use, so ``import harness`` does
 not load torch). docs/writing-plugins.md explains both.
 """
+
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version

@@ -8,6 +8,7 @@ gathers) stay importable for plugins written against 0.2. Every other module of 
 change without notice. Changes to these names are listed in CHANGELOG.md, with deprecations first.
 docs/writing-plugins.md explains each name.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -119,47 +120,117 @@ def seed_everything(seed: int) -> None:
 
     seed_all(seed)
 
+
 __all__ = [
     # hooks and what they register
-    "hookimpl", "ModelPlugin", "RecipePlugin", "TaskPlugin", "Task", "TaskMetadata", "Component", "ComponentKind",
-    "Option", "PluginContractError", "ModelOutputError", "checked_vectors",
+    "hookimpl",
+    "ModelPlugin",
+    "RecipePlugin",
+    "TaskPlugin",
+    "Task",
+    "TaskMetadata",
+    "Component",
+    "ComponentKind",
+    "Option",
+    "PluginContractError",
+    "ModelOutputError",
+    "checked_vectors",
     # contexts and results
-    "ModelContext", "RecipeContext", "EvalContext", "EvalResult", "Profile",
+    "ModelContext",
+    "RecipeContext",
+    "EvalContext",
+    "EvalResult",
+    "Profile",
     # capabilities
-    "CAPABILITIES", "EMBEDDER", "PAIR_SCORER", "MULTI_VECTOR_EMBEDDER", "SPAN_ENCODER", "TRAINABLE",
-    "Embedder", "PairScorer", "MultiVectorEmbedder", "SpanEncoder", "Trainable", "ScoredPairLearner", "VectorSets",
-    "as_embedder", "as_pair_scorer", "cosine_rows", "maxsim", "reachable_capabilities",
+    "CAPABILITIES",
+    "EMBEDDER",
+    "PAIR_SCORER",
+    "MULTI_VECTOR_EMBEDDER",
+    "SPAN_ENCODER",
+    "TRAINABLE",
+    "Embedder",
+    "PairScorer",
+    "MultiVectorEmbedder",
+    "SpanEncoder",
+    "Trainable",
+    "ScoredPairLearner",
+    "VectorSets",
+    "as_embedder",
+    "as_pair_scorer",
+    "cosine_rows",
+    "maxsim",
+    "reachable_capabilities",
     # specs (for plan-time validation of options that name other models or tasks)
-    "resolve_model_spec", "resolve_task_specs", "get_profile",
+    "resolve_model_spec",
+    "resolve_task_specs",
+    "get_profile",
     # training data and datasets
-    "SCORED_PAIRS", "UNLABELED_SENTENCES", "LABELED_SENTENCES", "PROPOSITION_PAIRS", "TRAINING_KINDS",
-    "ScoredPairs", "UnlabeledSentences", "LabeledSentences", "PropositionPair", "PropositionPairs", "TrainingSplits",
-    "resolve_dataset_dir", "data_dir_override", "default_download_dir", "files_checksum", "read_text_lines",
-    "Archive", "ArchiveDataset",
+    "SCORED_PAIRS",
+    "UNLABELED_SENTENCES",
+    "LABELED_SENTENCES",
+    "PROPOSITION_PAIRS",
+    "TRAINING_KINDS",
+    "ScoredPairs",
+    "UnlabeledSentences",
+    "LabeledSentences",
+    "PropositionPair",
+    "PropositionPairs",
+    "TrainingSplits",
+    "resolve_dataset_dir",
+    "data_dir_override",
+    "default_download_dir",
+    "files_checksum",
+    "read_text_lines",
+    "Archive",
+    "ArchiveDataset",
     # measured train/test overlap (harness.contamination)
-    "EvaluatedTexts", "UNSEEN_OPTION", "unseen_indices",
+    "EvaluatedTexts",
+    "UNSEEN_OPTION",
+    "unseen_indices",
     # utilities
     "seed_everything",
     # files written safely (harness.files) and checkpoints (harness.checkpoints)
-    "atomic_write_bytes", "atomic_write_json", "atomic_write_text", "cached_bytes", "sha256_file", "StoreError",
-    "atomic_write_file", "path_inside",
-    "open_store_file", "read_store_bytes", "read_store_text", "UnsafeFileError",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "atomic_write_text",
+    "cached_bytes",
+    "sha256_file",
+    "StoreError",
+    "atomic_write_file",
+    "path_inside",
+    "open_store_file",
+    "read_store_bytes",
+    "read_store_text",
+    "UnsafeFileError",
     "CheckpointedModule",
-    "check_backbone", "BackboneNotFoundError", "hub_reachable", "offline_reason",
+    "check_backbone",
+    "BackboneNotFoundError",
+    "hub_reachable",
+    "offline_reason",
     # errors
-    "HarnessError", "DataFileError", "MissingDataError", "InvalidOptionError", "IncompatibleError",
-    "data_error", "invalid_choice", "close_matches_hint",
+    "HarnessError",
+    "DataFileError",
+    "MissingDataError",
+    "InvalidOptionError",
+    "IncompatibleError",
+    "data_error",
+    "invalid_choice",
+    "close_matches_hint",
     # metrics
-    "spearman", "pearson",
+    "spearman",
+    "pearson",
 ]
 
 # The store's own machinery, public in 0.2: a plugin needs none of it (``CheckpointedModule`` saves and loads a
 # model; the store writes checkpoints and sweeps temporaries). Still importable from ``harness.files`` and
 # ``harness.checkpoints``.
 _STORE_INTERNALS = {
-    "temporary_prefix": "harness.files", "stale_temporary": "harness.files",
-    "remove_stale_temporaries": "harness.files", "build_checkpoint": "harness.checkpoints",
-    "checkpoint_complete": "harness.checkpoints", "checkpoint_problem": "harness.checkpoints",
+    "temporary_prefix": "harness.files",
+    "stale_temporary": "harness.files",
+    "remove_stale_temporaries": "harness.files",
+    "build_checkpoint": "harness.checkpoints",
+    "checkpoint_complete": "harness.checkpoints",
+    "checkpoint_problem": "harness.checkpoints",
 }
 if not TYPE_CHECKING:  # hidden from type checkers, so a deprecated name is an error there
     __getattr__ = deprecated_names(__name__, {name: (module, name) for name, module in _STORE_INTERNALS.items()})

@@ -3,6 +3,7 @@
 Read by the registry (per family) and drawn by the leaderboard (:mod:`harness.leaderboard`); it lives below both
 so that neither reaches up into the other.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

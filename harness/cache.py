@@ -10,6 +10,7 @@ it was, so existing caches keep hitting.
 
 Deviations: none (no paper describes a cache).
 """
+
 from __future__ import annotations
 
 import io
@@ -49,16 +50,28 @@ class ArtifactCache:
         """``<root>/<kind>-<content key of payload><suffix>``."""
         return self.root / f"{kind}-{content_key(payload)}{suffix}"
 
-    def bytes_entry(self, path: Path, compute: Callable[[], bytes], check: Callable[[bytes], bool] | None = None,
-                    what: str = "cache entry", made_from: Any = None) -> tuple[bytes, bool]:
+    def bytes_entry(
+        self,
+        path: Path,
+        compute: Callable[[], bytes],
+        check: Callable[[bytes], bool] | None = None,
+        what: str = "cache entry",
+        made_from: Any = None,
+    ) -> tuple[bytes, bool]:
         """The verified content of the entry file ``path`` (under ``root``), else ``compute()`` written there
         atomically with its sha256 and ``made_from`` (the payload its key was computed from; default: its file
         name); returns ``(content, True if it came from the cache)``. An entry whose checksum does not match, that
         names another payload (copied over this one) or that ``check`` rejects is logged and computed again."""
         return cached_bytes(path, compute, check, what=what, made_from=made_from)
 
-    def array_entry(self, path: Path, compute: Callable[[], Any], check: Callable[[Any], bool] | None = None,
-                    what: str = "cache entry", made_from: Any = None) -> tuple[Any, bool]:
+    def array_entry(
+        self,
+        path: Path,
+        compute: Callable[[], Any],
+        check: Callable[[Any], bool] | None = None,
+        what: str = "cache entry",
+        made_from: Any = None,
+    ) -> tuple[Any, bool]:
         """:meth:`bytes_entry` for a numpy array stored as ``.npy`` (never pickled); ``check`` sees the array."""
         import numpy as np
 
@@ -92,8 +105,11 @@ class ArtifactCache:
         except (OSError, UnicodeDecodeError, ValueError):
             named = {"unreadable": True}
         if named is not None and named != asked:
-            logger.warning("cache folder %s was made from something other than what its name asks for (copied over "
-                           "another entry?); building it again", folder)
+            logger.warning(
+                "cache folder %s was made from something other than what its name asks for (copied over "
+                "another entry?); building it again",
+                folder,
+            )
             aside = folder.with_name(temporary_prefix(folder.name) + "stale")
             os.replace(folder, aside)
             shutil.rmtree(aside, ignore_errors=True)

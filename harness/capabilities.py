@@ -10,6 +10,7 @@ Recipes additionally ask their student for a small learning protocol (``ScoredPa
 that let most models run on most tasks (``as_embedder``, ``as_pair_scorer``) are in the evaluation layer
 (:mod:`harness.evaluation.adapters`); this module imports nothing of the package.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -41,13 +42,15 @@ def checked_vectors(value: Any, count: int, who: str = "encode") -> Any:
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise ModelOutputError(f"{who} returned {type(value).__name__} that is not an array of numbers ({exc}).") \
-            from None
+        raise ModelOutputError(
+            f"{who} returned {type(value).__name__} that is not an array of numbers ({exc})."
+        ) from None
     if array.ndim != 2 or array.shape[0] != count:
-        raise ModelOutputError(f"{who} returned an array of shape {array.shape} for {count} texts; it must return "
-                               f"one vector per text ({count} rows).")
+        raise ModelOutputError(
+            f"{who} returned an array of shape {array.shape} for {count} texts; it must return "
+            f"one vector per text ({count} rows)."
+        )
     return array
-
 
 
 @runtime_checkable
@@ -113,7 +116,8 @@ PROTOCOLS: dict[str, type] = {
 
 def _protocol_methods(protocol: type) -> list[str]:
     return sorted(
-        name for name in getattr(protocol, "__protocol_attrs__", None) or vars(protocol)
+        name
+        for name in getattr(protocol, "__protocol_attrs__", None) or vars(protocol)
         if not name.startswith("_") and callable(getattr(protocol, name, None))
     )
 
@@ -157,8 +161,10 @@ class VectorSets(list):
     def from_stacked(cls, stacked: np.ndarray, lengths: Sequence[int]) -> VectorSets:
         lengths = np.asarray(lengths, dtype=np.int64)
         if stacked.ndim != 2 or int(lengths.sum()) != len(stacked) or (lengths < 0).any():
-            raise ValueError(f"lengths {lengths[:5].tolist()}... (sum {int(lengths.sum())}) do not split a "
-                             f"[{', '.join(map(str, stacked.shape))}] array into row blocks")
+            raise ValueError(
+                f"lengths {lengths[:5].tolist()}... (sum {int(lengths.sum())}) do not split a "
+                f"[{', '.join(map(str, stacked.shape))}] array into row blocks"
+            )
         sets = cls(np.split(stacked, np.cumsum(lengths)[:-1]))
         sets.stacked, sets.lengths = stacked, lengths
         return sets
@@ -168,5 +174,9 @@ class VectorSets(list):
         stacked = getattr(self, "stacked", None)
         if stacked is None or len(self) != len(self.lengths) or not len(self):
             return False
-        return (np.shares_memory(self[0], stacked) and np.shares_memory(self[-1], stacked)
-                and self[0].shape[0] == self.lengths[0] and self[-1].shape[0] == self.lengths[-1])
+        return (
+            np.shares_memory(self[0], stacked)
+            and np.shares_memory(self[-1], stacked)
+            and self[0].shape[0] == self.lengths[0]
+            and self[-1].shape[0] == self.lengths[-1]
+        )

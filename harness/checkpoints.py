@@ -8,6 +8,7 @@ made of torch modules gets for free (safetensors weights and a JSON config, neve
 - A checkpoint is checked, built and replaced under its lock (``<checkpoint>.lock``, ``harness.locks``), so two
   writers never interleave and a reader never sees half of one.
 """
+
 from __future__ import annotations
 
 import json
@@ -95,8 +96,14 @@ def _checkpoint_problem(directory: Path) -> str | None:
 TRAINING_RECORD = "training.json"  # in a trained model's checkpoint: the spec, seed and training data it was made of
 
 
-def trained_checkpoint_problem(directory: Path, *, spec_hash: str, seed: int,
-                               training_data_checksum: str | None = None, train_on: str | None = None) -> str | None:
+def trained_checkpoint_problem(
+    directory: Path,
+    *,
+    spec_hash: str,
+    seed: int,
+    training_data_checksum: str | None = None,
+    train_on: str | None = None,
+) -> str | None:
     """Why the checkpoint of a trained model in ``directory`` cannot serve the spec ``spec_hash`` and ``seed``: not
     built or damaged (:func:`checkpoint_problem`), or its ``training.json`` names another spec hash, another seed or
     (when ``training_data_checksum`` is given) other training data, e.g. ``seed-43`` copied over ``seed-42`` by
@@ -111,8 +118,10 @@ def trained_checkpoint_problem(directory: Path, *, spec_hash: str, seed: int,
     trained_for = training_record.get("spec") if isinstance(training_record, dict) else None
     trained_hash = trained_for.get("hash") if isinstance(trained_for, dict) else None
     if trained_hash != spec_hash:
-        return (f"it was trained for another model spec (spec hash {str(trained_hash)[:12]}..., wanted "
-                f"{spec_hash[:12]}...): a checkpoint copied or moved by hand")
+        return (
+            f"it was trained for another model spec (spec hash {str(trained_hash)[:12]}..., wanted "
+            f"{spec_hash[:12]}...): a checkpoint copied or moved by hand"
+        )
     if training_record.get("seed") != seed:
         return f"it was trained with seed {training_record.get('seed')!r}, not {seed}: a checkpoint copied by hand"
     if training_data_checksum is not None and training_record.get("source_checksum") != training_data_checksum:
@@ -167,7 +176,6 @@ def build_checkpoint(directory: Path, save: Callable[[Path], Any]) -> Path:
     return directory
 
 
-
 def _share_like_records(folder: Path) -> None:
     """Give what a model's ``save`` wrote the modes records get (0644 / 0755 under the usual umask): some writers
     create files 0600 (e.g. through mkstemp), which would hide a checkpoint from the others sharing a store."""
@@ -182,13 +190,13 @@ def check_checkpoint_target(directory: Path) -> None:
     fails after training; the link's target would keep the old checkpoint) or a file. Called before training."""
     directory = Path(directory)
     if directory.is_symlink():
-        raise StoreError(f"the checkpoint folder {directory} is a symbolic link (to {os.readlink(directory)}); the "
-                         "harness replaces checkpoints by renaming, which a link does not allow: remove the link "
-                         "(link the whole store elsewhere instead) and run again.")
+        raise StoreError(
+            f"the checkpoint folder {directory} is a symbolic link (to {os.readlink(directory)}); the "
+            "harness replaces checkpoints by renaming, which a link does not allow: remove the link "
+            "(link the whole store elsewhere instead) and run again."
+        )
     if directory.exists() and not directory.is_dir():
         raise StoreError(f"the checkpoint folder {directory} is a file; remove it and run again.")
-
-
 
 
 class CheckpointedModule:

@@ -10,6 +10,7 @@ trained model with one seed gives "too few seeds to tell". The deciding p-values
 with the reason and no test; one whose per-example file is missing or damaged too, and the command then exits
 non-zero (`harness run` recomputes the cell).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -44,9 +45,18 @@ class TaskComparison:
             return {**entry, "result": None, "reason": self.reason}
         examples = self.result.examples
         # interval and p_value: the deciding unit's (null: too few seeds to tell); both units under their names
-        return {**entry, "score_a": examples.score_a, "score_b": examples.score_b, "difference": examples.difference,
-                "examples": examples.examples, "seeds_a": examples.seeds_a, "seeds_b": examples.seeds_b,
-                **self.result.as_dict(), "p_holm": self.p_holm, "verdict": self.verdict}
+        return {
+            **entry,
+            "score_a": examples.score_a,
+            "score_b": examples.score_b,
+            "difference": examples.difference,
+            "examples": examples.examples,
+            "seeds_a": examples.seeds_a,
+            "seeds_b": examples.seeds_b,
+            **self.result.as_dict(),
+            "p_holm": self.p_holm,
+            "verdict": self.verdict,
+        }
 
     @property
     def verdict(self) -> str:
@@ -72,9 +82,18 @@ def _keeps_examples(registry: Registry, task_name: str) -> bool:
     return bool(getattr(registry.task(task_name).factory, "keeps_examples", True))
 
 
-def compare(registry: Registry, store: Store, model_a: str, model_b: str, tasks: list[str], seeds: list[int],
-            profile: str = "quick", backbone: str | None = None, train_on: str | None = None,
-            resamples: int = DEFAULT_RESAMPLES) -> tuple[ModelSpec, ModelSpec, list[TaskComparison]]:
+def compare(
+    registry: Registry,
+    store: Store,
+    model_a: str,
+    model_b: str,
+    tasks: list[str],
+    seeds: list[int],
+    profile: str = "quick",
+    backbone: str | None = None,
+    train_on: str | None = None,
+    resamples: int = DEFAULT_RESAMPLES,
+) -> tuple[ModelSpec, ModelSpec, list[TaskComparison]]:
     """The paired comparison of ``model_a`` - ``model_b`` on each task (specs as for ``harness run``)."""
     if not tasks:
         raise CompareError("name the tasks to compare on: --tasks stsb or --tasks senteval")
@@ -94,20 +113,26 @@ def compare(registry: Registry, store: Store, model_a: str, model_b: str, tasks:
                 data, reason, was_trained = _examples(store, spec, seed, task.key)
                 trained[side] = trained[side] or was_trained
                 if data is None and reason.endswith(NO_DATA) and not _keeps_examples(registry, task.name):
-                    reason = (f"task {task.label} keeps no per-example data (its evaluator gives only the score), "
-                              "so it cannot be tested; `harness rescore` would not add any")
+                    reason = (
+                        f"task {task.label} keeps no per-example data (its evaluator gives only the score), "
+                        "so it cannot be tested; `harness rescore` would not add any"
+                    )
                 if data is None:
                     if reason not in reasons:
                         reasons.append(reason)
                 else:
                     per_model[side].append(data)
         if reasons:
-            comparisons.append(TaskComparison(task.label, None, "; ".join(reasons),
-                                              damaged=sum(SIDE_FILE_PROBLEM in reason for reason in reasons)))
+            comparisons.append(
+                TaskComparison(
+                    task.label, None, "; ".join(reasons), damaged=sum(SIDE_FILE_PROBLEM in reason for reason in reasons)
+                )
+            )
             continue
         try:
-            comparisons.append(TaskComparison(task.label, compare_units(per_model[0], per_model[1], *trained,
-                                                                        resamples=resamples)))
+            comparisons.append(
+                TaskComparison(task.label, compare_units(per_model[0], per_model[1], *trained, resamples=resamples))
+            )
         except ExampleDataError as exc:
             comparisons.append(TaskComparison(task.label, None, str(exc)))
     tested = [c for c in comparisons if c.result is not None and c.result.p_value is not None]
@@ -116,8 +141,9 @@ def compare(registry: Registry, store: Store, model_a: str, model_b: str, tasks:
     return spec_a, spec_b, comparisons
 
 
-def seen_notes(registry: Registry, store: Store, specs: dict[str, ModelSpec], tasks: list[str],
-               seeds: list[int]) -> list[str]:
+def seen_notes(
+    registry: Registry, store: Store, specs: dict[str, ModelSpec], tasks: list[str], seeds: list[int]
+) -> list[str]:
     """One line per model and task whose stored records saw test texts in training (harness.contamination), e.g.
     "A on sts12: 32% of test pairs seen in training (seeds 42, 43)": a comparison of such cells is partly one of
     memory."""
@@ -131,15 +157,29 @@ def seen_notes(registry: Registry, store: Store, specs: dict[str, ModelSpec], ta
                 text = seen_text(record) if record is not None and record.get("status") == "ok" else None
                 if text:
                     found.setdefault(text, []).append(seed)
-            lines += [f"{side} on {task.label}: {text} (seed{'s' if len(found[text]) > 1 else ''} "
-                      f"{', '.join(map(str, found[text]))})" for text in found]
+            lines += [
+                f"{side} on {task.label}: {text} (seed{'s' if len(found[text]) > 1 else ''} "
+                f"{', '.join(map(str, found[text]))})"
+                for text in found
+            ]
     return lines
 
 
 def comparison_rows(comparisons: list[TaskComparison]) -> tuple[list[str], list[list[str]]]:
     """Headers and rows of the comparison table: both units' interval and p, which one decides, its Holm p."""
-    headers = ["task", "A", "B", "A - B", "examples: 95% interval, p", "across runs: 95% interval, p", "decides",
-               "p (Holm)", "verdict", "examples", "seeds A/B"]
+    headers = [
+        "task",
+        "A",
+        "B",
+        "A - B",
+        "examples: 95% interval, p",
+        "across runs: 95% interval, p",
+        "decides",
+        "p (Holm)",
+        "verdict",
+        "examples",
+        "seeds A/B",
+    ]
     rows = []
     for c in comparisons:
         r = c.result
@@ -148,19 +188,37 @@ def comparison_rows(comparisons: list[TaskComparison]) -> tuple[list[str], list[
             continue
         e, across = r.examples, r.across_runs
         mark = " *" if c.verdict == "significant" else ""
-        across_text = (f"[{across.low:+.2f}, {across.high:+.2f}], p={across.p_value:.4f}" if across is not None
-                       else TOO_FEW_SEEDS if r.too_few_seeds else "- (neither model trained)")
-        rows.append([c.task, f"{e.score_a:.2f}", f"{e.score_b:.2f}", f"{e.difference:+.2f}{mark}",
-                     f"[{e.low:+.2f}, {e.high:+.2f}], p={e.p_value:.4f}", across_text, r.unit,
-                     "" if c.p_holm is None else f"{c.p_holm:.4f}", c.verdict, str(e.examples),
-                     f"{e.seeds_a}/{e.seeds_b}"])
+        across_text = (
+            f"[{across.low:+.2f}, {across.high:+.2f}], p={across.p_value:.4f}"
+            if across is not None
+            else TOO_FEW_SEEDS
+            if r.too_few_seeds
+            else "- (neither model trained)"
+        )
+        rows.append(
+            [
+                c.task,
+                f"{e.score_a:.2f}",
+                f"{e.score_b:.2f}",
+                f"{e.difference:+.2f}{mark}",
+                f"[{e.low:+.2f}, {e.high:+.2f}], p={e.p_value:.4f}",
+                across_text,
+                r.unit,
+                "" if c.p_holm is None else f"{c.p_holm:.4f}",
+                c.verdict,
+                str(e.examples),
+                f"{e.seeds_a}/{e.seeds_b}",
+            ]
+        )
     return headers, rows
 
 
-UNITS_NOTE = ("examples: paired bootstrap over the test examples, seeds held fixed (do these runs differ?). across "
-              "runs: Welch t over seeds with the example bootstrap's variance added (would new training runs keep "
-              "the order?); it decides wherever a model was trained, and a trained model needs at least "
-              f"{MIN_TRAINED_SEEDS} seeds, else {TOO_FEW_SEEDS}. docs/fidelity.md, \"Two units of inference\".")
+UNITS_NOTE = (
+    "examples: paired bootstrap over the test examples, seeds held fixed (do these runs differ?). across "
+    "runs: Welch t over seeds with the example bootstrap's variance added (would new training runs keep "
+    "the order?); it decides wherever a model was trained, and a trained model needs at least "
+    f'{MIN_TRAINED_SEEDS} seeds, else {TOO_FEW_SEEDS}. docs/fidelity.md, "Two units of inference".'
+)
 
 
 def results_dir_exists(root: Path) -> Store:

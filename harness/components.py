@@ -5,6 +5,7 @@ The registry only collects what plugins register; whoever builds a registry for 
 core's own components with :func:`register_core_components`, handing them what they read from the registry (the
 families' task order) so that no rendering module reaches back to the registry.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,10 +25,18 @@ def core_components(registry: Registry) -> list[Component]:
 
     from .leaderboard.formats import BUILTIN_FORMATS, LEADERBOARD_FORMAT
 
-    return [Component("plot", "leaderboard", plot_leaderboard,
-                      "per family: bar chart of main scores with std over seeds as error bars (PNG)"),
-            *(Component(LEADERBOARD_FORMAT, name, renderer, renderer.description)
-              for name, renderer in BUILTIN_FORMATS.items())]
+    return [
+        Component(
+            "plot",
+            "leaderboard",
+            plot_leaderboard,
+            "per family: bar chart of main scores with std over seeds as error bars (PNG)",
+        ),
+        *(
+            Component(LEADERBOARD_FORMAT, name, renderer, renderer.description)
+            for name, renderer in BUILTIN_FORMATS.items()
+        ),
+    ]
 
 
 def register_core_components(registry: Registry) -> Registry:

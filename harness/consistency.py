@@ -7,6 +7,7 @@ probe for ``harness run``: a handful of short texts encoded together and alone. 
 version for third-party plugins (the verdict is cached in the store) and fails their cells with its message instead
 of storing scores.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -40,12 +41,16 @@ def batch_dependence(model: Any) -> str | None:
     # may come from these weights (diverged training), not the plugin's code.
     check_finite_vectors(together, "vectors of the batch-probe texts")
     if not np.allclose(together[0], together[-1], rtol=RTOL, atol=ATOL):
-        return ("encode gave the same text two different vectors in one call (dropout left on, or randomness in "
-                "encoding); scores from it would not be reproducible")
+        return (
+            "encode gave the same text two different vectors in one call (dropout left on, or randomness in "
+            "encoding); scores from it would not be reproducible"
+        )
     for index in (1, 2):
         alone = check_finite_vectors(_matrix(model.encode([texts[index]]), 1), "vectors of the batch-probe texts")
         if alone.shape[1] != together.shape[1] or not np.allclose(alone[0], together[index], rtol=RTOL, atol=ATOL):
-            return ("encode gives a text another vector alone than inside a batch: its vectors depend on the other "
-                    "texts of the batch, so its scores would depend on batching (harness.testing.check_model reports "
-                    "the same); make each row depend on its own text only")
+            return (
+                "encode gives a text another vector alone than inside a batch: its vectors depend on the other "
+                "texts of the batch, so its scores would depend on batching (harness.testing.check_model reports "
+                "the same); make each row depend on its own text only"
+            )
     return None

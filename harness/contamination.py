@@ -12,6 +12,7 @@ is seen when the training data holds the same two sentences in either order; a t
 training text (a pair's side or an unlabeled sentence) equals it. The pretraining data of a backbone is not known to
 the harness and is not measured.
 """
+
 from __future__ import annotations
 
 import unicodedata
@@ -21,15 +22,20 @@ from typing import Any
 
 from .options import Option
 
-NORMALISATION = ("NFKC, whitespace runs collapsed, case-folded; a pair matches in either order, a sentence matches "
-                 "any training text")
+NORMALISATION = (
+    "NFKC, whitespace runs collapsed, case-folded; a pair matches in either order, a sentence matches any training text"
+)
 
 
 # A task that scores pairs may offer this option: ``unseen=true`` scores only the test pairs the cell's model did
 # not train on (its record says how many were dropped); the option is part of the cell's identity, so the subset's
 # score never replaces the full set's.
-UNSEEN_OPTION = Option(False, "score only the test pairs the model did not see in training (harness.contamination; "
-                              "the record says how many were dropped)", type=bool)
+UNSEEN_OPTION = Option(
+    False,
+    "score only the test pairs the model did not see in training (harness.contamination; "
+    "the record says how many were dropped)",
+    type=bool,
+)
 
 
 def normalise(text: str) -> str:
@@ -141,8 +147,10 @@ def seen_shares(record: dict) -> tuple[float, float] | None:
     if not isinstance(measured, dict):
         return None
     pairs, sentences = measured.get("test_pairs") or 0, measured.get("test_sentences") or 0
-    return ((measured.get("test_pairs_seen") or 0) / pairs if pairs else 0.0,
-            (measured.get("test_sentences_seen") or 0) / sentences if sentences else 0.0)
+    return (
+        (measured.get("test_pairs_seen") or 0) / pairs if pairs else 0.0,
+        (measured.get("test_sentences_seen") or 0) / sentences if sentences else 0.0,
+    )
 
 
 def percent(share: float) -> str:
@@ -151,7 +159,7 @@ def percent(share: float) -> str:
 
 
 def seen_text(record: dict) -> str | None:
-    """"32% of test pairs seen in training" (or of test sentences when no pair was seen); None when nothing was seen
+    """ "32% of test pairs seen in training" (or of test sentences when no pair was seen); None when nothing was seen
     or the overlap was not measured."""
     shares = seen_shares(record)
     if shares is None or not any(shares):

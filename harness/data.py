@@ -4,6 +4,7 @@ Datasets resolve in this order (docs/writing-plugins.md, "Data"): an explicit ``
 ``HARNESS_DATA_DIR``, then the copy
 bundled with the plugin package, then (where a task offers it) ``harness data download``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -165,8 +166,11 @@ def read_text_lines(path: Path, allow_empty: bool = False) -> list[str]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        raise data_error(path, line, f"not valid UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
-                                     "save the file as UTF-8.") from None
+        raise data_error(
+            path,
+            line,
+            f"not valid UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); save the file as UTF-8.",
+        ) from None
     lines = text.splitlines()
     if not allow_empty and not any(line.strip() for line in lines):
         raise data_error(path, None, "the data file is empty.")
@@ -180,8 +184,10 @@ def check_data_dir(path: Path | str | None, source: str = "--data-dir") -> Path 
         return None
     path = Path(path).expanduser()
     if not path.exists():
-        raise DataFileError(f"{source} {path} does not exist; create it with the datasets in it, or leave it out "
-                            "to use the bundled and downloaded data.")
+        raise DataFileError(
+            f"{source} {path} does not exist; create it with the datasets in it, or leave it out "
+            "to use the bundled and downloaded data."
+        )
     if not path.is_dir():
         raise DataFileError(f"{source} {path} is a file; it must be a folder holding <dataset>/ folders.")
     return path

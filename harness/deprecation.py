@@ -4,6 +4,7 @@ that names its replacement, and is listed in CHANGELOG.md under the release that
 A module offers its old names through :func:`deprecated_names`, a PEP 562 module ``__getattr__``; the old name is
 looked up on each use (never cached in the module), so every first use from a new place warns.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -23,8 +24,12 @@ def deprecated_names(module: str, replacements: Mapping[str, tuple[str, str]]) -
         if name not in replacements:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         new_module, new_name = replacements[name]
-        warnings.warn(f"{module}.{name} is deprecated and will be removed in harness {REMOVAL_VERSION}; use "
-                      f"{new_module}.{new_name}", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            f"{module}.{name} is deprecated and will be removed in harness {REMOVAL_VERSION}; use "
+            f"{new_module}.{new_name}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return getattr(importlib.import_module(new_module), new_name)
 
     return __getattr__

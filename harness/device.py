@@ -9,6 +9,7 @@ harness.profiles.PRECISIONS).
 Which GPUs are visible is ``CUDA_VISIBLE_DEVICES``'s choice: a Ray task asking for one GPU sees exactly its own, as
 ``cuda:0``. CI has no GPU: the CUDA paths are covered by tests that fake torch's CUDA queries (tests/test_device.py).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -57,8 +58,10 @@ def resolve_device(requested: str = "auto") -> str:
             return "mps"
         return "cpu"
     if base == "cuda" and not torch.cuda.is_available():
-        raise InvalidOptionError(f"--device {requested} was asked for, but PyTorch sees no CUDA GPU "
-                                 f"(CUDA_VISIBLE_DEVICES: {_visible_text()}); use --device cpu or auto.")
+        raise InvalidOptionError(
+            f"--device {requested} was asked for, but PyTorch sees no CUDA GPU "
+            f"(CUDA_VISIBLE_DEVICES: {_visible_text()}); use --device cpu or auto."
+        )
     if ":" in requested and int(requested.split(":")[1]) >= torch.cuda.device_count():
         raise InvalidOptionError(
             f"--device {requested}: only {torch.cuda.device_count()} GPU(s) are visible (CUDA_VISIBLE_DEVICES: "
@@ -84,8 +87,10 @@ def autocast_dtype(device: str, precision: str = "auto") -> torch.dtype | None:
         if device.startswith("mps"):
             raise InvalidOptionError("precision bf16 runs on cpu and cuda, not mps; use precision=auto or fp32.")
         if device.startswith("cuda") and not torch.cuda.is_bf16_supported():
-            raise InvalidOptionError("precision bf16: this GPU has no bfloat16 support; use precision=auto "
-                                     "(float16 with a gradient scaler) or fp32.")
+            raise InvalidOptionError(
+                "precision bf16: this GPU has no bfloat16 support; use precision=auto "
+                "(float16 with a gradient scaler) or fp32."
+            )
         return torch.bfloat16
     if not device.startswith("cuda") or os.environ.get("HARNESS_NO_AMP"):
         return None
@@ -125,7 +130,10 @@ def single_gpu_note(device: str) -> None:
         _GPU_NOTE_SAID.add(count)
         logging.getLogger(__name__).warning(
             "training on one of the %d visible GPUs; to train on all of them, launch with torchrun "
-            "--nproc-per-node %d -m harness run ... (DistributedDataParallel, docs/scaling.md)", count, count)
+            "--nproc-per-node %d -m harness run ... (DistributedDataParallel, docs/scaling.md)",
+            count,
+            count,
+        )
 
 
 def autocast(device: str):

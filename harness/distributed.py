@@ -12,6 +12,7 @@ order), keeping the gradient of every part (``torch.distributed.nn.functional.al
 ``gather_across_devices``); :func:`harness.nn.objectives.in_batch_contrastive` uses it during a distributed training
 step, so its negatives are the whole global batch, as on one device.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -49,14 +50,18 @@ def launched_world_size() -> int:
     try:
         return int(os.environ.get("WORLD_SIZE", "1"))
     except ValueError:
-        raise InvalidOptionError(f"WORLD_SIZE={os.environ['WORLD_SIZE']!r} is not a number; launch with torchrun "
-                                 "--nproc-per-node N.") from None
+        raise InvalidOptionError(
+            f"WORLD_SIZE={os.environ['WORLD_SIZE']!r} is not a number; launch with torchrun --nproc-per-node N."
+        ) from None
 
 
 def active() -> bool:
     """Whether this process belongs to a process group of several ranks."""
-    return torch.distributed.is_available() and torch.distributed.is_initialized() \
+    return (
+        torch.distributed.is_available()
+        and torch.distributed.is_initialized()
         and torch.distributed.get_world_size() > 1
+    )
 
 
 def rank() -> int:
@@ -82,13 +87,17 @@ def setup(device: str) -> str:
     local_rank = int(os.environ.get("LOCAL_RANK", os.environ.get("RANK", "0")))
     uses_cuda = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
     if device.startswith("cuda:"):
-        raise InvalidOptionError(f"--device {device} under torchrun: each process takes the GPU of its LOCAL_RANK; "
-                                 "use --device cuda (or auto).")
+        raise InvalidOptionError(
+            f"--device {device} under torchrun: each process takes the GPU of its LOCAL_RANK; "
+            "use --device cuda (or auto)."
+        )
     if uses_cuda:
         if local_rank >= torch.cuda.device_count():
-            raise InvalidOptionError(f"torchrun started process LOCAL_RANK={local_rank} but only "
-                                     f"{torch.cuda.device_count()} GPU(s) are visible; use --nproc-per-node "
-                                     f"{torch.cuda.device_count()} or fewer.")
+            raise InvalidOptionError(
+                f"torchrun started process LOCAL_RANK={local_rank} but only "
+                f"{torch.cuda.device_count()} GPU(s) are visible; use --nproc-per-node "
+                f"{torch.cuda.device_count()} or fewer."
+            )
         torch.cuda.set_device(local_rank)
         device = f"cuda:{local_rank}"
     elif device == "auto":

@@ -21,6 +21,7 @@ as one or more zip / tar archives. What it guarantees:
 
 The archive table is data (:class:`Archive`), so tests and mirrors can point a dataset at other URLs.
 """
+
 from __future__ import annotations
 
 import http.client
@@ -147,15 +148,19 @@ def fetch(
         if offset:
             headers["Range"] = f"bytes={offset}-"
         request = urllib.request.Request(url, headers=headers)
-        log(f"connecting to {host} (attempt {attempt} of {attempts}; gives up after {connect_timeout:g} s without "
-            f"a connection or {timeout:g} s without data)")
+        log(
+            f"connecting to {host} (attempt {attempt} of {attempts}; gives up after {connect_timeout:g} s without "
+            f"a connection or {timeout:g} s without data)"
+        )
         try:
             with opener.open(request, timeout=connect_timeout) as response:
                 if offset and response.status == 206:
                     match = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
                     if not match or int(match.group(1)) != offset:
-                        raise DownloadError(f"{url}: the server answered the resume request with the wrong range "
-                                            f"({response.headers.get('Content-Range')!r}).")
+                        raise DownloadError(
+                            f"{url}: the server answered the resume request with the wrong range "
+                            f"({response.headers.get('Content-Range')!r})."
+                        )
                     mode = "ab"
                 else:
                     offset, mode = 0, "wb"  # the server ignored Range: start over rather than append
@@ -204,16 +209,27 @@ def _network_problem(error: BaseException, host: str, connect_timeout: float, re
     return f"{type(reason).__name__}: {reason}"
 
 
-def _copy_body(response, part_path: Path, mode: str, offset: int, total: int | None, progress: bool, url: str,
-               log: Callable[[str], None] = _log) -> None:
+def _copy_body(
+    response,
+    part_path: Path,
+    mode: str,
+    offset: int,
+    total: int | None,
+    progress: bool,
+    url: str,
+    log: Callable[[str], None] = _log,
+) -> None:
     from tqdm.auto import tqdm
 
     name = PurePosixPath(urllib.request.urlparse(url).path).name
     received = offset
     last_report = time.monotonic()
-    with open(part_path, mode) as handle, tqdm(
-        total=total, initial=offset, unit="B", unit_scale=True, desc=name, disable=not progress, leave=False
-    ) as bar:
+    with (
+        open(part_path, mode) as handle,
+        tqdm(
+            total=total, initial=offset, unit="B", unit_scale=True, desc=name, disable=not progress, leave=False
+        ) as bar,
+    ):
         while True:
             block = response.read(CHUNK_BYTES)
             if not block:
@@ -338,8 +354,16 @@ class ArchiveDataset:
         if not final.exists():
             resumed = part.stat().st_size if part.exists() else 0
             self.log(f"{self.name}: downloading {archive.url}" + (f" (resuming at byte {resumed})" if resumed else ""))
-            fetch(archive.url, part, progress, self.attempts, self.timeout, self.retry_wait, self.connect_timeout,
-                  self.log)
+            fetch(
+                archive.url,
+                part,
+                progress,
+                self.attempts,
+                self.timeout,
+                self.retry_wait,
+                self.connect_timeout,
+                self.log,
+            )
             try:
                 record = self._verify(archive, part)
             except ChecksumError:
@@ -370,11 +394,19 @@ class ArchiveDataset:
                 "command again; if it keeps failing the published file has changed (or a proxy altered it)."
             )
         check_archive(path, archive.local_name)
-        how = ("sha256 matches the pinned checksum" if archive.sha256
-               else "no published checksum: size and archive integrity checked")
+        how = (
+            "sha256 matches the pinned checksum"
+            if archive.sha256
+            else "no published checksum: size and archive integrity checked"
+        )
         self.log(f"{self.name}: {archive.local_name} verified ({size} bytes, sha256 {digest}; {how})")
-        return {"url": archive.url, "file": archive.local_name, "bytes": size, "sha256": digest,
-                "sha256_pinned": archive.sha256 is not None}
+        return {
+            "url": archive.url,
+            "file": archive.local_name,
+            "bytes": size,
+            "sha256": digest,
+            "sha256_pinned": archive.sha256 is not None,
+        }
 
     def _unpack_all(self, verified: list[tuple[Path, dict]], target_dir: Path, destination: Path) -> None:
         staging = Path(tempfile.mkdtemp(prefix=f".{self.name}.unpacking-", dir=target_dir))

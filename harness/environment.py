@@ -1,4 +1,5 @@
 """What every record says about where it was computed."""
+
 from __future__ import annotations
 
 import functools
@@ -30,7 +31,10 @@ def git_commit() -> str | None:
         return None
     dirty = subprocess.run(
         ["git", "status", "--porcelain", "--untracked-files=no"],
-        cwd=source, capture_output=True, text=True, check=False,
+        cwd=source,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     return result.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
@@ -46,8 +50,7 @@ def environment_record(extra_packages: tuple[str, ...] = ()) -> dict:
         "platform": platform.platform(),
         "packages": {
             name: package_version(name)
-            for name in ("harness", "torch", "transformers", "numpy", "scipy", "pluggy", "tokenizers",
-                         *extra_packages)
+            for name in ("harness", "torch", "transformers", "numpy", "scipy", "pluggy", "tokenizers", *extra_packages)
         },
         "git_commit": git_commit(),
     }

@@ -1,4 +1,5 @@
 """Errors a user can cause. The CLI prints their message without a traceback and exits with status 2."""
+
 from __future__ import annotations
 
 import difflib

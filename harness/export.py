@@ -19,6 +19,7 @@ and writes ``README.md``: a model card with the spec, training source, profile, 
 
 Deviations: see :mod:`harness.nn.st_export` (the cross-encoder folder needs sentence-transformers 6).
 """
+
 from __future__ import annotations
 
 import logging
@@ -100,8 +101,10 @@ def _check_exportable_class(registry: Any, spec: Any, profile: Any) -> None:
 
     name = student_spec(registry, spec, profile).name if spec.recipe else spec.name
     model_class = _model_class(registry.model(name))
-    if model_class is not None and not any(callable(getattr(model_class, method, None)) for method in
-                                           ("export_sentence_transformers", "export_cross_encoder")):
+    if model_class is not None and not any(
+        callable(getattr(model_class, method, None))
+        for method in ("export_sentence_transformers", "export_cross_encoder")
+    ):
         raise not_exportable(spec.label, model_class.__name__)
 
 
@@ -121,21 +124,31 @@ def stored_scores(records: list[dict]) -> list[dict]:
         task = record["task"]
         sample = sample_size(record)
         runtime = record.get("runtime")  # each runtime keeps its own cells: a card names the others'
-        rows.append({"task": task["label"] + (f" [runtime: {runtime}]" if runtime and runtime != "torch" else ""),
-                     "evaluated on": "full data" if sample is None else f"a sample of {sample}",
-                     "family": task["family"], "metric": task.get("main_score", "main"),
-                     "score": float(record["main_score"]), "created_at": record.get("created_at", "")})
+        rows.append(
+            {
+                "task": task["label"] + (f" [runtime: {runtime}]" if runtime and runtime != "torch" else ""),
+                "evaluated on": "full data" if sample is None else f"a sample of {sample}",
+                "family": task["family"],
+                "metric": task.get("main_score", "main"),
+                "score": float(record["main_score"]),
+                "created_at": record.get("created_at", ""),
+            }
+        )
     return sorted(rows, key=lambda row: (row["family"], row["task"]))
 
 
-def model_card(spec_record: dict, seed: int, exported_format: str, scores: list[dict], harness_version: str,
-               training: dict | None) -> str:
+def model_card(
+    spec_record: dict, seed: int, exported_format: str, scores: list[dict], harness_version: str, training: dict | None
+) -> str:
     """README.md of an exported model: what it is, how it was trained, what the store says it scores."""
     is_cross = exported_format == CROSS_ENCODER
     loader = "CrossEncoder" if is_cross else "SentenceTransformer"
     pipeline = "text-ranking" if is_cross else "sentence-similarity"
-    usage = ('scores = model.predict([("A man is eating food.", "A man is eating a meal.")])' if is_cross
-             else 'embeddings = model.encode(["A man is eating food.", "A man is eating a meal."])')
+    usage = (
+        'scores = model.predict([("A man is eating food.", "A man is eating a meal.")])'
+        if is_cross
+        else 'embeddings = model.encode(["A man is eating food.", "A man is eating a meal."])'
+    )
     lines = [
         "---",
         "library_name: sentence-transformers",
@@ -175,10 +188,17 @@ def model_card(spec_record: dict, seed: int, exported_format: str, scores: list[
             lines.append(f"| training best dev score (x100, as the scores below) | {100 * dev:.2f} |")
     lines += ["", "## Stored scores", ""]
     if scores:
-        lines += ["Main scores x100, as the harness' result store holds them for this spec and seed.", "",
-                  "| family | task | metric | score | evaluated on |", "| --- | --- | --- | --- | --- |"]
-        lines += [f"| {row['family']} | {row['task']} | {row['metric']} | {row['score']:.2f} | "
-                  f"{row.get('evaluated on', 'full data')} |" for row in scores]
+        lines += [
+            "Main scores x100, as the harness' result store holds them for this spec and seed.",
+            "",
+            "| family | task | metric | score | evaluated on |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        lines += [
+            f"| {row['family']} | {row['task']} | {row['metric']} | {row['score']:.2f} | "
+            f"{row.get('evaluated on', 'full data')} |"
+            for row in scores
+        ]
     else:
         lines.append("The result store holds no evaluation of this spec and seed yet (`harness run` writes them).")
     lines += ["", f"Exported {datetime.now(timezone.utc).isoformat(timespec='seconds')} by `harness export`.", ""]
@@ -200,8 +220,14 @@ def export_model(registry: Any, request: ExportRequest) -> ExportReport:
     target = Path(request.to).expanduser()
     _check_target(target)
     profile = get_profile(request.profile)
-    spec = resolve_model_spec(registry, request.spec, profile, request.backbone, request.train_on,
-                              content_cache=Path(request.results_dir) / "cache")
+    spec = resolve_model_spec(
+        registry,
+        request.spec,
+        profile,
+        request.backbone,
+        request.train_on,
+        content_cache=Path(request.results_dir) / "cache",
+    )
     _check_exportable_class(registry, spec, profile)
     store = Store(request.results_dir)
     if spec.train_on is not None:
@@ -215,9 +241,17 @@ def export_model(registry: Any, request: ExportRequest) -> ExportReport:
                 f"--results {store.root}"
             )
     device = resolve_device(request.device)
-    config = RunConfig(models=[ModelEntry(request.spec)], tasks=[], seeds=[request.seed], profile=profile.name,
-                       backbone=request.backbone, train_on=request.train_on, device=device, results_dir=store.root,
-                       progress=False)
+    config = RunConfig(
+        models=[ModelEntry(request.spec)],
+        tasks=[],
+        seeds=[request.seed],
+        profile=profile.name,
+        backbone=request.backbone,
+        train_on=request.train_on,
+        device=device,
+        results_dir=store.root,
+        progress=False,
+    )
     models = Models(registry, config, store)
     model = models.trained_model(spec, profile, device, request.seed)
     exported_format, export = exporter_of(model, spec.label)
@@ -227,8 +261,14 @@ def export_model(registry: Any, request: ExportRequest) -> ExportReport:
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.export-", dir=target.parent))
     try:
         export(staging)
-        card = model_card(spec.as_record(), request.seed, exported_format, scores, __version__,
-                          models.training_report(spec, request.seed))
+        card = model_card(
+            spec.as_record(),
+            request.seed,
+            exported_format,
+            scores,
+            __version__,
+            models.training_report(spec, request.seed),
+        )
         (staging / "README.md").write_text(card, encoding="utf-8")
         if target.exists():
             target.rmdir()  # empty (checked above)

@@ -18,6 +18,7 @@ half of one.
   mount or a folder without permission reach the user as one line that says what to do, also when a library (such
   as safetensors) wraps them in its own exception type.
 """
+
 from __future__ import annotations
 
 import errno
@@ -55,8 +56,10 @@ class UnsafeFileError(StoreError):
     def __init__(self, path: Path | str, reason: str):
         self.path = Path(path)
         self.reason = reason
-        super().__init__(f"{path} is {reason}; harness reads and locks only regular files (a store's, inside the "
-                         "store). Remove it (harness writes a store's files again) and run again.")
+        super().__init__(
+            f"{path} is {reason}; harness reads and locks only regular files (a store's, inside the "
+            "store). Remove it (harness writes a store's files again) and run again."
+        )
 
 
 # -- temporary names ---------------------------------------------------------------------------------------------------
@@ -133,8 +136,10 @@ def stale_temporary(path: Path, now: float | None = None) -> str | None:
             return f"left by process {pid}, which is no longer running"
         age = now - _newest_mtime(path)
         if age > STALE_AFTER_SECONDS:
-            return (f"left by process {owned.group('pid')} of host {owned.group('host')} (another boot or "
-                    f"container), untouched for {age / 3600:.1f} h")
+            return (
+                f"left by process {owned.group('pid')} of host {owned.group('host')} (another boot or "
+                f"container), untouched for {age / 3600:.1f} h"
+            )
         return None
     legacy = _LEGACY_TEMP_FILE.match(name) if path.is_file() else _LEGACY_TEMP_DIR.match(name)
     if legacy:
@@ -202,10 +207,7 @@ def check_writable_dir(path: Path, what: str) -> None:
         os.close(handle)
         os.unlink(name)
     except OSError as exc:
-        raise StoreError(
-            f"{what} {path} is not writable ({exc.strerror or exc}); choose a writable folder."
-        ) from None
-
+        raise StoreError(f"{what} {path} is not writable ({exc.strerror or exc}); choose a writable folder.") from None
 
 
 def prepare_output_dir(path: Path, what: str) -> None:
@@ -368,12 +370,15 @@ def path_inside(folder: Path | str, *parts: str) -> Path:
     folder = Path(folder)
     for part in parts:
         if not part or part in (".", "..") or "/" in part or "\\" in part or "\0" in part:
-            raise StoreError(f"refusing to write {part!r} into {folder}: not a plain file name (it comes from the "
-                             "data being written; fix that record)")
+            raise StoreError(
+                f"refusing to write {part!r} into {folder}: not a plain file name (it comes from the "
+                "data being written; fix that record)"
+            )
     target = folder.joinpath(*parts)
     if not is_inside(target, folder):
-        raise StoreError(f"refusing to write {target}: it resolves outside {folder} (a link?); remove the link "
-                         "and run again")
+        raise StoreError(
+            f"refusing to write {target}: it resolves outside {folder} (a link?); remove the link and run again"
+        )
     return target
 
 
@@ -418,9 +423,14 @@ def sha256_file(path: Path, root: Path | None = None) -> str:
 CACHE_CHECKSUM_SUFFIX = ".sha256"
 
 
-def cached_bytes(path: Path, compute: Callable[[], bytes], check: Callable[[bytes], bool] | None = None,
-                 what: str = "cache entry", made_from: Any = None,
-                 root: Path | None = None) -> tuple[bytes, bool]:
+def cached_bytes(
+    path: Path,
+    compute: Callable[[], bytes],
+    check: Callable[[bytes], bool] | None = None,
+    what: str = "cache entry",
+    made_from: Any = None,
+    root: Path | None = None,
+) -> tuple[bytes, bool]:
     """The content of the cache file ``path`` if it verifies, else ``compute()`` written there; returns ``(content,
     True if it came from the cache)``. Plugins keep what they cache in the store (``ctx.cache_dir``) through this.
 
@@ -459,12 +469,15 @@ def write_cache_entry(path: Path, content: bytes, made_from: Any = None) -> None
     side file last, so an entry without a matching one is never used."""
     path = Path(path)
     atomic_write_bytes(path, content)
-    atomic_write_json(_entry_side_file(path), {"sha256": hashlib.sha256(content).hexdigest(),
-                                               "made_from": _made_from(path, made_from)})
+    atomic_write_json(
+        _entry_side_file(path),
+        {"sha256": hashlib.sha256(content).hexdigest(), "made_from": _made_from(path, made_from)},
+    )
 
 
-def read_cache_entry(path: Path, made_from: Any = None, check: Callable[[bytes], bool] | None = None,
-                     root: Path | None = None) -> tuple[bytes | None, str | None]:
+def read_cache_entry(
+    path: Path, made_from: Any = None, check: Callable[[bytes], bool] | None = None, root: Path | None = None
+) -> tuple[bytes | None, str | None]:
     """``(content, None)`` for an entry that verifies (see :func:`cached_bytes`), else ``(None, why)``; why is
     "not cached yet" when there is no entry. Both files are read with the safe open inside ``root`` (the entry's
     folder unless told)."""
@@ -492,8 +505,10 @@ def read_cache_entry(path: Path, made_from: Any = None, check: Callable[[bytes],
     except ValueError:
         described = None
     if not isinstance(described, dict) or "made_from" not in described:
-        return None, (f"its checksum file {sidecar.name} does not say what it was made from (written by an older "
-                      "harness, or damaged)")
+        return None, (
+            f"its checksum file {sidecar.name} does not say what it was made from (written by an older "
+            "harness, or damaged)"
+        )
     if described.get("sha256") != hashlib.sha256(content).hexdigest():
         return None, "its content does not match its checksum (edited or damaged)"
     if described["made_from"] != _made_from(path, made_from):

@@ -11,6 +11,7 @@ time, ``cp -p`` or ``rsync -a``, is hashed too). ``backbone-contents.json`` is a
 Hidden files and folders (``.git``, ``.cache``) and Markdown files (model cards) are not part of the
 identity: they do not change what the model computes.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -70,8 +71,13 @@ def _content_files(folder: Path) -> list[tuple[str, Path, list[int]]]:
                 status = path.stat()  # follows links: a hub cache snapshot links to its blobs
             except OSError:
                 continue
-            found.append((path.relative_to(folder).as_posix(), path,
-                          [status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino]))
+            found.append(
+                (
+                    path.relative_to(folder).as_posix(),
+                    path,
+                    [status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino],
+                )
+            )
     return sorted(found)
 
 
@@ -100,8 +106,12 @@ def folder_fingerprint(folder: Path | str, cache_dir: Path | str | None = None) 
     entries, changed = {}, False
     for relative, path, stamp in files:
         cached = known.get(relative)
-        if isinstance(cached, list) and len(cached) == len(stamp) + 1 and cached[:-1] == stamp \
-                and isinstance(cached[-1], str):
+        if (
+            isinstance(cached, list)
+            and len(cached) == len(stamp) + 1
+            and cached[:-1] == stamp
+            and isinstance(cached[-1], str)
+        ):
             entries[relative] = cached
         else:
             entries[relative] = [*stamp, _sha256(path)]

@@ -5,6 +5,7 @@ hooks with ``@harness.hookimpl``. Each hook receives a ``register`` callable and
 An implementation whose name matches no hook here (a typo such as ``register_model``) makes its plugin fail to load,
 with the close match named, instead of being ignored.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -7,6 +7,7 @@ harness asks once per process whether the Hub's host answers (:func:`hub_reachab
 ``HF_HUB_OFFLINE=1`` does), so what is in the local cache still loads and everything else fails at once.
 :func:`check_backbone` is the plan-time check of a ``--backbone``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -33,8 +34,10 @@ class BackboneNotFoundError(HarnessError):
 
 def offline_requested() -> bool:
     """The user asked for offline mode (HF_HUB_OFFLINE, or HF_DATASETS_OFFLINE / TRANSFORMERS_OFFLINE)."""
-    return any(os.environ.get(name, "").strip().lower() in _TRUE
-               for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    return any(
+        os.environ.get(name, "").strip().lower() in _TRUE
+        for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
 
 
 def hub_endpoint() -> str:
@@ -57,8 +60,12 @@ def hub_reachable() -> bool:
                 socket.create_connection((parsed.hostname or "huggingface.co", port), timeout=PROBE_TIMEOUT).close()
                 _reachable = True
             except OSError as exc:
-                logger.debug("%s cannot be reached (%s); only the local Hugging Face cache is used (as %s)",
-                            parsed.hostname, exc, OFFLINE_SETTING)
+                logger.debug(
+                    "%s cannot be reached (%s); only the local Hugging Face cache is used (as %s)",
+                    parsed.hostname,
+                    exc,
+                    OFFLINE_SETTING,
+                )
                 _reachable = False
         if not _reachable:
             use_local_cache_only()
@@ -94,8 +101,10 @@ def offline_reason() -> str:
     """Why nothing can be fetched, naming the setting: for the end of a one-line error."""
     if offline_requested() and not _switched:
         return f"offline mode is on: {OFFLINE_SETTING} or HF_DATASETS_OFFLINE is set"
-    return (f"{urlparse(hub_endpoint()).hostname} cannot be reached, so the harness runs as with {OFFLINE_SETTING}, "
-            "from the local cache only")
+    return (
+        f"{urlparse(hub_endpoint()).hostname} cannot be reached, so the harness runs as with {OFFLINE_SETTING}, "
+        "from the local cache only"
+    )
 
 
 def _cached_in_hub(repo_id: str) -> bool:
@@ -129,8 +138,10 @@ def check_backbone(location: str) -> str:
         if not any(folder.glob("*.safetensors")) and not any(folder.glob("*.safetensors.index.json")):
             problems.append("no .safetensors weights (pickled weights are never loaded)")
         if problems:
-            raise BackboneNotFoundError(f"--backbone {location}: {'; '.join(problems)}. Give a Hugging Face model "
-                                        "folder (save_pretrained(..., safe_serialization=True)) or a Hub id.")
+            raise BackboneNotFoundError(
+                f"--backbone {location}: {'; '.join(problems)}. Give a Hugging Face model "
+                "folder (save_pretrained(..., safe_serialization=True)) or a Hub id."
+            )
         return "folder"
     if folder.exists():
         raise BackboneNotFoundError(f"--backbone {location} is a file; give a model folder or a Hub id.")
@@ -140,7 +151,9 @@ def check_backbone(location: str) -> str:
     if _cached_in_hub(location):
         return "cached hub id"
     if not reachable:
-        raise BackboneNotFoundError(f"--backbone {location} is not a local folder nor in the Hugging Face cache, and "
-                                    f"{offline_reason()}; pass a local folder, or download it where there is a "
-                                    "network.")
+        raise BackboneNotFoundError(
+            f"--backbone {location} is not a local folder nor in the Hugging Face cache, and "
+            f"{offline_reason()}; pass a local folder, or download it where there is a "
+            "network."
+        )
     return "hub id"

@@ -22,6 +22,7 @@ and exclusive between threads and processes. A ``fork``-ed child inherits the op
 only when both are gone; the descriptor is close-on-exec, so processes started with ``exec`` (Ray workers,
 subprocesses) do not inherit it.
 """
+
 from __future__ import annotations
 
 import errno
@@ -91,8 +92,9 @@ class StoreLock:
         self.root = root
 
     # -- taking and giving back ----------------------------------------------------------------------------------------
-    def acquire(self, blocking: bool = True, timeout: float | None = None,
-                on_wait: Callable[[str], None] | None = None) -> bool:
+    def acquire(
+        self, blocking: bool = True, timeout: float | None = None, on_wait: Callable[[str], None] | None = None
+    ) -> bool:
         """Take the lock. Non-blocking: True if taken, False if another thread or process holds it. Blocking: waits
         (forever, or ``timeout`` seconds and then LockTimeoutError); ``on_wait(message)`` is called once, after a
         second of waiting, with whom it waits for."""
@@ -155,8 +157,9 @@ class StoreLock:
         self.acquire()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 traceback: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         self.release()
 
     # -- who holds it --------------------------------------------------------------------------------------------------
@@ -174,8 +177,15 @@ class StoreLock:
         return f"host {note.get('host')} pid {note.get('pid')}{purpose} since {since}"
 
     # -- internals -----------------------------------------------------------------------------------------------------
-    def _take_flock(self, blocking: bool, deadline: float | None, timeout: float | None,
-                    on_wait: Callable[[str], None] | None, started: float, told: bool) -> int | None:
+    def _take_flock(
+        self,
+        blocking: bool,
+        deadline: float | None,
+        timeout: float | None,
+        on_wait: Callable[[str], None] | None,
+        started: float,
+        told: bool,
+    ) -> int | None:
         if fcntl is None:  # pragma: no cover - Windows
             raise LockingUnsupportedError("file locks need a POSIX system; share a store only from Linux or macOS.")
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -213,8 +223,10 @@ class StoreLock:
         return True
 
     def _timeout(self, timeout: float | None) -> LockTimeoutError:
-        return LockTimeoutError(f"{self.path} is still held by {self.holder()} after {timeout:g} s; wait for it to "
-                                "finish or stop it, then run again.")
+        return LockTimeoutError(
+            f"{self.path} is still held by {self.holder()} after {timeout:g} s; wait for it to "
+            "finish or stop it, then run again."
+        )
 
     def _write_owner_note(self, descriptor: int) -> None:
         note = {"host": socket.gethostname(), "pid": os.getpid(), "purpose": self.purpose, "since": time.time()}
@@ -249,5 +261,8 @@ def check_locking(folder: Path) -> None:
 def checkpoint_lock(directory: Path | str, purpose: str | None = None, root: Path | str | None = None) -> StoreLock:
     """The lock of the checkpoint in ``directory``: ``<directory>.lock`` beside it (inside the store ``root``)."""
     directory = Path(directory)
-    return StoreLock(directory.with_name(directory.name + ".lock"),
-                     purpose or f"building checkpoint {directory.parent.name}/{directory.name}", root)
+    return StoreLock(
+        directory.with_name(directory.name + ".lock"),
+        purpose or f"building checkpoint {directory.parent.name}/{directory.name}",
+        root,
+    )

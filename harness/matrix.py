@@ -14,6 +14,7 @@ Training budgets (harness.profiles.BUDGET_KEYS: epochs, max_steps, batch_size, l
 can be set per entry (keys of the entry) or for every entry (``budget:`` mapping); an entry's own values win, and
 ``harness run --set key=value`` is the matrix-wide form on the command line. A set budget enters the spec hash.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -38,8 +39,19 @@ class ModelEntry:
 
 # ``paper`` (the source table's numbers), ``claims`` (what the paper claims, judged on the records:
 # harness.leaderboard.claims) and an entry's ``name`` are read by ``harness leaderboard`` only.
-ALLOWED_KEYS = {"description", "profile", "seeds", "tasks", "models", "backbone", "train_on", "data_dir", "budget",
-                "paper", "claims"}
+ALLOWED_KEYS = {
+    "description",
+    "profile",
+    "seeds",
+    "tasks",
+    "models",
+    "backbone",
+    "train_on",
+    "data_dir",
+    "budget",
+    "paper",
+    "claims",
+}
 MODEL_KEYS = {"model", "name", "train_on", "backbone", *BUDGET_KEYS}
 
 
@@ -58,8 +70,9 @@ def check_seeds(seeds: object, where: str = "--seeds") -> list[int]:
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise InvalidOptionError(f"{where}: seed {seed!r} is not an integer; {example}.")
         if not 0 <= seed <= MAX_SEED:
-            raise InvalidOptionError(f"{where}: seed {seed} is outside 0..{MAX_SEED} (the range numpy and torch "
-                                     "accept).")
+            raise InvalidOptionError(
+                f"{where}: seed {seed} is outside 0..{MAX_SEED} (the range numpy and torch accept)."
+            )
     return list(seeds)
 
 
@@ -94,8 +107,11 @@ def load_matrix(path: Path) -> dict:
     except UnicodeDecodeError:
         raise data_error(path, None, "not UTF-8 text; a matrix file is YAML.") from None
     except RecursionError:  # PyYAML builds nested collections recursively
-        raise data_error(path, None, "nested too deeply to be a matrix (lists or mappings inside each other "
-                                     "hundreds of levels deep).") from None
+        raise data_error(
+            path,
+            None,
+            "nested too deeply to be a matrix (lists or mappings inside each other hundreds of levels deep).",
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -105,8 +121,9 @@ def load_matrix(path: Path) -> dict:
     unknown = set(document) - ALLOWED_KEYS
     if unknown:
         hints = "".join(close_matches_hint(str(key), ALLOWED_KEYS) for key in sorted(unknown, key=str))
-        raise data_error(path, None, f"unknown key(s) {sorted(unknown, key=str)};{hints} allowed keys: "
-                                     f"{sorted(ALLOWED_KEYS)}.")
+        raise data_error(
+            path, None, f"unknown key(s) {sorted(unknown, key=str)};{hints} allowed keys: {sorted(ALLOWED_KEYS)}."
+        )
     raw_models = document.get("models") or []
     if not isinstance(raw_models, list):
         raise data_error(path, None, f"models must be a list, e.g. models: [{MODEL_EXAMPLE}]; got {raw_models!r}.")
@@ -137,8 +154,12 @@ def load_matrix(path: Path) -> dict:
     if mistakes:
         raise data_error(path, None, numbered_mistakes(mistakes))
     result = {"models": models, "tasks": tasks, "seeds": seeds}
-    for key, example in (("profile", "quick"), ("backbone", "bert-base-uncased"), ("train_on", TASK_EXAMPLE),
-                         ("data_dir", "~/data")):
+    for key, example in (
+        ("profile", "quick"),
+        ("backbone", "bert-base-uncased"),
+        ("train_on", TASK_EXAMPLE),
+        ("data_dir", "~/data"),
+    ):
         value = _optional_text(path, document, key, example)
         if value is not None:
             result[key] = value
@@ -153,25 +174,39 @@ def _model_entry(path: Path, position: int, item: object, shared_budget: dict) -
     if isinstance(item, str) and item.strip():
         return ModelEntry(item, budget=dict(shared_budget), own_budget_keys=())
     if isinstance(item, dict) and isinstance(item.get("model"), str) and set(item) - MODEL_KEYS:
-        typos = "; ".join(f"{key!r}.{close_matches_hint(str(key), MODEL_KEYS)}"
-                          for key in sorted(set(item) - MODEL_KEYS, key=str))
-        raise data_error(path, None, f"models entry {position} ({item['model']}): unknown key {typos} Keys: "
-                                     f"{', '.join(sorted(MODEL_KEYS))}.")
+        typos = "; ".join(
+            f"{key!r}.{close_matches_hint(str(key), MODEL_KEYS)}" for key in sorted(set(item) - MODEL_KEYS, key=str)
+        )
+        raise data_error(
+            path,
+            None,
+            f"models entry {position} ({item['model']}): unknown key {typos} Keys: {', '.join(sorted(MODEL_KEYS))}.",
+        )
     if isinstance(item, dict) and isinstance(item.get("model"), str):
         for key in ("train_on", "backbone"):
             if item.get(key) is not None and not isinstance(item[key], str):
-                raise data_error(path, None, f"models entry {position}: {key} must be a text such as "
-                                             f"{TASK_EXAMPLE if key == 'train_on' else 'bert-base-uncased'}; got "
-                                             f"{item[key]!r}.")
+                raise data_error(
+                    path,
+                    None,
+                    f"models entry {position}: {key} must be a text such as "
+                    f"{TASK_EXAMPLE if key == 'train_on' else 'bert-base-uncased'}; got "
+                    f"{item[key]!r}.",
+                )
         try:
-            own_budget = check_budget({k: v for k, v in item.items() if k in BUDGET_KEYS},
-                                      f"models entry {position}")
+            own_budget = check_budget({k: v for k, v in item.items() if k in BUDGET_KEYS}, f"models entry {position}")
         except HarnessError as exc:
             raise data_error(path, None, str(exc)) from None
-        return ModelEntry(item["model"], item.get("train_on"), item.get("backbone"),
-                          {**shared_budget, **own_budget}, own_budget_keys=tuple(own_budget))
+        return ModelEntry(
+            item["model"],
+            item.get("train_on"),
+            item.get("backbone"),
+            {**shared_budget, **own_budget},
+            own_budget_keys=tuple(own_budget),
+        )
     raise data_error(
-        path, None, f"models entry {position} ({item!r}) must be a spec string or a mapping with keys "
+        path,
+        None,
+        f"models entry {position} ({item!r}) must be a spec string or a mapping with keys "
         f"{sorted(MODEL_KEYS)} ('model' required, a text; the budget keys {', '.join(BUDGET_KEYS)} set this "
-        "entry's training budget)."
+        "entry's training budget).",
     )

@@ -4,6 +4,7 @@ A correlation is only computed on input it is defined for: at least two pairs, f
 and neither side constant. Anything else raises :class:`ScoreError` (the runner stores the cell as ``failed`` with
 the message), never a made-up 0: a broken model or a broken data file must not look like a bad but real score.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -1,5 +1,6 @@
 """Typed, validated options for models and tasks (``name:key=value,key=value`` specs; the text is read by
 harness.spec_grammar, the values are checked here)."""
+
 from __future__ import annotations
 
 import math
@@ -30,6 +31,7 @@ class Option:
     def __post_init__(self) -> None:
         if self.bounds is not None:
             parse_bounds(self.bounds)  # a malformed interval is a bug in the plugin: fail when it registers
+
     # With hash_default=False: at its default the option still enters the identity when hash_when(options) is true
     # (a default whose meaning changed for some settings: those specs get new hashes, the others keep theirs).
     hash_when: Callable[[Mapping[str, Any]], bool] | None = None

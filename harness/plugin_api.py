@@ -5,6 +5,7 @@ Everything here is re-exported by :mod:`harness.api` (and so by ``harness``); do
 field. Registration-time checks raise :class:`PluginContractError`; the registry turns that into "plugin failed to
 load" for the one plugin at fault, so a broken plugin never breaks the others.
 """
+
 from __future__ import annotations
 
 import logging
@@ -41,8 +42,10 @@ def plugin_failure(what: str, exc: BaseException) -> str:
     where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
     text = " ".join(str(exc).split())
     text = text if len(text) <= 300 else text[:297] + "..."
-    return (f"{what} raised {type(exc).__name__}{': ' + text if text else ''}{where}: a bug in the model or task "
-            "plugin (run with -v for the traceback)")
+    return (
+        f"{what} raised {type(exc).__name__}{': ' + text if text else ''}{where}: a bug in the model or task "
+        "plugin (run with -v for the traceback)"
+    )
 
 
 class PluginFailure(HarnessError):
@@ -387,7 +390,8 @@ class TaskPlugin:
         if not set(self.default_source_for) <= offered:
             raise PluginContractError(
                 f"task {self.metadata.name!r}: default_source_for {list(self.default_source_for)} names training "
-                f"kinds it does not offer (training_kinds: {sorted(offered)}).")
+                f"kinds it does not offer (training_kinds: {sorted(offered)})."
+            )
         if not callable(self.factory):
             raise PluginContractError(f"task {self.metadata.name!r}: factory must be callable.")
         _check_options(f"task {self.metadata.name!r}", self.options)
@@ -406,9 +410,13 @@ class TaskPlugin:
             raise PluginContractError(
                 f"task class {task_class.__name__} has no `metadata = harness.TaskMetadata(...)` class attribute."
             )
-        return cls(metadata, task_class, dict(getattr(task_class, "options", {}) or {}),
-                   tuple(getattr(task_class, "aliases", ()) or aliases),
-                   tuple(getattr(task_class, "default_source_for", ()) or ()))
+        return cls(
+            metadata,
+            task_class,
+            dict(getattr(task_class, "options", {}) or {}),
+            tuple(getattr(task_class, "aliases", ()) or aliases),
+            tuple(getattr(task_class, "default_source_for", ()) or ()),
+        )
 
 
 @dataclass

@@ -7,6 +7,7 @@ resolved budget of a trained spec is part of its identity (``harness.spec``), so
 stored result (except ``precision``, :data:`UNHASHED_BUDGET_KEYS`). Evaluation budgets (``eval_batch_size``,
 ``max_eval_examples``) are never per method.
 """
+
 from __future__ import annotations
 
 import math
@@ -57,8 +58,13 @@ class Profile:
 # max_train_examples and max_steps. A method that cannot honour every key declares the ones it takes
 # (``ModelPlugin.budget_keys``); ``seed_trials`` is honoured only by scored-pair training, so it is not a default.
 BUDGET_KEYS: dict[str, type] = {
-    "epochs": int, "max_steps": int, "batch_size": int, "learning_rate": float, "max_train_examples": int,
-    "seed_trials": int, "precision": str,
+    "epochs": int,
+    "max_steps": int,
+    "batch_size": int,
+    "learning_rate": float,
+    "max_train_examples": int,
+    "seed_trials": int,
+    "precision": str,
 }
 DEFAULT_BUDGET_KEYS = ("epochs", "max_steps", "batch_size", "learning_rate", "max_train_examples", "precision")
 # Training precision (the budget key ``precision``, honoured by the shared loop harness.training.fit): ``auto`` is
@@ -83,8 +89,9 @@ def check_budget(values: Mapping[str, Any], where: str) -> dict[str, Any]:
     checked: dict[str, Any] = {}
     for key, raw in values.items():
         if key not in BUDGET_KEYS:
-            raise InvalidOptionError(f"{where}: unknown budget key {key!r}; allowed: {', '.join(BUDGET_KEYS)} "
-                                     "(e.g. epochs=5).")
+            raise InvalidOptionError(
+                f"{where}: unknown budget key {key!r}; allowed: {', '.join(BUDGET_KEYS)} (e.g. epochs=5)."
+            )
         wanted = BUDGET_KEYS[key]
         if key in BUDGET_CHOICES:
             if raw not in BUDGET_CHOICES[key]:
@@ -116,9 +123,13 @@ def check_budget(values: Mapping[str, Any], where: str) -> dict[str, Any]:
     return checked
 
 
-def requested_budget(profile: Profile, plugin_budgets: Mapping[str, Mapping[str, Any]] | None,
-                     method_budget: Mapping[str, Any] | None, overrides: Mapping[str, Any] | None,
-                     keys: Sequence[str] | None = None) -> dict[str, Any]:
+def requested_budget(
+    profile: Profile,
+    plugin_budgets: Mapping[str, Mapping[str, Any]] | None,
+    method_budget: Mapping[str, Any] | None,
+    overrides: Mapping[str, Any] | None,
+    keys: Sequence[str] | None = None,
+) -> dict[str, Any]:
     """The whole training budget a trained spec asks for, key by key (``keys``: the ones its method honours; default
     all of :data:`BUDGET_KEYS`). Precedence: the profile < the plugin's budget for this profile (``plugin_budgets``)
     < the method's budget for these options (``method_budget``, e.g. a training setup's step budget) < the matrix
@@ -134,6 +145,7 @@ def requested_budget(profile: Profile, plugin_budgets: Mapping[str, Mapping[str,
 
 def format_budget(budget: Mapping[str, Any]) -> str:
     """``epochs=1 max_steps=none batch_size=8``: a budget as key=value text (log lines, messages)."""
+
     def text(value: Any) -> str:
         if value is None:
             return "none"
@@ -142,8 +154,7 @@ def format_budget(budget: Mapping[str, Any]) -> str:
     return " ".join(f"{key}={text(value)}" for key, value in budget.items())
 
 
-def budget_differences(requested: Mapping[str, Any], applied: Mapping[str, Any],
-                       strict: bool = False) -> list[str]:
+def budget_differences(requested: Mapping[str, Any], applied: Mapping[str, Any], strict: bool = False) -> list[str]:
     """Where a training's ``applied`` budget (``TrainReport.applied_budget`` plus the runner's data cut) departs from
     the ``requested`` one, as ``key: requested X, applied Y`` texts; ``strict`` also reports requested keys the
     training did not report. The steps done must be what the budget gives: min(max_steps, epochs x
@@ -157,8 +168,11 @@ def budget_differences(requested: Mapping[str, Any], applied: Mapping[str, Any],
         got = applied[key]
         if wanted is None and key in ("epochs", "learning_rate"):  # a step budget; the method's own rate
             continue
-        same = (got is not None and wanted is not None and math.isclose(float(got), float(wanted), rel_tol=1e-9)
-                if key == "learning_rate" else got == wanted)
+        same = (
+            got is not None and wanted is not None and math.isclose(float(got), float(wanted), rel_tol=1e-9)
+            if key == "learning_rate"
+            else got == wanted
+        )
         if not same:
             differences.append(f"{key}: requested {wanted}, applied {got}")
     if all(isinstance(applied.get(key), int) for key in ("steps", "examples", "batch_size")):
@@ -175,14 +189,18 @@ def budget_differences(requested: Mapping[str, Any], applied: Mapping[str, Any],
     return differences
 
 
-def resolve_budget(profile: Profile, plugin_budgets: Mapping[str, Mapping[str, Any]] | None,
-                   overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def resolve_budget(
+    profile: Profile, plugin_budgets: Mapping[str, Mapping[str, Any]] | None, overrides: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The budget a trained spec gets under ``profile``: its plugin's budget for this profile (``plugin_budgets``,
     profile name -> budget), then ``overrides``; only the keys that differ from the profile's own values (so a spec
     without a budget of its own keeps the identity, and the stored results, it always had)."""
     merged = {**dict((plugin_budgets or {}).get(profile.name, {})), **dict(overrides or {})}
-    return {key: value for key, value in sorted(merged.items())
-            if getattr(profile, key) != value and key not in UNHASHED_BUDGET_KEYS}
+    return {
+        key: value
+        for key, value in sorted(merged.items())
+        if getattr(profile, key) != value and key not in UNHASHED_BUDGET_KEYS
+    }
 
 
 def precision_problem(requested: Mapping[str, Any], applied: Mapping[str, Any] | None) -> str | None:
@@ -224,7 +242,7 @@ PROFILES: dict[str, Profile] = {
     "paper": Profile(
         name="paper",
         description="the papers' budgets (thesis 5.1): BERT base, 3 epochs (the STS-B tables; BWS tables 6.5-6.8: "
-                    "--set epochs=5), full training data; meant for a GPU",
+        "--set epochs=5), full training data; meant for a GPU",
         default_backbone="bert-base-uncased",
         epochs=3,
         batch_size=16,

@@ -4,6 +4,7 @@ not one (CI, ``make run > log``, a batch job) a log line at an interval instead,
 The interval is ``HARNESS_PROGRESS_SECONDS`` (default 60); a step shorter than one interval logs nothing, so short
 runs and tests keep their output as it was.
 """
+
 from __future__ import annotations
 
 import logging
@@ -93,8 +94,9 @@ class LogProgress:
         self.close()
 
 
-def progress_bar(total: int | None, description: str, enabled: bool, unit: str = "text", leave: bool = False,
-                 **tqdm_options: Any) -> Any:
+def progress_bar(
+    total: int | None, description: str, enabled: bool, unit: str = "text", leave: bool = False, **tqdm_options: Any
+) -> Any:
     """A tqdm bar on a terminal (leaving no trace when done unless ``leave``), log lines at an interval elsewhere,
     nothing when ``enabled`` is false (``--no-progress``, a worker process)."""
     from tqdm.auto import tqdm

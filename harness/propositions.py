@@ -8,6 +8,7 @@ positives and every other proposition of the batch (those of the same sentence i
 
 Deviations: none (the official format also carries each proposition's text, which no model reads).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -33,8 +34,10 @@ class PropositionPair:
     def __post_init__(self) -> None:
         for i, j in self.positives:
             if not (0 <= i < len(self.first_propositions) and 0 <= j < len(self.second_propositions)):
-                raise ValueError(f"positive link ({i}, {j}) names a proposition the pair does not have "
-                                 f"({len(self.first_propositions)} and {len(self.second_propositions)} propositions)")
+                raise ValueError(
+                    f"positive link ({i}, {j}) names a proposition the pair does not have "
+                    f"({len(self.first_propositions)} and {len(self.second_propositions)} propositions)"
+                )
 
 
 @dataclass

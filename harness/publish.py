@@ -10,6 +10,7 @@ is available here, its dataset checksum is that of the data as it is now (the la
 written. Records written by harness 0.1 have no content checksum; ``trust_unsigned`` checks everything else and signs
 them (the one-time migration of the records committed before checksums existed).
 """
+
 from __future__ import annotations
 
 import json
@@ -72,8 +73,11 @@ class Selection:
 
     def describe(self) -> str:
         """`` (be-3f2a..., profile quick)``: the filters that a spec name does not show, for messages."""
-        parts = [*self.model_keys] + ([f"profile {self.profile}"] if self.profile else []) + (
-            [f"trained on {self.train_on}"] if self.train_on else [])
+        parts = (
+            [*self.model_keys]
+            + ([f"profile {self.profile}"] if self.profile else [])
+            + ([f"trained on {self.train_on}"] if self.train_on else [])
+        )
         return f" ({', '.join(parts)})" if parts else ""
 
     def matches_path(self, path: Path) -> bool:
@@ -186,17 +190,23 @@ def publish(
                 continue
         chosen.append((path, record, unsigned))
     if refused:
-        raise PublishError(f"{len(refused)} chosen record(s) cannot be published, so nothing was: "
-                           + "; ".join(refused[:8]) + ("; ..." if len(refused) > 8 else ""))
+        raise PublishError(
+            f"{len(refused)} chosen record(s) cannot be published, so nothing was: "
+            + "; ".join(refused[:8])
+            + ("; ..." if len(refused) > 8 else "")
+        )
     if not chosen:
-        raise PublishError(f"no record in {source.root} matches the selection{selection.describe()}; nothing to "
-                           "publish." + _other_variants(source, selection))
+        raise PublishError(
+            f"no record in {source.root} matches the selection{selection.describe()}; nothing to "
+            "publish." + _other_variants(source, selection)
+        )
     prepare_output_dir(target.root, "the published set")
     plans: list[tuple[Path, dict, bytes | None]] = []
     conflicts: list[str] = []
     for path, record, unsigned in chosen:
-        destination = target.record_path(record["model_key"], record["seed"], record["task"]["key"],
-                                         record.get("runtime"))
+        destination = target.record_path(
+            record["model_key"], record["seed"], record["task"]["key"], record.get("runtime")
+        )
         published = seal_record({**record, "published": _provenance(record, unsigned, same_store)})
         existing = _existing(destination)
         if existing is not None and _without_publication(existing) == _without_publication(published):
@@ -210,8 +220,10 @@ def publish(
             continue
         plans.append((destination, published, side_files.get(path) if not same_store else None))
     if conflicts:
-        raise PublishError(f"{len(conflicts)} cell(s) are already published with other results, so nothing was "
-                           "published: " + "; ".join(conflicts[:8]) + ". Pass --overwrite to replace them.")
+        raise PublishError(
+            f"{len(conflicts)} cell(s) are already published with other results, so nothing was "
+            "published: " + "; ".join(conflicts[:8]) + ". Pass --overwrite to replace them."
+        )
     for destination, published, side_file in plans:
         if side_file is not None:
             atomic_write_bytes(examples_path(destination), side_file)  # before the record that names it
@@ -222,8 +234,10 @@ def publish(
         if not same_store:
             key = (published["model_key"], published["seed"])
             _copy_artifacts(target, *key, artifacts.get(key, {}))
-    log(f"published {len(result.written)} record(s) to {target.root}"
-        + (f"; {len(result.unchanged)} already published" if result.unchanged else ""))
+    log(
+        f"published {len(result.written)} record(s) to {target.root}"
+        + (f"; {len(result.unchanged)} already published" if result.unchanged else "")
+    )
     return result
 
 
@@ -234,13 +248,23 @@ def _other_variants(source: Store, selection: Selection) -> str:
         return ""
     names = {key.rsplit("-", 1)[0] for key in selection.model_keys}
     loose = Selection(tasks=selection.tasks, seeds=selection.seeds)
-    variants = sorted({f"{r['model']['label']} (profile {r['model'].get('profile')}"
-                       + (f", trained on {r['model']['train_on']}" if r["model"].get("train_on") else "") + ")"
-                       for r in source.records() if r["model"]["name"] in names and loose.matches(r)})
+    variants = sorted(
+        {
+            f"{r['model']['label']} (profile {r['model'].get('profile')}"
+            + (f", trained on {r['model']['train_on']}" if r["model"].get("train_on") else "")
+            + ")"
+            for r in source.records()
+            if r["model"]["name"] in names and loose.matches(r)
+        }
+    )
     if not variants:
         return ""
-    return (" Records of other variants: " + ", ".join(variants[:6]) + ("..." if len(variants) > 6 else "")
-            + "; name them as for `harness run` (--profile, --train-on, --backbone).")
+    return (
+        " Records of other variants: "
+        + ", ".join(variants[:6])
+        + ("..." if len(variants) > 6 else "")
+        + "; name them as for `harness run` (--profile, --train-on, --backbone)."
+    )
 
 
 def _publish_problem(record: dict, checks: _DataChecks, warnings: list[str], path: Path) -> str | None:
@@ -248,8 +272,10 @@ def _publish_problem(record: dict, checks: _DataChecks, warnings: list[str], pat
 
     sample = sample_size(record)
     if sample is not None:  # the published set builds the committed leaderboards: full evaluations only
-        return (f"computed on a sample of the evaluation data (max_eval_examples={sample}, profile "
-                f"{record['model']['profile']}), not comparable to full results; run it with --profile quick or paper")
+        return (
+            f"computed on a sample of the evaluation data (max_eval_examples={sample}, profile "
+            f"{record['model']['profile']}), not comparable to full results; run it with --profile quick or paper"
+        )
     if record["status"] == "failed":
         return f"the cell failed ({record.get('message', '')}); recompute it, a failure is never published"
     if record["status"] != "ok":
@@ -262,8 +288,10 @@ def _publish_problem(record: dict, checks: _DataChecks, warnings: list[str], pat
         return f"task version {record['task']['version']} is not the installed {installed}; recompute it"
     current = checks.checksum(record["task"])
     if current is None:
-        warnings.append(f"{path}: the data of {record['task']['label']} is not available here; its dataset checksum "
-                        "was not compared")
+        warnings.append(
+            f"{path}: the data of {record['task']['label']} is not available here; its dataset checksum "
+            "was not compared"
+        )
     elif current != record.get("dataset_checksum"):
         return "its dataset checksum differs from the data as it is now (stale); recompute it"
     return None

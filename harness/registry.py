@@ -11,6 +11,7 @@
 - ``HARNESS_EXTRA_PLUGINS=pkg.module,...`` also loads these modules (handy for tests and local experiments).
 - Two plugins registering one name is an error naming both packages (which one would win is not a thing to guess).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -65,15 +66,23 @@ CORE_COMPONENT_KINDS = {
     "plot": ComponentKind("plot", _Callable, "a callable (results_dir, output_dir) -> list of written paths"),
     "dataset": ComponentKind("dataset", None, "an object with download(target_dir, progress) (harness data)"),
     "results-format": ComponentKind(
-        "results-format", _Callable, "a callable (records, output_dir) -> list of written paths "
-        "(harness export-results --format NAME)"),
+        "results-format",
+        _Callable,
+        "a callable (records, output_dir) -> list of written paths (harness export-results --format NAME)",
+    ),
     "leaderboard-format": ComponentKind(
-        "leaderboard-format", _Callable, "a callable (sections, output_dir) -> the text of a family's leaderboard file "
+        "leaderboard-format",
+        _Callable,
+        "a callable (sections, output_dir) -> the text of a family's leaderboard file "
         "(harness leaderboard --formats NAME); one with a render_matrix(board, outcomes) attribute also renders "
-        "--matrix tables (harness.leaderboard.formats)"),
+        "--matrix tables (harness.leaderboard.formats)",
+    ),
     "task-namespace": ComponentKind(
-        "task-namespace", _TaskNamespace, "an object whose resolve(name) returns the Task subclass (or TaskPlugin) "
-        "of the task 'NAMESPACE:name' (tasks named at run time, e.g. mteb:STS22)"),
+        "task-namespace",
+        _TaskNamespace,
+        "an object whose resolve(name) returns the Task subclass (or TaskPlugin) "
+        "of the task 'NAMESPACE:name' (tasks named at run time, e.g. mteb:STS22)",
+    ),
 }
 
 
@@ -188,8 +197,10 @@ class Registry:
         if name in families:
             return families[name]
         if ("task-namespace", name) in self.components:
-            raise UnknownNameError(f"{name!r} names tasks at run time; give one: --tasks {name}:NAME "
-                                   f"({self.components[('task-namespace', name)].description}).")
+            raise UnknownNameError(
+                f"{name!r} names tasks at run time; give one: --tasks {name}:NAME "
+                f"({self.components[('task-namespace', name)].description})."
+            )
         raise self._unknown("task", name, [*self.tasks, *families, *self.task_aliases])
 
     def task_namespaces(self) -> set[str]:
@@ -264,7 +275,8 @@ def _allowed(entry_points: list[importlib_metadata.EntryPoint]) -> list[importli
     for name in allow:
         if name not in known:
             logger.warning(
-                "HARNESS_PLUGINS names %r, which is neither an entry-point name nor a distribution.%s", name,
+                "HARNESS_PLUGINS names %r, which is neither an entry-point name nor a distribution.%s",
+                name,
                 close_matches_hint(name, known),
             )
     return kept
@@ -361,8 +373,10 @@ def _check_item(item: Any, kinds: dict[str, ComponentKind]) -> Any:
                     f"({kind.description or protocol.__name__})."
                 )
         return item
-    raise PluginContractError(f"registered {item!r}, which is not a harness type (ModelPlugin, TaskPlugin, Task "
-                              "subclass, RecipePlugin, Component, ComponentKind).")
+    raise PluginContractError(
+        f"registered {item!r}, which is not a harness type (ModelPlugin, TaskPlugin, Task "
+        "subclass, RecipePlugin, Component, ComponentKind)."
+    )
 
 
 def missing_methods_of_protocol(candidate: Any, protocol: type) -> list[str]:
@@ -396,8 +410,14 @@ def _call_hooks(plugin_hooks: list[tuple[str, Callable]], info: PluginInfo) -> l
             items.extend(raw)
             for item in raw:  # remembered even on failure, so a lookup can say "its plugin failed"
                 try:
-                    info.names.extend(_names_of(item) or (_names_of(TaskPlugin.from_class(item))
-                                                          if inspect.isclass(item) and issubclass(item, Task) else []))
+                    info.names.extend(
+                        _names_of(item)
+                        or (
+                            _names_of(TaskPlugin.from_class(item))
+                            if inspect.isclass(item) and issubclass(item, Task)
+                            else []
+                        )
+                    )
                 except Exception:
                     pass
     return items
@@ -446,8 +466,12 @@ def build_registry(extra_plugins: Iterable[Any] = ()) -> Registry:
     collected: list[tuple[PluginInfo, list[Any]]] = []
     for info, module in registered:
         hooks = sorted(
-            ((caller.name, impl.function) for caller in manager.get_hookcallers(module) or []
-             for impl in caller.get_hookimpls() if impl.plugin is module),
+            (
+                (caller.name, impl.function)
+                for caller in manager.get_hookcallers(module) or []
+                for impl in caller.get_hookimpls()
+                if impl.plugin is module
+            ),
             key=lambda pair: _HOOK_ORDER.get(pair[0], 99),
         )
         try:
@@ -477,7 +501,8 @@ def build_registry(extra_plugins: Iterable[Any] = ()) -> Registry:
         if len(names) > 1:
             raise DuplicateNameError(
                 f"tasks {', '.join(repr(n) + ' (' + registry.package_of('task', n) + ')' for n in names)} each declare "
-                f"themselves the default {kind} training source; only one may (Task.default_source_for).")
+                f"themselves the default {kind} training source; only one may (Task.default_source_for)."
+            )
     families = registry.families()
     for name in set(families) & set(registry.tasks):
         if families[name] != [name]:

@@ -1,5 +1,6 @@
 """Resolved model and task specs. The hash of a resolved model spec names its checkpoints and results, so a
 changed option, backbone, profile or training source can never reuse a stale result."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -88,8 +89,13 @@ class ModelSpec:
 
 
 def resolve_model_spec(
-    registry: Registry, text: str, profile: Profile, backbone: str | None = None, train_on: str | None = None,
-    budget_overrides: dict | None = None, content_cache: Path | None = None,
+    registry: Registry,
+    text: str,
+    profile: Profile,
+    backbone: str | None = None,
+    train_on: str | None = None,
+    budget_overrides: dict | None = None,
+    content_cache: Path | None = None,
 ) -> ModelSpec:
     """``be:pooling=cls`` (or a recipe, ``augsbert:teacher=cbe``) -> validated ModelSpec. Models that need training
     get their default source; a trained spec gets its budget (the profile's per-method budget and
@@ -125,9 +131,13 @@ def resolve_model_spec(
         budget=budget,
         budget_overrides=overrides,
         requested_budget=requested,
-        unhashed_options=tuple(key for key, option in plugin.options.items()
-                               if not option.hash_default and options[key] == option.default
-                               and not (option.hash_when and option.hash_when(options))),
+        unhashed_options=tuple(
+            key
+            for key, option in plugin.options.items()
+            if not option.hash_default
+            and options[key] == option.default
+            and not (option.hash_when and option.hash_when(options))
+        ),
         backbone_content=backbone_content(registry, backbone, content_cache),
         option_contents=option_contents(plugin.options, options, content_cache),
     )
@@ -159,16 +169,20 @@ def budget_keys(plugin: Any) -> tuple[str, ...]:
     return tuple(plugin.budget_keys) if plugin.budget_keys is not None else DEFAULT_BUDGET_KEYS
 
 
-def _check_student(registry: Registry, recipe: RecipePlugin, student: str, profile: Profile,
-                   backbone: str | None) -> None:
+def _check_student(
+    registry: Registry, recipe: RecipePlugin, student: str, profile: Profile, backbone: str | None
+) -> None:
     """The student of a recipe is a plain trainable model that learns from what the recipe feeds it."""
     learners = sorted(
-        name for name, model in registry.models.items()
+        name
+        for name, model in registry.models.items()
         if TRAINABLE in model.capabilities and set(recipe.student_kinds) <= set(model.training_kinds)
     )
     if not student.strip():  # a recipe that declares no default_student
-        raise IncompatibleError(f"recipe {recipe.name!r} has no default student; give one: "
-                                f"{recipe.name}:student=MODEL (students that can: {', '.join(learners) or '(none)'}).")
+        raise IncompatibleError(
+            f"recipe {recipe.name!r} has no default student; give one: "
+            f"{recipe.name}:student=MODEL (students that can: {', '.join(learners) or '(none)'})."
+        )
     student_name, _ = parse_spec_text(student)
     if registry.is_recipe(student_name):
         example = recipe.default_student or (learners[0] if learners else "MODEL")

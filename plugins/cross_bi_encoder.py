@@ -5,6 +5,7 @@ sentence's segment is MEAN-pooled and the score is cos(u, v) in [-1, 1]; trainin
 cosine, shared loop of thesis 5.1). Segment pooling, pair orders, lengths, RoBERTa's input and every deviation:
 docs/fidelity.md, section "Cross-Bi-Encoder" and its ``cbe`` table rows.
 """
+
 from __future__ import annotations
 
 import logging
@@ -122,7 +123,12 @@ class CrossBiEncoder(CheckpointedModule):
         try:
             with self.runtime.inference(self.network):
                 scores = score_in_length_sorted_batches(
-                    features, self.inputs.collate, self.network, self.device, self.batch_size, self.progress,
+                    features,
+                    self.inputs.collate,
+                    self.network,
+                    self.device,
+                    self.batch_size,
+                    self.progress,
                     "scoring pairs (cbe)",
                 )
         finally:
@@ -173,8 +179,9 @@ def build(ctx) -> CrossBiEncoder:
     network = CrossBiEncoderNetwork(transformer, ctx.options["segment_pooling"])
     if ctx.options.get("freeze_embeddings"):
         freeze_embedding_layer(transformer)
-    return CrossBiEncoder(network, inputs, ctx.device, ctx.eval_batch_size, ctx.progress, ctx.options["lr"],
-                          ctx.options["pair_orders"])
+    return CrossBiEncoder(
+        network, inputs, ctx.device, ctx.eval_batch_size, ctx.progress, ctx.options["lr"], ctx.options["pair_orders"]
+    )
 
 
 @hookimpl
@@ -188,16 +195,19 @@ def register_models(register):
             capabilities=("pair_scorer", "trainable"),
             options={
                 "segment_pooling": Option(
-                    "boundaries", "pool each segment from its CLS to its SEP (thesis) or only its own tokens",
+                    "boundaries",
+                    "pool each segment from its CLS to its SEP (thesis) or only its own tokens",
                     choices=SEGMENT_POOLING,
                 ),
                 "lr": Option(2e-5, "AdamW learning rate (thesis 5.1)", type=float, bounds="(0, inf)"),
                 "freeze_embeddings": Option(
-                    False, "freeze the embedding layer during training (Augmented SBERT after domain MLM, thesis "
-                    "4.3.1)", type=bool,
+                    False,
+                    "freeze the embedding layer during training (Augmented SBERT after domain MLM, thesis 4.3.1)",
+                    type=bool,
                 ),
-                "pair_orders": Option("both", "train on (a, b) and (b, a) (thesis code) or on the given order",
-                                      choices=PAIR_ORDERS),
+                "pair_orders": Option(
+                    "both", "train on (a, b) and (b, a) (thesis code) or on the given order", choices=PAIR_ORDERS
+                ),
             },
             training_kinds=(SCORED_PAIRS,),
             requires_training=True,

@@ -6,6 +6,7 @@ two heads (option ``head``: the thesis text's ``linear`` by default, the thesis 
 the loss, pair orders, export and every deviation: docs/fidelity.md, section "Cross-Encoder" and its ``ce`` table
 rows.
 """
+
 from __future__ import annotations
 
 import logging
@@ -139,8 +140,12 @@ class CrossEncoder(CheckpointedModule):
 
     def tokenize_pairs(self, first: Sequence[str], second: Sequence[str], padding: bool) -> dict:
         return self.tokenizer(
-            list(first), list(second), truncation="longest_first", max_length=self.max_length,
-            padding=padding, return_tensors="pt" if padding else None,
+            list(first),
+            list(second),
+            truncation="longest_first",
+            max_length=self.max_length,
+            padding=padding,
+            return_tensors="pt" if padding else None,
         )
 
     def score(self, first: Sequence[str], second: Sequence[str]) -> np.ndarray:
@@ -189,8 +194,13 @@ class CrossEncoder(CheckpointedModule):
         return self.network
 
     def checkpoint_config(self) -> dict:
-        return {"activation": self.network.activation, "loss": self.loss, "max_length": self.max_length,
-                "head": self.network.head_kind, "pair_orders": self.pair_orders}
+        return {
+            "activation": self.network.activation,
+            "loss": self.loss,
+            "max_length": self.max_length,
+            "head": self.network.head_kind,
+            "pair_orders": self.pair_orders,
+        }
 
     def restore_checkpoint_config(self, config: dict) -> None:
         self.network.eval()
@@ -207,8 +217,9 @@ class CrossEncoder(CheckpointedModule):
                 "harness export writes Cross-Encoders with head=linear only; this model has "
                 "head=sentence-transformers (its weights stay in the store's checkpoints/ folder)."
             )
-        write_cross_encoder(Path(directory), network.transformer, self.tokenizer, network.head, network.activation,
-                            self.max_length)
+        write_cross_encoder(
+            Path(directory), network.transformer, self.tokenizer, network.head, network.activation, self.max_length
+        )
 
 
 def build(ctx) -> CrossEncoder:
@@ -219,8 +230,15 @@ def build(ctx) -> CrossEncoder:
     if ctx.options.get("freeze_embeddings"):
         freeze_embedding_layer(transformer)
     return CrossEncoder(
-        network, tokenizer, limits.pair, ctx.device, ctx.eval_batch_size, ctx.progress, ctx.options["lr"],
-        ctx.options["loss"], ctx.options["pair_orders"],
+        network,
+        tokenizer,
+        limits.pair,
+        ctx.device,
+        ctx.eval_batch_size,
+        ctx.progress,
+        ctx.options["lr"],
+        ctx.options["loss"],
+        ctx.options["pair_orders"],
     )
 
 
@@ -235,17 +253,29 @@ def register_models(register):
             capabilities=("pair_scorer", "trainable"),
             options={
                 "activation": Option("sigmoid", "head activation (thesis table 6.2)", choices=ACTIVATIONS),
-                "loss": Option("auto", "auto: the head's own (linear: mse, sentence-transformers: bce); mse on the "
-                               "activated score; bce with logits on the raw logit", choices=LOSSES),
-                "head": Option("linear", "linear: Dropout -> Linear on CLS (thesis text); sentence-transformers: "
-                               "HF pooler dense+tanh first, BCE on the logit, activation at prediction only "
-                               "(thesis code)", choices=HEADS),
-                "pair_orders": Option("both", "train on (a, b) and (b, a) (thesis code, UKPLab examples) or on the "
-                                      "given order", choices=PAIR_ORDERS),
+                "loss": Option(
+                    "auto",
+                    "auto: the head's own (linear: mse, sentence-transformers: bce); mse on the "
+                    "activated score; bce with logits on the raw logit",
+                    choices=LOSSES,
+                ),
+                "head": Option(
+                    "linear",
+                    "linear: Dropout -> Linear on CLS (thesis text); sentence-transformers: "
+                    "HF pooler dense+tanh first, BCE on the logit, activation at prediction only "
+                    "(thesis code)",
+                    choices=HEADS,
+                ),
+                "pair_orders": Option(
+                    "both",
+                    "train on (a, b) and (b, a) (thesis code, UKPLab examples) or on the given order",
+                    choices=PAIR_ORDERS,
+                ),
                 "lr": Option(2e-5, "AdamW learning rate (thesis 5.1)", type=float, bounds="(0, inf)"),
                 "freeze_embeddings": Option(
-                    False, "freeze the embedding layer during training (Augmented SBERT after domain MLM, thesis "
-                    "4.3.1)", type=bool,
+                    False,
+                    "freeze the embedding layer during training (Augmented SBERT after domain MLM, thesis 4.3.1)",
+                    type=bool,
                 ),
             },
             training_kinds=(SCORED_PAIRS,),

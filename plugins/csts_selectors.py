@@ -5,6 +5,7 @@ correspond to the condition. This module declares the component kind ``span-sele
 two selectors usable offline, ``lexical`` (the ``csts`` task's default) and ``embedding``. How each selects and how
 they differ from the paper's LLM: docs/fidelity.md, section "C-STS", subsection "Span selectors".
 """
+
 from __future__ import annotations
 
 import difflib
@@ -77,10 +78,13 @@ class LexicalSelector:
         selections = []
         for sentence, condition in zip(sentences, conditions):
             targets = [(word, normalise(word)) for word, _ in content_words(condition)]
-            selections.append([
-                span for word, span in content_words(sentence)
-                if any(normalise(word) == stem or near(word, target) for target, stem in targets)
-            ])
+            selections.append(
+                [
+                    span
+                    for word, span in content_words(sentence)
+                    if any(normalise(word) == stem or near(word, target) for target, stem in targets)
+                ]
+            )
         return selections
 
 
@@ -88,8 +92,9 @@ class EmbeddingSelector:
     """Content words of the sentence whose embedding is nearest the condition's (cosine within ``margin`` of the
     best word, at most ``max_words``), embedded by the model of ``embedder_spec``."""
 
-    def __init__(self, embedder_spec: str = "be", margin: float = EMBEDDING_MARGIN,
-                 max_words: int = EMBEDDING_MAX_WORDS):
+    def __init__(
+        self, embedder_spec: str = "be", margin: float = EMBEDDING_MARGIN, max_words: int = EMBEDDING_MAX_WORDS
+    ):
         self.embedder_spec = embedder_spec
         self.margin = margin
         self.max_words = max_words
@@ -131,9 +136,24 @@ class WordListSelector:
 
 @hookimpl
 def register_components(register):
-    register(ComponentKind(KIND, SpanSelector, "select(sentences, conditions, ctx) -> character spans per sentence "
-                                               "of the words expressing the condition (csts)"))
-    register(Component(KIND, "lexical", LexicalSelector(),
-                       "words of the sentence matching or near a content word of the condition"))
-    register(Component(KIND, "embedding", EmbeddingSelector(),
-                       "content words nearest the condition by cosine of the pretrained `be` embeddings"))
+    register(
+        ComponentKind(
+            KIND,
+            SpanSelector,
+            "select(sentences, conditions, ctx) -> character spans per sentence "
+            "of the words expressing the condition (csts)",
+        )
+    )
+    register(
+        Component(
+            KIND, "lexical", LexicalSelector(), "words of the sentence matching or near a content word of the condition"
+        )
+    )
+    register(
+        Component(
+            KIND,
+            "embedding",
+            EmbeddingSelector(),
+            "content words nearest the condition by cosine of the pretrained `be` embeddings",
+        )
+    )

@@ -16,6 +16,7 @@ Deviations:
 - One masked token per batch is forced when the draw masked none (the thesis code would then produce a NaN loss).
 - Logits are computed only at masked positions (same loss, less work).
 """
+
 from __future__ import annotations
 
 import torch
@@ -47,8 +48,10 @@ class MaskedLanguageModelling(nn.Module):
         if tokenizer.mask_token_id is None:
             from harness import IncompatibleError
 
-            raise IncompatibleError("the backbone's tokenizer has no mask token, so it cannot learn MLM; choose a "
-                                    "BERT- or RoBERTa-style --backbone.")
+            raise IncompatibleError(
+                "the backbone's tokenizer has no mask token, so it cannot learn MLM; choose a "
+                "BERT- or RoBERTa-style --backbone."
+            )
         encoder = setup.encoder.transformer
         model = load_masked_lm(setup.backbone).to(next(encoder.parameters()).device)
         share_parameters(model.base_model, encoder)

@@ -18,6 +18,7 @@ Deviations:
   deletion in a sentence where the draw deleted none (sentence-transformers' rule, shared with ``tsdae``); with
   ratio 0.6 this changes only sentences of one to three words, rarely.
 """
+
 from __future__ import annotations
 
 import torch

@@ -9,6 +9,7 @@ hidden states, the scores and the selection (the scorer hook and the type embedd
 graph (:meth:`NuggetEncoder.token_states`, ``harness.blocks.onnx_function``); gathering the nuggets and W^V stay
 torch. Deviation there: float rounding only (docs/fidelity.md, "ONNX Runtime").
 """
+
 from __future__ import annotations
 
 import contextvars
@@ -69,7 +70,10 @@ RESIDUALS = ("scores", "straight-through")
 
 # Appendix B.1: Adam, lr 5e-5, trained to convergence; constant rate, no warm-up, no weight decay.
 SETUP = TrainingSetup(
-    "nugget-b.1", schedule="constant", warmup_ratio=0.0, weight_decay=0.0,
+    "nugget-b.1",
+    schedule="constant",
+    warmup_ratio=0.0,
+    weight_decay=0.0,
     budgets={"quick": {"max_steps": 40}, "paper": {"batch_size": 64}},
 )
 
@@ -80,8 +84,10 @@ def nugget_counts(lengths: torch.Tensor, ratio: float) -> torch.Tensor:
     if not 0.0 < ratio <= 1.0:
         raise InvalidOptionError(f"nugget ratio must lie in (0, 1], e.g. {PAPER_RATIOS}; got {ratio!r}.")
     if len(lengths) and int(lengths.min()) < 1:
-        raise ValueError("a text has no token at all, so it has no nugget; its tokenizer adds no special tokens and "
-                         "the text is empty")
+        raise ValueError(
+            "a text has no token at all, so it has no nugget; its tokenizer adds no special tokens and "
+            "the text is empty"
+        )
     # The tiny offset keeps float error from rounding an exact product up (0.1 * 30 = 3.0000000000000004 -> 3).
     counts = torch.ceil(lengths.double() * ratio - 1e-9).long()
     return torch.minimum(counts.clamp(min=1), lengths.long())
@@ -106,7 +112,8 @@ def selected_tokens(scores: torch.Tensor, attention_mask: torch.Tensor, ratio: f
     position = torch.ones_like(attention_mask, dtype=torch.long).cumsum(dim=1)  # [b, L], the sequence axis traced
     # [b, i, j]: token j ranks before token i
     before = (scores[:, None, :] > scores[:, :, None]) | (
-        (scores[:, None, :] == scores[:, :, None]) & (position[:, None, :] < position[:, :, None]))
+        (scores[:, None, :] == scores[:, :, None]) & (position[:, None, :] < position[:, :, None])
+    )
     rank = (before & real[:, None, :]).to(torch.int32).sum(dim=2)
     return real & (rank < counts[:, None])
 
@@ -166,11 +173,15 @@ class NuggetEncoder(nn.Module):
         self.layer = int(layer)
         layers = getattr(getattr(self.transformer, "encoder", None), "layer", None)
         if not isinstance(layers, nn.ModuleList):
-            raise IncompatibleError("nugget needs a BERT- or RoBERTa-style --backbone (transformer.encoder.layer); "
-                                    f"{type(self.transformer).__name__} has no such layer list.")
+            raise IncompatibleError(
+                "nugget needs a BERT- or RoBERTa-style --backbone (transformer.encoder.layer); "
+                f"{type(self.transformer).__name__} has no such layer list."
+            )
         if not 0 <= self.layer <= len(layers):
-            raise InvalidOptionError(f"nugget option layer must be in 0..{len(layers)} for this backbone "
-                                     f"({len(layers)} layers; 0 = the embedding layer); got {self.layer}.")
+            raise InvalidOptionError(
+                f"nugget option layer must be in 0..{len(layers)} for this backbone "
+                f"({len(layers)} layers; 0 = the embedding layer); got {self.layer}."
+            )
         width = self.transformer.config.hidden_size
         self.scorer = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 1))
         self.value = nn.Linear(width, width)  # W^V
@@ -230,9 +241,18 @@ class NuggetEncoder(nn.Module):
     def _exported(self) -> OnnxFunction:
         input_names = model_input_names(self.transformer)
         return onnx_function(
-            self, lambda **inputs: self.token_states(inputs), input_names, STATE_OUTPUTS, self.runtime.cache_dir,
-            determinants=(GRAPH_VERSION, self.transformer.config.to_json_string(), self.ratio, self.layer,
-                          self.type_embeddings is not None),
+            self,
+            lambda **inputs: self.token_states(inputs),
+            input_names,
+            STATE_OUTPUTS,
+            self.runtime.cache_dir,
+            determinants=(
+                GRAPH_VERSION,
+                self.transformer.config.to_json_string(),
+                self.ratio,
+                self.layer,
+                self.type_embeddings is not None,
+            ),
         )
 
     def encode_multi(self, texts: Sequence[str], batch_size: int = 64, progress: bool = False) -> list[np.ndarray]:
@@ -250,13 +270,17 @@ class NuggetEncoder(nn.Module):
         offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
         stacked = np.zeros((int(counts.sum()), self.value.out_features), dtype=np.float32)
         # torch, or the ONNX graph of the current weights (exported once per checkpoint; the CPU only)
-        states = self.token_states if self.runtime.runtime == "torch" else self.runtime.session_for(
-            self, self._exported).run
+        states = (
+            self.token_states if self.runtime.runtime == "torch" else self.runtime.session_for(self, self._exported).run
+        )
         was_training = self.training
         self.eval()
         try:
-            with torch.inference_mode(), self.runtime.quiet(), progress_bar(len(distinct), "encoding nuggets",
-                                                                            progress) as bar:
+            with (
+                torch.inference_mode(),
+                self.runtime.quiet(),
+                progress_bar(len(distinct), "encoding nuggets", progress) as bar,
+            ):
                 for batch in length_sorted_batches([len(f["input_ids"]) for f in features], batch_size):
                     padded = self.tokenizer.pad([features[i] for i in batch], return_tensors="pt")
                     nuggets = self.nuggets(*states({key: value.to(device) for key, value in padded.items()}))
@@ -280,11 +304,11 @@ class NuggetAutoencoder(nn.Module):
     def __init__(self, nugget_encoder: NuggetEncoder, backbone: str, residual: str):
         super().__init__()
         if residual not in RESIDUALS:
-            raise InvalidOptionError(f"nugget option residual must be one of {', '.join(RESIDUALS)}; got "
-                                     f"{residual!r}.")
+            raise InvalidOptionError(f"nugget option residual must be one of {', '.join(RESIDUALS)}; got {residual!r}.")
         self.encoder = nugget_encoder
-        self.decoder = TransformerDecoder.from_encoder(nugget_encoder.transformer, share="embeddings",
-                                                       backbone=backbone)
+        self.decoder = TransformerDecoder.from_encoder(
+            nugget_encoder.transformer, share="embeddings", backbone=backbone
+        )
         self.head = language_model_head(self.decoder.language_model)
         config = self.decoder.language_model.config
         self.score_scale = 1.0 / math.sqrt(config.hidden_size // config.num_attention_heads)
@@ -302,8 +326,13 @@ class NuggetAutoencoder(nn.Module):
         nuggets = self.encoder(source)
         target = views[CLEAN]
         ids, mask = target["input_ids"], target["attention_mask"]
-        hidden = self.decoder.hidden_states(nuggets.vectors, ids[:, :-1], nuggets.mask.long(), mask[:, :-1],
-                                            memory_bias=self.memory_bias(nuggets.scores))
+        hidden = self.decoder.hidden_states(
+            nuggets.vectors,
+            ids[:, :-1],
+            nuggets.mask.long(),
+            mask[:, :-1],
+            memory_bias=self.memory_bias(nuggets.scores),
+        )
         labels = ids[:, 1:].masked_fill(mask[:, 1:] == 0, IGNORED_LABEL)
         loss = scored_token_loss(self.head, hidden, labels)
         if self.training:
@@ -346,21 +375,40 @@ class NuggetModel(CheckpointedModule):
         collate = UnlabeledCollator(self.nugget_encoder.tokenizer, self.nugget_encoder.max_length, views, noise)
         module = NuggetAutoencoder(self.nugget_encoder, self.backbone, self.options["residual"])
         config = config_from_profile(  # ctx.profile carries the requested budget (SETUP's, then the user's)
-            ctx.profile, ctx.seed, ctx.device, ctx.progress, learning_rate=float(self.options["lr"]),
-            schedule=SETUP.schedule, warmup_ratio=SETUP.warmup_ratio, weight_decay=SETUP.weight_decay,
+            ctx.profile,
+            ctx.seed,
+            ctx.device,
+            ctx.progress,
+            learning_rate=float(self.options["lr"]),
+            schedule=SETUP.schedule,
+            warmup_ratio=SETUP.warmup_ratio,
+            weight_decay=SETUP.weight_decay,
             description=f"training nugget (r={self.options['ratio']}, l={self.options['layer']})",
         )
         report = fit(module, sentences, collate, config)
         self.nugget_encoder.eval()
         record = report.as_record()
         curve = curve_summary([h["reconstruction"] for h in module.history])
-        record.update({
-            "setup": SETUP.name, "batch_size": config.batch_size, "learning_rate": config.learning_rate,
-            "schedule": config.schedule, "sentences": len(sentences), "empty_sentences_dropped": dropped,
-            "frozen_parameters": len(self.nugget_encoder.frozen), "loss_curve": {"reconstruction": curve},
-        })
-        ctx.logger.info("trained nugget: %d steps, %.1f s, %.1f sentences/s, loss %s -> %s", report.steps,
-                        report.wall_seconds, report.examples_per_second, curve.get("first"), curve.get("last"))
+        record.update(
+            {
+                "setup": SETUP.name,
+                "batch_size": config.batch_size,
+                "learning_rate": config.learning_rate,
+                "schedule": config.schedule,
+                "sentences": len(sentences),
+                "empty_sentences_dropped": dropped,
+                "frozen_parameters": len(self.nugget_encoder.frozen),
+                "loss_curve": {"reconstruction": curve},
+            }
+        )
+        ctx.logger.info(
+            "trained nugget: %d steps, %.1f s, %.1f sentences/s, loss %s -> %s",
+            report.steps,
+            report.wall_seconds,
+            report.examples_per_second,
+            curve.get("first"),
+            curve.get("last"),
+        )
         return record
 
     # -- checkpoint: the nugget encoder's weights and its settings (harness.CheckpointedModule) ------------------
@@ -376,15 +424,23 @@ class NuggetModel(CheckpointedModule):
 
 # -- registration --------------------------------------------------------------------------------------------------
 OPTIONS = {
-    "ratio": Option(0.1, "compression ratio r: k = ceil(r * n) nuggets of n tokens, in (0, 1] (paper: 0.05, 0.1, "
-                         "0.15, 0.25; 0.1 saturates reconstruction, section 5.1)", type=float),
-    "layer": Option(3, "layer l whose states the scorer reads; the embeddings and layers 1..l are frozen (paper: 3)",
-                    type=int),
+    "ratio": Option(
+        0.1,
+        "compression ratio r: k = ceil(r * n) nuggets of n tokens, in (0, 1] (paper: 0.05, 0.1, "
+        "0.15, 0.25; 0.1 saturates reconstruction, section 5.1)",
+        type=float,
+    ),
+    "layer": Option(
+        3, "layer l whose states the scorer reads; the embeddings and layers 1..l are frozen (paper: 3)", type=int
+    ),
     "feedback": Option(True, "add selected/unselected type embeddings after layer l (section 3.3)", type=bool),
-    "residual": Option("scores", "how the scores reach the decoder's cross-attention: scores (eq. 5) or "
-                                 "straight-through (s - sg(s), the public code)", choices=RESIDUALS),
-    "deletion": Option(0.0, "share of words deleted from the encoder's input (0: none, the paper's AE)",
-                       type=float),
+    "residual": Option(
+        "scores",
+        "how the scores reach the decoder's cross-attention: scores (eq. 5) or "
+        "straight-through (s - sg(s), the public code)",
+        choices=RESIDUALS,
+    ),
+    "deletion": Option(0.0, "share of words deleted from the encoder's input (0: none, the paper's AE)", type=float),
     "lr": Option(5e-5, "learning rate (appendix B.1: 5e-5)", type=float, bounds="(0, inf)"),
 }
 
@@ -394,27 +450,36 @@ def validate(spec: Any, registry: Any) -> None:
     options = spec.options
     ratio = options["ratio"]
     if not 0.0 < float(ratio) <= 1.0:
-        raise InvalidOptionError(f"{owner}: option ratio must lie in (0, 1] (k = ceil(r * n) nuggets, at least one); "
-                                 f"the paper's values are {', '.join(map(str, PAPER_RATIOS))}; got {ratio!r}.")
+        raise InvalidOptionError(
+            f"{owner}: option ratio must lie in (0, 1] (k = ceil(r * n) nuggets, at least one); "
+            f"the paper's values are {', '.join(map(str, PAPER_RATIOS))}; got {ratio!r}."
+        )
     if int(options["layer"]) < 0:
-        raise InvalidOptionError(f"{owner}: option layer must be 0 (the embedding layer) or a layer number up to the "
-                                 f"backbone's depth; got {options['layer']!r}.")
+        raise InvalidOptionError(
+            f"{owner}: option layer must be 0 (the embedding layer) or a layer number up to the "
+            f"backbone's depth; got {options['layer']!r}."
+        )
     if not 0.0 <= float(options["deletion"]) < 1.0:
-        raise InvalidOptionError(f"{owner}: option deletion must be 0 (no deletion) or lie in (0, 1), e.g. 0.6 "
-                                 f"(TSDAE); got {options['deletion']!r}.")
+        raise InvalidOptionError(
+            f"{owner}: option deletion must be 0 (no deletion) or lie in (0, 1), e.g. 0.6 "
+            f"(TSDAE); got {options['deletion']!r}."
+        )
     if not float(options["lr"]) > 0:
         raise InvalidOptionError(f"{owner}: option lr must be positive, e.g. 5e-5; got {options['lr']!r}.")
     if spec.train_on is None:
-        sources = sorted(name for name, task in registry.tasks.items()
-                         if UNLABELED_SENTENCES in task.metadata.training_kinds)
-        raise IncompatibleError(f"{owner} learns from unlabeled sentences; add --train-on TASK "
-                                f"({', '.join(sources)}) or --train-on self (each task's own train sentences).")
+        sources = sorted(
+            name for name, task in registry.tasks.items() if UNLABELED_SENTENCES in task.metadata.training_kinds
+        )
+        raise IncompatibleError(
+            f"{owner} learns from unlabeled sentences; add --train-on TASK "
+            f"({', '.join(sources)}) or --train-on self (each task's own train sentences)."
+        )
 
 
 MODEL = ModelPlugin(
     name=NAME,
     description="Nugget: the top ceil(r*n) token vectors chosen by a learned scorer, trained as an autoencoder; "
-                "compared by MaxSim",
+    "compared by MaxSim",
     factory=NuggetModel,
     capabilities=(MULTI_VECTOR_EMBEDDER, TRAINABLE),
     options=OPTIONS,

@@ -6,6 +6,7 @@ The method step by step (phrases, decoding signal, decoder, EDA synonyms), the t
 behaviour at the edges (tests/test_paser.py) and every deviation: docs/fidelity.md, section "PaSeR" and its
 ``paser`` table rows.
 """
+
 from __future__ import annotations
 
 import logging
@@ -44,7 +45,10 @@ NAME = "paser"
 PHRASES = "paser"  # the batch entry this objective's collator adds
 SIGNALS = ("paper", "public")
 SETUP = TrainingSetup(  # section 4.2: lr 3e-5, batch 64, 5 epochs
-    "paser-4.2", schedule="linear", warmup_ratio=0.0, weight_decay=0.0,
+    "paser-4.2",
+    schedule="linear",
+    warmup_ratio=0.0,
+    weight_decay=0.0,
     budgets={"quick": {"max_steps": 40}, "paper": {"batch_size": 64, "epochs": 5}},
 )
 
@@ -94,8 +98,9 @@ def words_with_spans(text: str) -> list[tuple[str, int, int]]:
     return [(match.group(0), match.start(), match.end()) for match in WORD_PATTERN.finditer(text)]
 
 
-def rake_phrases(text: str, stopwords: Iterable[str] | None = None,
-                 punctuation: Iterable[str] = PUNCTUATION) -> list[Phrase]:
+def rake_phrases(
+    text: str, stopwords: Iterable[str] | None = None, punctuation: Iterable[str] = PUNCTUATION
+) -> list[Phrase]:
     """Every candidate phrase occurrence of ``text``, best first (RAKE; ties as rake-nltk sorts them)."""
     ignored = set(english_stopwords() if stopwords is None else stopwords) | set(punctuation)
     occurrences: list[list[tuple[str, int, int]]] = []
@@ -135,18 +140,17 @@ class MaskedCopy:
     covers_sentence: bool  # every non-special token is masked
 
 
-def masked_copy(text: str, phrases: Sequence[Phrase], tokenizer, max_length: int,
-                mask_token_id: int) -> MaskedCopy:
+def masked_copy(text: str, phrases: Sequence[Phrase], tokenizer, max_length: int, mask_token_id: int) -> MaskedCopy:
     """``text`` tokenised (truncated to ``max_length``) with every token whose characters overlap a word of
     ``phrases`` replaced by ``mask_token_id``; special tokens (empty offsets) are never masked."""
-    encoded = tokenizer(text, truncation=True, max_length=max_length, return_offsets_mapping=True,
-                        return_special_tokens_mask=True)
+    encoded = tokenizer(
+        text, truncation=True, max_length=max_length, return_offsets_mapping=True, return_special_tokens_mask=True
+    )
     spans = [span for phrase in phrases for span in phrase.word_spans]
     ids = list(encoded["input_ids"])
     masked = []
     content = 0
-    for position, ((start, end), special) in enumerate(zip(encoded["offset_mapping"],
-                                                           encoded["special_tokens_mask"])):
+    for position, ((start, end), special) in enumerate(zip(encoded["offset_mapping"], encoded["special_tokens_mask"])):
         if special or start == end:
             continue
         content += 1
@@ -178,12 +182,16 @@ def wordnet_synonyms() -> Callable[[str], list[str]]:
     return synonyms
 
 
-def replace_synonyms(text: str, share: float, synonyms: Callable[[str], list[str]], stopwords: frozenset[str],
-                     rng: random.Random) -> str:
+def replace_synonyms(
+    text: str, share: float, synonyms: Callable[[str], list[str]], stopwords: frozenset[str], rng: random.Random
+) -> str:
     """EDA's synonym replacement: ``max(1, int(share * words))`` content words (not stopwords, not punctuation)
     replaced by a random synonym each, in random order, skipping words without one."""
-    words = [(word, start, end) for word, start, end in words_with_spans(text)
-             if word.isalpha() and word.lower() not in stopwords]
+    words = [
+        (word, start, end)
+        for word, start, end in words_with_spans(text)
+        if word.isalpha() and word.lower() not in stopwords
+    ]
     wanted = max(1, int(share * len(words)))
     rng.shuffle(words)
     replacements: list[tuple[int, int, str]] = []
@@ -207,8 +215,10 @@ class PhraseMasking:
     def __init__(self, setup: ObjectiveSetup):
         tokenizer = setup.encoder.tokenizer
         if tokenizer.mask_token_id is None or not getattr(tokenizer, "is_fast", False):
-            raise IncompatibleError("paser needs a fast tokenizer with a mask token (offsets locate the phrases); "
-                                    "choose a BERT- or RoBERTa-style --backbone.")
+            raise IncompatibleError(
+                "paser needs a fast tokenizer with a mask token (offsets locate the phrases); "
+                "choose a BERT- or RoBERTa-style --backbone."
+            )
         self.tokenizer = tokenizer
         self.max_length = setup.encoder.max_length
         self.top_k = int(setup.options["top_k"])
@@ -230,16 +240,23 @@ class PhraseMasking:
             masked_rows.append(copy.input_ids)
             has_phrase.append(bool(copy.masked_positions))
             covers.append(copy.covers_sentence)
-            target_text = " ".join(sentence[p.start:p.end] for p in chosen)
+            target_text = " ".join(sentence[p.start : p.end] for p in chosen)
             target_rows.append(self.tokenizer(target_text, truncation=True, max_length=self.max_length)["input_ids"])
         pad = self.tokenizer.pad_token_id or 0
         masked_ids, masked_mask = pad_ids(masked_rows, pad)
         target_ids, target_mask = pad_ids(target_rows, pad)
-        entry = {"masked_ids": masked_ids, "masked_mask": masked_mask, "target_ids": target_ids,
-                 "target_mask": target_mask, "has_phrase": torch.tensor(has_phrase), "covers": torch.tensor(covers)}
+        entry = {
+            "masked_ids": masked_ids,
+            "masked_mask": masked_mask,
+            "target_ids": target_ids,
+            "target_mask": target_mask,
+            "has_phrase": torch.tensor(has_phrase),
+            "covers": torch.tensor(covers),
+        }
         if self.synonyms is not None and self.both_views:  # the clean view of the replaced sentences
-            clean = self.tokenizer(clean_texts, truncation=True, max_length=self.max_length, padding=True,
-                                   return_tensors="pt")
+            clean = self.tokenizer(
+                clean_texts, truncation=True, max_length=self.max_length, padding=True, return_tensors="pt"
+            )
             entry.update(clean_ids=clean["input_ids"], clean_mask=clean["attention_mask"])
         return {PHRASES: entry}
 
@@ -254,15 +271,21 @@ class PhraseReconstruction(nn.Module):
         transformer = setup.encoder.transformer
         tokenizer = setup.encoder.tokenizer
         if tokenizer.mask_token_id is None:
-            raise IncompatibleError("paser needs a tokenizer with a mask token; choose a BERT- or RoBERTa-style "
-                                    "--backbone.")
+            raise IncompatibleError(
+                "paser needs a tokenizer with a mask token; choose a BERT- or RoBERTa-style --backbone."
+            )
         depth = transformer.config.num_hidden_layers
         layers = min(int(options["decoder_layers"]), depth)
         if layers < int(options["decoder_layers"]):
-            logger.info("paser: the backbone has %d layers; the decoder gets %d instead of %s", depth, depth,
-                        options["decoder_layers"])
-        self.decoder = TransformerDecoder.from_encoder(transformer, share="embeddings", num_layers=layers,
-                                                       backbone=setup.backbone, fresh_layers=True)
+            logger.info(
+                "paser: the backbone has %d layers; the decoder gets %d instead of %s",
+                depth,
+                depth,
+                options["decoder_layers"],
+            )
+        self.decoder = TransformerDecoder.from_encoder(
+            transformer, share="embeddings", num_layers=layers, backbone=setup.backbone, fresh_layers=True
+        )
         self.decoder_head = language_model_head(self.decoder.language_model)
         mlm = load_masked_lm(setup.backbone).to(next(transformer.parameters()).device)
         share_parameters(mlm.base_model, transformer)
@@ -286,11 +309,19 @@ class PhraseReconstruction(nn.Module):
         """``[b, 4, d]``: eq. 2 (``signal=paper``) or the public code's variant."""
         if self.projection is not None:
             masked = self.projection(masked)
-            parts = [sentence, masked, self.scale_difference * (sentence - masked),
-                     self.scale_product * (sentence * masked)]
+            parts = [
+                sentence,
+                masked,
+                self.scale_difference * (sentence - masked),
+                self.scale_product * (sentence * masked),
+            ]
         else:
-            parts = [sentence, masked, self.scale_difference * (sentence - masked).abs(),
-                     self.scale_product * (sentence * masked).abs()]
+            parts = [
+                sentence,
+                masked,
+                self.scale_difference * (sentence - masked).abs(),
+                self.scale_product * (sentence * masked).abs(),
+            ]
         return torch.stack(parts, dim=1)
 
     def mlm_loss(self, features: Mapping[str, torch.Tensor]) -> torch.Tensor:
@@ -338,28 +369,35 @@ class PhraseReconstruction(nn.Module):
 
 def check_options(options: Mapping[str, Any], owner: str) -> None:
     if int(options["top_k"]) < 1:
-        raise InvalidOptionError(f"{owner}: option top_k must be at least 1 (phrases masked per sentence; paper: "
-                                 f"5, the method's p0: 1); got {options['top_k']!r}.")
+        raise InvalidOptionError(
+            f"{owner}: option top_k must be at least 1 (phrases masked per sentence; paper: "
+            f"5, the method's p0: 1); got {options['top_k']!r}."
+        )
     if int(options["decoder_layers"]) < 1:
-        raise InvalidOptionError(f"{owner}: option decoder_layers must be at least 1 (paper: 6); got "
-                                 f"{options['decoder_layers']!r}.")
+        raise InvalidOptionError(
+            f"{owner}: option decoder_layers must be at least 1 (paper: 6); got {options['decoder_layers']!r}."
+        )
     for key in ("signal_m", "signal_n"):
         if not float(options[key]) > 0:
             raise InvalidOptionError(f"{owner}: option {key} must be positive (paper: 10); got {options[key]!r}.")
     share = float(options["synonyms"])
     if not 0.0 <= share < 1.0:
-        raise InvalidOptionError(f"{owner}: option synonyms must be 0 (off) or lie in (0, 1), e.g. 0.1 (EDA's "
-                                 f"alpha_sr); got {share!r}.")
+        raise InvalidOptionError(
+            f"{owner}: option synonyms must be 0 (off) or lie in (0, 1), e.g. 0.1 (EDA's alpha_sr); got {share!r}."
+        )
     if share == 0 and options["synonym_views"] != "both":
-        raise InvalidOptionError(f"{owner}: option synonym_views={options['synonym_views']} says where synonym "
-                                 "replacement reaches, and synonyms=0 turns it off; set synonyms (e.g. 0.1) or leave "
-                                 "synonym_views out.")
+        raise InvalidOptionError(
+            f"{owner}: option synonym_views={options['synonym_views']} says where synonym "
+            "replacement reaches, and synonyms=0 turns it off; set synonyms (e.g. 0.1) or leave "
+            "synonym_views out."
+        )
     if share > 0:
         try:
             wordnet.wordnet_source()
         except wordnet.WordNetMissingError as error:
-            raise InvalidOptionError(f"{owner}: synonyms={share} (EDA synonym replacement, the paper's table 1 "
-                                     f"setting): {error}") from None
+            raise InvalidOptionError(
+                f"{owner}: synonyms={share} (EDA synonym replacement, the paper's table 1 setting): {error}"
+            ) from None
 
 
 OBJECTIVE = Objective(
@@ -371,21 +409,36 @@ OBJECTIVE = Objective(
     reference="Wu et al. 2023 (PaSeR), section 3",
     prepare=PhraseMasking,
     options={
-        "top_k": Option(5, "RAKE phrases masked and generated per sentence (table 1 = table 5's top-5; 1: the "
-                           "method's single phrase p0)", type=int),
-        "signal": Option("paper", "decoder memory: paper (eq. 2, absolute values) or public (a Linear on E_s~, no "
-                                  "absolute values)", choices=SIGNALS),
+        "top_k": Option(
+            5,
+            "RAKE phrases masked and generated per sentence (table 1 = table 5's top-5; 1: the "
+            "method's single phrase p0)",
+            type=int,
+        ),
+        "signal": Option(
+            "paper",
+            "decoder memory: paper (eq. 2, absolute values) or public (a Linear on E_s~, no absolute values)",
+            choices=SIGNALS,
+        ),
         "signal_m": Option(10.0, "scale m of the difference term (appendix A: 10)", type=float),
         "signal_n": Option(10.0, "scale n of the product term (appendix A: 10)", type=float),
         "decoder_layers": Option(6, "layers of the randomly initialised decoder (paper: 6)", type=int),
-        "synonyms": Option(0.1, "EDA synonym replacement share (table 1 = table 4's + SR; 0: off; WordNet 3.0 "
-                                "synonyms bundled with harness)", type=float),
+        "synonyms": Option(
+            0.1,
+            "EDA synonym replacement share (table 1 = table 4's + SR; 0: off; WordNet 3.0 "
+            "synonyms bundled with harness)",
+            type=float,
+        ),
         # Added after PaSeR rows were published: without synonym replacement (synonyms=0) the option changes
         # nothing, so those specs keep their keys and records; with it, the new default (both views) is a new model.
-        "synonym_views": Option("both", "where synonym replacement reaches: both (s and s~, section 3.1.3) or "
-                                        "masked (s~ and the target only; harness 0.2)",
-                                choices=("both", "masked"), hash_default=False,
-                                hash_when=lambda options: float(options["synonyms"]) != 0),
+        "synonym_views": Option(
+            "both",
+            "where synonym replacement reaches: both (s and s~, section 3.1.3) or "
+            "masked (s~ and the target only; harness 0.2)",
+            choices=("both", "masked"),
+            hash_default=False,
+            hash_when=lambda options: float(options["synonyms"]) != 0,
+        ),
     },
     check=check_options,
 )

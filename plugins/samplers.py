@@ -8,6 +8,7 @@
 What each sampler does and every deviation: docs/fidelity.md, section "Augmented SBERT", subsection "Silver-pair
 samplers".
 """
+
 from __future__ import annotations
 
 import logging
@@ -226,9 +227,7 @@ class KdeSampling(PairSampler):
 
     def propose(self, inputs: SamplingInput) -> list[IndexPair]:
         sources = self.candidate_sources(inputs)
-        return distinct_new_pairs(
-            [pair for name in sources for pair in _lookup(inputs, name).propose(inputs)], inputs
-        )
+        return distinct_new_pairs([pair for name in sources for pair in _lookup(inputs, name).propose(inputs)], inputs)
 
     def select(self, candidate_scores: np.ndarray, gold_scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         if len(candidate_scores) == 0:
@@ -264,10 +263,13 @@ BUILT_IN: dict[str, PairSampler] = {
 
 @hookimpl
 def register_components(register):
-    register(ComponentKind(
-        "sampler", PairSamplerProtocol,
-        "a silver-pair sampler: propose(inputs) -> candidate pairs, select(scores, gold_scores, rng) -> kept indices "
-        "(harness.nn.sampling)",
-    ))
+    register(
+        ComponentKind(
+            "sampler",
+            PairSamplerProtocol,
+            "a silver-pair sampler: propose(inputs) -> candidate pairs, select(scores, gold_scores, rng) -> "
+            "kept indices (harness.nn.sampling)",
+        )
+    )
     for name, sampler in BUILT_IN.items():
         register(Component("sampler", name, sampler, (type(sampler).__doc__ or "").strip().splitlines()[0]))

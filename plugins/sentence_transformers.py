@@ -26,6 +26,7 @@ are the same). Under ``--runtime onnx`` scores equal sentence-transformers' torc
 (ONNX Runtime fuses and reorders float32 operations). Neither model trains in the harness (run them as they are, or
 export a harness-trained ``be`` / ``ce`` with ``harness export``).
 """
+
 from __future__ import annotations
 
 import json
@@ -101,8 +102,9 @@ def check_folder(location: str, wanted: str, model_name: str) -> None:
     folder = Path(location).expanduser()
     if not folder.exists():
         if location.startswith((".", "/", "~")) or "\\" in location:
-            raise NotSentenceTransformersModelError(f"{location}: no such folder; give a sentence-transformers "
-                                                    "model folder or a Hugging Face id.")
+            raise NotSentenceTransformersModelError(
+                f"{location}: no such folder; give a sentence-transformers model folder or a Hugging Face id."
+            )
         return
     if not folder.is_dir():
         raise NotSentenceTransformersModelError(f"{location} is a file; give a sentence-transformers model folder.")
@@ -116,8 +118,9 @@ def check_folder(location: str, wanted: str, model_name: str) -> None:
             f"--models be --backbone {location}."
         )
     other = "st-ce" if kind == CROSS_ENCODER else "st"
-    raise IncompatibleError(f"{location} is a sentence-transformers {kind}, not a {wanted}; use --models {other} "
-                            f"instead of {model_name}.")
+    raise IncompatibleError(
+        f"{location} is a sentence-transformers {kind}, not a {wanted}; use --models {other} instead of {model_name}."
+    )
 
 
 # Weights are read from safetensors only, as the harness' own backbones are: a pickle-only folder is refused with
@@ -127,9 +130,11 @@ SAFETENSORS_ONLY = {"use_safetensors": True}
 
 def _load_error(location: str, exc: Exception) -> HarnessError:
     first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    return HarnessError(f"sentence-transformers could not load {location!r} ({type(exc).__name__}: {first_line}); "
-                        "give a local model folder with safetensors weights (pickled weights are never loaded), or "
-                        "check the Hugging Face id and the network.")
+    return HarnessError(
+        f"sentence-transformers could not load {location!r} ({type(exc).__name__}: {first_line}); "
+        "give a local model folder with safetensors weights (pickled weights are never loaded), or "
+        "check the Hugging Face id and the network."
+    )
 
 
 # The attribute of sentence-transformers' Transformer module that holds the Hugging Face model (``auto_model`` is a
@@ -148,8 +153,10 @@ def onnx_target(model: Any) -> tuple[Any, str]:
 
     found = [module for module in model.modules() if isinstance(module, Transformer)]
     if len(found) != 1:
-        raise IncompatibleError(f"--runtime onnx computes the model of one sentence-transformers Transformer module; "
-                                f"this model has {len(found)}: use --runtime torch.")
+        raise IncompatibleError(
+            f"--runtime onnx computes the model of one sentence-transformers Transformer module; "
+            f"this model has {len(found)}: use --runtime torch."
+        )
     (module,) = found
     text = (getattr(module, "modality_config", None) or {}).get("text") or {}
     output = text.get("method_output_name")
@@ -163,8 +170,10 @@ def onnx_target(model: Any) -> tuple[Any, str]:
     }
     reason = next((reason for reason, applies in reasons.items() if applies), None)
     if reason is not None:
-        raise IncompatibleError(f"--runtime onnx cannot stand in for this sentence-transformers model's "
-                                f"{type(module.model).__name__} ({reason}): use --runtime torch.")
+        raise IncompatibleError(
+            f"--runtime onnx cannot stand in for this sentence-transformers model's "
+            f"{type(module.model).__name__} ({reason}): use --runtime torch."
+        )
     return module, output
 
 
@@ -212,14 +221,20 @@ class SentenceTransformerEmbedder(SentenceTransformersRuntime):
 
     def _encode(self, texts: Sequence[str], prompt_name: str | None) -> np.ndarray:
         if not len(texts):
-            dimension_of = getattr(self.model, "get_embedding_dimension", None) or \
-                self.model.get_sentence_embedding_dimension  # sentence-transformers < 6
+            dimension_of = (
+                getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+            )  # sentence-transformers < 6
             dimension = dimension_of() or 0
             return np.zeros((0, dimension), dtype=np.float32)
         # ``prompt_name=None`` lets sentence-transformers apply the model's default_prompt_name, as it would.
         with self.inference():
-            return self.model.encode(list(texts), prompt_name=prompt_name, batch_size=self.batch_size,
-                                     show_progress_bar=self.progress, convert_to_numpy=True)
+            return self.model.encode(
+                list(texts),
+                prompt_name=prompt_name,
+                batch_size=self.batch_size,
+                show_progress_bar=self.progress,
+                convert_to_numpy=True,
+            )
 
     def prompt_for(self, role: str) -> str | None:
         """The model's prompt name for ``role`` ("query" or "document"; "passage" is accepted for documents), or
@@ -256,9 +271,12 @@ class CrossEncoderScorer(SentenceTransformersRuntime):
         if not pairs:
             return np.zeros(0, dtype=np.float32)
         with self.inference():
-            scores = np.asarray(self.model.predict(pairs, batch_size=self.batch_size,
-                                                   show_progress_bar=self.progress, convert_to_numpy=True),
-                                dtype=np.float32)
+            scores = np.asarray(
+                self.model.predict(
+                    pairs, batch_size=self.batch_size, show_progress_bar=self.progress, convert_to_numpy=True
+                ),
+                dtype=np.float32,
+            )
         return scores[rows]
 
     def export_cross_encoder(self, directory: Path) -> None:
@@ -289,8 +307,10 @@ def build_cross_encoder(ctx) -> CrossEncoderScorer:
     except (OSError, ValueError, KeyError) as exc:
         raise _load_error(location, exc) from None
     if model.num_labels != 1:
-        raise IncompatibleError(f"{location} is a cross-encoder with {model.num_labels} labels (a classifier); st-ce "
-                                "scores pairs with one-label (regression or relevance) cross-encoders only.")
+        raise IncompatibleError(
+            f"{location} is a cross-encoder with {model.num_labels} labels (a classifier); st-ce "
+            "scores pairs with one-label (regression or relevance) cross-encoders only."
+        )
     return CrossEncoderScorer(model, ctx.eval_batch_size, ctx.progress)
 
 
@@ -309,35 +329,42 @@ def plan_check(wanted: str, model_name: str) -> Callable[[Any, Any], None]:
     return validate
 
 
-MODEL_OPTION = Option("", "a sentence-transformers model folder or Hugging Face id (default: --backbone)", type=str,
-                      path=True)  # a folder's files, not its path, identify the spec
+MODEL_OPTION = Option(
+    "", "a sentence-transformers model folder or Hugging Face id (default: --backbone)", type=str, path=True
+)  # a folder's files, not its path, identify the spec
 
 
 @hookimpl
 def register_models(register):
-    register(ModelPlugin(
-        name="st",
-        aliases=("sentence-transformer",),
-        description="any sentence-transformers model as SentenceTransformer.encode runs it (its own modules, "
-                    "prompts)",
-        factory=build_embedder,
-        capabilities=(EMBEDDER,),
-        options={
-            "model": MODEL_OPTION,
-            "prompts": Option(True, "use the model's query/document prompts where a task tells the side", type=bool),
-        },
-        reference="Reimers & Gurevych 2019; sentence-transformers SentenceTransformer.encode",
-        model_class=SentenceTransformerEmbedder,
-        validate=plan_check(SENTENCE_TRANSFORMER, "st"),
-    ))
-    register(ModelPlugin(
-        name="st-ce",
-        aliases=("st-cross-encoder",),
-        description="any sentence-transformers CrossEncoder as CrossEncoder.predict runs it (a pair scorer)",
-        factory=build_cross_encoder,
-        capabilities=(PAIR_SCORER,),
-        options={"model": MODEL_OPTION},
-        reference="sentence-transformers CrossEncoder.predict",
-        model_class=CrossEncoderScorer,
-        validate=plan_check(CROSS_ENCODER, "st-ce"),
-    ))
+    register(
+        ModelPlugin(
+            name="st",
+            aliases=("sentence-transformer",),
+            description="any sentence-transformers model as SentenceTransformer.encode runs it (its own modules, "
+            "prompts)",
+            factory=build_embedder,
+            capabilities=(EMBEDDER,),
+            options={
+                "model": MODEL_OPTION,
+                "prompts": Option(
+                    True, "use the model's query/document prompts where a task tells the side", type=bool
+                ),
+            },
+            reference="Reimers & Gurevych 2019; sentence-transformers SentenceTransformer.encode",
+            model_class=SentenceTransformerEmbedder,
+            validate=plan_check(SENTENCE_TRANSFORMER, "st"),
+        )
+    )
+    register(
+        ModelPlugin(
+            name="st-ce",
+            aliases=("st-cross-encoder",),
+            description="any sentence-transformers CrossEncoder as CrossEncoder.predict runs it (a pair scorer)",
+            factory=build_cross_encoder,
+            capabilities=(PAIR_SCORER,),
+            options={"model": MODEL_OPTION},
+            reference="sentence-transformers CrossEncoder.predict",
+            model_class=CrossEncoderScorer,
+            validate=plan_check(CROSS_ENCODER, "st-ce"),
+        )
+    )

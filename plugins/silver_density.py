@@ -9,6 +9,7 @@ seeds are pooled.
 Deviations: densities are Gaussian KDEs with Scott's bandwidth (``scipy.stats.gaussian_kde``, the estimator the KDE
 samplers reproduce); a series whose scores are all equal is drawn with a 1e-3 bandwidth instead of failing.
 """
+
 from __future__ import annotations
 
 import logging
@@ -103,7 +104,11 @@ def draw_silver_density(results_dir: Path, output_dir: Path) -> list[Path]:
 
 @hookimpl
 def register_components(register):
-    register(Component(
-        "plot", "silver-density", draw_silver_density,
-        "thesis figure 6.4: teacher-score density of each sampler's silver pairs vs the gold scores",
-    ))
+    register(
+        Component(
+            "plot",
+            "silver-density",
+            draw_silver_density,
+            "thesis figure 6.4: teacher-score density of each sampler's silver pairs vs the gold scores",
+        )
+    )

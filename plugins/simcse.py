@@ -5,6 +5,7 @@ own second view among the batch's (InfoNCE over cosine / temperature, thesis eq.
 The method, its use as an auxiliary, the options ``directions``, ``mlp_head`` and ``select_every``, and every
 deviation: docs/fidelity.md, section "SimCSE" and its ``simcse`` table rows.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -43,8 +44,10 @@ def check_head(options: Mapping[str, Any], owner: str) -> None:
     """Unsupervised SimCSE (Gao et al. 2021) trains the [CLS] representation with an MLP over it; under another
     pooling the MLP would be a head the paper never trained, so it is refused."""
     if options["mlp_head"] and options["pooling"] != "cls":
-        raise InvalidOptionError(f"{owner}: mlp_head=true is SimCSE's MLP over [CLS] and needs pooling=cls (got "
-                                 f"pooling={options['pooling']}); set pooling=cls or drop mlp_head.")
+        raise InvalidOptionError(
+            f"{owner}: mlp_head=true is SimCSE's MLP over [CLS] and needs pooling=cls (got "
+            f"pooling={options['pooling']}); set pooling=cls or drop mlp_head."
+        )
 
 
 OBJECTIVE = Objective(
@@ -56,8 +59,14 @@ OBJECTIVE = Objective(
     reference="Gao et al. 2021 (SimCSE); thesis 2.4.5",
     check=check_head,
     # SimCSE selects on STS-B dev (with select_every=250); a plugin may name a task, the core may not.
-    options={"select_on": Option("stsb", "the task whose scored-pair dev split select_every scores (SimCSE: stsb)",
-                                 type=str, hash_default=False)},
+    options={
+        "select_on": Option(
+            "stsb",
+            "the task whose scored-pair dev split select_every scores (SimCSE: stsb)",
+            type=str,
+            hash_default=False,
+        )
+    },
 )
 
 

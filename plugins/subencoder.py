@@ -9,6 +9,7 @@ a supervised contrastive loss over the batch's propositions (3.2, ``harness.nn.S
 Architecture, objective, training data, schedule and every deviation: docs/fidelity.md, section "Sub-Sentence
 Encoder" and its ``subencoder`` table rows.
 """
+
 from __future__ import annotations
 
 import logging
@@ -159,8 +160,10 @@ class PropositionPairCollator:
 def learning_rate(option_value: float, backbone: str) -> float:
     """The ``lr`` option, or (0) the paper's: 5e-5 for SimCSE backbones, 1e-4 otherwise."""
     if option_value < 0:
-        raise InvalidOptionError(f"option 'lr' of model 'subencoder' is {option_value}; give a positive rate or 0 "
-                                 "for the paper's (1e-4, 5e-5 for SimCSE backbones).")
+        raise InvalidOptionError(
+            f"option 'lr' of model 'subencoder' is {option_value}; give a positive rate or 0 "
+            "for the paper's (1e-4, 5e-5 for SimCSE backbones)."
+        )
     if option_value:
         return option_value
     return SIMCSE_LR if "simcse" in backbone.lower() else PAPER_LR
@@ -169,8 +172,16 @@ def learning_rate(option_value: float, backbone: str) -> float:
 class SubEncoder(CheckpointedModule):
     """A span encoder (and, through the core's adapter, a sentence embedder); trainable on proposition pairs."""
 
-    def __init__(self, network: SubSentenceNetwork, tokenizer, max_length: int, device: str, batch_size: int,
-                 progress: bool, backbone: str):
+    def __init__(
+        self,
+        network: SubSentenceNetwork,
+        tokenizer,
+        max_length: int,
+        device: str,
+        batch_size: int,
+        progress: bool,
+        backbone: str,
+    ):
         self.network = network.to(device)
         self.tokenizer = tokenizer
         self.max_length = max_length
@@ -190,35 +201,61 @@ class SubEncoder(CheckpointedModule):
         self.network.eval()
         try:
             with self.runtime.inference(self.network):
-                vectors = encode_span_items(items, self.tokenizer, self.network.token_states, self.device,
-                                            self.batch_size, self.max_length, head=self.network.mlp,
-                                            progress=self.progress)
+                vectors = encode_span_items(
+                    items,
+                    self.tokenizer,
+                    self.network.token_states,
+                    self.device,
+                    self.batch_size,
+                    self.max_length,
+                    head=self.network.mlp,
+                    progress=self.progress,
+                )
         finally:
             self.network.train(was_training)
         return vectors.reshape(len(items), self.network.output_dim)
 
     def fit(self, splits, ctx) -> TrainReport:
         if distributed.active():
-            raise IncompatibleError("subencoder trains in one process: its SupCon labels group the propositions of "
-                                    "a whole batch by sentence, which sharding the batch over processes would split; "
-                                    "run it without torchrun (one GPU).")
+            raise IncompatibleError(
+                "subencoder trains in one process: its SupCon labels group the propositions of "
+                "a whole batch by sentence, which sharding the batch over processes would split; "
+                "run it without torchrun (one GPU)."
+            )
         options = ctx.options
         rate = learning_rate(options["lr"], self.backbone)
         # The options epochs / batch_size, where set, are this spec's budget (validate refuses a --set of the same
         # key); otherwise the requested budget in ctx.profile (10 paper epochs: subencoder_budget).
         config = config_from_profile(
-            ctx.profile, ctx.seed, ctx.device, ctx.progress, learning_rate=rate, epochs=options["epochs"] or None,
-            batch_size=options["batch_size"] or None, description="training subencoder",
+            ctx.profile,
+            ctx.seed,
+            ctx.device,
+            ctx.progress,
+            learning_rate=rate,
+            epochs=options["epochs"] or None,
+            batch_size=options["batch_size"] or None,
+            description="training subencoder",
         )
         counts = splits.train.counts() if hasattr(splits.train, "counts") else {"pairs": len(splits.train)}
-        ctx.logger.info("subencoder: %s, lr %g, %d epochs, batch %d pairs, temperature %g", counts, rate,
-                        config.epochs, config.batch_size, options["temperature"])
+        ctx.logger.info(
+            "subencoder: %s, lr %g, %d epochs, batch %d pairs, temperature %g",
+            counts,
+            rate,
+            config.epochs,
+            config.batch_size,
+            options["temperature"],
+        )
         objective = SupConObjective(self.network, options["temperature"])
         pairs = list(splits.train.pairs)
         # length-grouped batches (harness.training): the longer text sets a pair's padded width; examples of one
         # sentence (segmentation pairs) share it and then a batch, where the collator reads the sentence once
-        return fit(objective, pairs, PropositionPairCollator(self.tokenizer, self.max_length), config,
-                   lengths=[max(len(pair.first), len(pair.second)) for pair in pairs])
+        return fit(
+            objective,
+            pairs,
+            PropositionPairCollator(self.tokenizer, self.max_length),
+            config,
+            lengths=[max(len(pair.first), len(pair.second)) for pair in pairs],
+        )
 
     # -- checkpoint: the network's weights and its output size and token limit (harness.CheckpointedModule) ------
     def checkpoint_module(self):
@@ -231,15 +268,20 @@ class SubEncoder(CheckpointedModule):
 def build(ctx) -> SubEncoder:
     options = ctx.options
     if options["output_dim"] < 0:
-        raise InvalidOptionError("option 'output_dim' of model 'subencoder' must be 0 (the backbone's width) or a "
-                                 f"positive size such as 64; got {options['output_dim']}.")
+        raise InvalidOptionError(
+            "option 'output_dim' of model 'subencoder' must be 0 (the backbone's width) or a "
+            f"positive size such as 64; got {options['output_dim']}."
+        )
     for key in ("epochs", "batch_size"):
         if options[key] < 0:
-            raise InvalidOptionError(f"option {key!r} of model 'subencoder' must be 0 (the profile's) or positive; "
-                                     f"got {options[key]}.")
+            raise InvalidOptionError(
+                f"option {key!r} of model 'subencoder' must be 0 (the profile's) or positive; got {options[key]}."
+            )
     if options["temperature"] <= 0:
-        raise InvalidOptionError(f"option 'temperature' of model 'subencoder' must be positive (the paper: 0.01); "
-                                 f"got {options['temperature']}.")
+        raise InvalidOptionError(
+            f"option 'temperature' of model 'subencoder' must be positive (the paper: 0.01); "
+            f"got {options['temperature']}."
+        )
     tokenizer = load_tokenizer(ctx.backbone)
     transformer = load_transformer(ctx.backbone)
     max_length = sequence_limits(ctx.backbone, tokenizer, transformer.config, ctx.profile.max_seq_length).sentence
@@ -262,8 +304,10 @@ def validate(spec: Any, registry: Any) -> None:
     """The options epochs / batch_size and a budget key of the same name (matrix entry, --set) would compete."""
     both = [key for key in ("epochs", "batch_size") if spec.options[key] and key in spec.budget_overrides]
     if both:
-        raise InvalidOptionError(f"model {spec.label!r}: {', '.join(both)} given both as an option and as a budget "
-                                 "(--set or the matrix entry); give each once.")
+        raise InvalidOptionError(
+            f"model {spec.label!r}: {', '.join(both)} given both as an option and as a budget "
+            "(--set or the matrix entry); give each once."
+        )
 
 
 @hookimpl
@@ -273,20 +317,31 @@ def register_models(register):
             name="subencoder",
             aliases=("sub-sentence-encoder",),
             description="Sub-Sentence Encoder: one forward pass per sentence, masked mean pooling per proposition, "
-                        "MLP; SupCon on proposition pairs",
+            "MLP; SupCon on proposition pairs",
             factory=build,
             capabilities=("span_encoder", "trainable"),
             options={
-                "output_dim": Option(0, "output size of the MLP; 0 = the backbone's hidden size, 64 = the paper's "
-                                        "bottleneck", type=int, bounds="[0, inf)"),
-                "temperature": Option(0.01, "SupCon temperature (paper 3.2 / appendix B)", type=float,
-                                      bounds="(0, inf)"),
-                "lr": Option(0.0, "AdamW learning rate; 0 = the paper's: 1e-4, or 5e-5 for SimCSE backbones",
-                             type=float, bounds="[0, inf)"),
-                "epochs": Option(0, "training epochs; 0 = the profile's (10 under the paper profile)", type=int,
-                                 bounds="[0, inf)"),
-                "batch_size": Option(0, "sentence pairs per batch; 0 = the profile's batch size", type=int,
-                                     bounds="[0, inf)"),
+                "output_dim": Option(
+                    0,
+                    "output size of the MLP; 0 = the backbone's hidden size, 64 = the paper's bottleneck",
+                    type=int,
+                    bounds="[0, inf)",
+                ),
+                "temperature": Option(
+                    0.01, "SupCon temperature (paper 3.2 / appendix B)", type=float, bounds="(0, inf)"
+                ),
+                "lr": Option(
+                    0.0,
+                    "AdamW learning rate; 0 = the paper's: 1e-4, or 5e-5 for SimCSE backbones",
+                    type=float,
+                    bounds="[0, inf)",
+                ),
+                "epochs": Option(
+                    0, "training epochs; 0 = the profile's (10 under the paper profile)", type=int, bounds="[0, inf)"
+                ),
+                "batch_size": Option(
+                    0, "sentence pairs per batch; 0 = the profile's batch size", type=int, bounds="[0, inf)"
+                ),
             },
             training_kinds=(PROPOSITION_PAIRS,),
             requires_training=True,

@@ -6,6 +6,7 @@ encoder and head train together with cross-entropy (``harness.nn.SentenceClassif
 afterwards. Options, heads, budgets and every deviation: docs/fidelity.md, section "Topic distillation", subsection
 "Classifier" and its "Classifier" table row.
 """
+
 from __future__ import annotations
 
 import logging
@@ -63,23 +64,30 @@ class TopicClassifier(CheckpointedModule):
         try:
             return prompted_texts(labels, sentences, self.options["delimiter"], f"the sentences of {source!r}")
         except TopicPromptError as exc:
-            raise DataFileError(f"model classifier:input=prompted, training source {source!r}: {exc} (model option "
-                                "delimiter=CHARACTER)") from None
+            raise DataFileError(
+                f"model classifier:input=prompted, training source {source!r}: {exc} (model option delimiter=CHARACTER)"
+            ) from None
 
     def fit(self, splits, ctx) -> TrainReport:
         train, dev = splits.train, splits.dev
         rows = list(dict.fromkeys(zip(train.sentences, train.labels)))  # duplicate (text, label) rows once
         self.labels = sorted({label for _, label in rows})
         if len(self.labels) < 2:
-            raise DataFileError(f"model classifier: training source {splits.source!r} has {len(self.labels)} topic "
-                                "label(s) in its train split; a classifier needs at least two.")
+            raise DataFileError(
+                f"model classifier: training source {splits.source!r} has {len(self.labels)} topic "
+                "label(s) in its train split; a classifier needs at least two."
+            )
         label_ids = {label: index for index, label in enumerate(self.labels)}
         texts = self.training_texts([text for text, _ in rows], [label for _, label in rows], splits.source)
         examples = [(text, label_ids[label]) for text, (_, label) in zip(texts, rows)]
 
         hidden = self.options["head"] == "thesis-code"
-        head = classification_head(self.encoder.transformer.config.hidden_size, len(self.labels), hidden=hidden,
-                                   dropout=HEAD_DROPOUT if hidden else 0.0)
+        head = classification_head(
+            self.encoder.transformer.config.hidden_size,
+            len(self.labels),
+            hidden=hidden,
+            dropout=HEAD_DROPOUT if hidden else 0.0,
+        )
         objective = SentenceClassification(self.encoder, head)
         tokenize = self.encoder.tokenize
 
@@ -87,13 +95,20 @@ class TopicClassifier(CheckpointedModule):
             batch_texts, batch_labels = zip(*batch)
             return {"features": tokenize(batch_texts), "labels": torch.tensor(batch_labels)}
 
-        config = config_from_profile(ctx.profile, ctx.seed, ctx.device, ctx.progress,
-                                     learning_rate=self.options["lr"], description="training classifier")
+        config = config_from_profile(
+            ctx.profile,
+            ctx.seed,
+            ctx.device,
+            ctx.progress,
+            learning_rate=self.options["lr"],
+            description="training classifier",
+        )
         dev_score = None
         if dev is not None and len(dev) and config.epochs > 1:
             known = [i for i, label in enumerate(dev.labels) if label in label_ids]
-            dev_texts = self.training_texts([dev.sentences[i] for i in known], [dev.labels[i] for i in known],
-                                            splits.source)
+            dev_texts = self.training_texts(
+                [dev.sentences[i] for i in known], [dev.labels[i] for i in known], splits.source
+            )
             dev_gold = np.array([label_ids[dev.labels[i]] for i in known])
             dev_score = lambda: macro_f1(self._predict(objective, dev_texts), dev_gold)  # noqa: E731
         return fit(objective, examples, collate, config, dev_score, lengths=[len(text) for text, _ in examples])
@@ -113,8 +128,13 @@ class TopicClassifier(CheckpointedModule):
         return self.encoder
 
     def checkpoint_config(self) -> dict:
-        return {"pooling": self.encoder.pooling, "max_length": self.encoder.max_length, "labels": self.labels,
-                "input": self.options["input"], "head": self.options["head"]}
+        return {
+            "pooling": self.encoder.pooling,
+            "max_length": self.encoder.max_length,
+            "labels": self.labels,
+            "input": self.options["input"],
+            "head": self.options["head"],
+        }
 
     def restore_checkpoint_config(self, config: dict) -> None:
         self.labels = config.get("labels", [])
@@ -124,8 +144,9 @@ class TopicClassifier(CheckpointedModule):
         from harness.blocks import write_sentence_transformer
 
         encoder = self.encoder
-        write_sentence_transformer(Path(directory), encoder.transformer, encoder.tokenizer, encoder.pooling,
-                                   encoder.max_length)
+        write_sentence_transformer(
+            Path(directory), encoder.transformer, encoder.tokenizer, encoder.pooling, encoder.max_length
+        )
 
 
 def build(ctx) -> TopicClassifier:
@@ -140,14 +161,19 @@ def register_models(register):
             name="classifier",
             aliases=("topic-classifier",),
             description="supervised topic classifier (thesis 5.6.1): the encoder fine-tuned with a classification "
-                        "head and cross-entropy on labeled sentences, then used as an embedder",
+            "head and cross-entropy on labeled sentences, then used as an embedder",
             factory=build,
             capabilities=("embedder", "trainable"),
             options={
-                "input": Option("raw", "raw sentences (thesis 'Classifier Original') or '{topic} ¥ {sentence}' "
-                                "(thesis 'Classifier Prompted')", choices=INPUTS),
-                "head": Option("linear", "linear: Linear(d, classes); thesis-code: Linear-SiLU-Dropout-Linear",
-                               choices=HEADS),
+                "input": Option(
+                    "raw",
+                    "raw sentences (thesis 'Classifier Original') or '{topic} ¥ {sentence}' "
+                    "(thesis 'Classifier Prompted')",
+                    choices=INPUTS,
+                ),
+                "head": Option(
+                    "linear", "linear: Linear(d, classes); thesis-code: Linear-SiLU-Dropout-Linear", choices=HEADS
+                ),
                 "pooling": Option("mean", "how token states become one vector (as be)", choices=POOLING_CHOICES),
                 "lr": Option(2e-5, "AdamW learning rate (the thesis code's)", type=float, bounds="(0, inf)"),
                 "delimiter": Option(DEFAULT_DELIMITER, "topic delimiter of input=prompted", type=str),

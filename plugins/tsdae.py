@@ -5,6 +5,7 @@ sentence is encoded and pooled, and a decoder tied to the encoder reconstructs t
 The method, its training setup (thesis 5.4.1) and every deviation: docs/fidelity.md, section "TSDAE" and its
 ``tsdae`` table rows.
 """
+
 from __future__ import annotations
 
 import torch
@@ -33,8 +34,7 @@ class DenoisingReconstruction(nn.Module):
 
     def __init__(self, setup: ObjectiveSetup):
         super().__init__()
-        self.decoder = TransformerDecoder.from_encoder(setup.encoder.transformer, share="all",
-                                                       backbone=setup.backbone)
+        self.decoder = TransformerDecoder.from_encoder(setup.encoder.transformer, share="all", backbone=setup.backbone)
         self.head = language_model_head(self.decoder.language_model)
         # With right padding a causal mask alone keeps every real token from seeing padding, and padding positions
         # are never scored: no padding mask is needed, so attention takes its faster causal-only path.
@@ -61,7 +61,10 @@ class DenoisingReconstruction(nn.Module):
 # in it: every combination with another objective takes the core's CONTRASTIVE_SETUP (thesis 5.4.2). The quick
 # budget is the one every objective shares.
 SETUP = TrainingSetup(
-    "thesis-5.4.1", schedule="constant", warmup_ratio=0.0, weight_decay=0.0,
+    "thesis-5.4.1",
+    schedule="constant",
+    warmup_ratio=0.0,
+    weight_decay=0.0,
     budgets={"quick": CONTRASTIVE_SETUP.budgets["quick"], "paper": {"batch_size": 8, "max_steps": 100_000}},
 )
 

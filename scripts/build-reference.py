@@ -10,6 +10,7 @@ documented by its docstring or, for a constant, by the comment on the line that 
 tests/test_reference.py checks that the committed page equals a fresh generation and that no public name lacks
 documentation.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,23 +48,39 @@ def public_modules() -> list[tuple[str, Any, str, list[str]]]:
     import harness.blocks as blocks
     import harness.testing as testing
 
-    sections = [("harness", harness, "The plugin contract (the first front door; the same names as `harness.api`).",
-                 sorted(harness.__all__, key=str.lower))]
+    sections = [
+        (
+            "harness",
+            harness,
+            "The plugin contract (the first front door; the same names as `harness.api`).",
+            sorted(harness.__all__, key=str.lower),
+        )
+    ]
     hooks = importlib.import_module("harness.hookspecs")
-    hook_names = [name for name, value in vars(hooks).items() if inspect.isfunction(value)
-                  and hasattr(value, "harness_spec")]
-    sections.append(("harness.hookspecs", hooks, "The hooks a plugin implements (with `@harness.hookimpl`).",
-                     hook_names))
+    hook_names = [
+        name for name, value in vars(hooks).items() if inspect.isfunction(value) and hasattr(value, "harness_spec")
+    ]
+    sections.append(
+        ("harness.hookspecs", hooks, "The hooks a plugin implements (with `@harness.hookimpl`).", hook_names)
+    )
     for group in blocks._GROUPS:
         module = importlib.import_module(f"harness.blocks.{group}")
-        sections.append((module.__name__, module, _first_paragraph(module.__doc__),
-                         sorted(module.__all__, key=str.lower)))
+        sections.append(
+            (module.__name__, module, _first_paragraph(module.__doc__), sorted(module.__all__, key=str.lower))
+        )
     for name, module_name in blocks._MODULES.items():
         module = importlib.import_module(module_name)
-        names = getattr(module, "__all__", None) or [key for key, value in vars(module).items()
-                                                     if not key.startswith("_") and _defined_in(value, module)]
-        sections.append((f"harness.blocks.{name}", module, f"`{module_name}`, offered as one name. "
-                         + _first_paragraph(module.__doc__), sorted(names, key=str.lower)))
+        names = getattr(module, "__all__", None) or [
+            key for key, value in vars(module).items() if not key.startswith("_") and _defined_in(value, module)
+        ]
+        sections.append(
+            (
+                f"harness.blocks.{name}",
+                module,
+                f"`{module_name}`, offered as one name. " + _first_paragraph(module.__doc__),
+                sorted(names, key=str.lower),
+            )
+        )
     sections.append(("harness.testing", testing, _first_paragraph(testing.__doc__), list(testing.__all__)))
     return sections
 
@@ -89,15 +106,19 @@ def _assignment_comments(module_name: str) -> dict[str, str]:
     for node in _top_level(ast.parse(source).body):
         targets = []
         if isinstance(node, ast.Assign):
-            targets = [element for target in node.targets
-                       for element in (target.elts if isinstance(target, ast.Tuple) else [target])]
+            targets = [
+                element
+                for target in node.targets
+                for element in (target.elts if isinstance(target, ast.Tuple) else [target])
+            ]
         elif isinstance(node, ast.AnnAssign):
             targets = [node.target]
         names = [target.id for target in targets if isinstance(target, ast.Name)]
         if not names:
             continue
-        trailing = re.search(r"#\s*(.*)$", lines[node.end_lineno - 1]) or re.search(r"#\s*(.*)$",
-                                                                                 lines[node.lineno - 1])
+        trailing = re.search(r"#\s*(.*)$", lines[node.end_lineno - 1]) or re.search(
+            r"#\s*(.*)$", lines[node.lineno - 1]
+        )
         above = []
         row = node.lineno - 2
         while row >= 0 and lines[row].lstrip().startswith("#"):
@@ -134,8 +155,11 @@ def _source_module(owner: str, name: str, value: Any) -> str:
         for node in tree.body:
             if isinstance(node, (ast.Assign, ast.AnnAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                flat = [element for target in targets
-                        for element in (target.elts if isinstance(target, ast.Tuple) else [target])]
+                flat = [
+                    element
+                    for target in targets
+                    for element in (target.elts if isinstance(target, ast.Tuple) else [target])
+                ]
                 if any(isinstance(target, ast.Name) and target.id == name for target in flat):
                     return current
             if isinstance(node, ast.ImportFrom) and any(alias.name in (name, "*") for alias in node.names):
@@ -167,9 +191,11 @@ def _signature(value: Any) -> str:
         return _Annotation(annotation) if isinstance(annotation, str) else annotation
 
     signature = signature.replace(
-        parameters=[parameter.replace(annotation=unquoted(parameter.annotation))
-                    for parameter in signature.parameters.values()],
-        return_annotation=unquoted(signature.return_annotation))
+        parameters=[
+            parameter.replace(annotation=unquoted(parameter.annotation)) for parameter in signature.parameters.values()
+        ],
+        return_annotation=unquoted(signature.return_annotation),
+    )
     return re.sub(r" at 0x[0-9a-f]+", "", str(signature))
 
 
@@ -184,8 +210,11 @@ def entry_for(owner: str, name: str, value: Any) -> Entry:
         bases = [base.__name__ for base in value.__bases__ if base is not object]
         heading = f"class {name}" + (f"({', '.join(bases)})" if bases else "")
         if not issubclass(value, BaseException):
-            heading += f"\n\n`{name}{_signature(value)}`" if "__init__" in vars(value) or hasattr(
-                value, "__dataclass_fields__") else ""
+            heading += (
+                f"\n\n`{name}{_signature(value)}`"
+                if "__init__" in vars(value) or hasattr(value, "__dataclass_fields__")
+                else ""
+            )
         text = _own_docstring(value)
     elif inspect.ismodule(value):
         heading = f"module {value.__name__}"
@@ -196,15 +225,18 @@ def entry_for(owner: str, name: str, value: Any) -> Entry:
     else:
         shown = repr(value)
         plain = isinstance(value, (str, int, float, tuple, frozenset)) and not name.startswith("__")
-        heading = f"{name} = {shown}" if plain and len(shown) <= MAX_VALUE_CHARACTERS else (
-            f"{name}: {type(value).__name__}")
+        heading = (
+            f"{name} = {shown}" if plain and len(shown) <= MAX_VALUE_CHARACTERS else (f"{name}: {type(value).__name__}")
+        )
         text = _assignment_comments(_source_module(owner, name, value)).get(name, "")
     return Entry(name, heading, text.strip())
 
 
 def entries() -> list[tuple[str, str, list[Entry]]]:
-    return [(title, about, [entry_for(module.__name__, name, getattr(module, name)) for name in names])
-            for title, module, about, names in public_modules()]
+    return [
+        (title, about, [entry_for(module.__name__, name, getattr(module, name)) for name in names])
+        for title, module, about, names in public_modules()
+    ]
 
 
 def render() -> str:
@@ -231,8 +263,7 @@ def _markdown(text: str) -> str:
     """A docstring as Markdown: reST roles and double backticks become code spans; headings in it become bold."""
     text = re.sub(r":(?:func|class|mod|meth|attr|data|exc|obj):`~?([^`]+)`", r"`\1`", text)
     text = text.replace("``", "`")
-    return "\n".join(f"**{line.lstrip('#').strip()}**" if line.startswith("#") else line
-                     for line in text.splitlines())
+    return "\n".join(f"**{line.lstrip('#').strip()}**" if line.startswith("#") else line for line in text.splitlines())
 
 
 def undocumented() -> list[str]:

@@ -8,6 +8,7 @@ synonyms equal the folder's.
 
     python scripts/build_wordnet_synsets.py /usr/share/wordnet harness/nn/data/wordnet-3.0-synsets.txt.xz
 """
+
 from __future__ import annotations
 
 import lzma
@@ -40,7 +41,7 @@ def synsets(folder: Path, part: str) -> dict[int, list[str]]:
                 continue
             fields = line.split()
             count = int(fields[3], 16)
-            found[offset] = [word.split("(")[0] for word in fields[4:4 + 2 * count:2]]
+            found[offset] = [word.split("(")[0] for word in fields[4 : 4 + 2 * count : 2]]
     return found
 
 
@@ -51,13 +52,15 @@ def index(folder: Path, part: str) -> dict[str, set[int]]:
             continue
         fields = line.split()
         count, pointers = int(fields[2]), int(fields[3])
-        lemmas[fields[0]] = {int(offset) for offset in fields[6 + pointers:6 + pointers + count]}
+        lemmas[fields[0]] = {int(offset) for offset in fields[6 + pointers : 6 + pointers + count]}
     return lemmas
 
 
 def main(folder: Path, target: Path) -> None:
-    out = ["# WordNet 3.0 synsets (words only) and exception lists, derived by scripts/build_wordnet_synsets.py",
-           "# from Princeton WordNet 3.0 (Debian package wordnet-base 1:3.0-37). Licence of the database:"]
+    out = [
+        "# WordNet 3.0 synsets (words only) and exception lists, derived by scripts/build_wordnet_synsets.py",
+        "# from Princeton WordNet 3.0 (Debian package wordnet-base 1:3.0-37). Licence of the database:",
+    ]
     out += [f"# {line}" for line in licence(folder)]
     out.append("# Format: 'S <part> <word> <word> ...' one synset; 'X <part> <inflected> <base> ...' one exception.")
     for part in PARTS:
@@ -70,8 +73,11 @@ def main(folder: Path, target: Path) -> None:
             raise SystemExit(f"{part}: the lemma index rebuilt from data.{part} differs from index.{part}")
         out += [f"S {part} {' '.join(words)}" for _, words in sorted(found.items())]
         exceptions = folder / f"{part}.exc"
-        out += [f"X {part} {line.strip()}" for line in exceptions.read_text(encoding="utf-8").splitlines()
-                if len(line.split()) >= 2]
+        out += [
+            f"X {part} {line.strip()}"
+            for line in exceptions.read_text(encoding="utf-8").splitlines()
+            if len(line.split()) >= 2
+        ]
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(lzma.compress(("\n".join(out) + "\n").encode("utf-8"), preset=9 | lzma.PRESET_EXTREME))
     print(f"{target}: {target.stat().st_size} bytes")

@@ -16,6 +16,7 @@ Usage::
 
     python scripts/bundle_20newsgroups.py --raw-dir ../shared/data/20newsgroups
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,8 +52,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--raw-dir", type=Path, required=True, help="folder with the raw bydate .jsonl.gz files")
     parser.add_argument("--out", type=Path, default=REPO / "tasks" / "data" / "20newsgroups")
-    parser.add_argument("--sample-out", type=Path, default=REPO / "tests" / "fixtures" /
-                        "20newsgroups-raw-sample.jsonl.gz")
+    parser.add_argument(
+        "--sample-out", type=Path, default=REPO / "tests" / "fixtures" / "20newsgroups-raw-sample.jsonl.gz"
+    )
     parser.add_argument("--sample-per-group", type=int, default=4)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -68,8 +70,14 @@ def main() -> None:
         path = args.out / SPLIT_FILES[split]
         write_xz(path, cleaned)
         empty = sum(1 for row in cleaned if not row["text"].strip())
-        logger.info("%s: %d documents (%d empty after cleaning) -> %s (%d bytes)", split, len(cleaned), empty, path,
-                    path.stat().st_size)
+        logger.info(
+            "%s: %d documents (%d empty after cleaning) -> %s (%d bytes)",
+            split,
+            len(cleaned),
+            empty,
+            path,
+            path.stat().st_size,
+        )
         by_group: dict[str, list[int]] = {}
         for index, row in enumerate(raw_rows):
             by_group.setdefault(row["label_name"], []).append(index)
@@ -78,13 +86,13 @@ def main() -> None:
             members = by_group[group]
             chosen += [members[i] for i in rng.choice(len(members), size=args.sample_per_group, replace=False)]
         chosen += [index for index, row in enumerate(cleaned) if not row["text"].strip()][:EMPTY_EXAMPLES]
-        sample += [{"split": split, "id": raw_rows[i]["id"], "text": raw_rows[i]["text"]}
-                   for i in sorted(set(chosen))]
+        sample += [{"split": split, "id": raw_rows[i]["id"], "text": raw_rows[i]["text"]} for i in sorted(set(chosen))]
     args.sample_out.parent.mkdir(parents=True, exist_ok=True)
     with gzip.GzipFile(args.sample_out, "wb", mtime=0) as handle:
         handle.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in sample).encode("utf-8"))
-    logger.info("raw sample: %d messages -> %s (%d bytes)", len(sample), args.sample_out,
-                args.sample_out.stat().st_size)
+    logger.info(
+        "raw sample: %d messages -> %s (%d bytes)", len(sample), args.sample_out, args.sample_out.stat().st_size
+    )
 
 
 if __name__ == "__main__":

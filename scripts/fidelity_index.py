@@ -8,6 +8,7 @@ section titles and deviation names, so such a citation still finds its page.
     python scripts/fidelity_index.py           # rewrite docs/fidelity.md
     python scripts/fidelity_index.py --check   # exit 1 when docs/fidelity.md is not what the pages give
 """
+
 from __future__ import annotations
 
 import re
@@ -75,8 +76,12 @@ def cell(text: str) -> str:
 def render(found: dict[str, list[Page]]) -> str:
     parts = [HEADER]
     for folder, heading in GROUPS:
-        parts += [f"## {heading}", "", "| page | sources and code | sections | deviations |",
-                  "| --- | --- | --- | --- |"]
+        parts += [
+            f"## {heading}",
+            "",
+            "| page | sources and code | sections | deviations |",
+            "| --- | --- | --- | --- |",
+        ]
         for page in found[folder]:
             link = f"[{cell(page.title)}]({page.path.relative_to(DOCS).as_posix()})"
             sections = " · ".join(cell(short_title(title)) for title in page.sections) or "–"

@@ -5,6 +5,7 @@ is not part of a model's identity, so the README's next commands find these mode
 torch: each runtime keeps its own cells (``--runtime onnx`` records are ``<task>@onnx.json``), and the commands that
 follow the main job evaluate and compare torch cells. On a GPU: nothing (training already uses CUDA mixed precision).
 """
+
 from __future__ import annotations
 
 import sys

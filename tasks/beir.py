@@ -5,6 +5,7 @@ Models" (NeurIPS Datasets and Benchmarks) and the ``beir`` package (``GenericDat
 ``EvaluateRetrieval.evaluate``): the numbers are BEIR's; only the retrieval that produces the ranked lists is the
 harness' own. Retrieval per kind of model, data and the deviations: docs/fidelity.md, section "BEIR".
 """
+
 from __future__ import annotations
 
 import json
@@ -49,11 +50,21 @@ BEIR_URL = "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/{
 # BEIR's publicly downloadable datasets (the others need a licence: bioasq, signal1m, trec-news, robust04), with
 # their corpus and test-query counts from the BEIR paper (table 1).
 DOWNLOADS: dict[str, tuple[str, str]] = {
-    "msmarco": ("8.8M", "6,980 (dev)"), "trec-covid": ("171K", "50"), "nfcorpus": ("3.6K", "323"),
-    "nq": ("2.68M", "3,452"), "hotpotqa": ("5.2M", "7,405"), "fiqa": ("57K", "648"), "arguana": ("8.7K", "1,406"),
-    "webis-touche2020": ("382K", "49"), "cqadupstack": ("457K", "13,145"), "quora": ("523K", "10,000"),
-    "dbpedia-entity": ("4.63M", "400"), "scidocs": ("25K", "1,000"), "fever": ("5.42M", "6,666"),
-    "climate-fever": ("5.42M", "1,535"), "scifact": ("5K", "300"),
+    "msmarco": ("8.8M", "6,980 (dev)"),
+    "trec-covid": ("171K", "50"),
+    "nfcorpus": ("3.6K", "323"),
+    "nq": ("2.68M", "3,452"),
+    "hotpotqa": ("5.2M", "7,405"),
+    "fiqa": ("57K", "648"),
+    "arguana": ("8.7K", "1,406"),
+    "webis-touche2020": ("382K", "49"),
+    "cqadupstack": ("457K", "13,145"),
+    "quora": ("523K", "10,000"),
+    "dbpedia-entity": ("4.63M", "400"),
+    "scidocs": ("25K", "1,000"),
+    "fever": ("5.42M", "6,666"),
+    "climate-fever": ("5.42M", "1,535"),
+    "scifact": ("5K", "300"),
 }
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")
 
@@ -86,18 +97,24 @@ def find_dataset(name: str, split: str, data_dir: Path | None) -> Path:
             continue
         for required in ("corpus.jsonl", "queries.jsonl"):
             if not (folder / required).is_file():
-                raise BeirDataError(f"{folder} has no {required}; BEIR's format needs corpus.jsonl, queries.jsonl "
-                                    "and qrels/<split>.tsv.")
+                raise BeirDataError(
+                    f"{folder} has no {required}; BEIR's format needs corpus.jsonl, queries.jsonl "
+                    "and qrels/<split>.tsv."
+                )
         qrels = folder / "qrels"
         if not qrels.is_dir():
-            raise BeirDataError(f"{folder} has no qrels/ folder; BEIR's format needs qrels/{split}.tsv (query-id, "
-                                "corpus-id, score, with a header line).")
+            raise BeirDataError(
+                f"{folder} has no qrels/ folder; BEIR's format needs qrels/{split}.tsv (query-id, "
+                "corpus-id, score, with a header line)."
+            )
         if not (qrels / f"{split}.tsv").is_file():
             splits = sorted(p.stem for p in qrels.glob("*.tsv"))
-            raise BeirDataError(f"{folder}/qrels has no {split}.tsv; its splits: {', '.join(splits) or '(none)'}. "
-                                f"Choose one with beir:{name}:split=SPLIT.")
+            raise BeirDataError(
+                f"{folder}/qrels has no {split}.tsv; its splits: {', '.join(splits) or '(none)'}. "
+                f"Choose one with beir:{name}:split=SPLIT."
+            )
         return folder
-    how = (f"`harness data download beir:{name}` (BEIR's public copy), or " if name in DOWNLOADS else "")
+    how = f"`harness data download beir:{name}` (BEIR's public copy), or " if name in DOWNLOADS else ""
     raise MissingDataError(
         f"BEIR dataset {name!r} not found (looked in: {', '.join(str(f) for f in folders)}). Get it with {how}pass "
         f"--data-dir DIR where DIR/{name}/ holds corpus.jsonl, queries.jsonl and qrels/{split}.tsv."
@@ -116,8 +133,9 @@ def unit_rows_float32(vectors: np.ndarray) -> np.ndarray:
     return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
 
 
-def merge_top_k(best: tuple[np.ndarray, np.ndarray], new: tuple[np.ndarray, np.ndarray],
-                k: int) -> tuple[np.ndarray, np.ndarray]:
+def merge_top_k(
+    best: tuple[np.ndarray, np.ndarray], new: tuple[np.ndarray, np.ndarray], k: int
+) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` best of two candidate lists per query (earlier candidates win ties: lower corpus positions)."""
     indices = np.concatenate([best[0], new[0]], axis=1)
     scores = np.concatenate([best[1], new[1]], axis=1)
@@ -125,10 +143,14 @@ def merge_top_k(best: tuple[np.ndarray, np.ndarray], new: tuple[np.ndarray, np.n
     return np.take_along_axis(indices, order, axis=1), np.take_along_axis(scores, order, axis=1)
 
 
-def streaming_top_k(query_count: int, document_count: int, k: int,
-                    score_chunk: Callable[[int, int], Callable[[int, int], np.ndarray]],
-                    corpus_chunk: int = DEFAULT_CORPUS_CHUNK,
-                    query_block: int = QUERY_BLOCK) -> tuple[np.ndarray, np.ndarray]:
+def streaming_top_k(
+    query_count: int,
+    document_count: int,
+    k: int,
+    score_chunk: Callable[[int, int], Callable[[int, int], np.ndarray]],
+    corpus_chunk: int = DEFAULT_CORPUS_CHUNK,
+    query_block: int = QUERY_BLOCK,
+) -> tuple[np.ndarray, np.ndarray]:
     """Exact top-k over a corpus seen one chunk at a time.
 
     ``score_chunk(start, stop)`` prepares corpus chunk ``start:stop`` (e.g. embeds it) and returns a function
@@ -146,13 +168,19 @@ def streaming_top_k(query_count: int, document_count: int, k: int,
             rows = slice(query_start, min(query_start + query_block, query_count))
             indices, scores = top_k(block_scores(rows.start, rows.stop), width)
             best_indices[rows], best_scores[rows] = merge_top_k(
-                (best_indices[rows], best_scores[rows]), (indices + start, scores.astype(np.float32)), width)
+                (best_indices[rows], best_scores[rows]), (indices + start, scores.astype(np.float32)), width
+            )
         logger.debug("beir search: %d of %d documents", stop, document_count)
     return best_indices, best_scores
 
 
-def cosine_search(query_vectors: np.ndarray, encode_documents: Callable[[int, int], np.ndarray], document_count: int,
-                  k: int, corpus_chunk: int = DEFAULT_CORPUS_CHUNK) -> tuple[np.ndarray, np.ndarray]:
+def cosine_search(
+    query_vectors: np.ndarray,
+    encode_documents: Callable[[int, int], np.ndarray],
+    document_count: int,
+    k: int,
+    corpus_chunk: int = DEFAULT_CORPUS_CHUNK,
+) -> tuple[np.ndarray, np.ndarray]:
     """Exact cosine top-k; ``encode_documents(start, stop)`` embeds corpus rows ``start:stop`` (once each)."""
     queries = unit_rows_float32(query_vectors)
 
@@ -163,9 +191,13 @@ def cosine_search(query_vectors: np.ndarray, encode_documents: Callable[[int, in
     return streaming_top_k(len(queries), document_count, k, score_chunk, corpus_chunk)
 
 
-def maxsim_search(query_vectors: list[np.ndarray], encode_documents: Callable[[int, int], list[np.ndarray]],
-                  document_count: int, k: int, corpus_chunk: int = DEFAULT_CORPUS_CHUNK) -> tuple[np.ndarray,
-                                                                                                  np.ndarray]:
+def maxsim_search(
+    query_vectors: list[np.ndarray],
+    encode_documents: Callable[[int, int], list[np.ndarray]],
+    document_count: int,
+    k: int,
+    corpus_chunk: int = DEFAULT_CORPUS_CHUNK,
+) -> tuple[np.ndarray, np.ndarray]:
     """Exact MaxSim top-k for multi-vector models (ColBERT-style late interaction, one-sided, averaged), batched
     per corpus chunk by :class:`harness.evaluation.maxsim.MaxSimIndex`."""
     queries = list(query_vectors)
@@ -195,12 +227,11 @@ class BeirTask(Task):
     dataset_name: str = ""
     options = {
         "split": Option("test", "the qrels split to evaluate (qrels/<split>.tsv)", type=str),
-        "first_stage": Option("bm25", "candidates a pair scorer reranks: bm25 or an embedder spec (e.g. be)",
-                              type=str),
-        "rerank_k": Option(100, "how many first-stage candidates a pair scorer reranks", type=int,
-                           bounds="[1, inf)"),
-        "corpus_chunk": Option(DEFAULT_CORPUS_CHUNK, "documents embedded and scored at once (memory bound)",
-                               type=int, bounds="[1, inf)"),
+        "first_stage": Option("bm25", "candidates a pair scorer reranks: bm25 or an embedder spec (e.g. be)", type=str),
+        "rerank_k": Option(100, "how many first-stage candidates a pair scorer reranks", type=int, bounds="[1, inf)"),
+        "corpus_chunk": Option(
+            DEFAULT_CORPUS_CHUNK, "documents embedded and scored at once (memory bound)", type=int, bounds="[1, inf)"
+        ),
     }
 
     def __init__(self, options=None, data_dir=None):
@@ -240,8 +271,12 @@ class BeirTask(Task):
         query_texts = [all_queries[qid] for qid in query_ids]
         document_ids = list(corpus)
         k = max(K_VALUES) + 1  # one more, as BEIR's exact search: a document with the query's id is dropped
-        details: dict[str, Any] = {"split": self.options["split"], "queries": len(query_ids),
-                                   "documents": len(document_ids), "folder": str(folder)}
+        details: dict[str, Any] = {
+            "split": self.options["split"],
+            "queries": len(query_ids),
+            "documents": len(document_ids),
+            "folder": str(folder),
+        }
         if isinstance(model, PairScorer) and not isinstance(model, (Embedder, MultiVectorEmbedder)):
             results = self._rerank(model, ctx, query_ids, query_texts, corpus, document_ids, details)
         else:
@@ -252,8 +287,9 @@ class BeirTask(Task):
         for table in (ndcg, mean_ap, recall, precision, mrr):
             for name, value in table.items():
                 scores[name.lower()] = 100 * float(value)
-        return EvalResult(scores, files_checksum(self.data_files(folder)), details,
-                          examples=per_query_ndcg(qrels, results))
+        return EvalResult(
+            scores, files_checksum(self.data_files(folder)), details, examples=per_query_ndcg(qrels, results)
+        )
 
     def _texts(self, corpus: dict, document_ids: Sequence[str], start: int, stop: int) -> list[str]:
         return [document_text(corpus[doc_id]) for doc_id in document_ids[start:stop]]
@@ -264,8 +300,12 @@ class BeirTask(Task):
             details["retrieval"] = "exact MaxSim over every document"
             queries = model.encode_multi(query_texts)
             indices, scores = maxsim_search(
-                queries, lambda a, b: model.encode_multi(self._texts(corpus, document_ids, a, b)),
-                len(document_ids), k, chunk)
+                queries,
+                lambda a, b: model.encode_multi(self._texts(corpus, document_ids, a, b)),
+                len(document_ids),
+                k,
+                chunk,
+            )
         else:
             details["retrieval"] = "exact cosine over every document"
             embedder = as_embedder(model)
@@ -274,9 +314,14 @@ class BeirTask(Task):
             indices, scores = cosine_search(
                 np.asarray(encode_query(query_texts)),
                 lambda a, b: np.asarray(encode_document(self._texts(corpus, document_ids, a, b))),
-                len(document_ids), k, chunk)
-        return {qid: {document_ids[i]: float(s) for i, s in zip(row_indices, row_scores)}
-                for qid, row_indices, row_scores in zip(query_ids, indices, scores)}
+                len(document_ids),
+                k,
+                chunk,
+            )
+        return {
+            qid: {document_ids[i]: float(s) for i, s in zip(row_indices, row_scores)}
+            for qid, row_indices, row_scores in zip(query_ids, indices, scores)
+        }
 
     def _rerank(self, model, ctx, query_ids, query_texts, corpus, document_ids, details) -> dict:
         depth = self.options["rerank_k"]
@@ -286,8 +331,11 @@ class BeirTask(Task):
             embedder = first_stage.embedder
             candidates, _ = cosine_search(
                 np.asarray(embedder.encode(query_texts)),
-                lambda a, b: np.asarray(embedder.encode(documents[a:b])), len(documents), depth,
-                self.options["corpus_chunk"])
+                lambda a, b: np.asarray(embedder.encode(documents[a:b])),
+                len(documents),
+                depth,
+                self.options["corpus_chunk"],
+            )
         else:  # BM25 (rank_bm25's Okapi BM25 over the whole corpus, queries scored in chunks)
             candidates = first_stage.candidates(query_texts, documents, depth)
         details["retrieval"] = f"rerank the top {depth} of {first_stage.description}"
@@ -313,18 +361,20 @@ _CLASSES: dict[str, type[BeirTask]] = {}
 def task_class(dataset: str) -> type[BeirTask]:
     """The Task class of the BEIR-format dataset folder ``dataset`` (built once per name)."""
     if not _NAME.match(dataset) or "/" in dataset:
-        raise UnknownBeirDatasetError(f"beir:{dataset!r}: a BEIR dataset name is its folder name (lower-case letters, "
-                               f"digits, '-', '_', '.'), e.g. beir:scifact. Downloadable: {', '.join(DOWNLOADS)}.")
+        raise UnknownBeirDatasetError(
+            f"beir:{dataset!r}: a BEIR dataset name is its folder name (lower-case letters, "
+            f"digits, '-', '_', '.'), e.g. beir:scifact. Downloadable: {', '.join(DOWNLOADS)}."
+        )
     if dataset not in _CLASSES:
         size = DOWNLOADS.get(dataset)
         metadata = TaskMetadata(
             name=harness_task_name(dataset),
             family=FAMILY,
-            description=f"BEIR {dataset}: retrieve relevant documents" + (
-                f" ({size[0]} documents, {size[1]} test queries)" if size else " (a dataset in BEIR's format)"),
+            description=f"BEIR {dataset}: retrieve relevant documents"
+            + (f" ({size[0]} documents, {size[1]} test queries)" if size else " (a dataset in BEIR's format)"),
             main_score=MAIN_SCORE,
             metric="BEIR's EvaluateRetrieval (pytrec_eval) x100: nDCG@10 (main), MAP, Recall, P, MRR at 1/3/5/10/"
-                   "100/1000; exact search for embedders, top-100 reranking for pair scorers",
+            "100/1000; exact search for embedders, top-100 reranking for pair scorers",
             reference="Thakur et al. 2021, BEIR (NeurIPS Datasets and Benchmarks); github.com/beir-cellar/beir",
             dataset=dataset,
             dataset_source=(BEIR_URL.format(name=dataset) if size else "a folder in BEIR's format under --data-dir"),
@@ -342,8 +392,10 @@ class BeirNamespace:
 
     def resolve(self, name: str) -> type[BeirTask]:
         if not name:
-            raise UnknownBeirDatasetError(f"name a BEIR dataset after the prefix, e.g. --tasks beir:scifact "
-                                   f"(downloadable: {', '.join(DOWNLOADS)}).")
+            raise UnknownBeirDatasetError(
+                f"name a BEIR dataset after the prefix, e.g. --tasks beir:scifact "
+                f"(downloadable: {', '.join(DOWNLOADS)})."
+            )
         return task_class(name)
 
 
@@ -356,7 +408,9 @@ class BeirDownload:
         documents, queries = DOWNLOADS[name]
         self.description = f"BEIR {name} ({documents} documents, {queries} test queries), BEIR's public zip"
         self.dataset = ArchiveDataset(
-            name=name, description=self.description, archives=(Archive(BEIR_URL.format(name=name)),),
+            name=name,
+            description=self.description,
+            archives=(Archive(BEIR_URL.format(name=name)),),
             license="per dataset: see the BEIR repository's dataset table",
         )
 

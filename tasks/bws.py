@@ -7,6 +7,7 @@ split sizes (``sizes``), the probe protocols (``probe``), topic prompts (``input
 docs/fidelity.md, section "BWS Argument Similarity" and its BWS table rows. Data: bundled under ``tasks/data/bws/``
 with its SOURCE.md; ``--data-dir`` overrides.
 """
+
 from __future__ import annotations
 
 import csv
@@ -93,20 +94,34 @@ REFERENCE = "Thakur et al. 2021 (Augmented SBERT), NAACL; thesis 3.5, table 5.1"
 # Version 2: topics numbered as in thesis table 3.7 (version 1 used the alphabetical order); in-topic sizes of the
 # thesis code by default; the topic probe's thesis-code variant.
 COMMON_METADATA = {
-    "family": FAMILY, "reference": REFERENCE, "dataset": DATASET, "dataset_source": SOURCE, "license": LICENSE,
+    "family": FAMILY,
+    "reference": REFERENCE,
+    "dataset": DATASET,
+    "dataset_source": SOURCE,
+    "license": LICENSE,
     "version": "2",
 }
 TOPIC_DETAILS = {"topics": {number: topic for topic, number in TOPIC_NUMBERS.items()}}
 SPLIT_SEED_OPTION = Option(0, "seed of the per-topic random split", type=int)
-SIZES_OPTION = Option("thesis-code", "in-topic pairs per topic: 266/53/106 (thesis code; 2125/425/850) or 309/60/56 "
-                      "(thesis table 5.1 ratios; 2472/480/448)", choices=tuple(IN_TOPIC_SIZES))
+SIZES_OPTION = Option(
+    "thesis-code",
+    "in-topic pairs per topic: 266/53/106 (thesis code; 2125/425/850) or 309/60/56 "
+    "(thesis table 5.1 ratios; 2472/480/448)",
+    choices=tuple(IN_TOPIC_SIZES),
+)
 PROBES = PROBE_VARIANTS
 # Topic prompts (thesis 4.4.2, table 6.16 "Prompted BWS" / "Prompted UKP"): every sentence as "{topic} ¥ {sentence}".
 INPUT_OPTIONS = {
-    "input": Option("raw", "raw: the sentences; prompted: each with its topic's prompt '{topic} ¥ {sentence}' "
-                    "(thesis 4.4.2, table 6.16)", choices=("raw", "prompted")),
-    "delimiter": Option(DEFAULT_DELIMITER, "topic delimiter of input=prompted (thesis: the yen sign); refused if it "
-                        "occurs in a sentence", type=str),
+    "input": Option(
+        "raw",
+        "raw: the sentences; prompted: each with its topic's prompt '{topic} ¥ {sentence}' (thesis 4.4.2, table 6.16)",
+        choices=("raw", "prompted"),
+    ),
+    "delimiter": Option(
+        DEFAULT_DELIMITER,
+        "topic delimiter of input=prompted (thesis: the yen sign); refused if it occurs in a sentence",
+        type=str,
+    ),
 }
 
 
@@ -279,13 +294,17 @@ class ArgumentSimilarityTask(BWSTask):
             splits = self.split_pairs()
             held_out = self.held_out_sentences(splits)
             train = splits["train"]
-            sentences = [s for s in dict.fromkeys(t.strip() for t in (*train.first, *train.second))
-                         if s and s not in held_out]
+            sentences = [
+                s for s in dict.fromkeys(t.strip() for t in (*train.first, *train.second)) if s and s not in held_out
+            ]
             # The checksum covers the sentences themselves, not just the file: a changed split (e.g. the topic
             # order) must retrain every model trained on the old sentences.
             content = hashlib.sha256("\n".join(sentences).encode("utf-8")).hexdigest()
-            return TrainingSplits(source=self.metadata.name, train=UnlabeledSentences(sentences),
-                                  checksum=f"{files_checksum([self.path()])}:{content[:16]}")
+            return TrainingSplits(
+                source=self.metadata.name,
+                train=UnlabeledSentences(sentences),
+                checksum=f"{files_checksum([self.path()])}:{content[:16]}",
+            )
         if kind != SCORED_PAIRS:
             return None
         splits = self.split_pairs()
@@ -310,8 +329,8 @@ class CrossTopicTask(ArgumentSimilarityTask):
     metadata = TaskMetadata(
         name="bws-cross-topic",
         description="BWS argument similarity, unseen topics (thesis table 3.7 numbering): train T1-T5 Cloning, "
-                    "Abortion, Minimum wage, Marijuana legalization, Nuclear energy (2125); dev T6 Death penalty "
-                    "(425); test T7-T8 Gun control, School uniforms (850)",
+        "Abortion, Minimum wage, Marijuana legalization, Nuclear energy (2125); dev T6 Death penalty "
+        "(425); test T7-T8 Gun control, School uniforms (850)",
         main_score="spearman",
         metric="Spearman x100 of pair scores vs the BWS score on the test topics",
         training_kinds=(SCORED_PAIRS, UNLABELED_SENTENCES),
@@ -335,7 +354,7 @@ class InTopicTask(ArgumentSimilarityTask):
     metadata = TaskMetadata(
         name="bws-in-topic",
         description="BWS argument similarity, every topic split 266/53/106 pairs (train 2125, dev 425, test 850; "
-                    "thesis code), or 309/60/56 with sizes=thesis-text",
+        "thesis code), or 309/60/56 with sizes=thesis-text",
         main_score="spearman",
         metric="Spearman x100 of pair scores vs the BWS score on the in-topic test split",
         # Unlabeled sentences: the train pairs' sentences that occur in no dev or test pair (inherited).
@@ -355,7 +374,7 @@ class TopicProbeTask(BWSTask):
     metadata = TaskMetadata(
         name="bws-topic",
         description="frozen-encoder linear topic probe on BWS sentences (8 topics, per-topic 80/10/10 split; "
-                    "probe=thesis-code: Linear-SiLU-Linear on the in-topic pair split's sentences, last epoch)",
+        "probe=thesis-code: Linear-SiLU-Linear on the in-topic pair split's sentences, last epoch)",
         main_score="f1_macro",
         metric="macro-F1 x100 of a linear classifier (10 epochs, lr 1e-3) on frozen embeddings, test sentences",
         requires=("embedder",),
@@ -365,9 +384,12 @@ class TopicProbeTask(BWSTask):
     )
     options = {
         "split_seed": SPLIT_SEED_OPTION,
-        "probe": Option("linear", "linear: Linear(d, 8), per-topic 80/10/10 sentence split, best dev epoch (thesis "
-                        "text); thesis-code: Linear-SiLU-Linear, in-topic pair split's sentences, last epoch",
-                        choices=PROBES),
+        "probe": Option(
+            "linear",
+            "linear: Linear(d, 8), per-topic 80/10/10 sentence split, best dev epoch (thesis "
+            "text); thesis-code: Linear-SiLU-Linear, in-topic pair split's sentences, last epoch",
+            choices=PROBES,
+        ),
         **INPUT_OPTIONS,
     }
 
@@ -403,8 +425,9 @@ class TopicProbeTask(BWSTask):
                 for sentence in (pairs.first[index], pairs.second[index]):
                     split_of.setdefault(sentence, name)
         return {
-            name: everything.subset([i for i, sentence in enumerate(everything.sentences)
-                                     if split_of.get(sentence) == name])
+            name: everything.subset(
+                [i for i, sentence in enumerate(everything.sentences) if split_of.get(sentence) == name]
+            )
             for name in ("train", "dev", "test")
         }
 
@@ -425,9 +448,16 @@ class TopicProbeTask(BWSTask):
             texts = {name: self.prompted(split.labels, split.sentences) for name, split in splits.items()}
         # The thesis code keeps the last epoch; the thesis text's protocol the best dev epoch.
         probe = probe_on_texts(
-            model, texts, {name: [TOPICS.index(label) for label in split.labels] for name, split in splits.items()},
-            len(TOPICS), variant=self.options["probe"], seed=ctx.seed, device=ctx.device, progress=ctx.progress,
-            texts_description=f"BWS sentences ({self.options['input']})", description="topic probe",
+            model,
+            texts,
+            {name: [TOPICS.index(label) for label in split.labels] for name, split in splits.items()},
+            len(TOPICS),
+            variant=self.options["probe"],
+            seed=ctx.seed,
+            device=ctx.device,
+            progress=ctx.progress,
+            texts_description=f"BWS sentences ({self.options['input']})",
+            description="topic probe",
         )
         return EvalResult(
             scores=probe.scores(),

@@ -6,6 +6,7 @@ under the condition is compared with the labels by Spearman x100 (validation spl
 split only where the user's ``csts_test.csv`` carries labels). How the condition reaches each kind of model (option
 ``input``), the data and every deviation: docs/fidelity.md, section "C-STS" and its ``csts`` table rows.
 """
+
 from __future__ import annotations
 
 import csv
@@ -66,9 +67,12 @@ class ConditionalPairs:
         return len(self.first)
 
     def subset(self, indices: list[int]) -> ConditionalPairs:
-        return ConditionalPairs([self.first[i] for i in indices], [self.second[i] for i in indices],
-                                [self.conditions[i] for i in indices],
-                                None if self.labels is None else self.labels[indices])
+        return ConditionalPairs(
+            [self.first[i] for i in indices],
+            [self.second[i] for i in indices],
+            [self.conditions[i] for i in indices],
+            None if self.labels is None else self.labels[indices],
+        )
 
 
 def read_csts(path: Path) -> ConditionalPairs:
@@ -78,8 +82,11 @@ def read_csts(path: Path) -> ConditionalPairs:
     header = reader.fieldnames or []
     missing = [column for column in COLUMNS[:3] if column not in header]
     if missing:
-        raise data_error(path, 1, f"the header has no {', '.join(missing)} column; expected the official columns "
-                                  f"{', '.join(COLUMNS)}.")
+        raise data_error(
+            path,
+            1,
+            f"the header has no {', '.join(missing)} column; expected the official columns {', '.join(COLUMNS)}.",
+        )
     first, second, conditions, labels = [], [], [], []
     for line, row in enumerate(reader, start=2):
         values = [row.get(column) for column in COLUMNS[:3]]
@@ -99,8 +106,9 @@ def read_csts(path: Path) -> ConditionalPairs:
         try:
             number = float(raw_label)
         except ValueError:
-            raise data_error(path, line, f"label {raw_label!r} is not a number; labels are 1-5 (all rows or none)."
-                             ) from None
+            raise data_error(
+                path, line, f"label {raw_label!r} is not a number; labels are 1-5 (all rows or none)."
+            ) from None
         if not 1 <= number <= 5:
             raise data_error(path, line, f"label {number:g} is outside 1..5.")
         numbers.append(number)
@@ -114,10 +122,10 @@ class CSTS(Task):
         description="C-STS: similarity of two sentences under a condition (validation; test where labelled)",
         main_score="spearman",
         metric="Spearman x100 between the model's conditional similarity (cosine of selected-span encodings, of "
-               "sentence embeddings without the condition or, input=condition, of sentence+condition embeddings, or "
-               "a pair scorer's score with the condition prepended) and the 1-5 labels, on the validation split",
+        "sentence embeddings without the condition or, input=condition, of sentence+condition embeddings, or "
+        "a pair scorer's score with the condition prepended) and the 1-5 labels, on the validation split",
         reference="Deshpande et al. 2023, C-STS (arXiv 2305.15093); Chen et al. 2023, Sub-Sentence Encoder "
-                  "(arXiv 2311.04335), 4.2.2 and table 3",
+        "(arXiv 2311.04335), 4.2.2 and table 3",
         dataset=DATASET,
         dataset_source="https://github.com/princeton-nlp/c-sts (encrypted; user-supplied decrypted CSV files)",
         license="C-STS terms: no public redistribution of the decrypted data (never bundled or downloaded)",
@@ -125,12 +133,18 @@ class CSTS(Task):
         requires=("pair_scorer",),
     )
     options: ClassVar = {
-        "input": Option("auto", "how the condition reaches the model: spans (selected words, span encoders), "
-                                "no-condition (embedders, each sentence alone: the paper's bi-encoder baseline), "
-                                "condition (embedders, sentence + condition text), prepend (pair scorers), or auto",
-                        choices=INPUT_CHOICES),
-        "selector": Option("lexical", "the span-selector component that picks the words expressing the condition "
-                                      "(input=spans)", type=str),
+        "input": Option(
+            "auto",
+            "how the condition reaches the model: spans (selected words, span encoders), "
+            "no-condition (embedders, each sentence alone: the paper's bi-encoder baseline), "
+            "condition (embedders, sentence + condition text), prepend (pair scorers), or auto",
+            choices=INPUT_CHOICES,
+        ),
+        "selector": Option(
+            "lexical",
+            "the span-selector component that picks the words expressing the condition (input=spans)",
+            type=str,
+        ),
     }
 
     def folder(self) -> Path:
@@ -150,8 +164,11 @@ class CSTS(Task):
         for path in paths.values():
             read_csts(path)
         if read_csts(paths["validation"]).labels is None:
-            raise data_error(paths["validation"], None, "the validation file has no labels; it must be the official "
-                                                        "labelled csts_validation.csv.")
+            raise data_error(
+                paths["validation"],
+                None,
+                "the validation file has no labels; it must be the official labelled csts_validation.csv.",
+            )
         return files_checksum(paths.values())
 
     # -- scoring --------------------------------------------------------------------------------------------------
@@ -163,8 +180,10 @@ class CSTS(Task):
                 return "spans"
             return "no-condition" if has["encode"] else "prepend"
         if mode == "spans" and not has["encode_spans"]:
-            raise IncompatibleError("csts: input=spans needs a span encoder (encode_spans); this model has none. "
-                                    "Use input=condition for embedders or input=prepend for pair scorers.")
+            raise IncompatibleError(
+                "csts: input=spans needs a span encoder (encode_spans); this model has none. "
+                "Use input=condition for embedders or input=prepend for pair scorers."
+            )
         if mode in ("condition", "no-condition") and not (has["encode"] or has["encode_spans"]):
             raise IncompatibleError(f"csts: input={mode} needs an embedder; use input=prepend for a pair scorer.")
         return mode
@@ -181,10 +200,15 @@ class CSTS(Task):
                 conditions = [*pairs.conditions, *pairs.conditions]
                 sentences = [f"{s} {c}" for s, c in zip(sentences, conditions)]
             vectors = np.asarray(as_embedder(model).encode(sentences))
-            return cosine_rows(vectors[: len(pairs)], vectors[len(pairs):])
+            return cosine_rows(vectors[: len(pairs)], vectors[len(pairs) :])
         scorer = as_pair_scorer(model)
-        return np.asarray(scorer.score([f"{c} {s}" for s, c in zip(pairs.first, pairs.conditions)],
-                                       [f"{c} {s}" for s, c in zip(pairs.second, pairs.conditions)]), dtype=float)
+        return np.asarray(
+            scorer.score(
+                [f"{c} {s}" for s, c in zip(pairs.first, pairs.conditions)],
+                [f"{c} {s}" for s, c in zip(pairs.second, pairs.conditions)],
+            ),
+            dtype=float,
+        )
 
     def _span_similarities(self, model: Any, pairs: ConditionalPairs, ctx: Any, details: dict) -> np.ndarray:
         name = self.options["selector"]
@@ -195,8 +219,10 @@ class CSTS(Task):
         conditions = [*pairs.conditions, *pairs.conditions]
         selections = selector.select(sentences, conditions, ctx)
         if len(selections) != len(sentences):
-            raise DataFileError(f"csts: span selector {name!r} returned {len(selections)} selections for "
-                                f"{len(sentences)} sentences; select() must return one list of spans per sentence.")
+            raise DataFileError(
+                f"csts: span selector {name!r} returned {len(selections)} selections for "
+                f"{len(sentences)} sentences; select() must return one list of spans per sentence."
+            )
         items, no_selection = [], 0
         for row, (sentence, spans) in enumerate(zip(sentences, selections)):
             if not spans:
@@ -207,7 +233,7 @@ class CSTS(Task):
             items.append((sentence, normalise_spans(sentence, spans, where)))
         details.update(selector=name, no_selection=no_selection, selected_sentences=len(sentences) - no_selection)
         vectors = np.asarray(model.encode_spans(items))
-        return cosine_rows(vectors[: len(pairs)], vectors[len(pairs):])
+        return cosine_rows(vectors[: len(pairs)], vectors[len(pairs) :])
 
     def evaluate(self, model, ctx) -> EvalResult:
         checksum = self.check_data()
@@ -222,8 +248,10 @@ class CSTS(Task):
             pairs = read_csts(paths[split])
             pairs = pairs.subset(evaluation_sample(len(pairs), ctx.profile.max_eval_examples))
             if pairs.labels is None:
-                details[f"{split}_status"] = (f"{len(pairs)} rows without labels (the official test labels are hidden; "
-                                              "score test predictions with the official make_test_submission.py)")
+                details[f"{split}_status"] = (
+                    f"{len(pairs)} rows without labels (the official test labels are hidden; "
+                    "score test predictions with the official make_test_submission.py)"
+                )
                 continue
             split_details: dict[str, Any] = {}
             predicted = self.similarities(model, pairs, ctx, split_details)

@@ -6,6 +6,7 @@ cross-encoder's score) against the gold score, Spearman x100. Aggregations (``ag
 STS" and its ``senteval`` / ``sickr`` table rows. Reading SemEval-layout files, the smoke cut, scoring and the
 aggregations are the core's STS task base (``harness.blocks.STSTask``); this module adds the SentEval data layout.
 """
+
 from __future__ import annotations
 
 import logging
@@ -94,15 +95,19 @@ def read_sick(folder: Path, split: str) -> tuple[PairSet, list[Path]]:
 
 TEXT_OPTION = Option("senteval", "SentEval's tokenised copy or the original release", choices=("senteval", "raw"))
 AGGREGATION_OPTION = Option(
-    "all", "main score: 'all' pools every pair (SimCSE/mteb), 'mean' averages sub-datasets (SentEval/thesis)",
+    "all",
+    "main score: 'all' pools every pair (SimCSE/mteb), 'mean' averages sub-datasets (SentEval/thesis)",
     choices=("all", "mean"),
 )
 
 
 SEVEN_STS = "seven-sts-transductive"
 UNLABELED_OPTION = Option(
-    "train", "unlabeled training sentences: train (STS-B train only) or seven-sts-transductive (every split of "
-    "STS12-16, STS-B and SICK-R, test included: ConSERT's / PaSeR's setting)", choices=("train", SEVEN_STS))
+    "train",
+    "unlabeled training sentences: train (STS-B train only) or seven-sts-transductive (every split of "
+    "STS12-16, STS-B and SICK-R, test included: ConSERT's / PaSeR's setting)",
+    choices=("train", SEVEN_STS),
+)
 
 
 def unlabeled_split(source: str, train: PairSet, paths: list[Path]) -> TrainingSplits:
@@ -181,8 +186,12 @@ class STSBenchmark(SentEvalTask):
             pair_set, read = read_sick(sick, split)
             pair_sets.append(pair_set)
             paths.extend(read)
-        merged = PairSet(SEVEN_STS, [s for p in pair_sets for s in p.first], [s for p in pair_sets for s in p.second],
-                         np.concatenate([p.gold for p in pair_sets]))
+        merged = PairSet(
+            SEVEN_STS,
+            [s for p in pair_sets for s in p.first],
+            [s for p in pair_sets for s in p.second],
+            np.concatenate([p.gold for p in pair_sets]),
+        )
         return unlabeled_split(f"{self.metadata.name}:unlabeled={SEVEN_STS}", merged, paths)
 
     def training_data(self, kind, ctx=None):
@@ -217,8 +226,10 @@ class SICKRelatedness(SentEvalTask):
         license="CC BY-NC-SA 3.0 (SICK authors); not stated by the hosting repository",
         training_kinds=(SCORED_PAIRS, UNLABELED_SENTENCES),
     )
-    options = {"split": Option("test", "test (SentEval, 4927) or all (mteb, 9927)", choices=("test", "all")),
-               "unseen": UNSEEN_OPTION}
+    options = {
+        "split": Option("test", "test (SentEval, 4927) or all (mteb, 9927)", choices=("test", "all")),
+        "unseen": UNSEEN_OPTION,
+    }
     aliases = ("sick-r",)
 
     def load(self) -> tuple[list[PairSet], list[Path]]:
@@ -256,16 +267,41 @@ class SICKRelatedness(SentEvalTask):
 
 YEARS = {
     # name: (dataset folder, raw file prefix, SentEval's sub-dataset list, reference, license)
-    "sts12": ("sts12", "STS", ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"),
-              "Agirre et al. 2012, SemEval-2012 Task 6", "Microsoft Research license terms for MSRpar/MSRvid"),
-    "sts13": ("sts13", "STS", ("FNWN", "headlines", "OnWN"),
-              "Agirre et al. 2013, *SEM 2013 shared task (SMT subset not redistributable)", "not stated"),
-    "sts14": ("sts14", "STS", ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"),
-              "Agirre et al. 2014, SemEval-2014 Task 10", "per source; images CC BY-SA"),
-    "sts15": ("sts15", "STS", ("answers-forums", "answers-students", "belief", "headlines", "images"),
-              "Agirre et al. 2015, SemEval-2015 Task 2", "answers-forums CC BY-SA 3.0; others not stated"),
-    "sts16": ("sts16", "STS2016", ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"),
-              "Agirre et al. 2016, SemEval-2016 Task 1", "per source (CC BY-SA 3.0, CC BY 4.0, ...)"),
+    "sts12": (
+        "sts12",
+        "STS",
+        ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"),
+        "Agirre et al. 2012, SemEval-2012 Task 6",
+        "Microsoft Research license terms for MSRpar/MSRvid",
+    ),
+    "sts13": (
+        "sts13",
+        "STS",
+        ("FNWN", "headlines", "OnWN"),
+        "Agirre et al. 2013, *SEM 2013 shared task (SMT subset not redistributable)",
+        "not stated",
+    ),
+    "sts14": (
+        "sts14",
+        "STS",
+        ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"),
+        "Agirre et al. 2014, SemEval-2014 Task 10",
+        "per source; images CC BY-SA",
+    ),
+    "sts15": (
+        "sts15",
+        "STS",
+        ("answers-forums", "answers-students", "belief", "headlines", "images"),
+        "Agirre et al. 2015, SemEval-2015 Task 2",
+        "answers-forums CC BY-SA 3.0; others not stated",
+    ),
+    "sts16": (
+        "sts16",
+        "STS2016",
+        ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"),
+        "Agirre et al. 2016, SemEval-2016 Task 1",
+        "per source (CC BY-SA 3.0, CC BY 4.0, ...)",
+    ),
 }
 
 

@@ -5,6 +5,7 @@ family, read from a user's copy of the corpus (Stab et al. 2018, EMNLP; not redi
 The corpus, where to get and complete it, the members, splits, probe and every deviation: docs/fidelity.md,
 section "UKP Sentential Argument Mining".
 """
+
 from __future__ import annotations
 
 import csv
@@ -79,11 +80,18 @@ def read_corpus(paths: list[Path], topic_column: str) -> TopicSentences:
             header = [name.strip() for name in header]
             missing = [name for name in (topic_column, SENTENCE_COLUMN, SET_COLUMN) if name not in header]
             if missing:
-                hint = (" If another column holds the topic labels, name it: ukp-sentential-topic:topic_column=NAME."
-                        if topic_column in missing else "")
-                raise data_error(path, 1, f"no column {', '.join(repr(m) for m in missing)} (the topic labels are "
-                                 f"read from topic_column={topic_column!r}); the file's columns are: "
-                                 f"{', '.join(header)}.{hint}")
+                hint = (
+                    " If another column holds the topic labels, name it: ukp-sentential-topic:topic_column=NAME."
+                    if topic_column in missing
+                    else ""
+                )
+                raise data_error(
+                    path,
+                    1,
+                    f"no column {', '.join(repr(m) for m in missing)} (the topic labels are "
+                    f"read from topic_column={topic_column!r}); the file's columns are: "
+                    f"{', '.join(header)}.{hint}",
+                )
             column = {name: header.index(name) for name in (topic_column, SENTENCE_COLUMN, SET_COLUMN)}
             file_sentences = file_empty = 0
             for fields in reader:
@@ -107,14 +115,21 @@ def read_corpus(paths: list[Path], topic_column: str) -> TopicSentences:
                 sentences.append(sentence)
                 labels.append(topic)
             if file_empty and not file_sentences:
-                raise data_error(path, None, "every sentence field is empty: this is the corpus as released, without "
-                                 "its sentences; run the corpus' completion pipeline and use the completed files.")
+                raise data_error(
+                    path,
+                    None,
+                    "every sentence field is empty: this is the corpus as released, without "
+                    "its sentences; run the corpus' completion pipeline and use the completed files.",
+                )
             empty += file_empty
     splits = {name: LabeledSentences(*rows[name]) for name in SPLITS}
     for name, split in splits.items():
         if not len(split):
-            raise data_error(paths[0].parent, None, f"no {name} sentences (column {SET_COLUMN!r}); the task needs "
-                             "train, val and test sentences.")
+            raise data_error(
+                paths[0].parent,
+                None,
+                f"no {name} sentences (column {SET_COLUMN!r}); the task needs train, val and test sentences.",
+            )
     return TopicSentences(splits, empty)
 
 
@@ -123,26 +138,30 @@ class UKPSententialTopics(Task):
         name="ukp-sentential-topic",
         family=FAMILY,
         description="UKP Sentential Argument Mining: frozen-encoder linear probe on the 8 topics (thesis 5.6.2, "
-                    "table 6.16 'UKP (F1)'); input=raw or prompted; needs the corpus under --data-dir",
+        "table 6.16 'UKP (F1)'); input=raw or prompted; needs the corpus under --data-dir",
         main_score="f1_macro",
         metric="macro-F1 x100 of a linear classifier (10 epochs, lr 1e-3, best val epoch) on frozen embeddings of "
-               "the corpus' test sentences, 8 topics",
+        "the corpus' test sentences, 8 topics",
         reference="Stab et al. 2018 (EMNLP), cross-topic argument mining; thesis 5.6, table 6.16",
         dataset=DATASET,
         dataset_source="a user's copy: https://tudatalib.ulb.tu-darmstadt.de/handle/tudatalib/2345, sentences "
-                       "completed with the corpus' pipeline",
+        "completed with the corpus' pipeline",
         license="not redistributable (the corpus' own terms; sentences are copyrighted web text)",
         requires=("embedder",),
         training_kinds=(LABELED_SENTENCES, UNLABELED_SENTENCES),
         details={"splits": "the corpus' own set column: train / val (dev) / test"},
     )
     options = {
-        "input": Option("raw", "raw: the sentence; prompted: '{topic} ¥ {sentence}' (thesis 4.4.2)",
-                        choices=("raw", "prompted")),
+        "input": Option(
+            "raw", "raw: the sentence; prompted: '{topic} ¥ {sentence}' (thesis 4.4.2)", choices=("raw", "prompted")
+        ),
         "topic_column": Option("topic", "the column holding the topic label", type=str),
         "delimiter": Option(DEFAULT_DELIMITER, "topic delimiter of input=prompted (thesis: the yen sign)", type=str),
-        "probe": Option("linear", "linear: Linear(d, topics), best val epoch (thesis text); thesis-code: "
-                        "Linear-SiLU-Linear, last epoch", choices=PROBE_VARIANTS),
+        "probe": Option(
+            "linear",
+            "linear: Linear(d, topics), best val epoch (thesis text); thesis-code: Linear-SiLU-Linear, last epoch",
+            choices=PROBE_VARIANTS,
+        ),
     }
 
     def __init__(self, options=None, data_dir=None):
@@ -171,8 +190,10 @@ class UKPSententialTopics(Task):
                     check_topic(label, delimiter)
                 check_delimiter(delimiter, split.sentences, "the UKP sentences")
         except TopicPromptError as exc:
-            raise InvalidOptionError(f"task ukp-sentential-topic:input=prompted ({self.paths()[0].parent}): {exc} "
-                                     "(task option delimiter=CHARACTER)") from None
+            raise InvalidOptionError(
+                f"task ukp-sentential-topic:input=prompted ({self.paths()[0].parent}): {exc} "
+                "(task option delimiter=CHARACTER)"
+            ) from None
 
     def check_data(self) -> str:
         self.load()
@@ -194,20 +215,33 @@ class UKPSententialTopics(Task):
 
     def evaluate(self, model, ctx) -> EvalResult:
         corpus = self.load()
-        splits = {name: split.subset(evaluation_sample(len(split), ctx.profile.max_eval_examples))
-                  for name, split in corpus.splits.items()}
+        splits = {
+            name: split.subset(evaluation_sample(len(split), ctx.profile.max_eval_examples))
+            for name, split in corpus.splits.items()
+        }
         topics = sorted(set(corpus.splits["train"].labels))
         # A topic without train sentences cannot be learnt; its sentences are left out of dev and test.
-        splits = {name: split.subset([i for i, label in enumerate(split.labels) if label in topics])
-                  for name, split in splits.items()}
+        splits = {
+            name: split.subset([i for i, label in enumerate(split.labels) if label in topics])
+            for name, split in splits.items()
+        }
         texts = {name: split.sentences for name, split in splits.items()}
         if self.options["input"] == "prompted":
-            texts = {name: prompted_texts(split.labels, split.sentences, self.options["delimiter"],
-                                          "the UKP sentences") for name, split in splits.items()}
+            texts = {
+                name: prompted_texts(split.labels, split.sentences, self.options["delimiter"], "the UKP sentences")
+                for name, split in splits.items()
+            }
         probe = probe_on_texts(
-            model, texts, {name: [topics.index(label) for label in split.labels] for name, split in splits.items()},
-            len(topics), variant=self.options["probe"], seed=ctx.seed, device=ctx.device, progress=ctx.progress,
-            texts_description=f"UKP sentences ({self.options['input']})", description="ukp-sentential-topic probe",
+            model,
+            texts,
+            {name: [topics.index(label) for label in split.labels] for name, split in splits.items()},
+            len(topics),
+            variant=self.options["probe"],
+            seed=ctx.seed,
+            device=ctx.device,
+            progress=ctx.progress,
+            texts_description=f"UKP sentences ({self.options['input']})",
+            description="ukp-sentential-topic probe",
         )
         return EvalResult(
             scores=probe.scores(),

@@ -1,5 +1,6 @@
 """Shared fixtures: tiny random-initialised transformers built in code (BERT-style and RoBERTa-style; the builders
 are harness.testing's, which third-party plugin suites use too), and an isolated plugin environment."""
+
 from __future__ import annotations
 
 import os
@@ -213,13 +214,18 @@ def st_folders(tmp_path_factory, tiny_bert) -> dict[str, str]:
 
     torch.manual_seed(0)
     embedder = tmp_path_factory.mktemp("device-st")
-    SentenceTransformer(modules=[Transformer(tiny_bert, max_seq_length=48), Pooling(32)], device="cpu") \
-        .save(str(embedder))
+    SentenceTransformer(modules=[Transformer(tiny_bert, max_seq_length=48), Pooling(32)], device="cpu").save(
+        str(embedder)
+    )
     scorer = tmp_path_factory.mktemp("device-st-ce")
-    CrossEncoder(modules=[Transformer(tiny_bert, max_seq_length=48, transformer_task="feature-extraction"),
-                          Pooling(32, pooling_mode="cls"),
-                          Dense(32, 1, activation_function=torch.nn.Identity(), module_output_name="scores")],
-                 device="cpu").save(str(scorer))
+    CrossEncoder(
+        modules=[
+            Transformer(tiny_bert, max_seq_length=48, transformer_task="feature-extraction"),
+            Pooling(32, pooling_mode="cls"),
+            Dense(32, 1, activation_function=torch.nn.Identity(), module_output_name="scores"),
+        ],
+        device="cpu",
+    ).save(str(scorer))
     return {"st": str(embedder), "st-ce": str(scorer)}
 
 
@@ -275,7 +281,8 @@ def write_wordnet(folder, synsets):
                 offsets.setdefault(word.lower(), []).append(offset)
         index = "  1 This software and database is being provided\n" + "".join(
             f"{lemma} {part[0]} {len(found)} 0 {len(found)} 0 " + " ".join(f"{o:08d}" for o in found) + "\n"
-            for lemma, found in sorted(offsets.items()))
+            for lemma, found in sorted(offsets.items())
+        )
         (folder / f"data.{part}").write_text(data)
         (folder / f"index.{part}").write_text(index)
     (folder / "verb.exc").write_text("ran run\n")
@@ -286,8 +293,13 @@ def tiny_wordnet(tmp_path, monkeypatch):
     """A tiny WordNet for PaSeR's synonym replacement (its default since issue 22), so no test needs the system's
     WordNet database (`wordnet-base`), which a clean machine lacks."""
     folder = tmp_path / "wordnet"
-    write_wordnet(folder, {"noun": [["guitar", "lute"], ["man", "adult_male"], ["cat", "true_cat"]],
-                           "verb": [["play", "strum"], ["run", "sprint"], ["sit", "sit_down"]]})
+    write_wordnet(
+        folder,
+        {
+            "noun": [["guitar", "lute"], ["man", "adult_male"], ["cat", "true_cat"]],
+            "verb": [["play", "strum"], ["run", "sprint"], ["sit", "sit_down"]],
+        },
+    )
     from harness.nn import wordnet
 
     monkeypatch.setenv(wordnet.ENVIRONMENT_VARIABLE, str(folder))

@@ -1,5 +1,6 @@
 """Augmented SBERT (the ``augsbert`` recipe, plugins/augmented_sbert.py; the silver-density plot,
 plugins/silver_density.py; domain MLM, harness.nn.mlm) end to end on a tiny random BERT."""
+
 from __future__ import annotations
 
 import json
@@ -42,10 +43,18 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 def _matrix(tmp_path: Path, backbone: str, models: list, train_on: str, tasks: list[str]) -> Path:
     path = tmp_path / "matrix.yaml"
-    path.write_text(yaml.safe_dump(
-        {"profile": "smoke", "seeds": [42], "backbone": backbone, "train_on": train_on, "tasks": tasks,
-         "models": models}
-    ))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "profile": "smoke",
+                "seeds": [42],
+                "backbone": backbone,
+                "train_on": train_on,
+                "tasks": tasks,
+                "models": models,
+            }
+        )
+    )
     return path
 
 
@@ -60,11 +69,17 @@ def _artifact(results: Path, record: dict) -> dict:
 
 def test_semi_supervised_and_self_distillation_share_one_teacher(run_cli, tiny_bert, tmp_path):
     results = tmp_path / "results"
-    matrix = _matrix(tmp_path, tiny_bert, [
-        "augsbert:teacher=cbe,sampler=bm25",
-        "augsbert:teacher=cbe,sampler=kde-iterative",
-        "augsbert:teacher=cbe,mode=self-distillation",
-    ], "stsb", ["stsb"])
+    matrix = _matrix(
+        tmp_path,
+        tiny_bert,
+        [
+            "augsbert:teacher=cbe,sampler=bm25",
+            "augsbert:teacher=cbe,sampler=kde-iterative",
+            "augsbert:teacher=cbe,mode=self-distillation",
+        ],
+        "stsb",
+        ["stsb"],
+    )
     code, out, err = run_cli("run", "--matrix", matrix, "--device", "cpu", "--results", results, "--no-progress")
     assert code == 0, err
     assert out.count("training cbe on stsb") == 1  # the teacher checkpoint is trained once and shared
@@ -106,8 +121,10 @@ def test_semi_supervised_and_self_distillation_share_one_teacher(run_cli, tiny_b
 
 def test_domain_transfer_with_mlm_adapted_teacher(run_cli, tiny_bert, tmp_path):
     results = tmp_path / "results"
-    spec = ("augsbert:teacher=ce,mode=domain-transfer,teacher_train_on=stsb,sampler=random,teacher_mlm=true,"
-            "student_from_mlm=true")
+    spec = (
+        "augsbert:teacher=ce,mode=domain-transfer,teacher_train_on=stsb,sampler=random,teacher_mlm=true,"
+        "student_from_mlm=true"
+    )
     matrix = _matrix(tmp_path, tiny_bert, [spec], "bws-cross-topic", ["bws-cross-topic"])
     code, out, err = run_cli("run", "--matrix", matrix, "--device", "cpu", "--results", results, "--no-progress")
     assert code == 0, err
@@ -143,11 +160,17 @@ def test_domain_transfer_with_mlm_adapted_teacher(run_cli, tiny_bert, tmp_path):
         ("augsbert:teacher=cbe,sampler=kde-iterativ", "stsb", "Known samplers: bm25, bm25+semantic-search"),
         ("augsbert:teacher=cbe", None, "add --train-on TASK"),
         ("augsbert:teacher=cbe,mode=domain-transfer", "bws-cross-topic", "add teacher_train_on=TASK"),
-        ("augsbert:teacher=cbe,mode=domain-transfer,teacher_train_on=bws-topic", "bws-cross-topic",
-         "offers no scored sentence pairs"),
+        (
+            "augsbert:teacher=cbe,mode=domain-transfer,teacher_train_on=bws-topic",
+            "bws-cross-topic",
+            "offers no scored sentence pairs",
+        ),
         ("augsbert:teacher=cbe,teacher_train_on=stsb", "bws-cross-topic", "only applies to mode=domain-transfer"),
-        ("augsbert:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb,sampler=kde", "bws-cross-topic",
-         "matches the target's gold score distribution"),
+        (
+            "augsbert:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb,sampler=kde",
+            "bws-cross-topic",
+            "matches the target's gold score distribution",
+        ),
         ("augsbert:teacher=cbe,student_from_mlm=true", "stsb", "add teacher_mlm=true"),
         ("augsbert:sampler=bm25", "stsb", "distils a teacher into its student; add teacher=ce or teacher=cbe"),
         ("augsbert:teacher=augsbert", "stsb", "is itself a recipe"),
@@ -156,21 +179,47 @@ def test_domain_transfer_with_mlm_adapted_teacher(run_cli, tiny_bert, tmp_path):
         ("augsbert:teacher=cbe,sampler=kde,candidates=kde-iterative", "stsb", "candidates must be proposal samplers"),
         ("augsbert:teacher=nope", "stsb", "unknown model 'nope'"),
         ("augsbert:teacher=cbe", "propsegment-facts", "Training sources that would work"),
-        ("augsbert:teacher=cbe", "bws-topic", "offers sentences but no scored pairs, so mode=semi-supervised has no gold"),
-        ("augsbert:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb,sampler=random,topics=prompted", "stsb",
-         "offers none; train on a source that does: 20ng-parent, 20ng-topic, bws-topic"),
-        ("augsbert:teacher=cbe,sampler=random,topics=hidden", "bws-topic", "use mode=domain-transfer,teacher_train_on=stsb"),
-        ("augsbert:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb,sampler=random,topics=prompted,delimiter= ",
-         "bws-topic", "the topic delimiter must be a non-blank string"),
-        ("augsbert:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb,sampler=random,delimiter=#", "bws-topic",
-         "delimiter only applies to topics=prompted or topics=hidden"),
+        (
+            "augsbert:teacher=cbe",
+            "bws-topic",
+            "offers sentences but no scored pairs, so mode=semi-supervised has no gold",
+        ),
+        (
+            "augsbert:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb,sampler=random,topics=prompted",
+            "stsb",
+            "offers none; train on a source that does: 20ng-parent, 20ng-topic, bws-topic",
+        ),
+        (
+            "augsbert:teacher=cbe,sampler=random,topics=hidden",
+            "bws-topic",
+            "use mode=domain-transfer,teacher_train_on=stsb",
+        ),
+        (
+            "augsbert:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb,sampler=random,topics=prompted,delimiter= ",
+            "bws-topic",
+            "the topic delimiter must be a non-blank string",
+        ),
+        (
+            "augsbert:teacher=cbe,mode=domain-transfer,teacher_train_on=stsb,sampler=random,delimiter=#",
+            "bws-topic",
+            "delimiter only applies to topics=prompted or topics=hidden",
+        ),
         ("augsbert:teacher=cbe,max_sentences=10", "stsb", "has gold pairs, so cut those instead"),
-        ("augsbert:teacher=cbe,sampler=bm25,search_encoder=simcse", "stsb",
-         "search_encoder only applies to samplers that embed sentences"),
-        ("augsbert:teacher=cbe,sampler=semantic-search,search_encoder=cbe", "stsb",
-         "search_encoder='cbe' cannot embed sentences for semantic search"),
-        ("augsbert:teacher=cbe,sampler=kde,candidates=semantic-search,search_encoder=simcse", "stsb",
-         "search_model=fine-tuned trains search_encoder='simcse' on the teacher's scored pairs"),
+        (
+            "augsbert:teacher=cbe,sampler=bm25,search_encoder=simcse",
+            "stsb",
+            "search_encoder only applies to samplers that embed sentences",
+        ),
+        (
+            "augsbert:teacher=cbe,sampler=semantic-search,search_encoder=cbe",
+            "stsb",
+            "search_encoder='cbe' cannot embed sentences for semantic search",
+        ),
+        (
+            "augsbert:teacher=cbe,sampler=kde,candidates=semantic-search,search_encoder=simcse",
+            "stsb",
+            "search_model=fine-tuned trains search_encoder='simcse' on the teacher's scored pairs",
+        ),
     ],
 )
 def test_refused_before_training_with_a_message_that_helps(run_cli, tiny_bert, tmp_path, spec, train_on, expected):
@@ -186,8 +235,15 @@ class _UnlabeledTask(Task):
     """A domain that offers only unlabeled sentences (like a USEB domain); it is never evaluated here."""
 
     metadata = TaskMetadata(
-        name="toy-unlabeled", family="toy", description="unlabeled sentences only", main_score="spearman",
-        metric="none", reference="test", dataset="toy", dataset_source="in code", license="CC0",
+        name="toy-unlabeled",
+        family="toy",
+        description="unlabeled sentences only",
+        main_score="spearman",
+        metric="none",
+        reference="test",
+        dataset="toy",
+        dataset_source="in code",
+        license="CC0",
         training_kinds=(UNLABELED_SENTENCES,),
     )
 
@@ -213,8 +269,15 @@ class _ThirdParty:
     @staticmethod
     @hookimpl
     def register_models(register):
-        register(ModelPlugin(name="classifier-only", description="trainable, but scores no pairs",
-                             factory=lambda ctx: None, capabilities=("trainable",), training_kinds=("scored_pairs",)))
+        register(
+            ModelPlugin(
+                name="classifier-only",
+                description="trainable, but scores no pairs",
+                factory=lambda ctx: None,
+                capabilities=("trainable",),
+                training_kinds=("scored_pairs",),
+            )
+        )
 
     @staticmethod
     @hookimpl
@@ -229,8 +292,16 @@ class _ThirdParty:
 
 def _runner(tiny_bert, tmp_path, spec: str, train_on: str = "stsb") -> Run:
     registry = build_registry(extra_plugins=[_ThirdParty])
-    config = RunConfig(models=[ModelEntry(spec)], tasks=["stsb"], profile="smoke", backbone=tiny_bert,
-                       train_on=train_on, device="cpu", results_dir=tmp_path / "results", progress=False)
+    config = RunConfig(
+        models=[ModelEntry(spec)],
+        tasks=["stsb"],
+        profile="smoke",
+        backbone=tiny_bert,
+        train_on=train_on,
+        device="cpu",
+        results_dir=tmp_path / "results",
+        progress=False,
+    )
     return Run(registry, config, log=lambda message: None)
 
 
@@ -249,18 +320,21 @@ def test_third_party_sampler_and_be_as_a_stand_in_teacher(tiny_bert, tmp_path):
     # A Bi-Encoder teacher's scores are its cosines: the artifact holds exactly the stand-in teacher's scores.
     artifact = _artifact(tmp_path / "results", record)
     profile = get_profile("smoke")
-    teacher = runner.models.trained_model(resolve_model_spec(runner.registry, "be", profile, tiny_bert, "stsb"), profile,
-                                   "cpu", 42)
+    teacher = runner.models.trained_model(
+        resolve_model_spec(runner.registry, "be", profile, tiny_bert, "stsb"), profile, "cpu", 42
+    )
     sentences = artifact["sentences"]
     first = [sentences[i] for i, _, _, _ in artifact["pairs"]]
     second = [sentences[j] for _, j, _, _ in artifact["pairs"]]
-    np.testing.assert_allclose(as_pair_scorer(teacher).score(first, second), [row[2] for row in artifact["pairs"]],
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        as_pair_scorer(teacher).score(first, second), [row[2] for row in artifact["pairs"]], atol=1e-5
+    )
 
 
 def test_the_student_is_any_spec_that_learns_from_scored_pairs(tiny_bert, tmp_path):
-    runner = _runner(tiny_bert, tmp_path,
-                     "augsbert:student=be:pooling=cls,teacher=be,sampler=every-other,mode=self-distillation")
+    runner = _runner(
+        tiny_bert, tmp_path, "augsbert:student=be:pooling=cls,teacher=be,sampler=every-other,mode=self-distillation"
+    )
     (outcome,) = runner.run(LocalExecutor(), runner.plan())
     assert outcome.status == "ok"
     record = json.loads(runner.store.record_path(outcome.spec.key, 42, "stsb").read_text())
@@ -308,8 +382,9 @@ def test_pairwise_mlm_input_is_cls_s1_sep_cls_s2_sep(tiny_bert):
 
     tokenizer = load_tokenizer(tiny_bert)
     config = load_transformer(tiny_bert).config
-    builder, (row,) = pairwise_features(tokenizer, ["a man plays"], ["the cat sits"], tiny_bert, config,
-                                        get_profile("smoke").max_seq_length)
+    builder, (row,) = pairwise_features(
+        tokenizer, ["a man plays"], ["the cat sits"], tiny_bert, config, get_profile("smoke").max_seq_length
+    )
     tokens = tokenizer.convert_ids_to_tokens(row["input_ids"])
     assert tokens == ["[CLS]", "a", "man", "plays", "[SEP]", "[CLS]", "the", "cat", "sits", "[SEP]"]
     batch = builder.collate([row])
@@ -435,14 +510,14 @@ def test_kde_fits_the_gold_density_on_the_teachers_scores_of_the_gold_pairs(regi
     monkeypatch.setattr(sampler, "select", select)
     splits = _gold_splits()
     augmented_sbert.annotate_silver_pairs(splits, _FakeContext(registry, sampler="kde-iterative", kde_fit=kde_fit))
-    expected = (_FakeTeacher().score(splits.train.first, splits.train.second) if kde_fit == "teacher"
-                else splits.train.scores)
+    expected = (
+        _FakeTeacher().score(splits.train.first, splits.train.second) if kde_fit == "teacher" else splits.train.scores
+    )
     np.testing.assert_allclose(seen["reference"], expected, rtol=1e-6)
 
 
 @pytest.mark.parametrize("search_model, expected_source", [(None, "stsb"), ("pretrained", None)])
-def test_semantic_search_embeds_with_a_bi_encoder_fine_tuned_on_the_gold_pairs(registry, search_model,
-                                                                                expected_source):
+def test_semantic_search_embeds_with_a_bi_encoder_fine_tuned_on_the_gold_pairs(registry, search_model, expected_source):
     from harness.plugins.augmented_sbert import annotate_silver_pairs
 
     options = {"sampler": "semantic-search"} | ({"search_model": search_model} if search_model else {})
@@ -459,24 +534,41 @@ def test_the_search_encoder_is_the_option_search_encoder(registry, run_cli, tiny
     ctx = _FakeContext(registry, sampler="semantic-search", search_encoder="simcse", search_model="pretrained")
     annotate_silver_pairs(_gold_splits(), ctx)
     assert ("simcse", None) in ctx.calls and not [call for call in ctx.calls if call[0] == "be"]
-    code, out, err = run_cli("validate", "--models", "augsbert:teacher=cbe,sampler=semantic-search,"
-                             "search_encoder=simcse,search_model=pretrained", "--tasks", "stsb", "--train-on", "stsb",
-                             "--profile", "smoke", "--backbone", tiny_bert)
+    code, out, err = run_cli(
+        "validate",
+        "--models",
+        "augsbert:teacher=cbe,sampler=semantic-search,search_encoder=simcse,search_model=pretrained",
+        "--tasks",
+        "stsb",
+        "--train-on",
+        "stsb",
+        "--profile",
+        "smoke",
+        "--backbone",
+        tiny_bert,
+    )
     assert code == 0, err
     profile = get_profile("smoke")
     plain = resolve_model_spec(registry, "augsbert:teacher=cbe,sampler=semantic-search", profile, tiny_bert, "stsb")
-    named = resolve_model_spec(registry, "augsbert:teacher=cbe,sampler=semantic-search,search_encoder=be", profile,
-                               tiny_bert, "stsb")
-    other = resolve_model_spec(registry, "augsbert:teacher=cbe,sampler=semantic-search,search_encoder=simcse,"
-                               "search_model=pretrained", profile, tiny_bert, "stsb")
+    named = resolve_model_spec(
+        registry, "augsbert:teacher=cbe,sampler=semantic-search,search_encoder=be", profile, tiny_bert, "stsb"
+    )
+    other = resolve_model_spec(
+        registry,
+        "augsbert:teacher=cbe,sampler=semantic-search,search_encoder=simcse,search_model=pretrained",
+        profile,
+        tiny_bert,
+        "stsb",
+    )
     assert plain.key == named.key != other.key
 
 
 def test_pipeline_never_pairs_two_held_out_sentences(registry):
     from harness.plugins.augmented_sbert import annotate_silver_pairs
 
-    splits = _gold_splits(held_out={"a man plays a guitar", "a man is playing guitar", "a dog runs in a park",
-                                    "a cat sleeps on a sofa"})
+    splits = _gold_splits(
+        held_out={"a man plays a guitar", "a man is playing guitar", "a dog runs in a park", "a cat sleeps on a sofa"}
+    )
     pairs = annotate_silver_pairs(splits, _FakeContext(registry, sampler="random", top_k=7))
     held = {pairs.sentences.index(s) for s in splits.held_out_sentences}
     assert pairs.held_out_count == 4
@@ -493,8 +585,14 @@ def test_cache_entries_keep_the_names_of_earlier_releases(tmp_path):
     from harness.cache import ArtifactCache
     from harness.plugins.augmented_sbert import cached_teacher_scores, mlm_directory
 
-    ctx = harness.ModelContext(options={"mlm_lr": 3e-5}, backbone="minilm", profile=get_profile("smoke"),
-                               device="cpu", seed=42, cache_dir=tmp_path)
+    ctx = harness.ModelContext(
+        options={"mlm_lr": 3e-5},
+        backbone="minilm",
+        profile=get_profile("smoke"),
+        device="cpu",
+        seed=42,
+        cache_dir=tmp_path,
+    )
     assert ctx.cache.root == tmp_path and harness.ModelContext(**{**vars(ctx), "cache_dir": None}).cache is None
     first, second = ["a b", "c d"], ["e f", "g h"]
     assert mlm_directory(ctx, first, second) == tmp_path / "domain-mlm-9a8fee6417cf0822" / "seed-42"
@@ -517,4 +615,6 @@ def test_cache_entries_keep_the_names_of_earlier_releases(tmp_path):
 
     cached_teacher_scores(Context, Teacher(), "ce", first, second)
     assert sorted(path.name for path in tmp_path.glob("teacher-scores-*")) == [
-        "teacher-scores-8a4f45b2d7e8af7f.npy", "teacher-scores-8a4f45b2d7e8af7f.npy.sha256"]
+        "teacher-scores-8a4f45b2d7e8af7f.npy",
+        "teacher-scores-8a4f45b2d7e8af7f.npy.sha256",
+    ]

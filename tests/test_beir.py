@@ -1,4 +1,5 @@
 """beir:NAME tasks: BEIR's loader and evaluator on the harness' exact, chunked search (and reranking)."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,9 @@ K_VALUES = [1, 3, 5, 10, 100, 1000]
 
 
 def run(*argv, data_dir=FIXTURES):
-    return ht.run_harness(*argv, "--profile", "smoke", "--no-progress", "--data-dir", data_dir,
-                          plugins=["harness.testing"])
+    return ht.run_harness(
+        *argv, "--profile", "smoke", "--no-progress", "--data-dir", data_dir, plugins=["harness.testing"]
+    )
 
 
 def stored(results: Path, task_key: str) -> list[dict]:
@@ -57,8 +59,9 @@ def test_embedder_numbers_are_beirs_exact_search(tmp_path):
             return torch.tensor(embedder.encode([beir_tasks.document_text(d) for d in corpus]))
 
     corpus, queries, qrels = GenericDataLoader(str(FIXTURES / "tiny")).load(split="test")
-    search = EvaluateRetrieval(DenseRetrievalExactSearch(BeirModel(), batch_size=4), k_values=K_VALUES,
-                               score_function="cos_sim")
+    search = EvaluateRetrieval(
+        DenseRetrievalExactSearch(BeirModel(), batch_size=4), k_values=K_VALUES, score_function="cos_sim"
+    )
     ndcg, mean_ap, recall, _ = EvaluateRetrieval.evaluate(qrels, search.retrieve(corpus, queries), K_VALUES)
     assert record["main_score"] == pytest.approx(100 * ndcg["NDCG@10"], abs=1e-9)
     assert record["scores"]["map@100"] == pytest.approx(100 * mean_ap["MAP@100"], abs=1e-9)
@@ -82,9 +85,9 @@ def test_multi_vector_models_are_searched_by_maxsim():
     model = ht.HashingMultiVectorEmbedder()
     queries = ["guitar player", "frog species"]
     documents = [json.loads(line)["text"] for line in (FIXTURES / "tiny" / "corpus.jsonl").read_text().splitlines()]
-    indices, scores = beir_tasks.maxsim_search(model.encode_multi(queries),
-                                               lambda a, b: model.encode_multi(documents[a:b]), len(documents), 5,
-                                               corpus_chunk=4)
+    indices, scores = beir_tasks.maxsim_search(
+        model.encode_multi(queries), lambda a, b: model.encode_multi(documents[a:b]), len(documents), 5, corpus_chunk=4
+    )
     query_vectors, document_vectors = model.encode_multi(queries), model.encode_multi(documents)
     for row, query in enumerate(query_vectors):
         expected = [maxsim(query, d) for d in document_vectors]
@@ -92,12 +95,23 @@ def test_multi_vector_models_are_searched_by_maxsim():
 
 
 def test_pair_scorers_rerank_a_recorded_first_stage(tmp_path):
-    result = run("run", "--models", "testing-pair-scorer,testing-multi-vector", "--tasks",
-                 "beir:tiny,beir:tiny:first_stage=testing-embedder,rerank_k=3", "--results", tmp_path)
+    result = run(
+        "run",
+        "--models",
+        "testing-pair-scorer,testing-multi-vector",
+        "--tasks",
+        "beir:tiny,beir:tiny:first_stage=testing-embedder,rerank_k=3",
+        "--results",
+        tmp_path,
+    )
     assert result.exit_code == 0, result.stderr
-    details = sorted(record["details"]["retrieval"] for record in
-                     [*stored(tmp_path, "beir.tiny"), *[json.loads(p.read_text())
-                                                        for p in tmp_path.glob("*/seed-42/beir.tiny-*.json")]])
+    details = sorted(
+        record["details"]["retrieval"]
+        for record in [
+            *stored(tmp_path, "beir.tiny"),
+            *[json.loads(p.read_text()) for p in tmp_path.glob("*/seed-42/beir.tiny-*.json")],
+        ]
+    )
     assert "exact MaxSim over every document" in details
     assert any(d.startswith("rerank the top 100 of bm25") for d in details)
     assert any(d.startswith("rerank the top 3 of embedder testing-embedder") for d in details)
@@ -111,8 +125,16 @@ def test_a_folder_without_qrels_is_one_clear_line(tmp_path):
     with pytest.raises(DataFileError) as error:
         beir_tasks.find_dataset("broken", "test", tmp_path / "data")
     assert "has no qrels/ folder" in str(error.value) and "\n" not in str(error.value)
-    result = run("run", "--models", "testing-embedder", "--tasks", "beir:broken", "--results", tmp_path / "r",
-                 data_dir=tmp_path / "data")
+    result = run(
+        "run",
+        "--models",
+        "testing-embedder",
+        "--tasks",
+        "beir:broken",
+        "--results",
+        tmp_path / "r",
+        data_dir=tmp_path / "data",
+    )
     # A malformed dataset is a failed cell (the runner's rule for broken data), reported in that one line.
     assert result.exit_code == 1 and "beir.broken: " in result.stderr and "has no qrels/ folder" in result.stderr
     assert (result.stdout + result.stderr).count("has no qrels/ folder") == 1, result.stderr  # printed once

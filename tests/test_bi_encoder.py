@@ -1,5 +1,6 @@
 """The Bi-Encoder ``be`` (plugins/bi_encoder.py) on the tiny BERT: its options (pooling, span_input), what its
 checkpoint keeps, and its deprecated ``fit_pairs``. The registry contract test checks its capabilities and round trip."""
+
 from __future__ import annotations
 
 import json
@@ -25,11 +26,11 @@ def test_span_input_sentence_and_subset_encode_plain_texts(registry, tiny_bert):
     start = SENTENCE.index("playing")
     spans = [(0, 5), (start, start + len("playing"))]
     as_sentence = _be(registry, tiny_bert, span_input="sentence")
-    np.testing.assert_allclose(as_sentence.encode_spans([(SENTENCE, spans)]), as_sentence.encode([SENTENCE]),
-                               atol=1e-6)
+    np.testing.assert_allclose(as_sentence.encode_spans([(SENTENCE, spans)]), as_sentence.encode([SENTENCE]), atol=1e-6)
     as_subset = _be(registry, tiny_bert, span_input="subset")
-    np.testing.assert_allclose(as_subset.encode_spans([(SENTENCE, spans)]), as_subset.encode(["a man playing"]),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        as_subset.encode_spans([(SENTENCE, spans)]), as_subset.encode(["a man playing"]), atol=1e-6
+    )
 
 
 def test_mask_span_inputs_depend_on_the_span(registry, tiny_bert):

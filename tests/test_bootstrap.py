@@ -1,5 +1,6 @@
 """Bootstrap intervals and paired significance over test examples (issue #25): coverage, null calibration,
 agreement with plain resampling loops, the store's side file, leaderboard marks and ``harness compare``."""
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,9 @@ def test_spearman_interval_covers_the_true_correlation_at_the_nominal_rate():
     covered, trials = 0, 150
     for trial in range(trials):
         gold, predicted = _correlated(rng, 150, rho)
-        low, high = bootstrap_interval(ExampleScores("spearman", {"predicted": predicted, "gold": gold}),
-                                       resamples=400, seed=trial)
+        low, high = bootstrap_interval(
+            ExampleScores("spearman", {"predicted": predicted, "gold": gold}), resamples=400, seed=trial
+        )
         covered += low <= true_spearman <= high
     assert 0.89 <= covered / trials <= 0.99  # nominal 0.95; binomial sd ~0.018 at 150 trials
 
@@ -72,16 +74,20 @@ def test_retrieval_interval_equals_a_direct_resampling_loop():
         candidates = [f"c{i}" for i in range(12)]
         gold = set(rng.choice(candidates, size=rng.integers(1, 4), replace=False).tolist())
         queries.append((gold, candidates, rng.normal(size=12)))
-    ranked = [rerank_metrics(gold, [candidates[i] for i in np.argsort(-scores, kind="stable")])
-              for gold, candidates, scores in queries]
+    ranked = [
+        rerank_metrics(gold, [candidates[i] for i in np.argsort(-scores, kind="stable")])
+        for gold, candidates, scores in queries
+    ]
     data = ExampleScores("mean", {"values": [metrics["map"] for metrics in ranked]})
     assert data.value() == pytest.approx(100 * np.mean([m["map"] for m in ranked]))
     indices = bootstrap_indices(data, 500, seed=5)
     loop = []
     for row in indices:  # the metric recomputed from the resampled queries, one resample at a time
         chosen = [queries[i] for i in row]
-        loop.append(100 * np.mean([rerank_metrics(g, [c[i] for i in np.argsort(-s, kind="stable")])["map"]
-                                   for g, c, s in chosen]))
+        loop.append(
+            100
+            * np.mean([rerank_metrics(g, [c[i] for i in np.argsort(-s, kind="stable")])["map"] for g, c, s in chosen])
+        )
     assert np.allclose(data.resampled(indices), loop)
     assert bootstrap_interval(data, 500, seed=5) == pytest.approx(percentile_interval(np.array(loop)))
 
@@ -97,17 +103,29 @@ def test_statistics_reproduce_the_task_scores():
     data = pair_examples(sets, predictions, "mean")
     indices = bootstrap_indices(data, 3)
     assert (data.groups[indices][:, :30] == 0).all() and (data.groups[indices][:, 30:] == 1).all()
-    loop = [100 * np.mean([spearman(data.arrays["predicted"][row[data.groups[row] == k]],
-                                    data.arrays["gold"][row[data.groups[row] == k]]) for k in (0, 1)])
-            for row in indices]
+    loop = [
+        100
+        * np.mean(
+            [
+                spearman(
+                    data.arrays["predicted"][row[data.groups[row] == k]],
+                    data.arrays["gold"][row[data.groups[row] == k]],
+                )
+                for k in (0, 1)
+            ]
+        )
+        for row in indices
+    ]
     assert np.allclose(data.resampled(indices), loop)
     gold = rng.integers(0, 7, 400)
     predicted = np.where(rng.random(400) < 0.6, gold, rng.integers(0, 9, 400))
     f1 = ExampleScores("f1_macro", {"predicted": predicted, "gold": gold})
     assert f1.value() == pytest.approx(100 * f1_score(gold, predicted, average="macro", zero_division=0))
     indices = bootstrap_indices(f1, 4)
-    assert np.allclose(f1.resampled(indices), [100 * f1_score(gold[r], predicted[r], average="macro",
-                                                              zero_division=0) for r in indices])
+    assert np.allclose(
+        f1.resampled(indices),
+        [100 * f1_score(gold[r], predicted[r], average="macro", zero_division=0) for r in indices],
+    )
     scores = np.round(rng.normal(size=300), 1)  # ties: thresholds at distinct scores, as scikit-learn
     positive = (scores + rng.normal(size=300) > 0.5).astype(int)
     ap = ExampleScores("average_precision", {"predicted": scores, "gold": positive})
@@ -126,12 +144,19 @@ def test_holm():
 def _record(model, seed, task, data, family="fam"):
     record = {
         "status": "ok",
-        "model": {"name": model, "label": model, "train_on": None, "backbone": "tiny", "profile": "quick",
-                  "hash": f"{model}-hash"},
-        "model_key": f"{model}-key", "seed": seed,
-        "task": {"name": task, "key": task, "label": task, "family": family, "version": "1",
-                 "main_score": "spearman"},
-        "hardware": "cpu", "dataset_checksum": "0" * 64,
+        "model": {
+            "name": model,
+            "label": model,
+            "train_on": None,
+            "backbone": "tiny",
+            "profile": "quick",
+            "hash": f"{model}-hash",
+        },
+        "model_key": f"{model}-key",
+        "seed": seed,
+        "task": {"name": task, "key": task, "label": task, "family": family, "version": "1", "main_score": "spearman"},
+        "hardware": "cpu",
+        "dataset_checksum": "0" * 64,
     }
     if isinstance(data, ExampleScores):
         description, content = example_side_file(data, data.value(), task)
@@ -201,29 +226,75 @@ def test_side_file_leaderboard_marks_and_old_records(tmp_path):
     # a side file changed after it was written is not used
     path = tmp_path / "b" / "weak-key" / "seed-1" / "t1.examples.npz"
     path.write_bytes(path.read_bytes() + b"x")
-    record = dict(json.loads(store_b.record_path("weak-key", 1, "t1").read_text()), _path=str(store_b.record_path(
-        "weak-key", 1, "t1")))
+    record = dict(
+        json.loads(store_b.record_path("weak-key", 1, "t1").read_text()),
+        _path=str(store_b.record_path("weak-key", 1, "t1")),
+    )
     assert read_examples(record)[1].endswith("does not match the sha256 its record names")
 
 
 def test_run_keeps_examples_and_compare(tmp_path):
-    run = ht.run_harness("run", "--models", "testing-embedder,testing-embedder:dim=8", "--tasks", "stsb",
-                         "--profile", "quick", "--results", tmp_path, "--no-progress", plugins=["harness.testing"])
+    run = ht.run_harness(
+        "run",
+        "--models",
+        "testing-embedder,testing-embedder:dim=8",
+        "--tasks",
+        "stsb",
+        "--profile",
+        "quick",
+        "--results",
+        tmp_path,
+        "--no-progress",
+        plugins=["harness.testing"],
+    )
     assert run.exit_code == 0, run.stderr
     assert list(tmp_path.glob("*/seed-42/stsb.examples.npz"))
-    compared = ht.run_harness("compare", "testing-embedder", "testing-embedder:dim=8", "--tasks", "stsb",
-                              "--profile", "quick", "--results", tmp_path, "--json", plugins=["harness.testing"])
+    compared = ht.run_harness(
+        "compare",
+        "testing-embedder",
+        "testing-embedder:dim=8",
+        "--tasks",
+        "stsb",
+        "--profile",
+        "quick",
+        "--results",
+        tmp_path,
+        "--json",
+        plugins=["harness.testing"],
+    )
     assert compared.exit_code == 0, compared.stderr
     (task,) = json.loads(compared.stdout)["tasks"]
     assert task["task"] == "stsb" and 0 < task["p_value"] <= 1 and task["interval"][0] <= task["difference"]
-    table = ht.run_harness("compare", "testing-embedder", "testing-embedder:dim=8", "--tasks", "sickr",
-                           "--profile", "quick", "--results", tmp_path, plugins=["harness.testing"])
+    table = ht.run_harness(
+        "compare",
+        "testing-embedder",
+        "testing-embedder:dim=8",
+        "--tasks",
+        "sickr",
+        "--profile",
+        "quick",
+        "--results",
+        tmp_path,
+        plugins=["harness.testing"],
+    )
     assert table.exit_code == 0 and "no test" in table.stdout and "has no record" in table.stdout
-    rescore = ht.run_harness("rescore", "--models", "testing-embedder", "--tasks", "stsb", "--profile", "quick",
-                             "--results", tmp_path, "--no-progress", plugins=["harness.testing"])
+    rescore = ht.run_harness(
+        "rescore",
+        "--models",
+        "testing-embedder",
+        "--tasks",
+        "stsb",
+        "--profile",
+        "quick",
+        "--results",
+        tmp_path,
+        "--no-progress",
+        plugins=["harness.testing"],
+    )
     assert rescore.exit_code == 0 and "1 cells computed" in rescore.stdout
-    published = ht.run_harness("publish", "--results", tmp_path, "--to", tmp_path / "pub", "--all",
-                               plugins=["harness.testing"])
+    published = ht.run_harness(
+        "publish", "--results", tmp_path, "--to", tmp_path / "pub", "--all", plugins=["harness.testing"]
+    )
     assert published.exit_code == 0, published.stderr
     assert len(list((tmp_path / "pub").glob("*/seed-42/stsb.examples.npz"))) == 2
     board = ht.run_harness("leaderboard", "--results", tmp_path / "pub", "--output", tmp_path / "boards")
@@ -231,14 +302,53 @@ def test_run_keeps_examples_and_compare(tmp_path):
 
 
 def test_rescore_never_trains(tmp_path):
-    refused = ht.run_harness("rescore", "--models", "testing-trainable", "--train-on", "stsb", "--tasks", "stsb",
-                             "--profile", "smoke", "--results", tmp_path, "--no-progress", plugins=["harness.testing"])
+    refused = ht.run_harness(
+        "rescore",
+        "--models",
+        "testing-trainable",
+        "--train-on",
+        "stsb",
+        "--tasks",
+        "stsb",
+        "--profile",
+        "smoke",
+        "--results",
+        tmp_path,
+        "--no-progress",
+        plugins=["harness.testing"],
+    )
     assert refused.exit_code == 2 and "cannot rescore 1 trained model(s)" in refused.stderr
     assert not list(tmp_path.glob("*/seed-42/*.json"))  # nothing stored, nothing trained
-    trained = ht.run_harness("run", "--models", "testing-trainable", "--train-on", "stsb", "--tasks", "stsb",
-                             "--profile", "smoke", "--results", tmp_path, "--no-progress", plugins=["harness.testing"])
+    trained = ht.run_harness(
+        "run",
+        "--models",
+        "testing-trainable",
+        "--train-on",
+        "stsb",
+        "--tasks",
+        "stsb",
+        "--profile",
+        "smoke",
+        "--results",
+        tmp_path,
+        "--no-progress",
+        plugins=["harness.testing"],
+    )
     assert trained.exit_code == 0, trained.stderr
-    rescored = ht.run_harness("rescore", "--models", "testing-trainable", "--train-on", "stsb", "--tasks", "stsb",
-                              "--profile", "smoke", "--results", tmp_path, "--no-progress", plugins=["harness.testing"])
+    rescored = ht.run_harness(
+        "rescore",
+        "--models",
+        "testing-trainable",
+        "--train-on",
+        "stsb",
+        "--tasks",
+        "stsb",
+        "--profile",
+        "smoke",
+        "--results",
+        tmp_path,
+        "--no-progress",
+        plugins=["harness.testing"],
+    )
     assert rescored.exit_code == 0 and "loading checkpoint" in rescored.stdout + rescored.stderr
     assert "training testing-trainable" not in rescored.stdout + rescored.stderr

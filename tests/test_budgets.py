@@ -1,5 +1,6 @@
 """Training budgets per method (profiles), per matrix entry and from ``--set``; they enter the spec hash only when
 they differ from the profile's own values."""
+
 from __future__ import annotations
 
 import pytest
@@ -38,28 +39,47 @@ def test_overrides_enter_the_spec_hash(registry):
     assert five.hash != plain.hash
     same = resolve_model_spec(registry, "ce", quick, None, "stsb", {"epochs": 5, "learning_rate": 3e-5})
     assert same.hash == five.hash
-    assert resolve_budget(quick, registry.model("ce").budgets, {"epochs": 1}) == plain.budget  # equal to the profile: no key
+    assert (
+        resolve_budget(quick, registry.model("ce").budgets, {"epochs": 1}) == plain.budget
+    )  # equal to the profile: no key
 
 
 def test_matrix_entries_set_their_own_budget(tmp_path):
     path = tmp_path / "m.yaml"
-    path.write_text(yaml.safe_dump({
-        "tasks": ["stsb"], "budget": {"epochs": 3},
-        "models": ["be", {"model": "ce", "train_on": "stsb", "epochs": 5, "max_steps": 100, "batch_size": 8,
-                          "learning_rate": "3e-5"}],
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "tasks": ["stsb"],
+                "budget": {"epochs": 3},
+                "models": [
+                    "be",
+                    {
+                        "model": "ce",
+                        "train_on": "stsb",
+                        "epochs": 5,
+                        "max_steps": 100,
+                        "batch_size": 8,
+                        "learning_rate": "3e-5",
+                    },
+                ],
+            }
+        )
+    )
     matrix = load_matrix(path)
     be, ce = matrix["models"]
     assert be.budget == {"epochs": 3}
     assert ce.budget == {"epochs": 5, "max_steps": 100, "batch_size": 8, "learning_rate": pytest.approx(3e-5)}
 
 
-@pytest.mark.parametrize("entry, message", [
-    ({"model": "ce", "epochs": "many"}, "epochs expects a int"),
-    ({"model": "ce", "epochs": 0}, "epochs must be positive"),
-    ({"model": "ce", "warmup": 3}, "unknown key .warmup."),
-    ({"model": "ce", "epoch": 3}, "Did you mean: epochs"),
-])
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ({"model": "ce", "epochs": "many"}, "epochs expects a int"),
+        ({"model": "ce", "epochs": 0}, "epochs must be positive"),
+        ({"model": "ce", "warmup": 3}, "unknown key .warmup."),
+        ({"model": "ce", "epoch": 3}, "Did you mean: epochs"),
+    ],
+)
 def test_bad_budgets_in_a_matrix_are_refused_at_plan_time(tmp_path, entry, message):
     path = tmp_path / "m.yaml"
     path.write_text(yaml.safe_dump({"tasks": ["stsb"], "models": [entry]}))
@@ -85,8 +105,12 @@ def test_runner_plans_entry_and_set_budgets_into_the_spec(registry, tmp_path):
     from harness.run.config import RunConfig
     from harness.run.driver import Run
 
-    config = RunConfig(models=[ModelEntry("ce", "stsb", budget={"epochs": 2}), ModelEntry("cbe", "stsb")],
-                       tasks=["stsb"], results_dir=tmp_path, budget={"epochs": 3, "max_steps": 10})
+    config = RunConfig(
+        models=[ModelEntry("ce", "stsb", budget={"epochs": 2}), ModelEntry("cbe", "stsb")],
+        tasks=["stsb"],
+        results_dir=tmp_path,
+        budget={"epochs": 3, "max_steps": 10},
+    )
     plan = Run(registry, config).plan()
     ce, cbe = (planned.spec for planned in plan.models)
     assert ce.budget == {"epochs": 2, "max_steps": 10, "max_train_examples": None}  # the entry's own wins
@@ -107,17 +131,30 @@ def test_training_precision_is_a_budget_key_outside_the_spec_identity(registry):
         resolve_model_spec(registry, "cbe", quick, None, "stsb", {"precision": "fp8"})
 
 
-@pytest.mark.parametrize("requested, applied, reused", [
-    ("auto", "bf16", True), ("auto", "fp32", True), ("bf16", "bf16", True), ("fp32", "bf16", False),
-    ("bf16", "auto", False), ("bf16", None, True),
-])
+@pytest.mark.parametrize(
+    "requested, applied, reused",
+    [
+        ("auto", "bf16", True),
+        ("auto", "fp32", True),
+        ("bf16", "bf16", True),
+        ("fp32", "bf16", False),
+        ("bf16", "auto", False),
+        ("bf16", None, True),
+    ],
+)
 def test_a_stored_record_answers_auto_and_its_own_precision_only(requested, applied, reused):
     from harness.run.record import reuse_problem
 
-    record = {"status": "ok", "model": {"hash": "h"}, "task": {"version": "1"}, "dataset_checksum": "d",
-              "budget": {"requested": {}, "applied": {} if applied is None else {"precision": applied}}}
-    why = reuse_problem(record, model_hash="h", task_version="1", dataset_checksum="d",
-                        requested_budget={"precision": requested})
+    record = {
+        "status": "ok",
+        "model": {"hash": "h"},
+        "task": {"version": "1"},
+        "dataset_checksum": "d",
+        "budget": {"requested": {}, "applied": {} if applied is None else {"precision": applied}},
+    }
+    why = reuse_problem(
+        record, model_hash="h", task_version="1", dataset_checksum="d", requested_budget={"precision": requested}
+    )
     assert (why is None) is reused
     if not reused:
         assert why == f"it was trained under precision {applied}, this run asks for {requested}"
@@ -131,8 +168,25 @@ def test_bf16_models_answer_a_run_without_set_and_an_explicit_fp32_retrains(tiny
     from harness.testing import run_harness
 
     def run(*extra):
-        return run_harness("run", "--models", "ce", "--backbone", tiny_bert, "--tasks", "stsb", "--profile", "smoke",
-                           "--train-on", "stsb", "--set", "max_steps=2", "--results", tmp_path, "--no-progress", *extra)
+        return run_harness(
+            "run",
+            "--models",
+            "ce",
+            "--backbone",
+            tiny_bert,
+            "--tasks",
+            "stsb",
+            "--profile",
+            "smoke",
+            "--train-on",
+            "stsb",
+            "--set",
+            "max_steps=2",
+            "--results",
+            tmp_path,
+            "--no-progress",
+            *extra,
+        )
 
     assert run("--set", "precision=bf16").exit_code == 0
     again = run()

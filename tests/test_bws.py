@@ -1,4 +1,5 @@
 """BWS argument similarity tasks and the topic probe, on the bundled real corpus."""
+
 from __future__ import annotations
 
 import csv
@@ -68,16 +69,29 @@ def test_bundled_corpus_has_3400_pairs_in_8_topics():
 
 def test_topics_are_numbered_as_in_thesis_table_3_7():
     # Thesis table 3.7 and its code (after Thakur et al.), not the file's alphabetical order.
-    assert TOPICS == ("Cloning", "Abortion", "Minimum wage", "Marijuana legalization", "Nuclear energy",
-                      "Death penalty", "Gun control", "School uniforms")
+    assert TOPICS == (
+        "Cloning",
+        "Abortion",
+        "Minimum wage",
+        "Marijuana legalization",
+        "Nuclear energy",
+        "Death penalty",
+        "Gun control",
+        "School uniforms",
+    )
 
 
 def test_cross_topic_split_matches_thesis_table_5_1(registry):
     task = _task(registry, "bws-cross-topic")
     splits = task.split_pairs()
     assert {name: len(split) for name, split in splits.items()} == {"train": 2125, "dev": 425, "test": 850}
-    assert set(splits["train"].topics) == {"Cloning", "Abortion", "Minimum wage", "Marijuana legalization",
-                                           "Nuclear energy"}
+    assert set(splits["train"].topics) == {
+        "Cloning",
+        "Abortion",
+        "Minimum wage",
+        "Marijuana legalization",
+        "Nuclear energy",
+    }
     assert set(splits["dev"].topics) == {"Death penalty"}
     assert set(splits["test"].topics) == {"Gun control", "School uniforms"}
 
@@ -87,7 +101,9 @@ def test_bws_topics_are_named_in_metadata_and_records(registry):
     assert metadata.version == "2"  # version 1 used the alphabetical topic order
     assert metadata.details["splits"] == {
         "train": ["T1 Cloning", "T2 Abortion", "T3 Minimum wage", "T4 Marijuana legalization", "T5 Nuclear energy"],
-        "dev": ["T6 Death penalty"], "test": ["T7 Gun control", "T8 School uniforms"]}
+        "dev": ["T6 Death penalty"],
+        "test": ["T7 Gun control", "T8 School uniforms"],
+    }
     assert metadata.details["topics"]["T6"] == "Death penalty"
     result = _task(registry, "bws-cross-topic").evaluate(WordOverlapScorer(), _ctx("smoke"))
     assert result.details["topics"]["test"] == ["T7 Gun control", "T8 School uniforms"]
@@ -101,8 +117,11 @@ def test_in_topic_split_has_equal_shares_per_topic_and_is_seeded(registry):
     # Default: the thesis code's load_bws_in_topic counts per topic.
     assert Counter(splits["train"].topics) == {**dict.fromkeys(TOPICS[:5], 266), **dict.fromkeys(TOPICS[5:], 265)}
     assert Counter(splits["dev"].topics) == {**dict.fromkeys(TOPICS, 53), "Death penalty": 54}
-    assert Counter(splits["test"].topics) == {**dict.fromkeys(TOPICS[:6], 106), "Gun control": 107,
-                                              "School uniforms": 107}
+    assert Counter(splits["test"].topics) == {
+        **dict.fromkeys(TOPICS[:6], 106),
+        "Gun control": 107,
+        "School uniforms": 107,
+    }
     text = _task(registry, "bws-in-topic", sizes="thesis-text").split_pairs()
     assert {name: len(split) for name, split in text.items()} == {"train": 2472, "dev": 480, "test": 448}
     for name, per_topic in (("train", 309), ("dev", 60), ("test", 56)):
@@ -159,8 +178,9 @@ def test_in_topic_training_data_names_the_sentences_of_evaluated_pairs(registry)
     held_out = task.training_data(SCORED_PAIRS).held_out_sentences
     assert held_out == {s for name in ("dev", "test") for s in (*splits[name].first, *splits[name].second)}
     train_sentences = set(splits["train"].first) | set(splits["train"].second)
-    test_pairs_in_pool = [pair for pair in zip(splits["test"].first, splits["test"].second)
-                          if set(pair) <= train_sentences]
+    test_pairs_in_pool = [
+        pair for pair in zip(splits["test"].first, splits["test"].second) if set(pair) <= train_sentences
+    ]
     assert test_pairs_in_pool  # the leakage the samplers must avoid: test pairs whose sentences are both in train
 
 
@@ -262,8 +282,20 @@ def test_topic_probe_needs_an_embedder(run_cli):
 
 def test_be_runs_the_bws_family_through_the_cli(run_cli, tiny_bert, tmp_path):
     code, out, err = run_cli(
-        "run", "--models", "be", "--tasks", "bws", "--profile", "smoke", "--backbone", tiny_bert, "--device", "cpu",
-        "--results", tmp_path, "--no-progress",
+        "run",
+        "--models",
+        "be",
+        "--tasks",
+        "bws",
+        "--profile",
+        "smoke",
+        "--backbone",
+        tiny_bert,
+        "--device",
+        "cpu",
+        "--results",
+        tmp_path,
+        "--no-progress",
     )
     assert code == 0, err
     for name in ("bws-cross-topic", "bws-in-topic", "bws-topic"):

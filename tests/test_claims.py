@@ -1,6 +1,7 @@
 """Verdicts computed, not typed (issue #34): the rule of harness.leaderboard.claims, a matrix's claims judged on a
 store's records (the reproduction page and the matrix page show the same verdicts), and the committed
 docs/reproduction.md against its inputs."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -45,13 +46,32 @@ def test_the_verdict_rule():
 
 
 def _write(store, key, seed, task, data, trained, backbone="tiny"):
-    record = {"status": "ok", "model": {"name": "be", "label": "be", "train_on": "stsb" if trained else None,
-                                        "backbone": backbone, "profile": "smoke", "hash": f"{key}-hash"},
-              "model_key": key, "seed": seed, "hardware": "cpu", "dataset_checksum": "0" * 64,
-              "task": {"name": task, "key": task, "label": task, "family": "senteval", "version": "1",
-                       "main_score": "spearman"},
-              "main_score": data.value(), "scores": {"spearman": data.value()},
-              "training": {"steps": 1} if trained else None}
+    record = {
+        "status": "ok",
+        "model": {
+            "name": "be",
+            "label": "be",
+            "train_on": "stsb" if trained else None,
+            "backbone": backbone,
+            "profile": "smoke",
+            "hash": f"{key}-hash",
+        },
+        "model_key": key,
+        "seed": seed,
+        "hardware": "cpu",
+        "dataset_checksum": "0" * 64,
+        "task": {
+            "name": task,
+            "key": task,
+            "label": task,
+            "family": "senteval",
+            "version": "1",
+            "main_score": "spearman",
+        },
+        "main_score": data.value(),
+        "scores": {"spearman": data.value()},
+        "training": {"steps": 1} if trained else None,
+    }
     record["examples"], side_file = example_side_file(data, data.value(), task)
     store.write(key, seed, task, record, examples=side_file)
 
@@ -103,18 +123,42 @@ def test_claims_are_judged_on_the_records_and_both_pages_agree(tmp_path, registr
     matrix = tmp_path / "m.yaml"
     matrix.write_text(MATRIX)
     profile = get_profile("smoke")
-    keys = {name: resolve_model_spec(registry, spec, profile, None, train_on).key for name, spec, train_on in (
-        ("Base", "be", None), ("Trained", "be", "stsb"), ("One seed", "be:pooling=cls", "stsb"))}
+    keys = {
+        name: resolve_model_spec(registry, spec, profile, None, train_on).key
+        for name, spec, train_on in (
+            ("Base", "be", None),
+            ("Trained", "be", "stsb"),
+            ("One seed", "be:pooling=cls", "stsb"),
+        )
+    }
     rng = np.random.default_rng(0)
     gold = rng.normal(size=300)
     store = Store(tmp_path / "store")
-    _write(store, keys["Base"], 42, "stsb", ExampleScores("spearman", {"predicted": gold + 2.0 * rng.normal(
-        size=300), "gold": gold}), trained=False)
+    _write(
+        store,
+        keys["Base"],
+        42,
+        "stsb",
+        ExampleScores("spearman", {"predicted": gold + 2.0 * rng.normal(size=300), "gold": gold}),
+        trained=False,
+    )
     for seed in (42, 43):  # two runs, both far better than the base: significant across runs too
-        _write(store, keys["Trained"], seed, "stsb", ExampleScores("spearman", {"predicted": gold + 0.3 * rng.normal(
-            size=300), "gold": gold}), trained=True)
-    _write(store, keys["One seed"], 42, "stsb", ExampleScores("spearman", {"predicted": gold + 0.3 * rng.normal(
-        size=300), "gold": gold}), trained=True)
+        _write(
+            store,
+            keys["Trained"],
+            seed,
+            "stsb",
+            ExampleScores("spearman", {"predicted": gold + 0.3 * rng.normal(size=300), "gold": gold}),
+            trained=True,
+        )
+    _write(
+        store,
+        keys["One seed"],
+        42,
+        "stsb",
+        ExampleScores("spearman", {"predicted": gold + 0.3 * rng.normal(size=300), "gold": gold}),
+        trained=True,
+    )
     page = render_reproduction([matrix], store, registry)
     body, digests = split_fingerprint(page)
     assert digests["inputs"] == inputs_digest([matrix], store, registry)
@@ -151,8 +195,9 @@ def test_the_committed_reproduction_page_is_the_generated_one(registry):
 
     assert digests, "docs/reproduction.md has no fingerprint line: regenerate it"
     assert digests["page"] == hashlib.sha256(body.encode()).hexdigest(), "docs/reproduction.md was edited by hand"
-    assert digests["inputs"] == inputs_digest(sorted((ROOT / "matrices").glob("*.yaml")), Store(ROOT / "published"),
-                                              registry), "docs/reproduction.md is older than its inputs: regenerate it"
+    assert digests["inputs"] == inputs_digest(
+        sorted((ROOT / "matrices").glob("*.yaml")), Store(ROOT / "published"), registry
+    ), "docs/reproduction.md is older than its inputs: regenerate it"
 
 
 def test_rows_trained_under_an_older_default_are_marked(tmp_path, registry):
@@ -168,11 +213,21 @@ def test_rows_trained_under_an_older_default_are_marked(tmp_path, registry):
     rng = np.random.default_rng(1)
     gold = rng.normal(size=50)
     for key in (current, "be-0123456789ab"):  # the second: the same label, trained under an older default
-        _write(store, key, 42, "stsb", ExampleScores("spearman", {"predicted": gold + rng.normal(size=50),
-                                                                  "gold": gold}), trained=False, backbone=spec.backbone)
+        _write(
+            store,
+            key,
+            42,
+            "stsb",
+            ExampleScores("spearman", {"predicted": gold + rng.normal(size=50), "gold": gold}),
+            trained=False,
+            backbone=spec.backbone,
+        )
     stale = stale_models(store, registry)
     assert stale == {"be-0123456789ab": current}
     (path,) = write_leaderboards(store, tmp_path / "boards", ("md",), stale=stale)
     text = path.read_text()
-    assert "be {key=be-0123456789ab} " + STALE in text and f"{STALE} `be` (be-0123456789ab): trained before a default" in text
+    assert (
+        "be {key=be-0123456789ab} " + STALE in text
+        and f"{STALE} `be` (be-0123456789ab): trained before a default" in text
+    )
     assert current in text

@@ -1,4 +1,5 @@
 """Bad input gets one clear error that says what to do."""
+
 from __future__ import annotations
 
 import shutil
@@ -15,15 +16,16 @@ from conftest import REPO
         (["run", "--models", "bee", "--tasks", "stsb"], ["unknown model 'bee'", "Did you mean: be"]),
         (["run", "--models", "be", "--tasks", "sts-12"], ["unknown task 'sts-12'", "sts12"]),
         (["run", "--models", "be", "--tasks", "sentevl"], ["unknown task", "senteval"]),
-        (["run", "--models", "be", "--tasks", "stsb", "--profile", "fast"],
-         ["--profile", "allowed values: smoke, quick, paper"]),
+        (
+            ["run", "--models", "be", "--tasks", "stsb", "--profile", "fast"],
+            ["--profile", "allowed values: smoke, quick, paper"],
+        ),
         (["run", "--models", "be:pooling=max", "--tasks", "stsb"], ["pooling", "allowed values: mean, cls"]),
         (["run", "--models", "be:poolin=cls", "--tasks", "stsb"], ["no option 'poolin'", "Did you mean: pooling"]),
         (["run", "--models", "be", "--tasks", "sickr:split=everything"], ["allowed values: test, all"]),
         (["run", "--models", "be", "--tasks", "stsb", "--seeds", "4x"], ["--seeds takes comma-separated integers"]),
         (["run", "--models", "be", "--tasks", "stsb", "--device", "tpu"], ["--device", "auto, cpu, cuda, mps"]),
-        (["run", "--models", "be", "--tasks", "stsb", "--train-on", "sts12"],
-         ["offers no training data", "stsb"]),
+        (["run", "--models", "be", "--tasks", "stsb", "--train-on", "sts12"], ["offers no training data", "stsb"]),
         (["leaderboard", "--results", "/nonexistent/store"], ["no result store"]),
         (["describe", "sentevl"], ["Did you mean: senteval"]),
     ],
@@ -75,7 +77,9 @@ def test_matrix_file_errors_name_the_file(run_cli, tmp_path):
 
 def test_validate_accepts_a_good_matrix(run_cli, tmp_path):
     matrix = tmp_path / "m.yaml"
-    matrix.write_text("profile: smoke\nseeds: [1, 2]\ntasks: [senteval]\nmodels:\n  - be\n  - {model: be, train_on: stsb}\n")
+    matrix.write_text(
+        "profile: smoke\nseeds: [1, 2]\ntasks: [senteval]\nmodels:\n  - be\n  - {model: be, train_on: stsb}\n"
+    )
     code, out, err = run_cli("validate", "--matrix", matrix)
     assert code == 0, err
     assert "ok: 28 cells" in out
@@ -106,8 +110,9 @@ def test_a_reader_that_stops_reading_is_not_an_error():
     import subprocess
     import sys
 
-    with subprocess.Popen([sys.executable, "-m", "harness", "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          cwd=REPO) as process:
+    with subprocess.Popen(
+        [sys.executable, "-m", "harness", "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO
+    ) as process:
         process.stdout.readline()
         process.stdout.close()
         stderr = process.stderr.read().decode()

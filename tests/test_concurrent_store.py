@@ -1,6 +1,7 @@
 """A store that many processes share (issue 12, point 2): locks with stale-lock recovery, checkpoints that concurrent
 builders and readers never see half-way, and two `harness run` processes on one store that train each model once
 and end with the records one run would write."""
+
 from __future__ import annotations
 
 import errno
@@ -34,8 +35,9 @@ HOLD_LOCK = textwrap.dedent("""
 
 
 def hold_in_subprocess(path: Path, seconds: float = 60.0) -> subprocess.Popen:
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(path), str(seconds)], stdout=subprocess.PIPE,
-                              text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(path), str(seconds)], stdout=subprocess.PIPE, text=True
+    )
     assert holder.stdout.readline().strip() == "held"
     return holder
 
@@ -137,8 +139,15 @@ def test_concurrent_checkpoint_builders_and_a_reader_never_see_half_a_checkpoint
     FileNotFoundError) and a COMPLETE marker without model.safetensors. Now: no errors, never a torn checkpoint."""
     target = tmp_path / "checkpoints" / "m-1" / "seed-42"
     seconds = 4.0
-    writers = [subprocess.Popen([sys.executable, "-c", BUILD_AND_CHECK, str(target), str(seconds)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", BUILD_AND_CHECK, str(target), str(seconds)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     problems: dict[str, int] = {}
     checks = 0
     deadline = time.monotonic() + 120
@@ -191,8 +200,15 @@ class GateTask(harness.Task):
     run in the middle of its cells for as long as it needs, whatever the machine's load."""
 
     metadata = harness.TaskMetadata(
-        name="gate", family="gate", description="waits for a file, then scores 1", main_score="score",
-        metric="constant", reference="tests", dataset="none", dataset_source="tests", license="none",
+        name="gate",
+        family="gate",
+        description="waits for a file, then scores 1",
+        main_score="score",
+        metric="constant",
+        reference="tests",
+        dataset="none",
+        dataset_source="tests",
+        license="none",
     )
 
     def check_data(self) -> str:
@@ -213,17 +229,39 @@ def register_tasks(register):
 
 
 def _run_command(results: Path, tiny_bert: str) -> list[str]:
-    return [sys.executable, "-m", "harness", "run", "--models", "be", "--tasks", "stsb,gate", "--train-on", "stsb",
-            "--profile", "smoke", "--backbone", tiny_bert, "--results", str(results), "--device", "cpu",
-            "--no-progress"]
+    return [
+        sys.executable,
+        "-m",
+        "harness",
+        "run",
+        "--models",
+        "be",
+        "--tasks",
+        "stsb,gate",
+        "--train-on",
+        "stsb",
+        "--profile",
+        "smoke",
+        "--backbone",
+        tiny_bert,
+        "--results",
+        str(results),
+        "--device",
+        "cpu",
+        "--no-progress",
+    ]
 
 
 def differences(first: dict[str, dict], second: dict[str, dict]) -> list[str]:
     """Which records, and which of their fields, differ (a readable failure instead of two long dicts)."""
     if sorted(first) != sorted(second):
         return [f"cells {sorted(first)} != {sorted(second)}"]
-    return [f"{path}: {key}: {first[path].get(key)!r} != {second[path].get(key)!r}" for path in first
-            for key in sorted(set(first[path]) | set(second[path])) if first[path].get(key) != second[path].get(key)]
+    return [
+        f"{path}: {key}: {first[path].get(key)!r} != {second[path].get(key)!r}"
+        for path in first
+        for key in sorted(set(first[path]) | set(second[path]))
+        if first[path].get(key) != second[path].get(key)
+    ]
 
 
 def _records(results: Path) -> dict[str, dict]:
@@ -233,8 +271,11 @@ def _records(results: Path) -> dict[str, dict]:
         record = {k: v for k, v in record.items() if k not in ("timings", "created_at", "checksum", "_path")}
         record["environment"] = {k: v for k, v in record["environment"].items() if k != "git_commit"}
         if isinstance(record.get("training"), dict):
-            record["training"] = {k: v for k, v in record["training"].items()
-                                  if k not in ("seconds", "wall_seconds", "examples_per_second")}
+            record["training"] = {
+                k: v
+                for k, v in record["training"].items()
+                if k not in ("seconds", "wall_seconds", "examples_per_second")
+            }
         return record
 
     return {Path(r["_path"]).relative_to(results).as_posix(): comparable(r) for r in Store(results).records()}
@@ -244,13 +285,23 @@ def test_two_concurrent_runs_train_once_and_store_what_one_run_stores(tmp_path, 
     """Two identical `harness run` processes on one store: one trains and computes, the other waits for it and
     answers every cell from the store; the records are valid and equal to those of one run alone."""
     shared, alone, gate = tmp_path / "shared", tmp_path / "alone", tmp_path / "gate"
-    environment = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join([str(REPO / "tests"),
-                                                                                      str(REPO)]),
-                   "HARNESS_EXTRA_PLUGINS": "test_concurrent_store", "HARNESS_TEST_GATE": str(gate)}
+    environment = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), str(REPO)]),
+        "HARNESS_EXTRA_PLUGINS": "test_concurrent_store",
+        "HARNESS_TEST_GATE": str(gate),
+    }
 
     def start() -> subprocess.Popen:
-        return subprocess.Popen(_run_command(shared, tiny_bert), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, env=environment, cwd=tmp_path)
+        return subprocess.Popen(
+            _run_command(shared, tiny_bert),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=environment,
+            cwd=tmp_path,
+        )
 
     def read_until(run: subprocess.Popen, text: str, lines: list[str]) -> None:
         for line in run.stdout:
@@ -288,8 +339,16 @@ def test_two_concurrent_runs_train_once_and_store_what_one_run_stores(tmp_path, 
 
     monkeypatch.setenv("HARNESS_TEST_GATE", str(gate))
     monkeypatch.setenv("HARNESS_EXTRA_PLUGINS", "test_concurrent_store")  # as the subprocesses registered it
-    config = RunConfig(models=[ModelEntry("be")], tasks=["stsb", "gate"], train_on="stsb", profile="smoke",
-                       backbone=tiny_bert, device="cpu", results_dir=alone, progress=False)
+    config = RunConfig(
+        models=[ModelEntry("be")],
+        tasks=["stsb", "gate"],
+        train_on="stsb",
+        profile="smoke",
+        backbone=tiny_bert,
+        device="cpu",
+        results_dir=alone,
+        progress=False,
+    )
     Run(build_registry(), config).run(LocalExecutor())
     assert differences(_records(shared), _records(alone)) == []
     assert len(_records(shared)) == 2

@@ -1,5 +1,6 @@
 """Measured train/test overlap (harness.contamination, issue 34): the bundled STS figures, what a trained cell's
 record says, the unseen subset as its own cell, the leaderboard marks and the derivation for older records."""
+
 from __future__ import annotations
 
 import csv
@@ -16,8 +17,13 @@ from harness.run.config import RunConfig
 from harness.run.driver import Run
 
 # Exact-match pairs of the bundled STS12-16 test sets also in STS-B train (issue 34), either order.
-ISSUE_FIGURES = {"sts12": (1002, 3108), "sts13": (597, 1500), "sts14": (1861, 3750), "sts15": (1102, 3000),
-                 "sts16": (197, 1186)}
+ISSUE_FIGURES = {
+    "sts12": (1002, 3108),
+    "sts13": (597, 1500),
+    "sts14": (1861, 3750),
+    "sts15": (1102, 3000),
+    "sts16": (197, 1186),
+}
 
 
 def test_normalisation_and_either_order():
@@ -43,8 +49,15 @@ def test_bundled_sts_overlap_with_stsb_train_reproduces_the_issue(registry):
 
 
 def _run(registry, tiny_bert, tmp_path, models, tasks):
-    config = RunConfig(models=models, tasks=tasks, profile="smoke", backbone=tiny_bert, device="cpu",
-                       results_dir=tmp_path / "results", progress=False)
+    config = RunConfig(
+        models=models,
+        tasks=tasks,
+        profile="smoke",
+        backbone=tiny_bert,
+        device="cpu",
+        results_dir=tmp_path / "results",
+        progress=False,
+    )
     runner = Run(registry, config, log=lambda message: None)
     return runner, runner.run(LocalExecutor(), runner.plan())
 
@@ -75,14 +88,17 @@ def test_a_trained_cell_records_its_overlap_and_scores_the_unseen_subset(trained
     # Counted independently: the smoke cut of STS12 against every STS-B train pair.
     ctx = EvalContext(profile=get_profile("smoke"), device="cpu", seed=42, batch_size=8)
     train = registry.task("stsb").factory({}, None).training_data("scored_pairs", ctx).train
-    train_pairs = {frozenset((" ".join(a.split()).lower(), " ".join(b.split()).lower()))
-                   for a, b in zip(train.first, train.second)}
+    train_pairs = {
+        frozenset((" ".join(a.split()).lower(), " ".join(b.split()).lower())) for a, b in zip(train.first, train.second)
+    }
     test = registry.task("sts12").factory({}, None).evaluated_texts(ctx).pairs
-    expected = sum(frozenset((" ".join(a.split()).lower(), " ".join(b.split()).lower())) in train_pairs
-                   for a, b in test)
+    expected = sum(
+        frozenset((" ".join(a.split()).lower(), " ".join(b.split()).lower())) in train_pairs for a, b in test
+    )
     assert measured["test_pairs"] == len(test) and measured["test_pairs_seen"] == expected > 0
-    assert measured["training_data"] == [{"source": "stsb", "kind": "scored_pairs", "max_train_examples": None,
-                                          "train_examples": len(train)}]
+    assert measured["training_data"] == [
+        {"source": "stsb", "kind": "scored_pairs", "max_train_examples": None, "train_examples": len(train)}
+    ]
     assert measured["how"] == "recorded"
     # The unseen subset is its own cell (task key), scored on the pairs left, and says how many it dropped.
     assert unseen["task"]["key"] != full["task"]["key"] and unseen["task"]["options"]["unseen"] is True
@@ -107,8 +123,9 @@ def test_marks_in_every_leaderboard_format_and_in_compare(trained_run):
     tables = collect_tables(runner.store, include_samples=True)  # smoke records are on an evaluation sample
     markdown = render_markdown(tables)
     trained_line = next(line for line in markdown.splitlines() if "[train: stsb]" in line and line.startswith("|"))
-    untrained_line = next(line for line in markdown.splitlines() if line.startswith("| ") and "| be " in line
-                          and "[train" not in line)
+    untrained_line = next(
+        line for line in markdown.splitlines() if line.startswith("| ") and "| be " in line and "[train" not in line
+    )
     assert f"†{share}" in trained_line and "†" not in untrained_line
     assert "†N%: N% of the cell's test pairs were in the row's training data" in markdown
     assert f"†{share[:-1]}\\%" in render_latex(tables) and f"†{share}" in render_html(tables)  # LaTeX escapes %
@@ -116,9 +133,11 @@ def test_marks_in_every_leaderboard_format_and_in_compare(trained_run):
     trained_csv = next(row for row in rows if row["train_on"] == "stsb")
     assert next(row for row in rows if not row["train_on"])["sts12_seen_pairs"] == ""  # untrained: not measured
     assert float(trained_csv["sts12_seen_pairs"]) == pytest.approx(
-        measured["test_pairs_seen"] / measured["test_pairs"], abs=1e-4)
+        measured["test_pairs_seen"] / measured["test_pairs"], abs=1e-4
+    )
     assert seen_notes(runner.registry, runner.store, {"A": full.spec}, ["sts12"], [42]) == [
-        f"A on sts12: {share} of test pairs seen in training (seed 42)"]
+        f"A on sts12: {share} of test pairs seen in training (seed 42)"
+    ]
 
 
 def test_older_records_get_the_overlap_derived_from_their_spec_and_the_data(trained_run, run_cli, tmp_path):
@@ -138,8 +157,11 @@ def test_older_records_get_the_overlap_derived_from_their_spec_and_the_data(trai
     measured = record.pop("contamination")
     store.write(full.spec.key, 42, full.task.key, record, examples_path(path).read_bytes())  # as stored before
     code, out, _ = run_cli("contamination", "--results", root)
-    assert code == 0 and "lack the measurement; --write stores it" in out and "contamination" not in json.loads(
-        path.read_text())
+    assert (
+        code == 0
+        and "lack the measurement; --write stores it" in out
+        and "contamination" not in json.loads(path.read_text())
+    )
     code, out, _ = run_cli("contamination", "--results", root, "--write")
     assert code == 0 and "wrote the measurement into" in out
     derived = json.loads(path.read_text())["contamination"]
@@ -157,8 +179,9 @@ def test_a_recipe_records_its_teachers_data_and_the_pairs_it_made(tiny_bert, tmp
     from harness.registry import build_registry
 
     registry = build_registry()
-    runner, outcomes = _run(registry, tiny_bert, tmp_path, [ModelEntry("augsbert:teacher=be", train_on="stsb")],
-                            ["sts12"])
+    runner, outcomes = _run(
+        registry, tiny_bert, tmp_path, [ModelEntry("augsbert:teacher=be", train_on="stsb")], ["sts12"]
+    )
     (outcome,) = outcomes
     assert outcome.status == "ok", outcome.message
     measured = _record(runner, outcome)["contamination"]

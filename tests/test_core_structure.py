@@ -1,5 +1,6 @@
 """The core's structure (issue 23.5): no import loops inside harness/, and no registered model's or task's name as a
 string literal in harness/ (the core names no particular plugin; tests/test_layout.py checks its imports)."""
+
 from __future__ import annotations
 
 import ast
@@ -122,7 +123,8 @@ def test_no_import_loops_in_the_core():
     found = loops(graph)
     unexpected = [describe(component, graph) for component in found if frozenset(component) not in KNOWN_LOOPS]
     assert not unexpected, "import loops in harness/ (break them: move the shared piece down a layer):\n" + "\n".join(
-        unexpected)
+        unexpected
+    )
     stale = [sorted(known) for known in KNOWN_LOOPS if set(known) not in found]
     assert not stale, f"KNOWN_LOOPS lists loops that no longer exist; remove them: {stale}"
 
@@ -133,8 +135,11 @@ def _docstring_nodes(tree: ast.AST) -> set[int]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
-                    and isinstance(first.value.value, str):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 ids.add(id(first.value))
     return ids
 
@@ -145,8 +150,12 @@ def test_core_names_no_registered_model_or_task(registry):
     never read by the code. Messages and log lines are not: a message naming a plugin's model is a default in
     disguise."""
     names = {
-        *registry.models, *registry.model_aliases, *registry.recipes, *registry.recipe_aliases,
-        *registry.tasks, *registry.task_aliases,
+        *registry.models,
+        *registry.model_aliases,
+        *registry.recipes,
+        *registry.recipe_aliases,
+        *registry.tasks,
+        *registry.task_aliases,
     }
     assert {"be", "stsb"} <= names, "the built-in plugins did not load; this check would see nothing"
     offenders = []
@@ -154,11 +163,16 @@ def test_core_names_no_registered_model_or_task(registry):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         docstrings = _docstring_nodes(tree)
         for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings \
-                    and node.value in names:
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in docstrings
+                and node.value in names
+            ):
                 offenders.append(f"{path.relative_to(REPO)}:{node.lineno}: {node.value!r}")
-    assert not offenders, "the core names registered models/tasks (declare them in the plugin instead):\n" + \
-        "\n".join(offenders)
+    assert not offenders, "the core names registered models/tasks (declare them in the plugin instead):\n" + "\n".join(
+        offenders
+    )
 
 
 def _scored_pairs_task(name: str) -> type:
@@ -166,8 +180,17 @@ def _scored_pairs_task(name: str) -> type:
 
     class Declaring(harness.Task):
         metadata = harness.TaskMetadata(
-            name=name, family=name, description="d", main_score="spearman", metric="m", reference="r",
-            dataset=name, dataset_source="s", license="l", training_kinds=(harness.SCORED_PAIRS,))
+            name=name,
+            family=name,
+            description="d",
+            main_score="spearman",
+            metric="m",
+            reference="r",
+            dataset=name,
+            dataset_source="s",
+            license="l",
+            training_kinds=(harness.SCORED_PAIRS,),
+        )
         default_source_for = (harness.SCORED_PAIRS,)
 
         def evaluate(self, model, ctx):  # pragma: no cover - never run
@@ -196,5 +219,8 @@ def test_default_training_source_is_declared_by_a_task(registry):
     with pytest.raises(DuplicateNameError, match="'rival-pairs'.*'stsb'|'stsb'.*'rival-pairs'"):
         build_registry(extra_plugins=[Rival()])
     with pytest.raises(harness.PluginContractError, match="does not offer"):
-        harness.TaskPlugin(_scored_pairs_task("x").metadata, lambda options, data_dir: None,
-                           default_source_for=(harness.UNLABELED_SENTENCES,))
+        harness.TaskPlugin(
+            _scored_pairs_task("x").metadata,
+            lambda options, data_dir: None,
+            default_source_for=(harness.UNLABELED_SENTENCES,),
+        )

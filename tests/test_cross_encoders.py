@@ -1,4 +1,5 @@
 """Cross-Encoder (ce) and Cross-Bi-Encoder (cbe) on tiny random BERT- and RoBERTa-style transformers."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -300,8 +301,20 @@ def test_cbe_save_load_round_trip_is_exact(registry, backbone, tmp_path):
 
 def test_ce_and_cbe_train_and_evaluate_through_the_cli(run_cli, tiny_bert, tmp_path):
     code, out, err = run_cli(
-        "run", "--models", "ce,cbe", "--tasks", "stsb,bws-cross-topic", "--profile", "smoke", "--backbone", tiny_bert,
-        "--device", "cpu", "--results", tmp_path, "--no-progress",
+        "run",
+        "--models",
+        "ce,cbe",
+        "--tasks",
+        "stsb,bws-cross-topic",
+        "--profile",
+        "smoke",
+        "--backbone",
+        tiny_bert,
+        "--device",
+        "cpu",
+        "--results",
+        tmp_path,
+        "--no-progress",
     )
     assert code == 0, err
     import json
@@ -329,8 +342,11 @@ def test_no_plugin_module_imports_another_plugin():
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
-            plugin_modules = [name for name in names if name.split(".")[:2] in (["harness", "plugins"], ["plugins"])
-                              or name.startswith("plugins.")]
+            plugin_modules = [
+                name
+                for name in names
+                if name.split(".")[:2] in (["harness", "plugins"], ["plugins"]) or name.startswith("plugins.")
+            ]
             offenders += [f"{path.name}: {name}" for name in plugin_modules]
     assert not offenders
 

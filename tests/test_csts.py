@@ -1,5 +1,6 @@
 """C-STS on a fixture in the official CSV format: the three input modes, the span selectors (lexical, embedding, a
 third-party one registered as a component), missing and malformed data, an unlabelled test file, and a CLI run."""
+
 from __future__ import annotations
 
 import csv
@@ -42,8 +43,10 @@ def evaluate(model, registry, data_dir=FIXTURES, **options):
 def test_the_fixture_reads_as_the_official_format():
     validation = csts.read_csts(FIXTURES / "csts" / "csts_validation.csv")
     assert len(validation) == 12 and validation.labels is not None and set(validation.labels) <= {1, 2, 5}
-    assert validation.first[0].startswith("A man in a red jacket") and validation.conditions[0] == \
-        "The color of the clothing."
+    assert (
+        validation.first[0].startswith("A man in a red jacket")
+        and validation.conditions[0] == "The color of the clothing."
+    )
     assert csts.read_csts(FIXTURES / "csts" / "csts_test.csv").labels is None
 
 
@@ -53,8 +56,10 @@ def test_the_task_contract_with_each_kind_of_model(registry):
         assert set(report.scores) == {"spearman", "spearman_validation"}
 
 
-@pytest.mark.parametrize("model,mode", [(HashingSpanEncoder(), "spans"), (HashingEmbedder(), "no-condition"),
-                                        (OverlapPairScorer(), "prepend")])
+@pytest.mark.parametrize(
+    "model,mode",
+    [(HashingSpanEncoder(), "spans"), (HashingEmbedder(), "no-condition"), (OverlapPairScorer(), "prepend")],
+)
 def test_auto_input_follows_what_the_model_offers(registry, model, mode):
     result = evaluate(model, registry)
     assert result.details["validation"]["input"] == mode
@@ -102,8 +107,10 @@ def test_no_condition_scores_do_not_depend_on_the_condition(registry, tmp_path):
     (tmp_path / "csts" / "csts_validation.csv").write_text(buffer.getvalue())
     original = evaluate(HashingEmbedder(), registry, input="no-condition").scores["spearman"]
     assert evaluate(HashingEmbedder(), registry, tmp_path, input="no-condition").scores["spearman"] == original
-    assert evaluate(HashingEmbedder(), registry, tmp_path, input="condition").scores["spearman"] != \
-        evaluate(HashingEmbedder(), registry, input="condition").scores["spearman"]
+    assert (
+        evaluate(HashingEmbedder(), registry, tmp_path, input="condition").scores["spearman"]
+        != evaluate(HashingEmbedder(), registry, input="condition").scores["spearman"]
+    )
 
 
 def test_a_condition_that_matches_no_word_falls_back_to_the_whole_sentence_and_is_counted(registry):
@@ -136,8 +143,17 @@ def test_a_third_party_selector_plugs_in_without_touching_the_task():
         @harness.hookimpl
         def register_components(self, register):
             answers = {"color": ["red", "blue"], "vehicle": ["bicycle", "scooter"]}
-            register(Component("span-selector", "llm", WordListSelector(
-                lambda sentence, condition: next((words for key, words in answers.items() if key in condition), []))))
+            register(
+                Component(
+                    "span-selector",
+                    "llm",
+                    WordListSelector(
+                        lambda sentence, condition: next(
+                            (words for key, words in answers.items() if key in condition), []
+                        )
+                    ),
+                )
+            )
 
     registry = plugin_registry(csts_selectors, LLMLikePlugin())
     assert "llm" in registry.component_names("span-selector")
@@ -169,8 +185,15 @@ def test_a_selector_returning_spans_outside_the_sentence_is_an_error_naming_the_
         @harness.hookimpl
         def register_components(self, register):
             register(Component("span-selector", "bad", WordListSelector(lambda s, c: [])))
-            register(Component("span-selector", "worse", type("Worse", (), {
-                "select": lambda self, sentences, conditions, ctx: [[(0, 999)]] * len(sentences)})()))
+            register(
+                Component(
+                    "span-selector",
+                    "worse",
+                    type(
+                        "Worse", (), {"select": lambda self, sentences, conditions, ctx: [[(0, 999)]] * len(sentences)}
+                    )(),
+                )
+            )
 
     registry = plugin_registry(csts_selectors, Bad())
     with pytest.raises(SpanError, match=r"csts row 0 \(sentence1\), selector 'worse'.*outside the sentence"):
@@ -188,8 +211,13 @@ def test_missing_data_says_how_to_obtain_and_decrypt_it(tmp_path):
     with pytest.raises(MissingDataError) as raised:
         task.check_data()
     message = str(raised.value)
-    for needed in ("princeton-nlp/c-sts", "extract.sh csts.tar.enc <password>", "<data-dir>/csts/",
-                   "never bundles or downloads", str(tmp_path / "csts" / "csts_validation.csv")):
+    for needed in (
+        "princeton-nlp/c-sts",
+        "extract.sh csts.tar.enc <password>",
+        "<data-dir>/csts/",
+        "never bundles or downloads",
+        str(tmp_path / "csts" / "csts_validation.csv"),
+    ):
         assert needed in message
     with pytest.raises(MissingDataError, match="no --data-dir given"):
         csts.CSTS({}, None).check_data()
@@ -206,12 +234,15 @@ def test_a_labelled_test_file_is_scored(tmp_path, registry):
     assert "not scored" in evaluate(HashingEmbedder(), registry, data_dir=tmp_path).details["test_status"]
 
 
-@pytest.mark.parametrize("content,message", [
-    ("sentence1,sentence2,label\na,b,3\n", r"csts_validation.csv:1: the header has no condition column"),
-    ("sentence1,sentence2,condition,label\na,b,c,3\na,b,c,seven\n", r"csts_validation.csv:3: label 'seven'"),
-    ("sentence1,sentence2,condition,label\na,b,c,3\na,b,c,9\n", r"csts_validation.csv:3: label 9 is outside"),
-    ("sentence1,sentence2,condition,label\na,,c,3\n", r"csts_validation.csv:2: sentence1, sentence2 and condition"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ("sentence1,sentence2,label\na,b,3\n", r"csts_validation.csv:1: the header has no condition column"),
+        ("sentence1,sentence2,condition,label\na,b,c,3\na,b,c,seven\n", r"csts_validation.csv:3: label 'seven'"),
+        ("sentence1,sentence2,condition,label\na,b,c,3\na,b,c,9\n", r"csts_validation.csv:3: label 9 is outside"),
+        ("sentence1,sentence2,condition,label\na,,c,3\n", r"csts_validation.csv:2: sentence1, sentence2 and condition"),
+    ],
+)
 def test_malformed_files_name_the_line(tmp_path, content, message):
     (tmp_path / "csts").mkdir()
     (tmp_path / "csts" / "csts_validation.csv").write_text(content)
@@ -220,22 +251,54 @@ def test_malformed_files_name_the_line(tmp_path, content, message):
 
 
 def test_end_to_end_through_the_cli_with_subencoder_and_be(tmp_path, tiny_bert):
-    run = run_harness("run", "--models", "subencoder,be", "--tasks", "csts", "--data-dir", FIXTURES, "--backbone",
-                      tiny_bert, "--profile", "smoke", "--results", tmp_path / "results", "--device", "cpu")
+    run = run_harness(
+        "run",
+        "--models",
+        "subencoder,be",
+        "--tasks",
+        "csts",
+        "--data-dir",
+        FIXTURES,
+        "--backbone",
+        tiny_bert,
+        "--profile",
+        "smoke",
+        "--results",
+        tmp_path / "results",
+        "--device",
+        "cpu",
+    )
     assert run.exit_code == 0, run.stderr + run.stdout
     records = sorted((tmp_path / "results").glob("*/seed-42/csts.json"))
     assert len(records) == 2
     import json
 
-    inputs = {json.loads(p.read_text())["model"]["name"]: json.loads(p.read_text())["details"]["validation"]["input"]
-              for p in records}
+    inputs = {
+        json.loads(p.read_text())["model"]["name"]: json.loads(p.read_text())["details"]["validation"]["input"]
+        for p in records
+    }
     assert inputs == {"subencoder": "spans", "be": "no-condition"}
     assert all(np.isfinite(json.loads(p.read_text())["main_score"]) for p in records)
 
 
 def test_without_the_data_the_cli_stores_the_cell_as_missing_and_runs_the_rest(tmp_path, tiny_bert):
-    run = run_harness("run", "--models", "be", "--tasks", "csts,stsb", "--data-dir", tmp_path, "--backbone", tiny_bert,
-                      "--profile", "smoke", "--results", tmp_path / "results", "--device", "cpu")
+    run = run_harness(
+        "run",
+        "--models",
+        "be",
+        "--tasks",
+        "csts,stsb",
+        "--data-dir",
+        tmp_path,
+        "--backbone",
+        tiny_bert,
+        "--profile",
+        "smoke",
+        "--results",
+        tmp_path / "results",
+        "--device",
+        "cpu",
+    )
     assert run.exit_code == 0, run.stderr + run.stdout
     output = run.stdout + run.stderr
     assert "extract.sh csts.tar.enc <password>" in output

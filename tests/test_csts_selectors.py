@@ -1,6 +1,7 @@
 """The C-STS span selectors (plugins/csts_selectors.py) on their own: word spans, spelling nearness, the word-list
 adapter for LLM answers, and the embedding selector's margin and word cap (tests/test_csts.py runs them in the
 task)."""
+
 from __future__ import annotations
 
 import numpy as np

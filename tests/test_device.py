@@ -2,6 +2,7 @@
 chosen per device, training spreads over GPUs only for plain ``cuda``, and a Ray task's resources and device are
 what it asked for. torch's CUDA queries are faked where a test needs a GPU that this machine does not have; one test
 starts a Ray cluster that declares two (fake) GPUs and checks that each task is shown exactly its own."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -123,8 +124,11 @@ def test_to_device_moves_a_batch_encoding_and_nested_structures():
     from harness.training import to_device
 
     Pair = namedtuple("Pair", "first second")
-    batch = {"first": BatchEncoding({"input_ids": torch.ones(2, 3)}),
-             "pair": Pair([torch.zeros(1)], (torch.ones(1),)), "label": "x"}
+    batch = {
+        "first": BatchEncoding({"input_ids": torch.ones(2, 3)}),
+        "pair": Pair([torch.zeros(1)], (torch.ones(1),)),
+        "label": "x",
+    }
     moved = to_device(batch, torch.device("meta"))
     assert moved["first"]["input_ids"].device.type == "meta"
     assert moved["pair"].first[0].device.type == "meta" and moved["pair"].second[0].device.type == "meta"
@@ -145,8 +149,9 @@ def test_the_record_names_the_precision_used():
     examples = [torch.ones(2)] * 4
     collate = lambda rows: {"inputs": torch.stack(rows)}  # noqa: E731
     for precision, used in (("auto", "fp32"), ("bf16", "bf16"), ("fp16", "fp16")):
-        report = training.fit(Square(), examples, collate, training.TrainConfig(batch_size=2, progress=False,
-                                                                                precision=precision))
+        report = training.fit(
+            Square(), examples, collate, training.TrainConfig(batch_size=2, progress=False, precision=precision)
+        )
         assert report.applied_budget["precision"] == precision and report.applied_budget["precision_used"] == used
 
 
@@ -173,8 +178,9 @@ def test_training_on_the_cpu_uses_no_scaler_and_no_data_parallel(monkeypatch):
     def collate(batch):
         return {"inputs": torch.tensor([x for x, _ in batch]), "targets": torch.tensor([y for _, y in batch])}
 
-    report = training.fit(Regression(), examples, collate, training.TrainConfig(batch_size=4, device="cpu",
-                                                                                 progress=False))
+    report = training.fit(
+        Regression(), examples, collate, training.TrainConfig(batch_size=4, device="cpu", progress=False)
+    )
     assert report.steps == 2 and made == []
 
 
@@ -199,20 +205,23 @@ def test_explicit_gpu_shares_and_counts():
     assert task_resources(0, 1, "auto", [node(8, 4)]) == TaskResources(1.0, 0.0)
 
 
-@pytest.mark.parametrize("gpus, cpus, device, nodes, message", [
-    (1, 1, "auto", [node(2)], "--gpus-per-task 1: the Ray cluster has no GPUs (CPUs: 2); use --gpus-per-task 0"),
-    (None, 1, "cuda", [node(2)], "--device cuda under --executor ray needs --gpus-per-task 1"),
-    (0, 1, "cuda", [node(2, 2)], "--device cuda under --executor ray needs --gpus-per-task 1"),
-    (1, 1, "auto", [node(8, 0.5)], "no node of the Ray cluster has that many GPUs (the most on one node: 0.5)"),
-    (2, 1, "cuda", [node(8, 4)], "a Ray task trains on one GPU (or a share of one); to train one model on several"),
-    (1, 16, "auto", [node(8, 1)], "--cpus-per-task 16: no node of the Ray cluster has that many CPUs"),
-    (1, 1, "cpu", [node(8, 1)], "--device cpu with --gpus-per-task 1 would hold GPUs it never uses"),
-    (None, 1, "cuda:1", [node(8, 2)], "--device cuda:1 picks a GPU by number"),
-    (1.5, 1, "auto", [node(8, 2)], "ask for whole GPUs"),
-    (-1, 1, "auto", [node(8, 2)], "--gpus-per-task must be 0 or more"),
-    (None, 0, "auto", [node(8, 2)], "--cpus-per-task must be positive"),
-    (1, 1, "auto", [node(8, 4, alive=False), node(8)], "has no GPUs"),  # a dead node's GPUs do not count
-])
+@pytest.mark.parametrize(
+    "gpus, cpus, device, nodes, message",
+    [
+        (1, 1, "auto", [node(2)], "--gpus-per-task 1: the Ray cluster has no GPUs (CPUs: 2); use --gpus-per-task 0"),
+        (None, 1, "cuda", [node(2)], "--device cuda under --executor ray needs --gpus-per-task 1"),
+        (0, 1, "cuda", [node(2, 2)], "--device cuda under --executor ray needs --gpus-per-task 1"),
+        (1, 1, "auto", [node(8, 0.5)], "no node of the Ray cluster has that many GPUs (the most on one node: 0.5)"),
+        (2, 1, "cuda", [node(8, 4)], "a Ray task trains on one GPU (or a share of one); to train one model on several"),
+        (1, 16, "auto", [node(8, 1)], "--cpus-per-task 16: no node of the Ray cluster has that many CPUs"),
+        (1, 1, "cpu", [node(8, 1)], "--device cpu with --gpus-per-task 1 would hold GPUs it never uses"),
+        (None, 1, "cuda:1", [node(8, 2)], "--device cuda:1 picks a GPU by number"),
+        (1.5, 1, "auto", [node(8, 2)], "ask for whole GPUs"),
+        (-1, 1, "auto", [node(8, 2)], "--gpus-per-task must be 0 or more"),
+        (None, 0, "auto", [node(8, 2)], "--cpus-per-task must be positive"),
+        (1, 1, "auto", [node(8, 4, alive=False), node(8)], "has no GPUs"),  # a dead node's GPUs do not count
+    ],
+)
 def test_requests_a_cluster_cannot_meet_are_one_clear_line(gpus, cpus, device, nodes, message):
     with pytest.raises(HarnessError) as caught:
         task_resources(gpus, cpus, device, nodes)
@@ -255,8 +264,9 @@ def test_each_ray_task_sees_exactly_the_gpu_it_asked_for():
 
     # Ray decides what each task sees; the suite's CUDA_VISIBLE_DEVICES="" (conftest) would hide its fake GPUs.
     environment = {key: value for key, value in os.environ.items() if key != "CUDA_VISIBLE_DEVICES"}
-    run = subprocess.run([sys.executable, "-c", FAKE_GPU_CLUSTER], capture_output=True, text=True, timeout=600,
-                         env=environment)
+    run = subprocess.run(
+        [sys.executable, "-c", FAKE_GPU_CLUSTER], capture_output=True, text=True, timeout=600, env=environment
+    )
     assert run.returncode == 0, run.stderr
     seen = json.loads(run.stdout.strip().splitlines()[-1])
     assert all(device == "cuda" and len(ids) == 1 and visible == str(ids[0]) for visible, ids, device in seen), seen
@@ -296,6 +306,7 @@ def test_a_ray_worker_hands_cached_gpu_memory_back_between_jobs(monkeypatch):
     class Job:
         class trained:
             key = "k"
+
         seed = 1
 
     server._job_model(Job())

@@ -2,6 +2,7 @@
 profile and evaluated, no tensor stays on the CPU (harness.testing.check_model_device); and training under CPU
 bfloat16 and float16 autocast, float16 with a real GradScaler, stays finite (harness.testing.check_model_precision).
 New built-in models join the parametrisation automatically."""
+
 from __future__ import annotations
 
 import pytest
@@ -26,8 +27,9 @@ def _backbone(name: str, tiny_bert: str, request) -> str:
 
 @pytest.mark.parametrize("name", MODELS)
 def test_every_model_keeps_its_tensors_on_its_device(name, tiny_bert, tiny_wordnet, request):
-    report = ht.check_model_device(name, registry=REGISTRY, backbone=_backbone(name, tiny_bert, request),
-                                   options=OPTIONS.get(name))
+    report = ht.check_model_device(
+        name, registry=REGISTRY, backbone=_backbone(name, tiny_bert, request), options=OPTIONS.get(name)
+    )
     assert report.trained == ("trainable" in REGISTRY.model(name).capabilities)
     assert report.operations_checked
 
@@ -36,8 +38,12 @@ def test_every_model_keeps_its_tensors_on_its_device(name, tiny_bert, tiny_wordn
 # cross-bi-encoder), its samplers (BM25, semantic search with a bi-encoder, KDE over teacher scores) and the domain
 # MLM. A recipe without an entry fails test_every_recipe_has_device_specs.
 RECIPE_SPECS = {
-    "augsbert": ["augsbert:teacher=ce,sampler=bm25", "augsbert:teacher=cbe,sampler=semantic-search",
-                 "augsbert:teacher=ce,sampler=kde-iterative", "augsbert:teacher=ce,teacher_mlm=true"],
+    "augsbert": [
+        "augsbert:teacher=ce,sampler=bm25",
+        "augsbert:teacher=cbe,sampler=semantic-search",
+        "augsbert:teacher=ce,sampler=kde-iterative",
+        "augsbert:teacher=ce,teacher_mlm=true",
+    ],
 }
 
 
@@ -57,8 +63,7 @@ TRAINABLE = [name for name in MODELS if "trainable" in REGISTRY.model(name).capa
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
 @pytest.mark.parametrize("name", TRAINABLE)
 def test_every_trainable_model_trains_under_cpu_autocast(name, precision, tiny_bert, tiny_wordnet):
-    record = ht.check_model_precision(name, precision, registry=REGISTRY, backbone=tiny_bert,
-                                      options=OPTIONS.get(name))
+    record = ht.check_model_precision(name, precision, registry=REGISTRY, backbone=tiny_bert, options=OPTIONS.get(name))
     if "applied_budget" in record and "precision_used" in record["applied_budget"]:
         assert record["applied_budget"]["precision_used"] == precision
 

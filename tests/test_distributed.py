@@ -1,5 +1,6 @@
 """DistributedDataParallel on the CPU (issue 33.3): two gloo processes launched by torchrun train a built-in model to
 the same loss curve and the same outputs as one process at the same global batch, in-batch negatives included."""
+
 from __future__ import annotations
 
 import json
@@ -66,16 +67,29 @@ def _train(tmp_path: Path, backbone: str, models: tuple[str, ...], processes: in
     script.write_text(WORKER)
     command = [sys.executable, str(script), backbone, *models]
     if processes > 1:
-        command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(processes),
-                   "--master-port", "0", "--rdzv-backend", "c10d", "--rdzv-endpoint", "localhost:0",
-                   str(script), backbone, *models]
+        command = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc-per-node",
+            str(processes),
+            "--master-port",
+            "0",
+            "--rdzv-backend",
+            "c10d",
+            "--rdzv-endpoint",
+            "localhost:0",
+            str(script),
+            backbone,
+            *models,
+        ]
     environment = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     environment.pop("WORLD_SIZE", None)
     run = subprocess.run(command, capture_output=True, text=True, timeout=300, env=environment)
     assert run.returncode == 0, run.stderr[-3000:]
     lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
     assert len(lines) == 1, run.stdout  # rank 0 alone reports
-    return json.loads(lines[0][len("RESULT "):])
+    return json.loads(lines[0][len("RESULT ") :])
 
 
 def test_two_gloo_processes_train_like_one_at_the_same_global_batch(tmp_path, dropout_free_bert):
@@ -116,15 +130,45 @@ def test_without_torchrun_nothing_is_distributed(monkeypatch):
 def test_harness_run_under_torchrun_trains_once_and_rank_0_writes(tmp_path, tiny_bert, run_cli):
     """`torchrun --nproc-per-node 2 -m harness run`: both ranks train the cell's model together, rank 0 alone writes
     the checkpoint and the record, whose score is the one-process score at the same global batch."""
-    arguments = ("run", "--models", "ce", "--tasks", "stsb", "--profile", "smoke", "--backbone", tiny_bert,
-                 "--device", "cpu", "--no-progress")
+    arguments = (
+        "run",
+        "--models",
+        "ce",
+        "--tasks",
+        "stsb",
+        "--profile",
+        "smoke",
+        "--backbone",
+        tiny_bert,
+        "--device",
+        "cpu",
+        "--no-progress",
+    )
     code, _, err = run_cli(*arguments, "--results", tmp_path / "one")
     assert code == 0, err
     environment = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
-    run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--rdzv-backend",
-                          "c10d", "--rdzv-endpoint", "localhost:0", "-m", "harness", *arguments,
-                          "--results", str(tmp_path / "two")], capture_output=True, text=True, timeout=300,
-                         env=environment)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc-per-node",
+            "2",
+            "--rdzv-backend",
+            "c10d",
+            "--rdzv-endpoint",
+            "localhost:0",
+            "-m",
+            "harness",
+            *arguments,
+            "--results",
+            str(tmp_path / "two"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=environment,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.count("cells computed") == 1  # rank 0 reports
     (one,), (two,) = (list((tmp_path / name).glob("ce-*/seed-42/stsb.json")) for name in ("one", "two"))

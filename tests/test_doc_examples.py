@@ -14,6 +14,7 @@ Each page runs in a temporary folder of its own, its blocks in order:
 - a ```bash block whose first line is ``# doc-test: skip: REASON`` is not run, and says why on the page itself;
 - other blocks (```toml, folder trees) are shown, not run.
 """
+
 from __future__ import annotations
 
 import re
@@ -81,13 +82,17 @@ def run_command_line(line: str, block: Block, plugins: list[str], tmp_path: Path
     if words[:3] == ["pip", "install", "-e"]:
         return  # the page's files are written and importable already
     assert words and words[0] == "harness", (
-        f"{block.where}: {line!r} is not a harness command; mark the block '# doc-test: skip: REASON'")
+        f"{block.where}: {line!r} is not a harness command; mark the block '# doc-test: skip: REASON'"
+    )
     argv = words[1:]
     if argv and argv[0] in TAKES_BACKBONE and "--backbone" not in argv:
         argv += ["--backbone", ht.default_tiny_backbone()]
     extra = [name for name in env.pop("HARNESS_EXTRA_PLUGINS", "").split(",") if name]
-    result = ht.run_harness(*argv, plugins=list(dict.fromkeys([*plugins, *extra])),
-                            env={"HARNESS_RESULTS_DIR": str(tmp_path / "results"), **env})
+    result = ht.run_harness(
+        *argv,
+        plugins=list(dict.fromkeys([*plugins, *extra])),
+        env={"HARNESS_RESULTS_DIR": str(tmp_path / "results"), **env},
+    )
     assert result.exit_code == 0, f"{block.where}: {line!r} exited {result.exit_code}:\n{result.stderr[-3000:]}"
 
 
@@ -144,8 +149,12 @@ def test_the_plugin_pages_have_runnable_examples():
     """The guides keep their examples: a page of code blocks that all became skips or prose would pass above."""
     counted = {page.name: sum(block.language == "python" for block in blocks(page)) for page in PAGES}
     assert counted["quick-start.md"] >= 2 and sum(counted.values()) >= 15, counted
-    skips = [block for page in PAGES for block in blocks(page)
-             if block.language == "bash" and SKIP.match(block.code.splitlines()[0])]
+    skips = [
+        block
+        for page in PAGES
+        for block in blocks(page)
+        if block.language == "bash" and SKIP.match(block.code.splitlines()[0])
+    ]
     assert len(skips) <= 3, [block.where for block in skips]
 
 

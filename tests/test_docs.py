@@ -1,5 +1,6 @@
 """The code of docs/plugins/unsupervised-objective.md ("An unsupervised method in one file") runs as written: its
 plugin module is written to a folder on sys.path and its test block is executed (tiny BERT backbone, smoke budget)."""
+
 from __future__ import annotations
 
 import re
@@ -14,7 +15,7 @@ def chapter_code_blocks(text: str, heading: str) -> list[str]:
     """The ```python blocks of one ``## `` chapter of a Markdown page, in order."""
     start = text.index(heading + "\n")
     following = text.find("\n## ", start + len(heading))
-    chapter = text[start: following if following >= 0 else len(text)]
+    chapter = text[start : following if following >= 0 else len(text)]
     return re.findall(r"^```python\n(.*?)^```$", chapter, flags=re.S | re.M)
 
 

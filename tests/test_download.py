@@ -1,6 +1,7 @@
 """harness.download against a local HTTP server on 127.0.0.1: verified download, resume after a cut connection,
 bad checksums and corrupt or unsafe archives rejected with nothing left behind, atomic unpacking; and the USEB
 dataset component end to end (download fixture archives in the official layout, then evaluate from them)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -193,8 +194,10 @@ def test_unpacking_is_all_or_nothing(server, tmp_path):
     good = make_zip(TOY_MEMBERS)
     server.files["/good.zip"] = good
     server.files["/bad.zip"] = b"this is not a zip archive"
-    archives = [Archive(server.url("/good.zip"), sha256=hashlib.sha256(good).hexdigest()),
-                Archive(server.url("/bad.zip"))]
+    archives = [
+        Archive(server.url("/good.zip"), sha256=hashlib.sha256(good).hexdigest()),
+        Archive(server.url("/bad.zip")),
+    ]
     with pytest.raises(ChecksumError, match="bad.zip: not a readable zip archive"):
         dataset(archives).download(tmp_path)
     assert not (tmp_path / "toy").exists()
@@ -224,8 +227,13 @@ def test_existing_folder_not_made_by_download_is_not_touched(server, tmp_path):
 
 
 def zip_folder(folder: Path, prefix: str) -> bytes:
-    return make_zip({f"{prefix}/{p.relative_to(folder).as_posix()}": p.read_bytes()
-                     for p in sorted(folder.rglob("*")) if p.is_file()})
+    return make_zip(
+        {
+            f"{prefix}/{p.relative_to(folder).as_posix()}": p.read_bytes()
+            for p in sorted(folder.rglob("*"))
+            if p.is_file()
+        }
+    )
 
 
 def test_useb_dataset_downloads_the_official_layout_and_the_tasks_read_it(server, tmp_path, monkeypatch):
@@ -312,8 +320,15 @@ def test_black_holed_server_fails_within_the_read_timeout_and_says_so(silent_ser
     messages: list[str] = []
     started = time.monotonic()
     with pytest.raises(DownloadError) as error:
-        fetch(silent_server, tmp_path / "toy.zip.part", attempts=2, timeout=0.5, connect_timeout=0.5,
-              retry_wait=0.0, log=messages.append)
+        fetch(
+            silent_server,
+            tmp_path / "toy.zip.part",
+            attempts=2,
+            timeout=0.5,
+            connect_timeout=0.5,
+            retry_wait=0.0,
+            log=messages.append,
+        )
     assert time.monotonic() - started < 5
     assert messages[0].startswith("connecting to 127.0.0.1:")  # said before waiting for anything
     assert "sent no data for 0.5 s" in str(error.value) and "after 2 attempts" in str(error.value)
@@ -328,8 +343,13 @@ def test_connection_timeout_is_separate_and_named(tmp_path, monkeypatch):
 
     monkeypatch.setattr(socket, "create_connection", unreachable)
     with pytest.raises(DownloadError, match=r"no connection to example\.invalid within 0\.5 s"):
-        fetch("http://example.invalid/toy.zip", tmp_path / "toy.zip.part", attempts=1, connect_timeout=0.5,
-              log=lambda message: None)
+        fetch(
+            "http://example.invalid/toy.zip",
+            tmp_path / "toy.zip.part",
+            attempts=1,
+            connect_timeout=0.5,
+            log=lambda message: None,
+        )
 
 
 def test_default_timeouts_bound_a_hang_and_progress_is_reported_without_a_terminal(server, tmp_path, monkeypatch):

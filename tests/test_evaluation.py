@@ -1,4 +1,5 @@
 """The shared evaluation layer (harness.evaluation) against naive computations and its reference libraries."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -158,8 +159,9 @@ def test_trec_metrics_equal_their_definitions():
         hit_ranks = [rank for rank, doc in enumerate(ranking, start=1) if qrel.get(doc, 0) >= 1]
         expected_ap = sum((n + 1) / rank for n, rank in enumerate(hit_ranks)) / len(relevant) if relevant else 0.0
         dcg = sum(qrel.get(doc, 0) / np.log2(rank + 1) for rank, doc in enumerate(ranking, start=1))
-        ideal = sum(level / np.log2(rank + 1)
-                    for rank, level in enumerate(sorted(qrel.values(), reverse=True), start=1))
+        ideal = sum(
+            level / np.log2(rank + 1) for rank, level in enumerate(sorted(qrel.values(), reverse=True), start=1)
+        )
         average_precision, ndcg = trec_map_ndcg(qrel, doc_ids, scores)
         assert average_precision == pytest.approx(expected_ap, abs=1e-12)
         assert ndcg == pytest.approx(dcg / ideal if ideal else 0.0, abs=1e-12)
@@ -235,7 +237,8 @@ def test_correlation_scores_pool_and_average_as_senteval():
     assert scores["spearman_mean"] == pytest.approx(np.mean(per_set))
     assert scores["spearman_wmean"] == pytest.approx(np.average(per_set, weights=[12, 7, 20]))
     assert scores["pearson_mean"] == pytest.approx(
-        np.mean([100 * pearsonr(predicted, p.gold)[0] for p, predicted in zip(sets, predictions)]))
+        np.mean([100 * pearsonr(predicted, p.gold)[0] for p, predicted in zip(sets, predictions)])
+    )
     assert [scores[f"spearman.{p.name}"] for p in sets] == pytest.approx(per_set)
     single = correlation_scores(sets[:1], predictions[:1])
     assert set(single) == {"spearman_all", "pearson_all"}
@@ -281,6 +284,11 @@ def test_no_task_module_imports_another_task_plugin_or_a_model_plugin():
                 continue
             for module in modules:
                 parts = module.split(".")
-                if parts[0] in ("tasks", "plugins") or parts[:2] == ["harness", "plugins"] or parts[:2] == ["harness", "tasks"] and parts[2:3] != [own_plugin]:
+                if (
+                    parts[0] in ("tasks", "plugins")
+                    or parts[:2] == ["harness", "plugins"]
+                    or parts[:2] == ["harness", "tasks"]
+                    and parts[2:3] != [own_plugin]
+                ):
                     problems.append(f"{relative}:{node.lineno} imports {module}")
     assert not problems, "task modules import other plugins: " + "; ".join(problems)

@@ -1,6 +1,7 @@
 """Third-party packages are discovered through their entry points, with no change to this repository: the current
 example plugin (examples/harness-example-plugin) and a verbatim copy of the harness 0.1 example
 (tests/fixtures/legacy-example-plugin), which must keep working unchanged next to it."""
+
 from __future__ import annotations
 
 import os
@@ -28,9 +29,21 @@ def install(sources: list[Path], target: Path, scratch: Path) -> Path:
         shutil.copytree(source, copy, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
         copies.append(str(copy))
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--target",
-         str(target), *copies],
-        check=True, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            *copies,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
     )
     return target
 
@@ -75,8 +88,20 @@ def test_list_shows_third_party_plugin(example_site, tmp_path):
 
 def test_run_mixes_third_party_and_builtin(example_site, tmp_path, tiny_bert):
     result = harness_cli(
-        example_site, "run", "--models", "hashed-bow,be", "--tasks", "sts17-en,stsb", "--profile", "smoke",
-        "--backbone", tiny_bert, "--results", str(tmp_path / "results"), "--no-progress", cwd=tmp_path,
+        example_site,
+        "run",
+        "--models",
+        "hashed-bow,be",
+        "--tasks",
+        "sts17-en,stsb",
+        "--profile",
+        "smoke",
+        "--backbone",
+        tiny_bert,
+        "--results",
+        str(tmp_path / "results"),
+        "--no-progress",
+        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
     for row_start in ("| hashed-bow", "| be"):
@@ -95,8 +120,17 @@ def test_data_dir_overrides_the_bundled_copy(example_site, tmp_path):
         first_line = gold.readline()
         gold.seek(0)
         gold.write(first_line.replace("2.4", "2.5"))  # one changed gold score: another dataset checksum
-    overridden = harness_cli(example_site, "validate", "--models", "hashed-bow", "--tasks", "sts17-en",
-                             "--data-dir", str(data_dir), cwd=tmp_path)
+    overridden = harness_cli(
+        example_site,
+        "validate",
+        "--models",
+        "hashed-bow",
+        "--tasks",
+        "sts17-en",
+        "--data-dir",
+        str(data_dir),
+        cwd=tmp_path,
+    )
     assert overridden.returncode == 0, overridden.stderr
 
     def checksum(stdout: str) -> str:
@@ -107,11 +141,17 @@ def test_data_dir_overrides_the_bundled_copy(example_site, tmp_path):
 
 def test_example_runs_its_own_contract_tests(example_site, tmp_path):
     """The example's tests/ (harness.testing's contract checks) pass against the installed package."""
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1",
-           "PYTHONPATH": os.pathsep.join([str(example_site), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPATH": os.pathsep.join([str(example_site), os.environ.get("PYTHONPATH", "")]),
+    }
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLE / "tests")],
-        capture_output=True, text=True, env=env, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert " passed" in result.stdout and "failed" not in result.stdout
@@ -128,8 +168,20 @@ def test_legacy_plugin_is_listed_next_to_the_current_one(both_site, tmp_path):
 
 def test_legacy_plugin_runs_mixed_with_builtins(both_site, tmp_path, tiny_bert):
     result = harness_cli(
-        both_site, "run", "--models", "hashed-bow-legacy,be", "--tasks", "sts17-en-legacy,stsb", "--profile",
-        "smoke", "--backbone", tiny_bert, "--results", str(tmp_path / "results"), "--no-progress", cwd=tmp_path,
+        both_site,
+        "run",
+        "--models",
+        "hashed-bow-legacy,be",
+        "--tasks",
+        "sts17-en-legacy,stsb",
+        "--profile",
+        "smoke",
+        "--backbone",
+        tiny_bert,
+        "--results",
+        str(tmp_path / "results"),
+        "--no-progress",
+        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
     for row_start in ("| hashed-bow-legacy", "| be"):
@@ -141,8 +193,18 @@ def test_legacy_and_current_example_side_by_side_agree(both_site, tmp_path):
     """The legacy code computes what the current example computes (quick profile: no evaluation cut, which the 0.1
     example did not know)."""
     result = harness_cli(
-        both_site, "run", "--models", "hashed-bow,hashed-bow-legacy", "--tasks", "sts17-en,sts17-en-legacy",
-        "--profile", "quick", "--results", str(tmp_path / "results"), "--no-progress", cwd=tmp_path,
+        both_site,
+        "run",
+        "--models",
+        "hashed-bow,hashed-bow-legacy",
+        "--tasks",
+        "sts17-en,sts17-en-legacy",
+        "--profile",
+        "quick",
+        "--results",
+        str(tmp_path / "results"),
+        "--no-progress",
+        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
     current, legacy = summary_cells(result.stdout, "| hashed-bow"), summary_cells(result.stdout, "| hashed-bow-legacy")

@@ -5,6 +5,7 @@ have) is one line before any cell runs.
 
 The Ray tests start one local cluster for the module (a few seconds on an idle machine). They are skipped only when
 Ray is not importable; CI installs it with the test extra (`pip install -e '.[test]'`)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -38,8 +39,16 @@ MODELS, TASKS = ("be", "ce"), ("stsb", "sickr")
 
 
 def matrix_config(results: Path, tiny_bert: str, **options) -> RunConfig:
-    return RunConfig(models=[ModelEntry(m) for m in MODELS], tasks=list(TASKS), profile="smoke", backbone=tiny_bert,
-                     device="cpu", results_dir=results, progress=False, **options)
+    return RunConfig(
+        models=[ModelEntry(m) for m in MODELS],
+        tasks=list(TASKS),
+        profile="smoke",
+        backbone=tiny_bert,
+        device="cpu",
+        results_dir=results,
+        progress=False,
+        **options,
+    )
 
 
 def run_matrix(results: Path, tiny_bert: str, with_executor=None, **config):
@@ -80,7 +89,11 @@ def test_ray_gives_the_records_of_the_local_executor(ray_cluster, reference, tmp
     results = tmp_path / "ray"
     outcomes = run_matrix(results, tiny_bert, ray_executor())
     assert [(o.spec.name, o.task.name, o.status) for o in outcomes] == [
-        ("be", "stsb", "ok"), ("be", "sickr", "ok"), ("ce", "stsb", "ok"), ("ce", "sickr", "ok")]
+        ("be", "stsb", "ok"),
+        ("be", "sickr", "ok"),
+        ("ce", "stsb", "ok"),
+        ("ce", "sickr", "ok"),
+    ]
     assert differences(comparable_records(results), reference) == []
     assert len(Store(results).record_files()) == 4
     assert time.monotonic() - started < 240  # about 20 s on an idle 2-core machine; generous for a loaded one
@@ -111,9 +124,18 @@ def test_a_worker_serving_several_jobs_gives_each_job_its_own_model(ray_cluster,
     """One long-lived worker serves every job: ce trained with two seeds (two models of one spec) and be; each
     job's cells are computed with that job's model, not the one the worker held before (the records equal the
     local executor's, and the two seeds' scores differ)."""
+
     def config(results: Path) -> RunConfig:
-        return RunConfig(models=[ModelEntry("ce"), ModelEntry("be")], tasks=list(TASKS), seeds=[1, 2],
-                         profile="smoke", backbone=tiny_bert, device="cpu", results_dir=results, progress=False)
+        return RunConfig(
+            models=[ModelEntry("ce"), ModelEntry("be")],
+            tasks=list(TASKS),
+            seeds=[1, 2],
+            profile="smoke",
+            backbone=tiny_bert,
+            device="cpu",
+            results_dir=results,
+            progress=False,
+        )
 
     local = Run(build_registry(), config(tmp_path / "local"))
     local.run(LocalExecutor(), local.plan())
@@ -184,8 +206,9 @@ def _killing_the_first_cell() -> Iterator[list[tuple[int, str]]]:
 
 @needs_ray
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds Ray's worker processes through /proc (Linux)")
-def test_a_worker_killed_mid_cell_is_retried_and_the_matrix_completes(ray_cluster, reference, tmp_path, tiny_bert,
-                                                                     caplog):
+def test_a_worker_killed_mid_cell_is_retried_and_the_matrix_completes(
+    ray_cluster, reference, tmp_path, tiny_bert, caplog
+):
     """A long-lived Ray worker is killed (SIGKILL, by its PID) while it evaluates a cell: the driver starts a new
     worker and sends it the dead one's unfinished calls (it loads the model from its checkpoint), says so in one
     line, no record is half-written, and every record equals the clean local run's."""
@@ -201,15 +224,18 @@ def test_a_worker_killed_mid_cell_is_retried_and_the_matrix_completes(ray_cluste
 
 @needs_ray
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds Ray's worker processes through /proc (Linux)")
-def test_a_worker_that_dies_more_often_than_allowed_stops_the_run_in_one_line(ray_cluster, reference, tmp_path,
-                                                                              tiny_bert):
+def test_a_worker_that_dies_more_often_than_allowed_stops_the_run_in_one_line(
+    ray_cluster, reference, tmp_path, tiny_bert
+):
     """With no retries allowed, a worker killed mid-cell stops the run with one line naming the job; the cells
     finished before are stored, and no lock is left held (a rerun would resume)."""
     from harness.errors import HarnessError
 
     results = tmp_path / "ray"
-    with _killing_the_first_cell() as killed, \
-            pytest.raises(HarnessError, match=r"the Ray worker computing \S+ seed 42 died 1 time\(s\); finished"):
+    with (
+        _killing_the_first_cell() as killed,
+        pytest.raises(HarnessError, match=r"the Ray worker computing \S+ seed 42 died 1 time\(s\); finished"),
+    ):
         run_matrix(results, tiny_bert, ray_executor(max_retries=0))
     assert killed
     stored_before = len(Store(results).record_files())
@@ -224,12 +250,35 @@ def test_a_rerun_after_the_driver_died_resumes_from_the_store(reference, tmp_pat
     """The driver (`harness run --executor ray`, with its own local cluster) is killed once its first record is
     stored; running the command again computes only what is missing, and the records equal a clean run's."""
     results = tmp_path / "results"
-    command = [sys.executable, "-m", "harness", "run", "--models", ",".join(MODELS), "--tasks", ",".join(TASKS),
-               "--profile", "smoke", "--backbone", tiny_bert, "--results", str(results), "--device", "cpu",
-               "--no-progress", "--executor", "ray", "--ray-address", "local", "--cpus-per-task", "1"]
+    command = [
+        sys.executable,
+        "-m",
+        "harness",
+        "run",
+        "--models",
+        ",".join(MODELS),
+        "--tasks",
+        ",".join(TASKS),
+        "--profile",
+        "smoke",
+        "--backbone",
+        tiny_bert,
+        "--results",
+        str(results),
+        "--device",
+        "cpu",
+        "--no-progress",
+        "--executor",
+        "ray",
+        "--ray-address",
+        "local",
+        "--cpus-per-task",
+        "1",
+    ]
     environment = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}  # one thread, as the reference
-    driver = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment,
-                              start_new_session=True)  # its cluster's processes share its session: killed with it
+    driver = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment, start_new_session=True
+    )  # its cluster's processes share its session: killed with it
     deadline = time.monotonic() + 300
     while not Store(results).record_files():
         assert driver.poll() is None and time.monotonic() < deadline, driver.communicate()[0]
@@ -251,8 +300,21 @@ def _no_cell_ran(results: Path) -> bool:
 
 def test_ray_not_installed_is_one_line(run_cli, tmp_path, tiny_bert, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
-    code, out, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--profile", "smoke", "--backbone", tiny_bert,
-                             "--results", tmp_path / "results", "--executor", "ray")
+    code, out, err = run_cli(
+        "run",
+        "--models",
+        "be",
+        "--tasks",
+        "stsb",
+        "--profile",
+        "smoke",
+        "--backbone",
+        tiny_bert,
+        "--results",
+        tmp_path / "results",
+        "--executor",
+        "ray",
+    )
     assert code == 2 and err.count("\n") == 1
     assert "--executor ray needs Ray" in err and "pip install 'sentence-harness[ray]'" in err
     assert out == "" and _no_cell_ran(tmp_path / "results")
@@ -265,9 +327,23 @@ def test_an_unreachable_ray_address_is_one_line(run_cli, tmp_path, tiny_bert, sc
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     started = time.monotonic()
-    code, out, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--profile", "smoke", "--backbone", tiny_bert,
-                             "--results", tmp_path / "results", "--executor", "ray",
-                             "--ray-address", f"{scheme}127.0.0.1:{port}")
+    code, out, err = run_cli(
+        "run",
+        "--models",
+        "be",
+        "--tasks",
+        "stsb",
+        "--profile",
+        "smoke",
+        "--backbone",
+        tiny_bert,
+        "--results",
+        tmp_path / "results",
+        "--executor",
+        "ray",
+        "--ray-address",
+        f"{scheme}127.0.0.1:{port}",
+    )
     assert code == 2 and err.count("\n") == 1
     assert f"cannot reach the Ray cluster at {scheme}127.0.0.1:{port}" in err
     assert time.monotonic() - started < 30 and _no_cell_ran(tmp_path / "results")
@@ -275,18 +351,36 @@ def test_an_unreachable_ray_address_is_one_line(run_cli, tmp_path, tiny_bert, sc
 
 @needs_ray
 def test_a_gpu_request_on_a_cluster_without_gpus_is_one_line(ray_cluster, run_cli, tmp_path, tiny_bert):
-    code, out, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--profile", "smoke", "--backbone", tiny_bert,
-                             "--results", tmp_path / "results", "--executor", "ray", "--gpus-per-task", "1")
+    code, out, err = run_cli(
+        "run",
+        "--models",
+        "be",
+        "--tasks",
+        "stsb",
+        "--profile",
+        "smoke",
+        "--backbone",
+        tiny_bert,
+        "--results",
+        tmp_path / "results",
+        "--executor",
+        "ray",
+        "--gpus-per-task",
+        "1",
+    )
     assert code == 2 and err.count("\n") == 1
     assert "--gpus-per-task 1: the local Ray cluster has no GPUs" in err and "--gpus-per-task 0" in err
     assert _no_cell_ran(tmp_path / "results")
 
 
-@pytest.mark.parametrize("arguments, expected", [
-    (("--executor", "slurm"), "invalid value 'slurm' for --executor; allowed values: local, ray"),
-    (("--ray-address", "auto"), "--ray-address only applies with --executor ray"),
-    (("--gpus-per-task", "1"), "--gpus-per-task only applies with --executor ray"),
-])
+@pytest.mark.parametrize(
+    "arguments, expected",
+    [
+        (("--executor", "slurm"), "invalid value 'slurm' for --executor; allowed values: local, ray"),
+        (("--ray-address", "auto"), "--ray-address only applies with --executor ray"),
+        (("--gpus-per-task", "1"), "--gpus-per-task only applies with --executor ray"),
+    ],
+)
 def test_executor_options_are_checked(run_cli, tmp_path, arguments, expected):
     code, _, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--results", tmp_path / "results", *arguments)
     assert code == 2 and expected in err and err.count("\n") == 1
@@ -342,8 +436,12 @@ def test_the_ray_dispatch_steps_claim_send_record_and_replace_a_lost_server_with
             self.evaluate = SimpleNamespace(remote=lambda job, index: ("evaluate", self.name, job.label, index))
 
     recorded, lines = [], []
-    worker = SimpleNamespace(log=RunLog(lines.append), cells_lock=lambda job: Lock(),
-                             recheck=lambda job: ([], job), record=lambda cell: recorded.append(cell) or cell)
+    worker = SimpleNamespace(
+        log=RunLog(lines.append),
+        cells_lock=lambda job: Lock(),
+        recheck=lambda job: ([], job),
+        record=lambda cell: recorded.append(cell) or cell,
+    )
     jobs = [SimpleNamespace(label=f"job {n}", tasks=("stsb", "sickr")) for n in range(5)]
     killed, fresh = [], iter(Server(f"new {n}") for n in range(3))
     ray = SimpleNamespace(kill=lambda server, no_restart: killed.append(server.name))

@@ -1,4 +1,5 @@
 """``harness export``: trained be / ce load in sentence-transformers and compute what the harness computes."""
+
 from __future__ import annotations
 
 import json
@@ -8,23 +9,57 @@ import pytest
 
 import harness.testing as ht
 
-TEXTS = ["a man is playing a guitar .", "the cat sits on the mat .", "stocks fell sharply today .",
-         "a woman is slicing an onion . " * 30]  # the last one is longer than the smoke profile's 64 tokens
+TEXTS = [
+    "a man is playing a guitar .",
+    "the cat sits on the mat .",
+    "stocks fell sharply today .",
+    "a woman is slicing an onion . " * 30,
+]  # the last one is longer than the smoke profile's 64 tokens
 
 
 @pytest.fixture(scope="module")
 def trained_store(tmp_path_factory, tiny_bert):
     """be and ce:activation=tanh trained on STS-B (smoke profile, tiny BERT), with stored STS-B scores."""
     results = tmp_path_factory.mktemp("store") / "results"
-    run = ht.run_harness("run", "--models", "be,ce:activation=tanh", "--backbone", tiny_bert, "--train-on", "stsb",
-                         "--tasks", "stsb", "--profile", "smoke", "--results", results, "--no-progress")
+    run = ht.run_harness(
+        "run",
+        "--models",
+        "be,ce:activation=tanh",
+        "--backbone",
+        tiny_bert,
+        "--train-on",
+        "stsb",
+        "--tasks",
+        "stsb",
+        "--profile",
+        "smoke",
+        "--results",
+        results,
+        "--no-progress",
+    )
     assert run.exit_code == 0, run.stderr
     return results
 
 
 def export(store, tiny_bert, spec, target, *extra):
-    return ht.run_harness("export", "--models", spec, "--backbone", tiny_bert, "--train-on", "stsb", "--profile",
-                          "smoke", "--seeds", "42", "--results", store, "--to", target, *extra)
+    return ht.run_harness(
+        "export",
+        "--models",
+        spec,
+        "--backbone",
+        tiny_bert,
+        "--train-on",
+        "stsb",
+        "--profile",
+        "smoke",
+        "--seeds",
+        "42",
+        "--results",
+        store,
+        "--to",
+        target,
+        *extra,
+    )
 
 
 def harness_model(store, tiny_bert, spec):
@@ -38,7 +73,9 @@ def harness_model(store, tiny_bert, spec):
     registry = build_registry()
     profile = get_profile("smoke")
     runner = Run(registry, RunConfig([ModelEntry(spec)], [], [42], "smoke", tiny_bert, "stsb", "cpu", store))
-    return runner.models.trained_model(resolve_model_spec(registry, spec, profile, tiny_bert, "stsb"), profile, "cpu", 42)
+    return runner.models.trained_model(
+        resolve_model_spec(registry, spec, profile, tiny_bert, "stsb"), profile, "cpu", 42
+    )
 
 
 def test_exported_be_loads_in_sentence_transformers_with_the_same_embeddings(trained_store, tiny_bert, tmp_path):
@@ -51,8 +88,14 @@ def test_exported_be_loads_in_sentence_transformers_with_the_same_embeddings(tra
     theirs = SentenceTransformer(str(target), device="cpu").encode(TEXTS)
     assert np.abs(ours - theirs).max() < 1e-5
     card = (target / "README.md").read_text()
-    for fact in ("`be`", "stsb", "`smoke`", "| seed | 42 |", "| senteval | stsb | spearman |",
-                 "| a sample of 200 |"):  # issue 21.3: a smoke score says it is a sample
+    for fact in (
+        "`be`",
+        "stsb",
+        "`smoke`",
+        "| seed | 42 |",
+        "| senteval | stsb | spearman |",
+        "| a sample of 200 |",
+    ):  # issue 21.3: a smoke score says it is a sample
         assert fact in card, fact
     dev = next(line for line in card.splitlines() if "best dev score" in line)  # issue 21.3: one scale (x100)
     assert "x100" in dev and abs(float(dev.strip("|").split("|")[1])) <= 100.0
@@ -98,8 +141,22 @@ def test_a_recipes_embedder_student_exports_as_a_sentence_transformer(trained_st
     from sentence_transformers import SentenceTransformer
 
     spec = "augsbert:teacher=ce,sampler=random,top_k=1"
-    run = ht.run_harness("run", "--models", spec, "--backbone", tiny_bert, "--train-on", "stsb", "--tasks", "stsb",
-                         "--profile", "smoke", "--results", trained_store, "--no-progress")
+    run = ht.run_harness(
+        "run",
+        "--models",
+        spec,
+        "--backbone",
+        tiny_bert,
+        "--train-on",
+        "stsb",
+        "--tasks",
+        "stsb",
+        "--profile",
+        "smoke",
+        "--results",
+        trained_store,
+        "--no-progress",
+    )
     assert run.exit_code == 0, run.stderr
     target = tmp_path / "student"
     run = export(trained_store, tiny_bert, spec, target)

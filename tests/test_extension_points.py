@@ -1,5 +1,6 @@
 """Extension points: leaderboard formats as components, the objective plugins' shared registration, the moved thesis
 training setups (deprecated old names)."""
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,7 @@ from harness.leaderboard.formats import LEADERBOARD_FORMAT, available_formats, m
 from harness.store import Store
 
 # A third-party plugin that adds one leaderboard format: a plain function with the one renderer signature.
-JSON_FORMAT_PLUGIN = '''
+JSON_FORMAT_PLUGIN = """
 import json
 
 import harness
@@ -28,15 +29,26 @@ def render_json(sections, output_dir):
 @harness.hookimpl
 def register_components(register):
     register(harness.Component("leaderboard-format", "json", render_json, "ranked rows and averages as JSON"))
-'''
+"""
 
 
 def _record(model, seed, score):
     return {
-        "status": "ok", "main_score": score, "scores": {"spearman": score}, "dataset_checksum": "0" * 64,
-        "model": {"name": model, "label": model, "train_on": None, "backbone": "tiny", "profile": "smoke",
-                  "hash": f"{model}-hash"},
-        "model_key": f"{model}-key", "seed": seed, "hardware": "cpu (2 cores)",
+        "status": "ok",
+        "main_score": score,
+        "scores": {"spearman": score},
+        "dataset_checksum": "0" * 64,
+        "model": {
+            "name": model,
+            "label": model,
+            "train_on": None,
+            "backbone": "tiny",
+            "profile": "smoke",
+            "hash": f"{model}-hash",
+        },
+        "model_key": f"{model}-key",
+        "seed": seed,
+        "hardware": "cpu (2 cores)",
         "task": {"name": "t1", "key": "t1", "label": "t1", "family": "fam", "version": "1"},
     }
 
@@ -74,8 +86,17 @@ def test_the_built_in_formats_are_components_of_the_core(registry):
 def test_a_plugin_adds_a_leaderboard_format(tmp_path, json_format_plugin):
     _store(tmp_path / "results")
     output = tmp_path / "boards"
-    result = ht.run_harness("leaderboard", "--results", tmp_path / "results", "--output", output, "--formats", "md,json",
-                            plugins=[json_format_plugin], autoload=False)
+    result = ht.run_harness(
+        "leaderboard",
+        "--results",
+        tmp_path / "results",
+        "--output",
+        output,
+        "--formats",
+        "md,json",
+        plugins=[json_format_plugin],
+        autoload=False,
+    )
     assert result.exit_code == 0, result.stderr
     assert sorted(p.name for p in output.iterdir()) == ["fam.json", "fam.md"]
     assert json.loads((output / "fam.json").read_text()) == {"family": "fam", "rows": [["good", 81.0], ["bad", 61.0]]}
@@ -85,8 +106,17 @@ def test_a_plugin_adds_a_leaderboard_format(tmp_path, json_format_plugin):
 
 def test_an_unknown_format_names_the_registered_ones(tmp_path, json_format_plugin):
     _store(tmp_path / "results")
-    result = ht.run_harness("leaderboard", "--results", tmp_path / "results", "--output", tmp_path / "boards",
-                            "--formats", "md,xml", plugins=[json_format_plugin], autoload=False)
+    result = ht.run_harness(
+        "leaderboard",
+        "--results",
+        tmp_path / "results",
+        "--output",
+        tmp_path / "boards",
+        "--formats",
+        "md,xml",
+        plugins=[json_format_plugin],
+        autoload=False,
+    )
     assert result.exit_code != 0
     assert "xml" in result.stderr and "allowed values: md, csv, tex, html, json." in result.stderr
     assert not (tmp_path / "boards").exists()
@@ -96,9 +126,12 @@ def test_a_format_without_a_matrix_renderer_is_refused_for_a_matrix(tmp_path, re
     from harness.leaderboard.claims import write_matrix_board
 
     renderers = {**BUILTIN_FORMATS, "json": lambda sections, output_dir: "{}"}
-    with pytest.raises(harness.HarnessError, match=r"'json' for --formats \(with --matrix\); allowed values: md, csv, html\."):
-        write_matrix_board(tmp_path / "m.yaml", Store(tmp_path / "store"), tmp_path / "out", ("md", "json"), registry,
-                           renderers)
+    with pytest.raises(
+        harness.HarnessError, match=r"'json' for --formats \(with --matrix\); allowed values: md, csv, html\."
+    ):
+        write_matrix_board(
+            tmp_path / "m.yaml", Store(tmp_path / "store"), tmp_path / "out", ("md", "json"), registry, renderers
+        )
 
 
 def test_write_leaderboards_renders_with_the_renderers_it_is_given(tmp_path):
@@ -165,20 +198,39 @@ def _sts_files(folder, pairs, name="toy"):
 def _toy_task(bundled, files=(("STS.input.toy.txt", "STS.gs.toy.txt"),), **attributes):
     from harness.blocks import STSTask
 
-    metadata = harness.TaskMetadata(name="toy-sts", family="toy", description="toy pairs", main_score="spearman",
-                                    metric="Spearman x100", reference="-", dataset="toy-sts", dataset_source="-",
-                                    license="-")
-    return type("ToySTS", (STSTask,), {"metadata": metadata, "bundled_data": bundled, "pair_files": files,
-                                        **attributes})
+    metadata = harness.TaskMetadata(
+        name="toy-sts",
+        family="toy",
+        description="toy pairs",
+        main_score="spearman",
+        metric="Spearman x100",
+        reference="-",
+        dataset="toy-sts",
+        dataset_source="-",
+        license="-",
+    )
+    return type(
+        "ToySTS", (STSTask,), {"metadata": metadata, "bundled_data": bundled, "pair_files": files, **attributes}
+    )
 
 
-WORDS = ["a cat sat", "a dog ran", "the sun is hot", "rain falls down", "birds can fly", "fish swim fast",
-         "snow is cold", "trees grow tall"]
+WORDS = [
+    "a cat sat",
+    "a dog ran",
+    "the sun is hot",
+    "rain falls down",
+    "birds can fly",
+    "fish swim fast",
+    "snow is cold",
+    "trees grow tall",
+]
 
 
 def _pairs(count):
-    return [(WORDS[i % 8], WORDS[(i * 3 + 1) % 8] + (" too" if i % 2 else ""), "" if i == 5 else f"{i % 6}.0")
-            for i in range(count)]
+    return [
+        (WORDS[i % 8], WORDS[(i * 3 + 1) % 8] + (" too" if i % 2 else ""), "" if i == 5 else f"{i % 6}.0")
+        for i in range(count)
+    ]
 
 
 def test_an_sts_task_is_metadata_and_file_names(tmp_path):

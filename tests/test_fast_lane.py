@@ -1,5 +1,6 @@
 """The fast lane (`make test-fast`, -m "not slow"): the slow list in tests/conftest.py names tests that exist, and a
 listed or ``integration`` test carries the ``slow`` mark."""
+
 from __future__ import annotations
 
 import ast
@@ -14,8 +15,11 @@ TESTS = Path(__file__).resolve().parent
 @functools.cache
 def _test_functions(path: Path) -> frozenset[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    return frozenset(node.name for node in ast.walk(tree)
-                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"))
+    return frozenset(
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test")
+    )
 
 
 def test_every_slow_entry_names_an_existing_test():

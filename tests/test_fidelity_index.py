@@ -1,5 +1,6 @@
 """docs/fidelity.md is the generated index of the fidelity pages (docs/methods, docs/tasks, docs/core): it is current,
 every page has its parts, and every section or deviation that the code cites ("docs/fidelity.md, section X") exists."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -20,7 +21,8 @@ def load_index_script():
 def test_index_is_what_the_pages_give():
     index = load_index_script()
     assert (REPO / "docs" / "fidelity.md").read_text(encoding="utf-8") == index.render(index.pages()), (
-        "docs/fidelity.md is out of date: run python scripts/fidelity_index.py")
+        "docs/fidelity.md is out of date: run python scripts/fidelity_index.py"
+    )
 
 
 def test_every_page_has_a_title_sources_or_code_and_notes():
@@ -32,8 +34,9 @@ def test_every_page_has_a_title_sources_or_code_and_notes():
         assert "Code:" in page.summary or "Sources:" in page.summary, f"{name}: the summary names no sources or code"
         assert page.sections or page.deviations, f"{name}: neither notes nor deviations"
         for deviation in page.deviations:
-            assert "Harness:" in page.path.read_text(encoding="utf-8").split(f"**{deviation}.**", 1)[1].split("\n- ")[0], (
-                f"{name}: deviation {deviation!r} does not say what harness does")
+            assert (
+                "Harness:" in page.path.read_text(encoding="utf-8").split(f"**{deviation}.**", 1)[1].split("\n- ")[0]
+            ), f"{name}: deviation {deviation!r} does not say what harness does"
 
 
 def test_the_index_reports_a_malformed_page(tmp_path):
@@ -55,7 +58,7 @@ def cited_names() -> set[tuple[str, str]]:
         for path in (REPO / folder).rglob("*.py"):
             text = path.read_text(encoding="utf-8")
             for mention in re.finditer(r"docs/fidelity\.md", text):
-                window = text[mention.end(): mention.end() + 260].replace('\\"', '"')
+                window = text[mention.end() : mention.end() + 260].replace('\\"', '"')
                 window = re.sub(r'"\s*\n\s*f?"', "", window)  # adjacent string literals, e.g. "Two " f"units ..."
                 window = " ".join(window.split())
                 window = re.split(r'\.(?: |""")', window)[0]

@@ -1,6 +1,7 @@
 """CUDA-only checks (marked ``gpu``: skipped without a GPU; scripts/gpu-acceptance runs them on one): every built-in
 trainable model trains, saves and reloads on CUDA under bf16 and under fp16 with a GradScaler, a CUDA-trained
 checkpoint loads on the CPU with the same outputs, and DistributedDataParallel's device placement on one GPU."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,8 +34,10 @@ def test_trains_in_fp16_with_a_scaler_where_bf16_is_missing(name, tiny_bert, tin
 def test_a_cuda_trained_checkpoint_loads_on_the_cpu(tiny_bert, tmp_path):
     plugin = REGISTRY.model("be")
     cuda_model = plugin.factory(ht.model_context(tiny_bert, plugin=plugin, device="cuda", registry=REGISTRY))
-    cuda_model.fit(ht.tiny_training_splits("scored_pairs"), ht.model_context(tiny_bert, plugin=plugin,
-                                                                             device="cuda", registry=REGISTRY))
+    cuda_model.fit(
+        ht.tiny_training_splits("scored_pairs"),
+        ht.model_context(tiny_bert, plugin=plugin, device="cuda", registry=REGISTRY),
+    )
     cuda_model.save(tmp_path)
     cpu_model = plugin.factory(ht.model_context(tiny_bert, plugin=plugin, device="cpu", registry=REGISTRY))
     cpu_model.load(tmp_path)

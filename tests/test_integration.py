@@ -1,4 +1,5 @@
 """Integration: the bundled real model on real data, against sentence-transformers and mteb's published numbers."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,8 +17,9 @@ def minilm_be(minilm_path):
 
     registry = build_registry()
     defaults = {key: option.default for key, option in registry.model("be").options.items()}  # mean pooling
-    ctx = ModelContext(options=defaults, backbone=minilm_path, profile=get_profile("paper"),
-                       device="cpu", seed=42, progress=False)
+    ctx = ModelContext(
+        options=defaults, backbone=minilm_path, profile=get_profile("paper"), device="cpu", seed=42, progress=False
+    )
     return registry, registry.model("be").factory(ctx)
 
 

@@ -1,5 +1,6 @@
 """The layout rules of the project: the core names no plugin or task, a plugin never imports another plugin, a task
 module never imports another task module, and every built-in plugin works when allow-listed alone."""
+
 from __future__ import annotations
 
 import ast
@@ -45,7 +46,7 @@ def test_no_plugin_imports_another(folder, namespace):
         for module in imported_modules(path):
             for prefix in (f"{namespace}.", f"{folder}."):
                 if module.startswith(prefix):
-                    target = module[len(prefix):].split(".")[0]
+                    target = module[len(prefix) :].split(".")[0]
                     if target and target != own and target != "__init__":
                         offenders.append(f"{path.relative_to(REPO)} imports {module}")
             if folder == "plugins" and (module.startswith(("harness.tasks", "tasks."))):
@@ -60,14 +61,16 @@ def test_core_names_no_plugin_or_task():
     for path in sorted((REPO / "harness").rglob("*.py")):
         for module in imported_modules(path):
             if module.split(".")[:2] in (["harness", "plugins"], ["harness", "tasks"]) or module.split(".")[0] in (
-                "plugins", "tasks"
+                "plugins",
+                "tasks",
             ):
                 offenders.append(f"{path.relative_to(REPO)} imports {module}")
     assert not offenders, "\n".join(offenders)
 
 
 BUILTIN_ENTRY_POINTS = sorted(
-    ep.name for ep in importlib.metadata.entry_points(group="harness")
+    ep.name
+    for ep in importlib.metadata.entry_points(group="harness")
     if ep.value.startswith(("harness.plugins.", "harness.tasks."))
 )
 
@@ -113,7 +116,8 @@ def test_every_package_folder_is_in_the_wheel():
     roots = {"harness": REPO / "harness", "harness.plugins": REPO / "plugins", "harness.tasks": REPO / "tasks"}
     folders = {
         ".".join([prefix, *init.parent.relative_to(root).parts])
-        for prefix, root in roots.items() for init in root.rglob("__init__.py")
+        for prefix, root in roots.items()
+        for init in root.rglob("__init__.py")
         if "__pycache__" not in init.parts and "data" not in init.relative_to(root).parts
     }
     assert sorted(folders - listed) == [], "add these packages to [tool.setuptools] packages in pyproject.toml"
@@ -144,7 +148,8 @@ def test_builtins_use_only_the_two_front_doors(folder):
         f"{path.relative_to(REPO)} imports {module}; take the name from harness or harness.blocks"
         for path in sorted((REPO / folder).rglob("*.py"))
         for module in _imported_module_names(path)
-        if module.split(".")[0] == "harness" and module not in FRONT_DOORS
+        if module.split(".")[0] == "harness"
+        and module not in FRONT_DOORS
         and not module.startswith("harness.blocks.")  # a group of the building blocks
         and not (module == namespace or module.startswith(namespace + "."))
     ]
@@ -156,15 +161,32 @@ def test_builtins_use_only_the_two_front_doors(folder):
 # and checkpoints). Never the contract's implementation (plugin_api), the store, the runner, the registry, the CLI.
 BLOCK_PACKAGES = ("harness.nn", "harness.evaluation", "harness.training", "harness.blocks")
 BLOCK_FOUNDATIONS = (
-    "harness", "harness.errors", "harness.data", "harness.capabilities", "harness.options", "harness.profiles",
-    "harness.device", "harness.distributed", "harness.metrics", "harness.hub", "harness.files", "harness.checkpoints",
-    "harness.progress", "harness.deprecation",
+    "harness",
+    "harness.errors",
+    "harness.data",
+    "harness.capabilities",
+    "harness.options",
+    "harness.profiles",
+    "harness.device",
+    "harness.distributed",
+    "harness.metrics",
+    "harness.hub",
+    "harness.files",
+    "harness.checkpoints",
+    "harness.progress",
+    "harness.deprecation",
 )
 
 
 def _block_files() -> list[Path]:
-    return sorted([*(REPO / "harness" / "nn").rglob("*.py"), *(REPO / "harness" / "evaluation").rglob("*.py"),
-                   REPO / "harness" / "training.py", *(REPO / "harness" / "blocks").glob("*.py")])
+    return sorted(
+        [
+            *(REPO / "harness" / "nn").rglob("*.py"),
+            *(REPO / "harness" / "evaluation").rglob("*.py"),
+            REPO / "harness" / "training.py",
+            *(REPO / "harness" / "blocks").glob("*.py"),
+        ]
+    )
 
 
 def test_public_blocks_import_nothing_private():
@@ -226,8 +248,17 @@ def test_deprecated_block_names_warn_and_still_work(old):
     assert value is getattr(importlib.import_module(module), new)
 
 
-@pytest.mark.parametrize("name", ["stale_temporary", "remove_stale_temporaries", "temporary_prefix",
-                                  "build_checkpoint", "checkpoint_complete", "checkpoint_problem"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "stale_temporary",
+        "remove_stale_temporaries",
+        "temporary_prefix",
+        "build_checkpoint",
+        "checkpoint_complete",
+        "checkpoint_problem",
+    ],
+)
 def test_store_internals_are_deprecated_at_the_top_level(name):
     """The store's machinery left the contract: ``harness.<name>`` warns (and still works) for one version; its own
     module keeps it."""
@@ -252,6 +283,8 @@ def test_importing_harness_does_not_load_torch():
 def test_blocks_load_lazily():
     """``harness.blocks`` imports a name's module on first use: a task that takes only the evaluation sample and
     per-example scores does not load torch."""
-    code = ("import sys, harness.blocks; from harness.blocks import evaluation_sample, ExampleScores, PairSet; "
-            "assert 'torch' not in sys.modules, 'torch was imported'")
+    code = (
+        "import sys, harness.blocks; from harness.blocks import evaluation_sample, ExampleScores, PairSet; "
+        "assert 'torch' not in sys.modules, 'torch was imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,4 +1,5 @@
 """Leaderboards from the store alone: mean ± std, incomplete cells, missing data, ranks."""
+
 from __future__ import annotations
 
 from harness.leaderboard import collect_tables, render_csv, render_markdown, write_leaderboards
@@ -8,8 +9,14 @@ from harness.store import Store
 def _record(model, seed, task, score, status="ok", family="fam"):
     record = {
         "status": status,
-        "model": {"name": model, "label": model, "train_on": None, "backbone": "tiny", "profile": "smoke",
-                  "hash": f"{model}-hash"},
+        "model": {
+            "name": model,
+            "label": model,
+            "train_on": None,
+            "backbone": "tiny",
+            "profile": "smoke",
+            "hash": f"{model}-hash",
+        },
         "model_key": f"{model}-key",
         "seed": seed,
         "task": {"name": task, "key": task, "label": task, "family": family, "version": "1"},
@@ -95,7 +102,10 @@ def test_profiles_and_task_sets_are_ranked_apart_and_samples_left_out(tmp_path):
     store.write("s-key", 42, "t1", _spec_record("s-key", "s", 42, "t1", 99.9, profile="smoke", sample=200))
     tables = collect_tables(store)
     assert [(t.title.split(":")[0], [r.label for r in t.rows]) for t in tables] == [
-        ("profile paper", ["p"]), ("profile quick", ["q"]), ("profile quick", ["one"])]
+        ("profile paper", ["p"]),
+        ("profile quick", ["q"]),
+        ("profile quick", ["one"]),
+    ]
     assert all(rank == 1 for table in tables for rank, _, _ in table.ranked())  # each ranked within its section
     assert store.sample_records and "s-key" in store.sample_records[0]
     with_samples = collect_tables(store, include_samples=True)
@@ -109,10 +119,12 @@ def test_a_matrix_renders_as_its_paper_table(tmp_path, registry):
     from harness.spec import resolve_model_spec
 
     matrix = tmp_path / "m.yaml"
-    matrix.write_text("profile: smoke\nseeds: [42, 43]\ntasks: [stsb]\nmodels:\n"
-                      "  - {model: be, name: Base}\n  - {model: 'be:pooling=cls', name: CLS}\n"
-                      "paper:\n  source: a table\n  comparable: false\n  caveat: another backbone\n"
-                      "  rows:\n    Base: {stsb: 80.0}\n")
+    matrix.write_text(
+        "profile: smoke\nseeds: [42, 43]\ntasks: [stsb]\nmodels:\n"
+        "  - {model: be, name: Base}\n  - {model: 'be:pooling=cls', name: CLS}\n"
+        "paper:\n  source: a table\n  comparable: false\n  caveat: another backbone\n"
+        "  rows:\n    Base: {stsb: 80.0}\n"
+    )
     key = resolve_model_spec(registry, "be", get_profile("smoke")).key
     store = Store(tmp_path / "store")
     for seed, score in ((42, 81.0), (43, 83.0)):
@@ -134,8 +146,9 @@ def test_a_paper_row_that_names_no_entry_is_one_clear_error(tmp_path, registry):
     from harness.leaderboard.matrix_board import build_board
 
     matrix = tmp_path / "m.yaml"
-    matrix.write_text("profile: smoke\ntasks: [stsb]\nmodels:\n  - {model: be, name: Base}\n"
-                      "paper:\n  rows:\n    Bsae: {stsb: 80.0}\n")
+    matrix.write_text(
+        "profile: smoke\ntasks: [stsb]\nmodels:\n  - {model: be, name: Base}\npaper:\n  rows:\n    Bsae: {stsb: 80.0}\n"
+    )
     with pytest.raises(HarnessError, match=r"paper.rows names \['Bsae'\], which are not entries"):
         build_board(matrix, Store(tmp_path / "store"), registry)
 
@@ -185,13 +198,17 @@ def test_a_matrix_tests_the_papers_ordering_on_per_example_data(tmp_path, regist
             store.write(key, seed, "stsb", record, examples=side_file)
     # the reproduction page's rule (issue 34): equal paper numbers are a claimed tie; a size far from ours is
     # "same direction"
-    for paper, verdict in (("{Base: {stsb: 75.0}, CLS: {stsb: 75.0}}", "not reproduced (significant difference)"),
-                           ("{Base: {stsb: 80.0}, CLS: {stsb: 70.0}}", "same direction"),
-                           ("{Base: {stsb: 70.0}, CLS: {stsb: 80.0}}", "not reproduced (significantly opposite)")):
+    for paper, verdict in (
+        ("{Base: {stsb: 75.0}, CLS: {stsb: 75.0}}", "not reproduced (significant difference)"),
+        ("{Base: {stsb: 80.0}, CLS: {stsb: 70.0}}", "same direction"),
+        ("{Base: {stsb: 70.0}, CLS: {stsb: 80.0}}", "not reproduced (significantly opposite)"),
+    ):
         matrix = tmp_path / "m.yaml"
-        matrix.write_text("profile: smoke\nseeds: [42, 43]\ntasks: [stsb]\nmodels:\n"
-                          "  - {model: be, name: Base}\n  - {model: 'be:pooling=cls', name: CLS}\n"
-                          f"paper:\n  source: a table\n  rows: {paper}\n")
+        matrix.write_text(
+            "profile: smoke\nseeds: [42, 43]\ntasks: [stsb]\nmodels:\n"
+            "  - {model: be, name: Base}\n  - {model: 'be:pooling=cls', name: CLS}\n"
+            f"paper:\n  source: a table\n  rows: {paper}\n"
+        )
         (line,) = paper_agreement_rows(build_board(matrix, store, registry))
         assert line[-1] == verdict and "p=0.00" in line[-2], line
     for path in (tmp_path / "store").rglob("*.examples.npz"):  # records stored before per-example data

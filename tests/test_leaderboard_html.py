@@ -1,4 +1,5 @@
 """The HTML leaderboard page and the bar chart: same numbers as the markdown, sortable, linked to the records."""
+
 from __future__ import annotations
 
 import re
@@ -15,8 +16,14 @@ from harness.store import Store
 def _record(model, seed, task, score, status="ok", family="fam", backbone="tiny"):
     record = {
         "status": status,
-        "model": {"name": model, "label": model, "train_on": None, "backbone": backbone, "profile": "smoke",
-                  "hash": f"{model}-hash"},
+        "model": {
+            "name": model,
+            "label": model,
+            "train_on": None,
+            "backbone": backbone,
+            "profile": "smoke",
+            "hash": f"{model}-hash",
+        },
         "model_key": re.sub(r"[^A-Za-z0-9_.\-]", "-", model) + "-key",
         "seed": seed,
         "task": {"name": task, "key": task, "label": task, "family": family, "version": "1"},
@@ -71,7 +78,7 @@ def test_page_has_the_markdown_numbers_sorting_and_record_links(tmp_path):
     output = tmp_path / "boards"
     written = write_leaderboards(store, output, ("md", "html"))
     page = (output / "fam.html").read_text()
-    assert page.startswith("<!DOCTYPE html>") and "<table class=\"sortable\">" in page and "<script>" in page
+    assert page.startswith("<!DOCTYPE html>") and '<table class="sortable">' in page and "<script>" in page
     assert "http" not in page  # self-contained: nothing fetched
     parser = _Cells()
     parser.feed(page)

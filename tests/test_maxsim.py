@@ -1,5 +1,6 @@
 """Batched MaxSim (harness.evaluation.maxsim) against the per-pair definition (harness.maxsim), and the paths that
 use it: the multi-vector pair scorer, BEIR's exact MaxSim search and CQADupStack's full-pool MaxSim ranking."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -44,8 +45,12 @@ def test_engines_agree_and_bad_engine_input_is_refused(monkeypatch):
     rng = np.random.default_rng(4)
     sets = ragged_sets(rng, 30)
     first, second = rng.integers(0, 30, size=200), rng.integers(0, 30, size=200)
-    np.testing.assert_allclose(maxsim_pairs(sets, sets, first, second, engine="fused"),
-                               maxsim_pairs(sets, sets, first, second, engine="sparse"), atol=1e-6, rtol=0)
+    np.testing.assert_allclose(
+        maxsim_pairs(sets, sets, first, second, engine="fused"),
+        maxsim_pairs(sets, sets, first, second, engine="sparse"),
+        atol=1e-6,
+        rtol=0,
+    )
     with pytest.raises(ValueError, match="unknown MaxSim engine 'numba'; choose one of fused, sparse"):
         maxsim_pairs(sets, sets, first, second, engine="numba")
     with pytest.raises(IndexError, match=r"document rows must lie in \[0, 30\); got 0\.\.30"):
@@ -54,8 +59,12 @@ def test_engines_agree_and_bad_engine_input_is_refused(monkeypatch):
         maxsim_pairs(sets, sets, [-1], [0], engine="sparse")
     monkeypatch.setattr(maxsim_module, "_kernels", False)  # as without numba
     assert maxsim_module.default_engine() == "sparse"
-    np.testing.assert_allclose(maxsim_pairs(sets, sets, first, second),
-                               maxsim_pairs(sets, sets, first, second, engine="sparse"), atol=0, rtol=0)
+    np.testing.assert_allclose(
+        maxsim_pairs(sets, sets, first, second),
+        maxsim_pairs(sets, sets, first, second, engine="sparse"),
+        atol=0,
+        rtol=0,
+    )
     with pytest.raises(ValueError, match="needs numba"):
         maxsim_pairs(sets, sets, first, second, engine="fused")
 
@@ -94,8 +103,10 @@ class CountingMultiVector:
 
     def encode_multi(self, texts):
         self.calls.append(list(texts))
-        return [np.array([[len(word), i + 1.0, 1.0] for i, word in enumerate(text.split())] or [[0.0, 0.0, 1.0]])
-                for text in texts]
+        return [
+            np.array([[len(word), i + 1.0, 1.0] for i, word in enumerate(text.split())] or [[0.0, 0.0, 1.0]])
+            for text in texts
+        ]
 
 
 def test_pair_scorer_encodes_each_distinct_text_once_and_matches_the_definition():
@@ -132,7 +143,9 @@ def test_vector_sets_are_read_without_copying_and_give_the_same_scores():
     assert isinstance(stacked, list) and all((a == b).all() for a, b in zip(stacked, sets))
     assert _RawSets(stacked, "sparse").vectors.data_ptr() == stacked.stacked.__array_interface__["data"][0]  # no copy
     first, second = rng.integers(0, 40, size=300), rng.integers(0, 40, size=300)
-    np.testing.assert_array_equal(maxsim_pairs(stacked, stacked, first, second), maxsim_pairs(sets, sets, first, second))
+    np.testing.assert_array_equal(
+        maxsim_pairs(stacked, stacked, first, second), maxsim_pairs(sets, sets, first, second)
+    )
     stacked.append(np.ones((2, 24), dtype=np.float32))  # no longer the blocks of its array: read as a plain list
     assert not stacked.matches_stacked()
     assert maxsim_pairs(stacked, stacked, [40], [0])[0] == pytest.approx(maxsim(stacked[40], stacked[0]), abs=1e-6)

@@ -1,5 +1,6 @@
 """The ``mlm`` objective and model (plugins/mlm.py): uniform masking of content tokens only, at least one per batch,
 and MLM trained with a contrastive auxiliary (``mlm:aux=simcse``, ``mlm:aux=nm``) on the tiny BERT."""
+
 from __future__ import annotations
 
 import pytest
@@ -26,7 +27,7 @@ def _masker(probability: float, seed: int = 0) -> MaskedLanguageModelling:
 
 IDS = torch.tensor([[CLS, 2000, 2001, 2002, SEP, PAD], [CLS, 2003, SEP, PAD, PAD, PAD]])
 ATTENTION = (IDS != PAD).long()
-CONTENT = (IDS >= 2000)
+CONTENT = IDS >= 2000
 
 
 def test_every_content_token_and_nothing_else_can_be_masked():
@@ -42,8 +43,14 @@ def test_a_draw_that_masks_nothing_masks_one_token():
 
 
 def test_masking_is_seeded_and_about_the_probability():
-    ids = torch.cat([torch.tensor([[CLS]]).repeat(64, 1), torch.arange(2000, 2100).repeat(64, 1), torch.tensor(
-        [[SEP]]).repeat(64, 1)], dim=1)
+    ids = torch.cat(
+        [
+            torch.tensor([[CLS]]).repeat(64, 1),
+            torch.arange(2000, 2100).repeat(64, 1),
+            torch.tensor([[SEP]]).repeat(64, 1),
+        ],
+        dim=1,
+    )
     first, _ = _masker(0.2, seed=7).mask(ids, torch.ones_like(ids))
     again, _ = _masker(0.2, seed=7).mask(ids, torch.ones_like(ids))
     assert torch.equal(first, again)

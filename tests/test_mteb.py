@@ -1,4 +1,5 @@
 """MTEB in and out: mteb:NAME tasks run mteb's own evaluators; export-results writes what mteb's loader reads."""
+
 from __future__ import annotations
 
 import json
@@ -48,20 +49,34 @@ def test_custom_mteb_task_scores_are_mtebs_own(tmp_path, minilm_path):
     from mteb_local_tasks import HarnessLocalSTS
     from sentence_transformers import SentenceTransformer
 
-    result = run("run", "--models", "st", "--backbone", minilm_path, "--tasks", "mteb:HarnessLocalSTS",
-                 "--results", tmp_path)
+    result = run(
+        "run", "--models", "st", "--backbone", minilm_path, "--tasks", "mteb:HarnessLocalSTS", "--results", tmp_path
+    )
     assert result.exit_code == 0, result.stderr
     (record_path,) = tmp_path.glob("st-*/seed-42/mteb.harnesslocalsts.json")
     record = json.loads(record_path.read_text())
-    reference = mteb.evaluate(SentenceTransformer(minilm_path, device="cpu"), HarnessLocalSTS(), cache=None,
-                              co2_tracker=False, show_progress_bar=False, encode_kwargs={"batch_size": 32})
+    reference = mteb.evaluate(
+        SentenceTransformer(minilm_path, device="cpu"),
+        HarnessLocalSTS(),
+        cache=None,
+        co2_tracker=False,
+        show_progress_bar=False,
+        encode_kwargs={"batch_size": 32},
+    )
     assert record["main_score"] == pytest.approx(100 * reference.task_results[0].get_score(), abs=1e-6)
     assert record["details"]["mteb_task_result"]["task_name"] == "HarnessLocalSTS"
 
 
 def test_reranking_runs_embedders_and_pair_scorers_other_tasks_refuse_pair_scorers(tmp_path):
-    result = run("run", "--models", "testing-embedder,testing-pair-scorer", "--tasks", "mteb:HarnessLocalRerank",
-                 "--results", tmp_path)
+    result = run(
+        "run",
+        "--models",
+        "testing-embedder,testing-pair-scorer",
+        "--tasks",
+        "mteb:HarnessLocalRerank",
+        "--results",
+        tmp_path,
+    )
     assert result.exit_code == 0, result.stderr
     records = [json.loads(p.read_text()) for p in tmp_path.glob("*/seed-42/mteb.harnesslocalrerank.json")]
     assert sorted(r["details"]["adapter"] for r in records) == ["HarnessCrossEncoder", "HarnessEncoder"]
@@ -83,18 +98,26 @@ def test_export_results_are_read_back_by_mtebs_result_loader(tmp_path, caplog):
     import mteb
 
     store = tmp_path / "results"
-    result = run("run", "--models", "testing-embedder", "--tasks",
-                 "mteb:HarnessLocalSTS,stsb:text=raw,sickr,bws-cross-topic,twitterpara", "--results", store,
-                 "--seeds", "42,43")
+    result = run(
+        "run",
+        "--models",
+        "testing-embedder",
+        "--tasks",
+        "mteb:HarnessLocalSTS,stsb:text=raw,sickr,bws-cross-topic,twitterpara",
+        "--results",
+        store,
+        "--seeds",
+        "42,43",
+    )
     assert result.exit_code == 0, result.stderr
     target = tmp_path / "mteb-results"
     # Smoke records are computed on a 200-pair sample: refused in one line naming the override (issue 21.3).
-    refused = ht.run_harness("export-results", "--format", "mteb", "--to", target, "--results", store,
-                             plugins=PLUGINS)
+    refused = ht.run_harness("export-results", "--format", "mteb", "--to", target, "--results", store, plugins=PLUGINS)
     assert refused.exit_code == 2 and "max_eval_examples=200" in refused.stderr
     assert "--include-samples" in refused.stderr and not target.exists()
-    exported = ht.run_harness("export-results", "--format", "mteb", "--to", target, "--results", store,
-                              "--include-samples", plugins=PLUGINS)
+    exported = ht.run_harness(
+        "export-results", "--format", "mteb", "--to", target, "--results", store, "--include-samples", plugins=PLUGINS
+    )
     assert exported.exit_code == 0, exported.stderr
     # One clear line per record without a counterpart.
     assert "skipped" in exported.stderr and "task 'bws-cross-topic' has no MTEB counterpart" in exported.stderr
@@ -102,17 +125,22 @@ def test_export_results_are_read_back_by_mtebs_result_loader(tmp_path, caplog):
     loaded = mteb.ResultCache(target).load_results(include_remote=False)
     # Every seed is a model of its own with a readable name (mteb's tables keep one revision per name); the
     # revision is the spec hash (issue 41.6: seeds as revisions showed seed 42 only, under a hash name).
-    assert sorted(r.model_name for r in loaded.model_results) == ["harness/testing-embedder-seed-42",
-                                                                 "harness/testing-embedder-seed-43"]
+    assert sorted(r.model_name for r in loaded.model_results) == [
+        "harness/testing-embedder-seed-42",
+        "harness/testing-embedder-seed-43",
+    ]
     frame = loaded.to_dataframe()
     assert {"harness/testing-embedder-seed-42", "harness/testing-embedder-seed-43"} <= set(frame.columns)
     model_result = next(r for r in loaded.model_results if r.model_name.endswith("seed-42"))
-    assert model_result.model_revision == json.loads(next(store.glob("*/seed-42/*.json")).read_text())["model"][
-        "hash"][:12]
+    assert (
+        model_result.model_revision
+        == json.loads(next(store.glob("*/seed-42/*.json")).read_text())["model"]["hash"][:12]
+    )
     by_task = {r.task_name: r for r in model_result.task_results}
     assert set(by_task) == {"HarnessLocalSTS", "STSBenchmark", "TwitterSemEval2015", "TwitterURLCorpus"}
-    records = {json.loads(p.read_text())["task"]["name"]: json.loads(p.read_text())
-               for p in store.glob("*/seed-42/*.json")}
+    records = {
+        json.loads(p.read_text())["task"]["name"]: json.loads(p.read_text()) for p in store.glob("*/seed-42/*.json")
+    }
     assert by_task["STSBenchmark"].get_score() == pytest.approx(records["stsb"]["scores"]["spearman_all"] / 100)
     assert by_task["HarnessLocalSTS"].get_score() == pytest.approx(records["mteb.harnesslocalsts"]["main_score"] / 100)
     manifest = json.loads((target / "harness_export.json").read_text())
@@ -127,16 +155,35 @@ def test_pair_scorer_on_an_embedding_task_is_refused_before_running(registry):
     from harness.run.driver import Run
 
     with pytest.raises(IncompatibleError):
-        Run(ht.plugin_registry("harness.testing", "harness.tasks.mteb"),
-            RunConfig([ModelEntry("testing-pair-scorer")], ["mteb:STS22"], device="cpu")).plan()
+        Run(
+            ht.plugin_registry("harness.testing", "harness.tasks.mteb"),
+            RunConfig([ModelEntry("testing-pair-scorer")], ["mteb:STS22"], device="cpu"),
+        ).plan()
 
 
 def test_compare_on_an_mteb_task_says_it_cannot_be_tested_instead_of_advising_rescore(tmp_path):
     """mteb's evaluators return only means (``MtebTask.keeps_examples`` False): rescoring would add nothing."""
-    result = run("run", "--models", "testing-embedder,testing-embedder:dim=64", "--tasks", "mteb:HarnessLocalSTS",
-                 "--results", tmp_path)
+    result = run(
+        "run",
+        "--models",
+        "testing-embedder,testing-embedder:dim=64",
+        "--tasks",
+        "mteb:HarnessLocalSTS",
+        "--results",
+        tmp_path,
+    )
     assert result.exit_code == 0, result.stderr
-    compared = ht.run_harness("compare", "testing-embedder", "testing-embedder:dim=64", "--tasks",
-                              "mteb:HarnessLocalSTS", "--profile", "smoke", "--results", tmp_path, plugins=PLUGINS)
+    compared = ht.run_harness(
+        "compare",
+        "testing-embedder",
+        "testing-embedder:dim=64",
+        "--tasks",
+        "mteb:HarnessLocalSTS",
+        "--profile",
+        "smoke",
+        "--results",
+        tmp_path,
+        plugins=PLUGINS,
+    )
     assert compared.exit_code == 0, compared.stderr
     assert "keeps no per-example data" in compared.stdout and "rescore` would not add any" in compared.stdout

@@ -1,5 +1,6 @@
 """What a new user meets after `make run` (issue 41): honest exit codes, progress in logs, publish choosing among
 variants, mistakes reported together."""
+
 from __future__ import annotations
 
 import errno
@@ -12,8 +13,22 @@ from harness.testing import run_harness
 
 
 def _smoke_run(backbone, results, *extra, models="be", tasks="stsb", env=None):
-    return run_harness("run", "--models", models, "--backbone", backbone, "--tasks", tasks, "--profile", "smoke",
-                       "--results", results, "--no-progress", *extra, env=env)
+    return run_harness(
+        "run",
+        "--models",
+        models,
+        "--backbone",
+        backbone,
+        "--tasks",
+        tasks,
+        "--profile",
+        "smoke",
+        "--results",
+        results,
+        "--no-progress",
+        *extra,
+        env=env,
+    )
 
 
 # -- 4. exit codes -----------------------------------------------------------------------------------------------------
@@ -38,20 +53,24 @@ def test_an_unreadable_store_folder_is_one_error_line_not_an_empty_store(tiny_be
         return listing(self)
 
     monkeypatch.setattr(Path, "iterdir", iterdir)
-    for argv in (("leaderboard", "--results", tmp_path / "store"),
-                 ("export-results", "--format", "mteb", "--to", tmp_path / "out", "--results", tmp_path / "store")):
+    for argv in (
+        ("leaderboard", "--results", tmp_path / "store"),
+        ("export-results", "--format", "mteb", "--to", tmp_path / "out", "--results", tmp_path / "store"),
+    ):
         run = run_harness(*argv)
         assert run.exit_code == 2, argv
         assert run.stderr.strip().splitlines() == [
             f"error: cannot read {model_folder} (Permission denied); make it readable, or pass the store you mean "
-            "with --results."]
+            "with --results."
+        ]
 
 
 # -- 3. publish picks the spec `harness run` wrote, not every variant of a name ------------------------------------------
 def test_publish_models_be_takes_the_quick_record_not_its_smoke_variants(tiny_bert, tmp_path):
     store, published = tmp_path / "store", tmp_path / "published"
-    quick = run_harness("run", "--models", "be", "--backbone", tiny_bert, "--tasks", "stsb", "--results", store,
-                        "--no-progress")
+    quick = run_harness(
+        "run", "--models", "be", "--backbone", tiny_bert, "--tasks", "stsb", "--results", store, "--no-progress"
+    )
     assert quick.exit_code == 0, quick.stderr
     assert _smoke_run(tiny_bert, store, models="be:pooling=cls").exit_code == 0  # the Quick start's smoke variant
     assert _smoke_run(tiny_bert, store).exit_code == 0
@@ -65,22 +84,55 @@ def test_publish_models_be_takes_the_quick_record_not_its_smoke_variants(tiny_be
     absent = run_harness(*common, "--models", "be", "--train-on", "stsb")
     assert absent.exit_code == 2 and len(absent.stderr.strip().splitlines()) == 1
     assert "Records of other variants: be (profile quick), be (profile smoke), be:pooling=cls (profile smoke)" in (
-        absent.stderr)
+        absent.stderr
+    )
 
 
 # -- 5. progress in a log ------------------------------------------------------------------------------------------------
 def test_a_run_off_a_terminal_logs_steps_and_cells_at_an_interval(tiny_bert, tmp_path):
-    run = run_harness("run", "--models", "ce", "--backbone", tiny_bert, "--tasks", "stsb", "--profile", "smoke",
-                      "--train-on", "stsb", "--set", "max_steps=2", "--results", tmp_path,
-                      env={"HARNESS_PROGRESS_SECONDS": "0"})  # stderr is not a terminal here, as in CI
+    run = run_harness(
+        "run",
+        "--models",
+        "ce",
+        "--backbone",
+        tiny_bert,
+        "--tasks",
+        "stsb",
+        "--profile",
+        "smoke",
+        "--train-on",
+        "stsb",
+        "--set",
+        "max_steps=2",
+        "--results",
+        tmp_path,
+        env={"HARNESS_PROGRESS_SECONDS": "0"},
+    )  # stderr is not a terminal here, as in CI
     assert run.exit_code == 0, run.stderr
     lines = run.stdout.splitlines()
     assert "  training ce: 1/2 steps (50%)" in "\n".join(lines) and any(
-        line.startswith("  training ce: 2/2 steps (100%)") and "loss=" in line for line in lines)
+        line.startswith("  training ce: 2/2 steps (100%)") and "loss=" in line for line in lines
+    )
     assert any(line.startswith("  cells: 1/1 cells (100%)") for line in lines)
-    quiet = run_harness("run", "--models", "ce", "--backbone", tiny_bert, "--tasks", "stsb", "--profile", "smoke",
-                        "--train-on", "stsb", "--set", "max_steps=2", "--results", tmp_path / "q", "--no-progress",
-                        env={"HARNESS_PROGRESS_SECONDS": "0"})
+    quiet = run_harness(
+        "run",
+        "--models",
+        "ce",
+        "--backbone",
+        tiny_bert,
+        "--tasks",
+        "stsb",
+        "--profile",
+        "smoke",
+        "--train-on",
+        "stsb",
+        "--set",
+        "max_steps=2",
+        "--results",
+        tmp_path / "q",
+        "--no-progress",
+        env={"HARNESS_PROGRESS_SECONDS": "0"},
+    )
     assert "steps (" not in quiet.stdout
 
 
@@ -95,8 +147,10 @@ def test_log_progress_waits_one_interval_before_its_first_line(caplog):
     fast.update(1)
     fast.set_postfix(loss="0.5")
     fast.update(1)
-    assert [r.getMessage().split(", ")[0] for r in caplog.records] == ["  encoding: 1/4 texts (25%)",
-                                                                        "  encoding: 2/4 texts (50%)"]
+    assert [r.getMessage().split(", ")[0] for r in caplog.records] == [
+        "  encoding: 1/4 texts (25%)",
+        "  encoding: 2/4 texts (50%)",
+    ]
     assert caplog.records[-1].getMessage().endswith("left, loss=0.5")
 
 
@@ -122,12 +176,16 @@ def _formats(store):
     (table,) = collect_tables(store)
     attach_statistics(table)
     ordered = [(table, rank, row, average) for rank, row, average in table.ranked()]
-    plot = {column: [bar[3] for bar in panel_bars([table], ordered, column, tuple(table.averaged_columns))]
-            for column in ("t1", AVERAGE)}
+    plot = {
+        column: [bar[3] for bar in panel_bars([table], ordered, column, tuple(table.averaged_columns))]
+        for column in ("t1", AVERAGE)
+    }
     csv_rows = render_csv(table).splitlines()
     header = csv_rows[0].split(",")
-    marks = {row.split(",")[2]: (row.split(",")[header.index("t1_mark")], row.split(",")[header.index("average_mark")])
-             for row in csv_rows[1:]}
+    marks = {
+        row.split(",")[2]: (row.split(",")[header.index("t1_mark")], row.split(",")[header.index("average_mark")])
+        for row in csv_rows[1:]
+    }
     return table, render_markdown(table), render_latex(table), render_html(table), marks, plot
 
 
@@ -138,8 +196,10 @@ def test_every_format_bolds_only_the_significantly_best_row(tmp_path):
 
     rng = np.random.default_rng(1)
     gold = rng.normal(size=400)
-    scores = {name: ExampleScores("spearman", {"predicted": gold + level * rng.normal(size=400), "gold": gold})
-              for name, level in (("strong", 0.3), ("weak", 2.0))}
+    scores = {
+        name: ExampleScores("spearman", {"predicted": gold + level * rng.normal(size=400), "gold": gold})
+        for name, level in (("strong", 0.3), ("weak", 2.0))
+    }
     table, markdown, latex, page, csv_marks, plot = _formats(_store_of(tmp_path, scores))
     strong_line = next(line for line in markdown.splitlines() if "| strong" in line)
     assert strong_line.count("**") == 4  # its t1 cell and its average, nothing else in the table
@@ -154,7 +214,8 @@ def test_a_top_row_without_per_example_data_is_marked_untested_in_every_format(t
     table, markdown, latex, page, csv_marks, plot = _formats(_store_of(tmp_path, {"old": 80.0, "older": 70.0}))
     assert "**" not in "\n".join(line for line in markdown.splitlines() if line.startswith("|"))
     assert "80.00 ¶" in markdown and "¶: the column's top row, which cannot be told apart from the next one" in (
-        markdown)
+        markdown
+    )
     assert "\\textbf{" not in latex and "80.00 ¶" in latex
     assert 'class="best"' not in page and "<strong>" not in page and "80.00 ¶" in page
     assert csv_marks == {"old": ("best-untested", "best-untested"), "older": ("no-data", "no-data")}
@@ -195,13 +256,15 @@ def test_plots_draw_the_tables_intervals_and_one_average_panel_per_task_set(tmp_
 def test_a_misspelt_profile_gets_did_you_mean(tmp_path):
     run = run_harness("run", "--models", "be", "--tasks", "stsb", "--profile", "quik", "--results", tmp_path)
     assert run.exit_code == 2 and run.stderr.strip().splitlines() == [
-        "error: invalid value 'quik' for --profile; allowed values: smoke, quick, paper. Did you mean: quick?"]
+        "error: invalid value 'quik' for --profile; allowed values: smoke, quick, paper. Did you mean: quick?"
+    ]
 
 
 def test_a_matrix_with_several_mistakes_reports_them_all(tmp_path):
     structure = tmp_path / "structure.yaml"
-    structure.write_text("tasks: [stsb]\nmodels:\n  - {model: ce, train_on: stsb, epoch: 2}\n"
-                         "  - {model: be, backbone: 3}\nseeds: [-1]\n")
+    structure.write_text(
+        "tasks: [stsb]\nmodels:\n  - {model: ce, train_on: stsb, epoch: 2}\n  - {model: be, backbone: 3}\nseeds: [-1]\n"
+    )
     run = run_harness("validate", "--matrix", structure)
     (line,) = run.stderr.strip().splitlines()
     assert run.exit_code == 2 and line.startswith(f"error: {structure}: 3 mistakes: (1) models entry 1 (ce): ")
@@ -223,4 +286,3 @@ def test_plot_silver_density_reads_the_working_store_not_the_published_one(tmp_p
     drawn = run("plot", "silver-density", env={"HARNESS_RESULTS_DIR": str(tmp_path / "mine")})
     # nothing run yet: the message names the working store (it used to read published/ and write leaderboards/)
     assert drawn.exit_code == 2 and f"no silver-pair artifacts under {tmp_path / 'mine' / 'artifacts'};" in drawn.stderr
-

@@ -1,5 +1,6 @@
 """Noise Matching ``nm`` (plugins/nm.py): the deleted view is pulled to the stop-gradient original, so only the noised
 view carries gradient; the deletion ratio is checked; NM trains as TSDAE's auxiliary."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """The shared model building blocks (harness.nn) on tiny random BERT- and RoBERTa-style transformers."""
+
 from __future__ import annotations
 
 import json
@@ -95,7 +96,9 @@ def test_pair_builder_follows_the_backbone(tiny_bert, tiny_roberta):
 
 
 def test_maskable_positions_skip_segment_boundaries_and_padding():
-    segments = torch.tensor([[FIRST_SEGMENT, FIRST_SEGMENT, FIRST_SEGMENT, SECOND_SEGMENT, SECOND_SEGMENT, SECOND_SEGMENT, PADDING_SEGMENT]])
+    segments = torch.tensor(
+        [[FIRST_SEGMENT, FIRST_SEGMENT, FIRST_SEGMENT, SECOND_SEGMENT, SECOND_SEGMENT, SECOND_SEGMENT, PADDING_SEGMENT]]
+    )
     assert maskable_positions(segments).tolist() == [[False, True, False, False, True, False, False]]
 
 

@@ -1,5 +1,6 @@
 """Nugget (plugins/nugget.py): k = ceil(r * n) over real tokens, gradients to the scorer through the decoder's
 cross-attention (eq. 5 and the straight-through form), frozen bottom layers, bad input, and training end to end."""
+
 from __future__ import annotations
 
 import math
@@ -138,8 +139,9 @@ def test_score_bias_enters_every_cross_attention_logit(tiny_bert):
     plain = decoder.hidden_states(memory, ids, attention_mask=mask)
     shifted = decoder.hidden_states(memory, ids, attention_mask=mask, memory_bias=torch.full((2, 3), 2.5))
     torch.testing.assert_close(plain, shifted, atol=1e-5, rtol=0)
-    dropped = decoder.hidden_states(memory, ids, attention_mask=mask,
-                                    memory_bias=torch.tensor([[0.0, 0.0, -1e4], [0.0, 0.0, -1e4]]))
+    dropped = decoder.hidden_states(
+        memory, ids, attention_mask=mask, memory_bias=torch.tensor([[0.0, 0.0, -1e4], [0.0, 0.0, -1e4]])
+    )
     without = decoder.hidden_states(memory[:, :2], ids, attention_mask=mask)
     torch.testing.assert_close(dropped, without, atol=1e-5, rtol=0)
     changed = decoder.hidden_states(memory, ids, attention_mask=mask, memory_bias=torch.tensor([[3.0, 0, 0]] * 2))
@@ -149,9 +151,18 @@ def test_score_bias_enters_every_cross_attention_logit(tiny_bert):
 def context(backbone, registry, tmp_path, **options) -> ModelContext:
     plugin = registry.model("nugget")
     resolved = {key: option.default for key, option in plugin.options.items()} | options
-    return ModelContext(options=resolved, backbone=backbone, profile=get_profile("smoke"), device="cpu", seed=3,
-                        progress=False, component=registry.component, artifact_dir=tmp_path, cache_dir=tmp_path,
-                        train_on="test")
+    return ModelContext(
+        options=resolved,
+        backbone=backbone,
+        profile=get_profile("smoke"),
+        device="cpu",
+        seed=3,
+        progress=False,
+        component=registry.component,
+        artifact_dir=tmp_path,
+        cache_dir=tmp_path,
+        train_on="test",
+    )
 
 
 def test_training_saves_and_reloads_and_scores_by_maxsim(tiny_bert, registry, tmp_path):
@@ -174,8 +185,14 @@ def test_training_saves_and_reloads_and_scores_by_maxsim(tiny_bert, registry, tm
 
 def test_bad_options_fail_at_plan_time_or_build(tiny_bert, registry, tmp_path):
     def plan(model):
-        config = RunConfig(models=[ModelEntry(model)], tasks=["stsb"], train_on="stsb", profile="smoke",
-                           results_dir=tmp_path / "results", progress=False)
+        config = RunConfig(
+            models=[ModelEntry(model)],
+            tasks=["stsb"],
+            train_on="stsb",
+            profile="smoke",
+            results_dir=tmp_path / "results",
+            progress=False,
+        )
         return Run(registry, config, log=lambda _: None).plan()
 
     for bad in ("nugget:ratio=0", "nugget:ratio=1.5", "nugget:ratio=-0.1"):

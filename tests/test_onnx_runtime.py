@@ -1,5 +1,6 @@
 """The ONNX Runtime path (harness.nn.onnx_runtime): same token states and pooled embeddings as torch, one export per
 checkpoint in the cache, a damaged cache entry exported again, and the torch model left as it was."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -213,9 +214,14 @@ def test_sentence_encoder_encodes_through_onnx(tiny_bert, tmp_path):
 
 
 # -- nugget: one graph of the encoder with its scorer hook (harness.nn.onnx_runtime.onnx_function) ----------------
-NUGGET_TEXTS = ["a man is playing a guitar on the stage tonight .", "the cat sits .", "",
-                "two dogs are running through a green field near the old farm house by the river .", "hi there",
-                "the cat sits ."]
+NUGGET_TEXTS = [
+    "a man is playing a guitar on the stage tonight .",
+    "the cat sits .",
+    "",
+    "two dogs are running through a green field near the old farm house by the river .",
+    "hi there",
+    "the cat sits .",
+]
 
 
 def _nugget_encoder(tiny_bert, layer, feedback):
@@ -289,8 +295,21 @@ def test_nugget_graph_breaks_ties_as_torch_and_follows_new_weights(tiny_bert, tm
 def _run(tiny_bert, results, *extra, model="be"):
     import harness.testing as ht
 
-    return ht.run_harness("run", "--models", model, "--backbone", tiny_bert, "--tasks", "stsb", "--profile", "smoke",
-                          "--results", results, "--no-progress", *extra)
+    return ht.run_harness(
+        "run",
+        "--models",
+        model,
+        "--backbone",
+        tiny_bert,
+        "--tasks",
+        "stsb",
+        "--profile",
+        "smoke",
+        "--results",
+        results,
+        "--no-progress",
+        *extra,
+    )
 
 
 def _records(results):
@@ -305,8 +324,9 @@ def _records(results):
 TRAIN_TWO_STEPS = ("--train-on", "stsb", "--set", "max_steps=2")
 
 
-@pytest.mark.parametrize("model, extra", [("be", ()), ("simcse", TRAIN_TWO_STEPS), ("ce", TRAIN_TWO_STEPS),
-                                          ("cbe", TRAIN_TWO_STEPS)])
+@pytest.mark.parametrize(
+    "model, extra", [("be", ()), ("simcse", TRAIN_TWO_STEPS), ("ce", TRAIN_TWO_STEPS), ("cbe", TRAIN_TWO_STEPS)]
+)
 def test_run_runtime_onnx_scores_equal_torch_and_is_recorded(tiny_bert, tmp_path, model, extra):
     torch_run = _run(tiny_bert, tmp_path / "torch", *extra, model=model)
     assert torch_run.exit_code == 0, torch_run.stderr
@@ -315,8 +335,10 @@ def test_run_runtime_onnx_scores_equal_torch_and_is_recorded(tiny_bert, tmp_path
     (torch_record,), (onnx_record,) = _records(tmp_path / "torch"), _records(tmp_path / "onnx")
     assert "runtime" not in torch_record  # torch records keep the content they had
     assert onnx_record["runtime"] == "onnx"
-    assert onnx_record["environment"]["packages"]["onnxruntime"] and "onnxruntime" not in torch_record["environment"][
-        "packages"]  # the runtime that computed the scores, with its version
+    assert (
+        onnx_record["environment"]["packages"]["onnxruntime"]
+        and "onnxruntime" not in torch_record["environment"]["packages"]
+    )  # the runtime that computed the scores, with its version
     assert abs(onnx_record["main_score"] - torch_record["main_score"]) < 1e-4
     assert list((tmp_path / "onnx" / "cache" / "onnx").glob("*.onnx"))
 
@@ -333,8 +355,10 @@ def test_run_runtime_onnx_nugget_scores_equal_torch(tiny_bert, tmp_path):
     (torch_record,), (onnx_record,) = _records(tmp_path / "torch"), _records(tmp_path / "onnx")
     assert onnx_record["runtime"] == "onnx" and "runtime" not in torch_record
     assert abs(onnx_record["main_score"] - torch_record["main_score"]) < 0.01
-    (torch_pairs,), (onnx_pairs,) = (list(tmp_path.glob(f"{runtime}/*/seed-*/{name}.examples.npz"))
-                                     for runtime, name in (("torch", "stsb"), ("onnx", "stsb@onnx")))
+    (torch_pairs,), (onnx_pairs,) = (
+        list(tmp_path.glob(f"{runtime}/*/seed-*/{name}.examples.npz"))
+        for runtime, name in (("torch", "stsb"), ("onnx", "stsb@onnx"))
+    )
     expected, actual = np.load(torch_pairs)["array.predicted"], np.load(onnx_pairs)["array.predicted"]
     assert expected.shape == actual.shape and len(expected) > 100
     np.testing.assert_allclose(actual, expected, atol=1e-5)
@@ -342,20 +366,43 @@ def test_run_runtime_onnx_nugget_scores_equal_torch(tiny_bert, tmp_path):
 
 
 def test_run_runtime_is_refused_in_one_line(tiny_bert, tmp_path, run_cli, monkeypatch):
-    code, _, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--profile", "smoke", "--results",
-                           tmp_path / "r", "--runtime", "tensorrt")
+    code, _, err = run_cli(
+        "run",
+        "--models",
+        "be",
+        "--tasks",
+        "stsb",
+        "--profile",
+        "smoke",
+        "--results",
+        tmp_path / "r",
+        "--runtime",
+        "tensorrt",
+    )
     assert code == 2 and "--runtime must be one of torch, onnx" in err and "Traceback" not in err
     # st can: its Hugging Face model runs in ONNX Runtime (tests/test_st_plugin.py)
     code, _, err = run_cli("validate", "--models", "be,st", "--tasks", "stsb", "--runtime", "onnx")
     assert code == 0, err
     # a recipe is judged by its student (be has use_runtime)
-    code, out, err = run_cli("validate", "--models", "augsbert:teacher=ce", "--tasks", "stsb", "--train-on", "stsb",
-                             "--runtime", "onnx")
+    code, out, err = run_cli(
+        "validate", "--models", "augsbert:teacher=ce", "--tasks", "stsb", "--train-on", "stsb", "--runtime", "onnx"
+    )
     assert code == 0, err
     # ONNX Runtime runs on the CPU here: a GPU device is refused, not silently replaced by the CPU
     monkeypatch.setattr("harness.executors.local.resolve_device", lambda requested: "cuda")  # as on a GPU machine
-    code, _, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--runtime", "onnx", "--device", "cuda",
-                           "--results", tmp_path / "gpu")
+    code, _, err = run_cli(
+        "run",
+        "--models",
+        "be",
+        "--tasks",
+        "stsb",
+        "--runtime",
+        "onnx",
+        "--device",
+        "cuda",
+        "--results",
+        tmp_path / "gpu",
+    )
     assert code == 2 and "use --device cpu" in err and "\n" not in err.strip()
 
 
@@ -394,8 +441,15 @@ def test_model_that_cannot_use_the_runtime_is_refused_while_planning(tmp_path):
 
     registry = build_registry(extra_plugins=[Plugins()])
     for name, reason in (("torch-only", "it has no use_runtime method"), ("refusing", "its encoder is a remote")):
-        config = RunConfig(models=[ModelEntry(name)], tasks=["stsb"], profile="smoke", device="cpu", progress=False,
-                           results_dir=tmp_path / "results", runtime="onnx")
+        config = RunConfig(
+            models=[ModelEntry(name)],
+            tasks=["stsb"],
+            profile="smoke",
+            device="cpu",
+            progress=False,
+            results_dir=tmp_path / "results",
+            runtime="onnx",
+        )
         with pytest.raises(IncompatibleError) as refused:
             Run(registry, config).run(LocalExecutor())
         message = str(refused.value)
@@ -450,8 +504,22 @@ def test_real_be_task_scores_equal_published_torch_records(minilm_path, tmp_path
     import harness.testing as ht
 
     results = tmp_path / "onnx"
-    run = ht.run_harness("run", "--models", "be", "--tasks", ",".join(SENTEVAL_TWITTER_BWS), "--profile", "quick",
-                         "--seeds", "42", "--runtime", "onnx", "--results", results, "--no-progress")
+    run = ht.run_harness(
+        "run",
+        "--models",
+        "be",
+        "--tasks",
+        ",".join(SENTEVAL_TWITTER_BWS),
+        "--profile",
+        "quick",
+        "--seeds",
+        "42",
+        "--runtime",
+        "onnx",
+        "--results",
+        results,
+        "--no-progress",
+    )
     assert run.exit_code == 0, run.stderr
     for task in SENTEVAL_TWITTER_BWS:
         torch_record = json.loads((PUBLISHED_BE / f"{task}.json").read_text())
@@ -505,8 +573,9 @@ def test_real_cbe_pair_scores_equal_torch(minilm_path, tmp_path):
         pairs.extend(evaluated[i] for i in chosen)
     plugin = registry.model("cbe")
     options = {key: option.default for key, option in plugin.options.items()}
-    model = plugin.factory(ModelContext(options=options, backbone=minilm_path, profile=quick, device="cpu", seed=42,
-                                        progress=False))
+    model = plugin.factory(
+        ModelContext(options=options, backbone=minilm_path, profile=quick, device="cpu", seed=42, progress=False)
+    )
     first, second = [a for a, _ in pairs], [b for _, b in pairs]
     expected = model.score(first, second)
     model.use_runtime("onnx", tmp_path)
@@ -529,8 +598,9 @@ def test_real_st_and_st_ce_scores_equal_torch(minilm_path, tmp_path):
     from harness.testing import model_context, smoke_profile
 
     registry = build_registry()
-    eval_ctx = EvalContext(profile=smoke_profile(max_eval_examples=48), device="cpu", seed=42, batch_size=16,
-                           progress=False)
+    eval_ctx = EvalContext(
+        profile=smoke_profile(max_eval_examples=48), device="cpu", seed=42, batch_size=16, progress=False
+    )
     st = registry.model("st").factory(model_context(backbone=minilm_path, plugin=registry.model("st")))
     assert isinstance(st, SentenceTransformerEmbedder)
     torch.manual_seed(0)
@@ -553,6 +623,7 @@ def test_real_st_and_st_ce_scores_equal_torch(minilm_path, tmp_path):
             assert abs(main_scores["onnx", name] - main_scores["torch", name]) < 0.01
     assert len(list((tmp_path / "onnx").glob("*.onnx"))) == 2  # BertModel's hidden states, the classifier's logits
 
+
 def test_real_nugget_pair_scores_equal_torch(minilm_path, tmp_path):
     """An untrained nugget (seeded scorer; layer 3, feedback on, r = 0.1) on real all-MiniLM-L6-v2 scores an evenly
     spaced sample of 48 STS-B test pairs the same through its ONNX graph as through torch (MaxSim to 1e-3)."""
@@ -566,13 +637,15 @@ def test_real_nugget_pair_scores_equal_torch(minilm_path, tmp_path):
     plugin = registry.task("stsb")
     recorder = _PairRecorder()
     plugin.factory({key: option.default for key, option in plugin.options.items()}, None).evaluate(
-        recorder, EvalContext(profile=quick, device="cpu", seed=42, batch_size=16, progress=False))
+        recorder, EvalContext(profile=quick, device="cpu", seed=42, batch_size=16, progress=False)
+    )
     pairs = [recorder.pairs[i] for i in np.linspace(0, len(recorder.pairs) - 1, 48).round().astype(int)]
     plugin = registry.model("nugget")
     options = {key: option.default for key, option in plugin.options.items()}
     torch.manual_seed(42)
-    model = plugin.factory(ModelContext(options=options, backbone=minilm_path, profile=quick, device="cpu", seed=42,
-                                        progress=False))
+    model = plugin.factory(
+        ModelContext(options=options, backbone=minilm_path, profile=quick, device="cpu", seed=42, progress=False)
+    )
     first, second = [a for a, _ in pairs], [b for _, b in pairs]
     expected = as_pair_scorer(model).score(first, second)
     model.use_runtime("onnx", tmp_path)

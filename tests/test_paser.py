@@ -1,5 +1,6 @@
 """PaSeR and its RAKE (plugins/paser.py): phrases and scores equal rake-nltk's on the same
 stopwords, the masked copy masks exactly the chosen phrase tokens, the edge cases, the loss, bad options."""
+
 from __future__ import annotations
 
 import lzma
@@ -27,12 +28,21 @@ from harness.profiles import get_profile
 from harness.run.config import RunConfig
 from harness.run.driver import Run
 
-TEXT = ("Compatibility of systems of linear constraints over the set of natural numbers. Criteria of compatibility "
-        "of a system of linear Diophantine equations, strict inequations, and nonstrict inequations are considered. "
-        "Upper bounds for components of a minimal set of solutions?! and algorithms of construction of minimal "
-        "generating sets of solutions for all types of systems are given; minimal sets -- again: minimal sets.")
-OPTIONS = {"top_k": 1, "signal": "paper", "signal_m": 10.0, "signal_n": 10.0, "decoder_layers": 6, "synonyms": 0.0,
-           "synonym_views": "both"}
+TEXT = (
+    "Compatibility of systems of linear constraints over the set of natural numbers. Criteria of compatibility "
+    "of a system of linear Diophantine equations, strict inequations, and nonstrict inequations are considered. "
+    "Upper bounds for components of a minimal set of solutions?! and algorithms of construction of minimal "
+    "generating sets of solutions for all types of systems are given; minimal sets -- again: minimal sets."
+)
+OPTIONS = {
+    "top_k": 1,
+    "signal": "paper",
+    "signal_m": 10.0,
+    "signal_n": 10.0,
+    "decoder_layers": 6,
+    "synonyms": 0.0,
+    "synonym_views": "both",
+}
 
 
 @pytest.mark.parametrize("stopwords", ["sklearn", "small"])
@@ -41,8 +51,9 @@ def test_rake_equals_rake_nltk(stopwords):
     from nltk.tokenize import wordpunct_tokenize
 
     words = english_stopwords() if stopwords == "sklearn" else frozenset({"of", "the", "a", "and", "are", "for"})
-    reference = rake_nltk.Rake(stopwords=set(words), sentence_tokenizer=lambda text: [text],
-                               word_tokenizer=wordpunct_tokenize)
+    reference = rake_nltk.Rake(
+        stopwords=set(words), sentence_tokenizer=lambda text: [text], word_tokenizer=wordpunct_tokenize
+    )
     for text in (TEXT, "Red apples, are good in flavour.", "the of a", "Machine learning"):
         reference.extract_keywords_from_text(text)
         ours = rake_phrases(text, words)
@@ -64,8 +75,11 @@ def test_masked_copy_masks_exactly_the_chosen_phrase_tokens(encoder):
     chosen = phrases[:2]
     copy = masked_copy(sentence, chosen, tokenizer, 64, tokenizer.mask_token_id)
     encoded = tokenizer(sentence, return_offsets_mapping=True)
-    expected = [i for i, (a, b) in enumerate(encoded["offset_mapping"]) if a < b and any(
-        a < end and start < b for p in chosen for start, end in p.word_spans)]
+    expected = [
+        i
+        for i, (a, b) in enumerate(encoded["offset_mapping"])
+        if a < b and any(a < end and start < b for p in chosen for start, end in p.word_spans)
+    ]
     assert copy.masked_positions == expected and expected
     assert [i for i, t in enumerate(copy.input_ids) if t == tokenizer.mask_token_id] == expected
     unmasked = [i for i in range(len(copy.input_ids)) if i not in expected]
@@ -174,8 +188,7 @@ def test_synonym_replacement_reaches_both_views(encoder, tiny_bert, tiny_wordnet
         seen.append(features["input_ids"])
         return encoder(features)
 
-    batch = {CLEAN: encoder.tokenizer(sentences, padding=True, return_tensors="pt"),
-             "paser": entry}
+    batch = {CLEAN: encoder.tokenizer(sentences, padding=True, return_tensors="pt"), "paser": entry}
     term(TrainingStep(spy, batch))
     assert any(torch.equal(ids, entry["clean_ids"]) for ids in seen)  # E_s from the replaced s
     assert not any(torch.equal(ids, batch[CLEAN]["input_ids"]) for ids in seen)
@@ -185,8 +198,9 @@ def test_synonym_replacement_reaches_both_views(encoder, tiny_bert, tiny_wordnet
 
 def test_synonym_replacement_and_missing_wordnet(monkeypatch, tmp_path):
     table = {"guitar": ["lute"], "playing": ["strumming"], "man": []}
-    replaced = replace_synonyms("a man is playing a guitar .", 0.5, lambda w: table.get(w, []), english_stopwords(),
-                                random.Random(0))
+    replaced = replace_synonyms(
+        "a man is playing a guitar .", 0.5, lambda w: table.get(w, []), english_stopwords(), random.Random(0)
+    )
     assert replaced in {"a man is strumming a lute .", "a man is playing a lute .", "a man is strumming a guitar ."}
     assert replaced != "a man is playing a guitar ."
     monkeypatch.setenv(wordnet.ENVIRONMENT_VARIABLE, str(tmp_path))  # no WordNet files there
@@ -203,9 +217,18 @@ def test_training_end_to_end_and_bad_options(tiny_bert, registry, tmp_path, tiny
     plugin = registry.model("paser")
     assert plugin.options["top_k"].default == 5 and plugin.options["synonyms"].default == 0.1  # table 1's setting
     options = {key: option.default for key, option in plugin.options.items()} | {"top_k": 2}
-    ctx = ModelContext(options=options, backbone=tiny_bert, profile=get_profile("smoke"), device="cpu", seed=3,
-                       progress=False, component=registry.component, artifact_dir=tmp_path, cache_dir=tmp_path,
-                       train_on="test")
+    ctx = ModelContext(
+        options=options,
+        backbone=tiny_bert,
+        profile=get_profile("smoke"),
+        device="cpu",
+        seed=3,
+        progress=False,
+        component=registry.component,
+        artifact_dir=tmp_path,
+        cache_dir=tmp_path,
+        train_on="test",
+    )
     model = plugin.factory(ctx)
     sentences = ["a man is playing a guitar .", "machine learning", "it is .", "the cat sits on the red mat ."]
     before = model.encode(sentences)
@@ -218,8 +241,14 @@ def test_training_end_to_end_and_bad_options(tiny_bert, registry, tmp_path, tiny
     assert not np.allclose(before, model.encode(sentences))
 
     def plan(spec):
-        config = RunConfig(models=[ModelEntry(spec)], tasks=["stsb"], train_on="stsb", profile="smoke",
-                           results_dir=tmp_path / "results", progress=False)
+        config = RunConfig(
+            models=[ModelEntry(spec)],
+            tasks=["stsb"],
+            train_on="stsb",
+            profile="smoke",
+            results_dir=tmp_path / "results",
+            progress=False,
+        )
         return Run(registry, config, log=lambda _: None).plan()
 
     with pytest.raises(InvalidOptionError, match="top_k must be at least 1"):

@@ -1,4 +1,5 @@
 """Plugin discovery: built-ins through entry points, broken plugins reported, duplicate names refused."""
+
 from __future__ import annotations
 
 import sys
@@ -15,7 +16,11 @@ def test_builtins_come_from_entry_points(registry):
     assert "be" in registry.models
     assert registry.package_of("model", "be") == "sentence-harness"
     assert set(registry.expand_task("senteval")) == {"sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr"}
-    assert {p.name for p in registry.plugins if p.package == "sentence-harness"} >= {"bi_encoder", "senteval", "backbones"}
+    assert {p.name for p in registry.plugins if p.package == "sentence-harness"} >= {
+        "bi_encoder",
+        "senteval",
+        "backbones",
+    }
     assert not [p for p in registry.plugins if p.error], [p.error for p in registry.plugins if p.error]
 
 
@@ -61,8 +66,17 @@ def test_allow_list_and_disable_autoload(monkeypatch):
 
 def test_task_metadata_is_validated():
     with pytest.raises(ValueError, match="main_score"):
-        harness.TaskMetadata(name="x", family="f", description="d", main_score="", metric="m", reference="r",
-                             dataset="d", dataset_source="s", license="l")
+        harness.TaskMetadata(
+            name="x",
+            family="f",
+            description="d",
+            main_score="",
+            metric="m",
+            reference="r",
+            dataset="d",
+            dataset_source="s",
+            license="l",
+        )
     with pytest.raises(ValueError, match="lower-case"):
         harness.ModelPlugin("Bad Name", "d", lambda ctx: None, ("embedder",))
     with pytest.raises(ValueError, match="capability"):
@@ -131,7 +145,9 @@ def test_registration_failures_are_isolated(broken_plugins):
     errors = {p.name: p.error for p in registry.plugins if p.error}
     assert set(errors) == set(BROKEN_PLUGINS), errors
     assert "lower-case" in errors["bad_name_plugin"]
-    assert "register_model" in errors["typo_hook_plugin"] and "Did you mean: register_models" in errors["typo_hook_plugin"]
+    assert (
+        "register_model" in errors["typo_hook_plugin"] and "Did you mean: register_models" in errors["typo_hook_plugin"]
+    )
     assert "encode" in errors["bad_capability_plugin"] and "NoEncode" in errors["bad_capability_plugin"]
     assert "reg" in errors["bad_signature_plugin"]
     assert all("\n" not in error for error in errors.values())  # one line each
@@ -150,8 +166,19 @@ def test_broken_plugins_leave_list_and_runs_working(broken_plugins, run_cli, tmp
     for module in BROKEN_PLUGINS:
         assert module in out
     assert "be " in out
-    code, out, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--profile", "smoke",
-                             "--results", str(tmp_path / "results"), "--backbone", tiny_bert)
+    code, out, err = run_cli(
+        "run",
+        "--models",
+        "be",
+        "--tasks",
+        "stsb",
+        "--profile",
+        "smoke",
+        "--results",
+        str(tmp_path / "results"),
+        "--backbone",
+        tiny_bert,
+    )
     assert code == 0, err
 
 
@@ -165,9 +192,21 @@ def test_capability_checked_when_built(registry):
 
 def test_task_class_registration_resolves_options():
     class Toy(harness.Task):
-        metadata = harness.TaskMetadata(name="toy-task", family="toy", description="d", main_score="s", metric="m",
-                                        reference="r", dataset="d", dataset_source="s", license="l")
-        options = {"size": harness.Option(3, "how many", type=int), "mode": harness.Option("a", "m", choices=("a", "b"))}
+        metadata = harness.TaskMetadata(
+            name="toy-task",
+            family="toy",
+            description="d",
+            main_score="s",
+            metric="m",
+            reference="r",
+            dataset="d",
+            dataset_source="s",
+            license="l",
+        )
+        options = {
+            "size": harness.Option(3, "how many", type=int),
+            "mode": harness.Option("a", "m", choices=("a", "b")),
+        }
 
     class Plugin:
         @harness.hookimpl
@@ -178,8 +217,19 @@ def test_task_class_registration_resolves_options():
     task = registry.task("toy-task").factory({"size": "5"}, None)
     assert task.options == {"size": 5, "mode": "a"}  # parsed and defaults filled
     assert Toy().options == {"size": 3, "mode": "a"}
-    variant = Toy.variant(harness.TaskMetadata(name="toy-two", family="toy", description="d", main_score="s",
-                                               metric="m", reference="r", dataset="d", dataset_source="s", license="l"))
+    variant = Toy.variant(
+        harness.TaskMetadata(
+            name="toy-two",
+            family="toy",
+            description="d",
+            main_score="s",
+            metric="m",
+            reference="r",
+            dataset="d",
+            dataset_source="s",
+            license="l",
+        )
+    )
     assert variant.metadata.name == "toy-two" and issubclass(variant, Toy)
 
 
@@ -190,8 +240,18 @@ def test_the_spellings_deprecated_in_0_1_and_0_2_are_gone():
     import harness.plugins.cross_bi_encoder as cross_bi_encoder
 
     with pytest.raises(TypeError, match="eval_splits"):
-        harness.TaskMetadata(name="x", family="f", description="d", main_score="s", metric="m", reference="r",
-                             dataset="d", dataset_source="s", license="l", eval_splits=("test",))
+        harness.TaskMetadata(
+            name="x",
+            family="f",
+            description="d",
+            main_score="s",
+            metric="m",
+            reference="r",
+            dataset="d",
+            dataset_source="s",
+            license="l",
+            eval_splits=("test",),
+        )
     assert not hasattr(harness.ModelContext, "work_dir") and not hasattr(bi_encoder.BiEncoder, "fit_pairs")
     for module, name in ((plugin_api, "task_factory"), (cross_bi_encoder, "truncate_longest_first")):
         with pytest.raises(AttributeError, match=name):

@@ -1,5 +1,6 @@
 """PropSegmEnt retrieval: metrics against a naive computation, self-exclusion, unit aggregation, the collection
 (gold from judgements, reference segmentation, splits) and the tasks on the bundled data and on user files."""
+
 from __future__ import annotations
 
 import gzip
@@ -49,8 +50,9 @@ def naive_metrics(rankings, gold, ks=(1, 5, 10, 20)):
         if k == 1:
             metrics["p@1"] = float(np.mean([ranking[0] in set(g) for ranking, g in zip(rankings, gold)]))
         else:
-            metrics[f"r@{k}"] = float(np.mean([len(set(ranking[:k]) & set(g)) / len(g)
-                                               for ranking, g in zip(rankings, gold)]))
+            metrics[f"r@{k}"] = float(
+                np.mean([len(set(ranking[:k]) & set(g)) / len(g) for ranking, g in zip(rankings, gold)])
+            )
     return metrics
 
 
@@ -144,15 +146,33 @@ def proposition(indices):
 
 
 def judgement(cluster, premise, document, index, tokens, responses):
-    return {"cluster_id": cluster, "premise_document_id": premise,
-            "hypothesis_proposition": {"document_id": document, "sentence_index": index,
-                                       "proposition": proposition(tokens)},
-            "relationship_responses": [
-                {"rater_did_not_understand_premise": False, "rater_did_not_understand_hypothesis": False,
-                 "relationship": verdict,
-                 **({"supporting_premise_proposition": {"sentence_index": support[0],
-                                                       "proposition": proposition(support[1])}} if support else {})}
-                for verdict, support in responses]}
+    return {
+        "cluster_id": cluster,
+        "premise_document_id": premise,
+        "hypothesis_proposition": {
+            "document_id": document,
+            "sentence_index": index,
+            "proposition": proposition(tokens),
+        },
+        "relationship_responses": [
+            {
+                "rater_did_not_understand_premise": False,
+                "rater_did_not_understand_hypothesis": False,
+                "relationship": verdict,
+                **(
+                    {
+                        "supporting_premise_proposition": {
+                            "sentence_index": support[0],
+                            "proposition": proposition(support[1]),
+                        }
+                    }
+                    if support
+                    else {}
+                ),
+            }
+            for verdict, support in responses
+        ],
+    }
 
 
 ENTAILS, NEITHER = "RELATIONSHIP_ENTAILS", "RELATIONSHIP_NEITHER_ENTAILS_NOR_CONTRADICTS"
@@ -160,24 +180,47 @@ ENTAILS, NEITHER = "RELATIONSHIP_ENTAILS", "RELATIONSHIP_NEITHER_ENTAILS_NOR_CON
 
 def write_split(folder: Path, split: str, with_relationships: bool = True, gz: bool = False) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    clusters = [{"cluster_id": c, "source_dataset": "SOURCE_WIKI_CLUSTERS", "documents": [
-        {"document_id": d, "sentences": [sentence(text) for text in texts]} for d, texts in docs.items()]}
-        for c, docs in CLUSTERS.items()]
+    clusters = [
+        {
+            "cluster_id": c,
+            "source_dataset": "SOURCE_WIKI_CLUSTERS",
+            "documents": [
+                {"document_id": d, "sentences": [sentence(text) for text in texts]} for d, texts in docs.items()
+            ],
+        }
+        for c, docs in CLUSTERS.items()
+    ]
     segmentation = {  # reference propositions per (document, sentence)
-        ("d1", 0): [[0, 1, 2, 3]], ("d1", 1): [[0, 1, 2, 3]], ("d2", 0): [[0, 5, 6, 7], [0, 2, 3, 4]],
-        ("d3", 0): [[0, 1, 2], [0, 1, 3]], ("d4", 0): [[0, 1, 2, 3, 4]], ("d5", 0): [[0, 1, 2]],
+        ("d1", 0): [[0, 1, 2, 3]],
+        ("d1", 1): [[0, 1, 2, 3]],
+        ("d2", 0): [[0, 5, 6, 7], [0, 2, 3, 4]],
+        ("d3", 0): [[0, 1, 2], [0, 1, 3]],
+        ("d4", 0): [[0, 1, 2, 3, 4]],
+        ("d5", 0): [[0, 1, 2]],
     }  # d6 has no reference response
     second_rater = {("d2", 0): [[0, 5, 6, 7, 8], [0, 3]]}  # a variant of [0, 5, 6, 7] (Jaccard 0.8) and a new fact
-    propositions = [{"sentence_id": {"cluster_id": c, "document_id": d, "sentence_index": i},
-                     "segmentation_responses": [
-                         {"non_informational": False, "rater_did_not_understand_sentence": False,
-                          "is_reference_response": reference, "propositions": [proposition(p) for p in response]}
-                         for reference, response in ((False, second_rater.get((d, i))), (True, segmentation[(d, i)]))
-                         if response]}
-                    for c, docs in CLUSTERS.items() for d, texts in docs.items() for i in range(len(texts))
-                    if (d, i) in segmentation]
-    propositions.append({"sentence_id": {"cluster_id": "news", "document_id": "n1", "sentence_index": 0},
-                         "segmentation_responses": []})  # a NewSHead sentence: no text here
+    propositions = [
+        {
+            "sentence_id": {"cluster_id": c, "document_id": d, "sentence_index": i},
+            "segmentation_responses": [
+                {
+                    "non_informational": False,
+                    "rater_did_not_understand_sentence": False,
+                    "is_reference_response": reference,
+                    "propositions": [proposition(p) for p in response],
+                }
+                for reference, response in ((False, second_rater.get((d, i))), (True, segmentation[(d, i)]))
+                if response
+            ],
+        }
+        for c, docs in CLUSTERS.items()
+        for d, texts in docs.items()
+        for i in range(len(texts))
+        if (d, i) in segmentation
+    ]
+    propositions.append(
+        {"sentence_id": {"cluster_id": "news", "document_id": "n1", "sentence_index": 0}, "segmentation_responses": []}
+    )  # a NewSHead sentence: no text here
     relationships = [
         # d1 "Alice lives in Paris" <- d2 (3 of 3): gold is the d2 proposition [0, 5, 6, 7]
         judgement("c1", "d2", "d1", 0, [0, 1, 2, 3], [(ENTAILS, (0, [0, 5, 6, 7]))] * 3),
@@ -186,8 +229,14 @@ def write_split(folder: Path, split: str, with_relationships: bool = True, gz: b
         # d1 "She is a painter" <- d2 by 1 of 3 only: no gold under majority
         judgement("c1", "d2", "d1", 1, [0, 1, 2, 3], [(ENTAILS, (0, [0, 2, 3, 4]))] + [(NEITHER, None)] * 2),
         # c2: two raters name different supports (one outside the reference segmentation)
-        judgement("c2", "d4", "d3", 0, [0, 1, 2], [(ENTAILS, (0, [0, 1, 2, 3, 4])), (ENTAILS, (0, [0, 3, 4, 5])),
-                                                 (NEITHER, None)]),
+        judgement(
+            "c2",
+            "d4",
+            "d3",
+            0,
+            [0, 1, 2],
+            [(ENTAILS, (0, [0, 1, 2, 3, 4])), (ENTAILS, (0, [0, 3, 4, 5])), (NEITHER, None)],
+        ),
         # c3
         judgement("c3", "d6", "d5", 0, [0, 1, 2], [(ENTAILS, (0, [0, 3, 4]))] * 3),
         # NewSHead: left out
@@ -219,11 +268,18 @@ def test_reading_counts_what_has_no_text_and_maps_tokens_to_spans(tiny_dev):
     assert ("d6", 0) not in split.reference  # no reference response: no propositions
 
 
-@pytest.mark.parametrize("votes,majority,any_,unanimous", [(3, True, True, True), (2, True, True, False),
-                                                         (1, False, True, False), (0, False, False, False)])
+@pytest.mark.parametrize(
+    "votes,majority,any_,unanimous",
+    [(3, True, True, True), (2, True, True, False), (1, False, True, False), (0, False, False, False)],
+)
 def test_rater_agreement_rules(votes, majority, any_, unanimous):
-    relationship = Relationship("c", "p", ("d", 0, frozenset({0})), tuple([ENTAILS] * votes + [NEITHER] * (3 - votes)),
-                                tuple([("p", 0, frozenset({1}))] * votes + [None] * (3 - votes)))
+    relationship = Relationship(
+        "c",
+        "p",
+        ("d", 0, frozenset({0})),
+        tuple([ENTAILS] * votes + [NEITHER] * (3 - votes)),
+        tuple([("p", 0, frozenset({1}))] * votes + [None] * (3 - votes)),
+    )
     assert counts_as_entailment(relationship, "majority") is majority
     assert counts_as_entailment(relationship, "any") is any_
     assert counts_as_entailment(relationship, "unanimous") is unanimous
@@ -239,8 +295,9 @@ def test_collection_gold_queries_and_reference_segmentation(tiny_dev):
     assert len(query_keys) == 4
     bob = query_keys.index(("d3", 0, frozenset({0, 1, 2})))
     # both raters' supports are gold; the one outside the reference segmentation was added to the corpus
-    assert sorted(collection.queries.gold[bob].tolist()) == sorted([keys[("d4", 0, frozenset({0, 1, 2, 3, 4}))],
-                                                                    keys[("d4", 0, frozenset({0, 3, 4, 5}))]])
+    assert sorted(collection.queries.gold[bob].tolist()) == sorted(
+        [keys[("d4", 0, frozenset({0, 1, 2, 3, 4}))], keys[("d4", 0, frozenset({0, 3, 4, 5}))]]
+    )
     assert collection.stats["added_outside_reference_segmentation"] == 2  # d4 [0,3,4,5] and d6 [0,3,4]
     assert collection.stats["sentences_without_reference_segmentation"] == 1
     assert collection.span_items[keys[("d1", 0, frozenset({0, 1, 2, 3}))]] == ("Alice lives in Paris .", [(0, 20)])
@@ -253,25 +310,31 @@ def test_training_pairs_mutual_and_entails(tiny_dev):
     mutual, counts = training_pairs(split, {"c1", "c2", "c3"}, "majority", "mutual")
     assert counts["pairs"] == 1 and counts["positive_links"] == 1  # only Alice/Paris entails both ways
     pair = mutual.pairs[0]
-    (i, j), = pair.positives
+    ((i, j),) = pair.positives
     assert {pair.first, pair.second} == {"Alice lives in Paris .", "Alice , a painter , lives in Paris ."}
     assert pair.first_propositions[i] and pair.second_propositions[j]
     entails, counts = training_pairs(split, {"c1", "c2", "c3"}, "majority", "entails")
     assert counts["pairs"] == 3 and counts["positive_links"] == 4
     only_c2, _ = training_pairs(split, {"c2"}, "majority", "entails")
-    assert {p.first for p in only_c2.pairs} | {p.second for p in only_c2.pairs} <= {"Bob plays chess well .",
-                                                                                     "Bob is good at chess ."}
+    assert {p.first for p in only_c2.pairs} | {p.second for p in only_c2.pairs} <= {
+        "Bob plays chess well .",
+        "Bob is good at chess .",
+    }
 
 
 def test_rater_variants_merge_into_the_proposition_already_in_their_sentence():
     reference = {("d", 0): [frozenset({0, 1, 2, 3, 4}), frozenset({6, 7})]}
     variant_query = ("d", 0, frozenset({0, 1, 2, 3}))  # Jaccard 0.8 with the first reference proposition
     other_query = ("e", 0, frozenset({1, 2}))
-    gold = {variant_query: {("f", 0, frozenset({5}))},
-            other_query: {("d", 0, frozenset({0, 1, 2, 3, 4, 5})), ("d", 0, frozenset({6, 7, 8, 9}))}}
+    gold = {
+        variant_query: {("f", 0, frozenset({5}))},
+        other_query: {("d", 0, frozenset({0, 1, 2, 3, 4, 5})), ("d", 0, frozenset({6, 7, 8, 9}))},
+    }
     merged, count = merge_variants(gold, reference)
-    assert merged == {("d", 0, frozenset({0, 1, 2, 3, 4})): {("f", 0, frozenset({5}))},
-                      other_query: {("d", 0, frozenset({0, 1, 2, 3, 4})), ("d", 0, frozenset({6, 7, 8, 9}))}}
+    assert merged == {
+        ("d", 0, frozenset({0, 1, 2, 3, 4})): {("f", 0, frozenset({5}))},
+        other_query: {("d", 0, frozenset({0, 1, 2, 3, 4})), ("d", 0, frozenset({6, 7, 8, 9}))},
+    }
     assert count == 2  # {6, 7, 8, 9} has Jaccard 0.5 with {6, 7}: a proposition of its own
 
 
@@ -287,16 +350,24 @@ def test_variants_merge_removes_the_near_duplicates_that_keep_leaves_in_the_bund
     # what is left are distinct facts of the reference segmentation itself (e.g. two objects of one verb)
     for row, gold in zip(merged.queries.rows, merged.queries.gold):
         key = merged.items[row]
-        twins = [other for other in merged.items if other[:2] == key[:2] and other != key
-                 and len(other[2] & key[2]) / len(other[2] | key[2]) >= 0.8
-                 and merged.items.index(other) not in set(gold.tolist())]
+        twins = [
+            other
+            for other in merged.items
+            if other[:2] == key[:2]
+            and other != key
+            and len(other[2] & key[2]) / len(other[2] | key[2]) >= 0.8
+            and merged.items.index(other) not in set(gold.tolist())
+        ]
         assert all(twin[2] in dev.reference[twin[:2]] and key[2] in dev.reference[key[:2]] for twin in twins)
 
 
 def test_segmentation_pairs_link_each_fact_in_context_to_its_own_text(tiny_dev):
     split = read_split(tiny_dev / "propsegment" / "v1", "dev", True)
     assert fact_groups(split.segmentations[("d2", 0)]) == [
-        [frozenset({0, 5, 6, 7}), frozenset({0, 5, 6, 7, 8})], [frozenset({0, 2, 3, 4})], [frozenset({0, 3})]]
+        [frozenset({0, 5, 6, 7}), frozenset({0, 5, 6, 7, 8})],
+        [frozenset({0, 2, 3, 4})],
+        [frozenset({0, 3})],
+    ]
     data, counts = segmentation_pairs(split, {"c1"})
     assert counts["pairs"] == 5  # d1: one fact in each of two sentences; d2: three facts
     alice = [pair for pair in data.pairs if pair.first == "Alice , a painter , lives in Paris ."]
@@ -304,11 +375,18 @@ def test_segmentation_pairs_link_each_fact_in_context_to_its_own_text(tiny_dev):
     assert first.second == "Alice lives in Paris" and first.second_propositions == (((0, 20),),)
     text = first.first
     assert [[text[a:b] for a, b in spans] for spans in first.first_propositions] == [
-        ["Alice", "lives in Paris"], ["Alice", "lives in Paris ."], ["Alice", "a painter ,"], ["Alice", "painter"]]
+        ["Alice", "lives in Paris"],
+        ["Alice", "lives in Paris ."],
+        ["Alice", "a painter ,"],
+        ["Alice", "painter"],
+    ]
     assert first.positives == ((0, 0), (1, 0))  # the fact and its rater variant; the siblings are negatives
     others, _ = segmentation_pairs(split, {"c2", "c3"})  # only the clusters asked for
-    assert {pair.first for pair in others.pairs} == {"Bob plays chess well .", "Bob is good at chess .",
-                                                     "Carol sings opera ."}
+    assert {pair.first for pair in others.pairs} == {
+        "Bob plays chess well .",
+        "Bob is good at chess .",
+        "Carol sings opera .",
+    }
 
 
 def test_heldout_split_keeps_training_and_evaluated_clusters_disjoint():
@@ -398,8 +476,10 @@ def test_the_family_encodes_the_corpus_once_per_model(tiny_dev):
             return super().encode_spans(items)
 
     model = Counting()
-    results = [task_class({}, tiny_dev).evaluate(model, eval_context()) for task_class in (PropSegmentRetrieval,
-                                                                                          SENTENCES, DOCUMENTS)]
+    results = [
+        task_class({}, tiny_dev).evaluate(model, eval_context())
+        for task_class in (PropSegmentRetrieval, SENTENCES, DOCUMENTS)
+    ]
     assert Counting.calls == 1 and len(results) == 3
     PropSegmentRetrieval({"distractors": "none"}, tiny_dev).evaluate(model, eval_context())
     assert Counting.calls == 2  # another corpus

@@ -2,6 +2,7 @@
 (scripts/build-reference.py): the committed page equals a fresh generation, and every public name of ``harness``,
 its hooks, the groups of ``harness.blocks`` and ``harness.testing`` is documented (a docstring, or a comment on a
 constant's assignment) and has its entry on the page. The model: datasette's tests/test_docs.py."""
+
 from __future__ import annotations
 
 import importlib.util

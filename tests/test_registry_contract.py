@@ -4,6 +4,7 @@
 The parameters come from ``build_registry()``, so a new built-in joins without editing this file; one that cannot be
 checked here goes into a skip list with its reason, and the skip lists are checked too (they name only registered
 things, and a task skipped for missing data really lacks it)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -45,11 +46,11 @@ FIXTURE_SMALL_CUT = 2
 SKIPPED_MODELS: dict[str, str] = {}
 SKIPPED_TASKS: dict[str, str] = {
     "ukp-sentential-topic": "the UKP Sentential corpus may not be redistributed and no fixture is bundled; "
-                            "tests/test_ukp_sentential.py writes small corpora of its own",
+    "tests/test_ukp_sentential.py writes small corpora of its own",
     "mteb:": "a namespace: its tasks are named at run time and their data downloaded (tests/test_mteb.py checks "
-             "them on tests/fixtures/mteb)",
+    "them on tests/fixtures/mteb)",
     "beir:": "a namespace: its tasks are named at run time and their data downloaded (tests/test_beir.py checks "
-             "them on tests/fixtures/beir)",
+    "them on tests/fixtures/beir)",
 }
 
 MODELS = sorted(REGISTRY.models)
@@ -58,8 +59,9 @@ TASKS = sorted(REGISTRY.tasks)
 
 
 def _params(names: list[str], skipped: dict[str, str]) -> list[Any]:
-    return [pytest.param(name, marks=pytest.mark.skip(reason=skipped[name])) if name in skipped else name
-            for name in names]
+    return [
+        pytest.param(name, marks=pytest.mark.skip(reason=skipped[name])) if name in skipped else name for name in names
+    ]
 
 
 def _backbone(name: str, tiny_bert: str, request: pytest.FixtureRequest) -> str:
@@ -71,8 +73,13 @@ def _backbone(name: str, tiny_bert: str, request: pytest.FixtureRequest) -> str:
 @pytest.mark.parametrize("name", _params(MODELS, SKIPPED_MODELS))
 def test_every_model_keeps_the_contract(name, tiny_bert, tiny_wordnet, request, tmp_path):
     plugin = REGISTRY.model(name)
-    report = ht.check_model(name, registry=REGISTRY, backbone=_backbone(name, tiny_bert, request),
-                            options=MODEL_OPTIONS.get(name), directory=tmp_path)
+    report = ht.check_model(
+        name,
+        registry=REGISTRY,
+        backbone=_backbone(name, tiny_bert, request),
+        options=MODEL_OPTIONS.get(name),
+        directory=tmp_path,
+    )
     assert report.capabilities == plugin.capabilities
     if "embedder" in plugin.capabilities:
         assert report.dimension == 32  # the tiny BERT's width: the model embeds with its backbone
@@ -96,14 +103,30 @@ class _RecipeAsModel:
 
     def _build_student(self, backbone: str | None = None) -> Any:
         plugin, raw_options = self._student_plugin()
-        return plugin.factory(ht.model_context(backbone or self.ctx.backbone, raw_options, plugin=plugin,
-                                               profile=self.ctx.profile, seed=self.ctx.seed, registry=REGISTRY))
+        return plugin.factory(
+            ht.model_context(
+                backbone or self.ctx.backbone,
+                raw_options,
+                plugin=plugin,
+                profile=self.ctx.profile,
+                seed=self.ctx.seed,
+                registry=REGISTRY,
+            )
+        )
 
     def _untrained(self, text: str, train_on: str | None = None, backbone: str | None = None) -> Any:
         name, raw_options = parse_spec_text(text)
         plugin = REGISTRY.model(name)
-        return plugin.factory(ht.model_context(backbone or self.ctx.backbone, raw_options, plugin=plugin,
-                                               profile=self.ctx.profile, seed=self.ctx.seed, registry=REGISTRY))
+        return plugin.factory(
+            ht.model_context(
+                backbone or self.ctx.backbone,
+                raw_options,
+                plugin=plugin,
+                profile=self.ctx.profile,
+                seed=self.ctx.seed,
+                registry=REGISTRY,
+            )
+        )
 
     def __getattr__(self, method: str) -> Any:  # encode, score, encode_spans, ... of the current student
         if method in ("encode", "score", "encode_multi", "encode_spans"):
@@ -127,16 +150,27 @@ class _RecipeAsModel:
 def _recipe_as_model(recipe: RecipePlugin) -> ModelPlugin:
     student, _ = parse_spec_text(recipe.options["student"].default)
     capabilities = REGISTRY.model(student).capabilities
-    return ModelPlugin(recipe.name, recipe.description, lambda ctx: _RecipeAsModel(recipe, ctx), capabilities,
-                       options=recipe.options, training_kinds=recipe.training_kinds)
+    return ModelPlugin(
+        recipe.name,
+        recipe.description,
+        lambda ctx: _RecipeAsModel(recipe, ctx),
+        capabilities,
+        options=recipe.options,
+        training_kinds=recipe.training_kinds,
+    )
 
 
 @pytest.mark.parametrize("name", _params(RECIPES, SKIPPED_MODELS))
 def test_every_recipe_keeps_the_contract(name, tiny_bert, tmp_path):
     recipe = REGISTRY.recipe(name)
     assert recipe.options["student"].default, f"recipe {name!r} declares no default student; give this test one"
-    report = ht.check_model(_recipe_as_model(recipe), registry=REGISTRY, backbone=tiny_bert,
-                            options=MODEL_OPTIONS.get(name), directory=tmp_path)
+    report = ht.check_model(
+        _recipe_as_model(recipe),
+        registry=REGISTRY,
+        backbone=tiny_bert,
+        options=MODEL_OPTIONS.get(name),
+        directory=tmp_path,
+    )
     assert report.checkpoint_files and report.training_report
 
 

@@ -1,5 +1,6 @@
 """The run stages (issue 23, point 1): a config that checks its own values, a frozen plan whose cells carry their
 status, executors that get ``run(plan, worker)`` and a driver that alone writes records."""
+
 from __future__ import annotations
 
 import ast
@@ -21,12 +22,15 @@ from harness.run.driver import Run
 HARNESS = Path(__file__).resolve().parent.parent / "harness"
 
 
-@pytest.mark.parametrize("values, message", [
-    ({"seeds": [-1]}, "--seeds: seed -1 is outside"),
-    ({"seeds": []}, "--seeds is empty"),
-    ({"batch_size": 0}, "--batch-size must be a positive integer, got 0."),
-    ({"batch_size": True}, "--batch-size must be a positive integer, got True."),
-])
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"seeds": [-1]}, "--seeds: seed -1 is outside"),
+        ({"seeds": []}, "--seeds is empty"),
+        ({"batch_size": 0}, "--batch-size must be a positive integer, got 0."),
+        ({"batch_size": True}, "--batch-size must be a positive integer, got True."),
+    ],
+)
 def test_run_config_refuses_bad_values_when_built(values, message):
     with pytest.raises(InvalidOptionError, match=message.replace(".", r"\.")):
         RunConfig(models=[ModelEntry("be")], tasks=["stsb"], **values)
@@ -42,8 +46,15 @@ def test_run_config_refuses_a_missing_data_dir_and_is_frozen(tmp_path):
 
 
 def _toy(tmp_path: Path, tasks=("toy-pairs", "toy-nan")) -> Run:
-    config = RunConfig(models=[ModelEntry("toy-embedder")], tasks=list(tasks), profile="smoke", device="cpu",
-                       results_dir=tmp_path / "results", data_dir=tmp_path / "data", progress=False)
+    config = RunConfig(
+        models=[ModelEntry("toy-embedder")],
+        tasks=list(tasks),
+        profile="smoke",
+        device="cpu",
+        results_dir=tmp_path / "results",
+        data_dir=tmp_path / "data",
+        progress=False,
+    )
     return Run(build_registry(extra_plugins=[ToyPlugin()]), config, log=lambda message: None)
 
 
@@ -102,8 +113,9 @@ def test_the_run_stages_import_no_executor_and_the_executors_no_driver_internals
         imported = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
         assert not any("executors" in name for name in imported), path
     for path in (HARNESS / "executors").glob("*.py"):
-        assert "._" not in "".join(line for line in path.read_text().splitlines()
-                                   if "worker." in line or "work." in line), path
+        assert "._" not in "".join(
+            line for line in path.read_text().splitlines() if "worker." in line or "work." in line
+        ), path
     assert not (HARNESS / "runner.py").exists()
 
 
@@ -111,8 +123,10 @@ def test_a_run_config_is_checked_without_torch_and_the_plan_stage_imports_no_mod
     import subprocess
     import sys
 
-    code = ("import sys; from harness.matrix import ModelEntry; from harness.run.config import RunConfig; "
-            "RunConfig(models=[ModelEntry('be')], tasks=['stsb']); assert 'torch' not in sys.modules, 'torch'")
+    code = (
+        "import sys; from harness.matrix import ModelEntry; from harness.run.config import RunConfig; "
+        "RunConfig(models=[ModelEntry('be')], tasks=['stsb']); assert 'torch' not in sys.modules, 'torch'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
     with pytest.raises(InvalidOptionError, match="--runtime must be one of torch, onnx, got 'tf'"):
         RunConfig(models=[ModelEntry("be")], tasks=["stsb"], runtime="tf")
@@ -134,8 +148,10 @@ def test_a_cell_status_is_its_word_in_sets_dicts_and_text():
     assert f"{CellStatus.MISSING}" == "missing" and str(CellStatus.CACHED) == "cached"
     spec = ModelSpec("toy-embedder", {}, "tiny", "smoke", None, "toy-embedder")
     task = TaskSpec("toy-pairs")
-    cells = [Cell(spec, 1, task, CellStatus.FAILED, message="diverged"),
-             Cell(spec, 2, task, CellStatus.CACHED, record={"main_score": 50.0})]
+    cells = [
+        Cell(spec, 1, task, CellStatus.FAILED, message="diverged"),
+        Cell(spec, 2, task, CellStatus.CACHED, record={"main_score": 50.0}),
+    ]
     assert cells[0].main_score is None and cells[1].main_score == 50.0
     _, rows = summary_rows(cells)
     assert rows == [["toy-embedder", "50.00"]]

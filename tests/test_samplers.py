@@ -1,4 +1,5 @@
 """Silver-pair samplers (plugins/samplers.py) on small deterministic inputs."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,8 +33,13 @@ def _one_hot_embed(texts):
 
 def _inputs(gold_pairs=((0, 3),), top_k=2, seed=42, candidates=None) -> SamplingInput:
     return SamplingInput(
-        sentences=list(SENTENCES), gold_pairs=list(gold_pairs), top_k=top_k, seed=seed, embed=_one_hot_embed,
-        sampler=BUILT_IN.__getitem__, candidates=candidates,
+        sentences=list(SENTENCES),
+        gold_pairs=list(gold_pairs),
+        top_k=top_k,
+        seed=seed,
+        embed=_one_hot_embed,
+        sampler=BUILT_IN.__getitem__,
+        candidates=candidates,
     )
 
 
@@ -170,15 +176,22 @@ def test_samplers_are_registered_components(registry):
         assert registry.components[("sampler", name)].description
 
 
-@pytest.mark.parametrize("name", ["random", "bm25", "semantic-search", "bm25+semantic-search",
-                                  "semantic-search+random", "kde", "kde-iterative"])
+@pytest.mark.parametrize(
+    "name",
+    ["random", "bm25", "semantic-search", "bm25+semantic-search", "semantic-search+random", "kde", "kde-iterative"],
+)
 def test_no_sampler_pairs_two_held_out_sentences(name):
     """Sentences that also occur in the target's dev/test pairs (in-topic BWS) are never paired with each other: such
     a pair could be an evaluated pair. Pairing a held-out sentence with another sentence stays allowed."""
     held_out = {0, 1, 2, 3, 4, 5}  # the first two clusters: their nearest neighbours are each other
     inputs = SamplingInput(
-        sentences=list(SENTENCES), gold_pairs=[(0, 9)], top_k=3, seed=42, embed=_one_hot_embed,
-        sampler=BUILT_IN.__getitem__, held_out=frozenset(held_out),
+        sentences=list(SENTENCES),
+        gold_pairs=[(0, 9)],
+        top_k=3,
+        seed=42,
+        embed=_one_hot_embed,
+        sampler=BUILT_IN.__getitem__,
+        held_out=frozenset(held_out),
     )
     pairs = BUILT_IN[name].propose(inputs)
     assert pairs

@@ -1,4 +1,5 @@
 """SentEval STS loaders and aggregation conventions."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +9,15 @@ from scipy.stats import spearmanr
 from harness.plugin_api import EvalContext
 from harness.profiles import get_profile
 
-EXPECTED_PAIRS = {"sts12": 3108, "sts13": 1500, "sts14": 3750, "sts15": 3000, "sts16": 1186, "stsb": 1379,
-                  "sickr": 4927}
+EXPECTED_PAIRS = {
+    "sts12": 3108,
+    "sts13": 1500,
+    "sts14": 3750,
+    "sts15": 3000,
+    "sts16": 1186,
+    "stsb": 1379,
+    "sickr": 4927,
+}
 
 
 class LengthScorer:

@@ -1,6 +1,7 @@
 """Two units of inference (issue #34): the across-runs test keeps its false-positive rate near the nominal 5% when
 two methods are equal in expectation but each training run (seed) shifts a model's score, where the example-only
 paired bootstrap, conditional on the runs, does not; the rule for too few seeds; marks and paper verdicts."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,9 +25,20 @@ def _method_runs(rng, difficulty, seeds, run_sd, shift=0.0):
     """One method's runs on the same test examples: per-example values = the example's difficulty (shared by every
     method) + the method's own per-example effect + a run effect per seed + per-run example noise (+ ``shift``)."""
     method_effect = rng.normal(scale=0.5, size=len(difficulty))
-    return [ExampleScores("mean", {"values": difficulty + method_effect + rng.normal(scale=run_sd)
-                                   + rng.normal(scale=0.5, size=len(difficulty)) + shift}, scale=1.0)
-            for _ in range(seeds)]
+    return [
+        ExampleScores(
+            "mean",
+            {
+                "values": difficulty
+                + method_effect
+                + rng.normal(scale=run_sd)
+                + rng.normal(scale=0.5, size=len(difficulty))
+                + shift
+            },
+            scale=1.0,
+        )
+        for _ in range(seeds)
+    ]
 
 
 def false_positive_rates(trials: int, seeds: int, run_sd: float, seed: int = 34) -> tuple[float, float]:
@@ -90,8 +102,7 @@ def test_column_marks_use_the_across_runs_test_for_trained_rows():
     seed_scores = {"a": [72.5, 71.5], "b": [70.8, 71.8]}
     marks = column_marks(scores, replicates, seed_scores=seed_scores, trained={"a": True, "b": True})
     assert marks.best == "a" and not marks.best_significant and marks.tied == {"b"}
-    one_seed = column_marks(scores, replicates, seed_scores={"a": [72.0], "b": [71.3]},
-                            trained={"a": True, "b": True})
+    one_seed = column_marks(scores, replicates, seed_scores={"a": [72.0], "b": [71.3]}, trained={"a": True, "b": True})
     assert not one_seed.best_significant and one_seed.too_few == {"b"} and not one_seed.tied
 
 
@@ -100,12 +111,37 @@ def test_compare_prints_both_units_and_says_which_decides(tmp_path):
 
     import harness.testing as ht
 
-    run = ht.run_harness("run", "--models", "testing-trainable,testing-trainable:dim=8", "--train-on", "stsb",
-                         "--tasks", "stsb", "--seeds", "42,43", "--profile", "smoke", "--results", tmp_path,
-                         "--no-progress", plugins=["harness.testing"])
+    run = ht.run_harness(
+        "run",
+        "--models",
+        "testing-trainable,testing-trainable:dim=8",
+        "--train-on",
+        "stsb",
+        "--tasks",
+        "stsb",
+        "--seeds",
+        "42,43",
+        "--profile",
+        "smoke",
+        "--results",
+        tmp_path,
+        "--no-progress",
+        plugins=["harness.testing"],
+    )
     assert run.exit_code == 0, run.stderr
-    arguments = ["compare", "testing-trainable", "testing-trainable:dim=8", "--train-on", "stsb", "--tasks", "stsb",
-                 "--profile", "smoke", "--results", tmp_path]
+    arguments = [
+        "compare",
+        "testing-trainable",
+        "testing-trainable:dim=8",
+        "--train-on",
+        "stsb",
+        "--tasks",
+        "stsb",
+        "--profile",
+        "smoke",
+        "--results",
+        tmp_path,
+    ]
     both = ht.run_harness(*arguments, "--seeds", "42,43", "--json", plugins=["harness.testing"])
     assert both.exit_code == 0, both.stderr
     (task,) = json.loads(both.stdout)["tasks"]

@@ -1,5 +1,6 @@
 """The ``silver-density`` plot (plugins/silver_density.py, thesis figure 6.4) on hand-written silver-pair artifacts:
 its densities, one figure per (gold source, teacher, mode), and what it says when there is nothing to draw."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,12 +11,28 @@ from harness.nn.silver_pairs import write_silver_pairs
 from harness.plugins.silver_density import density, draw_silver_density
 
 
-def _artifact(results, key, seed, sampler, mode="semi-supervised", teacher="cbe", gold_scores=(0.1, 0.5, 0.9),
-              scores=(0.2, 0.4, 0.6, 0.8), kept=(0, 1, 2)):
+def _artifact(
+    results,
+    key,
+    seed,
+    sampler,
+    mode="semi-supervised",
+    teacher="cbe",
+    gold_scores=(0.1, 0.5, 0.9),
+    scores=(0.2, 0.4, 0.6, 0.8),
+    kept=(0, 1, 2),
+):
     folder = results / "artifacts" / key / f"seed-{seed}"
     folder.mkdir(parents=True)
-    fields = {"gold_source": "stsb", "teacher": teacher, "mode": mode, "sampler": sampler, "seed": seed,
-              "sentences": ["a", "b", "c", "d", "e"], "gold_scores": list(gold_scores)}
+    fields = {
+        "gold_source": "stsb",
+        "teacher": teacher,
+        "mode": mode,
+        "sampler": sampler,
+        "seed": seed,
+        "sentences": ["a", "b", "c", "d", "e"],
+        "gold_scores": list(gold_scores),
+    }
     pairs = [(0, 1), (1, 2), (2, 3), (3, 4)][: len(scores)]
     return write_silver_pairs(folder, fields, pairs, scores, kept)
 
@@ -38,7 +55,9 @@ def test_one_figure_per_gold_source_teacher_and_mode_with_seeds_pooled(tmp_path)
     _artifact(results, "model-c", 42, "bm25", mode="self-distillation")
     written = draw_silver_density(results, tmp_path / "plots")
     assert sorted(path.name for path in written) == [
-        "silver-density-stsb-cbe-self-distillation.png", "silver-density-stsb-cbe-semi-supervised.png"]
+        "silver-density-stsb-cbe-self-distillation.png",
+        "silver-density-stsb-cbe-semi-supervised.png",
+    ]
     assert all(path.read_bytes().startswith(b"\x89PNG") for path in written)
 
 

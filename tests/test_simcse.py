@@ -1,5 +1,6 @@
 """SimCSE ``simcse`` (plugins/simcse.py): the training-only MLP head over [CLS] and its refusal under another pooling,
 the plugin's own selection task, and a training round trip with the head (the checkpoint needs no head)."""
+
 from __future__ import annotations
 
 import pytest
@@ -25,7 +26,11 @@ def test_simcse_selects_on_stsb_while_the_core_names_no_task(registry):
 
 
 def test_training_with_the_mlp_head_round_trips_without_it(registry, tiny_bert):
-    report = ht.check_model("simcse", registry=registry, backbone=tiny_bert,
-                            options={"mlp_head": True, "pooling": "cls", "directions": "one"})
+    report = ht.check_model(
+        "simcse",
+        registry=registry,
+        backbone=tiny_bert,
+        options={"mlp_head": True, "pooling": "cls", "directions": "one"},
+    )
     assert report.training_report["steps"] >= 1
     assert not [name for name in report.checkpoint_files if "head" in name]

@@ -1,4 +1,5 @@
 """The ``st`` / ``st-ce`` models run sentence-transformers models exactly as sentence-transformers does."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +9,13 @@ import harness.testing as ht
 from harness import HarnessError, IncompatibleError
 from harness.plugins import sentence_transformers as st_plugin
 
-TEXTS = ["a man is playing a guitar .", "the cat sits on the mat .", "stocks fell sharply today .",
-         "a woman is slicing an onion .", "a man is playing a guitar ."]
+TEXTS = [
+    "a man is playing a guitar .",
+    "the cat sits on the mat .",
+    "stocks fell sharply today .",
+    "a woman is slicing an onion .",
+    "a man is playing a guitar .",
+]
 
 
 @pytest.fixture(scope="module")
@@ -23,8 +29,12 @@ def st_folder(tmp_path_factory, tiny_bert) -> str:
 
     torch.manual_seed(0)
     transformer = Transformer(tiny_bert, max_seq_length=48)
-    modules = [transformer, Pooling(32, pooling_mode="cls"), Dense(32, 16, activation_function=torch.nn.Tanh()),
-               Normalize()]
+    modules = [
+        transformer,
+        Pooling(32, pooling_mode="cls"),
+        Dense(32, 16, activation_function=torch.nn.Tanh()),
+        Normalize(),
+    ]
     model = SentenceTransformer(modules=modules, device="cpu", prompts={"query": "query: ", "document": "doc: "})
     folder = tmp_path_factory.mktemp("tiny-st")
     model.save(str(folder))
@@ -39,9 +49,11 @@ def ce_folder(tmp_path_factory, tiny_bert) -> str:
     from sentence_transformers.sentence_transformer.modules import Pooling
 
     torch.manual_seed(0)
-    modules = [Transformer(tiny_bert, max_seq_length=64, transformer_task="feature-extraction"),
-               Pooling(32, pooling_mode="cls"),
-               Dense(32, 1, activation_function=torch.nn.Identity(), module_output_name="scores")]
+    modules = [
+        Transformer(tiny_bert, max_seq_length=64, transformer_task="feature-extraction"),
+        Pooling(32, pooling_mode="cls"),
+        Dense(32, 1, activation_function=torch.nn.Identity(), module_output_name="scores"),
+    ]
     folder = tmp_path_factory.mktemp("tiny-ce")
     CrossEncoder(modules=modules, device="cpu").save(str(folder))
     return str(folder)
@@ -103,8 +115,20 @@ def test_the_wrong_kind_of_folder_names_the_right_model(st_folder, ce_folder, tm
 
 
 def test_st_runs_a_task_through_the_runner(st_folder, tmp_path):
-    run = ht.run_harness("run", "--models", "st", "--backbone", st_folder, "--tasks", "stsb", "--profile", "smoke",
-                         "--results", tmp_path / "results", "--no-progress")
+    run = ht.run_harness(
+        "run",
+        "--models",
+        "st",
+        "--backbone",
+        st_folder,
+        "--tasks",
+        "stsb",
+        "--profile",
+        "smoke",
+        "--results",
+        tmp_path / "results",
+        "--no-progress",
+    )
     assert run.exit_code == 0, run.stderr
     assert "stsb" in run.stdout
 
@@ -192,8 +216,22 @@ def test_st_runs_through_onnx_runtime_as_torch(request, name, folder, tmp_path):
     scores = {}
     for runtime in ("torch", "onnx"):
         results = tmp_path / runtime
-        run = ht.run_harness("run", "--models", name, "--backbone", request.getfixturevalue(folder), "--tasks",
-                             "stsb", "--profile", "smoke", "--results", results, "--no-progress", "--runtime", runtime)
+        run = ht.run_harness(
+            "run",
+            "--models",
+            name,
+            "--backbone",
+            request.getfixturevalue(folder),
+            "--tasks",
+            "stsb",
+            "--profile",
+            "smoke",
+            "--results",
+            results,
+            "--no-progress",
+            "--runtime",
+            runtime,
+        )
         assert run.exit_code == 0, run.stderr
         (record,) = [json.loads(path.read_text()) for path in results.glob("*/seed-*/*.json")]
         assert record.get("runtime") == (None if runtime == "torch" else "onnx")

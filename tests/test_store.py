@@ -1,4 +1,5 @@
 """Atomic records, resume and overwrite."""
+
 from __future__ import annotations
 
 import json
@@ -56,9 +57,29 @@ def test_unreadable_record_is_recomputed(tmp_path):
 
 def _run(results: Path, tiny_bert: str, *extra: str, **kwargs):
     return subprocess.run(
-        [sys.executable, "-m", "harness", "run", "--models", "be", "--tasks", "senteval", "--profile", "smoke",
-         "--backbone", tiny_bert, "--results", str(results), "--no-progress", "--seeds", "1,2", *extra],
-        capture_output=True, text=True, **kwargs,
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "run",
+            "--models",
+            "be",
+            "--tasks",
+            "senteval",
+            "--profile",
+            "smoke",
+            "--backbone",
+            tiny_bert,
+            "--results",
+            str(results),
+            "--no-progress",
+            "--seeds",
+            "1,2",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        **kwargs,
     )
 
 
@@ -81,9 +102,28 @@ def test_rerun_uses_store_and_overwrite_recomputes(tmp_path, tiny_bert):
 def test_killed_run_resumes(tmp_path, tiny_bert):
     results = tmp_path / "results"
     process = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "--models", "be", "--tasks", "senteval", "--profile", "smoke",
-         "--backbone", tiny_bert, "--results", str(results), "--no-progress", "--seeds", "1,2,3"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "run",
+            "--models",
+            "be",
+            "--tasks",
+            "senteval",
+            "--profile",
+            "smoke",
+            "--backbone",
+            tiny_bert,
+            "--results",
+            str(results),
+            "--no-progress",
+            "--seeds",
+            "1,2,3",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     deadline = time.time() + 120
     while time.time() < deadline and len(list(results.glob("*/seed-*/*.json"))) < 3:

@@ -5,6 +5,7 @@ entries, numeric ranges, one-line machine errors, smaller ones, and what the rec
 
 Most tests run the runner on a toy task (pairs in a CSV under a data dir) with toy embedders, which takes
 milliseconds; the tests that need real training use the tiny BERT fixture and the smoke profile."""
+
 from __future__ import annotations
 
 import hashlib
@@ -47,8 +48,15 @@ class ToyPairs(harness.Task):
     """A third-party style task: ``<data dir>/toy/pairs.csv`` with ``first<TAB>second<TAB>score`` lines."""
 
     metadata = harness.TaskMetadata(
-        name="toy-pairs", family="toy", description="toy pair similarity", main_score="spearman",
-        metric="Spearman x100", reference="tests", dataset="toy", dataset_source="tests", license="none",
+        name="toy-pairs",
+        family="toy",
+        description="toy pair similarity",
+        main_score="spearman",
+        metric="Spearman x100",
+        reference="tests",
+        dataset="toy",
+        dataset_source="tests",
+        license="none",
     )
 
     def path(self) -> Path:
@@ -72,14 +80,22 @@ class ToyPairs(harness.Task):
     def evaluate(self, model, ctx):
         first, second, gold = self.load()
         predicted = harness.as_pair_scorer(model).score(first, second)
-        return harness.EvalResult({"spearman": 100 * harness.spearman(predicted, gold)},
-                                  harness.files_checksum([self.path()]))
+        return harness.EvalResult(
+            {"spearman": 100 * harness.spearman(predicted, gold)}, harness.files_checksum([self.path()])
+        )
 
 
 class NaNTask(ToyPairs):
     metadata = harness.TaskMetadata(
-        name="toy-nan", family="toy", description="returns a NaN score", main_score="spearman",
-        metric="Spearman x100", reference="tests", dataset="toy", dataset_source="tests", license="none",
+        name="toy-nan",
+        family="toy",
+        description="returns a NaN score",
+        main_score="spearman",
+        metric="Spearman x100",
+        reference="tests",
+        dataset="toy",
+        dataset_source="tests",
+        license="none",
     )
 
     def evaluate(self, model, ctx):
@@ -88,8 +104,14 @@ class NaNTask(ToyPairs):
 
 class IncompatibleAtEvaluationTask(ToyPairs):
     metadata = harness.TaskMetadata(
-        name="toy-incompatible", family="toy", description="finds out at evaluation that the model cannot run it",
-        main_score="spearman", metric="Spearman x100", reference="tests", dataset="toy", dataset_source="tests",
+        name="toy-incompatible",
+        family="toy",
+        description="finds out at evaluation that the model cannot run it",
+        main_score="spearman",
+        metric="Spearman x100",
+        reference="tests",
+        dataset="toy",
+        dataset_source="tests",
         license="none",
     )
 
@@ -159,8 +181,9 @@ def toy_run(tmp_path: Path, models=("toy-embedder",), tasks=("toy-pairs",), **co
     config.setdefault("results_dir", tmp_path / "results")
     config.setdefault("data_dir", tmp_path / "data")
     config.setdefault("profile", "smoke")
-    run_config = RunConfig(models=[ModelEntry(m) for m in models], tasks=list(tasks), progress=False, device="cpu",
-                           **config)
+    run_config = RunConfig(
+        models=[ModelEntry(m) for m in models], tasks=list(tasks), progress=False, device="cpu", **config
+    )
     messages: list[str] = []
     runner = Run(registry, run_config, log=messages.append)
     return runner.run(LocalExecutor()), messages
@@ -220,8 +243,20 @@ def test_diverging_training_stops_and_is_stored_as_failed(run_cli, tmp_path, tin
     from harness.leaderboard import collect_tables
 
     results = tmp_path / "results"
-    code, out, err = run_cli("run", "--models", "be:lr=1e6", "--tasks", "stsb", "--train-on", "stsb", *SMOKE,
-                             "--backbone", tiny_bert, "--results", results)
+    code, out, err = run_cli(
+        "run",
+        "--models",
+        "be:lr=1e6",
+        "--tasks",
+        "stsb",
+        "--train-on",
+        "stsb",
+        *SMOKE,
+        "--backbone",
+        tiny_bert,
+        "--results",
+        results,
+    )
     assert code == 1, err
     assert "Traceback" not in err and "training loss became nan at step" in err and "Lower the learning rate" in err
     assert "0 cells computed" in out and "1 failed" in out
@@ -251,8 +286,18 @@ def test_changed_dataset_recomputes_the_cell_and_store_only_refuses(tmp_path):
 def test_another_data_dir_with_other_stsb_data_is_not_answered_from_the_store(run_cli, tmp_path, tiny_bert):
     data_dir = tmp_path / "data"
     shutil.copytree(REPO / "tasks" / "data" / "stsb", data_dir / "stsb")
-    common = ("run", "--models", "be", "--tasks", "stsb", *SMOKE, "--backbone", tiny_bert,
-              "--results", tmp_path / "results")
+    common = (
+        "run",
+        "--models",
+        "be",
+        "--tasks",
+        "stsb",
+        *SMOKE,
+        "--backbone",
+        tiny_bert,
+        "--results",
+        tmp_path / "results",
+    )
     code, out, err = run_cli(*common)
     assert code == 0 and "1 cells computed" in out, err
     test_file = data_dir / "stsb" / "senteval_tokenized" / "sts-test.csv"
@@ -393,8 +438,13 @@ def test_a_run_cleans_leftovers_before_it_starts(tmp_path):
     write_toy_data(tmp_path / "data")
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    leftover = tmp_path / "results" / "checkpoints" / "x" / (
-        temporary_prefix("seed-42").replace(f".{os.getpid()}.", f".{dead.pid}.") + "q1w2e3r4")
+    leftover = (
+        tmp_path
+        / "results"
+        / "checkpoints"
+        / "x"
+        / (temporary_prefix("seed-42").replace(f".{os.getpid()}.", f".{dead.pid}.") + "q1w2e3r4")
+    )
     leftover.mkdir(parents=True)
     _, messages = toy_run(tmp_path)
     assert not leftover.exists() and any("which is no longer running" in m for m in messages)
@@ -427,8 +477,9 @@ def test_a_file_given_as_results_is_refused_before_anything_runs(run_cli, tmp_pa
     not_a_folder = tmp_path / "results.txt"
     not_a_folder.write_text("notes")
     started = time.monotonic()
-    code, out, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--train-on", "stsb", *SMOKE,
-                             "--results", not_a_folder)
+    code, out, err = run_cli(
+        "run", "--models", "be", "--tasks", "stsb", "--train-on", "stsb", *SMOKE, "--results", not_a_folder
+    )
     assert code == 2 and "is a file, not a folder" in err and "Traceback" not in err
     assert "training" not in out and time.monotonic() - started < 30
 
@@ -461,12 +512,15 @@ def _sts_data(tmp_path: Path) -> Path:
     return data_dir
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"", "the data file is empty"),
-    (b"\n \n", "the data file is empty"),
-    (b"genre\tfile\x00\x01\x02\xff", ":1: not a text file"),
-    (b"a\tb\n" + b"\xff\xfe broken", ":2: not valid UTF-8 text"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"", "the data file is empty"),
+        (b"\n \n", "the data file is empty"),
+        (b"genre\tfile\x00\x01\x02\xff", ":1: not a text file"),
+        (b"a\tb\n" + b"\xff\xfe broken", ":2: not valid UTF-8 text"),
+    ],
+)
 def test_empty_or_binary_data_file_is_named_by_validate(run_cli, tmp_path, content, message):
     data_dir = _sts_data(tmp_path)
     test_file = data_dir / "stsb" / "senteval_tokenized" / "sts-test.csv"
@@ -481,8 +535,20 @@ def test_malformed_data_fails_its_cells_and_the_rest_of_the_matrix_runs(run_cli,
     data_dir = _sts_data(tmp_path)
     (data_dir / "stsb" / "senteval_tokenized" / "sts-test.csv").write_bytes(b"")
     results = tmp_path / "results"
-    code, out, err = run_cli("run", "--models", "be", "--tasks", "stsb,sickr", *SMOKE, "--backbone", tiny_bert,
-                             "--data-dir", data_dir, "--results", results)
+    code, out, err = run_cli(
+        "run",
+        "--models",
+        "be",
+        "--tasks",
+        "stsb,sickr",
+        *SMOKE,
+        "--backbone",
+        tiny_bert,
+        "--data-dir",
+        data_dir,
+        "--results",
+        results,
+    )
     assert code == 1 and "Traceback" not in err
     assert "1 cells computed" in out and "1 failed" in out and "the data file is empty" in err
     statuses = {p.stem: json.loads(p.read_text())["status"] for p in results.glob("*/seed-*/*.json")}
@@ -507,8 +573,9 @@ def test_leaderboard_reports_invalid_records(run_cli, tmp_path):
     damaged = tmp_path / "results" / "toy-embedder-0123456789ab" / "seed-42" / "toy-nan.json"
     damaged.parent.mkdir(parents=True)
     damaged.write_bytes(b"\x00\xff")
-    code, out, err = run_cli("leaderboard", "--results", tmp_path / "results", "--output", tmp_path / "boards",
-                             "--include-samples")  # toy_run's records are smoke-profile samples
+    code, out, err = run_cli(
+        "leaderboard", "--results", tmp_path / "results", "--output", tmp_path / "boards", "--include-samples"
+    )  # toy_run's records are smoke-profile samples
     assert code == 1  # issue 26.4: a damaged record is an error, not a warning
     assert f"invalid record {damaged}: not UTF-8 text" in err and "1 invalid record(s)" in err
     assert err.count(str(damaged)) == 1  # one line naming the file
@@ -536,12 +603,15 @@ def test_a_crafted_family_cannot_write_outside_the_output_folder(tmp_path):
 
 
 # -- 9. CLI and matrix values that used to fail late or pass silently ---------------------------------------------------
-@pytest.mark.parametrize("extra, expected", [
-    (["--seeds", "4294967296"], "outside 0..4294967295"),
-    (["--seeds", "-1"], "outside 0..4294967295"),
-    (["--batch-size", "-3"], "--batch-size must be a positive integer"),
-    (["--batch-size", "0"], "--batch-size must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "extra, expected",
+    [
+        (["--seeds", "4294967296"], "outside 0..4294967295"),
+        (["--seeds", "-1"], "outside 0..4294967295"),
+        (["--batch-size", "-3"], "--batch-size must be a positive integer"),
+        (["--batch-size", "0"], "--batch-size must be a positive integer"),
+    ],
+)
 def test_bad_run_values_are_refused_up_front(run_cli, tmp_path, extra, expected):
     code, _, err = run_cli("run", "--models", "be", "--tasks", "stsb", *SMOKE, "--results", tmp_path / "r", *extra)
     assert code == 2 and expected in err and "Traceback" not in err
@@ -552,15 +622,18 @@ def test_non_finite_option_is_refused_at_plan_time(run_cli, tmp_path):
     assert code == 2 and "option 'lr' of model" in err and "is nan; give a finite number" in err
 
 
-@pytest.mark.parametrize("matrix, expected", [
-    ("models: [be]\ntasks: [stsb]\ntrain_on: 5\n", "train_on must be a text"),
-    ("models: be\ntasks: [stsb]\n", "models must be a list"),
-    ("models: [{model: be, train_on: 5}]\ntasks: [stsb]\n", "models entry 1: train_on must be a text"),
-    ("models: [be]\ntasks: [stsb]\nseeds: [true]\n", "seed True is not an integer"),
-    ("models: [be]\ntasks: [stsb]\nseeds: []\n", "seeds is empty"),
-    ("models: [be]\ntasks: [stsb]\nseeds: 42\n", "seeds must be a list"),
-    ("models: [be]\ntasks: [stsb]\nseeds: [4294967296]\n", "outside 0..4294967295"),
-])
+@pytest.mark.parametrize(
+    "matrix, expected",
+    [
+        ("models: [be]\ntasks: [stsb]\ntrain_on: 5\n", "train_on must be a text"),
+        ("models: be\ntasks: [stsb]\n", "models must be a list"),
+        ("models: [{model: be, train_on: 5}]\ntasks: [stsb]\n", "models entry 1: train_on must be a text"),
+        ("models: [be]\ntasks: [stsb]\nseeds: [true]\n", "seed True is not an integer"),
+        ("models: [be]\ntasks: [stsb]\nseeds: []\n", "seeds is empty"),
+        ("models: [be]\ntasks: [stsb]\nseeds: 42\n", "seeds must be a list"),
+        ("models: [be]\ntasks: [stsb]\nseeds: [4294967296]\n", "outside 0..4294967295"),
+    ],
+)
 def test_bad_matrix_values_are_one_clear_error(run_cli, tmp_path, matrix, expected):
     path = tmp_path / "m.yaml"
     path.write_text(matrix)
@@ -584,8 +657,9 @@ def test_zero_cells_is_an_error(tmp_path):
 # -- 10. a data dir that does not exist is refused ----------------------------------------------------------------------
 def test_missing_data_dir_is_refused(run_cli, tmp_path, monkeypatch):
     missing = tmp_path / "no-such-data"
-    code, _, err = run_cli("run", "--models", "be", "--tasks", "stsb", *SMOKE, "--results", tmp_path / "r",
-                           "--data-dir", missing)
+    code, _, err = run_cli(
+        "run", "--models", "be", "--tasks", "stsb", *SMOKE, "--results", tmp_path / "r", "--data-dir", missing
+    )
     assert code == 2 and f"--data-dir {missing} does not exist" in err
     monkeypatch.setenv("HARNESS_DATA_DIR", str(missing))
     code, _, err = run_cli("validate", "--models", "be", "--tasks", "stsb")
@@ -604,10 +678,17 @@ def test_published_records_are_valid_and_rebuild_the_committed_leaderboards_byte
     assert len(records) >= 30 and store.skipped == []  # every committed record must be readable
     assert all(record.get("published") for record in records)
     # as `harness leaderboard` writes them: rows trained under an older default marked (§)
-    written = write_leaderboards(store, tmp_path, ("md", "csv"), registry.families(),
-                                 family_baselines=registry.family_baselines(), stale=stale_models(store, registry))
+    written = write_leaderboards(
+        store,
+        tmp_path,
+        ("md", "csv"),
+        registry.families(),
+        family_baselines=registry.family_baselines(),
+        stale=stale_models(store, registry),
+    )
     assert {p.name for p in written} == {p.name for p in (REPO / "leaderboards").glob("*.md")} | {
-        p.name for p in (REPO / "leaderboards").glob("*.csv")}
+        p.name for p in (REPO / "leaderboards").glob("*.csv")
+    }
     for path in written:
         assert path.read_bytes() == (REPO / "leaderboards" / path.name).read_bytes(), path.name
 
@@ -622,7 +703,9 @@ def test_working_store_is_not_tracked_and_the_defaults_keep_them_apart():
     assert _read_store_and_output(None, None) == (Path("published"), Path("leaderboards"))
     assert _read_store_and_output(Path("results"), None) == (Path("results"), Path("results/leaderboards"))
     makefile = (REPO / "Makefile").read_text()
-    (main_job,) = [line for line in makefile.splitlines() if "harness run --models be,ce,cbe --tasks senteval,useb" in line]
+    (main_job,) = [
+        line for line in makefile.splitlines() if "harness run --models be,ce,cbe --tasks senteval,useb" in line
+    ]
     assert "--results" not in main_job  # the working store, default
 
 
@@ -663,8 +746,13 @@ def test_publish_refuses_a_record_whose_data_changed(tmp_path):
     data_file.write_text(data_file.read_text().replace("\t4.8\n", "\t0.1\n"))
     registry = build_registry(extra_plugins=[ToyPlugin()])
     with pytest.raises(PublishError, match="stale"):
-        publish(Store(tmp_path / "results"), Store(tmp_path / "published"), Selection(), registry=registry,
-                data_dir=tmp_path / "data")
+        publish(
+            Store(tmp_path / "results"),
+            Store(tmp_path / "published"),
+            Selection(),
+            registry=registry,
+            data_dir=tmp_path / "data",
+        )
 
 
 # == issue 26 (helper i26-store): what the current inputs would not produce is never served ===========================
@@ -714,12 +802,23 @@ def test_published_records_keep_their_keys(registry):
         model = record["model"]
         # A default changed to the paper's headline setting (issue 22): the old label now names another spec, and
         # the old model is named explicitly.
-        spec = resolve_model_spec(registry, model["label"], get_profile(model["profile"]), model["backbone"],
-                                  model["train_on"], model.get("budget") or {})
+        spec = resolve_model_spec(
+            registry,
+            model["label"],
+            get_profile(model["profile"]),
+            model["backbone"],
+            model["train_on"],
+            model.get("budget") or {},
+        )
         if spec.key != record["model_key"] and model["label"] in DEFAULTS_CHANGED_BY_DESIGN:
-            renamed = resolve_model_spec(registry, DEFAULTS_CHANGED_BY_DESIGN[model["label"]],
-                                         get_profile(model["profile"]), model["backbone"], model["train_on"],
-                                         model.get("budget") or {})
+            renamed = resolve_model_spec(
+                registry,
+                DEFAULTS_CHANGED_BY_DESIGN[model["label"]],
+                get_profile(model["profile"]),
+                model["backbone"],
+                model["train_on"],
+                model.get("budget") or {},
+            )
             # the old default under its explicit name; a later default (PaSeR's synonym_views, issue 34) keeps the
             # label's own spec, checked below
             spec = renamed if renamed.key == record["model_key"] else spec
@@ -727,8 +826,11 @@ def test_published_records_keep_their_keys(registry):
         plugin = registry.spec_plugin(spec.name)
         # An option whose default changed meaning for some settings (Option.hash_when, e.g. augsbert's mlm_masking
         # for the topic recipes, issue 22) gives those specs new keys by design; every other spec keeps its key.
-        changed = [key for key, option in plugin.options.items()
-                   if option.hash_when is not None and option.hash_when(spec.options)]
+        changed = [
+            key
+            for key, option in plugin.options.items()
+            if option.hash_when is not None and option.hash_when(spec.options)
+        ]
         assert (spec.key != record["model_key"]) if changed else (spec.key == record["model_key"]), model["label"]
 
 
@@ -795,9 +897,15 @@ def test_the_mlm_cache_of_a_local_backbone_folder_is_named_by_its_files_not_its_
     registry = build_registry()
 
     def mlm_folder() -> Path:
-        context = harness.ModelContext(options={"mlm_lr": 5e-5}, backbone=str(folder), profile=get_profile("smoke"),
-                                       device="cpu", seed=42, cache_dir=tmp_path / "cache",
-                                       backbone_content=backbone_content(registry, str(folder)))
+        context = harness.ModelContext(
+            options={"mlm_lr": 5e-5},
+            backbone=str(folder),
+            profile=get_profile("smoke"),
+            device="cpu",
+            seed=42,
+            cache_dir=tmp_path / "cache",
+            backbone_content=backbone_content(registry, str(folder)),
+        )
         return mlm_directory(context, ["a b", "c d"], ["e f", "g h"])
 
     before = mlm_folder()
@@ -819,12 +927,18 @@ def test_cached_bytes_recomputes_entries_without_a_checksum_or_that_fail_their_c
 
 
 # -- 26.5 numeric ranges are checked at plan time -----------------------------------------------------------------------
-@pytest.mark.parametrize("extra, expected", [
-    (("--models", "be:lr=-1"), "option 'lr' of model 'be' is -1.0; it must lie in (0, inf)"),
-    (("--models", "be:lr=inf"), "option 'lr' of model 'be' is inf; give a finite number"),
-    (("--models", "be", "--set", "learning_rate=inf"), "learning_rate must be a finite number"),
-    (("--models", "augsbert:teacher=ce,top_k=0"), "option 'top_k' of recipe 'augsbert' is 0; it must lie in [1, inf)"),
-])
+@pytest.mark.parametrize(
+    "extra, expected",
+    [
+        (("--models", "be:lr=-1"), "option 'lr' of model 'be' is -1.0; it must lie in (0, inf)"),
+        (("--models", "be:lr=inf"), "option 'lr' of model 'be' is inf; give a finite number"),
+        (("--models", "be", "--set", "learning_rate=inf"), "learning_rate must be a finite number"),
+        (
+            ("--models", "augsbert:teacher=ce,top_k=0"),
+            "option 'top_k' of recipe 'augsbert' is 0; it must lie in [1, inf)",
+        ),
+    ],
+)
 def test_out_of_range_options_are_refused_by_validate(run_cli, extra, expected):
     code, _, err = run_cli("validate", *extra, "--tasks", "stsb", "--train-on", "stsb")
     assert code == 2 and expected in err and "Traceback" not in err, err
@@ -840,8 +954,20 @@ def test_a_matrix_with_an_out_of_range_option_runs_nothing(run_cli, tmp_path):
 # -- 26.6 one line, never a traceback or a hang --------------------------------------------------------------------------
 def _trained_be(run_cli, tmp_path, tiny_bert, *extra):
     results = tmp_path / "results"
-    common = ("run", "--models", "be", "--train-on", "stsb", "--tasks", "stsb", *SMOKE, "--backbone", tiny_bert,
-              "--results", results)
+    common = (
+        "run",
+        "--models",
+        "be",
+        "--train-on",
+        "stsb",
+        "--tasks",
+        "stsb",
+        *SMOKE,
+        "--backbone",
+        tiny_bert,
+        "--results",
+        results,
+    )
     code, out, err = run_cli(*common, *extra)
     assert code == 0, err
     return results, common
@@ -863,17 +989,34 @@ def test_export_from_a_store_it_cannot_write_loads_the_checkpoint(run_cli, tmp_p
         return real_open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(locks.os, "open", read_only_locks)
-    code, out, err = run_cli("export", "--models", "be", "--train-on", "stsb", "--profile", "smoke", "--backbone",
-                             tiny_bert, "--results", results, "--to", tmp_path / "exported")
+    code, out, err = run_cli(
+        "export",
+        "--models",
+        "be",
+        "--train-on",
+        "stsb",
+        "--profile",
+        "smoke",
+        "--backbone",
+        tiny_bert,
+        "--results",
+        results,
+        "--to",
+        tmp_path / "exported",
+    )
     assert code == 0 and "Traceback" not in err and (tmp_path / "exported" / "README.md").is_file(), err
 
 
-@pytest.mark.parametrize("error, expected", [
-    (28, "No space left on device; free some space and run the same command again"),
-    (13, "Permission denied; make it writable (or choose another folder)"),
-])
-def test_a_full_disk_or_an_unwritable_sub_folder_is_one_line_and_resumes(run_cli, tmp_path, monkeypatch, error,
-                                                                           expected):
+@pytest.mark.parametrize(
+    "error, expected",
+    [
+        (28, "No space left on device; free some space and run the same command again"),
+        (13, "Permission denied; make it writable (or choose another folder)"),
+    ],
+)
+def test_a_full_disk_or_an_unwritable_sub_folder_is_one_line_and_resumes(
+    run_cli, tmp_path, monkeypatch, error, expected
+):
     import harness.files as files_module
 
     write_toy_data(tmp_path / "data")
@@ -887,13 +1030,24 @@ def test_a_full_disk_or_an_unwritable_sub_folder_is_one_line_and_resumes(run_cli
         raise OSError(error, os.strerror(error))
 
     monkeypatch.setattr(files_module.os, "fsync", failing_fsync)
-    common = ("run", "--models", "toy-embedder", "--tasks", "toy-pairs", *SMOKE, "--data-dir", tmp_path / "data",
-              "--results", tmp_path / "results")
+    common = (
+        "run",
+        "--models",
+        "toy-embedder",
+        "--tasks",
+        "toy-pairs",
+        *SMOKE,
+        "--data-dir",
+        tmp_path / "data",
+        "--results",
+        tmp_path / "results",
+    )
     try:
         code, _, err = run_cli(*common)
         assert code == 2 and expected in err and "Traceback" not in err, err
         assert not list((tmp_path / "results").rglob("*.json")) or all(
-            p.parts[-3] == "cache" for p in (tmp_path / "results").rglob("*.json"))
+            p.parts[-3] == "cache" for p in (tmp_path / "results").rglob("*.json")
+        )
         monkeypatch.setattr(files_module.os, "fsync", real_fsync)
         code, out, err = run_cli(*common)
         assert code == 0 and "1 cells computed" in out, err
@@ -907,8 +1061,7 @@ def test_a_record_path_that_is_a_folder_is_one_line(tmp_path):
     (path,) = (tmp_path / "results").glob("*/seed-*/*.json")
     path.unlink()
     path.mkdir()
-    assert "not a regular file (a folder)" in Store(tmp_path / "results").lookup(
-        path.parts[-3], 42, "toy-pairs")[1]
+    assert "not a regular file (a folder)" in Store(tmp_path / "results").lookup(path.parts[-3], 42, "toy-pairs")[1]
     with pytest.raises(harness.HarnessError, match="a folder has its name; remove or rename that folder"):
         toy_run(tmp_path)
 
@@ -953,8 +1106,9 @@ def test_st_with_pickle_only_weights_is_refused_in_one_line(run_cli, tmp_path, t
     (weights,) = folder.rglob("model.safetensors")
     torch.save(load_file(weights), weights.with_name("pytorch_model.bin"))
     weights.unlink()
-    code, _, err = run_cli("run", "--models", "st", "--tasks", "stsb", *SMOKE, "--backbone", folder,
-                           "--results", tmp_path / "results")
+    code, _, err = run_cli(
+        "run", "--models", "st", "--tasks", "stsb", *SMOKE, "--backbone", folder, "--results", tmp_path / "results"
+    )
     assert code == 2 and "safetensors weights (pickled weights are never loaded)" in err and "Traceback" not in err
 
 
@@ -1010,11 +1164,16 @@ def test_checkpoint_files_get_the_mode_of_records(tmp_path):
     assert checkpoint_problem(directory) is None
 
 
-@pytest.mark.parametrize("argv, expected", [
-    (("run", "--models", "be", "--tasks", "stsb", "--seeds", ""), "--seeds needs at least one integer"),
-    (("validate", "--models", "be:pooling=cls,pooling=mean", "--tasks", "stsb"),
-     "option 'pooling' is given twice in 'be:pooling=cls,pooling=mean' ('cls' and 'mean'); give it once"),
-])
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (("run", "--models", "be", "--tasks", "stsb", "--seeds", ""), "--seeds needs at least one integer"),
+        (
+            ("validate", "--models", "be:pooling=cls,pooling=mean", "--tasks", "stsb"),
+            "option 'pooling' is given twice in 'be:pooling=cls,pooling=mean' ('cls' and 'mean'); give it once",
+        ),
+    ],
+)
 def test_empty_seeds_and_repeated_options_are_refused(run_cli, tmp_path, argv, expected):
     code, out, err = run_cli(*argv, "--results", tmp_path / "r") if argv[0] == "run" else run_cli(*argv)
     assert code == 2 and expected in err and "cells computed" not in out, err
@@ -1026,8 +1185,16 @@ def test_export_results_does_not_overwrite_an_earlier_export_silently(run_cli, t
     target = tmp_path / "exported"
     target.mkdir()
     (target / "harness_export.json").write_text("[]")
-    common = ("export-results", "--format", "mteb", "--to", target, "--results", tmp_path / "results",
-              "--include-samples")  # toy_run's records are smoke-profile samples
+    common = (
+        "export-results",
+        "--format",
+        "mteb",
+        "--to",
+        target,
+        "--results",
+        tmp_path / "results",
+        "--include-samples",
+    )  # toy_run's records are smoke-profile samples
     code, _, err = run_cli(*common)
     assert code == 2 and "already holds files" in err and "--overwrite" in err
     assert (target / "harness_export.json").read_text() == "[]"
@@ -1042,8 +1209,9 @@ def test_nan_training_labels_are_a_data_problem_not_a_learning_rate(run_cli, tmp
     for row in rows[::3]:  # enough of them for the profile's subsample of the train split to meet some
         row[4] = "nan"
     train.write_text("".join("\t".join(row) + "\n" for row in rows))
-    code, out, err = run_cli("validate", "--models", "be", "--tasks", "sts12", "--train-on", "stsb",
-                             "--data-dir", data_dir)
+    code, out, err = run_cli(
+        "validate", "--models", "be", "--tasks", "sts12", "--train-on", "stsb", "--data-dir", data_dir
+    )
     assert code == 2 and "train labels are NaN or infinite" in err and "the learning rate is not the cause" in err, err
 
 
@@ -1051,8 +1219,10 @@ def test_a_lost_ray_node_is_reported_in_one_line_of_its_own(caplog):
     from harness.executors.ray_cluster import RayExecutor
 
     class FakeRay:
-        nodes_now = [{"NodeID": "aaaaaaaa11", "NodeManagerHostname": "gpu-1", "Alive": True},
-                     {"NodeID": "bbbbbbbb22", "NodeManagerHostname": "gpu-2", "Alive": True}]
+        nodes_now = [
+            {"NodeID": "aaaaaaaa11", "NodeManagerHostname": "gpu-1", "Alive": True},
+            {"NodeID": "bbbbbbbb22", "NodeManagerHostname": "gpu-2", "Alive": True},
+        ]
 
         def nodes(self):
             return self.nodes_now
@@ -1063,13 +1233,17 @@ def test_a_lost_ray_node_is_reported_in_one_line_of_its_own(caplog):
     executor._nodes_checked_at = 0.0
     with caplog.at_level("ERROR"):
         executor._report_lost_nodes(ray)
-    assert "Ray node gpu-2 (bbbbbbbb) was lost: its running tasks are retried on the other nodes (up to 3 times)" \
-        in caplog.text and "gpu-1" not in caplog.text
+    assert (
+        "Ray node gpu-2 (bbbbbbbb) was lost: its running tasks are retried on the other nodes (up to 3 times)"
+        in caplog.text
+        and "gpu-1" not in caplog.text
+    )
 
 
 # -- 26.8 the checksum detects accidents; HARNESS_STORE_KEY signs records against tampering -----------------------------
-def test_a_store_key_signs_records_and_a_resealed_edit_is_refused_by_leaderboard_and_publish(run_cli, tmp_path,
-                                                                                               monkeypatch):
+def test_a_store_key_signs_records_and_a_resealed_edit_is_refused_by_leaderboard_and_publish(
+    run_cli, tmp_path, monkeypatch
+):
     from harness.publish import PublishError, Selection, publish
     from harness.run.record import InvalidRecordError
 
@@ -1091,8 +1265,13 @@ def test_a_store_key_signs_records_and_a_resealed_edit_is_refused_by_leaderboard
     assert "99.00" not in "".join(p.read_text() for p in (tmp_path / "boards").glob("*.md"))
     registry = build_registry(extra_plugins=[ToyPlugin()])
     with pytest.raises(PublishError, match="not signed"):
-        publish(Store(tmp_path / "results"), Store(tmp_path / "published"), Selection(), registry=registry,
-                data_dir=tmp_path / "data")
+        publish(
+            Store(tmp_path / "results"),
+            Store(tmp_path / "published"),
+            Selection(),
+            registry=registry,
+            data_dir=tmp_path / "data",
+        )
     monkeypatch.setenv("HARNESS_STORE_KEY", "another key")
     (outcome,), _ = toy_run(tmp_path)  # the run recomputes it rather than serving it
     assert outcome.status == "ok" and outcome.main_score == pytest.approx(computed.main_score)
@@ -1115,6 +1294,8 @@ def test_a_damaged_record_is_shown_invalid_not_ranked_and_the_leaderboard_exits_
     assert code != 0 and err.count(str(damaged)) == 1, err
     markdown = (tmp_path / "boards" / "toy.md").read_text()
     assert "| invalid " in markdown and "`invalid` = the record does not verify" in markdown
+
+
 # == end of issue 26.4 ==================================================================================================
 
 
@@ -1126,9 +1307,16 @@ def test_publish_refuses_records_computed_on_a_sample(tmp_path):
     toy_run(tmp_path)  # the smoke profile: max_eval_examples=200
     registry = build_registry(extra_plugins=[ToyPlugin()])
     with pytest.raises(PublishError, match=r"computed on a sample of the evaluation data \(max_eval_examples=200"):
-        publish(Store(tmp_path / "results"), Store(tmp_path / "published"), Selection(), registry=registry,
-                data_dir=tmp_path / "data")
+        publish(
+            Store(tmp_path / "results"),
+            Store(tmp_path / "published"),
+            Selection(),
+            registry=registry,
+            data_dir=tmp_path / "data",
+        )
     assert not (tmp_path / "published").exists()
+
+
 def test_a_failed_cell_shows_failed_in_the_run_summary_not_a_dash(tmp_path):
     from harness.run.driver import summary_rows
 
@@ -1136,6 +1324,8 @@ def test_a_failed_cell_shows_failed_in_the_run_summary_not_a_dash(tmp_path):
     outcomes, _ = toy_run(tmp_path, models=("toy-constant", "toy-embedder"))
     _, rows = summary_rows(outcomes)
     assert [row[1] for row in rows][0] == "failed" and rows[1][1] not in ("failed", "-")  # "-" means not run
+
+
 # == end of issue 21.3 ==================================================================================================
 
 
@@ -1172,8 +1362,15 @@ class NaNPlugin:
 
 def nan_run(tmp_path: Path, model: str):
     registry = build_registry(extra_plugins=[ToyPlugin(), NaNPlugin()])
-    config = RunConfig(models=[ModelEntry(model)], tasks=["toy-pairs"], progress=False, device="cpu",
-                       results_dir=tmp_path / "results", data_dir=tmp_path / "data", profile="smoke")
+    config = RunConfig(
+        models=[ModelEntry(model)],
+        tasks=["toy-pairs"],
+        progress=False,
+        device="cpu",
+        results_dir=tmp_path / "results",
+        data_dir=tmp_path / "data",
+        profile="smoke",
+    )
     return Run(registry, config, log=lambda _: None).run(LocalExecutor())
 
 
@@ -1192,9 +1389,13 @@ def test_40_1_every_similarity_path_refuses_nan_vectors():
 
     good, bad = np.ones((2, 4)), np.array([[1.0, 0, 0, 0], [np.nan, 0, 0, 0]])
     assert harness.cosine_rows(np.zeros((1, 4)), np.ones((1, 4))).tolist() == [0.0]  # a zero vector stays 0
-    for compute in (lambda: harness.cosine_rows(good, bad), lambda: harness.maxsim(bad, good),
-                    lambda: cosine_top_k(good, bad, 1), lambda: maxsim_pairs([good, bad], [good, good]),
-                    lambda: maxsim_pairs([good, bad], [good, good], engine="sparse")):
+    for compute in (
+        lambda: harness.cosine_rows(good, bad),
+        lambda: harness.maxsim(bad, good),
+        lambda: cosine_top_k(good, bad, 1),
+        lambda: maxsim_pairs([good, bad], [good, good]),
+        lambda: maxsim_pairs([good, bad], [good, good], engine="sparse"),
+    ):
         with pytest.raises(NonFiniteVectorsError, match=r"1 of \d vectors with NaN"):
             compute()
 
@@ -1339,8 +1540,22 @@ def test_40_19_a_wrong_sha_in_the_backbone_checksum_cache_is_not_trusted(tmp_pat
 
 
 def test_40_20_a_set_key_given_twice_is_refused_in_one_line(run_cli, tmp_path):
-    code, out, err = run_cli("run", "--models", "be", "--tasks", "stsb", "--train-on", "stsb", "--set", "epochs=1",
-                             "--set", "epochs=2", *SMOKE, "--results", tmp_path / "r")
+    code, out, err = run_cli(
+        "run",
+        "--models",
+        "be",
+        "--tasks",
+        "stsb",
+        "--train-on",
+        "stsb",
+        "--set",
+        "epochs=1",
+        "--set",
+        "epochs=2",
+        *SMOKE,
+        "--results",
+        tmp_path / "r",
+    )
     assert code == 2 and "--set epochs is given twice ('1' and '2'); give it once." in err and "Traceback" not in err
     assert not (tmp_path / "r").exists() or not list((tmp_path / "r").rglob("*.json"))
 
@@ -1372,8 +1587,9 @@ def save_sentence_transformer(backbone: str, folder: Path) -> None:
     from sentence_transformers.sentence_transformer.modules import Pooling
 
     transformer = Transformer(backbone, max_seq_length=48)
-    SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension())],
-                        device="cpu").save(str(folder))
+    SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension())], device="cpu").save(
+        str(folder)
+    )
 
 
 def test_40_2_st_model_folder_replaced_at_the_same_path_is_recomputed(run_cli, tmp_path, tiny_bert, tiny_roberta):
@@ -1400,8 +1616,15 @@ def test_40_2_a_task_data_path_given_as_an_option_is_identified_by_its_content(t
         """A task whose data file is an option (``toy-file:file=PATH``), declared a path option."""
 
         metadata = harness.TaskMetadata(
-            name="toy-file", family="toy", description="pairs from the file its option names", main_score="spearman",
-            metric="Spearman x100", reference="tests", dataset="toy", dataset_source="tests", license="none",
+            name="toy-file",
+            family="toy",
+            description="pairs from the file its option names",
+            main_score="spearman",
+            metric="Spearman x100",
+            reference="tests",
+            dataset="toy",
+            dataset_source="tests",
+            license="none",
         )
         options = {"file": harness.Option("", "the pairs file", path=True), "note": harness.Option("")}
 
@@ -1460,6 +1683,8 @@ def test_40_3_a_cache_folder_copied_over_another_is_built_again(tmp_path, caplog
         assert cache.folder("domain-mlm", {"pairs": "b"}) == second
     assert "made from something other than what its name asks for" in caplog.text
     assert not (second / "seed-42").exists() and json.loads((second / "MADE_FROM.json").read_text()) == {"pairs": "b"}
+
+
 # == issue 40 (helper safe-files): files — one safe open, outputs inside their folder, OS errors in one line ===========
 # Points 5-8, 10, 11, 13-17 of issue 40. Every file the store reads or locks goes through harness.files.open_store_file
 # (regular files whose real path lies inside the store; a lock never created or truncated through a link); every
@@ -1489,8 +1714,15 @@ class PerExampleToy(ToyPairs):
     """toy-pairs that keeps per-example data (a side file beside its record)."""
 
     metadata = harness.TaskMetadata(
-        name="toy-examples", family="toy", description="toy pairs with per-example data", main_score="spearman",
-        metric="Spearman x100", reference="tests", dataset="toy", dataset_source="tests", license="none",
+        name="toy-examples",
+        family="toy",
+        description="toy pairs with per-example data",
+        main_score="spearman",
+        metric="Spearman x100",
+        reference="tests",
+        dataset="toy",
+        dataset_source="tests",
+        license="none",
     )
 
     def evaluate(self, model, ctx):
@@ -1498,10 +1730,11 @@ class PerExampleToy(ToyPairs):
 
         first, second, gold = self.load()
         predicted = harness.as_pair_scorer(model).score(first, second)
-        return harness.EvalResult({"spearman": 100 * harness.spearman(predicted, gold)},
-                                  harness.files_checksum([self.path()]),
-                                  examples=ExampleScores("spearman", {"predicted": np.asarray(predicted),
-                                                                      "gold": np.asarray(gold)}))
+        return harness.EvalResult(
+            {"spearman": 100 * harness.spearman(predicted, gold)},
+            harness.files_checksum([self.path()]),
+            examples=ExampleScores("spearman", {"predicted": np.asarray(predicted), "gold": np.asarray(gold)}),
+        )
 
 
 class FewRowsEmbedder(WordHashEmbedder):
@@ -1545,8 +1778,9 @@ def file_toy_run(tmp_path: Path, models=("toy-embedder",), tasks=("toy-examples"
     config.setdefault("results_dir", tmp_path / "results")
     config.setdefault("data_dir", tmp_path / "data")
     config.setdefault("profile", "smoke")
-    run_config = RunConfig(models=[ModelEntry(m) for m in models], tasks=list(tasks), progress=False, device="cpu",
-                           **config)
+    run_config = RunConfig(
+        models=[ModelEntry(m) for m in models], tasks=list(tasks), progress=False, device="cpu", **config
+    )
     messages: list[str] = []
     return Run(registry, run_config, log=messages.append).run(LocalExecutor()), messages
 
@@ -1583,15 +1817,21 @@ def test_a_checkpoint_lock_that_is_a_link_or_in_a_linked_folder_is_refused(tmp_p
     with pytest.raises(UnsafeFileError, match="outside"):
         store.cells_lock("be-1", 1).acquire()
     assert (outside / "seed-1.lock").read_text() == "kept\n" and sorted(p.name for p in outside.iterdir()) == [
-        "seed-1.lock"]
+        "seed-1.lock"
+    ]
     with StoreLock(tmp_path / "plain.lock"):  # an ordinary lock still works
         pass
 
 
 # -- 40.6 export-results writes only inside --to -------------------------------------------------------------------------
 def _mteb_result(task_name: str) -> dict:
-    return {"task_name": task_name, "dataset_revision": "x", "mteb_version": "2.0.0", "evaluation_time": 1.0,
-            "scores": {"test": [{"main_score": 0.5, "hf_subset": "default", "languages": ["eng-Latn"]}]}}
+    return {
+        "task_name": task_name,
+        "dataset_revision": "x",
+        "mteb_version": "2.0.0",
+        "evaluation_time": 1.0,
+        "scores": {"test": [{"main_score": 0.5, "hf_subset": "default", "languages": ["eng-Latn"]}]},
+    }
 
 
 def _store_with_mteb_record(tmp_path: Path, task_name: str) -> Path:
@@ -1608,8 +1848,16 @@ def _store_with_mteb_record(tmp_path: Path, task_name: str) -> Path:
 def test_export_results_never_writes_outside_its_folder_whatever_a_record_names(run_cli, tmp_path):
     _store_with_mteb_record(tmp_path, "../../../../escaped/PWNED")
     (tmp_path / "escaped").mkdir()
-    code, out, err = run_cli("export-results", "--format", "mteb", "--results", tmp_path / "results", "--to",
-                             tmp_path / "out" / "deep", "--include-samples")
+    code, out, err = run_cli(
+        "export-results",
+        "--format",
+        "mteb",
+        "--results",
+        tmp_path / "results",
+        "--to",
+        tmp_path / "out" / "deep",
+        "--include-samples",
+    )
     assert list((tmp_path / "escaped").iterdir()) == [] and "Traceback" not in err
     assert "not a plain file name" in err
     from harness.files import path_inside
@@ -1678,7 +1926,8 @@ def test_a_record_folder_that_links_out_of_the_store_is_never_written_to(tmp_pat
     with pytest.raises(harness.StoreError, match="its folder is a link to .*outside the store"):
         toy_run(tmp_path, overwrite=True)
     assert (elsewhere / record_path.name).read_bytes() == before and sorted(p.name for p in elsewhere.iterdir()) == [
-        record_path.name]
+        record_path.name
+    ]
 
 
 def test_a_checkpoint_file_that_links_out_of_the_checkpoint_or_is_a_fifo_is_never_read(tmp_path):
@@ -1740,20 +1989,27 @@ def test_a_full_disk_inside_safetensors_is_one_line(tmp_path):
     with pytest.raises(OSError) as raised:
         build_checkpoint(tmp_path / "ckpt" / "seed-1", save)
     assert raised.value.errno == 28
-    assert os_error_line(raised.value).endswith("No space left on device; free some space and run the same command "
-                                                "again (finished cells are stored).")
+    assert os_error_line(raised.value).endswith(
+        "No space left on device; free some space and run the same command again (finished cells are stored)."
+    )
     assert not (tmp_path / "ckpt" / "seed-1").exists() and list((tmp_path / "ckpt").iterdir()) == [
-        tmp_path / "ckpt" / "seed-1.lock"]  # the half-written temporary folder is gone
+        tmp_path / "ckpt" / "seed-1.lock"
+    ]  # the half-written temporary folder is gone
 
 
 # -- 40.13 matrix values that used to be tracebacks ---------------------------------------------------------------------
-@pytest.mark.parametrize("matrix, expected", [
-    ("models: [{model: be, train_on: stsb, epochs: .nan}]\ntasks: [stsb]\n", "epochs must be a finite number"),
-    ("models: [{model: be, train_on: stsb, max_steps: 1.0e+400}]\ntasks: [stsb]\n",
-     "max_steps must be a finite number"),
-    ("budget: {learning_rate: -.inf}\nmodels: [be]\ntasks: [stsb]\n", "learning_rate must be a finite number"),
-    ("tasks: [stsb]\nmodels: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
-])
+@pytest.mark.parametrize(
+    "matrix, expected",
+    [
+        ("models: [{model: be, train_on: stsb, epochs: .nan}]\ntasks: [stsb]\n", "epochs must be a finite number"),
+        (
+            "models: [{model: be, train_on: stsb, max_steps: 1.0e+400}]\ntasks: [stsb]\n",
+            "max_steps must be a finite number",
+        ),
+        ("budget: {learning_rate: -.inf}\nmodels: [be]\ntasks: [stsb]\n", "learning_rate must be a finite number"),
+        ("tasks: [stsb]\nmodels: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+    ],
+)
 def test_non_finite_or_deeply_nested_matrix_values_are_one_line(run_cli, tmp_path, matrix, expected):
     path = tmp_path / "matrix.yaml"
     path.write_text(matrix)
@@ -1764,14 +2020,22 @@ def test_non_finite_or_deeply_nested_matrix_values_are_one_line(run_cli, tmp_pat
 # -- 40.14 a misbehaving plugin fails its own cells; the rest of the matrix runs ----------------------------------------
 def test_a_plugin_with_wrong_rows_objects_or_an_exception_fails_its_cell_only(tmp_path):
     write_toy_data(tmp_path / "data")
-    outcomes, _ = file_toy_run(tmp_path, models=("toy-few-rows", "toy-raises", "toy-objects", "toy-embedder"),
-                               tasks=("toy-pairs",))
+    outcomes, _ = file_toy_run(
+        tmp_path, models=("toy-few-rows", "toy-raises", "toy-objects", "toy-embedder"), tasks=("toy-pairs",)
+    )
     by_model = {o.spec.name: o for o in outcomes}
     assert [by_model[m].status for m in ("toy-few-rows", "toy-raises", "toy-objects", "toy-embedder")] == [
-        "failed", "failed", "failed", "ok"]
+        "failed",
+        "failed",
+        "failed",
+        "ok",
+    ]
     assert "returned an array of shape (11, 64) for 12 texts" in by_model["toy-few-rows"].message
-    assert ("raised RuntimeError: the plugin's server went away at test_store_guarantees.py"
-            in by_model["toy-raises"].message and "a bug in the model or task plugin" in by_model["toy-raises"].message)
+    assert (
+        "raised RuntimeError: the plugin's server went away at test_store_guarantees.py"
+        in by_model["toy-raises"].message
+        and "a bug in the model or task plugin" in by_model["toy-raises"].message
+    )
     assert "returned an array of object values, not numbers" in by_model["toy-objects"].message
     assert all("\n" not in o.message for o in outcomes)
 
@@ -1800,8 +2064,10 @@ def test_a_missing_or_damaged_side_file_is_recomputed_by_run_and_named_by_leader
     side_file.write_bytes(b"damaged")
     code, out, err = run_cli("leaderboard", "--results", results, "--include-samples")
     assert code == 1 and "does not match the sha256 its record names" in err, err
-    assert "1 per-example file(s) missing or damaged" in err and "stored before harness kept it" not in (
-        results / "leaderboards" / "toy.md").read_text()
+    assert (
+        "1 per-example file(s) missing or damaged" in err
+        and "stored before harness kept it" not in (results / "leaderboards" / "toy.md").read_text()
+    )
     side_file.unlink()
     code, out, err = run_cli("leaderboard", "--results", results, "--include-samples")
     assert code == 1 and f"{side_file} is missing" in err
@@ -1820,8 +2086,9 @@ def test_compare_names_a_damaged_side_file_and_exits_non_zero(run_cli, tmp_path,
     store = Store(tmp_path / "results")
     for side_file in store.root.glob("*/seed-*/*.examples.npz"):
         side_file.write_bytes(b"damaged")
-    _, _, (comparison,) = compare(registry, store, "toy-embedder", "toy-offset", ["toy-examples"], [42],
-                                  profile="smoke")
+    _, _, (comparison,) = compare(
+        registry, store, "toy-embedder", "toy-offset", ["toy-examples"], [42], profile="smoke"
+    )
     assert comparison.result is None and comparison.damaged >= 1 and "recomputes the cell" in comparison.reason
 
 
@@ -1862,8 +2129,9 @@ def test_export_results_writes_each_file_atomically(run_cli, tmp_path, monkeypat
 
     _store_with_mteb_record(tmp_path, "STS12")
     out = tmp_path / "out"
-    code, _, err = run_cli("export-results", "--format", "mteb", "--results", tmp_path / "results", "--to", out,
-                           "--include-samples")
+    code, _, err = run_cli(
+        "export-results", "--format", "mteb", "--results", tmp_path / "results", "--to", out, "--include-samples"
+    )
     assert code == 0, err
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert any(p.name == "model_meta.json" for p in before)
@@ -1872,8 +2140,19 @@ def test_export_results_writes_each_file_atomically(run_cli, tmp_path, monkeypat
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(files.os, "fsync", full_disk)  # every file of the next export fails at its flush
-    code, _, err = run_cli("export-results", "--format", "mteb", "--results", tmp_path / "results", "--to", out,
-                           "--include-samples", "--overwrite")
+    code, _, err = run_cli(
+        "export-results",
+        "--format",
+        "mteb",
+        "--results",
+        tmp_path / "results",
+        "--to",
+        out,
+        "--include-samples",
+        "--overwrite",
+    )
     assert code == 2 and "No space left on device; free some space" in err and "Traceback" not in err
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before  # nothing half-written, no leftovers
+
+
 # == end of issue 40 (helper safe-files) ================================================================================

@@ -1,5 +1,6 @@
 """The typed record (harness.run.record.CellRecord), the checkpoint base (harness.checkpoints.CheckpointedModule) and
 the published records read through them."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,8 +18,11 @@ PUBLISHED = REPO / "published"
 
 
 def _published_files() -> list[Path]:
-    return [path for path in sorted(PUBLISHED.glob("*/seed-*/*.json"))
-            if path.parts[-3] not in NON_RECORD_FOLDERS and not path.name.startswith(".")]
+    return [
+        path
+        for path in sorted(PUBLISHED.glob("*/seed-*/*.json"))
+        if path.parts[-3] not in NON_RECORD_FOLDERS and not path.name.startswith(".")
+    ]
 
 
 def test_every_published_record_reads_through_cell_record_unchanged(monkeypatch):
@@ -32,7 +36,10 @@ def test_every_published_record_reads_through_cell_record_unchanged(monkeypatch)
         payload = json.loads(raw)
         record = read_cell_record(path)
         assert (record.model_key, record.seed, record.task_key) == (
-            payload["model_key"], payload["seed"], payload["task"]["key"])
+            payload["model_key"],
+            payload["seed"],
+            payload["task"]["key"],
+        )
         assert dict(record.scores) == payload.get("scores", {}) and record.main_score == payload.get("main_score")
         assert record.checksum == payload["checksum"]
         if record.to_json() != raw or record.to_dict() != payload:
@@ -42,10 +49,14 @@ def test_every_published_record_reads_through_cell_record_unchanged(monkeypatch)
 
 def _content(**changes) -> dict:
     record = {
-        "status": "ok", "model_key": "m-key", "seed": 1,
+        "status": "ok",
+        "model_key": "m-key",
+        "seed": 1,
         "model": {"name": "m", "label": "m", "backbone": "b", "profile": "smoke", "hash": "h" * 8},
         "task": {"name": "t", "key": "t", "label": "T", "family": "fam", "version": "1"},
-        "main_score": 50.0, "scores": {"spearman": 50.0}, "dataset_checksum": "d" * 64,
+        "main_score": 50.0,
+        "scores": {"spearman": 50.0},
+        "dataset_checksum": "d" * 64,
         "details": {"pairs": [1, 2]},
     }
     record.update(changes)
@@ -69,16 +80,20 @@ def test_a_sealed_record_is_frozen_and_round_trips(tmp_path):
     assert published.checksum != record.checksum and published.get("published") == {"by": "test"}
 
 
-@pytest.mark.parametrize("changes, reason", [
-    ({"status": "done"}, "status 'done' is not one of ok, missing, failed"),
-    ({"seed": -1}, "seed -1 is not an integer in 0..4294967295"),
-    ({"main_score": float("nan")}, "main_score 'nan' is not a finite number"),
-    ({"scores": {}}, "has no 'scores' object"),
-    ({"status": "failed"}, "a failed record needs a 'message' saying why"),
-])
+@pytest.mark.parametrize(
+    "changes, reason",
+    [
+        ({"status": "done"}, "status 'done' is not one of ok, missing, failed"),
+        ({"seed": -1}, "seed -1 is not an integer in 0..4294967295"),
+        ({"main_score": float("nan")}, "main_score 'nan' is not a finite number"),
+        ({"scores": {}}, "has no 'scores' object"),
+        ({"status": "failed"}, "a failed record needs a 'message' saying why"),
+    ],
+)
 def test_content_that_breaks_the_schema_is_refused_with_its_one_line_reason(changes, reason):
-    with pytest.raises(ValueError, match="refusing to store an invalid record: " + reason.replace("(", r"\(")
-                       .replace(")", r"\)")):
+    with pytest.raises(
+        ValueError, match="refusing to store an invalid record: " + reason.replace("(", r"\(").replace(")", r"\)")
+    ):
         CellRecord.seal(_content(**changes))
 
 

@@ -1,5 +1,6 @@
 """Sub-Sentence Encoder and its core blocks (harness.nn.spans): character spans to token masks, one forward pass per
 sentence, the SupCon objective, span input errors, training and checkpoints."""
+
 from __future__ import annotations
 
 import math
@@ -33,8 +34,9 @@ def tokenizer(tiny_bert):
 def mask_tokens(tokenizer, text, spans, max_length=64):
     (sentence,) = tokenise_sentences(tokenizer, [text], max_length)
     mask = token_mask(sentence.offsets, sentence.special_tokens, normalise_spans(text, spans))
-    return [token for token, inside in zip(tokenizer.convert_ids_to_tokens(sentence.features["input_ids"]), mask)
-            if inside]
+    return [
+        token for token, inside in zip(tokenizer.convert_ids_to_tokens(sentence.features["input_ids"]), mask) if inside
+    ]
 
 
 def span_of(text, words):
@@ -47,7 +49,10 @@ def test_mask_holds_exactly_the_tokens_of_the_span_with_subword_splits(tokenizer
     assert mask_tokens(tokenizer, SENTENCE, [span_of(SENTENCE, "Bram Stoker")]) == ["bram", "stoke", "##r"]
     # two spans, one of them ending on a punctuation token
     assert mask_tokens(tokenizer, SENTENCE, [span_of(SENTENCE, "Dracula"), span_of(SENTENCE, "1897.")]) == [
-        "dracula", "1897", "."]
+        "dracula",
+        "1897",
+        ".",
+    ]
 
 
 def test_punctuation_is_its_own_token_and_only_in_the_mask_when_covered(tokenizer):
@@ -82,22 +87,26 @@ def test_a_span_at_the_end_of_a_truncated_sentence_keeps_only_the_tokens_that_fi
 def test_a_proposition_truncated_away_is_the_zero_vector_with_a_warning(tiny_bert, caplog):
     model = build_subencoder(tiny_bert, max_seq_length=8)
     with caplog.at_level("WARNING"):
-        vectors = model.encode_spans([(SENTENCE, [span_of(SENTENCE, "published")]),
-                                      (SENTENCE, [span_of(SENTENCE, "Dracula")])])
+        vectors = model.encode_spans(
+            [(SENTENCE, [span_of(SENTENCE, "published")]), (SENTENCE, [span_of(SENTENCE, "Dracula")])]
+        )
     assert np.all(vectors[0] == 0) and np.any(vectors[1] != 0)
     assert "1 of 2 propositions have no token" in caplog.text
 
 
 # -- span input errors and defined behaviours -------------------------------------------------------------------------
-@pytest.mark.parametrize("spans,message", [
-    ([(40, 99)], "outside the sentence"),
-    ([(-1, 3)], "outside the sentence"),
-    ([(5, 2)], "outside the sentence"),
-    ([(3, 3)], "is empty"),
-    ([], "at least one"),
-    ([(1, "b")], "integer"),
-    ("0-5", "list of"),
-])
+@pytest.mark.parametrize(
+    "spans,message",
+    [
+        ([(40, 99)], "outside the sentence"),
+        ([(-1, 3)], "outside the sentence"),
+        ([(5, 2)], "outside the sentence"),
+        ([(3, 3)], "is empty"),
+        ([], "at least one"),
+        ([(1, "b")], "integer"),
+        ("0-5", "list of"),
+    ],
+)
 def test_bad_spans_are_errors_naming_the_item(tiny_bert, spans, message):
     model = build_subencoder(tiny_bert)
     with pytest.raises(SpanError, match=message) as raised:
@@ -202,8 +211,9 @@ def naive_supcon(vectors: np.ndarray, labels: list[int], temperature: float) -> 
         if not positives:
             continue
         denominator = sum(math.exp(unit[i] @ unit[a] / temperature) for a in range(len(unit)) if a != i)
-        losses.append(-sum(math.log(math.exp(unit[i] @ unit[p] / temperature) / denominator)
-                           for p in positives) / len(positives))
+        losses.append(
+            -sum(math.log(math.exp(unit[i] @ unit[p] / temperature) / denominator) for p in positives) / len(positives)
+        )
     return sum(losses) / len(losses)
 
 
@@ -246,10 +256,12 @@ def build_subencoder(backbone, max_seq_length=64, **options):
 
 def tiny_pairs() -> TrainingSplits:
     texts = [SENTENCE, "Bram Stoker wrote the novel Dracula.", "The cat sat on the mat.", "A cat was sitting on a mat."]
-    pairs = PropositionPairs([
-        PropositionPair(texts[0], texts[1], (((0, 7), (22, 33)), ((35, 53),)), (((0, 18), (28, 35)),), ((0, 0),)),
-        PropositionPair(texts[2], texts[3], (((0, 7),), ((8, 22),)), (((0, 5),), ((6, 27),)), ((0, 0), (1, 1))),
-    ])
+    pairs = PropositionPairs(
+        [
+            PropositionPair(texts[0], texts[1], (((0, 7), (22, 33)), ((35, 53),)), (((0, 18), (28, 35)),), ((0, 0),)),
+            PropositionPair(texts[2], texts[3], (((0, 7),), ((8, 22),)), (((0, 5),), ((6, 27),)), ((0, 0), (1, 1))),
+        ]
+    )
     return TrainingSplits(source="tiny-propositions", train=pairs, checksum="tiny")
 
 
@@ -258,8 +270,10 @@ def test_output_dimension_is_an_option(tiny_bert):
     assert build_subencoder(tiny_bert).encode_spans([(SENTENCE, [(0, 7)])]).shape == (1, 32)  # tiny BERT width
 
 
-@pytest.mark.parametrize("options,message", [({"output_dim": -1}, "output_dim"), ({"temperature": 0.0}, "temperature"),
-                                             ({"epochs": -2}, "epochs")])
+@pytest.mark.parametrize(
+    "options,message",
+    [({"output_dim": -1}, "output_dim"), ({"temperature": 0.0}, "temperature"), ({"epochs": -2}, "epochs")],
+)
 def test_bad_options_are_refused(tiny_bert, options, message):
     with pytest.raises(harness.InvalidOptionError, match=message):
         build_subencoder(tiny_bert, **options)
@@ -273,8 +287,13 @@ def test_learning_rate_follows_the_paper():
 
 def test_subencoder_passes_the_model_contract_with_training_and_checkpoints(tiny_bert):
     registry = plugin_registry(subencoder)
-    report = check_model("subencoder", registry=registry, backbone=tiny_bert, training_data=tiny_pairs(),
-                         options={"output_dim": 16, "epochs": 2})
+    report = check_model(
+        "subencoder",
+        registry=registry,
+        backbone=tiny_bert,
+        training_data=tiny_pairs(),
+        options={"output_dim": 16, "epochs": 2},
+    )
     assert report.training_report["steps"] == 2
     assert "model.safetensors" in report.checkpoint_files
 
@@ -283,8 +302,11 @@ def test_training_pulls_linked_propositions_together(tiny_bert):
     model = build_subencoder(tiny_bert, output_dim=16, epochs=30, lr=1e-3)
     splits = tiny_pairs()
     pair = splits.train.pairs[0]
-    items = [(pair.first, pair.first_propositions[0]), (pair.second, pair.second_propositions[0]),
-             (pair.first, pair.first_propositions[1])]
+    items = [
+        (pair.first, pair.first_propositions[0]),
+        (pair.second, pair.second_propositions[0]),
+        (pair.first, pair.first_propositions[1]),
+    ]
 
     def margin():
         vectors = model.encode_spans(items)
@@ -292,8 +314,11 @@ def test_training_pulls_linked_propositions_together(tiny_bert):
         return float(unit[0] @ unit[1] - unit[0] @ unit[2])  # positive vs the same sentence's other proposition
 
     before = margin()
-    ctx = model_context(tiny_bert, {"output_dim": 16, "epochs": 30, "lr": 1e-3, "temperature": 0.01,
-                                    "batch_size": 0}, profile=harness.testing.smoke_profile(max_steps=None))
+    ctx = model_context(
+        tiny_bert,
+        {"output_dim": 16, "epochs": 30, "lr": 1e-3, "temperature": 0.01, "batch_size": 0},
+        profile=harness.testing.smoke_profile(max_steps=None),
+    )
     report = model.fit(splits, ctx)
     assert report.loss_history[-1] < report.loss_history[0]
     assert margin() > before
@@ -307,8 +332,11 @@ def build_be(backbone, **options):
     return plugin.factory(model_context(backbone, options, plugin=plugin))
 
 
-ITEMS = [(SENTENCE, [span_of(SENTENCE, "Bram Stoker"), (0, 7)]), (SENTENCE, [span_of(SENTENCE, "1897")]),
-         ("The cat sat on the mat.", [(4, 7)])]
+ITEMS = [
+    (SENTENCE, [span_of(SENTENCE, "Bram Stoker"), (0, 7)]),
+    (SENTENCE, [span_of(SENTENCE, "1897")]),
+    ("The cat sat on the mat.", [(4, 7)]),
+]
 
 
 def test_be_mask_pooling_is_the_mean_of_the_propositions_token_states(tiny_bert):

@@ -1,4 +1,5 @@
 """The core hook for tasks named at run time: a ``task-namespace`` component resolves ``PREFIX:name``."""
+
 from __future__ import annotations
 
 import pytest
@@ -27,8 +28,15 @@ class ToyNamespace:
         if name.startswith("bad"):
             raise harness.HarnessError(f"toy has no task {name!r}; did you mean toy:good?")
         metadata = harness.TaskMetadata(
-            name=f"toy.{name.lower()}", family="toy", description=f"toy task {name}", main_score="score",
-            metric="the size", reference="-", dataset="toy", dataset_source="code", license="none",
+            name=f"toy.{name.lower()}",
+            family="toy",
+            description=f"toy task {name}",
+            main_score="score",
+            metric="the size",
+            reference="-",
+            dataset="toy",
+            dataset_source="code",
+            license="none",
         )
         return Toy.variant(metadata)
 

@@ -1,4 +1,5 @@
 """harness.testing: the contract checks pass on the built-ins and fail, with a clear message, on broken plugins."""
+
 from __future__ import annotations
 
 import types
@@ -89,8 +90,9 @@ class PickleTrainable(ForgetfulTrainable):
 
 
 def plugin_of(model_class, *capabilities, **fields):
-    return harness.ModelPlugin(model_class.__name__.lower(), "test model", lambda ctx: model_class(),
-                               capabilities or ("embedder",), **fields)
+    return harness.ModelPlugin(
+        model_class.__name__.lower(), "test model", lambda ctx: model_class(), capabilities or ("embedder",), **fields
+    )
 
 
 def test_wrong_dtype_and_nondeterminism_are_named():
@@ -119,8 +121,15 @@ def test_training_round_trip_problems_are_named():
 
 class UnstableChecksumTask(harness.Task):
     metadata = harness.TaskMetadata(
-        name="unstable", family="testing", description="d", main_score="accuracy", metric="m", reference="r",
-        dataset="none", dataset_source="s", license="l",
+        name="unstable",
+        family="testing",
+        description="d",
+        main_score="accuracy",
+        metric="m",
+        reference="r",
+        dataset="none",
+        dataset_source="s",
+        license="l",
     )
     calls = 0
 
@@ -134,8 +143,15 @@ class UnstableChecksumTask(harness.Task):
 
 class BadResultTask(UnstableChecksumTask):
     metadata = harness.TaskMetadata(
-        name="bad-result", family="testing", description="d", main_score="spearman", metric="m", reference="r",
-        dataset="none", dataset_source="s", license="l",
+        name="bad-result",
+        family="testing",
+        description="d",
+        main_score="spearman",
+        metric="m",
+        reference="r",
+        dataset="none",
+        dataset_source="s",
+        license="l",
     )
 
     def check_data(self):
@@ -158,8 +174,12 @@ def test_bad_eval_result_lists_every_problem():
         ht.check_task(BadResultTask)
     message = str(caught.value)
     assert message.startswith("task 'bad-result' breaks the plugin contract:")
-    for expected in ("has no 'spearman' (metadata.main_score)", "score 'pearson' is nan",
-                     "differs from check_data()", "details cannot be stored as JSON"):
+    for expected in (
+        "has no 'spearman' (metadata.main_score)",
+        "score 'pearson' is nan",
+        "differs from check_data()",
+        "details cannot be stored as JSON",
+    ):
         assert expected in message, message
 
 
@@ -177,8 +197,16 @@ class DownloadableTrainingDataTask(harness.Task):
     """Bundled evaluation pairs; its unlabeled training sentences would need a download."""
 
     metadata = harness.TaskMetadata(
-        name="downloadable", family="testing", description="d", main_score="spearman", metric="m", reference="r",
-        dataset="none", dataset_source="s", license="l", training_kinds=("unlabeled_sentences",),
+        name="downloadable",
+        family="testing",
+        description="d",
+        main_score="spearman",
+        metric="m",
+        reference="r",
+        dataset="none",
+        dataset_source="s",
+        license="l",
+        training_kinds=("unlabeled_sentences",),
     )
 
     def check_data(self):
@@ -214,8 +242,9 @@ def test_a_plugin_that_fails_to_load_is_reported():
 
 # -- contexts, fixtures, the in-process CLI ------------------------------------------------------------------------
 def test_contexts_carry_the_smoke_profile():
-    plugin = harness.ModelPlugin("x", "d", lambda ctx: None, ("embedder",),
-                                 options={"dim": harness.Option(8, "size", type=int)})
+    plugin = harness.ModelPlugin(
+        "x", "d", lambda ctx: None, ("embedder",), options={"dim": harness.Option(8, "size", type=int)}
+    )
     ctx = ht.model_context("unused", {"dim": "16"}, plugin=plugin)
     assert ctx.options == {"dim": 16} and ctx.profile.name == "smoke" and ctx.eval_batch_size == 32
     with pytest.raises(harness.HarnessError, match="pass trained_model="):
@@ -225,9 +254,19 @@ def test_contexts_carry_the_smoke_profile():
 
 
 def test_run_harness_in_process_with_the_tiny_models(tmp_path):
-    result = ht.run_harness("run", "--models", "testing-embedder,testing-pair-scorer", "--tasks", "stsb",
-                            "--profile", "smoke", "--results", tmp_path, "--no-progress",
-                            plugins=["harness.testing"])
+    result = ht.run_harness(
+        "run",
+        "--models",
+        "testing-embedder,testing-pair-scorer",
+        "--tasks",
+        "stsb",
+        "--profile",
+        "smoke",
+        "--results",
+        tmp_path,
+        "--no-progress",
+        plugins=["harness.testing"],
+    )
     assert result.exit_code == 0, result.stderr
     assert "| testing-embedder" in result.stdout and "| testing-pair-scorer" in result.stdout
     listed = ht.run_harness("list", plugins=["harness.testing"], autoload=False)
@@ -241,8 +280,9 @@ def test_the_package_offers_what_the_single_module_did():
 
     namespace: dict = {}
     exec("from harness.testing import *", namespace)  # what `import *` gives is the point
-    assert {"check_model", "check_task", "plugin_registry", "run_harness", "tiny_bert", "TESTING_MODELS"} \
-        <= set(namespace) and "register_models" not in namespace  # the hook would make the importer a plugin
+    assert {"check_model", "check_task", "plugin_registry", "run_harness", "tiny_bert", "TESTING_MODELS"} <= set(
+        namespace
+    ) and "register_models" not in namespace  # the hook would make the importer a plugin
     assert ht.register_models.__module__ == "harness.testing.fakes" and ht.PROBE_TEXTS and ht.PICKLE_SUFFIXES
     fixtures = {getfixturemarker(value).name for value in vars(ht).values() if getfixturemarker(value)}
     assert fixtures == {"tiny_bert", "tiny_roberta", "smoke_profile", "harness_cli"}

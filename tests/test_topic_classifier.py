@@ -1,6 +1,7 @@
 """The topic classifier ``classifier`` (plugins/topic_classifier.py) on the tiny BERT: its refusals, the texts it
 reads under input=prompted, the labels its checkpoint keeps, and its thesis-code head (tests/test_topic_distillation.py
 checks that it learns)."""
+
 from __future__ import annotations
 
 import json

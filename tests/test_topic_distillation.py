@@ -1,5 +1,6 @@
 """Topic distillation (thesis 4.4, 5.6; the augsbert option ``topics``) and the supervised topic classifier
 (thesis 5.6.1, plugins/topic_classifier.py) on tiny random transformers and in-code data."""
+
 from __future__ import annotations
 
 import json
@@ -53,8 +54,15 @@ class _ToyTopics(Task):
     """Labeled sentences of two topics; offers them as unlabeled sentences first (as 20ng-topic does)."""
 
     metadata = TaskMetadata(
-        name="toy-topics", family="toy", description="two topics", main_score="f1_macro", metric="none",
-        reference="test", dataset="toy", dataset_source="in code", license="CC0",
+        name="toy-topics",
+        family="toy",
+        description="two topics",
+        main_score="f1_macro",
+        metric="none",
+        reference="test",
+        dataset="toy",
+        dataset_source="in code",
+        license="CC0",
         training_kinds=(LABELED_SENTENCES, UNLABELED_SENTENCES),
     )
     labels = _labeled_sentences()
@@ -79,9 +87,16 @@ class _ToyPlugin:
 
 def _runner(tiny_bert, tmp_path, models: list[str], train_on: str = "toy-topics", tasks=("stsb",)) -> Run:
     registry = build_registry(extra_plugins=[_ToyPlugin])
-    config = RunConfig(models=[ModelEntry(m) for m in models], tasks=list(tasks), profile="smoke",
-                       backbone=tiny_bert, train_on=train_on, device="cpu", results_dir=tmp_path / "results",
-                       progress=False)
+    config = RunConfig(
+        models=[ModelEntry(m) for m in models],
+        tasks=list(tasks),
+        profile="smoke",
+        backbone=tiny_bert,
+        train_on=train_on,
+        device="cpu",
+        results_dir=tmp_path / "results",
+        progress=False,
+    )
     return Run(registry, config, log=lambda message: None)
 
 
@@ -123,12 +138,22 @@ def _prompted(text: str) -> bool:
 
 def test_default_topic_options_keep_existing_spec_hashes(registry):
     """The published augsbert record augsbert-17737d92e02d (before topics existed) keeps its identity."""
-    spec = resolve_model_spec(registry, "augsbert:mode=domain-transfer,teacher=ce,teacher_train_on=stsb",
-                              get_profile("quick"), "sentence-transformers/all-MiniLM-L6-v2", "bws-in-topic")
+    spec = resolve_model_spec(
+        registry,
+        "augsbert:mode=domain-transfer,teacher=ce,teacher_train_on=stsb",
+        get_profile("quick"),
+        "sentence-transformers/all-MiniLM-L6-v2",
+        "bws-in-topic",
+    )
     assert spec.hash.startswith("17737d92e02d")
     assert "topics" not in spec.identity()["options"] and "max_sentences" not in spec.identity()["options"]
-    prompted = resolve_model_spec(registry, "augsbert:mode=domain-transfer,teacher=ce,teacher_train_on=stsb,"
-                                  "topics=prompted", get_profile("quick"), None, "bws-topic")
+    prompted = resolve_model_spec(
+        registry,
+        "augsbert:mode=domain-transfer,teacher=ce,teacher_train_on=stsb,topics=prompted",
+        get_profile("quick"),
+        None,
+        "bws-topic",
+    )
     assert prompted.identity()["options"]["topics"] == "prompted"
 
 
@@ -196,8 +221,9 @@ def test_topic_mlm_never_masks_topic_or_delimiter_tokens(tiny_bert, tmp_path, mo
     data = _labeled_sentences(16)
     first, second = data.sentences[:8], data.sentences[8:]
     topics = mlm.PairTopics(data.labels[:8], data.labels[8:])
-    mlm.train_domain_mlm(tiny_bert, first, second, tmp_path / "mlm", profile=get_profile("smoke"), seed=0,
-                         device="cpu", topics=topics)
+    mlm.train_domain_mlm(
+        tiny_bert, first, second, tmp_path / "mlm", profile=get_profile("smoke"), seed=0, device="cpu", topics=topics
+    )
     assert seen
     for batch in seen:
         protected = batch["protected"]
@@ -218,8 +244,7 @@ class _FakeContext:
     def __init__(self, registry, labeled: LabeledSentences, **options):
         recipe = registry.recipe("augsbert")
         self.options = {key: option.default for key, option in recipe.options.items()}
-        self.options.update(teacher="cbe", mode="domain-transfer", teacher_train_on="stsb", sampler="random",
-                            **options)
+        self.options.update(teacher="cbe", mode="domain-transfer", teacher_train_on="stsb", sampler="random", **options)
         self.registry, self.labeled = registry, labeled
         self.seed, self.profile, self.train_on, self.backbone = 42, get_profile("smoke"), "my-topics", "unused"
         self.artifact_dir = self.cache_dir = self.cache = None
@@ -254,12 +279,18 @@ def test_the_pairs_are_the_same_with_and_without_topics(registry, topics):
 @pytest.mark.parametrize(
     ("labels", "sentence", "expected"),
     [
-        ([f"Energy {DEFAULT_DELIMITER} policy", "Schools"], None,
-         f"recipe augsbert, topics=prompted, training source 'my-topics': the topic label 'Energy {DEFAULT_DELIMITER} "
-         "policy' contains the topic delimiter"),
-        (["Energy", "Schools"], f"prices in {DEFAULT_DELIMITER} rose",
-         f"training source 'my-topics': the topic delimiter '{DEFAULT_DELIMITER}' occurs in the sentences of "
-         "'my-topics'"),
+        (
+            [f"Energy {DEFAULT_DELIMITER} policy", "Schools"],
+            None,
+            f"recipe augsbert, topics=prompted, training source 'my-topics': the topic label 'Energy {DEFAULT_DELIMITER} "
+            "policy' contains the topic delimiter",
+        ),
+        (
+            ["Energy", "Schools"],
+            f"prices in {DEFAULT_DELIMITER} rose",
+            f"training source 'my-topics': the topic delimiter '{DEFAULT_DELIMITER}' occurs in the sentences of "
+            "'my-topics'",
+        ),
     ],
 )
 def test_a_label_or_sentence_with_the_delimiter_is_one_clear_error(registry, labels, sentence, expected):
@@ -279,8 +310,9 @@ def test_max_sentences_cuts_the_target_sentences(registry):
     from harness.plugins.augmented_sbert import annotate_silver_pairs
 
     labeled = _labeled_sentences()
-    pairs = annotate_silver_pairs(TrainingSplits("my-topics", labeled),
-                                  _FakeContext(registry, labeled, topics="hidden", max_sentences=10))
+    pairs = annotate_silver_pairs(
+        TrainingSplits("my-topics", labeled), _FakeContext(registry, labeled, topics="hidden", max_sentences=10)
+    )
     assert len(pairs.sentences) == 10 and set(pairs.sentences) <= set(labeled.sentences)
     assert max(max(pair) for pair in pairs.candidates) < 10
 
@@ -292,8 +324,12 @@ def _classifier(tiny_bert, **options):
 
     registry = build_registry()
     plugin = registry.model("classifier")
-    ctx = model_context(tiny_bert, options, plugin=plugin, profile=get_profile("smoke").with_budget(
-        {"epochs": 4, "max_steps": None, "batch_size": 8}))
+    ctx = model_context(
+        tiny_bert,
+        options,
+        plugin=plugin,
+        profile=get_profile("smoke").with_budget({"epochs": 4, "max_steps": None, "batch_size": 8}),
+    )
     model = build(ctx)
     assert isinstance(model, TopicClassifier)
     return model, ctx
@@ -319,10 +355,14 @@ def test_the_classifier_trains_its_encoder_and_the_loss_falls(tiny_bert, tmp_pat
 def test_the_prompted_classifier_refuses_a_label_with_the_delimiter(tiny_bert):
     model, ctx = _classifier(tiny_bert, input="prompted")
     labeled = _labeled_sentences(8)
-    splits = TrainingSplits("my-topics", LabeledSentences(list(labeled.sentences),
-                                                          [f"A {DEFAULT_DELIMITER} B", "C"] * 4))
-    with pytest.raises(DataFileError, match="model classifier:input=prompted, training source 'my-topics': the topic "
-                                            "label 'A ¥ B' contains the topic delimiter"):
+    splits = TrainingSplits(
+        "my-topics", LabeledSentences(list(labeled.sentences), [f"A {DEFAULT_DELIMITER} B", "C"] * 4)
+    )
+    with pytest.raises(
+        DataFileError,
+        match="model classifier:input=prompted, training source 'my-topics': the topic "
+        "label 'A ¥ B' contains the topic delimiter",
+    ):
         model.fit(splits, ctx)
 
 
@@ -341,8 +381,9 @@ def test_thesis_code_masking_uses_only_the_mask_token():
 
     ids = torch.randint(1000, 2000, (64, 50))
     maskable = torch.ones_like(ids, dtype=torch.bool)
-    masked, labels = mask_tokens(ids, maskable, 103, 30522, torch.Generator().manual_seed(0),
-                                 masking=THESIS_CODE_MASKING)
+    masked, labels = mask_tokens(
+        ids, maskable, 103, 30522, torch.Generator().manual_seed(0), masking=THESIS_CODE_MASKING
+    )
     chosen = labels != -100
     assert 0.17 < chosen.float().mean() < 0.23  # 20% predicted
     assert (masked[chosen] == 103).all() and (masked[~chosen] == ids[~chosen]).all()

@@ -1,5 +1,6 @@
 """Topic prompts (thesis 4.4.2, 4.4.3): where the topic and the delimiter go for BERT- and RoBERTa-style tokenizers
 built in code, the MLM mask that never touches them, and the refusals."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,8 +19,24 @@ from harness.nn import (
 )
 from harness.nn.pairs import FIRST_SEGMENT, SECOND_SEGMENT
 
-WORDS = ["computers", "for", "sale", "religion", "the", "cat", "sat", "on", "mat", "a", "dog", "ran", "far", "away",
-         "##s", DEFAULT_DELIMITER]
+WORDS = [
+    "computers",
+    "for",
+    "sale",
+    "religion",
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "mat",
+    "a",
+    "dog",
+    "ran",
+    "far",
+    "away",
+    "##s",
+    DEFAULT_DELIMITER,
+]
 
 
 @pytest.fixture(scope="module")
@@ -112,21 +129,32 @@ def test_truncation_keeps_the_topic(bert_tokenizer):
 def test_mlm_never_masks_topic_or_delimiter_tokens(name, request):
     tokenizer = request.getfixturevalue(name)
     builder = _builder(tokenizer, token_types=name == "bert_tokenizer")
-    rows = builder.pair_features(["For Sale", "Computers"] * 4, ["the cat sat on the mat", "a dog"] * 4,
-                                 ["Religion", "For Sale"] * 4, ["a dog ran far away", "the mat"] * 4)
+    rows = builder.pair_features(
+        ["For Sale", "Computers"] * 4,
+        ["the cat sat on the mat", "a dog"] * 4,
+        ["Religion", "For Sale"] * 4,
+        ["a dog ran far away", "the mat"] * 4,
+    )
     batch = builder.collate(rows)
     segments, topic_mask = batch.pop("segments"), batch.pop("topic_mask")
     mask_id = tokenizer.mask_token_id
     generator = torch.Generator().manual_seed(0)
     unprotected_hits = 0
     for _ in range(50):
-        _masked, labels = mask_tokens(batch["input_ids"], maskable_positions(segments, protected=topic_mask),
-                                      mask_id, len(tokenizer), generator, probability=0.5)
+        _masked, labels = mask_tokens(
+            batch["input_ids"],
+            maskable_positions(segments, protected=topic_mask),
+            mask_id,
+            len(tokenizer),
+            generator,
+            probability=0.5,
+        )
         chosen = labels != -100
         assert not (chosen & topic_mask).any()
         assert chosen.any(dim=1).all()  # every row still has something to predict
-        _masked, labels = mask_tokens(batch["input_ids"], maskable_positions(segments), mask_id, len(tokenizer),
-                                      generator, probability=0.5)
+        _masked, labels = mask_tokens(
+            batch["input_ids"], maskable_positions(segments), mask_id, len(tokenizer), generator, probability=0.5
+        )
         unprotected_hits += int(((labels != -100) & topic_mask).sum())
     assert unprotected_hits > 0  # without the protection the same masking does hit topic tokens
 

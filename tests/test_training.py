@@ -1,4 +1,5 @@
 """The Bi-Encoder and the shared training loop on a tiny random transformer."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,8 +24,9 @@ def _be(registry, tiny_bert, seed=1):
     plugin = registry.model("be")
     options = {key: option.default for key, option in plugin.options.items()}  # a resolved spec has every option
     options.update(pooling="mean", lr=1e-3)
-    ctx = ModelContext(options=options, backbone=tiny_bert, profile=get_profile("smoke"), device="cpu", seed=seed,
-                       progress=False)
+    ctx = ModelContext(
+        options=options, backbone=tiny_bert, profile=get_profile("smoke"), device="cpu", seed=seed, progress=False
+    )
     torch.manual_seed(seed)
     return plugin.factory(ctx), ctx
 

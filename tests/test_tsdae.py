@@ -1,5 +1,6 @@
 """TSDAE ``tsdae`` (plugins/tsdae.py): the tied decoder reconstructs from the pooled vector on a BERT and a RoBERTa
 backbone, the reconstruction loss starts near log |V| and falls, and a bad ratio is refused."""
+
 from __future__ import annotations
 
 import math

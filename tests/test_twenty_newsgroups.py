@@ -1,6 +1,7 @@
 """20 Newsgroups topic probes (the `20ng` family) on the bundled real corpus: counts, the preprocessing against
 scikit-learn's on raw messages, the thesis' dev split (table 3.8), prompts, training data, bad input, and a probe on a
 tiny random model."""
+
 from __future__ import annotations
 
 import gzip
@@ -123,14 +124,17 @@ def test_prompted_input_prepends_the_parent_group_and_keeps_the_first_words(regi
     for document, text in zip(documents, texts):
         prefix = f"{document.parent} \u00a5 "
         assert text.startswith(prefix)
-        body = text[len(prefix):]
+        body = text[len(prefix) :]
         assert document.text.startswith(body) and len(body.split()) == min(5, len(document.text.split()))
     assert _task(registry, max_words=0).input_texts(documents) == [d.text for d in documents]
 
 
 def test_a_delimiter_that_occurs_in_the_documents_is_refused(registry):
-    with pytest.raises(InvalidOptionError, match=r"option delimiter='the' of task '20ng-topic': the topic delimiter "
-                                                 r"'the' occurs in the 20 Newsgroups documents \(alt\.atheism/"):
+    with pytest.raises(
+        InvalidOptionError,
+        match=r"option delimiter='the' of task '20ng-topic': the topic delimiter "
+        r"'the' occurs in the 20 Newsgroups documents \(alt\.atheism/",
+    ):
         _task(registry, input="prompted", delimiter="the").check_data()
     _task(registry, input="raw", delimiter="the").check_data()  # raw input has no prompt: nothing to refuse
     with pytest.raises(InvalidOptionError, match="max_words"):
@@ -148,8 +152,10 @@ def test_training_data_is_the_train_split_with_parent_labels(registry):
     unlabeled = task.training_data(UNLABELED_SENTENCES)
     assert unlabeled.train.sentences == labeled.train.sentences and unlabeled.dev is None
     assert _task(registry, "20ng-topic").training_data(LABELED_SENTENCES).checksum == labeled.checksum
-    assert _task(registry, "20ng-topic", dev_split="stratified").training_data(
-        LABELED_SENTENCES).checksum != labeled.checksum
+    assert (
+        _task(registry, "20ng-topic", dev_split="stratified").training_data(LABELED_SENTENCES).checksum
+        != labeled.checksum
+    )
 
 
 def _write(folder, split, lines):
@@ -158,13 +164,19 @@ def _write(folder, split, lines):
     (folder / "20newsgroups" / SPLIT_FILES[split]).write_bytes(lzma.compress(data))
 
 
-@pytest.mark.parametrize("bad_line, message", [
-    ('{"id": "rec.autoz/1", "text": "x"}', r"20news-bydate-test.jsonl.xz:2: unknown newsgroup 'rec.autoz'"),
-    ('{"id": "rec.autos/1", "text": 5}', r"20news-bydate-test.jsonl.xz:2: expected \{\"id\""),
-    ('{"id": "rec.autos/1", ', r"20news-bydate-test.jsonl.xz:2: not a JSON object"),
-    ('{"id": "sci.med/7", "text": "again"}', r"20news-bydate-test.jsonl.xz:2: duplicate id 'sci.med/7' \(first on "
-                                             r"line 1\)"),
-])
+@pytest.mark.parametrize(
+    "bad_line, message",
+    [
+        ('{"id": "rec.autoz/1", "text": "x"}', r"20news-bydate-test.jsonl.xz:2: unknown newsgroup 'rec.autoz'"),
+        ('{"id": "rec.autos/1", "text": 5}', r"20news-bydate-test.jsonl.xz:2: expected \{\"id\""),
+        ('{"id": "rec.autos/1", ', r"20news-bydate-test.jsonl.xz:2: not a JSON object"),
+        (
+            '{"id": "sci.med/7", "text": "again"}',
+            r"20news-bydate-test.jsonl.xz:2: duplicate id 'sci.med/7' \(first on "
+            r"line 1\)",
+        ),
+    ],
+)
 def test_malformed_data_file_names_file_and_line(registry, tmp_path, bad_line, message):
     _write(tmp_path, "train", ['{"id": "sci.med/1", "text": "fine"}'])
     _write(tmp_path, "test", ['{"id": "sci.med/7", "text": "fine"}', bad_line])
@@ -195,8 +207,13 @@ class ConstantEmbedder:
 def test_probe_separates_informative_embeddings_and_encodes_each_input_once(registry):
     clear_encoding_cache()
     # The smoke profile's cut, at 800 documents per split (200 are too few to learn 20 newsgroups at lr 1e-3).
-    ctx = EvalContext(profile=replace(get_profile("smoke"), max_eval_examples=800), device="cpu", seed=42,
-                      batch_size=32, progress=False)
+    ctx = EvalContext(
+        profile=replace(get_profile("smoke"), max_eval_examples=800),
+        device="cpu",
+        seed=42,
+        batch_size=32,
+        progress=False,
+    )
     model = HashingEmbedder()
     topic = _task(registry, "20ng-topic", max_words=128).evaluate(model, ctx)
     assert topic.details["documents"] == {"train": 800, "dev": 800, "test": 800}
@@ -221,8 +238,13 @@ def test_probe_on_a_tiny_random_transformer(registry, tiny_bert):
 
     clear_encoding_cache()
     encoder = SentenceEncoder.from_backbone(tiny_bert, profile_limit=32)
-    ctx = EvalContext(profile=replace(get_profile("smoke"), max_eval_examples=100), device="cpu", seed=42,
-                      batch_size=32, progress=False)
+    ctx = EvalContext(
+        profile=replace(get_profile("smoke"), max_eval_examples=100),
+        device="cpu",
+        seed=42,
+        batch_size=32,
+        progress=False,
+    )
     result = _task(registry, "20ng-topic", input="prompted", probe="thesis-code").evaluate(encoder, ctx)
     assert 0 <= result.scores["f1_macro"] <= 100 and 0 <= result.scores["accuracy"] <= 100
     assert result.details["probe"]["best_epoch"] == 9  # thesis-code keeps the last epoch

@@ -1,6 +1,7 @@
 """The typed front doors: mypy passes on the modules listed under ``[tool.mypy] files`` in pyproject.toml (the plugin
 contract ``harness/api.py`` and the building blocks ``harness/blocks``), and a plugin author's type checker sees the
 blocks' real types, not the ``Any`` of their lazy ``__getattr__``. Offline; a few seconds with mypy's cache."""
+
 from __future__ import annotations
 
 import subprocess
@@ -15,8 +16,9 @@ pytest.importorskip("mypy", reason="mypy comes with the test extras: pip install
 
 
 def _mypy(*arguments: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mypy", *arguments], cwd=REPO, capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", *arguments], cwd=REPO, capture_output=True, text=True, timeout=600
+    )
 
 
 def test_front_doors_pass_mypy():
@@ -29,7 +31,8 @@ def test_type_checkers_see_the_blocks_real_types(tmp_path):
     """A wrong use of a block is an error, a deprecated or unknown name too (the lazy ``__getattr__`` is hidden from
     type checkers), and a name's revealed type is its own class or function."""
     probe = tmp_path / "probe.py"
-    probe.write_text(textwrap.dedent("""\
+    probe.write_text(
+        textwrap.dedent("""\
         import harness
         import harness.blocks as blocks
         from harness.blocks import InfoNCE
@@ -41,7 +44,8 @@ def test_type_checkers_see_the_blocks_real_types(tmp_path):
         blocks.no_such_block
         blocks.FIRST
         harness.build_checkpoint
-        """))
+        """)
+    )
     # its own cache: mypy's cache is not safe to share with the check above when pytest-xdist runs both at once
     result = _mypy("--config-file", str(REPO / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache"), str(probe))
     lines = result.stdout

@@ -1,5 +1,6 @@
 """The UKP Sentential Argument Mining topic probe (tasks/ukp_sentential.py) on small corpora written in the test: the
 corpus itself may not be redistributed."""
+
 from __future__ import annotations
 
 import hashlib
@@ -30,7 +31,7 @@ def _corpus(data_dir: Path, header=HEADER, topic_of=lambda topic: topic) -> Path
         rows = []
         for index in range(120):  # a probe at lr 1e-3 needs some steps to move away from its random start
             split = "train" if index < 100 else "val" if index < 110 else "test"
-            sentence = f"{' '.join(words.split()[index % 4:] + words.split()[:index % 4])} point {index}"
+            sentence = f"{' '.join(words.split()[index % 4 :] + words.split()[: index % 4])} point {index}"
             rows.append([topic_of(topic), "u", "a", "h", sentence, "NoArgument", split])
         _write(folder, f"{topic.replace(' ', '_')}.tsv", header, rows)
     return folder
@@ -93,6 +94,8 @@ def test_missing_corpus_says_how_to_get_it(registry, tmp_path):
 def test_a_topic_label_with_the_delimiter_is_refused_when_prompted(registry, tmp_path):
     _corpus(tmp_path, topic_of=lambda topic: f"{topic} \u00a5 x")
     assert _task(registry, tmp_path).check_data()  # raw input does not need the delimiter
-    with pytest.raises(InvalidOptionError, match="ukp-sentential-topic:input=prompted .*the topic label "
-                                                 "'abortion ¥ x' contains the topic delimiter"):
+    with pytest.raises(
+        InvalidOptionError,
+        match="ukp-sentential-topic:input=prompted .*the topic label 'abortion ¥ x' contains the topic delimiter",
+    ):
         _task(registry, tmp_path, input="prompted").check_data()

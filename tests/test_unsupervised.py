@@ -1,5 +1,6 @@
 """Unsupervised objectives (issue 10): tsdae against sentence-transformers' DenoisingAutoEncoderLoss/Dataset, simcse
 against MultipleNegativesRankingLoss, the NM stop-gradient, bad input, and --train-on self."""
+
 from __future__ import annotations
 
 import json
@@ -179,8 +180,10 @@ def test_tsdae_decoder_shares_the_encoder_weights(quiet_bert):
     term = DenoisingReconstruction(ObjectiveSetup(encoder, quiet_bert, OPTIONS, 0))
     decoder = term.decoder.language_model
     assert decoder.get_output_embeddings().weight is encoder.transformer.get_input_embeddings().weight
-    assert decoder.base_model.encoder.layer[0].attention.self.query.weight is \
-        encoder.transformer.encoder.layer[0].attention.self.query.weight
+    assert (
+        decoder.base_model.encoder.layer[0].attention.self.query.weight
+        is encoder.transformer.encoder.layer[0].attention.self.query.weight
+    )
 
 
 # -- simcse vs MultipleNegativesRankingLoss ------------------------------------------------------------------------
@@ -193,8 +196,9 @@ def test_simcse_loss_is_mnrl_on_duplicated_sentences(quiet_bert, directions):
     temperature = 0.05
     reference_model = st_model(quiet_bert)
     st_directions = ("query_to_doc",) if directions == "one" else ("query_to_doc", "doc_to_query")
-    mnrl = MultipleNegativesRankingLoss(reference_model, scale=1 / temperature, directions=st_directions,
-                                        partition_mode="per_direction")
+    mnrl = MultipleNegativesRankingLoss(
+        reference_model, scale=1 / temperature, directions=st_directions, partition_mode="per_direction"
+    )
     encoder = SentenceEncoder.from_backbone(quiet_bert, "cls", 64)
     term = DropoutContrast(ObjectiveSetup(encoder, quiet_bert, {**OPTIONS, "directions": directions}, 0))
     ours = ObjectiveSum(encoder, [("simcse", term, 1.0)])
@@ -253,9 +257,18 @@ def test_nm_stop_gradient_blocks_the_clean_view(tiny_bert):
 def context(backbone: str, registry, options: dict, tmp_path: Path) -> ModelContext:
     plugin = registry.model("tsdae")
     resolved = {key: option.default for key, option in plugin.options.items()} | options
-    return ModelContext(options=resolved, backbone=backbone, profile=get_profile("smoke"), device="cpu", seed=3,
-                        progress=False, component=registry.component, artifact_dir=tmp_path, cache_dir=tmp_path,
-                        train_on="test")
+    return ModelContext(
+        options=resolved,
+        backbone=backbone,
+        profile=get_profile("smoke"),
+        device="cpu",
+        seed=3,
+        progress=False,
+        component=registry.component,
+        artifact_dir=tmp_path,
+        cache_dir=tmp_path,
+        train_on="test",
+    )
 
 
 def test_empty_sentences_are_dropped_and_training_reports(tiny_bert, registry, tmp_path):
@@ -296,8 +309,15 @@ def test_mlm_shares_the_encoder(tiny_bert, registry, tmp_path):
 
 # -- plan-time errors and --train-on self --------------------------------------------------------------------------
 def plan(registry, models, tasks, train_on, tmp_path, backbone=None):
-    config = RunConfig(models=[ModelEntry(m) for m in models], tasks=tasks, train_on=train_on, profile="smoke",
-                       results_dir=tmp_path / "results", progress=False, backbone=backbone)
+    config = RunConfig(
+        models=[ModelEntry(m) for m in models],
+        tasks=tasks,
+        train_on=train_on,
+        profile="smoke",
+        results_dir=tmp_path / "results",
+        progress=False,
+        backbone=backbone,
+    )
     return Run(registry, config, log=lambda _: None).plan()
 
 
@@ -331,8 +351,15 @@ def test_tasks_offer_only_train_text(registry):
 
 
 def test_train_on_self_trains_one_model_per_task(registry, tmp_path, tiny_bert):
-    config = RunConfig(models=[ModelEntry("simcse")], tasks=["stsb", "sickr"], train_on="self", profile="smoke",
-                       results_dir=tmp_path / "results", progress=False, backbone=tiny_bert)
+    config = RunConfig(
+        models=[ModelEntry("simcse")],
+        tasks=["stsb", "sickr"],
+        train_on="self",
+        profile="smoke",
+        results_dir=tmp_path / "results",
+        progress=False,
+        backbone=tiny_bert,
+    )
     runner = Run(registry, config, log=lambda _: None)
     outcomes = runner.run(LocalExecutor())
     assert [o.status for o in outcomes] == ["ok", "ok"]
@@ -361,9 +388,19 @@ def test_simcse_mlp_head_and_step_selection(tiny_bert, registry, tmp_path):
         asked.append((source, kind))
         return TrainingSplits(source, dev, dev=dev)
 
-    ctx = ModelContext(options=options, backbone=tiny_bert, profile=get_profile("smoke"), device="cpu", seed=3,
-                       progress=False, component=registry.component, artifact_dir=tmp_path, cache_dir=tmp_path,
-                       train_on="test", training_data=training_data)
+    ctx = ModelContext(
+        options=options,
+        backbone=tiny_bert,
+        profile=get_profile("smoke"),
+        device="cpu",
+        seed=3,
+        progress=False,
+        component=registry.component,
+        artifact_dir=tmp_path,
+        cache_dir=tmp_path,
+        train_on="test",
+        training_data=training_data,
+    )
     model = plugin.factory(ctx)
     report = model.fit(TrainingSplits("test", UnlabeledSentences(SENTENCES)), ctx)
     assert asked == [("stsb", "scored_pairs")]
@@ -389,8 +426,9 @@ def test_step_selection_keeps_the_best_step():
         return next(scores)
 
     config = TrainConfig(epochs=1, batch_size=1, learning_rate=0.1, max_steps=6, progress=False, warmup_ratio=0.0)
-    report = fit(LossOf(module), [1.0] * 6, lambda rows: {"x": torch.tensor([[rows[0]]])}, config, dev_score,
-                 dev_every_steps=2)
+    report = fit(
+        LossOf(module), [1.0] * 6, lambda rows: {"x": torch.tensor([[rows[0]]])}, config, dev_score, dev_every_steps=2
+    )
     assert report.steps == 6 and report.dev_history == [0.1, 0.7, 0.3] and report.best_step == 4
     assert float(module.weight.detach()) == pytest.approx(weights[1])  # the weights scored 0.7, not the last ones
 
@@ -409,8 +447,13 @@ def test_selection_options_are_checked_at_plan_time(registry, tmp_path):
         plan(registry, ["tsdae:select_every=5"], ["stsb"], "stsb", tmp_path)  # no select_on for tsdae
     with pytest.raises(InvalidOptionError, match="no effect"):
         plan(registry, ["tsdae:mlp_head=true"], ["stsb"], "stsb", tmp_path)
-    plan(registry, ["simcse:select_every=250,mlp_head=true", "paser:select_every=125,select_on=stsb,synonyms=0"],
-         ["stsb"], "stsb", tmp_path)
+    plan(
+        registry,
+        ["simcse:select_every=250,mlp_head=true", "paser:select_every=125,select_on=stsb,synonyms=0"],
+        ["stsb"],
+        "stsb",
+        tmp_path,
+    )
 
 
 def test_simcse_mlp_head_only_over_cls(registry, tmp_path):

@@ -6,6 +6,7 @@ is switched off so the numbers can be compared to 1e-9. ``useb`` is installed wi
 useb==0.0.1 pytrec-eval-terrier``: its declared dependency ``pytrec-eval`` only builds with a network download of
 trec_eval, and ``pytrec-eval-terrier`` provides the same ``pytrec_eval`` module as a wheel.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -71,8 +72,9 @@ def exact_useb(monkeypatch):
     """useb evaluators with unrounded scores (x100) and no progress output."""
     from useb.evaluators.base import BaseEvaluator
 
-    monkeypatch.setattr(BaseEvaluator, "_round_percentage",
-                        lambda self, results: {key: 100 * value for key, value in results.items()})
+    monkeypatch.setattr(
+        BaseEvaluator, "_round_percentage", lambda self, results: {key: 100 * value for key, value in results.items()}
+    )
     return useb
 
 
@@ -101,11 +103,20 @@ def assert_same(ours: dict, reference: dict, mapping: dict[str, str]) -> None:
 def test_askubuntu_equals_useb(exact_useb, buckets, split):
     embedder = HashEmbedder(buckets=buckets)  # buckets=3: ties everywhere, so the stable BM25 order decides
     reference = exact_useb.evaluators.AskubuntuEvaluator(
-        semb_fn(embedder), str(DATA_EVAL / "askubuntu"), show=False).run(split)
+        semb_fn(embedder), str(DATA_EVAL / "askubuntu"), show=False
+    ).run(split)
     for model in (HashEmbedder(buckets=buckets), PairOnly(HashEmbedder(buckets=buckets))):
         result = task("askubuntu", split=split).evaluate(model, context())
-        assert_same(result.scores, reference, {"map": "map_askubuntu_title", "mrr": "mrr_askubuntu_title",
-                                               "p@1": "p@1_askubuntu_title", "p@5": "p@5_askubuntu_title"})
+        assert_same(
+            result.scores,
+            reference,
+            {
+                "map": "map_askubuntu_title",
+                "mrr": "mrr_askubuntu_title",
+                "p@1": "p@1_askubuntu_title",
+                "p@5": "p@5_askubuntu_title",
+            },
+        )
     assert result.details["queries"] == (9 if split == "test" else 4)  # the query without gold is skipped
     assert result.examples.value() == pytest.approx(result.scores["map"])  # per-query AP for its interval
     assert 0 <= result.scores["mrr@10"] <= result.scores["mrr"]
@@ -113,7 +124,8 @@ def test_askubuntu_equals_useb(exact_useb, buckets, split):
 
 def test_askubuntu_text_components_equal_useb(exact_useb):
     reference = exact_useb.evaluators.AskubuntuEvaluator(
-        semb_fn(HashEmbedder()), str(DATA_EVAL / "askubuntu"), text_components="title_and_body", show=False).run("test")
+        semb_fn(HashEmbedder()), str(DATA_EVAL / "askubuntu"), text_components="title_and_body", show=False
+    ).run("test")
     result = task("askubuntu", text="title_and_body").evaluate(HashEmbedder(), context())
     assert_same(result.scores, reference, {"map": "map_askubuntu_title_and_body"})
 
@@ -121,7 +133,8 @@ def test_askubuntu_text_components_equal_useb(exact_useb):
 @pytest.mark.parametrize("split", ["test", "valid"])
 def test_cqadupstack_embedder_equals_useb(exact_useb, split):
     reference = exact_useb.evaluators.CQADupStackEvaluator(
-        semb_fn(HashEmbedder()), str(DATA_EVAL / "cqadupstack"), show=False).run(split)
+        semb_fn(HashEmbedder()), str(DATA_EVAL / "cqadupstack"), show=False
+    ).run(split)
     embedder = HashEmbedder()
     result = task("cqadupstack", split=split).evaluate(embedder, context())
     assert len(embedder.encoded_texts) == len(set(embedder.encoded_texts))  # no text encoded twice
@@ -137,15 +150,19 @@ def test_cqadupstack_embedder_equals_useb(exact_useb, split):
 
 def test_cqadupstack_pair_scorer_reranks_bm25_top_100(exact_useb):
     reference = exact_useb.evaluators.CQADupStackEvaluator(
-        semb_fn(HashEmbedder()), str(DATA_EVAL / "cqadupstack"), show=False).run("test")
+        semb_fn(HashEmbedder()), str(DATA_EVAL / "cqadupstack"), show=False
+    ).run("test")
     scorer = PairOnly(HashEmbedder())
     result = task("cqadupstack").evaluate(scorer, context())
     assert result.details["first_stage"] == "bm25"
     assert "pair scorer" in result.details["ranking"]
     # android's pool has exactly 100 documents: the first stage keeps all of them, so reranking equals useb's
     # full ranking; the other forums are cut to 100 candidates per query by BM25.
-    assert_same(result.scores, reference, {"map@100.android": "map@100_cqadupstack_android",
-                                           "ndcg@10.android": "ndcg@10_cqadupstack_android"})
+    assert_same(
+        result.scores,
+        reference,
+        {"map@100.android": "map@100_cqadupstack_android", "ndcg@10.android": "ndcg@10_cqadupstack_android"},
+    )
     queries = sum(f["queries"] for f in result.details["forums"].values())
     assert scorer.pairs == 100 * queries
 
@@ -196,13 +213,22 @@ def test_twitterpara_equals_useb(exact_useb):
     # No bucketed (tied) embeddings here: torch's cosine of (a, b) and of (b, a) can differ in the last bit, which
     # changes the tie structure AP sees; real ties (the same pair twice) are computed identically by both.
     reference = exact_useb.evaluators.TwitterParaEvaluator(
-        semb_fn(HashEmbedder()), str(DATA_EVAL / "twitterpara"), show=False).run("test")
+        semb_fn(HashEmbedder()), str(DATA_EVAL / "twitterpara"), show=False
+    ).run("test")
     for model in (HashEmbedder(), PairOnly(HashEmbedder())):
         result = task("twitterpara").evaluate(model, context())
-        assert_same(result.scores, reference, {
-            "ap": "ap_twitter_avg", "ap.pit": "ap_twitter_pit", "ap.twitterurl": "ap_twitter_twitterurl",
-            "spearman": "spearman_twitter_avg", "spearman.pit": "spearman_twitter_pit",
-            "spearman.twitterurl": "spearman_twitter_twitterurl"})
+        assert_same(
+            result.scores,
+            reference,
+            {
+                "ap": "ap_twitter_avg",
+                "ap.pit": "ap_twitter_pit",
+                "ap.twitterurl": "ap_twitter_twitterurl",
+                "spearman": "spearman_twitter_avg",
+                "spearman.pit": "spearman_twitter_pit",
+                "spearman.twitterurl": "spearman_twitter_twitterurl",
+            },
+        )
         assert result.examples.value() == pytest.approx(result.scores["ap"])  # judged pairs, mean over datasets
 
 
@@ -226,8 +252,16 @@ def test_twitterpara_bundled_release_equals_useb(exact_useb, tmp_path, monkeypat
         "twitterurl": {"all": 10120, "judged": 9334, "paraphrases": 1821},  # the README's 9334 test pairs
         "pit": {"all": 972, "judged": 838, "paraphrases": 175},
     }
-    assert_same(result.scores, reference, {"ap": "ap_twitter_avg", "spearman": "spearman_twitter_avg",
-                                           "ap.twitterurl": "ap_twitter_twitterurl", "ap.pit": "ap_twitter_pit"})
+    assert_same(
+        result.scores,
+        reference,
+        {
+            "ap": "ap_twitter_avg",
+            "spearman": "spearman_twitter_avg",
+            "ap.twitterurl": "ap_twitter_twitterurl",
+            "ap.pit": "ap_twitter_pit",
+        },
+    )
     # Each distinct text is encoded once by the cosine adapter.
     assert len(embedder_ours.encoded_texts) == len(set(embedder_ours.encoded_texts))
 
@@ -235,7 +269,8 @@ def test_twitterpara_bundled_release_equals_useb(exact_useb, tmp_path, monkeypat
 @pytest.mark.parametrize("split", ["test", "valid"])
 def test_scidocs_equals_useb(exact_useb, split):
     reference = exact_useb.evaluators.SciDocsEvaluator(
-        semb_fn(HashEmbedder()), str(DATA_EVAL / "scidocs"), show=False).run(split)
+        semb_fn(HashEmbedder()), str(DATA_EVAL / "scidocs"), show=False
+    ).run(split)
     for model in (HashEmbedder(), PairOnly(HashEmbedder())):
         result = task("scidocs", split=split).evaluate(model, context())
         mapping = {"map": "map_scidocs_cosine_avg", "ndcg": "ndcg_scidocs_cosine_avg"}
@@ -245,8 +280,10 @@ def test_scidocs_equals_useb(exact_useb, split):
         assert_same(result.scores, reference, mapping)
         assert result.examples.value() == pytest.approx(result.scores["map"])  # mean over sub-tasks
     data = json.loads((DATA_EVAL / "scidocs" / "data.json").read_text())
-    titled = {subtask: sum(1 for q in qrels if (data["corpus"].get(q) or {}).get("title"))
-              for subtask, qrels in data[split].items()}
+    titled = {
+        subtask: sum(1 for q in qrels if (data["corpus"].get(q) or {}).get("title"))
+        for subtask, qrels in data[split].items()
+    }
     assert result.details["queries"] == titled  # queries without a title are skipped, as useb does
     if split == "test":
         assert data["test"]["cite"]["p012"] and "p012" in data["corpus"]  # counted although no candidate has a title
@@ -276,8 +313,10 @@ def test_evaluation_cut_of_the_smoke_profile_is_seeded_and_per_sub_dataset():
     limit = 3
     ctx = context("smoke")
     ctx.profile = replace(ctx.profile, max_eval_examples=limit)
-    details = {name: task(name).evaluate(HashEmbedder(), ctx).details
-               for name in ("askubuntu", "cqadupstack", "twitterpara", "scidocs")}
+    details = {
+        name: task(name).evaluate(HashEmbedder(), ctx).details
+        for name in ("askubuntu", "cqadupstack", "twitterpara", "scidocs")
+    }
     assert details["askubuntu"]["queries"] == limit
     assert all(counts["all"] == limit for counts in details["twitterpara"]["pairs"].values())
     assert all(count <= limit for count in details["scidocs"]["queries"].values())
@@ -290,8 +329,7 @@ def test_evaluation_cut_of_the_smoke_profile_is_seeded_and_per_sub_dataset():
 def test_missing_member_says_what_and_how(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("HARNESS_DATA_DIR", raising=False)
-    for name, needed in (("askubuntu", "text_tokenized.txt"), ("cqadupstack", "corpus.json"),
-                         ("scidocs", "data.json")):
+    for name, needed in (("askubuntu", "text_tokenized.txt"), ("cqadupstack", "corpus.json"), ("scidocs", "data.json")):
         with pytest.raises(MissingDataError) as error:
             task(name, data_dir=tmp_path / "data").evaluate(HashEmbedder(), context())
         message = str(error.value)
@@ -319,8 +357,11 @@ def test_unlabeled_training_sentences(tmp_path, monkeypatch):
     monkeypatch.delenv("HARNESS_DATA_DIR", raising=False)
     for name, domain in TRAIN_DOMAIN.items():
         splits = task(name).training_data(UNLABELED_SENTENCES)
-        expected = [line.strip() for line in (FIXTURES / "data-train" / domain / "unsupervised" / "train.txt")
-                    .read_text().splitlines() if line.strip()]
+        expected = [
+            line.strip()
+            for line in (FIXTURES / "data-train" / domain / "unsupervised" / "train.txt").read_text().splitlines()
+            if line.strip()
+        ]
         assert splits.kind == UNLABELED_SENTENCES and splits.train.sentences == expected and len(expected) == 12
         assert splits.source == name and splits.checksum
         assert task(name).training_data("scored_pairs") is None
@@ -357,13 +398,22 @@ def test_family_runs_end_to_end_with_missing_members(tmp_path, monkeypatch):
     class HashModelPlugin:
         @harness.hookimpl
         def register_models(self, register):
-            register(harness.ModelPlugin("hash-embedder", "test model: a random vector per text",
-                                         lambda ctx: HashEmbedder(), ("embedder",)))
+            register(
+                harness.ModelPlugin(
+                    "hash-embedder", "test model: a random vector per text", lambda ctx: HashEmbedder(), ("embedder",)
+                )
+            )
 
     registry = build_registry([HashModelPlugin()])
     (tmp_path / "data").mkdir()  # an existing but empty data dir (a missing one is an error of its own)
-    config = RunConfig(models=[ModelEntry("hash-embedder")], tasks=["useb"], results_dir=tmp_path / "results",
-                       data_dir=tmp_path / "data", progress=False, device="cpu")
+    config = RunConfig(
+        models=[ModelEntry("hash-embedder")],
+        tasks=["useb"],
+        results_dir=tmp_path / "results",
+        data_dir=tmp_path / "data",
+        progress=False,
+        device="cpu",
+    )
     outcomes = Run(registry, config, log=lambda message: None).run(LocalExecutor())
     status = {o.task.name: o.status for o in outcomes}
     assert status == {"askubuntu": "missing", "cqadupstack": "missing", "scidocs": "missing", "twitterpara": "ok"}

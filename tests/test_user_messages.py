@@ -1,4 +1,5 @@
 """What a user sees when something is wrong (issue 21, point 5): one line each, in seconds."""
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,8 @@ def test_describe_an_unknown_name_offers_close_matches(run_cli):
     code, out, err = run_cli("describe", "tsdea")
     assert code != 0 and out == ""
     assert err.strip().splitlines() == [
-        "error: unknown model or task 'tsdea'. Did you mean: tsdae? `harness list` shows them all."]
+        "error: unknown model or task 'tsdea'. Did you mean: tsdae? `harness list` shows them all."
+    ]
 
 
 def test_describe_a_trainable_model_lists_its_budget_keys(run_cli):
@@ -34,10 +36,13 @@ def test_a_typo_in_a_matrix_entry_key_gets_did_you_mean(run_cli, tmp_path):
     assert code != 0 and "unknown key 'epoch'. Did you mean: epochs?" in err and len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda root: root / "absent", "no such folder"),
-    (lambda root: root, "no config.json; no .safetensors weights"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda root: root / "absent", "no such folder"),
+        (lambda root: root, "no config.json; no .safetensors weights"),
+    ],
+)
 def test_validate_checks_the_backbone(run_cli, tmp_path, make, message):
     code, out, err = run_cli("validate", "--models", "be", "--tasks", "stsb", "--backbone", make(tmp_path))
     assert code != 0 and "ok:" not in out and message in err and len(err.strip().splitlines()) == 1
@@ -57,8 +62,18 @@ def test_an_uncached_hub_id_offline_fails_at_once_naming_the_setting(run_cli, mo
 
 
 def test_missing_data_is_reported_once_per_task(run_cli, tmp_path):
-    code, out, err = run_cli("run", "--models", "st,be", "--tasks",
-                             "ukp-sentential-topic", "--profile", "smoke", "--results", tmp_path, "--no-progress")
+    code, out, err = run_cli(
+        "run",
+        "--models",
+        "st,be",
+        "--tasks",
+        "ukp-sentential-topic",
+        "--profile",
+        "smoke",
+        "--results",
+        tmp_path,
+        "--no-progress",
+    )
     assert (out + err).count("is not available") == 1, out + err
     assert "missing data (reason above): ukp-sentential-topic (2 cells)" in out
 
@@ -84,8 +99,14 @@ class _Embedders:
 
 def _run(tmp_path, models):
     registry = build_registry(extra_plugins=[_Embedders])
-    config = RunConfig(models=[ModelEntry(m) for m in models], tasks=["stsb"], profile="smoke", device="cpu",
-                       results_dir=tmp_path, progress=False)
+    config = RunConfig(
+        models=[ModelEntry(m) for m in models],
+        tasks=["stsb"],
+        profile="smoke",
+        device="cpu",
+        results_dir=tmp_path,
+        progress=False,
+    )
     runner = Run(registry, config, log=lambda message: None)
     return runner, runner.run(LocalExecutor(), runner.plan())
 
@@ -97,8 +118,10 @@ def test_a_batch_dependent_third_party_embedder_fails_instead_of_storing_scores(
     runner, (centred, counts) = _run(tmp_path, ["centred", "counts"])
     assert centred.status == "failed" and "depend on the other texts of the batch" in centred.message
     assert counts.status == "ok"
-    verdicts = {json.loads(p.read_text())["model"]: json.loads(p.read_text())["problem"]
-                for p in (tmp_path / "cache" / "batch-probe").glob("*.json")}
+    verdicts = {
+        json.loads(p.read_text())["model"]: json.loads(p.read_text())["problem"]
+        for p in (tmp_path / "cache" / "batch-probe").glob("*.json")
+    }
     assert verdicts["counts"] is None and "depend on the other texts" in verdicts["centred"]
     # Once per plugin version: the cached verdict answers the next run without probing.
     monkeypatch.setattr(runner_module, "batch_dependence", lambda model: pytest.fail("probed again"))

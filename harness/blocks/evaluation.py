@@ -2,6 +2,7 @@
 bootstrap, pair-set scoring with correlation aggregation, and the STS task base (:class:`STSTask`: a task in the
 SemEval file layout is its metadata and file names).
 """
+
 from __future__ import annotations
 
 from harness.evaluation.bootstrap import ExampleScores, mean_examples
@@ -10,6 +11,15 @@ from harness.evaluation.sampling import evaluation_sample, sample_items
 from harness.evaluation.sts import STSTask, read_sts_pairs
 
 __all__ = [
-    "evaluation_sample", "sample_items", "ExampleScores", "mean_examples", "PairSet", "correlation_scores",
-    "pair_examples", "score_pair_sets", "score_pairs", "STSTask", "read_sts_pairs",
+    "evaluation_sample",
+    "sample_items",
+    "ExampleScores",
+    "mean_examples",
+    "PairSet",
+    "correlation_scores",
+    "pair_examples",
+    "score_pair_sets",
+    "score_pairs",
+    "STSTask",
+    "read_sts_pairs",
 ]

@@ -1,6 +1,7 @@
 """Inference runtimes: the optional ONNX Runtime path (``--runtime onnx``) a model offers through
 :class:`RuntimeSwitch`, and the exports it caches.
 """
+
 from __future__ import annotations
 
 from harness.nn.onnx_runtime import (
@@ -19,6 +20,16 @@ from harness.nn.onnx_runtime import (
 )
 
 __all__ = [
-    "RUNTIMES", "OnnxRuntimeUnavailable", "OnnxTransformer", "OnnxTransformerModule", "RuntimeSwitch", "export_key",
-    "onnx_transformer", "require_onnx_runtime", "OnnxFunction", "model_input_names", "onnx_function", "quiet_torch",
+    "RUNTIMES",
+    "OnnxRuntimeUnavailable",
+    "OnnxTransformer",
+    "OnnxTransformerModule",
+    "RuntimeSwitch",
+    "export_key",
+    "onnx_transformer",
+    "require_onnx_runtime",
+    "OnnxFunction",
+    "model_input_names",
+    "onnx_function",
+    "quiet_torch",
 ]

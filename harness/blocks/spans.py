@@ -1,6 +1,7 @@
 """Spans inside sentences: normalised character spans, span batches, span pooling, and the items a span encoder
 encodes.
 """
+
 from __future__ import annotations
 
 from harness.nn.spans import (
@@ -17,6 +18,14 @@ from harness.nn.spans import (
 )
 
 __all__ = [
-    "SpanBatch", "SpanError", "encode_span_items", "group_by_sentence", "normalise_spans", "pool_spans",
-    "span_batch", "subset_text", "tokenise_sentences", "whole_sentence_items",
+    "SpanBatch",
+    "SpanError",
+    "encode_span_items",
+    "group_by_sentence",
+    "normalise_spans",
+    "pool_spans",
+    "span_batch",
+    "subset_text",
+    "tokenise_sentences",
+    "whole_sentence_items",
 ]

@@ -1,5 +1,5 @@
-"""Text before it is tokenised: topic prompts (``[CLS] topic [T] sentence [SEP]``) and their delimiter check.
-"""
+"""Text before it is tokenised: topic prompts (``[CLS] topic [T] sentence [SEP]``) and their delimiter check."""
+
 from __future__ import annotations
 
 from harness.nn.topic_prompts import (
@@ -14,6 +14,12 @@ from harness.nn.topic_prompts import (
 )
 
 __all__ = [
-    "DEFAULT_DELIMITER", "TopicPromptBuilder", "TopicPromptError", "check_delimiter", "check_topic", "prompt_text",
-    "prompted_texts", "strip_prompt",
+    "DEFAULT_DELIMITER",
+    "TopicPromptBuilder",
+    "TopicPromptError",
+    "check_delimiter",
+    "check_topic",
+    "prompt_text",
+    "prompted_texts",
+    "strip_prompt",
 ]

@@ -1,6 +1,7 @@
 """The shared training loop: :func:`fit` (epochs or steps, AdamW with warm-up, autocast, DistributedDataParallel under
 torchrun), :func:`fit_scored_pairs` and their settings.
 """
+
 from __future__ import annotations
 
 from harness.training import (
@@ -16,6 +17,13 @@ from harness.training import (
 )
 
 __all__ = [
-    "SCORED_PAIR_BUDGET_KEYS", "NonFiniteLossError", "TrainConfig", "TrainReport", "config_from_profile", "fit",
-    "fit_scored_pairs", "make_adamw", "with_both_orders",
+    "SCORED_PAIR_BUDGET_KEYS",
+    "NonFiniteLossError",
+    "TrainConfig",
+    "TrainReport",
+    "config_from_profile",
+    "fit",
+    "fit_scored_pairs",
+    "make_adamw",
+    "with_both_orders",
 ]

@@ -4,6 +4,7 @@ through :data:`COMMANDS`, one module per command; values given on the command li
 Handlers take the parsed arguments and return the exit code; a HarnessError (bad input) or an OSError (the
 environment) becomes one ``error:`` line and exit code 2, an interrupt exit code 130.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,16 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "export-results": cmd_export_results,
 }
 
-__all__ = ["COMMANDS", "DEFAULT_LEADERBOARDS", "DEFAULT_PUBLISHED", "DEFAULT_RESULTS", "build_parser",
-           "configure_logging", "main", "os_error_line"]
+__all__ = [
+    "COMMANDS",
+    "DEFAULT_LEADERBOARDS",
+    "DEFAULT_PUBLISHED",
+    "DEFAULT_RESULTS",
+    "build_parser",
+    "configure_logging",
+    "main",
+    "os_error_line",
+]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,4 +1,5 @@
 """`harness list` and `harness describe`: what the installed plugins offer."""
+
 from __future__ import annotations
 
 from ..errors import UnknownNameError, close_matches_hint
@@ -10,21 +11,27 @@ def cmd_list(args) -> int:
     print("Models:")
     for name, plugin in sorted(registry.models.items()):
         aliases = f" (aliases: {', '.join(plugin.aliases)})" if plugin.aliases else ""
-        print(f"  {name:<14} {', '.join(plugin.capabilities):<28} [{registry.package_of('model', name)}]"
-              f"{aliases}  {plugin.description}")
+        print(
+            f"  {name:<14} {', '.join(plugin.capabilities):<28} [{registry.package_of('model', name)}]"
+            f"{aliases}  {plugin.description}"
+        )
     if registry.recipes:
         print("Recipes (train a student model; written like a model spec):")
         for name, recipe in sorted(registry.recipes.items()):
             aliases = f" (aliases: {', '.join(recipe.aliases)})" if recipe.aliases else ""
-            print(f"  {name:<14} student {recipe.default_student:<20} [{registry.package_of('recipe', name)}]"
-                  f"{aliases}  {recipe.description}")
+            print(
+                f"  {name:<14} student {recipe.default_student:<20} [{registry.package_of('recipe', name)}]"
+                f"{aliases}  {recipe.description}"
+            )
     print("Tasks:")
     for family, members in sorted(registry.families().items()):
         print(f"  {family} (family): {', '.join(sorted(members))}")
         for name in sorted(members):
             metadata = registry.task(name).metadata
-            print(f"    {name:<14} main score {metadata.main_score:<16} [{registry.package_of('task', name)}]"
-                  f"  {metadata.description}")
+            print(
+                f"    {name:<14} main score {metadata.main_score:<16} [{registry.package_of('task', name)}]"
+                f"  {metadata.description}"
+            )
     kinds = sorted({kind for kind, _ in registry.components})
     if kinds:
         print("Components:")
@@ -49,8 +56,9 @@ def cmd_describe(args) -> int:
         recipe = registry.recipe(name)
         print(f"recipe {recipe.name}  [{registry.package_of('recipe', recipe.name)}]")
         print(f"  {recipe.description}")
-        print(f"  trains on: {', '.join(recipe.training_kinds)}; "
-              f"student learns from: {', '.join(recipe.student_kinds)}")
+        print(
+            f"  trains on: {', '.join(recipe.training_kinds)}; student learns from: {', '.join(recipe.student_kinds)}"
+        )
         if recipe.reference:
             print(f"  reference: {recipe.reference}")
         for line in describe_options(recipe.options):
@@ -77,10 +85,20 @@ def cmd_describe(args) -> int:
     except UnknownNameError:
         if ":" in name or "." in name:  # a namespaced task (mteb:NAME) says itself what is wrong
             raise
-        known = sorted({*registry.models, *registry.model_aliases, *registry.recipes, *registry.recipe_aliases,
-                        *registry.tasks, *registry.families(), *registry.task_aliases})
-        raise UnknownNameError(f"unknown model or task {name!r}.{close_matches_hint(name, known)} `harness list` "
-                               "shows them all.") from None
+        known = sorted(
+            {
+                *registry.models,
+                *registry.model_aliases,
+                *registry.recipes,
+                *registry.recipe_aliases,
+                *registry.tasks,
+                *registry.families(),
+                *registry.task_aliases,
+            }
+        )
+        raise UnknownNameError(
+            f"unknown model or task {name!r}.{close_matches_hint(name, known)} `harness list` shows them all."
+        ) from None
     for member in members:
         plugin = registry.task(member)
         print(f"task {member}  [{registry.package_of('task', member)}]")

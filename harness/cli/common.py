@@ -1,5 +1,6 @@
 """What every command of the ``harness`` command line shares: the default folders, the logging the CLI installs,
 the one-line text of an operating-system error, and the stores commands read."""
+
 from __future__ import annotations
 
 import logging

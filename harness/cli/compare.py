@@ -1,4 +1,5 @@
 """`harness compare`: paired significance test of two model specs on the same test examples (harness.compare)."""
+
 from __future__ import annotations
 
 import sys
@@ -19,30 +20,54 @@ def cmd_compare(args) -> int:
     resamples = values.resamples(args.resamples)
     store = results_dir_exists(results_dir(args.results))
     seeds = values.seeds(args.seeds)
-    spec_a, spec_b, comparisons = compare(registry, store, args.model_a, args.model_b, split_spec_list(args.tasks),
-                                          seeds, args.profile, args.backbone, args.train_on, resamples)
+    spec_a, spec_b, comparisons = compare(
+        registry,
+        store,
+        args.model_a,
+        args.model_b,
+        split_spec_list(args.tasks),
+        seeds,
+        args.profile,
+        args.backbone,
+        args.train_on,
+        resamples,
+    )
     seen = seen_notes(registry, store, {"A": spec_a, "B": spec_b}, split_spec_list(args.tasks), seeds)
     damaged = sum(c.damaged for c in comparisons)
     if args.json:
-        print(json.dumps({"a": {"label": spec_a.label, "model_key": spec_a.key},
-                          "b": {"label": spec_b.label, "model_key": spec_b.key}, "seeds": seeds,
-                          "resamples": resamples, "method": "two units of inference: 'examples' (paired "
-                          "bootstrap over test examples, seeds pooled and held fixed) and 'across runs' (Welch t "
-                          "over seeds plus the example bootstrap's variance), the latter deciding wherever a model "
-                          "was trained ('unit' per task); two-sided p; Holm across tasks on the deciding p",
-                          "tasks": [c.as_dict() for c in comparisons], "seen_in_training": seen},
-                         indent=2))
+        print(
+            json.dumps(
+                {
+                    "a": {"label": spec_a.label, "model_key": spec_a.key},
+                    "b": {"label": spec_b.label, "model_key": spec_b.key},
+                    "seeds": seeds,
+                    "resamples": resamples,
+                    "method": "two units of inference: 'examples' (paired "
+                    "bootstrap over test examples, seeds pooled and held fixed) and 'across runs' (Welch t "
+                    "over seeds plus the example bootstrap's variance), the latter deciding wherever a model "
+                    "was trained ('unit' per task); two-sided p; Holm across tasks on the deciding p",
+                    "tasks": [c.as_dict() for c in comparisons],
+                    "seen_in_training": seen,
+                },
+                indent=2,
+            )
+        )
         return 1 if damaged else 0
     headers, rows = comparison_rows(comparisons)
-    print(f"A = {spec_a.label} ({spec_a.key}), B = {spec_b.label} ({spec_b.key}); seeds {','.join(map(str, seeds))}; "
-          f"{resamples} bootstrap resamples")
+    print(
+        f"A = {spec_a.label} ({spec_a.key}), B = {spec_b.label} ({spec_b.key}); seeds {','.join(map(str, seeds))}; "
+        f"{resamples} bootstrap resamples"
+    )
     print(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
     print(UNITS_NOTE)
     print("* significant by the deciding unit after Holm's correction across the tasks (p < 0.05)")
     for line in seen:  # measured train/test overlap (harness.contamination)
         print(f"seen in training: {line}")
     if damaged:
-        print(f"error: {damaged} per-example file(s) missing or damaged, so those tasks have no test; `harness run` "
-              "with the arguments that computed them recomputes those cells.", file=sys.stderr)
+        print(
+            f"error: {damaged} per-example file(s) missing or damaged, so those tasks have no test; `harness run` "
+            "with the arguments that computed them recomputes those cells.",
+            file=sys.stderr,
+        )
         return 1
     return 0

@@ -1,4 +1,5 @@
 """`harness contamination`: the measured train/test overlap of a store's records (harness.run.overlap)."""
+
 from __future__ import annotations
 
 from . import values
@@ -14,17 +15,30 @@ def cmd_contamination(args) -> int:
     store = existing_store(results_dir(args.results), "pass the store with --results (e.g. --results published)")
     deriver = OverlapDeriver(registry, store, values.checked_data_dir(args.data_dir))
     found = deriver.records(missing_only=not args.recompute)
-    print(tabulate([overlap_row(item) for item in found],
-                   headers=["model", "seed", "task", "test pairs seen", "test sentences seen", "trained on", "how"],
-                   tablefmt="github", disable_numparse=True))
-    derived = [item for item in found if item.contamination is not None
-               and item.contamination.get("how") != "recorded" and item.record.get("contamination") is None
-               or args.recompute and item.contamination is not None]
+    print(
+        tabulate(
+            [overlap_row(item) for item in found],
+            headers=["model", "seed", "task", "test pairs seen", "test sentences seen", "trained on", "how"],
+            tablefmt="github",
+            disable_numparse=True,
+        )
+    )
+    derived = [
+        item
+        for item in found
+        if item.contamination is not None
+        and item.contamination.get("how") != "recorded"
+        and item.record.get("contamination") is None
+        or args.recompute
+        and item.contamination is not None
+    ]
     if args.write:
         for item in derived:
             deriver.write(item)
         print(f"wrote the measurement into {len(derived)} record(s) of {store.root}")
     elif derived:
-        print(f"{len(derived)} record(s) lack the measurement; --write stores it in them (derived from each record's "
-              "spec and the data, marked 'derived from the record')")
+        print(
+            f"{len(derived)} record(s) lack the measurement; --write stores it in them (derived from each record's "
+            "spec and the data, marked 'derived from the record')"
+        )
     return 0

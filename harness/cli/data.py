@@ -1,5 +1,6 @@
 """`harness data list|download`: datasets are ``dataset`` components, objects with ``description`` and
 ``download(target_dir, progress)``."""
+
 from __future__ import annotations
 
 import sys

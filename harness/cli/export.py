@@ -1,5 +1,6 @@
 """`harness export`: write one trained model as a sentence-transformers folder; harness/export.py does the work
 (the model's own export method, the checkpoint from the store, a model card)."""
+
 from __future__ import annotations
 
 from ..errors import HarnessError
@@ -18,10 +19,21 @@ def cmd_export(args) -> int:
     specs = split_spec_list(args.models)
     if len(specs) != 1:
         raise HarnessError(f"export writes one model: give one spec to --models, not {len(specs)}.")
-    report = export_model(registry, ExportRequest(
-        spec=specs[0], to=args.to, seed=seeds[0], profile=values.profile_name(args.profile), backbone=args.backbone,
-        train_on=args.train_on, results_dir=results_dir(args.results), device=args.device,
-    ))
-    print(f"wrote {report.directory} ({report.format} folder of {report.label}, seed {seeds[0]}; model card "
-          f"with {len(report.scores)} stored scores)")
+    report = export_model(
+        registry,
+        ExportRequest(
+            spec=specs[0],
+            to=args.to,
+            seed=seeds[0],
+            profile=values.profile_name(args.profile),
+            backbone=args.backbone,
+            train_on=args.train_on,
+            results_dir=results_dir(args.results),
+            device=args.device,
+        ),
+    )
+    print(
+        f"wrote {report.directory} ({report.format} folder of {report.label}, seed {seeds[0]}; model card "
+        f"with {len(report.scores)} stored scores)"
+    )
     return 0

@@ -1,5 +1,6 @@
 """`harness export-results --format NAME`: results formats are ``results-format`` components, callables
 ``(records, output_dir) -> written paths``."""
+
 from __future__ import annotations
 
 import sys
@@ -17,19 +18,25 @@ def cmd_export_results(args) -> int:
     store = existing_store(results_dir(args.results))
     target = Path(args.to).expanduser()
     if target.is_dir() and any(target.iterdir()) and not args.overwrite:  # never replace an earlier export silently
-        raise HarnessError(f"{target} already holds files (an earlier export?); choose an empty or new folder, or "
-                           "add --overwrite to replace what the export writes.")
+        raise HarnessError(
+            f"{target} already holds files (an earlier export?); choose an empty or new folder, or "
+            "add --overwrite to replace what the export writes."
+        )
     prepare_output_dir(target, "the export folder")  # writable; leftovers of a killed export removed
     records = list(store.records())
     samples = [r for r in records if sample_size(r) is not None]
     if samples and not args.include_samples:
         sizes = ", ".join(str(n) for n in sorted({sample_size(r) for r in samples}))
-        why = (f"{len(samples)} record(s) of {store.root} were computed on a sample of the evaluation data "
-               f"(max_eval_examples={sizes}), so their scores are not the benchmark's")
+        why = (
+            f"{len(samples)} record(s) of {store.root} were computed on a sample of the evaluation data "
+            f"(max_eval_examples={sizes}), so their scores are not the benchmark's"
+        )
         records = [r for r in records if sample_size(r) is None]
         if not records:
-            raise HarnessError(f"{why}; nothing else to export. Run with --profile quick (or paper), or pass "
-                               "--include-samples to export them marked as samples.")
+            raise HarnessError(
+                f"{why}; nothing else to export. Run with --profile quick (or paper), or pass "
+                "--include-samples to export them marked as samples."
+            )
         print(f"left out: {why} (--include-samples exports them, marked as samples).", file=sys.stderr)
     written = write(records, args.to)
     for path in written:

@@ -1,5 +1,6 @@
 """`harness leaderboard`: rebuild the leaderboard tables (or one matrix's paper table, or the reproduction page)
 from a store."""
+
 from __future__ import annotations
 
 import sys
@@ -16,8 +17,9 @@ def cmd_leaderboard(args) -> int:
 
     try:
         registry = load_registry()
-        renderers = available_formats(registry.component_names(LEADERBOARD_FORMAT),
-                                      lambda name: registry.component(LEADERBOARD_FORMAT, name))
+        renderers = available_formats(
+            registry.component_names(LEADERBOARD_FORMAT), lambda name: registry.component(LEADERBOARD_FORMAT, name)
+        )
         family_members = registry.families()
         family_baselines = registry.family_baselines()
     except HarnessError:
@@ -41,24 +43,35 @@ def cmd_leaderboard(args) -> int:
             stale = stale_models(store, load_registry())
         except HarnessError:
             stale = {}  # without plugins no spec can be re-resolved: nothing is marked
-        written = write_leaderboards(store, output, formats, family_members, args.include_samples, family_baselines,
-                                     stale, renderers)
+        written = write_leaderboards(
+            store, output, formats, family_members, args.include_samples, family_baselines, stale, renderers
+        )
     for path in written:
         print(f"wrote {path}")
     left_out = getattr(store, "sample_records", [])
     if not written:
-        print(f"no records in {store.root}" + (" other than those computed on an evaluation sample" if left_out
-                                                else ""))
+        print(
+            f"no records in {store.root}" + (" other than those computed on an evaluation sample" if left_out else "")
+        )
     if left_out:
-        print(f"note: {len(left_out)} record(s) computed on an evaluation sample (max_eval_examples) left out; "
-              "--include-samples shows them in sections of their own.", file=sys.stderr)
+        print(
+            f"note: {len(left_out)} record(s) computed on an evaluation sample (max_eval_examples) left out; "
+            "--include-samples shows them in sections of their own.",
+            file=sys.stderr,
+        )
     for path, reason in store.skipped:
         print(f"error: invalid record {path}: {reason}", file=sys.stderr)
     if store.skipped:
-        print(f"error: {len(store.skipped)} invalid record(s), shown as `invalid` and never ranked; recompute them "
-              "(harness run --overwrite) or restore them from git.", file=sys.stderr)
+        print(
+            f"error: {len(store.skipped)} invalid record(s), shown as `invalid` and never ranked; recompute them "
+            "(harness run --overwrite) or restore them from git.",
+            file=sys.stderr,
+        )
     side_file_problems = getattr(store, "side_file_problems", [])
     if side_file_problems:
-        print(f"error: {len(side_file_problems)} per-example file(s) missing or damaged, so those cells show no "
-              "interval; `harness run` with the arguments that computed them recomputes those cells.", file=sys.stderr)
+        print(
+            f"error: {len(side_file_problems)} per-example file(s) missing or damaged, so those cells show no "
+            "interval; `harness run` with the arguments that computed them recomputes those cells.",
+            file=sys.stderr,
+        )
     return 1 if store.skipped or side_file_problems else 0

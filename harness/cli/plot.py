@@ -1,4 +1,5 @@
 """`harness plot NAME`: plots are ``plot`` components, callables ``(results_dir, output_dir) -> written paths``."""
+
 from __future__ import annotations
 
 from .common import load_registry, read_store_and_output, results_dir

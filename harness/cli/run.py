@@ -1,4 +1,5 @@
 """`harness run` and `harness rescore`: plan, compute or look up every cell, store and print the results."""
+
 from __future__ import annotations
 
 import sys
@@ -20,8 +21,10 @@ def cmd_rescore(args) -> int:
     started = time.perf_counter()
     registry = load_registry()
     if args.overwrite or args.store_only:
-        raise HarnessError("rescore recomputes evaluations from stored checkpoints; --overwrite (retrain) "
-                           "and --store-only do not apply: use `harness run` for those.")
+        raise HarnessError(
+            "rescore recomputes evaluations from stored checkpoints; --overwrite (retrain) "
+            "and --store-only do not apply: use `harness run` for those."
+        )
     args.rescore = True
     return _run(registry, args, started)
 
@@ -47,15 +50,23 @@ def _run(registry, args, started: float) -> int:
 
         # The run's own tables show its sample records too (in sections marked as samples); `harness leaderboard`
         # leaves them out unless asked.
-        for path in write_leaderboards(Store(config.results_dir), args.leaderboards, ("md", "csv"),
-                                       registry.families(), include_samples=True,
-                                       family_baselines=registry.family_baselines()):
+        for path in write_leaderboards(
+            Store(config.results_dir),
+            args.leaderboards,
+            ("md", "csv"),
+            registry.families(),
+            include_samples=True,
+            family_baselines=registry.family_baselines(),
+        ):
             print(f"wrote {path}")
     if counts["failed"]:
         return 1
     if outcomes and counts["missing"] == len(outcomes):  # nothing evaluated: a script must not read that as success
-        print("error: no cell has its data (each task's reason is above); get the data (`harness data list`, "
-              "--data-dir) or choose other tasks.", file=sys.stderr)
+        print(
+            "error: no cell has its data (each task's reason is above); get the data (`harness data list`, "
+            "--data-dir) or choose other tasks.",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -67,8 +78,10 @@ def _distributed_config(config, executor: str):
     from dataclasses import replace
 
     if executor != "local":
-        raise HarnessError(f"--executor {executor} under torchrun: torchrun already starts one process per "
-                           "GPU for one model at a time; use the local executor (drop --executor).")
+        raise HarnessError(
+            f"--executor {executor} under torchrun: torchrun already starts one process per "
+            "GPU for one model at a time; use the local executor (drop --executor)."
+        )
     device = distributed.setup(config.device)
     if not distributed.is_main_process():
         logging.getLogger("harness").setLevel(logging.WARNING)
@@ -86,21 +99,26 @@ def _print_summary(outcomes, results_dir, seconds: float) -> dict[str, int]:
     print()
     print(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
     counts = {status: sum(o.status == status for o in outcomes) for status in ("ok", "cached", "missing", "failed")}
-    print(f"\n{counts['ok']} cells computed, {counts['cached']} from the store, {counts['missing']} missing data"
-          + (f", {counts['failed']} failed" if counts["failed"] else "")
-          + f"; records in {results_dir}; {wall_time_text(seconds)} in all")
+    print(
+        f"\n{counts['ok']} cells computed, {counts['cached']} from the store, {counts['missing']} missing data"
+        + (f", {counts['failed']} failed" if counts["failed"] else "")
+        + f"; records in {results_dir}; {wall_time_text(seconds)} in all"
+    )
     missing: dict[str, int] = {}  # the reason was printed once per task during the run
     for outcome in outcomes:
         if outcome.status == "missing":
             missing[outcome.task.label] = missing.get(outcome.task.label, 0) + 1
     if missing:
-        print("missing data (reason above): " + ", ".join(f"{label} ({count} cell{'s' * (count > 1)})"
-                                                          for label, count in missing.items()))
+        print(
+            "missing data (reason above): "
+            + ", ".join(f"{label} ({count} cell{'s' * (count > 1)})" for label, count in missing.items())
+        )
     failures: dict[str, list[str]] = {}  # each distinct reason once, with the cells it failed
     for outcome in outcomes:
         if outcome.status == "failed":
             failures.setdefault(outcome.message or "", []).append(
-                f"{outcome.spec.label} seed {outcome.seed} {outcome.task.label}")
+                f"{outcome.spec.label} seed {outcome.seed} {outcome.task.label}"
+            )
     for message, cells in failures.items():
         print(f"failed: {', '.join(cells)}: {message}", file=sys.stderr)
     return counts

@@ -1,4 +1,5 @@
 """`harness validate`: plan specs or a matrix (every task's data, every training source) without running anything."""
+
 from __future__ import annotations
 
 import sys
@@ -18,8 +19,10 @@ def cmd_validate(args) -> int:
     plan = Run(registry, config).plan()  # loads every task's data and every training source once
     for planned in plan.models:
         budget = f", budget {format_budget(planned.spec.requested_budget)}" if planned.spec.requested_budget else ""
-        print(f"model {planned.spec.label}: key {planned.spec.key}, backbone {planned.spec.backbone}, "
-              f"train on {planned.spec.train_on or '-'}{budget}")
+        print(
+            f"model {planned.spec.label}: key {planned.spec.key}, backbone {planned.spec.backbone}, "
+            f"train on {planned.spec.train_on or '-'}{budget}"
+        )
         if planned.spec.key in plan.training_problems:
             print(f"  training data: {plan.training_problems[planned.spec.key]}", file=sys.stderr)
     for task_spec in plan.tasks:
@@ -27,12 +30,17 @@ def cmd_validate(args) -> int:
             print(f"task {task_spec.label}: {plan.data_problems[task_spec.key]}", file=sys.stderr)
             continue
         checksum = plan.data_checksums.get(task_spec.key)
-        print(f"task {task_spec.label}: data ok" + (f" (sha256 {checksum[:16]})" if checksum else
-                                                   " (the task cannot check its data before evaluating)"))
+        print(
+            f"task {task_spec.label}: data ok"
+            + (f" (sha256 {checksum[:16]})" if checksum else " (the task cannot check its data before evaluating)")
+        )
     problems = len(plan.data_problems) + len(plan.training_problems)
     if problems:
-        print(f"error: {problems} data problem(s); `harness run` would store those cells as missing or failed and "
-              "run the rest.", file=sys.stderr)
+        print(
+            f"error: {problems} data problem(s); `harness run` would store those cells as missing or failed and "
+            "run the rest.",
+            file=sys.stderr,
+        )
         return 2
     print(f"ok: {plan.cell_count} cells")
     return 0

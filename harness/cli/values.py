@@ -1,6 +1,7 @@
 """The values given on the command line, each read and checked in exactly one function here (the commands call
 these; nothing else in the CLI checks them): seeds, profile, batch size, --set budget, data dir, executor options,
 leaderboard formats, bootstrap resamples, and the run configuration built from them."""
+
 from __future__ import annotations
 
 import os
@@ -55,8 +56,9 @@ def budget_set(items: list[str]) -> dict:
         if not eq or not key.strip() or not value.strip():
             raise HarnessError(f"--set {item!r}: write --set KEY=VALUE, e.g. --set epochs=5.")
         if key.strip() in values:  # the last value would win silently
-            raise HarnessError(f"--set {key.strip()} is given twice ({values[key.strip()]!r} and {value.strip()!r}); "
-                               "give it once.")
+            raise HarnessError(
+                f"--set {key.strip()} is given twice ({values[key.strip()]!r} and {value.strip()!r}); give it once."
+            )
         values[key.strip()] = value.strip()
     return check_budget(values, "--set")
 
@@ -87,12 +89,20 @@ def executor_options(args) -> dict:
     executor = getattr(args, "executor", "local")
     if executor not in EXECUTORS:
         raise invalid_choice("--executor", executor, EXECUTORS)
-    options = {"ray_address": getattr(args, "ray_address", None),
-               "gpus_per_task": getattr(args, "gpus_per_task", None),
-               "cpus_per_task": getattr(args, "cpus_per_task", 1.0)}
+    options = {
+        "ray_address": getattr(args, "ray_address", None),
+        "gpus_per_task": getattr(args, "gpus_per_task", None),
+        "cpus_per_task": getattr(args, "cpus_per_task", 1.0),
+    }
     if executor != "ray":
-        given = [name for name, value in (("--ray-address", options["ray_address"]),
-                                          ("--gpus-per-task", options["gpus_per_task"])) if value is not None]
+        given = [
+            name
+            for name, value in (
+                ("--ray-address", options["ray_address"]),
+                ("--gpus-per-task", options["gpus_per_task"]),
+            )
+            if value is not None
+        ]
         if given or options["cpus_per_task"] != 1.0:
             raise HarnessError(f"{', '.join(given) or '--cpus-per-task'} only applies with --executor ray.")
     return {"executor": executor, **options}

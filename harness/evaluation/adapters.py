@@ -8,6 +8,7 @@
 names) are these. MaxSim's definition and its reference (ColBERT section 3.3 with the sum replaced by a mean, as
 Nugget's eq. 10) are in :mod:`harness.evaluation.maxsim`. Deviations: none.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -38,7 +39,6 @@ def maxsim(query_vectors: np.ndarray, document_vectors: np.ndarray) -> float:
     q = query_vectors / np.maximum(np.linalg.norm(query_vectors, axis=1, keepdims=True), 1e-12)
     d = document_vectors / np.maximum(np.linalg.norm(document_vectors, axis=1, keepdims=True), 1e-12)
     return float((q @ d.T).max(axis=1).mean())
-
 
 
 class SpanEncoderAsEmbedder:

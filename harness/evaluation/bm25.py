@@ -8,6 +8,7 @@ sparse matrix product per batch of queries instead of rank_bm25's Python loop ov
 Tokens are lower-cased ``\\w+`` words (:func:`bm25_tokens`), the tokenisation useb's CQADupStack first stage and
 the BM25 pair sampler share.
 """
+
 from __future__ import annotations
 
 import logging
@@ -38,8 +39,9 @@ class BM25Index:
         self._build([bm25_tokens(document) for document in documents], k1, b, epsilon)
 
     @classmethod
-    def from_tokens(cls, tokenized_documents: Sequence[Sequence[str]], k1: float = 1.5, b: float = 0.75,
-                    epsilon: float = 0.25) -> BM25Index:
+    def from_tokens(
+        cls, tokenized_documents: Sequence[Sequence[str]], k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25
+    ) -> BM25Index:
         """An index over already tokenised documents (for callers with their own tokenisation)."""
         index = cls.__new__(cls)
         index._build([list(tokens) for tokens in tokenized_documents], k1, b, epsilon)

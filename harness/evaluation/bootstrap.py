@@ -7,6 +7,7 @@ Tibshirani 1993, ch. 13); resamples are shared by every model over the same exam
 so :mod:`harness.evaluation.significance` can pair them. The statistics, resampling, seed pooling, how it is
 computed and the deviation from lm-evaluation-harness: docs/fidelity.md, section "Bootstrap intervals".
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -22,8 +23,13 @@ logger = logging.getLogger(__name__)
 DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 2025  # fixed, so an interval is a function of the stored examples alone
 CONFIDENCE = 0.95
-STATISTICS = {"spearman": ("predicted", "gold"), "pearson": ("predicted", "gold"), "mean": ("values",),
-              "f1_macro": ("predicted", "gold"), "average_precision": ("predicted", "gold")}
+STATISTICS = {
+    "spearman": ("predicted", "gold"),
+    "pearson": ("predicted", "gold"),
+    "mean": ("values",),
+    "f1_macro": ("predicted", "gold"),
+    "average_precision": ("predicted", "gold"),
+}
 AGGREGATES = ("pooled", "group-mean")
 CHUNK_ELEMENTS = 4_000_000  # example positions resampled at once (a few [rows, n] float arrays of this size)
 _IDENTITY_ARRAYS = ("gold", "ids")  # arrays that say which examples these are (not how a model did on them)
@@ -93,8 +99,13 @@ class ExampleScores:
 
     def describe(self) -> dict:
         """The record's description of the side file's content (the file's name and sha256 are added by the store)."""
-        return {"statistic": self.statistic, "aggregate": self.aggregate, "scale": float(self.scale),
-                "count": len(self), "identity": self.identity()}
+        return {
+            "statistic": self.statistic,
+            "aggregate": self.aggregate,
+            "scale": float(self.scale),
+            "count": len(self),
+            "identity": self.identity(),
+        }
 
     def to_npz(self) -> bytes:
         """The arrays as compressed npz bytes (no pickled objects: ids are stored as unicode strings)."""
@@ -140,8 +151,10 @@ class ExampleScores:
         with weights: no per-resample sorting)."""
         if self.aggregate == "pooled":
             return self.scale * _statistic(self.statistic, self.arrays, counts)
-        per_group = [_statistic(self.statistic, {k: v[positions] for k, v in self.arrays.items()},
-                                counts[:, positions]) for positions in self.layout()]
+        per_group = [
+            _statistic(self.statistic, {k: v[positions] for k, v in self.arrays.items()}, counts[:, positions])
+            for positions in self.layout()
+        ]
         return self.scale * np.mean(per_group, axis=0)
 
 
@@ -186,8 +199,7 @@ def _weighted_correlation(x: np.ndarray, y: np.ndarray, counts: np.ndarray) -> n
     covariance = (counts * x_centred * y_centred).sum(axis=1)
     variance = (counts * x_centred**2).sum(axis=1) * (counts * y_centred**2).sum(axis=1)
     positive = variance > 1e-300
-    return np.divide(covariance, np.sqrt(np.where(positive, variance, 1.0)), out=np.zeros(len(counts)),
-                     where=positive)
+    return np.divide(covariance, np.sqrt(np.where(positive, variance, 1.0)), out=np.zeros(len(counts)), where=positive)
 
 
 def _macro_f1(predicted: np.ndarray, gold: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -222,23 +234,32 @@ def _statistic(name: str, arrays: dict[str, np.ndarray], counts: np.ndarray) -> 
     if name == "pearson":
         return _weighted_correlation(arrays["predicted"], arrays["gold"], counts)
     if name == "spearman":
-        return _weighted_correlation(_weighted_ranks(arrays["predicted"], counts),
-                                     _weighted_ranks(arrays["gold"], counts), counts)
+        return _weighted_correlation(
+            _weighted_ranks(arrays["predicted"], counts), _weighted_ranks(arrays["gold"], counts), counts
+        )
     if name == "average_precision":
         return _average_precision(arrays["predicted"], arrays["gold"], counts)
     return _macro_f1(arrays["predicted"], arrays["gold"], counts)
 
 
-def mean_examples(values: Sequence[float], ids: Sequence | None = None, groups: Sequence[int] | None = None,
-                  scale: float = 100.0) -> ExampleScores:
+def mean_examples(
+    values: Sequence[float], ids: Sequence | None = None, groups: Sequence[int] | None = None, scale: float = 100.0
+) -> ExampleScores:
     """Per-example values whose mean (x ``scale``) is the main score, e.g. per-query AP; with ``groups`` the mean of
     the group means (e.g. a benchmark's sub-collections averaged with equal weight)."""
-    return ExampleScores("mean", {"values": values}, groups=groups, scale=scale, ids=ids,
-                         aggregate="group-mean" if groups is not None else "pooled")
+    return ExampleScores(
+        "mean",
+        {"values": values},
+        groups=groups,
+        scale=scale,
+        ids=ids,
+        aggregate="group-mean" if groups is not None else "pooled",
+    )
 
 
-def resample_chunks(data: ExampleScores, resamples: int = DEFAULT_RESAMPLES,
-                    seed: int = DEFAULT_SEED) -> Iterator[np.ndarray]:
+def resample_chunks(
+    data: ExampleScores, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED
+) -> Iterator[np.ndarray]:
     """The resamples as ``[rows, n]`` blocks of example positions (drawn with replacement within each group), at
     most :data:`CHUNK_ELEMENTS` positions per block so memory stays bounded on large test sets. The same (seed,
     examples' layout) always gives the same blocks, so every model over these examples is resampled alike."""
@@ -249,8 +270,9 @@ def resample_chunks(data: ExampleScores, resamples: int = DEFAULT_RESAMPLES,
     for number, start in enumerate(range(0, resamples, rows)):
         rng = np.random.default_rng([seed, len(data), number])
         count = min(rows, resamples - start)
-        yield np.concatenate([positions[rng.integers(0, len(positions), size=(count, len(positions)))]
-                              for positions in layout], axis=1)
+        yield np.concatenate(
+            [positions[rng.integers(0, len(positions), size=(count, len(positions)))] for positions in layout], axis=1
+        )
 
 
 def bootstrap_indices(data: ExampleScores, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> np.ndarray:
@@ -262,19 +284,26 @@ def check_same_examples(results: Sequence[ExampleScores]) -> None:
     """Raise ExampleDataError unless every result is over the same examples with the same statistic."""
     identities = {data.identity() for data in results}
     if len(identities) > 1:
-        raise ExampleDataError("the results are not over the same test examples (different gold, ids, groups or "
-                               "sizes); they cannot be resampled together")
+        raise ExampleDataError(
+            "the results are not over the same test examples (different gold, ids, groups or "
+            "sizes); they cannot be resampled together"
+        )
 
 
-def pooled_replicates(results: Sequence[ExampleScores], resamples: int = DEFAULT_RESAMPLES,
-                      seed: int = DEFAULT_SEED) -> np.ndarray:
+def pooled_replicates(
+    results: Sequence[ExampleScores], resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED
+) -> np.ndarray:
     """``[resamples]`` bootstrap replicates of the mean over ``results`` (one model's seeds) of the statistic, all
     seeds resampled with the same examples."""
     if not results:
         raise ExampleDataError("no results to resample")
     check_same_examples(results)
-    return np.concatenate([np.mean([data.resampled(block) for data in results], axis=0)
-                           for block in resample_chunks(results[0], resamples, seed)])
+    return np.concatenate(
+        [
+            np.mean([data.resampled(block) for data in results], axis=0)
+            for block in resample_chunks(results[0], resamples, seed)
+        ]
+    )
 
 
 def percentile_interval(replicates: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -284,8 +313,12 @@ def percentile_interval(replicates: np.ndarray, confidence: float = CONFIDENCE) 
     return float(low), float(high)
 
 
-def bootstrap_interval(results: Sequence[ExampleScores] | ExampleScores, resamples: int = DEFAULT_RESAMPLES,
-                       seed: int = DEFAULT_SEED, confidence: float = CONFIDENCE) -> tuple[float, float]:
+def bootstrap_interval(
+    results: Sequence[ExampleScores] | ExampleScores,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    confidence: float = CONFIDENCE,
+) -> tuple[float, float]:
     """The 95% bootstrap interval of the (seed-mean) main score over the test examples."""
     if isinstance(results, ExampleScores):
         results = [results]
@@ -311,8 +344,12 @@ def example_side_file(data: ExampleScores | None, main_score: float, what: str) 
         return None, None
     recomputed = data.value()
     if not reproduces(recomputed, main_score):
-        logger.warning("%s: the per-example data give %.6f, not the main score %.6f; no interval is stored",
-                       what, recomputed, main_score)
+        logger.warning(
+            "%s: the per-example data give %.6f, not the main score %.6f; no interval is stored",
+            what,
+            recomputed,
+            main_score,
+        )
         return None, None
     content = data.to_npz()
     return {**data.describe(), "sha256": hashlib.sha256(content).hexdigest()}, content

@@ -10,6 +10,7 @@ Reference: the retrieve-then-rerank setting of sentence-transformers' ``retrieve
 reranking evaluation (BM25 top 100). useb defines no first stage (its CQADupStack protocol is for embedders only);
 this is the harness' extension, recorded in ``EvalResult.details``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -48,8 +49,9 @@ class BM25FirstStage:
 
     def candidates(self, queries: Sequence[str], pool: Sequence[str], k: int) -> np.ndarray:
         index = BM25Index(pool)
-        indices, _ = chunked_top_k(lambda start, stop: index.scores(queries[start:stop]), len(queries), k,
-                                   DEFAULT_CHUNK)
+        indices, _ = chunked_top_k(
+            lambda start, stop: index.scores(queries[start:stop]), len(queries), k, DEFAULT_CHUNK
+        )
         return indices
 
 

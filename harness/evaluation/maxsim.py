@@ -6,6 +6,7 @@ Durme 2023, eq. 10): m(q, d) = (1/I) sum_i max_j cos(q_i, d_j), one-sided. :func
 reference; this module computes the same numbers for many pairs at once. The engines, memory bounds and measured
 speed-ups: docs/fidelity.md, section "MaxSim" and the table row "MaxSim (multi-vector models)".
 """
+
 from __future__ import annotations
 
 import logging
@@ -38,10 +39,14 @@ def _fused_kernels():
     if _kernels is None:
         try:
             from . import maxsim_kernels
+
             _kernels = maxsim_kernels
         except ImportError as error:
-            logger.warning("numba is not usable (%s): MaxSim pairs use the slower sampled sparse product; "
-                           "`pip install numba` for the fused kernel", error)
+            logger.warning(
+                "numba is not usable (%s): MaxSim pairs use the slower sampled sparse product; "
+                "`pip install numba` for the fused kernel",
+                error,
+            )
             _kernels = False
     return _kernels or None
 
@@ -59,8 +64,10 @@ def _checked_sets(vector_sets: Sequence[np.ndarray]) -> list[np.ndarray]:
         width = None
         for position, shape in enumerate(shapes):
             if len(shape) != 2 or shape[0] == 0:
-                raise ValueError(f"multi-vector embedding {position} has shape {shape}; MaxSim needs at least one "
-                                 "vector per text ([k, d] with k >= 1)")
+                raise ValueError(
+                    f"multi-vector embedding {position} has shape {shape}; MaxSim needs at least one "
+                    "vector per text ([k, d] with k >= 1)"
+                )
             if width is None:
                 width = shape[1]
             elif shape[1] != width:
@@ -86,8 +93,11 @@ class _StackedSets:
         self.offsets = np.concatenate([[0], np.cumsum(self.lengths)[:-1]]).astype(np.int64)
         width = checked[0].shape[1] if checked else 0
         # Normalised in one pass over all vectors; one zero row at the end that padding positions gather.
-        stacked = np.concatenate([*checked, np.zeros((1, width), dtype=np.float32)]) if checked else \
-            np.zeros((1, 0), dtype=np.float32)
+        stacked = (
+            np.concatenate([*checked, np.zeros((1, width), dtype=np.float32)])
+            if checked
+            else np.zeros((1, 0), dtype=np.float32)
+        )
         self.vectors = unit_rows(stacked)
         self.padding_row = len(stacked) - 1
 
@@ -117,8 +127,12 @@ class _RawSets:
     their cosines are 0 exactly)."""
 
     def __init__(self, vector_sets: Sequence[np.ndarray], engine: str):
-        if isinstance(vector_sets, VectorSets) and vector_sets.matches_stacked() and \
-                vector_sets.stacked.dtype == np.float32 and (vector_sets.lengths > 0).all():
+        if (
+            isinstance(vector_sets, VectorSets)
+            and vector_sets.matches_stacked()
+            and vector_sets.stacked.dtype == np.float32
+            and (vector_sets.lengths > 0).all()
+        ):
             # Already one array (e.g. Nugget's encode_multi): used as it is, no copy.
             stacked, self.lengths = vector_sets.stacked, vector_sets.lengths.astype(np.int64, copy=False)
         else:
@@ -162,8 +176,9 @@ def _chunk_bounds(sizes: np.ndarray, budget: int) -> list[tuple[int, int]]:
     return bounds
 
 
-def _block_scores(queries: _RawSets, documents: _RawSets, query_rows: np.ndarray,
-                  document_rows: np.ndarray) -> np.ndarray:
+def _block_scores(
+    queries: _RawSets, documents: _RawSets, query_rows: np.ndarray, document_rows: np.ndarray
+) -> np.ndarray:
     """MaxSim of distinct pairs sorted by (query row, document row), as one sampled matrix product.
 
     The similarities needed are the blocks (query i's vectors) x (document j's vectors) of the full vector-by-vector
@@ -195,11 +210,19 @@ def _block_scores(queries: _RawSets, documents: _RawSets, query_rows: np.ndarray
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "sparse CSR support is in beta" and the invariant-check notice
         # Zeros, not empty: sampled_addmm adds beta * these values, and 0 * a NaN left in fresh memory is NaN.
-        pattern = torch.sparse_csr_tensor(torch.from_numpy(row_starts), torch.from_numpy(columns),
-                                          torch.zeros(len(columns)), size=(last_vector - first_vector,
-                                                                           len(documents.vectors)))
-        dots = torch.sparse.sampled_addmm(pattern, queries.vectors[first_vector:last_vector],
-                                          documents.vectors.T, beta=0.0).values().numpy()
+        pattern = torch.sparse_csr_tensor(
+            torch.from_numpy(row_starts),
+            torch.from_numpy(columns),
+            torch.zeros(len(columns)),
+            size=(last_vector - first_vector, len(documents.vectors)),
+        )
+        dots = (
+            torch.sparse.sampled_addmm(
+                pattern, queries.vectors[first_vector:last_vector], documents.vectors.T, beta=0.0
+            )
+            .values()
+            .numpy()
+        )
     cosines = dots * queries.inverse_norms[rows + first_vector] * documents.inverse_norms[columns]
     # Segments (group, query vector, pair) in entry order: each is one pair's columns in one row.
     segment_counts = group_heights * group_pairs
@@ -209,15 +232,24 @@ def _block_scores(queries: _RawSets, documents: _RawSets, query_rows: np.ndarray
     segment_pair = group_starts[segment_group] + step % pairs_here
     entry_starts = np.zeros(len(group_starts), dtype=np.int64)
     np.cumsum(entry_counts[:-1], out=entry_starts[1:])
-    segment_starts = (entry_starts[segment_group] + step // pairs_here * group_widths[segment_group]
-                      + pair_column_starts[segment_pair] - group_column_starts[segment_group])
+    segment_starts = (
+        entry_starts[segment_group]
+        + step // pairs_here * group_widths[segment_group]
+        + pair_column_starts[segment_pair]
+        - group_column_starts[segment_group]
+    )
     best = np.maximum.reduceat(cosines, segment_starts)
     return np.bincount(segment_pair, weights=best, minlength=len(query_rows)) / query_lengths
 
 
-def maxsim_pairs(query_sets: Sequence[np.ndarray], document_sets: Sequence[np.ndarray],
-                 query_rows: Sequence[int] | None = None, document_rows: Sequence[int] | None = None,
-                 max_elements: int = DEFAULT_MAX_ELEMENTS, engine: str | None = None) -> np.ndarray:
+def maxsim_pairs(
+    query_sets: Sequence[np.ndarray],
+    document_sets: Sequence[np.ndarray],
+    query_rows: Sequence[int] | None = None,
+    document_rows: Sequence[int] | None = None,
+    max_elements: int = DEFAULT_MAX_ELEMENTS,
+    engine: str | None = None,
+) -> np.ndarray:
     """MaxSim of pairs ``(query_sets[query_rows[p]], document_sets[document_rows[p]])`` as float64 ``[n_pairs]``.
 
     Without rows, pair ``p`` is ``(query_sets[p], document_sets[p])``. Passing the same list as both sets with row
@@ -236,10 +268,14 @@ def maxsim_pairs(query_sets: Sequence[np.ndarray], document_sets: Sequence[np.nd
     queries = _RawSets(query_sets, engine)
     documents = queries if document_sets is query_sets else _RawSets(document_sets, engine)
     # Contiguous int64 rows: the kernel is compiled (once per process) for exactly these array types.
-    query_rows = np.arange(len(queries)) if query_rows is None else \
-        np.ascontiguousarray(query_rows, dtype=np.int64).reshape(-1)
-    document_rows = np.arange(len(documents)) if document_rows is None else \
-        np.ascontiguousarray(document_rows, dtype=np.int64).reshape(-1)
+    query_rows = (
+        np.arange(len(queries)) if query_rows is None else np.ascontiguousarray(query_rows, dtype=np.int64).reshape(-1)
+    )
+    document_rows = (
+        np.arange(len(documents))
+        if document_rows is None
+        else np.ascontiguousarray(document_rows, dtype=np.int64).reshape(-1)
+    )
     if len(query_rows) != len(document_rows):
         raise ValueError(f"{len(query_rows)} query rows but {len(document_rows)} document rows")
     if len(query_rows) and queries.width != documents.width:
@@ -259,10 +295,18 @@ def maxsim_pairs(query_sets: Sequence[np.ndarray], document_sets: Sequence[np.nd
         scores = np.empty(len(query_rows), dtype=np.float64)
         with _kernel_lock:
             numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
-            scores[order] = kernels.pair_scores(queries.stacked, queries.inverse_norms, queries.offsets,
-                                                queries.lengths, documents.stacked, documents.inverse_norms,
-                                                documents.offsets, documents.lengths, query_rows[order],
-                                                document_rows[order])
+            scores[order] = kernels.pair_scores(
+                queries.stacked,
+                queries.inverse_norms,
+                queries.offsets,
+                queries.lengths,
+                documents.stacked,
+                documents.inverse_norms,
+                documents.offsets,
+                documents.lengths,
+                query_rows[order],
+                document_rows[order],
+            )
         return scores
     # Distinct pairs in (query, document) order: the CSR pattern needs each row's columns sorted and unique.
     distinct, pair_of = np.unique(query_rows * len(documents) + document_rows, return_inverse=True)
@@ -271,8 +315,9 @@ def maxsim_pairs(query_sets: Sequence[np.ndarray], document_sets: Sequence[np.nd
     similarities = queries.lengths[distinct_queries] * documents.lengths[distinct_documents]
     with torch.inference_mode():
         for start, stop in _chunk_bounds(similarities, max_elements):
-            scores[start:stop] = _block_scores(queries, documents, distinct_queries[start:stop],
-                                               distinct_documents[start:stop])
+            scores[start:stop] = _block_scores(
+                queries, documents, distinct_queries[start:stop], distinct_documents[start:stop]
+            )
     return scores[pair_of.reshape(-1)]
 
 
@@ -320,9 +365,13 @@ class MaxSimIndex:
         return result
 
 
-def maxsim_top_k(query_sets: Sequence[np.ndarray], document_sets: Sequence[np.ndarray] | MaxSimIndex, k: int,
-                 exclude_same_index: bool = False,
-                 max_elements: int = DEFAULT_MAX_ELEMENTS) -> tuple[np.ndarray, np.ndarray]:
+def maxsim_top_k(
+    query_sets: Sequence[np.ndarray],
+    document_sets: Sequence[np.ndarray] | MaxSimIndex,
+    k: int,
+    exclude_same_index: bool = False,
+    max_elements: int = DEFAULT_MAX_ELEMENTS,
+) -> tuple[np.ndarray, np.ndarray]:
     """Indices and float32 MaxSim scores of the ``k`` best documents of each query, best first (ties: lower index).
 
     With ``exclude_same_index`` (queries and documents are the same list) query ``i`` never returns document ``i``.

@@ -15,6 +15,7 @@ here every similarity lives in a register and only the pair's score is written.
 - Compiled on the first call in each process (about 4 s on the project's 2-core machine). Numba's on-disk cache
   (``cache=True``) is not used: its index and code files are pickles, and the project loads no pickle from disk.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,9 +37,18 @@ def inverse_norms(vectors):  # pragma: no cover - compiled; covered through maxs
 
 
 @njit(parallel=True, fastmath=_FLAGS)
-def pair_scores(query_vectors, query_inverse_norms, query_offsets, query_lengths, document_vectors,
-                document_inverse_norms, document_offsets, document_lengths, query_rows,
-                document_rows):  # pragma: no cover - compiled; covered through maxsim_pairs in tests/test_maxsim.py
+def pair_scores(
+    query_vectors,
+    query_inverse_norms,
+    query_offsets,
+    query_lengths,
+    document_vectors,
+    document_inverse_norms,
+    document_offsets,
+    document_lengths,
+    query_rows,
+    document_rows,
+):  # pragma: no cover - compiled; covered through maxsim_pairs in tests/test_maxsim.py
     """MaxSim of pair ``p`` = (set ``query_rows[p]``, set ``document_rows[p]``) as float64 ``[n_pairs]``; set ``s``
     is rows ``offsets[s] : offsets[s] + lengths[s]`` of its matrix."""
     width = query_vectors.shape[1]

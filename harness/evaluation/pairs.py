@@ -7,6 +7,7 @@ occurs in several sets. :func:`correlation_scores` returns both aggregations; wh
 the task's choice. Correlations are scipy's (``harness.metrics``: Spearman with averaged ties; NaN counts as 0).
 Deviation: none (tests/test_senteval.py compares with SentEval's numbers).
 """
+
 from __future__ import annotations
 
 import logging
@@ -41,8 +42,12 @@ class PairSet:
 
     def subset(self, indices: Sequence[int]) -> PairSet:
         indices = list(indices)
-        return PairSet(self.name, [self.first[i] for i in indices], [self.second[i] for i in indices],
-                       np.asarray(self.gold)[indices])
+        return PairSet(
+            self.name,
+            [self.first[i] for i in indices],
+            [self.second[i] for i in indices],
+            np.asarray(self.gold)[indices],
+        )
 
 
 def score_pairs(model: Any, first: Sequence[str], second: Sequence[str]) -> np.ndarray:
@@ -69,8 +74,10 @@ def correlation_scores(pair_sets: Sequence[PairSet], predictions: Sequence[np.nd
     """
     gold_pooled = np.concatenate([np.asarray(p.gold, dtype=np.float64) for p in pair_sets])
     predicted_pooled = np.concatenate(list(predictions))
-    scores = {"spearman_all": 100 * spearman(predicted_pooled, gold_pooled),
-              "pearson_all": 100 * pearson(predicted_pooled, gold_pooled)}
+    scores = {
+        "spearman_all": 100 * spearman(predicted_pooled, gold_pooled),
+        "pearson_all": 100 * pearson(predicted_pooled, gold_pooled),
+    }
     if len(pair_sets) > 1:
         spearman_per_set = [100 * spearman(pred, p.gold) for p, pred in zip(pair_sets, predictions)]
         sizes = np.array([len(p) for p in pair_sets], dtype=np.float64)
@@ -83,17 +90,24 @@ def correlation_scores(pair_sets: Sequence[PairSet], predictions: Sequence[np.nd
     return scores
 
 
-def pair_examples(pair_sets: Sequence[PairSet], predictions: Sequence[np.ndarray], aggregation: str = "all",
-                  statistic: str = "spearman") -> ExampleScores:
+def pair_examples(
+    pair_sets: Sequence[PairSet],
+    predictions: Sequence[np.ndarray],
+    aggregation: str = "all",
+    statistic: str = "spearman",
+) -> ExampleScores:
     """What resampling a correlation main score needs (harness.evaluation.bootstrap): every pair's prediction and
     gold, its set as the group (resampled within sets), and the aggregation of :func:`correlation_scores`:
     ``"all"`` (pairs pooled: ``<statistic>_all``) or ``"mean"`` (mean over sets: ``<statistic>_mean``)."""
     groups = np.repeat(np.arange(len(pair_sets)), [len(p) for p in pair_sets]) if len(pair_sets) > 1 else None
     return ExampleScores(
         statistic,
-        {"predicted": np.concatenate(list(predictions)),
-         "gold": np.concatenate([np.asarray(p.gold, dtype=np.float64) for p in pair_sets])},
-        groups=groups, aggregate="group-mean" if aggregation == "mean" and groups is not None else "pooled",
+        {
+            "predicted": np.concatenate(list(predictions)),
+            "gold": np.concatenate([np.asarray(p.gold, dtype=np.float64) for p in pair_sets]),
+        },
+        groups=groups,
+        aggregate="group-mean" if aggregation == "mean" and groups is not None else "pooled",
     )
 
 

@@ -5,6 +5,7 @@ integer labels; :func:`train_probe` trains a head on the frozen embeddings (the 
 thesis code's Linear-SiLU-Linear) and reports macro-F1 on test. The head, training, epoch selection and the
 embedding cache: docs/fidelity.md, section "Frozen-encoder probes".
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -100,9 +101,20 @@ class ProbeResult:
 
 
 def train_probe(
-    train: ProbeSplit, dev: ProbeSplit | None, test: ProbeSplit, classes: int, *, seed: int, device: str = "cpu",
-    progress: bool = False, hidden: bool = False, keep: str = "best-dev", epochs: int = PROBE_EPOCHS,
-    learning_rate: float = PROBE_LEARNING_RATE, batch_size: int = PROBE_BATCH_SIZE, description: str = "probe",
+    train: ProbeSplit,
+    dev: ProbeSplit | None,
+    test: ProbeSplit,
+    classes: int,
+    *,
+    seed: int,
+    device: str = "cpu",
+    progress: bool = False,
+    hidden: bool = False,
+    keep: str = "best-dev",
+    epochs: int = PROBE_EPOCHS,
+    learning_rate: float = PROBE_LEARNING_RATE,
+    batch_size: int = PROBE_BATCH_SIZE,
+    description: str = "probe",
 ) -> ProbeResult:
     """Train the probe on ``train``, select its epoch on ``dev`` (``keep="best-dev"``) or keep the last one, and
     score it on ``test``. The classifier's initial weights and the batches depend on ``seed`` only."""
@@ -119,8 +131,15 @@ def train_probe(
 
     seed_everything(seed)  # the classifier's initial weights depend on the seed only
     classifier = ProbeClassifier(train.embeddings.shape[1], classes, hidden=hidden)
-    config = TrainConfig(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, seed=seed,
-                         device=device, progress=progress, description=description)
+    config = TrainConfig(
+        epochs=epochs,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+        seed=seed,
+        device=device,
+        progress=progress,
+        description=description,
+    )
 
     def collate(rows):
         indices = torch.tensor(rows)
@@ -130,7 +149,10 @@ def train_probe(
         return classifier.predict(vectors[name].to(next(classifier.parameters()).device))
 
     report = fit(
-        classifier, list(range(len(train))), collate, config,
+        classifier,
+        list(range(len(train))),
+        collate,
+        config,
         dev_score=(lambda: macro_f1(predict("dev"), dev.labels)) if keep == "best-dev" else None,
     )
     predicted = predict("test")
@@ -149,8 +171,16 @@ PROBE_SPLITS = ("train", "dev", "test")
 
 
 def probe_on_texts(
-    model: Any, texts: dict[str, Sequence[str]], labels: dict[str, Sequence[int]], classes: int, *, variant: str,
-    seed: int, device: str = "cpu", progress: bool = False, texts_description: str = "texts",
+    model: Any,
+    texts: dict[str, Sequence[str]],
+    labels: dict[str, Sequence[int]],
+    classes: int,
+    *,
+    variant: str,
+    seed: int,
+    device: str = "cpu",
+    progress: bool = False,
+    texts_description: str = "texts",
     description: str = "probe",
 ) -> ProbeResult:
     """A probe task's whole protocol: the texts of the train, dev and test splits encoded in one call
@@ -166,9 +196,19 @@ def probe_on_texts(
         start += count
     thesis_code = variant == "thesis-code"
     return train_probe(
-        splits["train"], splits["dev"], splits["test"], classes, seed=seed, device=device, progress=progress,
-        hidden=thesis_code, keep="last" if thesis_code else "best-dev", epochs=PROBE_EPOCHS,
-        learning_rate=PROBE_LEARNING_RATE, batch_size=PROBE_BATCH_SIZE, description=description,
+        splits["train"],
+        splits["dev"],
+        splits["test"],
+        classes,
+        seed=seed,
+        device=device,
+        progress=progress,
+        hidden=thesis_code,
+        keep="last" if thesis_code else "best-dev",
+        epochs=PROBE_EPOCHS,
+        learning_rate=PROBE_LEARNING_RATE,
+        batch_size=PROBE_BATCH_SIZE,
+        description=description,
     )
 
 
@@ -202,8 +242,10 @@ def cached_embeddings(model: Any, texts: Sequence[str], description: str = "text
     logger.info("encoding %d %s", len(texts), description)
     vectors = np.asarray(as_embedder(model).encode(list(texts)), dtype=np.float32)
     if vectors.ndim != 2 or vectors.shape[0] != len(texts):
-        raise ValueError(f"the model returned an array of shape {vectors.shape} for {len(texts)} texts; encode must "
-                         "return one row per text.")
+        raise ValueError(
+            f"the model returned an array of shape {vectors.shape} for {len(texts)} texts; encode must "
+            "return one row per text."
+        )
     check_finite_vectors(vectors, f"vectors of {description}")
     cached[key] = vectors
     while len(cached) > CACHED_ENCODINGS_PER_MODEL:

@@ -15,6 +15,7 @@
 Deviation: none in the numbers (tests/test_useb.py compares with useb and pytrec_eval); an AskUbuntu query whose gold
 is not among its candidates scores 0 instead of failing useb's assertion.
 """
+
 from __future__ import annotations
 
 import logging
@@ -76,8 +77,9 @@ def trec_map_ndcg(qrel: Mapping[str, int], doc_ids: Sequence[str], scores: Seque
     return average_precision, (dcg / ideal_dcg if ideal_dcg > 0 else 0.0)
 
 
-def top_list_metrics(hits: Sequence[int], scores: Sequence[float], relevant_count: int,
-                     ndcg_cutoff: int = NDCG_CUTOFF) -> tuple[float, float | None]:
+def top_list_metrics(
+    hits: Sequence[int], scores: Sequence[float], relevant_count: int, ndcg_cutoff: int = NDCG_CUTOFF
+) -> tuple[float, float | None]:
     """useb's CQADupStack metrics of one query's top list (sorted by descending score): scikit-learn's average
     precision of hits vs scores (0 without a hit), and nDCG@``ndcg_cutoff`` against ``relevant_count`` ideal hits
     (None when the query has no gold)."""

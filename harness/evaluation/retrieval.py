@@ -18,6 +18,7 @@ Deviations: the official script ranks with ``torch.argsort`` (ties in no defined
 corpus index (:func:`harness.evaluation.search.top_k`). The official unit level takes the 21 best items (the largest
 k plus one); ``candidates`` is a parameter here (tasks choose it).
 """
+
 from __future__ import annotations
 
 import logging
@@ -67,8 +68,9 @@ def _ranked_chunks(corpus_vectors: np.ndarray, queries: RetrievalQueries, depth:
         yield start, top_k(chunk_scores, depth)[0]
 
 
-def ranked_items(corpus_vectors: np.ndarray, queries: RetrievalQueries, depth: int,
-                 chunk: int = DEFAULT_CHUNK) -> np.ndarray:
+def ranked_items(
+    corpus_vectors: np.ndarray, queries: RetrievalQueries, depth: int, chunk: int = DEFAULT_CHUNK
+) -> np.ndarray:
     """The ``depth`` best corpus rows of each query by cosine, best first, its own row excluded:
     ``[n_queries, min(depth, n_items - 1)]``."""
     parts = [indices for _, indices in _ranked_chunks(corpus_vectors, queries, depth, chunk)]
@@ -84,8 +86,9 @@ def _gold_matrix(gold: Sequence[np.ndarray], width: int) -> np.ndarray:
     return matrix
 
 
-def per_query_hit_metrics(hits: np.ndarray, gold_counts: np.ndarray,
-                          ks: Sequence[int] = DEFAULT_KS) -> dict[str, np.ndarray]:
+def per_query_hit_metrics(
+    hits: np.ndarray, gold_counts: np.ndarray, ks: Sequence[int] = DEFAULT_KS
+) -> dict[str, np.ndarray]:
     """``hits`` ``[n_queries, depth]`` (True where the ranked item is gold, padding False), ``gold_counts``
     ``[n_queries]``: each query's P@1 and R@k as fractions (what a bootstrap interval resamples)."""
     metrics = {}
@@ -102,8 +105,13 @@ def hit_metrics(hits: np.ndarray, gold_counts: np.ndarray, ks: Sequence[int] = D
     return {name: float(values.mean()) for name, values in per_query_hit_metrics(hits, gold_counts, ks).items()}
 
 
-def retrieval_metrics(corpus_vectors: np.ndarray, queries: RetrievalQueries, ks: Sequence[int] = DEFAULT_KS,
-                      chunk: int = DEFAULT_CHUNK, per_query: bool = False) -> dict[str, float] | dict[str, np.ndarray]:
+def retrieval_metrics(
+    corpus_vectors: np.ndarray,
+    queries: RetrievalQueries,
+    ks: Sequence[int] = DEFAULT_KS,
+    chunk: int = DEFAULT_CHUNK,
+    per_query: bool = False,
+) -> dict[str, float] | dict[str, np.ndarray]:
     """P@1 and R@k (fractions) of item retrieval: each query against every other corpus item (``per_query``: each
     query's values instead of their means)."""
     if len(queries.rows) == 0:
@@ -128,10 +136,15 @@ def first_occurrences(units: np.ndarray) -> np.ndarray:
     return first
 
 
-def unit_retrieval_metrics(corpus_vectors: np.ndarray, queries: RetrievalQueries, unit_of_item: np.ndarray,
-                           candidates: int, ks: Sequence[int] = DEFAULT_KS,
-                           chunk: int = DEFAULT_CHUNK,
-                           per_query: bool = False) -> dict[str, float] | dict[str, np.ndarray]:
+def unit_retrieval_metrics(
+    corpus_vectors: np.ndarray,
+    queries: RetrievalQueries,
+    unit_of_item: np.ndarray,
+    candidates: int,
+    ks: Sequence[int] = DEFAULT_KS,
+    chunk: int = DEFAULT_CHUNK,
+    per_query: bool = False,
+) -> dict[str, float] | dict[str, np.ndarray]:
     """P@1 and R@k (fractions) of retrieving units (sentences, documents): the ``candidates`` best items of each
     query are retrieved, each unit scored by its best item among them; gold units are those of the gold items."""
     if len(queries.rows) == 0:

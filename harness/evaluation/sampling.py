@@ -5,6 +5,7 @@ out of ``count`` drawn without replacement by ``numpy.random.default_rng(0).choi
 order). The seed is fixed (not the run's seed) on purpose: smoke numbers of different seeds stay comparable. This is
 exactly the selection senteval, bws and useb made before it moved here, so stored smoke numbers do not change.
 """
+
 from __future__ import annotations
 
 import logging

@@ -5,6 +5,7 @@ transformers' ``semantic_search`` (query chunks). Deviations: ties are broken de
 column index (torch.topk leaves their order unspecified); the cosine is computed in float64 from float64-normalised
 vectors and rounded to float32 before ranking, which is what useb's numbers equal (tests/test_useb.py).
 """
+
 from __future__ import annotations
 
 import logging
@@ -50,8 +51,9 @@ def top_k(score_rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return indices, np.take_along_axis(score_rows, indices, axis=1)
 
 
-def chunked_top_k(score_chunk: Callable[[int, int], np.ndarray], n_queries: int, k: int,
-                  chunk: int = DEFAULT_CHUNK) -> tuple[np.ndarray, np.ndarray]:
+def chunked_top_k(
+    score_chunk: Callable[[int, int], np.ndarray], n_queries: int, k: int, chunk: int = DEFAULT_CHUNK
+) -> tuple[np.ndarray, np.ndarray]:
     """``top_k`` over the score rows ``score_chunk(start, stop)`` returns for queries ``start:stop``, one chunk at
     a time, so only ``chunk`` rows of scores exist at once (e.g. ``lambda a, b: index.scores(queries[a:b])``)."""
     if chunk < 1:
@@ -74,8 +76,13 @@ def unit_rows(matrix: np.ndarray) -> np.ndarray:
     return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
 
 
-def cosine_top_k(query_vectors: np.ndarray, doc_vectors: np.ndarray, k: int, chunk: int = DEFAULT_CHUNK,
-                 exclude_same_index: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def cosine_top_k(
+    query_vectors: np.ndarray,
+    doc_vectors: np.ndarray,
+    k: int,
+    chunk: int = DEFAULT_CHUNK,
+    exclude_same_index: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
     """Indices and float32 cosine scores of the ``k`` nearest documents of each query, best first.
 
     Exact search in query chunks: at most ``chunk x n_documents`` scores are held at once. With

@@ -28,6 +28,7 @@ needs: which row is best, whether it is significantly better than the runner-up,
 from the best (p >= alpha, uncorrected within a column) and which cannot be compared for too few seeds.
 :func:`agrees_with_paper` says whether our difference between two rows has the paper's sign and is significant.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -66,13 +67,21 @@ class PairedResult:
     seeds_b: int
 
     def as_dict(self) -> dict:
-        return {"score_a": self.score_a, "score_b": self.score_b, "difference": self.difference,
-                "interval": [self.low, self.high], "p_value": self.p_value, "examples": self.examples,
-                "seeds_a": self.seeds_a, "seeds_b": self.seeds_b}
+        return {
+            "score_a": self.score_a,
+            "score_b": self.score_b,
+            "difference": self.difference,
+            "interval": [self.low, self.high],
+            "p_value": self.p_value,
+            "examples": self.examples,
+            "seeds_a": self.seeds_a,
+            "seeds_b": self.seeds_b,
+        }
 
 
-def paired_replicates(a: Sequence[ExampleScores], b: Sequence[ExampleScores], resamples: int = DEFAULT_RESAMPLES,
-                      seed: int = DEFAULT_SEED) -> tuple[np.ndarray, np.ndarray]:
+def paired_replicates(
+    a: Sequence[ExampleScores], b: Sequence[ExampleScores], resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED
+) -> tuple[np.ndarray, np.ndarray]:
     """Both models' seed-mean replicates on the same resamples: ``([resamples], [resamples])``."""
     if not a or not b:
         raise ValueError("each model needs at least one result with per-example data")
@@ -90,8 +99,13 @@ def p_from_replicates(observed: float, replicates: np.ndarray) -> float:
     return float((1 + extreme) / (len(replicates) + 1))
 
 
-def paired_test(a: Sequence[ExampleScores], b: Sequence[ExampleScores], resamples: int = DEFAULT_RESAMPLES,
-                seed: int = DEFAULT_SEED, confidence: float = CONFIDENCE) -> PairedResult:
+def paired_test(
+    a: Sequence[ExampleScores],
+    b: Sequence[ExampleScores],
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    confidence: float = CONFIDENCE,
+) -> PairedResult:
     """Paired bootstrap test of mean(a) - mean(b) over seeds, on the same test examples."""
     replicates_a, replicates_b = paired_replicates(a, b, resamples, seed)
     score_a = float(np.mean([data.value() for data in a]))
@@ -99,14 +113,23 @@ def paired_test(a: Sequence[ExampleScores], b: Sequence[ExampleScores], resample
     return from_replicates(score_a, score_b, replicates_a, replicates_b, len(a[0]), len(a), len(b), confidence)
 
 
-def from_replicates(score_a: float, score_b: float, replicates_a: np.ndarray, replicates_b: np.ndarray,
-                    examples: int, seeds_a: int, seeds_b: int, confidence: float = CONFIDENCE) -> PairedResult:
+def from_replicates(
+    score_a: float,
+    score_b: float,
+    replicates_a: np.ndarray,
+    replicates_b: np.ndarray,
+    examples: int,
+    seeds_a: int,
+    seeds_b: int,
+    confidence: float = CONFIDENCE,
+) -> PairedResult:
     """A :class:`PairedResult` from both models' replicates on the same resamples."""
     differences = replicates_a - replicates_b
     observed = score_a - score_b
     low, high = percentile_interval(differences, confidence)
-    return PairedResult(score_a, score_b, observed, low, high, p_from_replicates(observed, differences), examples,
-                        seeds_a, seeds_b)
+    return PairedResult(
+        score_a, score_b, observed, low, high, p_from_replicates(observed, differences), examples, seeds_a, seeds_b
+    )
 
 
 @dataclass(frozen=True)
@@ -126,9 +149,16 @@ class AcrossRunsResult:
     seeds_b: int
 
     def as_dict(self) -> dict:
-        return {"difference": self.difference, "interval": [self.low, self.high], "p_value": self.p_value,
-                "degrees_of_freedom": self.degrees_of_freedom, "seed_variance": self.seed_variance,
-                "example_variance": self.example_variance, "seeds_a": self.seeds_a, "seeds_b": self.seeds_b}
+        return {
+            "difference": self.difference,
+            "interval": [self.low, self.high],
+            "p_value": self.p_value,
+            "degrees_of_freedom": self.degrees_of_freedom,
+            "seed_variance": self.seed_variance,
+            "example_variance": self.example_variance,
+            "seeds_a": self.seeds_a,
+            "seeds_b": self.seeds_b,
+        }
 
 
 def too_few_seeds(seeds_a: int, seeds_b: int, trained_a: bool, trained_b: bool) -> bool:
@@ -136,9 +166,14 @@ def too_few_seeds(seeds_a: int, seeds_b: int, trained_a: bool, trained_b: bool) 
     return (trained_a and seeds_a < MIN_TRAINED_SEEDS) or (trained_b and seeds_b < MIN_TRAINED_SEEDS)
 
 
-def across_runs_test(seed_scores_a: Sequence[float], seed_scores_b: Sequence[float], example_differences: np.ndarray,
-                     trained_a: bool = True, trained_b: bool = True,
-                     confidence: float = CONFIDENCE) -> AcrossRunsResult | None:
+def across_runs_test(
+    seed_scores_a: Sequence[float],
+    seed_scores_b: Sequence[float],
+    example_differences: np.ndarray,
+    trained_a: bool = True,
+    trained_b: bool = True,
+    confidence: float = CONFIDENCE,
+) -> AcrossRunsResult | None:
     """Welch t-test of mean(a) - mean(b) over seeds, its variance the seed term plus the example bootstrap's
     variance of the difference (``example_differences``: the paired replicates of the seed-mean difference). A row's
     seed term is its seeds' sample variance over their count; an untrained row with one seed contributes none.
@@ -161,8 +196,17 @@ def across_runs_test(seed_scores_a: Sequence[float], seed_scores_b: Sequence[flo
         scale = float(np.sqrt(variance))
         p_value = float(2 * stats.t.sf(abs(observed) / scale, dof))
         half = float(stats.t.ppf(0.5 + confidence / 2, dof)) * scale
-    return AcrossRunsResult(observed, observed - half, observed + half, min(1.0, p_value), dof, seed_variance,
-                            example_variance, len(a), len(b))
+    return AcrossRunsResult(
+        observed,
+        observed - half,
+        observed + half,
+        min(1.0, p_value),
+        dof,
+        seed_variance,
+        example_variance,
+        len(a),
+        len(b),
+    )
 
 
 @dataclass(frozen=True)
@@ -203,33 +247,67 @@ class UnitComparison:
         return None if self.across_runs is None else (self.across_runs.low, self.across_runs.high)
 
     def as_dict(self) -> dict:
-        return {"unit": self.unit, "trained": self.trained, "too_few_seeds": self.too_few_seeds,
-                "p_value": self.p_value, "interval": None if self.interval is None else list(self.interval),
-                "over_examples": self.examples.as_dict(),
-                "across_runs": None if self.across_runs is None else self.across_runs.as_dict()}
+        return {
+            "unit": self.unit,
+            "trained": self.trained,
+            "too_few_seeds": self.too_few_seeds,
+            "p_value": self.p_value,
+            "interval": None if self.interval is None else list(self.interval),
+            "over_examples": self.examples.as_dict(),
+            "across_runs": None if self.across_runs is None else self.across_runs.as_dict(),
+        }
 
 
-def compare_units(a: Sequence[ExampleScores], b: Sequence[ExampleScores], trained_a: bool, trained_b: bool,
-                  resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-                  confidence: float = CONFIDENCE) -> UnitComparison:
+def compare_units(
+    a: Sequence[ExampleScores],
+    b: Sequence[ExampleScores],
+    trained_a: bool,
+    trained_b: bool,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    confidence: float = CONFIDENCE,
+) -> UnitComparison:
     """Both units of inference for mean(a) - mean(b) over seeds on the same test examples (``trained_*``: whether
     each row's records come from training, so its score depends on the seed)."""
     replicates_a, replicates_b = paired_replicates(a, b, resamples, seed)
-    examples = from_replicates(float(np.mean([data.value() for data in a])),
-                               float(np.mean([data.value() for data in b])), replicates_a, replicates_b, len(a[0]),
-                               len(a), len(b), confidence)
-    return units_from(examples, [data.value() for data in a], [data.value() for data in b],
-                      replicates_a - replicates_b, trained_a, trained_b, confidence)
+    examples = from_replicates(
+        float(np.mean([data.value() for data in a])),
+        float(np.mean([data.value() for data in b])),
+        replicates_a,
+        replicates_b,
+        len(a[0]),
+        len(a),
+        len(b),
+        confidence,
+    )
+    return units_from(
+        examples,
+        [data.value() for data in a],
+        [data.value() for data in b],
+        replicates_a - replicates_b,
+        trained_a,
+        trained_b,
+        confidence,
+    )
 
 
-def units_from(examples: PairedResult, seed_scores_a: Sequence[float], seed_scores_b: Sequence[float],
-               example_differences: np.ndarray, trained_a: bool, trained_b: bool,
-               confidence: float = CONFIDENCE) -> UnitComparison:
+def units_from(
+    examples: PairedResult,
+    seed_scores_a: Sequence[float],
+    seed_scores_b: Sequence[float],
+    example_differences: np.ndarray,
+    trained_a: bool,
+    trained_b: bool,
+    confidence: float = CONFIDENCE,
+) -> UnitComparison:
     """A :class:`UnitComparison` from the example-level result, each row's per-seed scores and the paired
     replicates of the difference."""
     trained = trained_a or trained_b
-    across = across_runs_test(seed_scores_a, seed_scores_b, example_differences, trained_a, trained_b,
-                              confidence) if trained else None
+    across = (
+        across_runs_test(seed_scores_a, seed_scores_b, example_differences, trained_a, trained_b, confidence)
+        if trained
+        else None
+    )
     return UnitComparison(examples, across, trained)
 
 
@@ -259,9 +337,13 @@ class ColumnMarks:
     too_few: frozenset[str] = frozenset()
 
 
-def column_marks(scores: dict[str, float], replicates: dict[str, np.ndarray], alpha: float = ALPHA,
-                 seed_scores: dict[str, Sequence[float]] | None = None,
-                 trained: dict[str, bool] | None = None) -> ColumnMarks:
+def column_marks(
+    scores: dict[str, float],
+    replicates: dict[str, np.ndarray],
+    alpha: float = ALPHA,
+    seed_scores: dict[str, Sequence[float]] | None = None,
+    trained: dict[str, bool] | None = None,
+) -> ColumnMarks:
     """Marks of one column from each row's score and bootstrap replicates (rows with replicates share the same
     resamples: :func:`harness.evaluation.bootstrap.pooled_replicates`). Where the best row or the other row was
     trained (``trained``; its per-seed scores in ``seed_scores``) the across-runs test decides, else the example
@@ -281,8 +363,13 @@ def column_marks(scores: dict[str, float], replicates: dict[str, np.ndarray], al
         differences = replicates[best] - replicates[key]
         observed = scores[best] - scores[key]
         if trained.get(best) or trained.get(key):
-            across = across_runs_test(seed_scores.get(best, [scores[best]]), seed_scores.get(key, [scores[key]]),
-                                      differences, bool(trained.get(best)), bool(trained.get(key)))
+            across = across_runs_test(
+                seed_scores.get(best, [scores[best]]),
+                seed_scores.get(key, [scores[key]]),
+                differences,
+                bool(trained.get(best)),
+                bool(trained.get(key)),
+            )
             if across is None:
                 too_few.add(key)
                 continue

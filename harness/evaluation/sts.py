@@ -18,6 +18,7 @@ marks an unscored pair, left out as SentEval does)::
 A task whose files have another layout overrides :meth:`STSTask.load`; one whose texts need preparing overrides
 :meth:`STSTask.normalise` (e.g. after an option of its own).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -45,8 +46,11 @@ def read_sts_pairs(input_path: Path, gold_path: Path, name: str, normalise: Any 
     each sentence. A malformed line is a :class:`harness.DataFileError` naming its file and line."""
     input_lines, gold_lines = read_text_lines(input_path), read_text_lines(gold_path)
     if len(input_lines) != len(gold_lines):
-        raise data_error(gold_path, None, f"has {len(gold_lines)} lines but {input_path.name} has "
-                                          f"{len(input_lines)}; both need one line per pair.")
+        raise data_error(
+            gold_path,
+            None,
+            f"has {len(gold_lines)} lines but {input_path.name} has {len(input_lines)}; both need one line per pair.",
+        )
     first, second, gold = [], [], []
     for number, (line, gold_line) in enumerate(zip(input_lines, gold_lines), start=1):
         if not gold_line.strip():
@@ -87,8 +91,9 @@ class STSTask(Task):
         return f"put {files} into DATA_DIR/{self.metadata.dataset}/ (--data-dir or HARNESS_DATA_DIR)."
 
     def folder(self) -> Path:
-        return resolve_dataset_dir(self.metadata.dataset, self.bundled_dir(), how_to_get=self.how_to_get(),
-                                   data_dir=self.data_dir)
+        return resolve_dataset_dir(
+            self.metadata.dataset, self.bundled_dir(), how_to_get=self.how_to_get(), data_dir=self.data_dir
+        )
 
     def normalise(self, text: str) -> str:
         """A sentence as the model sees it (as read, unless a subclass says otherwise)."""
@@ -124,8 +129,10 @@ class STSTask(Task):
         details = {}
         if self.options.get("unseen"):  # only the pairs the model did not train on (the option names the cell)
             kept = [p.subset(unseen_indices(list(zip(p.first, p.second)), ctx.training_texts)) for p in pair_sets]
-            details["unseen"] = {"pairs_dropped_as_seen": sum(len(p) for p in pair_sets) - sum(len(p) for p in kept),
-                                 "pairs_scored": sum(len(p) for p in kept)}
+            details["unseen"] = {
+                "pairs_dropped_as_seen": sum(len(p) for p in pair_sets) - sum(len(p) for p in kept),
+                "pairs_scored": sum(len(p) for p in kept),
+            }
             pair_sets = kept
         predictions = score_pair_sets(model, pair_sets)
         return EvalResult(

@@ -21,6 +21,7 @@ unreachable; called before any cell runs) and ``run(plan, worker) -> list[Cell]`
 process), ``remote_config`` (another process), ``record`` (the driver's writer) and ``log`` (the run's lines). Only
 the CLI chooses an executor (``make_executor``); the run stages never import this package.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -44,8 +45,12 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def make_executor(executor: str = "local", ray_address: str | None = None, gpus_per_task: float | None = None,
-                  cpus_per_task: float = 1.0) -> Executor:
+def make_executor(
+    executor: str = "local",
+    ray_address: str | None = None,
+    gpus_per_task: float | None = None,
+    cpus_per_task: float = 1.0,
+) -> Executor:
     """The executor ``--executor`` names, with its own options (``harness run``'s ``--ray-address``,
     ``--gpus-per-task`` and ``--cpus-per-task`` size a Ray executor's tasks; harness.cli.values checks that they
     come with it)."""

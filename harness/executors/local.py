@@ -4,6 +4,7 @@ Before computing a job the driver claims its cells (``Store.cells_lock``). A job
 off: the driver does the other jobs first, then waits for it, and afterwards answers from the store whatever the
 other process stored (so two identical runs on one store train each model once: one trains, the other waits).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -41,8 +42,10 @@ def try_claim(worker: Worker, claim: Claim) -> bool:
         return True
     if not claim.deferred:
         claim.deferred = True
-        worker.log(f"  {claim.job.label}: another process is computing these cells ({claim.lock.holder()}); "
-                   "doing the others first")
+        worker.log(
+            f"  {claim.job.label}: another process is computing these cells ({claim.lock.holder()}); "
+            "doing the others first"
+        )
     return False
 
 
@@ -51,8 +54,10 @@ def after_claim(worker: Worker, claim: Claim) -> tuple[list[Cell], TrainingJob |
     lock is then released at once)."""
     cached, remaining = worker.recheck(claim.job)
     if cached:
-        worker.log(f"  {claim.job.label}: {len(cached)} cell(s) answered from the store (stored by another process "
-                   "while this run " + ("waited)" if claim.deferred else "was planning)"))
+        worker.log(
+            f"  {claim.job.label}: {len(cached)} cell(s) answered from the store (stored by another process "
+            "while this run " + ("waited)" if claim.deferred else "was planning)")
+        )
     if remaining is None:
         claim.lock.release()
     return cached, remaining

@@ -1,6 +1,7 @@
 """Progress of a matrix: one line per finished cell (the run's log) and, on a terminal, an overall bar with the
 cells done / total, the elapsed time and the ETA, kept below the lines (elsewhere a line with the same at an interval,
 harness.progress)."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -25,8 +26,9 @@ class CellProgress:
         self.total = total
         self.done = 0
         self._sink = log.sink
-        self.bar = progress_bar(total, "cells", enabled and total > 0, unit="cell", leave=True, dynamic_ncols=True,
-                                smoothing=0.1)
+        self.bar = progress_bar(
+            total, "cells", enabled and total > 0, unit="cell", leave=True, dynamic_ncols=True, smoothing=0.1
+        )
         if not self.bar.disable and not isinstance(self.bar, LogProgress):  # a log needs no clearing around lines
             log.sink = self.write
 

@@ -34,6 +34,7 @@ and since only the driver writes records there is no half record. A driver that 
 run resumes from the store. Results of calls are small (a record), so they live with the driver, not on the node
 that computed them.
 """
+
 from __future__ import annotations
 
 import logging
@@ -65,9 +66,18 @@ NODE_CHECK_SECONDS = 5.0  # how often the driver looks for lost nodes while task
 PROBE_TIMEOUT_SECONDS = 180.0
 JOBS_PER_SERVER = 2  # jobs sent to one long-lived worker and not finished: the one it runs and the next
 # Environment passed on to every worker (a remote cluster's workers do not inherit the driver's environment).
-FORWARDED_ENVIRONMENT = ("HARNESS_EXTRA_PLUGINS", "HARNESS_PLUGINS", "HARNESS_DISABLE_PLUGIN_AUTOLOAD",
-                         "HARNESS_DATA_DIR", "HARNESS_NO_AMP", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE",
-                         "TOKENIZERS_PARALLELISM", "HF_HOME", "PYTHONPATH")
+FORWARDED_ENVIRONMENT = (
+    "HARNESS_EXTRA_PLUGINS",
+    "HARNESS_PLUGINS",
+    "HARNESS_DISABLE_PLUGIN_AUTOLOAD",
+    "HARNESS_DATA_DIR",
+    "HARNESS_NO_AMP",
+    "HF_HUB_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "TOKENIZERS_PARALLELISM",
+    "HF_HOME",
+    "PYTHONPATH",
+)
 
 
 class RayNotInstalledError(HarnessError):
@@ -84,8 +94,9 @@ class ResourceRequestError(HarnessError):
 
 # -- resources (pure functions: tested without Ray or a GPU; TaskResources, worker_device and threads_for are in
 # ray_worker.py, with the worker that uses them) ---------------------------------------------------------------------
-def task_resources(gpus_per_task: float | None, cpus_per_task: float, device: str,
-                   nodes: list[dict], where: str = "the Ray cluster") -> TaskResources:
+def task_resources(
+    gpus_per_task: float | None, cpus_per_task: float, device: str, nodes: list[dict], where: str = "the Ray cluster"
+) -> TaskResources:
     """What each training and cell task asks Ray for, checked against the cluster's alive ``nodes`` (``ray.nodes()``
     entries: ``{"Alive": bool, "Resources": {"CPU": n, "GPU": n}}``). ``gpus_per_task`` None: one GPU if the
     cluster has GPUs and the device allows them, else none. Requests no node can meet are refused (Ray would wait
@@ -106,16 +117,19 @@ def task_resources(gpus_per_task: float | None, cpus_per_task: float, device: st
     if gpus_per_task is not None and gpus_per_task > 1 and not float(gpus_per_task).is_integer():
         raise InvalidOptionError(f"--gpus-per-task {gpus_per_task:g}: above 1, ask for whole GPUs (Ray's rule).")
     if gpus_per_task is not None and gpus_per_task > 1:
-        raise InvalidOptionError(f"--gpus-per-task {gpus_per_task:g}: a Ray task trains on one GPU (or a share of "
-                                 "one); to train one model on several GPUs, run it with torchrun --nproc-per-node N "
-                                 "-m harness run (docs/scaling.md).")
+        raise InvalidOptionError(
+            f"--gpus-per-task {gpus_per_task:g}: a Ray task trains on one GPU (or a share of "
+            "one); to train one model on several GPUs, run it with torchrun --nproc-per-node N "
+            "-m harness run (docs/scaling.md)."
+        )
     if gpus_per_task is None:
         gpus = 1.0 if total_gpus > 0 and device in ("auto", "cuda") else 0.0
     else:
         gpus = float(gpus_per_task)
     if device == "cpu" and gpus > 0:
-        raise InvalidOptionError(f"--device cpu with --gpus-per-task {gpus:g} would hold GPUs it never uses; "
-                                 "drop one of the two.")
+        raise InvalidOptionError(
+            f"--device cpu with --gpus-per-task {gpus:g} would hold GPUs it never uses; drop one of the two."
+        )
     if gpus > 0 and total_gpus == 0:
         raise ResourceRequestError(
             f"--gpus-per-task {gpus:g}: {where} has no GPUs (CPUs: {sum(r.get('CPU', 0) for r in alive):g}); use "
@@ -127,11 +141,15 @@ def task_resources(gpus_per_task: float | None, cpus_per_task: float, device: st
             "it asked for" + ("." if total_gpus else f", and {where} has none; use --device cpu.")
         )
     if gpus > most_gpus:
-        raise ResourceRequestError(f"--gpus-per-task {gpus:g}: no node of {where} has that many GPUs (the most on "
-                                   f"one node: {most_gpus:g}); ask for at most {most_gpus:g}.")
+        raise ResourceRequestError(
+            f"--gpus-per-task {gpus:g}: no node of {where} has that many GPUs (the most on "
+            f"one node: {most_gpus:g}); ask for at most {most_gpus:g}."
+        )
     if cpus_per_task > most_cpus:
-        raise ResourceRequestError(f"--cpus-per-task {cpus_per_task:g}: no node of {where} has that many CPUs (the "
-                                   f"most on one node: {most_cpus:g}); ask for at most {most_cpus:g}.")
+        raise ResourceRequestError(
+            f"--cpus-per-task {cpus_per_task:g}: no node of {where} has that many CPUs (the "
+            f"most on one node: {most_cpus:g}); ask for at most {most_cpus:g}."
+        )
     return TaskResources(num_cpus=float(cpus_per_task), num_gpus=gpus)
 
 
@@ -142,8 +160,10 @@ def check_address(address: str | None, timeout: float = CONNECT_TIMEOUT_SECONDS)
     host_port = address.split("://", 1)[1] if "://" in address else address
     host, _, port = host_port.rstrip("/").rpartition(":")
     if not host or not port.isdigit():
-        raise RayClusterError(f"--ray-address {address!r}: give host:port (the head's GCS port, 6379 by default), "
-                              "ray://host:port (Ray Client, port 10001), auto or local.")
+        raise RayClusterError(
+            f"--ray-address {address!r}: give host:port (the head's GCS port, 6379 by default), "
+            "ray://host:port (Ray Client, port 10001), auto or local."
+        )
     try:
         socket.create_connection((host, int(port)), timeout=timeout).close()
     except OSError as exc:
@@ -189,9 +209,16 @@ class RayExecutor:
 
     name = "ray"
 
-    def __init__(self, address: str | None = None, gpus_per_task: float | None = None, cpus_per_task: float = 1.0,
-                 num_cpus: int | None = None, max_retries: int = 3, max_in_flight: int | None = None,
-                 workers: int | None = None):
+    def __init__(
+        self,
+        address: str | None = None,
+        gpus_per_task: float | None = None,
+        cpus_per_task: float = 1.0,
+        num_cpus: int | None = None,
+        max_retries: int = 3,
+        max_in_flight: int | None = None,
+        workers: int | None = None,
+    ):
         if workers is not None and workers < 1:
             raise InvalidOptionError(f"workers must be 1 or more, got {workers}.")
         self.workers = workers
@@ -259,10 +286,14 @@ class RayExecutor:
             ray.init(address=self.address, **options)
         except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError... : one line whatever it is
             first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            hint = ("start one with `ray start --head`, or leave --ray-address out to start a local one"
-                    if self.address == "auto" else "check --ray-address, or leave it out to start a local cluster")
-            raise RayClusterError(f"cannot connect to Ray at {self.address or 'a local cluster'}: {first_line}; "
-                                  f"{hint}.") from None
+            hint = (
+                "start one with `ray start --head`, or leave --ray-address out to start a local one"
+                if self.address == "auto"
+                else "check --ray-address, or leave it out to start a local cluster"
+            )
+            raise RayClusterError(
+                f"cannot connect to Ray at {self.address or 'a local cluster'}: {first_line}; {hint}."
+            ) from None
         self._started_cluster = True
 
     def _disconnect(self) -> None:
@@ -281,14 +312,19 @@ class RayExecutor:
         try:
             probe = ray.remote(num_cpus=0, max_retries=0)(probe_node)
             nodes = [node for node in ray.nodes() if node.get("Alive", True)]
-            refs = [probe.options(name="harness-probe", scheduling_strategy=NodeAffinitySchedulingStrategy(
-                node["NodeID"], soft=False)).remote(str(marker)) for node in nodes]
+            refs = [
+                probe.options(
+                    name="harness-probe", scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
+                ).remote(str(marker))
+                for node in nodes
+            ]
             try:
                 answers = ray.get(refs, timeout=PROBE_TIMEOUT_SECONDS)
             except Exception as exc:
                 first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-                raise RayClusterError(f"a Ray node cannot run harness ({first_line}); install the same harness "
-                                      "environment on every node.") from None
+                raise RayClusterError(
+                    f"a Ray node cannot run harness ({first_line}); install the same harness environment on every node."
+                ) from None
         finally:
             marker.unlink(missing_ok=True)
         import harness
@@ -300,8 +336,10 @@ class RayExecutor:
                     "filesystem every node mounts at the same path (e.g. NFS)."
                 )
             if version != harness.__version__:
-                raise RayClusterError(f"node {host} runs harness {version}, this driver {harness.__version__}; "
-                                      "install the same version everywhere.")
+                raise RayClusterError(
+                    f"node {host} runs harness {version}, this driver {harness.__version__}; "
+                    "install the same version everywhere."
+                )
 
     # -- running -------------------------------------------------------------------------------------------------------
     def run(self, plan: Plan, worker: Worker) -> list[Cell]:
@@ -315,9 +353,11 @@ class RayExecutor:
         self.served, self.driver_seconds = dispatch.served, dispatch.spent
         self.prepare_seconds, self.first_answer_seconds = 0.0, 0.0
         total, count = sum(len(job.tasks) for job in jobs), len(self._servers)
-        worker.log(f"  Ray: {total} cells of {len(jobs)} jobs on {count} long-lived worker(s) of "
-                   f"{self.resources.num_cpus:g} CPU and {self.resources.num_gpus:g} GPU each "
-                   f"({self._cluster_text(ray)})")
+        worker.log(
+            f"  Ray: {total} cells of {len(jobs)} jobs on {count} long-lived worker(s) of "
+            f"{self.resources.num_cpus:g} CPU and {self.resources.num_gpus:g} GPU each "
+            f"({self._cluster_text(ray)})"
+        )
         try:
             with CellProgress(worker.log, total, worker.progress) as progress:
                 dispatch.claim_what_is_free(progress, blocking=False)
@@ -380,14 +420,22 @@ class RayExecutor:
                 raise HarnessError(f"a Ray worker could not start: {last_line}") from None
             raise _ServerLost() from None  # the server died (killed, out of memory, its node lost)
         except ray.exceptions.RayError as exc:  # a task cancelled, an object gone...
-            what = (f"training {pending.job.label}" if kind == "train"
-                    else f"cell {pending.job.label} {pending.job.tasks[index].label}")
-            node = " (a Ray node was lost)" if isinstance(exc, (ray.exceptions.NodeDiedError,
-                                                                 ray.exceptions.LocalRayletDiedError)) else ""
-            raise HarnessError(f"the Ray worker computing {what} died {self.max_retries + 1} times "
-                               f"({type(exc).__name__}){node}; finished cells are stored: fix the cause (see the "
-                               "worker logs) and run again "
-                               "to resume.") from None
+            what = (
+                f"training {pending.job.label}"
+                if kind == "train"
+                else f"cell {pending.job.label} {pending.job.tasks[index].label}"
+            )
+            node = (
+                " (a Ray node was lost)"
+                if isinstance(exc, (ray.exceptions.NodeDiedError, ray.exceptions.LocalRayletDiedError))
+                else ""
+            )
+            raise HarnessError(
+                f"the Ray worker computing {what} died {self.max_retries + 1} times "
+                f"({type(exc).__name__}){node}; finished cells are stored: fix the cause (see the "
+                "worker logs) and run again "
+                "to resume."
+            ) from None
 
     def _report_lost_nodes(self, ray: Any) -> None:
         """Say in one line of its own when a node of the cluster is lost (its tasks are retried elsewhere, or fail
@@ -417,7 +465,7 @@ class RayExecutor:
     def _cluster_text(ray: Any) -> str:
         resources = ray.cluster_resources()
         nodes = sum(1 for node in ray.nodes() if node.get("Alive", True))
-        return (f"{nodes} node(s), {resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} GPUs")
+        return f"{nodes} node(s), {resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} GPUs"
 
 
 class Dispatch:
@@ -429,8 +477,16 @@ class Dispatch:
     one that dies is replaced by a new one, which gets the unfinished calls of the dead one's jobs (and loads their
     models from their checkpoints); a job whose server died more than ``max_retries`` times stops the run."""
 
-    def __init__(self, ray: Any, worker: Worker, jobs: list[TrainingJob], servers: list[Any],
-                 new_server: Callable[[], Any], max_retries: int, max_in_flight: int | None):
+    def __init__(
+        self,
+        ray: Any,
+        worker: Worker,
+        jobs: list[TrainingJob],
+        servers: list[Any],
+        new_server: Callable[[], Any],
+        max_retries: int,
+        max_in_flight: int | None,
+    ):
         self.ray, self.worker, self.servers, self.new_server = ray, worker, servers, new_server
         self.max_retries = max_retries
         self.waiting: dict[Any, tuple[str, _Pending, int]] = {}
@@ -559,10 +615,13 @@ class Dispatch:
             if pending.attempts > self.max_retries + 1:
                 raise HarnessError(
                     f"the Ray worker computing {pending.job.label} died {pending.attempts - 1} time(s); finished "
-                    "cells are stored: fix the cause (see the worker logs; e.g. memory) and run again to resume.")
-        logger.warning("a Ray worker died while computing %s; a new worker computes their %d unfinished cell(s) "
-                       "again", ", ".join(p.job.label for p in affected.values()),
-                       sum(p.cells_left for p in affected.values()))
+                    "cells are stored: fix the cause (see the worker logs; e.g. memory) and run again to resume."
+                )
+        logger.warning(
+            "a Ray worker died while computing %s; a new worker computes their %d unfinished cell(s) again",
+            ", ".join(p.job.label for p in affected.values()),
+            sum(p.cells_left for p in affected.values()),
+        )
         self.ray.kill(self.servers[index], no_restart=True)
         self.servers[index] = self.new_server()
         for pending in affected.values():
@@ -575,8 +634,7 @@ class Dispatch:
 
 def log_training(worker: Worker, job: TrainingJob, result: TrainingResult) -> None:
     if result.problem is None and job.trained.train_on is not None:
-        worker.log(f"  {job.trained.label} seed {job.seed}: model ready in {result.seconds:.1f}s "
-                   f"(on {result.where})")
+        worker.log(f"  {job.trained.label} seed {job.seed}: model ready in {result.seconds:.1f}s (on {result.where})")
 
 
 def lost_node_lines(before: dict[str, dict], alive: dict[str, dict], max_retries: int) -> list[str]:
@@ -585,6 +643,8 @@ def lost_node_lines(before: dict[str, dict], alive: dict[str, dict], max_retries
     for node_id, node in before.items():
         if node_id not in alive:
             where = node.get("NodeManagerHostname") or node.get("NodeManagerAddress") or "?"
-            lines.append(f"Ray node {where} ({node_id[:8]}) was lost: its running tasks are retried on the other "
-                         f"nodes (up to {max_retries} times); finished cells are stored, and a rerun resumes.")
+            lines.append(
+                f"Ray node {where} ({node_id[:8]}) was lost: its running tasks are retried on the other "
+                f"nodes (up to {max_retries} times); finished cells are stored, and a rerun resumes."
+            )
     return lines

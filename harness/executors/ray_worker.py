@@ -5,6 +5,7 @@ run's task objects once and keeps the current job's model between that job's cel
 before any cell runs. ``TaskResources``, ``worker_device`` and ``threads_for`` say what a worker was given and how it
 uses it. The driver (scheduling, claims, records, lost workers and nodes) stays in ``ray_cluster``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -98,8 +99,9 @@ class CellServer:
         for task_spec in plan.tasks:  # a task namespace's tasks (mteb.sts22) are known once resolved
             registry.resolve_task(task_spec.name)
         # Checkpoints are checked against the training data the driver planned with (other data: retrained).
-        models = Models(registry, config, Store(config.results_dir), log=logger.debug,
-                        training_checksums=plan.training_checksums)
+        models = Models(
+            registry, config, Store(config.results_dir), log=logger.debug, training_checksums=plan.training_checksums
+        )
         self.cell_work = CellWork(registry, config, replace(plan, device=device), models, hardware_description(device))
         self._where = f"{socket.gethostname()} pid {os.getpid()}"
         self._held: tuple[str, int] | None = None  # (trained spec key, seed) of the model in memory

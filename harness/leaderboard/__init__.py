@@ -12,6 +12,7 @@ task order and baselines in).
 
 This module writes every family's files (:func:`write_leaderboards`).
 """
+
 from __future__ import annotations
 
 import logging
@@ -49,10 +50,32 @@ FORMATS = tuple(BUILTIN_FORMATS)
 RENDERERS: dict[str, LeaderboardRenderer] = dict(BUILTIN_FORMATS)
 
 __all__ = [
-    "BUILTIN_FORMATS", "CELL_ANNOTATORS", "FORMATS", "LEADERBOARD_FORMAT", "LONG_LABEL", "RENDERERS", "SAMPLE_NOTE",
-    "Baseline", "Cell", "CellView", "LeaderboardFormat", "LeaderboardRenderer", "Row", "Table", "assign_labels",
-    "cell_view", "collect_tables", "group_by_family", "legend_rows", "render_csv", "render_html", "render_latex",
-    "render_markdown", "sample_size", "table_path", "write_leaderboards",
+    "BUILTIN_FORMATS",
+    "CELL_ANNOTATORS",
+    "FORMATS",
+    "LEADERBOARD_FORMAT",
+    "LONG_LABEL",
+    "RENDERERS",
+    "SAMPLE_NOTE",
+    "Baseline",
+    "Cell",
+    "CellView",
+    "LeaderboardFormat",
+    "LeaderboardRenderer",
+    "Row",
+    "Table",
+    "assign_labels",
+    "cell_view",
+    "collect_tables",
+    "group_by_family",
+    "legend_rows",
+    "render_csv",
+    "render_html",
+    "render_latex",
+    "render_markdown",
+    "sample_size",
+    "table_path",
+    "write_leaderboards",
 ]
 
 
@@ -66,9 +89,12 @@ def mark_stale(table: Table, stale: dict[str, str]) -> None:
     marked = [row for row in table.rows if row.model_key in stale]
     for row in marked:
         row.label = f"{row.label} {STALE}"
-    table.stale_notes = [f"{STALE} `{row.spec or row.label}` ({row.model_key}): trained before a default of its spec "
-                         f"changed; the spec now resolves to another model, {stale[row.model_key]}. Its numbers are "
-                         "those of the older setting (re-run the spec for the current one)." for row in marked]
+    table.stale_notes = [
+        f"{STALE} `{row.spec or row.label}` ({row.model_key}): trained before a default of its spec "
+        f"changed; the spec now resolves to another model, {stale[row.model_key]}. Its numbers are "
+        "those of the older setting (re-run the spec for the current one)."
+        for row in marked
+    ]
 
 
 def stale_models(store: Store, registry: object) -> dict[str, str]:
@@ -85,8 +111,14 @@ def stale_models(store: Store, registry: object) -> dict[str, str]:
         if key in seen or not model.get("label"):
             continue
         try:
-            current = resolve_model_spec(registry, model["label"], get_profile(model.get("profile", "quick")),
-                                         model.get("backbone"), model.get("train_on"), model.get("budget") or None)
+            current = resolve_model_spec(
+                registry,
+                model["label"],
+                get_profile(model.get("profile", "quick")),
+                model.get("backbone"),
+                model.get("train_on"),
+                model.get("budget") or None,
+            )
         except (HarnessError, KeyError, ValueError):
             seen[key] = key
             continue
@@ -95,9 +127,13 @@ def stale_models(store: Store, registry: object) -> dict[str, str]:
 
 
 def write_leaderboards(
-    store: Store, output_dir: Path, formats: tuple[str, ...] = ("md", "csv"),
-    family_members: dict[str, list[str]] | None = None, include_samples: bool = False,
-    family_baselines: dict[str, Baseline] | None = None, stale: dict[str, str] | None = None,
+    store: Store,
+    output_dir: Path,
+    formats: tuple[str, ...] = ("md", "csv"),
+    family_members: dict[str, list[str]] | None = None,
+    include_samples: bool = False,
+    family_baselines: dict[str, Baseline] | None = None,
+    stale: dict[str, str] | None = None,
     renderers: Mapping[str, LeaderboardRenderer] | None = None,
 ) -> list[Path]:
     """Write every family's file; invalid records are in ``store.skipped`` (also logged, and shown as ``invalid``),

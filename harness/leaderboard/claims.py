@@ -11,6 +11,7 @@ by a benchmark script carries the script's measured numbers and the bar they mus
 the matrix pages (``harness leaderboard --matrix``) render the same outcomes through :func:`claims_markdown`, so the
 two cannot disagree. Format of the block: docs/fidelity.md, "Paper tables".
 """
+
 from __future__ import annotations
 
 import math
@@ -55,8 +56,23 @@ def load_claims(path: Path, document: dict) -> list[Claim]:
     for item in block:
         if not isinstance(item, dict):
             raise data_error(path, None, f"claims: each claim must be a mapping; got {item!r}.")
-        unknown = set(item) - {"section", "order", "claim", "experiment", "column", "higher", "lower", "pairs",
-                               "relation", "paper", "baselines", "note", "not_testable", "not_run", "benchmark"}
+        unknown = set(item) - {
+            "section",
+            "order",
+            "claim",
+            "experiment",
+            "column",
+            "higher",
+            "lower",
+            "pairs",
+            "relation",
+            "paper",
+            "baselines",
+            "note",
+            "not_testable",
+            "not_run",
+            "benchmark",
+        }
         if unknown:
             raise data_error(path, None, f"claims: unknown key(s) {sorted(unknown)} in {item.get('claim')!r}.")
         pairs = [tuple(map(str, pair)) for pair in item.get("pairs") or []]
@@ -71,21 +87,41 @@ def load_claims(path: Path, document: dict) -> list[Claim]:
         if relation not in ("order", "tie"):
             raise data_error(path, None, f"claims: relation must be order or tie; got {relation!r}.")
         paper = item.get("paper")
-        if paper is not None and (not isinstance(paper, dict) or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in paper.values())):
+        if paper is not None and (
+            not isinstance(paper, dict)
+            or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in paper.values()
+            )
+        ):
             raise data_error(path, None, f"claims: paper must map row names to numbers; got {paper!r}.")
         benchmark = item.get("benchmark")
-        if benchmark is not None and not (isinstance(benchmark, dict) and "bar" in benchmark and isinstance(
-                benchmark.get("numbers"), dict)):
+        if benchmark is not None and not (
+            isinstance(benchmark, dict) and "bar" in benchmark and isinstance(benchmark.get("numbers"), dict)
+        ):
             raise data_error(path, None, "claims: benchmark needs command, bar and numbers (task: [ours, reference]).")
-        claim = Claim(path.stem, _text(path, item, "section", True), int(item.get("order", 0)),
-                      _text(path, item, "claim", True), _text(path, item, "experiment"), columns, pairs, relation,
-                      None if paper is None else {str(k): float(v) for k, v in paper.items()},
-                      {str(k): str(v) for k, v in (item.get("baselines") or {}).items()}, _text(path, item, "note"),
-                      _text(path, item, "not_testable"), _text(path, item, "not_run"), benchmark)
+        claim = Claim(
+            path.stem,
+            _text(path, item, "section", True),
+            int(item.get("order", 0)),
+            _text(path, item, "claim", True),
+            _text(path, item, "experiment"),
+            columns,
+            pairs,
+            relation,
+            None if paper is None else {str(k): float(v) for k, v in paper.items()},
+            {str(k): str(v) for k, v in (item.get("baselines") or {}).items()},
+            _text(path, item, "note"),
+            _text(path, item, "not_testable"),
+            _text(path, item, "not_run"),
+            benchmark,
+        )
         if not (claim.not_testable or claim.not_run or claim.benchmark or (claim.columns and claim.pairs)):
-            raise data_error(path, None, f"claims: {claim.text[:60]!r} needs column, higher and lower (or pairs; or "
-                                         "not_testable / not_run: why, or benchmark: its numbers).")
+            raise data_error(
+                path,
+                None,
+                f"claims: {claim.text[:60]!r} needs column, higher and lower (or pairs; or "
+                "not_testable / not_run: why, or benchmark: its numbers).",
+            )
         claims.append(claim)
     return claims
 
@@ -102,22 +138,28 @@ class _Statistics:
         return compare_cells(cells_a, cells_b, self.cache)
 
 
-def _pair(board: Any, claim: Claim, column_label: str, higher: str, lower: str,
-          statistics: _Statistics) -> PairOutcome:
+def _pair(board: Any, claim: Claim, column_label: str, higher: str, lower: str, statistics: _Statistics) -> PairOutcome:
     from .matrix_board import _member_cells
 
     rows = {row.label: row for row in board.rows}
     columns = {column.label: column for column in board.columns}
     for name in (higher, lower):
         if name not in rows:
-            raise DataFileError(f"matrices/{claim.matrix}.yaml: claim {claim.text[:60]!r} names row {name!r}, which is "
-                                f"not an entry of the matrix (entries: {sorted(rows)}).")
+            raise DataFileError(
+                f"matrices/{claim.matrix}.yaml: claim {claim.text[:60]!r} names row {name!r}, which is "
+                f"not an entry of the matrix (entries: {sorted(rows)})."
+            )
     if column_label not in columns:
-        raise DataFileError(f"matrices/{claim.matrix}.yaml: claim {claim.text[:60]!r} names column {column_label!r}, "
-                            f"which the matrix does not have (columns: {sorted(columns)}).")
+        raise DataFileError(
+            f"matrices/{claim.matrix}.yaml: claim {claim.text[:60]!r} names column {column_label!r}, "
+            f"which the matrix does not have (columns: {sorted(columns)})."
+        )
     column = columns[column_label]
-    paper = claim.paper if claim.paper is not None else {
-        name: values[column_label] for name, values in board.paper.rows.items() if column_label in values}
+    paper = (
+        claim.paper
+        if claim.paper is not None
+        else {name: values[column_label] for name, values in board.paper.rows.items() if column_label in values}
+    )
     paper_difference = paper[higher] - paper[lower] if higher in paper and lower in paper else None
     cells_h, cells_l = _member_cells(rows[higher], column), _member_cells(rows[lower], column)
     if not all(cell.values for cell in cells_h + cells_l):
@@ -126,8 +168,10 @@ def _pair(board: Any, claim: Claim, column_label: str, higher: str, lower: str,
     score_l = rows[lower].cells[column_label].mean()
     result = statistics.compare(cells_h, cells_l)
     verdict = pair_verdict(claim.relation, result, paper_difference)
-    if result is None and any(rows[name].train_on and len(rows[name].cells[column_label].values) < MIN_TRAINED_SEEDS
-                              for name in (higher, lower)):
+    if result is None and any(
+        rows[name].train_on and len(rows[name].cells[column_label].values) < MIN_TRAINED_SEEDS
+        for name in (higher, lower)
+    ):
         verdict = TOO_FEW_SEEDS  # no per-example data either, but one seed of a trained row settles it
     return PairOutcome(column_label, higher, lower, score_h, score_l, result, verdict, paper_difference)
 
@@ -147,19 +191,30 @@ def judge(board: Any, claim: Claim, statistics: _Statistics | None = None) -> Cl
         return ClaimOutcome(claim, [], [], NOT_RUN)
     if claim.benchmark:
         return ClaimOutcome(claim, [], [], _benchmark_verdict(claim))
-    pairs = [_pair(board, claim, column, high, low, statistics) for column in claim.columns
-             for high, low in claim.pairs]
+    pairs = [
+        _pair(board, claim, column, high, low, statistics) for column in claim.columns for high, low in claim.pairs
+    ]
     reference = Claim(claim.matrix, claim.section, 0, claim.text, paper={})
-    baselines = [_pair(board, reference, column, row, base, statistics) for column in claim.columns
-                 for row, base in claim.baselines.items()]
-    seeds = sorted({seed for row in board.rows for cell in row.cells.values() for seed in cell.values
-                    if row.label in {name for pair in claim.pairs for name in pair}})
-    return ClaimOutcome(claim, pairs, baselines, weakest([pair.verdict for pair in pairs]),
-                        ", ".join(map(str, seeds)))
+    baselines = [
+        _pair(board, reference, column, row, base, statistics)
+        for column in claim.columns
+        for row, base in claim.baselines.items()
+    ]
+    seeds = sorted(
+        {
+            seed
+            for row in board.rows
+            for cell in row.cells.values()
+            for seed in cell.values
+            if row.label in {name for pair in claim.pairs for name in pair}
+        }
+    )
+    return ClaimOutcome(claim, pairs, baselines, weakest([pair.verdict for pair in pairs]), ", ".join(map(str, seeds)))
 
 
-def matrix_outcomes(matrix_path: Path, store: Any, registry: Any, statistics: _Statistics | None = None,
-                    board: Any = None) -> list[ClaimOutcome]:
+def matrix_outcomes(
+    matrix_path: Path, store: Any, registry: Any, statistics: _Statistics | None = None, board: Any = None
+) -> list[ClaimOutcome]:
     """Every claim of one matrix file judged on the store's records."""
     import yaml
 
@@ -255,8 +310,13 @@ def render_reproduction(matrix_paths: list[Path], store: Any, registry: Any) -> 
     for section, members in sections.items():
         lines += [f"## {section}", "", _table([claim_row(outcome) for outcome in members]), ""]
     body = "\n".join(lines).rstrip("\n") + "\n"
-    return body + FINGERPRINT.format(inputs=inputs_digest(matrix_paths, store, registry),
-                                     page=hashlib.sha256(body.encode()).hexdigest()) + "\n"
+    return (
+        body
+        + FINGERPRINT.format(
+            inputs=inputs_digest(matrix_paths, store, registry), page=hashlib.sha256(body.encode()).hexdigest()
+        )
+        + "\n"
+    )
 
 
 def write_reproduction(path: Path, matrix_dir: Path, store: Any, registry: Any) -> Path:
@@ -267,8 +327,14 @@ def write_reproduction(path: Path, matrix_dir: Path, store: Any, registry: Any) 
     return Path(path)
 
 
-def write_matrix_board(matrix_path: Path, store: Store, output_dir: Path, formats: tuple[str, ...],
-                       registry: Any, renderers: Mapping[str, LeaderboardRenderer] | None = None) -> list[Path]:
+def write_matrix_board(
+    matrix_path: Path,
+    store: Store,
+    output_dir: Path,
+    formats: tuple[str, ...],
+    registry: Any,
+    renderers: Mapping[str, LeaderboardRenderer] | None = None,
+) -> list[Path]:
     """``<output_dir>/<matrix file stem>.<fmt>`` for each of ``formats``: those of ``renderers`` (default the
     built-in ones) that render a matrix (md, csv, html)."""
     matrix_formats = matrix_renderers(BUILTIN_FORMATS if renderers is None else renderers)

@@ -14,6 +14,7 @@ built-in formats (:data:`BUILTIN_FORMATS`) the same way (harness.components); a 
 Nothing here reads the registry: the CLI hands :func:`~harness.leaderboard.write_leaderboards` and
 :func:`~.claims.write_matrix_board` the formats it found there (:func:`available_formats`).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
@@ -62,13 +63,20 @@ def _without_folder(render: Callable[[list[Table]], str]) -> Callable[[list[Tabl
 
 # Order is the order of the CLI's help and of its error messages.
 BUILTIN_FORMATS: dict[str, LeaderboardFormat] = {
-    "md": LeaderboardFormat(_without_folder(text.render_markdown), "markdown tables, one section per comparable set",
-                            matrix_board.render_markdown),
-    "csv": LeaderboardFormat(_without_folder(text.render_csv), "one CSV row per model and section, intervals and marks",
-                             matrix_board.render_csv),
+    "md": LeaderboardFormat(
+        _without_folder(text.render_markdown),
+        "markdown tables, one section per comparable set",
+        matrix_board.render_markdown,
+    ),
+    "csv": LeaderboardFormat(
+        _without_folder(text.render_csv),
+        "one CSV row per model and section, intervals and marks",
+        matrix_board.render_csv,
+    ),
     "tex": LeaderboardFormat(_without_folder(text.render_latex), "LaTeX booktabs tables"),
-    "html": LeaderboardFormat(render_html, "one static sortable page per family, seed records linked",
-                              matrix_board.render_html),
+    "html": LeaderboardFormat(
+        render_html, "one static sortable page per family, seed records linked", matrix_board.render_html
+    ),
 }
 
 
@@ -81,5 +89,8 @@ def available_formats(names: Sequence[str], lookup: Callable[[str], Any]) -> dic
 
 def matrix_renderers(renderers: Mapping[str, LeaderboardRenderer]) -> dict[str, MatrixRenderer]:
     """The formats that also render a matrix's paper table."""
-    return {name: render.render_matrix for name, render in renderers.items()
-            if getattr(render, "render_matrix", None) is not None}
+    return {
+        name: render.render_matrix
+        for name, render in renderers.items()
+        if getattr(render, "render_matrix", None) is not None
+    }

@@ -11,6 +11,7 @@ full spec as its tooltip, a failed or invalid cell's reason as its tooltip; a le
 
 Reference: none (presentation only). Deviations: none in the numbers (same Table as the markdown).
 """
+
 from __future__ import annotations
 
 import html
@@ -98,13 +99,24 @@ def _score_cell(table: Any, row: Any, column: str, output_dir: Path) -> str:
     cell = row.cells.get(column)
     view = table.cell_view(row, column)
     records = getattr(cell, "records", {}) or {}
-    links = "".join(f'<a href="{_escape(_link(records[seed], output_dir))}" title="record of seed {seed}">'
-                    f"s{seed}</a>" for seed in sorted(records))
+    links = "".join(
+        f'<a href="{_escape(_link(records[seed], output_dir))}" title="record of seed {seed}">s{seed}</a>'
+        for seed in sorted(records)
+    )
     seeds = f'<span class="seeds">{links}</span>' if links else ""
     if view.kind != "value":  # the record of a missing, failed or invalid cell says why
         css = "failed" if view.kind in ("failed", "invalid") else "status"
-        why = "; ".join(f"seed {seed}: {message}" for seed, message in sorted(
-            {**getattr(cell, "messages", {}), **getattr(cell, "invalid_seeds", {})}.items()) if message) if cell else ""
+        why = (
+            "; ".join(
+                f"seed {seed}: {message}"
+                for seed, message in sorted(
+                    {**getattr(cell, "messages", {}), **getattr(cell, "invalid_seeds", {})}.items()
+                )
+                if message
+            )
+            if cell
+            else ""
+        )
         title = f' title="{_escape(why)}"' if why else ""
         return f'<td data-sort=""><span class="{css}"{title}>{_escape(view.render())}</span>{seeds}</td>'
     text = table.cell_text(row, column)  # with its interval and marks (the one rule for "best": .stats.cell_mark)
@@ -119,14 +131,21 @@ def _average_cell(table: Any, row: Any, average: float) -> str:
     is_best = cell_mark(table, row, table.average_header) == BEST_SIGNIFICANT
     text = decorate(table, row, table.average_header, f"{average:.2f}")
     classes = ' class="best"' if is_best else ""
-    return (f'<td{classes} data-sort="{average:.6f}"><span class="value">{_escape(text[2:-2] if is_best else text)}'
-            "</span></td>")
+    return (
+        f'<td{classes} data-sort="{average:.6f}"><span class="value">{_escape(text[2:-2] if is_best else text)}'
+        "</span></td>"
+    )
 
 
 def _section_html(table: Any, output_dir: Path, per_row: list[str]) -> list[str]:
-    heads = ['<th class="text">rank</th>', '<th class="text">model</th>',
-             *(f'<th class="text">{name}</th>' for name in per_row), '<th class="text">seeds</th>',
-             *(f"<th>{_escape(column)}</th>" for column in table.columns), f"<th>{_escape(table.average_header)}</th>"]
+    heads = [
+        '<th class="text">rank</th>',
+        '<th class="text">model</th>',
+        *(f'<th class="text">{name}</th>' for name in per_row),
+        '<th class="text">seeds</th>',
+        *(f"<th>{_escape(column)}</th>" for column in table.columns),
+        f"<th>{_escape(table.average_header)}</th>",
+    ]
     body = []
     for rank, row, average in table.ranked():
         model = ",<wbr>".join(_escape(part) for part in row.label.split(","))  # long specs may break after a comma
@@ -134,19 +153,26 @@ def _section_html(table: Any, output_dir: Path, per_row: list[str]) -> list[str]
         cells = [
             f'<td class="text" data-sort="{rank if rank is not None else ""}">{rank or ""}</td>',
             f'<td class="text model" data-sort="{_escape(row.label)}" title="{_escape(spec)}">{model}</td>',
-            *(f'<td class="text" data-sort="{_escape(getattr(row, name))}">{_escape(getattr(row, name))}</td>'
-              for name in per_row),
+            *(
+                f'<td class="text" data-sort="{_escape(getattr(row, name))}">{_escape(getattr(row, name))}</td>'
+                for name in per_row
+            ),
             f'<td class="text" data-sort="{len(row.seeds)}">{_escape(",".join(map(str, sorted(row.seeds))))}</td>',
             *(_score_cell(table, row, column, output_dir) for column in table.columns),
-            (_average_cell(table, row, average) if average is not None
-             else '<td data-sort=""><span class="status">incomplete</span></td>'),
+            (
+                _average_cell(table, row, average)
+                if average is not None
+                else '<td data-sort=""><span class="status">incomplete</span></td>'
+            ),
         ]
         body.append("<tr>" + "".join(cells) + "</tr>")
     metrics = ""
     if table.mixed_metrics:
-        metrics = ('<p class="legend">Members use different metrics ('
-                   + ", ".join(f"{_escape(c)}: {_escape(m)}" for c, m in table.column_metrics.items())
-                   + f"); the average joins only the {_escape(table.averaged_metric)} columns.</p>")
+        metrics = (
+            '<p class="legend">Members use different metrics ('
+            + ", ".join(f"{_escape(c)}: {_escape(m)}" for c, m in table.column_metrics.items())
+            + f"); the average joins only the {_escape(table.averaged_metric)} columns.</p>"
+        )
     return [
         *([f"<h2>{_escape(table.title)}</h2>"] if table.title else []),
         *([metrics] if metrics else []),
@@ -161,11 +187,15 @@ def _section_html(table: Any, output_dir: Path, per_row: list[str]) -> list[str]
 def _legend_html(entries: list[tuple[str, str]]) -> list[str]:
     if not entries:
         return []
-    rows = "".join(f'<tr><td class="text">{_escape(label)}</td><td class="text spec">{_escape(spec)}</td></tr>'
-                   for label, spec in entries)
-    return ["<h2>Legend: short labels</h2>",
-            '<table class="legend-table"><thead><tr><th class="text">label</th><th class="text">full spec</th></tr>'
-            f"</thead><tbody>{rows}</tbody></table>"]
+    rows = "".join(
+        f'<tr><td class="text">{_escape(label)}</td><td class="text spec">{_escape(spec)}</td></tr>'
+        for label, spec in entries
+    )
+    return [
+        "<h2>Legend: short labels</h2>",
+        '<table class="legend-table"><thead><tr><th class="text">label</th><th class="text">full spec</th></tr>'
+        f"</thead><tbody>{rows}</tbody></table>",
+    ]
 
 
 def render_html_page(tables: Any, output_dir: Path | None = None) -> str:
@@ -180,40 +210,50 @@ def render_html_page(tables: Any, output_dir: Path | None = None) -> str:
     # A backbone or profile shared by every row is said once in the header instead of in every row.
     per_row = [name for name, values in (("backbone", backbones), ("profile", profiles)) if len(values) > 1]
     family = sections[0].family
-    facts = [("profile", ", ".join(profiles)), ("backbone", ", ".join(backbones)),
-             ("hardware", "; ".join(hardware) or "?"), ("models", str(len(rows))), ("tasks", ", ".join(columns))]
+    facts = [
+        ("profile", ", ".join(profiles)),
+        ("backbone", ", ".join(backbones)),
+        ("hardware", "; ".join(hardware) or "?"),
+        ("models", str(len(rows))),
+        ("tasks", ", ".join(columns)),
+    ]
     body = [line for table in sections for line in _section_html(table, output_dir, per_row)]
-    return "\n".join([
-        "<!DOCTYPE html>",
-        '<html lang="en">',
-        "<head>",
-        '<meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>Leaderboard: {_escape(family)}</title>",
-        f"<style>{_CSS}</style>",
-        "</head>",
-        "<body>",
-        f"<h1>Leaderboard: {_escape(family)}</h1>",
-        '<dl class="facts">' + "".join(f"<dt>{_escape(k)}</dt><dd>{_escape(v)}</dd>" for k, v in facts) + "</dl>",
-        '<p class="legend">Cells: main score x100, mean ± std over seeds; the links under a value open each seed\'s '
-        "record. <code>*</code> = not every seed of the row has this cell; <code>-</code> = not run; "
-        "<code>missing</code> = data not available when it ran; <code>failed</code> = the computation failed; "
-        "<code>invalid</code> = the record does not verify (damaged or edited). Hover a model for its full spec, "
-        "a failed cell for the reason. Average and rank only for complete rows, and only against rows of the same "
-        "profile evaluated on the same tasks (one section each). "
-        "Click a column header to sort.</p>",
-        *(f'<p class="legend">{_escape(line.replace("**bold**", "bold"))}</p>'
-          for line in dict.fromkeys(line for table in sections for line in statistics_notes(table))),
-        *(f'<p class="legend">{_escape(line)}</p>' for line in contamination_notes(sections)),
-        *body,
-        *_legend_html(legend_rows(sections)),
-        "<footer>Generated by <code>harness leaderboard --formats html</code> from the result store; do not edit "
-        "by hand.</footer>",
-        f"<script>{_SCRIPT}</script>",
-        "</body>",
-        "</html>",
-        "",
-    ])
+    facts_html = "".join(f"<dt>{_escape(k)}</dt><dd>{_escape(v)}</dd>" for k, v in facts)
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en">',
+            "<head>",
+            '<meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>Leaderboard: {_escape(family)}</title>",
+            f"<style>{_CSS}</style>",
+            "</head>",
+            "<body>",
+            f"<h1>Leaderboard: {_escape(family)}</h1>",
+            f'<dl class="facts">{facts_html}</dl>',
+            '<p class="legend">Cells: main score x100, mean ± std over seeds; the links under a value open each '
+            "seed's record. <code>*</code> = not every seed of the row has this cell; <code>-</code> = not run; "
+            "<code>missing</code> = data not available when it ran; <code>failed</code> = the computation failed; "
+            "<code>invalid</code> = the record does not verify (damaged or edited). Hover a model for its full spec, "
+            "a failed cell for the reason. Average and rank only for complete rows, and only against rows of the same "
+            "profile evaluated on the same tasks (one section each). "
+            "Click a column header to sort.</p>",
+            *(
+                f'<p class="legend">{_escape(line.replace("**bold**", "bold"))}</p>'
+                for line in dict.fromkeys(line for table in sections for line in statistics_notes(table))
+            ),
+            *(f'<p class="legend">{_escape(line)}</p>' for line in contamination_notes(sections)),
+            *body,
+            *_legend_html(legend_rows(sections)),
+            "<footer>Generated by <code>harness leaderboard --formats html</code> from the result store; do not edit "
+            "by hand.</footer>",
+            f"<script>{_SCRIPT}</script>",
+            "</body>",
+            "</html>",
+            "",
+        ]
+    )
 
 
 def render_html(tables: Table | list[Table], output_dir: Path | None = None) -> str:

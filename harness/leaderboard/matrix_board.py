@@ -6,6 +6,7 @@ Built from the registry the caller hands it (it resolves the matrix's specs; it 
 (presentation); deviations: none in the numbers. Rows, columns, cells, the ``paper:`` block's format and the
 ordering test: docs/fidelity.md, section "Paper tables" and the table row "paper tables".
 """
+
 from __future__ import annotations
 
 import html
@@ -64,16 +65,25 @@ def _paper(path: Path, document: dict) -> Paper:
     if block is None:
         return Paper()
     if not isinstance(block, dict) or not isinstance(block.get("rows", {}), dict):
-        raise data_error(path, None, "paper must be a mapping with source, comparable, caveat and rows "
-                                     "(entry name -> {column: number}).")
+        raise data_error(
+            path,
+            None,
+            "paper must be a mapping with source, comparable, caveat and rows (entry name -> {column: number}).",
+        )
     rows: dict[str, dict[str, float]] = {}
     for name, values in (block.get("rows") or {}).items():
-        if not isinstance(values, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                   and math.isfinite(v) for v in values.values()):
+        if not isinstance(values, dict) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values.values()
+        ):
             raise data_error(path, None, f"paper.rows[{name!r}] must map column names to numbers; got {values!r}.")
         rows[str(name)] = {str(k): float(v) for k, v in values.items()}
-    return Paper(str(block.get("source", "")), bool(block.get("comparable", True)), str(block.get("caveat", "")),
-                 rows, " ".join(str(block.get("aggregation", "")).split()))
+    return Paper(
+        str(block.get("source", "")),
+        bool(block.get("comparable", True)),
+        str(block.get("caveat", "")),
+        rows,
+        " ".join(str(block.get("aggregation", "")).split()),
+    )
 
 
 def entry_specs(matrix: dict, registry: Any) -> list[tuple[Any, Any]]:
@@ -82,9 +92,20 @@ def entry_specs(matrix: dict, registry: Any) -> list[tuple[Any, Any]]:
     from ..spec import resolve_model_spec
 
     profile = get_profile(matrix.get("profile", "quick"))
-    return [(entry, resolve_model_spec(registry, entry.spec, profile, entry.backbone or matrix.get("backbone"),
-                                       entry.train_on or matrix.get("train_on"), entry.budget))
-            for entry in matrix["models"]]
+    return [
+        (
+            entry,
+            resolve_model_spec(
+                registry,
+                entry.spec,
+                profile,
+                entry.backbone or matrix.get("backbone"),
+                entry.train_on or matrix.get("train_on"),
+                entry.budget,
+            ),
+        )
+        for entry in matrix["models"]
+    ]
 
 
 def build_board(matrix_path: Path, store: Store, registry: Any) -> MatrixBoard:
@@ -110,8 +131,11 @@ def build_board(matrix_path: Path, store: Store, registry: Any) -> MatrixBoard:
     for record in store.records():
         if runtime_of(record) == DEFAULT_RUNTIME:  # a matrix board shows the cells of torch runs (the papers')
             records[(record["model_key"], record["seed"], record["task"]["key"])] = record
-    invalid = {(Path(p).parent.parent.name, Path(p).parent.name, split_record_stem(Path(p).stem)[0]): reason
-               for p, reason in store.skipped if split_record_stem(Path(p).stem)[1] == DEFAULT_RUNTIME}
+    invalid = {
+        (Path(p).parent.parent.name, Path(p).parent.name, split_record_stem(Path(p).stem)[0]): reason
+        for p, reason in store.skipped
+        if split_record_stem(Path(p).stem)[1] == DEFAULT_RUNTIME
+    }
     rows: list[Row] = []
     samples: set[int] = set()
     for (_, spec), raw in zip(entry_specs(matrix, registry), raw_entries):
@@ -124,8 +148,12 @@ def build_board(matrix_path: Path, store: Store, registry: Any) -> MatrixBoard:
                 continue
             task_key = column.task_keys[0]
             for seed in matrix["seeds"]:
-                _fill(row.cells[column.label], records.get((spec.key, seed, task_key)), seed,
-                      invalid.get((spec.key, f"seed-{seed}", task_key)))
+                _fill(
+                    row.cells[column.label],
+                    records.get((spec.key, seed, task_key)),
+                    seed,
+                    invalid.get((spec.key, f"seed-{seed}", task_key)),
+                )
                 record = records.get((spec.key, seed, task_key))
                 if record is not None and sample_size(record) is not None:
                     samples.add(sample_size(record))
@@ -141,16 +169,27 @@ def build_board(matrix_path: Path, store: Store, registry: Any) -> MatrixBoard:
     paper = _paper(matrix_path, document)
     unknown = sorted(set(paper.rows) - set(names))
     if unknown:
-        raise DataFileError(f"{matrix_path}: paper.rows names {unknown}, which are not entries of the matrix "
-                            f"(entries: {names}).")
+        raise DataFileError(
+            f"{matrix_path}: paper.rows names {unknown}, which are not entries of the matrix (entries: {names})."
+        )
     labels = {c.label for c in columns}
     stray = sorted({k for values in paper.rows.values() for k in values} - labels)
     if stray:
-        raise DataFileError(f"{matrix_path}: paper.rows use column(s) {stray} that the matrix does not have "
-                            f"(columns: {sorted(labels)}).")
+        raise DataFileError(
+            f"{matrix_path}: paper.rows use column(s) {stray} that the matrix does not have "
+            f"(columns: {sorted(labels)})."
+        )
     description = " ".join(str(document.get("description", "")).split())
-    return MatrixBoard(matrix_path.stem, description, profile.name, list(matrix["seeds"]), columns, rows, paper,
-                       max(samples) if samples else None)
+    return MatrixBoard(
+        matrix_path.stem,
+        description,
+        profile.name,
+        list(matrix["seeds"]),
+        columns,
+        rows,
+        paper,
+        max(samples) if samples else None,
+    )
 
 
 def _fill(cell: Cell, record: dict | None, seed: int, invalid: str | None) -> None:
@@ -229,8 +268,10 @@ def paper_agreement_rows(board: MatrixBoard) -> list[list[str]]:
     lines = []
     cache = board.statistics
     for column in board.columns:
-        reported = sorted(((values[column.label], name) for name, values in board.paper.rows.items()
-                           if column.label in values), reverse=True)
+        reported = sorted(
+            ((values[column.label], name) for name, values in board.paper.rows.items() if column.label in values),
+            reverse=True,
+        )
         for (paper_high, high), (paper_low, low) in zip(reported, reported[1:]):
             row_a, row_b = by_label[high], by_label[low]
             cells_a, cells_b = _member_cells(row_a, column), _member_cells(row_b, column)
@@ -244,14 +285,22 @@ def paper_agreement_rows(board: MatrixBoard) -> list[list[str]]:
                 if result is None or result.interval is None:
                     ours = f"{difference:+.2f}" + (f" ({NO_DATA})" if result is None else "")
                 else:
-                    ours = (f"{result.difference:+.2f} [{result.interval[0]:+.2f}, {result.interval[1]:+.2f}], "
-                            f"p={result.p_value:.3f} ({result.unit})")
+                    ours = (
+                        f"{result.difference:+.2f} [{result.interval[0]:+.2f}, {result.interval[1]:+.2f}], "
+                        f"p={result.p_value:.3f} ({result.unit})"
+                    )
             lines.append([column.label, high, low, f"{paper_high - paper_low:+.2f}", ours, verdict])
     return lines
 
 
-AGREEMENT_HEADERS = ["column", "higher in the paper", "lower in the paper", "paper Δ",
-                     "our Δ [95% CI], p (unit)", "verdict"]
+AGREEMENT_HEADERS = [
+    "column",
+    "higher in the paper",
+    "lower in the paper",
+    "paper Δ",
+    "our Δ [95% CI], p (unit)",
+    "verdict",
+]
 
 
 def table_rows(board: MatrixBoard) -> tuple[list[str], list[list[str]]]:
@@ -275,13 +324,17 @@ def table_rows(board: MatrixBoard) -> tuple[list[str], list[list[str]]]:
 
 
 def header_lines(board: MatrixBoard) -> list[str]:
-    lines = [f"Matrix `matrices/{board.name}.yaml`, profile {board.profile}, seeds "
-             f"{', '.join(map(str, board.seeds))}. Cells: main score x100, mean ± std over the seeds that ran; `*` = "
-             "fewer seeds than the matrix declares; `-` = not run; `failed` / `missing` / `invalid` as in the family "
-             "leaderboards. A family's `avg` column is the mean over its members per seed."]
+    lines = [
+        f"Matrix `matrices/{board.name}.yaml`, profile {board.profile}, seeds "
+        f"{', '.join(map(str, board.seeds))}. Cells: main score x100, mean ± std over the seeds that ran; `*` = "
+        "fewer seeds than the matrix declares; `-` = not run; `failed` / `missing` / `invalid` as in the family "
+        "leaderboards. A family's `avg` column is the mean over its members per seed."
+    ]
     if board.sample is not None:
-        lines.append(f"**Computed on a sample of the evaluation data (max_eval_examples={board.sample}): not "
-                     "comparable to full results or to the paper.**")
+        lines.append(
+            f"**Computed on a sample of the evaluation data (max_eval_examples={board.sample}): not "
+            "comparable to full results or to the paper.**"
+        )
     if board.paper.rows:
         lines.append(f"Paper: {board.paper.source}. `(paper)` columns are the paper's numbers, `Δ` = ours - paper.")
         if not board.paper.comparable:
@@ -296,26 +349,30 @@ def render_markdown(board: MatrixBoard, outcomes: list | None = None) -> str:
 
     headers, body = table_rows(board)
     legend = [(row.label, row.spec, row.model_key) for row in board.rows]
-    return "\n".join([
-        f"# {board.name}",
-        "",
-        "Generated by `harness leaderboard --matrix` from the result store; do not edit by hand.",
-        "",
-        *[line for text in header_lines(board) for line in (text, "")],
-        *([f"What it reproduces: {board.description}", ""] if board.description else []),
-        tabulate(body, headers=headers, tablefmt="github", disable_numparse=True),
-        "",
-        *_agreement_markdown(board, outcomes),
-        "## Entries",
-        "",
-        tabulate(legend, headers=["entry", "full spec", "model key"], tablefmt="github", disable_numparse=True),
-        "",
-    ])
+    return "\n".join(
+        [
+            f"# {board.name}",
+            "",
+            "Generated by `harness leaderboard --matrix` from the result store; do not edit by hand.",
+            "",
+            *[line for text in header_lines(board) for line in (text, "")],
+            *([f"What it reproduces: {board.description}", ""] if board.description else []),
+            tabulate(body, headers=headers, tablefmt="github", disable_numparse=True),
+            "",
+            *_agreement_markdown(board, outcomes),
+            "## Entries",
+            "",
+            tabulate(legend, headers=["entry", "full spec", "model key"], tablefmt="github", disable_numparse=True),
+            "",
+        ]
+    )
 
 
-AGREEMENT_LEGEND = ("Neighbouring rows in the paper's order, tested on our records by the rule of "
-                    "docs/reproduction.md (across runs wherever a row was trained, else over test examples; equal "
-                    "paper numbers are a claimed tie): ")
+AGREEMENT_LEGEND = (
+    "Neighbouring rows in the paper's order, tested on our records by the rule of "
+    "docs/reproduction.md (across runs wherever a row was trained, else over test examples; equal "
+    "paper numbers are a claimed tie): "
+)
 
 
 def _agreement_markdown(board: MatrixBoard, outcomes: list | None = None) -> list[str]:
@@ -328,8 +385,14 @@ def _agreement_markdown(board: MatrixBoard, outcomes: list | None = None) -> lis
     lines = paper_agreement_rows(board)
     if not lines:
         return []
-    return ["## Does our ordering agree with the paper's?", "", AGREEMENT_LEGEND + VERDICT_RULE, "",
-            tabulate(lines, headers=AGREEMENT_HEADERS, tablefmt="github", disable_numparse=True), ""]
+    return [
+        "## Does our ordering agree with the paper's?",
+        "",
+        AGREEMENT_LEGEND + VERDICT_RULE,
+        "",
+        tabulate(lines, headers=AGREEMENT_HEADERS, tablefmt="github", disable_numparse=True),
+        "",
+    ]
 
 
 def render_csv(board: MatrixBoard, outcomes: list | None = None) -> str:
@@ -361,31 +424,53 @@ def render_html(board: MatrixBoard, outcomes: list | None = None) -> str:
     head = "".join(f'<th class="{"text" if i < 2 else ""}">{escape(h)}</th>' for i, h in enumerate(headers))
     lines = []
     for row, line in zip(board.rows, body):
-        cells = [f'<td class="text model" title="{escape(row.spec)}">{escape(line[0])}</td>',
-                 f'<td class="text">{escape(line[1])}</td>']
+        cells = [
+            f'<td class="text model" title="{escape(row.spec)}">{escape(line[0])}</td>',
+            f'<td class="text">{escape(line[1])}</td>',
+        ]
         for text in line[2:]:
             css = "failed" if text in ("failed", "invalid") else "status" if text in ("missing", "-") else ""
             cells.append(f'<td><span class="{css}">{escape(text)}</span></td>' if css else f"<td>{escape(text)}</td>")
         lines.append("<tr>" + "".join(cells) + "</tr>")
-    notes = "".join(f'<p class="{"warning" if text.startswith("**") else "legend"}">{_inline(escape(text))}</p>'
-                    for text in header_lines(board))
-    entries = "".join(f'<tr><td class="text">{escape(r.label)}</td><td class="text spec">{escape(r.spec)}</td>'
-                      f'<td class="text">{escape(r.model_key)}</td></tr>' for r in board.rows)
-    return "\n".join([
-        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{escape(board.name)}</title>",
-        f"<style>{_CSS} .warning {{ color: #9a3412; max-width: 70rem; }}</style>", "</head>", "<body>",
-        f"<h1>{escape(board.name)}</h1>", notes,
-        *([f'<p class="legend">What it reproduces: {escape(board.description)}</p>'] if board.description else []),
-        '<div class="scroll"><table>', f"<thead><tr>{head}</tr></thead>", "<tbody>", *lines, "</tbody></table></div>",
-        *_agreement_html(board, escape, outcomes),
-        "<h2>Entries</h2>",
-        '<table class="legend-table"><thead><tr><th class="text">entry</th><th class="text">full spec</th>'
-        f'<th class="text">model key</th></tr></thead><tbody>{entries}</tbody></table>',
-        "<footer>Generated by <code>harness leaderboard --matrix</code> from the result store; do not edit by hand."
-        "</footer>", "</body>", "</html>", "",
-    ])
+    notes = "".join(
+        f'<p class="{"warning" if text.startswith("**") else "legend"}">{_inline(escape(text))}</p>'
+        for text in header_lines(board)
+    )
+    entries = "".join(
+        f'<tr><td class="text">{escape(r.label)}</td><td class="text spec">{escape(r.spec)}</td>'
+        f'<td class="text">{escape(r.model_key)}</td></tr>'
+        for r in board.rows
+    )
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en">',
+            "<head>",
+            '<meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{escape(board.name)}</title>",
+            f"<style>{_CSS} .warning {{ color: #9a3412; max-width: 70rem; }}</style>",
+            "</head>",
+            "<body>",
+            f"<h1>{escape(board.name)}</h1>",
+            notes,
+            *([f'<p class="legend">What it reproduces: {escape(board.description)}</p>'] if board.description else []),
+            '<div class="scroll"><table>',
+            f"<thead><tr>{head}</tr></thead>",
+            "<tbody>",
+            *lines,
+            "</tbody></table></div>",
+            *_agreement_html(board, escape, outcomes),
+            "<h2>Entries</h2>",
+            '<table class="legend-table"><thead><tr><th class="text">entry</th><th class="text">full spec</th>'
+            f'<th class="text">model key</th></tr></thead><tbody>{entries}</tbody></table>',
+            "<footer>Generated by <code>harness leaderboard --matrix</code> from the result store; do not edit by hand."
+            "</footer>",
+            "</body>",
+            "</html>",
+            "",
+        ]
+    )
 
 
 def _agreement_html(board: MatrixBoard, escape: Any, outcomes: list | None = None) -> list[str]:
@@ -400,8 +485,11 @@ def _agreement_html(board: MatrixBoard, escape: Any, outcomes: list | None = Non
     if not lines:
         return []
     head = "".join(f'<th class="text">{escape(h)}</th>' for h in headers)
-    body = "".join("<tr>" + "".join(f'<td class="text">{_inline(escape(v))}</td>' for v in line) + "</tr>"
-                   for line in lines)
-    return [f"<h2>{escape(title)}</h2>", f'<p class="legend">{_inline(escape(legend))}</p>',
-            f'<table class="legend-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>']
-
+    body = "".join(
+        "<tr>" + "".join(f'<td class="text">{_inline(escape(v))}</td>' for v in line) + "</tr>" for line in lines
+    )
+    return [
+        f"<h2>{escape(title)}</h2>",
+        f'<p class="legend">{_inline(escape(legend))}</p>',
+        f'<table class="legend-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>',
+    ]

@@ -9,6 +9,7 @@ the same tables as the markdown.
 
 Reference: none (presentation only). Deviations: none in the numbers (same Table as the markdown).
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -44,8 +45,13 @@ def plot_table(tables: Any, path: Path) -> Path:
     count = len(ordered)
     height = 1.6 + 0.24 * count + (0.3 * len(sections) if len(sections) > 1 else 0)
     longest = max((len(row.label) for _, _, row, _ in ordered), default=10)
-    figure, axes = plt.subplots(1, len(columns), sharey=True, squeeze=False,
-                                figsize=(min(2.0 + 0.065 * longest + 1.9 * len(columns), 26.0), height))
+    figure, axes = plt.subplots(
+        1,
+        len(columns),
+        sharey=True,
+        squeeze=False,
+        figsize=(min(2.0 + 0.065 * longest + 1.9 * len(columns), 26.0), height),
+    )
     palette = plt.get_cmap("tab10")
     positions = np.arange(count)[::-1]
     for panel, (column, task_set) in zip(axes[0], columns):
@@ -56,8 +62,7 @@ def plot_table(tables: Any, path: Path) -> Path:
         marks = [bar[3] for bar in bars]
         colours = [palette(sections.index(table) % 10) for table, _, _, _ in ordered]
         xerr = np.array(errors, dtype=float).T  # row 0: below the mean, row 1: above (the tables' interval)
-        panel.barh(positions, means, xerr=xerr, color=colours, height=0.75, error_kw={"elinewidth": 0.8},
-                   capsize=1.5)
+        panel.barh(positions, means, xerr=xerr, color=colours, height=0.75, error_kw={"elinewidth": 0.8}, capsize=1.5)
         finite = [m for m in means if not np.isnan(m)]
         low, high = (min(finite), max(finite)) if finite else (0.0, 100.0)
         left = max(0.0, low - 0.25 * (high - low + 1.0) - 2.0) if low >= 0 else low - 0.1 * (high - low + 1.0)
@@ -69,8 +74,15 @@ def plot_table(tables: Any, path: Path) -> Path:
             if np.isnan(value) and note:  # say why a bar is absent instead of leaving a silent gap
                 panel.text(left, position, f" {note}", va="center", fontsize=7, color="#59636e")
             elif not np.isnan(value):  # the number itself (with the tables' mark), so nobody reads it off the axis
-                panel.text(value + above, position, f" {value:.1f}" + MARK_SUFFIX.get(mark, ""), va="center",
-                           fontsize=6, color="#1f2328", fontweight="bold" if mark == BEST_SIGNIFICANT else "normal")
+                panel.text(
+                    value + above,
+                    position,
+                    f" {value:.1f}" + MARK_SUFFIX.get(mark, ""),
+                    va="center",
+                    fontsize=6,
+                    color="#1f2328",
+                    fontweight="bold" if mark == BEST_SIGNIFICANT else "normal",
+                )
         title = column
         if column == AVERAGE:
             title = "average" + (f"\nof {len(task_set)} tasks" if len(task_sets) > 1 else "\n(of the row's section)")
@@ -82,21 +94,31 @@ def plot_table(tables: Any, path: Path) -> Path:
     axes[0][0].set_ylim(-0.6, count - 0.4)
     from matplotlib.patches import Patch
 
-    handles = [Patch(color=palette(i % 10), label=table.title) for i, table in enumerate(sections)
-               if len(sections) > 1]
+    handles = [Patch(color=palette(i % 10), label=table.title) for i, table in enumerate(sections) if len(sections) > 1]
     # What a short label stands for, so the picture reads without the markdown legend.
-    handles += [Patch(color="none", label=textwrap.fill(f"{mark} = {spec}", 160, subsequent_indent="    "))
-                for mark, spec in sections[0].legend.items()]
+    handles += [
+        Patch(color="none", label=textwrap.fill(f"{mark} = {spec}", 160, subsequent_indent="    "))
+        for mark, spec in sections[0].legend.items()
+    ]
     if handles:
-        figure.legend(handles=handles, loc="upper center", ncol=1, fontsize=7, frameon=False,
-                      bbox_to_anchor=(0.5, 0.0), handlelength=1.0)
+        figure.legend(
+            handles=handles,
+            loc="upper center",
+            ncol=1,
+            fontsize=7,
+            frameon=False,
+            bbox_to_anchor=(0.5, 0.0),
+            handlelength=1.0,
+        )
     hardware = sorted({h for _, _, row, _ in ordered for h in row.hardware})
     family = sections[0].family
-    figure.suptitle(f"Leaderboard: {family}  (main score x100, mean over seeds; error bars: the tables' 95% "
-                    "bootstrap interval where there is one, else ± std over seeds; bold: best and significantly "
-                    f"better than the runner-up, {TIED}: tied with the best, {UNTESTED}: best, untested;\n"
-                    f"profile {', '.join(sorted({r.profile for _, _, r, _ in ordered}))}; {'; '.join(hardware)})",
-                    fontsize=9)
+    figure.suptitle(
+        f"Leaderboard: {family}  (main score x100, mean over seeds; error bars: the tables' 95% "
+        "bootstrap interval where there is one, else ± std over seeds; bold: best and significantly "
+        f"better than the runner-up, {TIED}: tied with the best, {UNTESTED}: best, untested;\n"
+        f"profile {', '.join(sorted({r.profile for _, _, r, _ in ordered}))}; {'; '.join(hardware)})",
+        fontsize=9,
+    )
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110, bbox_inches="tight")  # the section legend under the panels is part of the picture
@@ -104,9 +126,9 @@ def plot_table(tables: Any, path: Path) -> Path:
     return path
 
 
-
-def panel_bars(sections: list[Any], ordered: list[tuple], column: str,
-               task_set: tuple[str, ...] | None) -> list[tuple[float, tuple[float, float], str, str]]:
+def panel_bars(
+    sections: list[Any], ordered: list[tuple], column: str, task_set: tuple[str, ...] | None
+) -> list[tuple[float, tuple[float, float], str, str]]:
     """Per row of ``ordered`` ((table, rank, row, average), as drawn top-down) in one panel: (value or NaN, error
     below and above, why there is no bar, the tables' mark). ``column`` is a task, or :data:`AVERAGE` over
     ``task_set`` (rows averaged over other tasks get no bar in that panel)."""
@@ -116,7 +138,8 @@ def panel_bars(sections: list[Any], ordered: list[tuple], column: str,
     for table, _, row, average in ordered:
         header = table.average_header if column == AVERAGE else column
         if (column == AVERAGE and tuple(table.averaged_columns) != task_set) or (
-                column != AVERAGE and column not in table.columns):
+            column != AVERAGE and column not in table.columns
+        ):
             bars.append((np.nan, (0.0, 0.0), "", ""))
             continue
         if column == AVERAGE:
@@ -144,8 +167,9 @@ def _error(table: Any, row: Any, column: str, value: float, cell: Any) -> tuple[
     return spread, spread
 
 
-def plot_leaderboards(results_dir: Path, output_dir: Path,
-                      family_members: dict[str, list[str]] | None = None) -> list[Path]:
+def plot_leaderboards(
+    results_dir: Path, output_dir: Path, family_members: dict[str, list[str]] | None = None
+) -> list[Path]:
     """``leaderboard-<family>.png`` per family of the store at ``results_dir``; ``family_members`` (the registry's
     families, handed in by whoever registers this plot) only orders the columns."""
     tables = collect_tables(Store(results_dir), family_members or {})

@@ -17,6 +17,7 @@ the legend lines; :func:`csv_fields` the csv's extra columns. A paper-table view
 :func:`compare_cells` (their cells of one column, or of an average's members) and :func:`paper_agreement` (our
 difference against the paper's: same sign and significant?); :func:`compare_rows` does it within a family table.
 """
+
 from __future__ import annotations
 
 import logging
@@ -80,8 +81,7 @@ class TableStatistics:
     damaged: set[tuple[str, str]] = field(default_factory=set)  # cells of without_data that have such a side file
 
 
-NO_DATA = ("no per-example data (stored before harness kept it, or the task keeps none: `harness rescore` "
-           "recomputes it)")
+NO_DATA = "no per-example data (stored before harness kept it, or the task keeps none: `harness rescore` recomputes it)"
 
 
 def stored_examples(path: str | Path) -> tuple[ExampleScores | None, str]:
@@ -111,8 +111,9 @@ def stored_run(path: str | Path) -> tuple[ExampleScores | None, str, bool]:
         return None, f"{SIDE_FILE_PROBLEM} {examples_path(Path(path))} cannot be read ({exc})", trained
 
 
-def cell_examples(paths: dict[int, str], seeds: set[int], problems: list[str],
-                  trained: list[bool] | None = None) -> list[ExampleScores] | None:
+def cell_examples(
+    paths: dict[int, str], seeds: set[int], problems: list[str], trained: list[bool] | None = None
+) -> list[ExampleScores] | None:
     """The per-example data of a cell's seeds (``paths``: seed -> record path), or None when a seed has none
     (damaged or absent side files are added to ``problems``; whether any record comes from training is appended
     to ``trained`` when given)."""
@@ -129,8 +130,9 @@ def cell_examples(paths: dict[int, str], seeds: set[int], problems: list[str],
     return results
 
 
-def cell_statistics(cell: Any, problems: list[str] | None = None,
-                    resamples: int = DEFAULT_RESAMPLES) -> CellStatistics | None:
+def cell_statistics(
+    cell: Any, problems: list[str] | None = None, resamples: int = DEFAULT_RESAMPLES
+) -> CellStatistics | None:
     """A leaderboard cell's seed-pooled bootstrap replicates (from the records its ``records`` name, for the seeds
     in its ``values``), or None when a seed has no per-example data. ``problems`` collects damaged side files."""
     problems = problems if problems is not None else []
@@ -143,23 +145,31 @@ def cell_statistics(cell: Any, problems: list[str] | None = None,
     except ExampleDataError as exc:
         problems.append(f"{sorted(cell.records.values())[0]}: {exc}")
         return None
-    return CellStatistics(replicates, results[0].identity(), len(results[0]), len(results),
-                          {seed: cell.values[seed] for seed in sorted(cell.values)}, any(trained))
+    return CellStatistics(
+        replicates,
+        results[0].identity(),
+        len(results[0]),
+        len(results),
+        {seed: cell.values[seed] for seed in sorted(cell.values)},
+        any(trained),
+    )
 
 
 def mean_of_cells(parts: list[CellStatistics]) -> CellStatistics:
     """The replicates of an average over columns (each column's test set resampled on its own); per seed the mean
     over the columns (seeds every column has)."""
     seeds = sorted(set.intersection(*(set(part.seed_scores) for part in parts)))
-    return CellStatistics(np.mean([part.replicates for part in parts], axis=0),
-                          "|".join(part.identity for part in parts), sum(part.examples for part in parts),
-                          min(part.seeds for part in parts),
-                          {seed: float(np.mean([part.seed_scores[seed] for part in parts])) for seed in seeds},
-                          any(part.trained for part in parts))
+    return CellStatistics(
+        np.mean([part.replicates for part in parts], axis=0),
+        "|".join(part.identity for part in parts),
+        sum(part.examples for part in parts),
+        min(part.seeds for part in parts),
+        {seed: float(np.mean([part.seed_scores[seed] for part in parts])) for seed in seeds},
+        any(part.trained for part in parts),
+    )
 
 
-def compare_cells(cells_a: list[Any], cells_b: list[Any],
-                  cache: dict | None = None) -> UnitComparison | None:
+def compare_cells(cells_a: list[Any], cells_b: list[Any], cache: dict | None = None) -> UnitComparison | None:
     """Row a minus row b in both units of inference (examples; across runs where a row was trained), each row given
     as its cells of one column (one task) or of the members of an averaged column (the score is then the mean over
     members); None when a cell has no per-example data or the two rows are not over the same examples. For the
@@ -195,8 +205,14 @@ def cached_statistics(cell: Any, cache: dict | None) -> CellStatistics | None:
 def _units(score_a: float, score_b: float, a: CellStatistics, b: CellStatistics) -> UnitComparison:
     """Both units of inference for two cells' statistics (across runs decides where either was trained)."""
     examples = from_replicates(score_a, score_b, a.replicates, b.replicates, a.examples, a.seeds, b.seeds)
-    return units_from(examples, list(a.seed_scores.values()), list(b.seed_scores.values()),
-                      a.replicates - b.replicates, a.trained, b.trained)
+    return units_from(
+        examples,
+        list(a.seed_scores.values()),
+        list(b.seed_scores.values()),
+        a.replicates - b.replicates,
+        a.trained,
+        b.trained,
+    )
 
 
 def paper_agreement(cells_a: list[Any], cells_b: list[Any], paper_a: float, paper_b: float) -> str | None:
@@ -237,8 +253,9 @@ def attach_statistics(table: Any, resamples: int = DEFAULT_RESAMPLES) -> TableSt
     _average_column(table, stats, scores)
     for column, column_scores in scores.items():
         stats.marks[column] = _marks(stats, column, column_scores)
-        stats.decisions.update(((key, column), mark) for key, mark in
-                               column_decisions(column_scores, stats.marks[column]).items())
+        stats.decisions.update(
+            ((key, column), mark) for key, mark in column_decisions(column_scores, stats.marks[column]).items()
+        )
     for (model_key, column), statistics in stats.cells.items():  # for annotate(): what a cell shows
         cell = next((row.cells.get(column) for row in table.rows if row.model_key == model_key), None)
         if cell is not None:
@@ -274,9 +291,12 @@ def _marks(stats: TableStatistics, column: str, column_scores: dict[str, float])
         return ColumnMarks(None, False, frozenset(), {})
     same = {key: cell for key, cell in with_data.items() if cell.identity == with_data[best].identity}
     # Every row's score goes in: a runner-up that cannot be compared keeps the best from being bold.
-    return column_marks(dict(column_scores), {key: cell.replicates for key, cell in same.items()},
-                        seed_scores={key: list(cell.seed_scores.values()) for key, cell in same.items()},
-                        trained={key: cell.trained for key, cell in same.items()})
+    return column_marks(
+        dict(column_scores),
+        {key: cell.replicates for key, cell in same.items()},
+        seed_scores={key: list(cell.seed_scores.values()) for key, cell in same.items()},
+        trained={key: cell.trained for key, cell in same.items()},
+    )
 
 
 def column_decisions(column_scores: dict[str, float], marks: ColumnMarks) -> dict[str, str]:
@@ -327,8 +347,9 @@ def decorate(table: Any, row: Any, column: str, text: str) -> str:
     mark = cell_mark(table, row, column)
     if mark == BEST_SIGNIFICANT:
         return f"**{text}**"
-    return text + {TIED_WITH_BEST: f" {TIED}", BEST_UNTESTED: f" {UNTESTED}",
-                   TOO_FEW_SEEDS_MARK: f" {TOO_FEW}"}.get(mark, "")
+    return text + {TIED_WITH_BEST: f" {TIED}", BEST_UNTESTED: f" {UNTESTED}", TOO_FEW_SEEDS_MARK: f" {TOO_FEW}"}.get(
+        mark, ""
+    )
 
 
 def notes(table: Any) -> list[str]:
@@ -338,28 +359,39 @@ def notes(table: Any) -> list[str]:
         return list(getattr(table, "stale_notes", []))
     lines = list(getattr(table, "stale_notes", []))  # rows trained under an older default (mark_stale)
     if stats.cells:
-        lines.append(f"[low, high]: 95% bootstrap interval over test examples ({DEFAULT_RESAMPLES} resamples, seeds "
-                     f"pooled). Per column, **bold**: best and significantly better than the runner-up; {TIED}: not "
-                     f"distinguishable from the best (p >= {ALPHA}). Where either row was trained the test is across "
-                     "runs (Welch t over seeds plus the example bootstrap's variance: would another training run "
-                     "keep the order?), else the paired bootstrap on the same examples (docs/fidelity.md, \"Two "
-                     f"units of inference\"); {TOO_FEW}: too few seeds to tell (a trained row of the two has fewer "
-                     f"than {MIN_TRAINED_SEEDS} seeds).")
-    untested = [column for column in [*table.columns, table.average_header]
-                if any(mark == BEST_UNTESTED and where == column for (_, where), mark in stats.decisions.items())]
+        lines.append(
+            f"[low, high]: 95% bootstrap interval over test examples ({DEFAULT_RESAMPLES} resamples, seeds "
+            f"pooled). Per column, **bold**: best and significantly better than the runner-up; {TIED}: not "
+            f"distinguishable from the best (p >= {ALPHA}). Where either row was trained the test is across "
+            "runs (Welch t over seeds plus the example bootstrap's variance: would another training run "
+            'keep the order?), else the paired bootstrap on the same examples (docs/fidelity.md, "Two '
+            f'units of inference"); {TOO_FEW}: too few seeds to tell (a trained row of the two has fewer '
+            f"than {MIN_TRAINED_SEEDS} seeds)."
+        )
+    untested = [
+        column
+        for column in [*table.columns, table.average_header]
+        if any(mark == BEST_UNTESTED and where == column for (_, where), mark in stats.decisions.items())
+    ]
     if untested:
-        lines.append(f"{UNTESTED}: the column's top row, which cannot be told apart from the next one: no per-example "
-                     f"data to test the difference with (columns: {', '.join(untested)}); it is not bold.")
+        lines.append(
+            f"{UNTESTED}: the column's top row, which cannot be told apart from the next one: no per-example "
+            f"data to test the difference with (columns: {', '.join(untested)}); it is not bold."
+        )
     without = stats.without_data - stats.damaged
     if without:
         columns = sorted({column for _, column in without}, key=lambda c: (c not in table.columns, c))
-        lines.append(f"No interval in {len(without)} cell(s) (columns: {', '.join(columns)}): their records "
-                     "have no per-example data (stored before harness kept it, or the task keeps none); "
-                     "`harness rescore` recomputes the evaluation from the stored checkpoints.")
+        lines.append(
+            f"No interval in {len(without)} cell(s) (columns: {', '.join(columns)}): their records "
+            "have no per-example data (stored before harness kept it, or the task keeps none); "
+            "`harness rescore` recomputes the evaluation from the stored checkpoints."
+        )
     if stats.damaged:
         columns = sorted({column for _, column in stats.damaged}, key=lambda c: (c not in table.columns, c))
-        lines.append(f"No interval in {len(stats.damaged)} cell(s) (columns: {', '.join(columns)}): the per-example "
-                     f"file their record names is missing or damaged; {REPAIR_ADVICE}.")
+        lines.append(
+            f"No interval in {len(stats.damaged)} cell(s) (columns: {', '.join(columns)}): the per-example "
+            f"file their record names is missing or damaged; {REPAIR_ADVICE}."
+        )
     return lines
 
 
@@ -385,6 +417,9 @@ def compare_rows(table: Any, row_a: str, row_b: str, column: str) -> UnitCompari
     if a is None or b is None or a.identity != b.identity:
         return None
     rows = {row.model_key: row for row in table.rows}
-    mean = (lambda key: rows[key].average(table.averaged_columns)) if column == table.average_header else (
-        lambda key: rows[key].cells[column].mean())
+    mean = (
+        (lambda key: rows[key].average(table.averaged_columns))
+        if column == table.average_header
+        else (lambda key: rows[key].cells[column].mean())
+    )
     return _units(mean(row_a), mean(row_b), a, b)

@@ -7,6 +7,7 @@ the average; a cell is mean ± std of the main score over seeds, or ``*``, ``-``
 :data:`CELL_ANNOTATORS`. Seeds, sections, labels, averages and invalid records: docs/fidelity.md, section
 "Leaderboard tables" and the table rows "leaderboard averages" and "leaderboard sections".
 """
+
 from __future__ import annotations
 
 import logging
@@ -121,24 +122,36 @@ CELL_ANNOTATORS: list[Callable[[Row, str, Cell], str | None]] = [_incomplete_mar
 
 def contamination_notes(sections: list[Table]) -> list[str]:
     """The legend of the seen-in-training marks, naming the rows that carry one (every format says it)."""
+
     def pairs_seen(row: Row) -> bool:
         return any((seen_in_training(cell) or (0.0, 0.0))[0] for cell in row.cells.values())
 
-    rows = sorted({row.label for table in sections for row in table.rows
-                   if any(seen_in_training(cell) for cell in row.cells.values())})
+    rows = sorted(
+        {
+            row.label
+            for table in sections
+            for row in table.rows
+            if any(seen_in_training(cell) for cell in row.cells.values())
+        }
+    )
     if not rows:
         return []
-    lines = [f"{SEEN_PAIRS}N%: N% of the cell's test pairs were in the row's training data; {SEEN_SENTENCES}N%: no "
-             f"test pair, but N% of its test sentences (measured by the harness from the row's training provenance: "
-             f"{NORMALISATION}; the backbone's pretraining data is not known). Rows with such cells: "
-             f"{', '.join(rows)}. A task option `unseen=true` (e.g. `sts12:unseen=true`) scores only the unseen pairs."]
+    lines = [
+        f"{SEEN_PAIRS}N%: N% of the cell's test pairs were in the row's training data; {SEEN_SENTENCES}N%: no "
+        f"test pair, but N% of its test sentences (measured by the harness from the row's training provenance: "
+        f"{NORMALISATION}; the backbone's pretraining data is not known). Rows with such cells: "
+        f"{', '.join(rows)}. A task option `unseen=true` (e.g. `sts12:unseen=true`) scores only the unseen pairs."
+    ]
     for table in sections:
         clean = [(row, average) for _, row, average in table.ranked() if average is not None and not pairs_seen(row)]
         if len(clean) < sum(average is not None for _, _, average in table.ranked()):
-            top = "; ".join(f"{rank} `{row.label}` ({average:.2f})" for rank, (row, average) in
-                            enumerate(clean[:3], start=1))
-            lines.append(f"Ranked without the rows that saw test pairs ({SEEN_PAIRS})"
-                         f"{f' in {table.title}' if table.title else ''}: {top or 'none left'}.")
+            top = "; ".join(
+                f"{rank} `{row.label}` ({average:.2f})" for rank, (row, average) in enumerate(clean[:3], start=1)
+            )
+            lines.append(
+                f"Ranked without the rows that saw test pairs ({SEEN_PAIRS})"
+                f"{f' in {table.title}' if table.title else ''}: {top or 'none left'}."
+            )
     return lines
 
 
@@ -172,22 +185,38 @@ class Table:
     def baseline_lines(self) -> list[str]:
         """The baseline note: which trained rows beat the baseline row on its column, and which do not."""
         baseline, column = self.baseline, self.baseline.column if self.baseline else ""
-        reference = next((row for row in self.rows if baseline and row.spec == baseline.model
-                          and row.train_on is None and row.cells.get(column) and row.cells[column].values), None)
+        reference = next(
+            (
+                row
+                for row in self.rows
+                if baseline
+                and row.spec == baseline.model
+                and row.train_on is None
+                and row.cells.get(column)
+                and row.cells[column].values
+            ),
+            None,
+        )
         if baseline is None or reference is None:
             return []
         metric = self.column_metrics.get(column, "main score")
         score = reference.cells[column].mean()
-        lines = [f"Baseline: `{baseline.model}`, untrained, {column} {metric} {score:.2f}"
-                 + (f" ({baseline.why})." if baseline.why else ".")]
+        lines = [
+            f"Baseline: `{baseline.model}`, untrained, {column} {metric} {score:.2f}"
+            + (f" ({baseline.why})." if baseline.why else ".")
+        ]
         trained = [row for row in self.rows if row.train_on and row.cells.get(column) and row.cells[column].values]
-        below = [f"`{row.label}` ({row.cells[column].mean():.2f})" for row in trained
-                 if row.cells[column].mean() <= score]
-        above = [f"`{row.label}` ({row.cells[column].mean():.2f})" for row in trained
-                 if row.cells[column].mean() > score]
+        below = [
+            f"`{row.label}` ({row.cells[column].mean():.2f})" for row in trained if row.cells[column].mean() <= score
+        ]
+        above = [
+            f"`{row.label}` ({row.cells[column].mean():.2f})" for row in trained if row.cells[column].mean() > score
+        ]
         if below:
-            lines.append(f"The untrained baseline beats or ties these trained rows on {column} ({metric}): "
-                         f"{', '.join(below)}; their training does not pay here.")
+            lines.append(
+                f"The untrained baseline beats or ties these trained rows on {column} ({metric}): "
+                f"{', '.join(below)}; their training does not pay here."
+            )
         if above:
             lines.append(f"Trained rows above the baseline on {column} ({metric}): {', '.join(above)}.")
         return lines
@@ -237,6 +266,7 @@ class Table:
 
 def _ordered(columns: list[str], preferred: list[str]) -> list[str]:
     """Columns in the family's registration order (task labels start with the task name), others sorted after."""
+
     def position(column: str) -> tuple[int, str]:
         name = column.split(":")[0]
         return (preferred.index(name) if name in preferred else len(preferred), column)
@@ -258,8 +288,13 @@ def _identity(record: dict) -> dict:
     and the plugin that made it."""
     model = {k: v for k, v in record["model"].items() if k not in ("hash", "label")}
     runtime = {} if runtime_of(record) == DEFAULT_RUNTIME else {"runtime": runtime_of(record)}
-    return {**_flatten(model), "plugin": record.get("model_package"), "plugin version": record.get("model_version"),
-            "sample": (record.get("profile") or {}).get("max_eval_examples"), **runtime}
+    return {
+        **_flatten(model),
+        "plugin": record.get("model_package"),
+        "plugin version": record.get("model_version"),
+        "sample": (record.get("profile") or {}).get("max_eval_examples"),
+        **runtime,
+    }
 
 
 def row_id(model_key: str, runtime: str) -> str:
@@ -287,8 +322,16 @@ def _new_row(record: dict) -> Row:
     label = model["label"] + (f" [train: {model['train_on']}]" if model.get("train_on") else "")
     if runtime_of(record) != DEFAULT_RUNTIME:  # a row of its own, and it says so
         label += f" [runtime: {runtime_of(record)}]"
-    return Row(label, record["model_key"], model.get("train_on"), model["backbone"], model["profile"], spec=label,
-               identity=_identity(record), sample=sample_size(record))
+    return Row(
+        label,
+        record["model_key"],
+        model.get("train_on"),
+        model["backbone"],
+        model["profile"],
+        spec=label,
+        identity=_identity(record),
+        sample=sample_size(record),
+    )
 
 
 def _add_record(family: _Family, record: dict) -> None:
@@ -329,8 +372,14 @@ def _family_of(task_key: str, family_members: dict[str, list[str]]) -> str:
     return task_key
 
 
-def _add_invalid(families: dict[str, _Family], path: Path, reason: str, task_places: dict[str, tuple[str, str]],
-                 models: dict[str, dict], family_members: dict[str, list[str]]) -> None:
+def _add_invalid(
+    families: dict[str, _Family],
+    path: Path,
+    reason: str,
+    task_places: dict[str, tuple[str, str]],
+    models: dict[str, dict],
+    family_members: dict[str, list[str]],
+) -> None:
     """An invalid record in its cell: model key, seed and task key come from its path (the record itself cannot be
     trusted); the family and column from the valid records of the same task, else from the registry's families."""
     model_key, seed_folder = path.parent.parent.name, path.parent.name
@@ -407,8 +456,12 @@ def _plain(value: Any) -> str:
     return "default" if value is None else str(value)
 
 
-def collect_tables(store: Store, family_members: dict[str, list[str]] | None = None,
-                   include_samples: bool = False, family_baselines: dict[str, Baseline] | None = None) -> list[Table]:
+def collect_tables(
+    store: Store,
+    family_members: dict[str, list[str]] | None = None,
+    include_samples: bool = False,
+    family_baselines: dict[str, Baseline] | None = None,
+) -> list[Table]:
     """Sections per family (docs/fidelity.md, "Leaderboard tables"). ``family_members`` (from the registry, when
     available) only orders the columns. Records on an evaluation sample are left out unless ``include_samples``; their
     number is in ``store.sample_records``."""
@@ -441,12 +494,22 @@ def collect_tables(store: Store, family_members: dict[str, list[str]] | None = N
         order = sorted(groups, key=lambda k: (k[0], k[1], -len(k[3]), [columns.index(c) for c in k[3]]))
         for key in order:
             sample, profile, size, covered = key
-            title = (f"profile {profile}" + (f", sample of {size} (not comparable to full results)" if sample else "")
-                     + f": {len(groups[key])} row(s) evaluated on {', '.join(covered)}")
-            tables.append(Table(family_name, list(covered), groups[key],
-                                {c: m for c, m in family.metrics.items() if c in covered},
-                                title if len(order) > 1 or sample else "", legend,
-                                (family_baselines or {}).get(family_name)))
+            title = (
+                f"profile {profile}"
+                + (f", sample of {size} (not comparable to full results)" if sample else "")
+                + f": {len(groups[key])} row(s) evaluated on {', '.join(covered)}"
+            )
+            tables.append(
+                Table(
+                    family_name,
+                    list(covered),
+                    groups[key],
+                    {c: m for c, m in family.metrics.items() if c in covered},
+                    title if len(order) > 1 or sample else "",
+                    legend,
+                    (family_baselines or {}).get(family_name),
+                )
+            )
     return tables
 
 
@@ -481,7 +544,11 @@ def table_path(output_dir: Path, family: str, fmt: str) -> Path:
     """``<output_dir>/<family>.<fmt>``, refused unless it stays directly inside ``output_dir``."""
     output_dir = Path(output_dir)
     path = output_dir / f"{family}.{fmt}"
-    if (not family or family.startswith(".") or Path(family).name != family
-            or path.resolve().parent != output_dir.resolve()):
+    if (
+        not family
+        or family.startswith(".")
+        or Path(family).name != family
+        or path.resolve().parent != output_dir.resolve()
+    ):
         raise StoreError(f"task family {family!r} would be written outside {output_dir}; refused.")
     return path

@@ -4,6 +4,7 @@ Kept below :mod:`harness.leaderboard.claims` (which judges a matrix's claims on 
 board through :mod:`harness.leaderboard.matrix_board`) so the matrix pages render verdicts without importing the
 judge: one rule, :data:`VERDICT_RULE`, for the reproduction page and the matrix pages.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -20,14 +21,23 @@ NOT_RUN = "not run"
 NO_DATA = "untested (records without per-example data)"
 NOT_TESTABLE = "not testable here"
 # A claim's verdict is its weakest pair's, in this order (first = weakest).
-PRECEDENCE = [OPPOSITE, TIE_BROKEN, NOT_RUN, TOO_FEW_SEEDS, NO_DATA, NO_DIFFERENCE, SAME_DIRECTION, TIE_HOLDS,
-              REPRODUCED]
+PRECEDENCE = [
+    OPPOSITE,
+    TIE_BROKEN,
+    NOT_RUN,
+    TOO_FEW_SEEDS,
+    NO_DATA,
+    NO_DIFFERENCE,
+    SAME_DIRECTION,
+    TIE_HOLDS,
+    REPRODUCED,
+]
 
 VERDICT_RULE = (
     "Each claim names rows of its matrix and a column; every pair of rows it orders is tested on the stored records "
     "(`published/`). The test is across runs wherever a row was trained (Welch t over the seeds with the example "
     "bootstrap's variance added: would new training runs keep the order?) and over test examples for two untrained "
-    "rows (the paired bootstrap); docs/fidelity.md, \"Two units of inference\". With p < "
+    'rows (the paired bootstrap); docs/fidelity.md, "Two units of inference". With p < '
     f"{ALPHA} and the paper's sign the pair is **{REPRODUCED}** when the paper's difference lies inside our 95% "
     f"interval (about the claimed size), else **{SAME_DIRECTION}** (the ordering holds, the size differs); "
     f"significant with the other sign: **{OPPOSITE}**; p >= {ALPHA}: **{NO_DIFFERENCE}**. A claim that two rows "
@@ -35,9 +45,11 @@ VERDICT_RULE = (
     f"**{TIE_BROKEN}**. A trained row with fewer than {MIN_TRAINED_SEEDS} seeds gives **{TOO_FEW_SEEDS}** (its "
     f"training-run variance is unknown); a record without per-example data gives **{NO_DATA}**; a row without "
     f"records **{NOT_RUN}**. A claim with several pairs takes its weakest pair's verdict, in the order "
-    + ", ".join(PRECEDENCE) + f". **{NOT_TESTABLE}**: the data, model or budget the claim needs is not available "
+    + ", ".join(PRECEDENCE)
+    + f". **{NOT_TESTABLE}**: the data, model or budget the claim needs is not available "
     "offline or on 2 CPU cores (the reason is given). A benchmark claim is reproduced when every measured "
-    "difference is within its stated bar.")
+    "difference is within its stated bar."
+)
 
 
 @dataclass
@@ -103,8 +115,10 @@ def weakest(verdicts: list[str]) -> str:
 def _difference_text(pair: PairOutcome) -> str:
     if pair.score_higher is None:
         return f"{pair.higher} vs {pair.lower}: not run"
-    text = f"{pair.higher} {pair.score_higher:.2f} vs {pair.lower} {pair.score_lower:.2f}: " \
-           f"{pair.score_higher - pair.score_lower:+.2f}"
+    text = (
+        f"{pair.higher} {pair.score_higher:.2f} vs {pair.lower} {pair.score_lower:.2f}: "
+        f"{pair.score_higher - pair.score_lower:+.2f}"
+    )
     result = pair.result
     if result is None:
         return text + " (no per-example data)"
@@ -121,15 +135,26 @@ def numbers_text(outcome: ClaimOutcome) -> str:
         return "-"
     if claim.benchmark:
         labels = claim.benchmark.get("labels", ["ours", "reference"])
-        return "; ".join(f"{task}: {a:.2f} ({labels[0]}) vs {b:.2f} ({labels[1]}), {a - b:+.2f}"
-                         for task, (a, b) in claim.benchmark.get("numbers", {}).items()) + \
-            f"; bar {float(claim.benchmark['bar']):.2f}"
-    parts = [f"{column}: " + "; ".join(_difference_text(pair) for pair in outcome.pairs if pair.column == column)
-             for column in claim.columns]
+        return (
+            "; ".join(
+                f"{task}: {a:.2f} ({labels[0]}) vs {b:.2f} ({labels[1]}), {a - b:+.2f}"
+                for task, (a, b) in claim.benchmark.get("numbers", {}).items()
+            )
+            + f"; bar {float(claim.benchmark['bar']):.2f}"
+        )
+    parts = [
+        f"{column}: " + "; ".join(_difference_text(pair) for pair in outcome.pairs if pair.column == column)
+        for column in claim.columns
+    ]
     for column in claim.columns if outcome.baselines else []:
-        parts.append(f"against the baseline row ({column}): " + "; ".join(
-            _difference_text(pair) + f" ({_baseline_word(pair)})" for pair in outcome.baselines
-            if pair.column == column))
+        parts.append(
+            f"against the baseline row ({column}): "
+            + "; ".join(
+                _difference_text(pair) + f" ({_baseline_word(pair)})"
+                for pair in outcome.baselines
+                if pair.column == column
+            )
+        )
     return ". ".join(parts)
 
 
@@ -144,9 +169,13 @@ def _baseline_word(pair: PairOutcome) -> str:
 
 def paper_text(outcome: ClaimOutcome) -> str:
     several = len(outcome.claim.columns) > 1
-    differences = list(dict.fromkeys((f"{pair.column}: " if several else "") + f"{pair.higher} - {pair.lower} "
-                                     f"{pair.paper_difference:+.2f}" for pair in outcome.pairs
-                                     if pair.paper_difference is not None))
+    differences = list(
+        dict.fromkeys(
+            (f"{pair.column}: " if several else "") + f"{pair.higher} - {pair.lower} {pair.paper_difference:+.2f}"
+            for pair in outcome.pairs
+            if pair.paper_difference is not None
+        )
+    )
     return ("paper: " + "; ".join(differences)) if differences else ""
 
 
@@ -157,9 +186,16 @@ def verdict_text(outcome: ClaimOutcome) -> str:
         pieces.append(f"({claim.not_testable or claim.not_run})")
     if len(outcome.pairs) > 1:
         relation = "≈" if claim.relation == "tie" else ">"
-        pieces.append("(pairs: " + "; ".join(
-            f"{p.higher} {relation} {p.lower}" + (f" on {p.column}" if len(claim.columns) > 1 else "")
-            + f": {p.verdict}" for p in outcome.pairs) + ")")
+        pieces.append(
+            "(pairs: "
+            + "; ".join(
+                f"{p.higher} {relation} {p.lower}"
+                + (f" on {p.column}" if len(claim.columns) > 1 else "")
+                + f": {p.verdict}"
+                for p in outcome.pairs
+            )
+            + ")"
+        )
     if claim.note:
         pieces.append(claim.note)
     return " ".join(pieces)
@@ -177,8 +213,12 @@ def experiment_text(outcome: ClaimOutcome) -> str:
 
 def claim_row(outcome: ClaimOutcome) -> list[str]:
     paper = paper_text(outcome)
-    return [outcome.claim.text + (f" ({paper})" if paper else ""), experiment_text(outcome), numbers_text(outcome),
-            verdict_text(outcome)]
+    return [
+        outcome.claim.text + (f" ({paper})" if paper else ""),
+        experiment_text(outcome),
+        numbers_text(outcome),
+        verdict_text(outcome),
+    ]
 
 
 HEADERS = ["claim", "experiment", "our numbers", "verdict"]
@@ -188,8 +228,14 @@ def claims_markdown(outcomes: list[ClaimOutcome], heading: str = "## Claims") ->
     """The claims table of a matrix page (the same rows as the reproduction page's)."""
     if not outcomes:
         return []
-    return [heading, "", "Verdicts computed from the records by the rule of docs/reproduction.md: " + VERDICT_RULE,
-            "", _table([claim_row(outcome) for outcome in outcomes]), ""]
+    return [
+        heading,
+        "",
+        "Verdicts computed from the records by the rule of docs/reproduction.md: " + VERDICT_RULE,
+        "",
+        _table([claim_row(outcome) for outcome in outcomes]),
+        "",
+    ]
 
 
 def _table(rows: list[list[str]]) -> str:

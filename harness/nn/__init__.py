@@ -19,6 +19,7 @@ Model plugins build from these and import nothing from other plugins:
 - :mod:`harness.nn.sampling`: the contract between silver-pair samplers and the recipes that use them.
 - :mod:`harness.nn.silver_pairs`: the silver-pair artifact format (written by distillation recipes, read by plots).
 """
+
 from harness.deprecation import deprecated_names
 
 from .backbone import (
@@ -59,23 +60,60 @@ from .topic_prompts import (
 )
 
 __all__ = [
-    "BackboneError", "CosineRegression", "DecoderOutput", "FIRST_SEGMENT", "InfoNCE", "PADDING_SEGMENT",
-    "POOLING_CHOICES", "PairInputBuilder", "PairSampler", "SECOND_SEGMENT", "SamplingInput", "ScoreRegression",
-    "SentenceEncoder", "SequenceLimits", "SupCon",
-    "TransformerDecoder", "cls_pool", "distinct_pairs", "encode_distinct", "freeze_embedding_layer",
-    "has_two_token_types", "length_sorted_batches", "load_tokenizer", "load_transformer", "mask_tokens",
-    "maskable_positions", "mean_pool", "pool", "position_limit", "progress_bar", "quiet_transformers",
-    "score_in_length_sorted_batches", "sequence_limits", "truncate_longest_first",
+    "BackboneError",
+    "CosineRegression",
+    "DecoderOutput",
+    "FIRST_SEGMENT",
+    "InfoNCE",
+    "PADDING_SEGMENT",
+    "POOLING_CHOICES",
+    "PairInputBuilder",
+    "PairSampler",
+    "SECOND_SEGMENT",
+    "SamplingInput",
+    "ScoreRegression",
+    "SentenceEncoder",
+    "SequenceLimits",
+    "SupCon",
+    "TransformerDecoder",
+    "cls_pool",
+    "distinct_pairs",
+    "encode_distinct",
+    "freeze_embedding_layer",
+    "has_two_token_types",
+    "length_sorted_batches",
+    "load_tokenizer",
+    "load_transformer",
+    "mask_tokens",
+    "maskable_positions",
+    "mean_pool",
+    "pool",
+    "position_limit",
+    "progress_bar",
+    "quiet_transformers",
+    "score_in_length_sorted_batches",
+    "sequence_limits",
+    "truncate_longest_first",
     # topic prompts (thesis 4.4)
-    "DEFAULT_DELIMITER", "TopicPromptBuilder", "TopicPromptError", "check_delimiter", "check_topic", "prompt_text",
-    "prompted_texts", "strip_prompt",
+    "DEFAULT_DELIMITER",
+    "TopicPromptBuilder",
+    "TopicPromptError",
+    "check_delimiter",
+    "check_topic",
+    "prompt_text",
+    "prompted_texts",
+    "strip_prompt",
     # classification (frozen-encoder probes, the supervised topic classifier)
-    "SentenceClassification", "classification_head",
+    "SentenceClassification",
+    "classification_head",
 ]
 
 # The segment ids' names before they said what they hold.
-__getattr__ = deprecated_names(__name__, {
-    "PADDING": (f"{__name__}.pairs", "PADDING_SEGMENT"),
-    "FIRST": (f"{__name__}.pairs", "FIRST_SEGMENT"),
-    "SECOND": (f"{__name__}.pairs", "SECOND_SEGMENT"),
-})
+__getattr__ = deprecated_names(
+    __name__,
+    {
+        "PADDING": (f"{__name__}.pairs", "PADDING_SEGMENT"),
+        "FIRST": (f"{__name__}.pairs", "FIRST_SEGMENT"),
+        "SECOND": (f"{__name__}.pairs", "SECOND_SEGMENT"),
+    },
+)

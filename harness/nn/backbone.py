@@ -8,6 +8,7 @@ one backbone can never disagree about what fits.
 Deviations: weights are loaded from safetensors only (never pickle); the limit is capped at 512 tokens even for
 backbones with a longer position table (the thesis' models are BERT-sized; a longer limit would only change budgets).
 """
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,17 @@ MAX_TOKENS = 512
 # N positions only N - (pad_token_id + 1) are usable. RoBERTa, XLM-R and CamemBERT are the ones this project meets;
 # the others share the same embedding code.
 OFFSET_POSITION_MODEL_TYPES = frozenset(
-    {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "roberta-prelayernorm", "data2vec-text", "mpnet",
-     "longformer", "ibert"}
+    {
+        "roberta",
+        "xlm-roberta",
+        "xlm-roberta-xl",
+        "camembert",
+        "roberta-prelayernorm",
+        "data2vec-text",
+        "mpnet",
+        "longformer",
+        "ibert",
+    }
 )
 
 

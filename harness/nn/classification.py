@@ -12,6 +12,7 @@ encoder fine-tuned with it.
 
 Deviations: none (the building blocks of the methods that use them).
 """
+
 from __future__ import annotations
 
 import numpy as np

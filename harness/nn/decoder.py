@@ -7,6 +7,7 @@ tied to the encoder, as sentence-transformers' ``DenoisingAutoEncoderLoss``; Nug
 modes, the memory bias (Nugget eq. 5) and the deviations from sentence-transformers: docs/fidelity.md, section
 "TSDAE", subsection "Transformer decoder".
 """
+
 from __future__ import annotations
 
 import copy
@@ -47,7 +48,12 @@ class TransformerDecoder(nn.Module):
 
     @classmethod
     def from_encoder(
-        cls, encoder: nn.Module, *, share: str = "all", num_layers: int | None = None, backbone: str | None = None,
+        cls,
+        encoder: nn.Module,
+        *,
+        share: str = "all",
+        num_layers: int | None = None,
+        backbone: str | None = None,
         fresh_layers: bool = False,
     ) -> TransformerDecoder:
         """A decoder of ``encoder``'s architecture (a Hugging Face transformer, e.g. ``SentenceEncoder.transformer``).
@@ -76,8 +82,9 @@ class TransformerDecoder(nn.Module):
             config.num_hidden_layers = num_layers
         with quiet_transformers():  # the missing cross-attention weights are reported as newly initialised
             if backbone is not None:
-                language_model = AutoModelForCausalLM.from_pretrained(backbone, config=config, use_safetensors=True,
-                                                                      dtype=torch.float32)
+                language_model = AutoModelForCausalLM.from_pretrained(
+                    backbone, config=config, use_safetensors=True, dtype=torch.float32
+                )
             else:
                 language_model = AutoModelForCausalLM.from_config(config)
         language_model.to(next(encoder.parameters()).device)
@@ -106,8 +113,9 @@ class TransformerDecoder(nn.Module):
         return getattr(self.language_model.config, "pad_token_id", None)
 
     @staticmethod
-    def cross_attention_mask(memory_mask: torch.Tensor, target_length: int, memory_bias: torch.Tensor,
-                             dtype: torch.dtype) -> torch.Tensor:
+    def cross_attention_mask(
+        memory_mask: torch.Tensor, target_length: int, memory_bias: torch.Tensor, dtype: torch.dtype
+    ) -> torch.Tensor:
         """``[b, 1, target_length, m]`` additive mask: ``memory_bias`` on memory vectors, the dtype's minimum on
         padding (``memory_mask`` 0)."""
         blocked = torch.zeros(memory_mask.shape, dtype=dtype, device=memory_mask.device)
@@ -115,8 +123,14 @@ class TransformerDecoder(nn.Module):
         additive = torch.where(memory_mask.bool(), memory_bias.to(dtype), blocked)
         return additive[:, None, None, :].expand(-1, 1, target_length, -1)
 
-    def _inputs(self, memory: torch.Tensor, input_ids: torch.Tensor, memory_mask: torch.Tensor | None,
-                attention_mask: torch.Tensor | None, memory_bias: torch.Tensor | None) -> dict:
+    def _inputs(
+        self,
+        memory: torch.Tensor,
+        input_ids: torch.Tensor,
+        memory_mask: torch.Tensor | None,
+        attention_mask: torch.Tensor | None,
+        memory_bias: torch.Tensor | None,
+    ) -> dict:
         if memory.dim() == 2:
             memory = memory[:, None]
         if memory_mask is None:
@@ -124,29 +138,53 @@ class TransformerDecoder(nn.Module):
         encoder_mask: torch.Tensor = memory_mask
         if memory_bias is not None:
             if memory_bias.shape != memory.shape[:2]:
-                raise ValueError(f"memory_bias must be [batch, memory] = {tuple(memory.shape[:2])}, got "
-                                 f"{tuple(memory_bias.shape)}")
+                raise ValueError(
+                    f"memory_bias must be [batch, memory] = {tuple(memory.shape[:2])}, got {tuple(memory_bias.shape)}"
+                )
             encoder_mask = self.cross_attention_mask(memory_mask, input_ids.shape[1], memory_bias, memory.dtype)
-        return {"input_ids": input_ids, "attention_mask": attention_mask, "encoder_hidden_states": memory,
-                "encoder_attention_mask": encoder_mask, "use_cache": False, "return_dict": True}
+        return {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "encoder_hidden_states": memory,
+            "encoder_attention_mask": encoder_mask,
+            "use_cache": False,
+            "return_dict": True,
+        }
 
-    def logits(self, memory: torch.Tensor, input_ids: torch.Tensor, memory_mask: torch.Tensor | None = None,
-               attention_mask: torch.Tensor | None = None, memory_bias: torch.Tensor | None = None) -> torch.Tensor:
+    def logits(
+        self,
+        memory: torch.Tensor,
+        input_ids: torch.Tensor,
+        memory_mask: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        memory_bias: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """``[b, t, vocabulary]`` next-token logits of ``input_ids`` (causal), each position cross-attending to the
         ``memory`` ``[b, m, d]`` (or ``[b, d]``: one vector) where ``memory_mask`` ``[b, m]`` is 1, with
         ``memory_bias`` ``[b, m]`` added to the cross-attention logits."""
         return self.language_model(**self._inputs(memory, input_ids, memory_mask, attention_mask, memory_bias)).logits
 
-    def hidden_states(self, memory: torch.Tensor, input_ids: torch.Tensor, memory_mask: torch.Tensor | None = None,
-                      attention_mask: torch.Tensor | None = None,
-                      memory_bias: torch.Tensor | None = None) -> torch.Tensor:
+    def hidden_states(
+        self,
+        memory: torch.Tensor,
+        input_ids: torch.Tensor,
+        memory_mask: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        memory_bias: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """``[b, t, d]`` last hidden states of the decoder (before the language-model head), as :meth:`logits`; for
         losses that compute logits only where they are scored."""
         inputs = self._inputs(memory, input_ids, memory_mask, attention_mask, memory_bias)
         return self.language_model.base_model(**inputs).last_hidden_state
 
-    def forward(self, memory: torch.Tensor, target_ids: torch.Tensor, memory_mask: torch.Tensor | None = None,
-                target_mask: torch.Tensor | None = None, memory_bias: torch.Tensor | None = None) -> DecoderOutput:
+    def forward(
+        self,
+        memory: torch.Tensor,
+        target_ids: torch.Tensor,
+        memory_mask: torch.Tensor | None = None,
+        target_mask: torch.Tensor | None = None,
+        memory_bias: torch.Tensor | None = None,
+    ) -> DecoderOutput:
         """Teacher forcing: tokens ``target_ids[:, :-1]`` predict ``target_ids[:, 1:]``. ``target_mask`` (1 on real
         tokens; default: ids that are not the pad id) keeps padding out of attention and loss."""
         if target_mask is None:

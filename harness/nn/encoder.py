@@ -10,6 +10,7 @@ length the same way.
 Deviations: none in the numbers (repeated texts get bit-identical rows, which sentence-transformers would compute
 twice).
 """
+
 from __future__ import annotations
 
 import logging
@@ -124,7 +125,8 @@ class SentenceEncoder(nn.Module):
         device = str(next(self.parameters()).device)
         try:
             with self.runtime.inference(self):
-                return encode_distinct(texts, self.tokenizer, self.forward, device, batch_size, self.max_length,
-                                       progress)
+                return encode_distinct(
+                    texts, self.tokenizer, self.forward, device, batch_size, self.max_length, progress
+                )
         finally:
             self.train(was_training)

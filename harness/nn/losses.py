@@ -22,6 +22,7 @@ References:
 
 Deviations: none.
 """
+
 from __future__ import annotations
 
 import logging

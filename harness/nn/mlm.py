@@ -7,6 +7,7 @@ thesis code's topic MLM (20%, mask token only, :data:`THESIS_CODE_MASKING`); top
 "Augmented SBERT", subsection "Masked language modelling" and the table rows "domain-adaptive MLM" and "`mlm`
 objective".
 """
+
 from __future__ import annotations
 
 import json
@@ -67,15 +68,21 @@ def maskable_positions(segments: torch.Tensor, protected: torch.Tensor | None = 
     maskable = (segments != PADDING_SEGMENT) & ~boundary
     if protected is not None:
         if protected.shape != segments.shape:
-            raise ValueError(f"maskable_positions(): protected has shape {tuple(protected.shape)}, segments "
-                             f"{tuple(segments.shape)}")
+            raise ValueError(
+                f"maskable_positions(): protected has shape {tuple(protected.shape)}, segments {tuple(segments.shape)}"
+            )
         maskable &= ~protected.bool()
     return maskable
 
 
 def mask_tokens(
-    input_ids: torch.Tensor, maskable: torch.Tensor, mask_token_id: int, vocab_size: int,
-    generator: torch.Generator, probability: float = MASK_PROBABILITY, masking: Masking | None = None,
+    input_ids: torch.Tensor,
+    maskable: torch.Tensor,
+    mask_token_id: int,
+    vocab_size: int,
+    generator: torch.Generator,
+    probability: float = MASK_PROBABILITY,
+    masking: Masking | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT masking (or ``masking``'s rates, which then replace ``probability``): returns (masked input ids, labels
     with -100 where nothing is predicted)."""
@@ -133,11 +140,13 @@ def freeze_embedding_layer(transformer: nn.Module) -> int:
     return frozen
 
 
-def pairwise_features(tokenizer, first: Sequence[str], second: Sequence[str], backbone: str, config,
-                      profile_limit: int | None) -> tuple[PairInputBuilder, list[dict[str, list[int]]]]:
+def pairwise_features(
+    tokenizer, first: Sequence[str], second: Sequence[str], backbone: str, config, profile_limit: int | None
+) -> tuple[PairInputBuilder, list[dict[str, list[int]]]]:
     """``[CLS] s1 [SEP] [CLS] s2 [SEP]`` rows built by the Cross-Bi-Encoder's input builder, with its limits."""
-    builder = PairInputBuilder.for_backbone(tokenizer, config, sequence_limits(backbone, tokenizer, config,
-                                                                               profile_limit))
+    builder = PairInputBuilder.for_backbone(
+        tokenizer, config, sequence_limits(backbone, tokenizer, config, profile_limit)
+    )
     return builder, builder.features(first, second)
 
 
@@ -162,9 +171,15 @@ class PairTopics:
     delimiter: str = DEFAULT_DELIMITER
 
 
-def topic_pairwise_features(tokenizer, first: Sequence[str], second: Sequence[str], topics: PairTopics,
-                            backbone: str, config, profile_limit: int | None
-                            ) -> tuple[TopicPromptBuilder, list[dict[str, list]]]:
+def topic_pairwise_features(
+    tokenizer,
+    first: Sequence[str],
+    second: Sequence[str],
+    topics: PairTopics,
+    backbone: str,
+    config,
+    profile_limit: int | None,
+) -> tuple[TopicPromptBuilder, list[dict[str, list]]]:
     """``[CLS] t1 [T] s1 [SEP] [CLS] t2 [T] s2 [SEP]`` rows with their ``topic_mask``, with the pair limits of
     :func:`pairwise_features`."""
     limits = sequence_limits(backbone, tokenizer, config, profile_limit)
@@ -173,8 +188,17 @@ def topic_pairwise_features(tokenizer, first: Sequence[str], second: Sequence[st
 
 
 def train_domain_mlm(
-    backbone: str, first: Sequence[str], second: Sequence[str], output_dir: Path, *, profile, seed: int,
-    device: str, progress: bool = False, learning_rate: float = 3e-5, topics: PairTopics | None = None,
+    backbone: str,
+    first: Sequence[str],
+    second: Sequence[str],
+    output_dir: Path,
+    *,
+    profile,
+    seed: int,
+    device: str,
+    progress: bool = False,
+    learning_rate: float = 3e-5,
+    topics: PairTopics | None = None,
     masking: Masking = BERT_MASKING,
 ) -> dict:
     """MLM on the pairs (``first[i]``, ``second[i]``), starting from ``backbone``; writes a Hugging Face backbone
@@ -188,11 +212,11 @@ def train_domain_mlm(
             "tokenizer has one (BERT- or RoBERTa-style)."
         )
     if topics is None:
-        builder, features = pairwise_features(tokenizer, first, second, backbone, model.config,
-                                              profile.max_seq_length)
+        builder, features = pairwise_features(tokenizer, first, second, backbone, model.config, profile.max_seq_length)
     else:
-        builder, features = topic_pairwise_features(tokenizer, first, second, topics, backbone, model.config,
-                                                    profile.max_seq_length)
+        builder, features = topic_pairwise_features(
+            tokenizer, first, second, topics, backbone, model.config, profile.max_seq_length
+        )
     generator = torch.Generator().manual_seed(seed)
 
     def collate(rows: list[dict]) -> dict[str, torch.Tensor]:
@@ -200,8 +224,12 @@ def train_domain_mlm(
         segments = batch.pop("segments")
         protected = batch.pop("topic_mask", None)
         batch["input_ids"], batch["labels"] = mask_tokens(
-            batch["input_ids"], maskable_positions(segments, protected), tokenizer.mask_token_id, len(tokenizer),
-            generator, masking=masking,
+            batch["input_ids"],
+            maskable_positions(segments, protected),
+            tokenizer.mask_token_id,
+            len(tokenizer),
+            generator,
+            masking=masking,
         )
         return batch
 
@@ -217,8 +245,12 @@ def train_domain_mlm(
     if st_config.is_file():
         shutil.copy(st_config, output_dir / "sentence_bert_config.json")
     record = {
-        "base_backbone": backbone, "pairs": len(features), "learning_rate": learning_rate, "seed": seed,
-        "report": report.as_record(), "masking": masking.as_record(),
+        "base_backbone": backbone,
+        "pairs": len(features),
+        "learning_rate": learning_rate,
+        "seed": seed,
+        "report": report.as_record(),
+        "masking": masking.as_record(),
     }
     if topics is not None:
         record["topic_prompts"] = {"delimiter": topics.delimiter, "topic_tokens_masked": False}
@@ -226,10 +258,20 @@ def train_domain_mlm(
     return record
 
 
-def domain_adapted_backbone(directory: Path, backbone: str, first: Sequence[str], second: Sequence[str], *,
-                            profile, seed: int, device: str, progress: bool = False,
-                            learning_rate: float = 3e-5, topics: PairTopics | None = None,
-                            masking: Masking = BERT_MASKING) -> Path:
+def domain_adapted_backbone(
+    directory: Path,
+    backbone: str,
+    first: Sequence[str],
+    second: Sequence[str],
+    *,
+    profile,
+    seed: int,
+    device: str,
+    progress: bool = False,
+    learning_rate: float = 3e-5,
+    topics: PairTopics | None = None,
+    masking: Masking = BERT_MASKING,
+) -> Path:
     """The MLM-adapted backbone folder ``directory``, trained now unless a complete one is already there. The
     caller names the folder after everything that determines the result (backbone, pairs, budgets, lr, seed)."""
     directory = Path(directory)
@@ -237,10 +279,22 @@ def domain_adapted_backbone(directory: Path, backbone: str, first: Sequence[str]
         logger.info("loading domain-adapted (MLM) backbone %s", directory)
         return directory
     logger.info("domain-adaptive MLM of %s on %d target pairs (seed %d)", backbone, len(first), seed)
-    build_checkpoint(directory, lambda temporary: train_domain_mlm(
-        backbone, first, second, temporary, profile=profile, seed=seed, device=device, progress=progress,
-        learning_rate=learning_rate, topics=topics, masking=masking,
-    ))
+    build_checkpoint(
+        directory,
+        lambda temporary: train_domain_mlm(
+            backbone,
+            first,
+            second,
+            temporary,
+            profile=profile,
+            seed=seed,
+            device=device,
+            progress=progress,
+            learning_rate=learning_rate,
+            topics=topics,
+            masking=masking,
+        ),
+    )
     return directory
 
 

@@ -17,6 +17,7 @@ Deviations: ``word_tokenize`` first splits a text into sentences with NLTK's Pun
 (``word_tokenize(text, preserve_line=True)``). The words differ only where a text holds several sentences: a period
 inside such a text stays attached to its word ("end." instead of "end", "."), one word fewer to draw for.
 """
+
 from __future__ import annotations
 
 import functools

@@ -8,6 +8,7 @@ combination is a spec (``mlm:aux=simcse``), not a module. The loss is ``primary 
 How a step runs, the training setups and budgets, training data, ``init``, the report and the deviations:
 docs/fidelity.md, section "Unsupervised objectives".
 """
+
 from __future__ import annotations
 
 import json
@@ -72,7 +73,10 @@ _QUICK_BUDGET = {"max_steps": 40}
 # nugget's live in their plugins): it is the default setup of an Objective (simcse, nm, mlm train in it) and the
 # setup every combination of objectives trains in (training_setup).
 CONTRASTIVE_SETUP = TrainingSetup(
-    "thesis-5.4.2", schedule="linear", warmup_ratio=0.1, weight_decay=0.01,
+    "thesis-5.4.2",
+    schedule="linear",
+    warmup_ratio=0.1,
+    weight_decay=0.01,
     budgets={"quick": _QUICK_BUDGET, "paper": {"batch_size": 64, "max_steps": 12_500}},
 )
 
@@ -84,9 +88,12 @@ def __getattr__(name: str) -> Any:
     import importlib
     import warnings
 
-    warnings.warn(f"harness.nn.objectives.{name} is deprecated and goes in the next version: the thesis 5.4.1 setup "
-                  "is the tsdae plugin's SETUP now (define a method's own TrainingSetup in its plugin)",
-                  DeprecationWarning, stacklevel=2)
+    warnings.warn(
+        f"harness.nn.objectives.{name} is deprecated and goes in the next version: the thesis 5.4.1 setup "
+        "is the tsdae plugin's SETUP now (define a method's own TrainingSetup in its plugin)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     replication = importlib.import_module("harness.plugins.tsdae").SETUP  # the one object, not a copy
     if name == "REPLICATION_SETUP":
         return replication
@@ -142,8 +149,10 @@ class TrainingStep:
 
     def features(self, view: str) -> dict[str, torch.Tensor]:
         if view not in self.views:
-            raise KeyError(f"the batch has no {view!r} view (it holds {sorted(self.views)}); an objective must list "
-                           "the views it reads in Objective.views")
+            raise KeyError(
+                f"the batch has no {view!r} view (it holds {sorted(self.views)}); an objective must list "
+                "the views it reads in Objective.views"
+            )
         return self.views[view]
 
     def sentence_vectors(self, view: str, gradient: bool = True) -> torch.Tensor:
@@ -194,8 +203,14 @@ class ObjectiveSum(nn.Module):
 class UnlabeledCollator:
     """Sentences -> the token views the objectives need. ``noise`` makes the deleted copy of a sentence."""
 
-    def __init__(self, tokenizer, max_length: int, views: Sequence[str], noise: Callable[[str], str] | None = None,
-                 extras: Sequence[Callable[[list[str]], dict[str, Any]]] = ()):
+    def __init__(
+        self,
+        tokenizer,
+        max_length: int,
+        views: Sequence[str],
+        noise: Callable[[str], str] | None = None,
+        extras: Sequence[Callable[[list[str]], dict[str, Any]]] = (),
+    ):
         if DELETED in views and noise is None:
             raise ValueError("a deleted view needs a noise function")
         self.tokenizer = tokenizer
@@ -205,8 +220,9 @@ class UnlabeledCollator:
         self.extras = tuple(extras)  # objectives' own batch entries (Objective.prepare)
 
     def tokenize(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
-        return dict(self.tokenizer(list(texts), truncation=True, max_length=self.max_length, padding=True,
-                                   return_tensors="pt"))
+        return dict(
+            self.tokenizer(list(texts), truncation=True, max_length=self.max_length, padding=True, return_tensors="pt")
+        )
 
     def __call__(self, sentences: list[str]) -> dict[str, dict[str, torch.Tensor]]:
         batch = {CLEAN: self.tokenize(sentences)}
@@ -246,8 +262,9 @@ def language_model_head(language_model: nn.Module) -> nn.Module:
     for _, child in language_model.named_children():
         if child is not base and any(module is output for module in child.modules()):
             return child
-    raise HarnessError(f"{type(language_model).__name__} has no separate prediction head; pick a BERT- or "
-                       "RoBERTa-style --backbone.")
+    raise HarnessError(
+        f"{type(language_model).__name__} has no separate prediction head; pick a BERT- or RoBERTa-style --backbone."
+    )
 
 
 def scored_token_loss(head: nn.Module, hidden: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -266,8 +283,9 @@ def transformer_inputs(features: Mapping[str, torch.Tensor]) -> dict[str, torch.
 DIRECTIONS = ("one", "both")
 
 
-def in_batch_contrastive(anchors: torch.Tensor, positives: torch.Tensor, temperature: float,
-                         directions: str) -> torch.Tensor:
+def in_batch_contrastive(
+    anchors: torch.Tensor, positives: torch.Tensor, temperature: float, directions: str
+) -> torch.Tensor:
     """InfoNCE over in-batch negatives on cosine / temperature (SimCSE eq. 1, thesis eq. 2.7): anchor i must pick
     positive i among all positives. ``directions="both"`` adds the transposed term (positive i picks anchor i), as
     the thesis code sums both; ``"one"`` is sentence-transformers' MultipleNegativesRankingLoss with
@@ -296,31 +314,55 @@ AUX_SEPARATOR = "+"
 def objective_options(lr: float = 3e-5) -> dict[str, Option]:
     """The options every objective model has (one set, so any objective can be an auxiliary of any model)."""
     return {
-        "pooling": Option("cls", "how token states become the sentence vector (the thesis reports both)",
-                          choices=POOLING_CHOICES),
+        "pooling": Option(
+            "cls", "how token states become the sentence vector (the thesis reports both)", choices=POOLING_CHOICES
+        ),
         "lr": Option(lr, "AdamW learning rate (thesis 5.4: 3e-5)", type=float, bounds="(0, inf)"),
         "aux": Option("", "auxiliary objectives added to this one, joined by '+', e.g. simcse or nm", type=str),
-        "aux_weight": Option(1.0, "weight of each auxiliary loss (thesis code: 1, the contrastive term summed over "
-                                  "both directions)", type=float, bounds="[0, inf)"),
-        "temperature": Option(0.05, "contrastive temperature tau (scale 1/tau = 20)", type=float,
-                              bounds="(0, inf)"),
-        "directions": Option("both", "contrastive term: one (anchor -> positive, SimCSE eq. 1) or both (plus the "
-                                     "transposed term, the thesis code)", choices=DIRECTIONS),
-        "ratio": Option(DELETION_RATIO, "word-deletion ratio of the noised view, in (0, 1)", type=float,
-                        bounds="(0, 1)"),
-        "mlm_probability": Option(0.2, "share of tokens masked for MLM (thesis code: 0.2, all replaced by [MASK])",
-                                  type=float, bounds="(0, 1)"),
-        "init": Option("", "start from this unsupervised model spec trained on the same source (e.g. mlm)",
-                       type=str),
+        "aux_weight": Option(
+            1.0,
+            "weight of each auxiliary loss (thesis code: 1, the contrastive term summed over both directions)",
+            type=float,
+            bounds="[0, inf)",
+        ),
+        "temperature": Option(0.05, "contrastive temperature tau (scale 1/tau = 20)", type=float, bounds="(0, inf)"),
+        "directions": Option(
+            "both",
+            "contrastive term: one (anchor -> positive, SimCSE eq. 1) or both (plus the "
+            "transposed term, the thesis code)",
+            choices=DIRECTIONS,
+        ),
+        "ratio": Option(
+            DELETION_RATIO, "word-deletion ratio of the noised view, in (0, 1)", type=float, bounds="(0, 1)"
+        ),
+        "mlm_probability": Option(
+            0.2,
+            "share of tokens masked for MLM (thesis code: 0.2, all replaced by [MASK])",
+            type=float,
+            bounds="(0, 1)",
+        ),
+        "init": Option("", "start from this unsupervised model spec trained on the same source (e.g. mlm)", type=str),
         # Added in harness 0.3: at their defaults they stay out of the spec hash.
-        "select_every": Option(0, "checkpoint selection: score the dev pairs of select_on every this many steps and "
-                                  "keep the best step (SimCSE: 250 on STS-B dev); 0: keep the last step", type=int,
-                               hash_default=False),
-        "select_on": Option("", "the task whose scored-pair dev split select_every scores (cosine, Spearman)",
-                            type=str, hash_default=False),
-        "mlp_head": Option(False, "contrastive term through a training-only MLP (Linear + tanh) on the pooled "
-                                  "vector (SimCSE's unsupervised setting; thesis code: none)", type=bool,
-                           hash_default=False),
+        "select_every": Option(
+            0,
+            "checkpoint selection: score the dev pairs of select_on every this many steps and "
+            "keep the best step (SimCSE: 250 on STS-B dev); 0: keep the last step",
+            type=int,
+            hash_default=False,
+        ),
+        "select_on": Option(
+            "",
+            "the task whose scored-pair dev split select_every scores (cosine, Spearman)",
+            type=str,
+            hash_default=False,
+        ),
+        "mlp_head": Option(
+            False,
+            "contrastive term through a training-only MLP (Linear + tanh) on the pooled "
+            "vector (SimCSE's unsupervised setting; thesis code: none)",
+            type=bool,
+            hash_default=False,
+        ),
     }
 
 
@@ -335,13 +377,14 @@ def aux_names(options: Mapping[str, Any]) -> list[str]:
 def _objective(lookup: Callable[[str, str], Any], name: str) -> Objective:
     objective = lookup(OBJECTIVE_KIND, name)
     if not isinstance(objective, Objective):
-        raise HarnessError(f"component {name!r} of kind {OBJECTIVE_KIND!r} is a {type(objective).__name__}, not a "
-                           "harness.nn.objectives.Objective; this is a bug in the plugin that registered it.")
+        raise HarnessError(
+            f"component {name!r} of kind {OBJECTIVE_KIND!r} is a {type(objective).__name__}, not a "
+            "harness.nn.objectives.Objective; this is a bug in the plugin that registered it."
+        )
     return objective
 
 
-def resolve_objectives(lookup: Callable[[str, str], Any], primary: str,
-                       options: Mapping[str, Any]) -> list[Objective]:
+def resolve_objectives(lookup: Callable[[str, str], Any], primary: str, options: Mapping[str, Any]) -> list[Objective]:
     """The primary objective followed by the auxiliaries of ``options["aux"]``."""
     return [_objective(lookup, name) for name in [primary, *aux_names(options)]]
 
@@ -362,16 +405,19 @@ def validate_objective_spec(primary: str) -> Callable[[Any, Any], None]:
         names = aux_names(options)
         for name in names:
             if name not in known:
-                raise InvalidOptionError(f"{owner}: aux objective {name!r} is not registered; known objectives: "
-                                         f"{', '.join(known)} (join several with '+').")
+                raise InvalidOptionError(
+                    f"{owner}: aux objective {name!r} is not registered; known objectives: "
+                    f"{', '.join(known)} (join several with '+')."
+                )
         if primary in names or len(set(names)) != len(names):
             raise InvalidOptionError(f"{owner}: aux={options['aux']!r} repeats an objective; name each one once.")
         objectives = [registry.component(OBJECTIVE_KIND, name) for name in [primary, *names]]
         if any(o.views for o in objectives) and DELETED in {v for o in objectives for v in o.views}:
             check_deletion_ratio(options["ratio"], f"{owner}, option ratio")
         if "mlm_probability" in {r for o in objectives for r in o.reads} and not 0 < options["mlm_probability"] < 1:
-            raise InvalidOptionError(f"{owner}: mlm_probability must lie in (0, 1), e.g. 0.2; got "
-                                     f"{options['mlm_probability']!r}.")
+            raise InvalidOptionError(
+                f"{owner}: mlm_probability must lie in (0, 1), e.g. 0.2; got {options['mlm_probability']!r}."
+            )
         if not options["temperature"] > 0:
             raise InvalidOptionError(f"{owner}: temperature must be positive, e.g. 0.05; got {options['temperature']}.")
         if not options["lr"] > 0:
@@ -381,26 +427,37 @@ def validate_objective_spec(primary: str) -> Callable[[Any, Any], None]:
         for objective in objectives:
             lacking = sorted(set(objective.options) - set(plugin.options))
             if lacking:
-                raise InvalidOptionError(f"{owner}: objective {objective.name!r} needs its own options "
-                                         f"({', '.join(lacking)}), which this model lacks; train it as the primary "
-                                         f"objective ({objective.name}:aux=...).")
+                raise InvalidOptionError(
+                    f"{owner}: objective {objective.name!r} needs its own options "
+                    f"({', '.join(lacking)}), which this model lacks; train it as the primary "
+                    f"objective ({objective.name}:aux=...)."
+                )
             if objective.check is not None:
                 objective.check(options, owner)
-        read = set(ALWAYS_READ) | {r for o in objectives for r in (*o.reads, *o.options)} | \
-            ({"aux_weight"} if names else set())
-        ignored = sorted(key for key, option in plugin.options.items()
-                         if key not in read and options[key] != option.default)
+        read = (
+            set(ALWAYS_READ)
+            | {r for o in objectives for r in (*o.reads, *o.options)}
+            | ({"aux_weight"} if names else set())
+        )
+        ignored = sorted(
+            key for key, option in plugin.options.items() if key not in read and options[key] != option.default
+        )
         if ignored:
             readers = {key: [n for n in known if key in registry.component(OBJECTIVE_KIND, n).reads] for key in ignored}
             hint = "; ".join(f"{key} is read by {', '.join(readers[key]) or 'aux objectives only'}" for key in ignored)
-            raise InvalidOptionError(f"{owner}: option(s) {', '.join(ignored)} have no effect on objectives "
-                                     f"{', '.join(o.name for o in objectives)} ({hint}); drop them or add the "
-                                     "objective with aux=....")
+            raise InvalidOptionError(
+                f"{owner}: option(s) {', '.join(ignored)} have no effect on objectives "
+                f"{', '.join(o.name for o in objectives)} ({hint}); drop them or add the "
+                "objective with aux=...."
+            )
         if spec.train_on is None:
-            sources = sorted(name for name, task in registry.tasks.items()
-                             if UNLABELED_SENTENCES in task.metadata.training_kinds)
-            raise IncompatibleError(f"{owner} learns from unlabeled sentences; add --train-on TASK "
-                                    f"({', '.join(sources)}) or --train-on self (each task's own train sentences).")
+            sources = sorted(
+                name for name, task in registry.tasks.items() if UNLABELED_SENTENCES in task.metadata.training_kinds
+            )
+            raise IncompatibleError(
+                f"{owner} learns from unlabeled sentences; add --train-on TASK "
+                f"({', '.join(sources)}) or --train-on self (each task's own train sentences)."
+            )
         init = str(options.get("init") or "").strip()
         if init:
             from harness.options import parse_spec_text
@@ -408,8 +465,10 @@ def validate_objective_spec(primary: str) -> Callable[[Any, Any], None]:
             init_name, init_options = parse_spec_text(init)
             models = [n for n in known if n in registry.models]
             if init_name not in models:
-                raise InvalidOptionError(f"{owner}: init={init!r} must name an unsupervised objective model "
-                                         f"({', '.join(models)}), trained on the same source.")
+                raise InvalidOptionError(
+                    f"{owner}: init={init!r} must name an unsupervised objective model "
+                    f"({', '.join(models)}), trained on the same source."
+                )
             if init_options.get("init"):
                 raise InvalidOptionError(f"{owner}: init={init!r} itself has an init; chain at most one level.")
 
@@ -434,8 +493,12 @@ def budget_overrides(profile: Any, setup: TrainingSetup, examples: int) -> dict[
     max_steps is reached on ``examples``)."""
     import warnings
 
-    warnings.warn("harness.nn.objectives.budget_overrides is deprecated: declare ModelPlugin.budget_for "
-                  "(setup_budget) and read ctx.profile", DeprecationWarning, stacklevel=2)
+    warnings.warn(
+        "harness.nn.objectives.budget_overrides is deprecated: declare ModelPlugin.budget_for "
+        "(setup_budget) and read ctx.profile",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     budget = dict(setup.budgets.get(profile.name, {}))
     batch_size = int(budget.get("batch_size", profile.batch_size))
     max_steps = budget.get("max_steps", profile.max_steps)
@@ -460,14 +523,17 @@ def check_selection(options: Mapping[str, Any], owner: str, registry: Any) -> No
     """Options select_every / select_on: a non-negative step count, and a task that offers scored-pair dev data."""
     every, source = int(options["select_every"]), str(options["select_on"]).strip()
     if every < 0:
-        raise InvalidOptionError(f"{owner}: select_every must be 0 (keep the last step) or a step count, e.g. 250; "
-                                 f"got {every}.")
+        raise InvalidOptionError(
+            f"{owner}: select_every must be 0 (keep the last step) or a step count, e.g. 250; got {every}."
+        )
     if every == 0:
         return
     offering = sorted(name for name, task in registry.tasks.items() if SCORED_PAIRS in task.metadata.training_kinds)
     if source.split(":")[0] not in offering:
-        raise InvalidOptionError(f"{owner}: select_every={every} scores the dev pairs of select_on, which must name "
-                                 f"a task with scored-pair dev data ({', '.join(offering)}); got {source!r}.")
+        raise InvalidOptionError(
+            f"{owner}: select_every={every} scores the dev pairs of select_on, which must name "
+            f"a task with scored-pair dev data ({', '.join(offering)}); got {source!r}."
+        )
 
 
 def dev_pair_score(encoder: SentenceEncoder, dev: Any, batch_size: int) -> Callable[[], float]:
@@ -478,7 +544,8 @@ def dev_pair_score(encoder: SentenceEncoder, dev: Any, batch_size: int) -> Calla
         first = encoder.encode(dev.first, batch_size=batch_size, progress=False)
         second = encoder.encode(dev.second, batch_size=batch_size, progress=False)
         cosine = (first * second).sum(axis=1) / np.maximum(
-            np.linalg.norm(first, axis=1) * np.linalg.norm(second, axis=1), 1e-12)
+            np.linalg.norm(first, axis=1) * np.linalg.norm(second, axis=1), 1e-12
+        )
         try:
             return spearman(cosine, dev.scores)
         except ConstantPredictionError:
@@ -528,8 +595,9 @@ class ObjectiveEmbedder:
     @classmethod
     def from_context(cls, ctx: Any, primary: str) -> ObjectiveEmbedder:
         encoder = SentenceEncoder.from_backbone(ctx.backbone, ctx.options["pooling"], ctx.profile.max_seq_length)
-        settings = EmbedderSettings(primary, dict(ctx.options), ctx.device, ctx.eval_batch_size, ctx.progress,
-                                    label=primary)
+        settings = EmbedderSettings(
+            primary, dict(ctx.options), ctx.device, ctx.eval_batch_size, ctx.progress, label=primary
+        )
         return cls(encoder, ctx.backbone, settings)
 
     # -- embedder ------------------------------------------------------------------------------------------------
@@ -569,8 +637,10 @@ class ObjectiveEmbedder:
             raise IncompatibleError(f"init={init!r}: that model exposes no transformer weights to start from.")
         missing, unexpected = self.encoder.transformer.load_state_dict(source.state_dict(), strict=False)
         if missing or unexpected:
-            raise IncompatibleError(f"init={init!r}: its weights do not fit this backbone (missing {missing[:3]}, "
-                                    f"unexpected {unexpected[:3]}); use the same --backbone for both.")
+            raise IncompatibleError(
+                f"init={init!r}: its weights do not fit this backbone (missing {missing[:3]}, "
+                f"unexpected {unexpected[:3]}); use the same --backbone for both."
+            )
         ctx.logger.info("starting from the weights of %s trained on %s", init, ctx.train_on)
 
     def fit(self, splits: Any, ctx: Any) -> dict[str, Any]:
@@ -589,8 +659,14 @@ class ObjectiveEmbedder:
         collate = self.collator(objectives, ctx.seed)
         names = "+".join(o.name for o in objectives)
         config = config_from_profile(  # ctx.profile carries the requested budget (setup's, then the user's)
-            ctx.profile, ctx.seed, ctx.device, ctx.progress, learning_rate=float(options["lr"]),
-            schedule=setup.schedule, warmup_ratio=setup.warmup_ratio, weight_decay=setup.weight_decay,
+            ctx.profile,
+            ctx.seed,
+            ctx.device,
+            ctx.progress,
+            learning_rate=float(options["lr"]),
+            schedule=setup.schedule,
+            warmup_ratio=setup.warmup_ratio,
+            weight_decay=setup.weight_decay,
             description=f"training {names} ({options['pooling']})",
         )
         every = int(options.get("select_every") or 0)
@@ -598,32 +674,47 @@ class ObjectiveEmbedder:
         if every:
             dev = ctx.training_data(str(options["select_on"]), SCORED_PAIRS).dev
             if dev is None:
-                raise IncompatibleError(f"select_on={options['select_on']!r} offers no dev pairs to select on; name "
-                                        "another task or set select_every=0.")
+                raise IncompatibleError(
+                    f"select_on={options['select_on']!r} offers no dev pairs to select on; name "
+                    "another task or set select_every=0."
+                )
             dev_score = dev_pair_score(self.encoder, dev, self.settings.eval_batch_size)
         report = fit(module, sentences, collate, config, dev_score, dev_every_steps=every or None)
         self.encoder.eval()
         history = module.history
         record = report.as_record()
-        record.update({
-            "objectives": [o.name for o in objectives],
-            "weights": module.weights,
-            "setup": setup.name,
-            "batch_size": config.batch_size,
-            "learning_rate": config.learning_rate,
-            "schedule": config.schedule,
-            "sentences": len(sentences),
-            "empty_sentences_dropped": dropped,
-            "loss_curve": {name: curve_summary([h[name] for h in history]) for name in history[0]} if history else {},
-            "counts": module.counts(),
-        })
+        record.update(
+            {
+                "objectives": [o.name for o in objectives],
+                "weights": module.weights,
+                "setup": setup.name,
+                "batch_size": config.batch_size,
+                "learning_rate": config.learning_rate,
+                "schedule": config.schedule,
+                "sentences": len(sentences),
+                "empty_sentences_dropped": dropped,
+                "loss_curve": {name: curve_summary([h[name] for h in history]) for name in history[0]}
+                if history
+                else {},
+                "counts": module.counts(),
+            }
+        )
         if every:
-            record["selection"] = {"every_steps": every, "on": options["select_on"], "best_step": report.best_step,
-                                   "best_dev_spearman": report.best_dev_score}
-        ctx.logger.info("trained %s: %d steps, %.1f s, %.1f sentences/s, loss %s -> %s", names, report.steps,
-                        report.wall_seconds, report.examples_per_second,
-                        record["loss_curve"].get("total", {}).get("first"),
-                        record["loss_curve"].get("total", {}).get("last"))
+            record["selection"] = {
+                "every_steps": every,
+                "on": options["select_on"],
+                "best_step": report.best_step,
+                "best_dev_spearman": report.best_dev_score,
+            }
+        ctx.logger.info(
+            "trained %s: %d steps, %.1f s, %.1f sentences/s, loss %s -> %s",
+            names,
+            report.steps,
+            report.wall_seconds,
+            report.examples_per_second,
+            record["loss_curve"].get("total", {}).get("first"),
+            record["loss_curve"].get("total", {}).get("last"),
+        )
         return record
 
     # -- checkpoints -----------------------------------------------------------------------------------------------
@@ -632,20 +723,23 @@ class ObjectiveEmbedder:
         with quiet_transformers():  # no "Writing model shards" bar per checkpoint
             self.encoder.transformer.save_pretrained(str(directory), safe_serialization=True)
         self.encoder.tokenizer.save_pretrained(str(directory))
-        (directory / POOLING_FILE).write_text(json.dumps({"pooling": self.encoder.pooling,
-                                                          "max_length": self.encoder.max_length}))
+        (directory / POOLING_FILE).write_text(
+            json.dumps({"pooling": self.encoder.pooling, "max_length": self.encoder.max_length})
+        )
         # Keep a sentence-transformers length limit, so the folder read as --backbone gets the same limit.
         st_config = Path(self.backbone) / "sentence_bert_config.json"
         if st_config.is_file():
             shutil.copy(st_config, directory / "sentence_bert_config.json")
 
     def load(self, directory: Path) -> None:
-        load_model(self.encoder.transformer, str(Path(directory) / "model.safetensors"),
-                   device=str(self.settings.device))
+        load_model(
+            self.encoder.transformer, str(Path(directory) / "model.safetensors"), device=str(self.settings.device)
+        )
 
 
-def objective_model(objective: Objective, *, description: str, reference: str,
-                    lr: float = 3e-5) -> tuple[Component, ModelPlugin]:
+def objective_model(
+    objective: Objective, *, description: str, reference: str, lr: float = 3e-5
+) -> tuple[Component, ModelPlugin]:
     """The component and the model plugin a method module registers for ``objective``."""
     component = Component(OBJECTIVE_KIND, objective.name, objective, objective.description)
     plugin = ModelPlugin(
@@ -663,8 +757,9 @@ def objective_model(objective: Objective, *, description: str, reference: str,
     return component, plugin
 
 
-def objective_hooks(objective: Objective, *, description: str, reference: str,
-                    lr: float = 3e-5) -> tuple[Callable[[Callable], None], Callable[[Callable], None]]:
+def objective_hooks(
+    objective: Objective, *, description: str, reference: str, lr: float = 3e-5
+) -> tuple[Callable[[Callable], None], Callable[[Callable], None]]:
     """The two hook implementations of a method module that offers one objective: ``register_components`` (the
     objective as a component) and ``register_models`` (its model, :func:`objective_model`). A method module binds
     them to those names, which is all its registration needs::

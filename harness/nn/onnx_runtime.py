@@ -22,6 +22,7 @@ Deviations: none in the numbers beyond float rounding (ONNX Runtime fuses and re
 check agreement to 1e-4). Uses the TorchScript exporter (``dynamo=False``): the dynamo exporter needs ``onnxscript``,
 which the ``onnx`` extra does not install. A model over 2 GB (ONNX's single-file limit) cannot be exported this way.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -131,8 +132,9 @@ def model_input_names(transformer: nn.Module) -> tuple[str, ...]:
 def check_output(output: str) -> str:
     """``output`` if a transformer's export can return it (:data:`EXPORTABLE_OUTPUTS`), else one line saying so."""
     if output not in EXPORTABLE_OUTPUTS:
-        raise IncompatibleError(f"an ONNX export returns one of {', '.join(EXPORTABLE_OUTPUTS)}, not {output!r}; use "
-                                "--runtime torch")
+        raise IncompatibleError(
+            f"an ONNX export returns one of {', '.join(EXPORTABLE_OUTPUTS)}, not {output!r}; use --runtime torch"
+        )
     return output
 
 
@@ -142,8 +144,9 @@ def output_determinants(output: str) -> tuple:
     return () if check_output(output) == OUTPUT_NAME else (output,)
 
 
-def export_key(transformer: nn.Module, input_names: Sequence[str] | None = None,
-               determinants: Sequence[Any] = ()) -> str:
+def export_key(
+    transformer: nn.Module, input_names: Sequence[str] | None = None, determinants: Sequence[Any] = ()
+) -> str:
     """sha256 over everything that determines the export: the weights (names, dtypes, shapes, bytes), the model's
     config, the input names (default: :func:`model_input_names`), :data:`ONNX_OPSET` and ``determinants``: what
     else shapes an :func:`onnx_function` graph (a plugin's options, a version of its graph code), by ``repr``."""
@@ -177,8 +180,12 @@ class _Traced(nn.Module):
         return self.function(**dict(zip(self.input_names, inputs)))
 
 
-def export_function_bytes(module: nn.Module, function: Callable[..., Any], input_names: Sequence[str],
-                          outputs: Mapping[str, Mapping[int, str]]) -> bytes:
+def export_function_bytes(
+    module: nn.Module,
+    function: Callable[..., Any],
+    input_names: Sequence[str],
+    outputs: Mapping[str, Mapping[int, str]],
+) -> bytes:
     """The ONNX model (one file's bytes) of ``function(**inputs)``, a function of ``module`` taking the tokenised
     ``input_names`` (each ``[batch, sequence]`` int64) and returning the tensors named by ``outputs`` in its order,
     whose dynamic axes ``outputs`` gives (``{name: {axis index: axis name}}``; "batch" and "sequence" are the
@@ -195,17 +202,25 @@ def export_function_bytes(module: nn.Module, function: Callable[..., Any], input
     # torch.onnx.export restores the *wrapper's* training flag on exit, and a fresh module is in training mode:
     # without .eval() here the module would be left in training mode (dropout on) after the export.
     wrapper.eval()
-    dynamic_axes = {**{name: dict(INPUT_AXES) for name in input_names}, **{name: dict(axes) for name, axes in
-                                                                          outputs.items()}}
+    dynamic_axes = {
+        **{name: dict(INPUT_AXES) for name in input_names},
+        **{name: dict(axes) for name, axes in outputs.items()},
+    }
     try:
         wrapper.to("cpu")
         with tempfile.TemporaryDirectory(prefix="harness-onnx-") as folder, warnings.catch_warnings():
             warnings.simplefilter("ignore")  # tracer and deprecation warnings say nothing a user can act on
             path = Path(folder) / f"model{EXPORT_SUFFIX}"
             torch.onnx.export(
-                wrapper, tuple(sample[name] for name in input_names), str(path), dynamo=False,
-                input_names=list(input_names), output_names=list(outputs), dynamic_axes=dynamic_axes,
-                opset_version=ONNX_OPSET, do_constant_folding=True,
+                wrapper,
+                tuple(sample[name] for name in input_names),
+                str(path),
+                dynamo=False,
+                input_names=list(input_names),
+                output_names=list(outputs),
+                dynamic_axes=dynamic_axes,
+                opset_version=ONNX_OPSET,
+                do_constant_folding=True,
             )
             return path.read_bytes()
     finally:
@@ -234,8 +249,13 @@ class OnnxFunction:
     and returns the outputs ``output_names`` as torch tensors on the CPU.
     """
 
-    def __init__(self, content: bytes, input_names: tuple[str, ...], output_names: Sequence[str] = (OUTPUT_NAME,),
-                 threads: int | None = None):
+    def __init__(
+        self,
+        content: bytes,
+        input_names: tuple[str, ...],
+        output_names: Sequence[str] = (OUTPUT_NAME,),
+        threads: int | None = None,
+    ):
         import onnxruntime
 
         options = onnxruntime.SessionOptions()
@@ -263,8 +283,9 @@ class OnnxTransformer(OnnxFunction):
     ``transformer(**inputs).last_hidden_state`` would (``getattr(transformer(**inputs), output)`` for another
     output)."""
 
-    def __init__(self, content: bytes, input_names: tuple[str, ...], threads: int | None = None,
-                 output: str = OUTPUT_NAME):
+    def __init__(
+        self, content: bytes, input_names: tuple[str, ...], threads: int | None = None, output: str = OUTPUT_NAME
+    ):
         super().__init__(content, input_names, (output,), threads)
 
     @property
@@ -276,8 +297,13 @@ class OnnxTransformer(OnnxFunction):
         return self.run(features)[0]
 
 
-def onnx_export(module: nn.Module, export: Callable[[], bytes], key: str, output_names: Sequence[str],
-                cache_dir: Path | str | None = None) -> bytes:
+def onnx_export(
+    module: nn.Module,
+    export: Callable[[], bytes],
+    key: str,
+    output_names: Sequence[str],
+    cache_dir: Path | str | None = None,
+) -> bytes:
     """``export()`` (the ONNX bytes of a function of ``module``), kept with ``cache_dir`` as
     ``onnx/<key>.onnx`` (checksummed; a damaged entry, or one without ``output_names``, is exported again), so each
     checkpoint is exported once per store; without ``cache_dir`` it is made in memory each time."""
@@ -292,41 +318,69 @@ def onnx_export(module: nn.Module, export: Callable[[], bytes], key: str, output
     path = Path(cache_dir) / "onnx" / f"{key}{EXPORT_SUFFIX}"
     path.parent.mkdir(parents=True, exist_ok=True)
     # made_from: an export copied over another's name (with its side file) is exported again, never run (40.3)
-    content, cached = cached_bytes(path, logged_export, check=partial(_looks_like_onnx, output_names=output_names),
-                                   what="ONNX export", made_from={"export_key": key,
-                                                                  "output_names": list(output_names)})
+    content, cached = cached_bytes(
+        path,
+        logged_export,
+        check=partial(_looks_like_onnx, output_names=output_names),
+        what="ONNX export",
+        made_from={"export_key": key, "output_names": list(output_names)},
+    )
     if cached:
         logger.info("ONNX export of %s read from %s", type(module).__name__, path)
     return content
 
 
-def onnx_transformer(transformer: nn.Module, cache_dir: Path | str | None = None,
-                     key: str | None = None, output: str = OUTPUT_NAME) -> OnnxTransformer:
+def onnx_transformer(
+    transformer: nn.Module, cache_dir: Path | str | None = None, key: str | None = None, output: str = OUTPUT_NAME
+) -> OnnxTransformer:
     """``transformer`` exported to ONNX (its ``output``: the last hidden states by default) and loaded in ONNX
     Runtime, the export cached by :func:`onnx_export`. ``key``: :func:`export_key` of ``transformer`` (with
     :func:`output_determinants`) when the caller has it already (hashing a large model's weights takes a moment)."""
     input_names = model_input_names(transformer)
     axes = EXPORTABLE_OUTPUTS[check_output(output)][1]
-    content = _function_bytes(transformer, partial(_transformer_output, transformer, output), input_names,
-                              {output: axes}, cache_dir, output_determinants(output), key)
+    content = _function_bytes(
+        transformer,
+        partial(_transformer_output, transformer, output),
+        input_names,
+        {output: axes},
+        cache_dir,
+        output_determinants(output),
+        key,
+    )
     return OnnxTransformer(content, input_names, output=output)
 
 
-def _function_bytes(module: nn.Module, function: Callable[..., Any], input_names: tuple[str, ...],
-                    outputs: Mapping[str, Mapping[int, str]], cache_dir: Path | str | None,
-                    determinants: Sequence[Any], key: str | None = None) -> bytes:
+def _function_bytes(
+    module: nn.Module,
+    function: Callable[..., Any],
+    input_names: tuple[str, ...],
+    outputs: Mapping[str, Mapping[int, str]],
+    cache_dir: Path | str | None,
+    determinants: Sequence[Any],
+    key: str | None = None,
+) -> bytes:
     """The export of ``function`` (:func:`export_function_bytes`), cached by :func:`onnx_export` under ``key`` or
     :func:`export_key` of ``module`` with ``determinants`` (hashed only when there is a cache to look in)."""
     require_onnx_runtime()
     if cache_dir is not None:
         key = key or export_key(module, input_names, determinants)
-    return onnx_export(module, partial(export_function_bytes, module, function, input_names, outputs), key or "",
-                       tuple(outputs), cache_dir)
+    return onnx_export(
+        module,
+        partial(export_function_bytes, module, function, input_names, outputs),
+        key or "",
+        tuple(outputs),
+        cache_dir,
+    )
 
 
-def onnx_function(module: nn.Module, function: Callable[..., Any], input_names: Sequence[str],
-                  outputs: Mapping[str, Mapping[int, str]], cache_dir: Path | str | None = None,
-                  determinants: Sequence[Any] = ()) -> OnnxFunction:
+def onnx_function(
+    module: nn.Module,
+    function: Callable[..., Any],
+    input_names: Sequence[str],
+    outputs: Mapping[str, Mapping[int, str]],
+    cache_dir: Path | str | None = None,
+    determinants: Sequence[Any] = (),
+) -> OnnxFunction:
     """``function(**inputs)`` of ``module`` (tokenised ``input_names`` to the tensors named in ``outputs``, see
     :func:`export_function_bytes`) exported to ONNX and loaded in ONNX Runtime. The export is cached by
     :func:`onnx_export` under :func:`export_key` of ``module`` with ``determinants``: everything besides the
@@ -354,11 +408,19 @@ class OnnxTransformerModule(nn.Module):
     def forward(self, **inputs: torch.Tensor):
         import transformers.modeling_outputs
 
-        unused = [name for name, value in inputs.items() if name not in MODEL_INPUTS and
-                  name not in self.IGNORED_ARGUMENTS and value is not None and value is not False]
+        unused = [
+            name
+            for name, value in inputs.items()
+            if name not in MODEL_INPUTS
+            and name not in self.IGNORED_ARGUMENTS
+            and value is not None
+            and value is not False
+        ]
         if unused:
-            raise IncompatibleError(f"the ONNX export takes {', '.join(self.runtime.input_names)} only, not "
-                                    f"{', '.join(unused)}; use --runtime torch")
+            raise IncompatibleError(
+                f"the ONNX export takes {', '.join(self.runtime.input_names)} only, not "
+                f"{', '.join(unused)}; use --runtime torch"
+            )
         output_class = getattr(transformers.modeling_outputs, EXPORTABLE_OUTPUTS[self.runtime.output][0])
         return output_class(**{self.runtime.output: self.runtime.token_states(inputs)})
 
@@ -366,8 +428,10 @@ class OnnxTransformerModule(nn.Module):
 def _weight_versions(transformer: nn.Module) -> tuple:
     """Identity, storage and version counter of every weight: changes whenever a tensor is replaced or changed in
     place (optimiser steps and load_state_dict included), so an unchanged tuple means unchanged weights."""
-    return tuple((name, id(tensor), tensor.data_ptr(), tensor._version) for name, tensor in
-                 (*transformer.named_parameters(), *transformer.named_buffers()))
+    return tuple(
+        (name, id(tensor), tensor.data_ptr(), tensor._version)
+        for name, tensor in (*transformer.named_parameters(), *transformer.named_buffers())
+    )
 
 
 class RuntimeSwitch:
@@ -403,8 +467,10 @@ class RuntimeSwitch:
         MiniLM on 2 cores) is skipped while no weight tensor changed. A module off the CPU is refused in one line."""
         device = next(module.parameters()).device
         if device.type != "cpu":
-            raise IncompatibleError(f"--runtime {self.runtime} runs on the CPU (ONNX Runtime's CPU provider); this "
-                                    f"model is on {device}: use --device cpu, or --runtime torch.")
+            raise IncompatibleError(
+                f"--runtime {self.runtime} runs on the CPU (ONNX Runtime's CPU provider); this "
+                f"model is on {device}: use --device cpu, or --runtime torch."
+            )
         versions = (_weight_versions(module), variant)
         if self._built is None or self._built[0] != versions:
             self._built = (versions, build())
@@ -414,9 +480,13 @@ class RuntimeSwitch:
         """The ONNX Runtime stand-in for ``transformer``'s current weights (exported or read from the cache once),
         returning ``output`` (:data:`EXPORTABLE_OUTPUTS`)."""
         check_output(output)
-        return self.session_for(transformer, lambda: OnnxTransformerModule(
-            onnx_transformer(transformer, self.cache_dir, output=output), getattr(transformer, "config", None)),
-            variant=output)
+        return self.session_for(
+            transformer,
+            lambda: OnnxTransformerModule(
+                onnx_transformer(transformer, self.cache_dir, output=output), getattr(transformer, "config", None)
+            ),
+            variant=output,
+        )
 
     @contextmanager
     def quiet(self) -> Iterator[None]:

@@ -13,6 +13,7 @@
 
 Deviations: none.
 """
+
 from __future__ import annotations
 
 import logging
@@ -34,11 +35,14 @@ logger = logging.getLogger(__name__)
 PADDING_SEGMENT, FIRST_SEGMENT, SECOND_SEGMENT = 0, 1, 2  # values of the per-token segment label
 
 # The segment ids' names before they said what they hold.
-__getattr__ = deprecated_names(__name__, {
-    "PADDING": (__name__, "PADDING_SEGMENT"),
-    "FIRST": (__name__, "FIRST_SEGMENT"),
-    "SECOND": (__name__, "SECOND_SEGMENT"),
-})
+__getattr__ = deprecated_names(
+    __name__,
+    {
+        "PADDING": (__name__, "PADDING_SEGMENT"),
+        "FIRST": (__name__, "FIRST_SEGMENT"),
+        "SECOND": (__name__, "SECOND_SEGMENT"),
+    },
+)
 
 
 def truncate_longest_first(first: list[int], second: list[int], budget: int) -> tuple[list[int], list[int]]:

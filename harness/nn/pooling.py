@@ -6,6 +6,7 @@ token's state. sentence-transformers counterpart: ``models.Pooling`` (``pooling_
 
 Deviations: none. MAX pooling is not offered (no method of this project uses it).
 """
+
 from __future__ import annotations
 
 import torch

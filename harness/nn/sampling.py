@@ -16,6 +16,7 @@ what to keep:
 
 Deviations: none (this module only states the contract; the built-in samplers are plugins/samplers.py).
 """
+
 from __future__ import annotations
 
 import logging
@@ -93,8 +94,7 @@ class PairSamplerProtocol(Protocol):
 
     def propose(self, inputs: SamplingInput) -> list[IndexPair]: ...
 
-    def select(self, candidate_scores: np.ndarray, gold_scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        ...
+    def select(self, candidate_scores: np.ndarray, gold_scores: np.ndarray, rng: np.random.Generator) -> np.ndarray: ...
 
 
 class PairSampler:

@@ -10,6 +10,7 @@ the store's per-spec artifact folders ``<results>/artifacts/<model-key>/seed-<se
 
 Deviations: none (a file format).
 """
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,13 @@ COLUMNS = ["first", "second", "teacher_score", "kept"]
 ARTIFACT_FOLDERS = "artifacts/*/seed-*"  # <results>/artifacts/<model-key>/seed-<seed>/ (the store's layout)
 
 
-def write_silver_pairs(directory: Path, fields: dict[str, Any], candidates: Iterable[tuple[int, int]],
-                       candidate_scores: Iterable[float], kept: Iterable[int]) -> Path:
+def write_silver_pairs(
+    directory: Path,
+    fields: dict[str, Any],
+    candidates: Iterable[tuple[int, int]],
+    candidate_scores: Iterable[float],
+    kept: Iterable[int],
+) -> Path:
     """Write ``<directory>/silver_pairs.json`` atomically: ``fields`` (JSON values) and one row per candidate
     (indices into ``fields["sentences"]``, its teacher score, 1 if its position is in ``kept``); returns the path."""
     kept_set = {int(row) for row in kept}
@@ -40,8 +46,10 @@ def write_silver_pairs(directory: Path, fields: dict[str, Any], candidates: Iter
         "version": ARTIFACT_VERSION,
         **fields,
         "columns": COLUMNS,
-        "pairs": [[i, j, round(float(score), 6), int(row in kept_set)]
-                  for row, ((i, j), score) in enumerate(zip(candidates, candidate_scores))],
+        "pairs": [
+            [i, j, round(float(score), 6), int(row in kept_set)]
+            for row, ((i, j), score) in enumerate(zip(candidates, candidate_scores))
+        ],
     }
     path = Path(directory) / ARTIFACT
     atomic_write_text(path, json.dumps(payload, separators=(",", ":")) + "\n")

@@ -7,6 +7,7 @@ with ``attention="sentence"`` or ``"proposition"``, and :func:`subset_text`). Ho
 deviation from the official code: docs/fidelity.md, section "Sub-Sentence Encoder", subsection "Span masks" and the
 table row "span masks".
 """
+
 from __future__ import annotations
 
 import logging
@@ -43,24 +44,34 @@ def normalise_spans(text: str, spans: Sequence[Span], where: str = "item") -> li
     if isinstance(spans, (str, bytes)) or not isinstance(spans, Sequence):
         raise SpanError(f"{_describe(text, where)}: spans must be a list of (start, end) pairs, got {spans!r}.")
     if not spans:
-        raise SpanError(f"{_describe(text, where)}: a proposition needs at least one (start, end) span; give the "
-                        f"whole sentence as [(0, {len(text)})] to encode all of it.")
+        raise SpanError(
+            f"{_describe(text, where)}: a proposition needs at least one (start, end) span; give the "
+            f"whole sentence as [(0, {len(text)})] to encode all of it."
+        )
     checked: list[Span] = []
     for span in spans:
         try:
             start, end = span
         except (TypeError, ValueError):
             raise SpanError(f"{_describe(text, where)}: span {span!r} is not a (start, end) pair.") from None
-        if isinstance(start, bool) or isinstance(end, bool) or not isinstance(start, (int, np.integer)) \
-                or not isinstance(end, (int, np.integer)):
+        if (
+            isinstance(start, bool)
+            or isinstance(end, bool)
+            or not isinstance(start, (int, np.integer))
+            or not isinstance(end, (int, np.integer))
+        ):
             raise SpanError(f"{_describe(text, where)}: span {span!r} must hold two integer character offsets.")
         start, end = int(start), int(end)
         if start < 0 or end > len(text) or start > end:
-            raise SpanError(f"{_describe(text, where)}: span ({start}, {end}) lies outside the sentence; offsets "
-                            f"must satisfy 0 <= start < end <= {len(text)}.")
+            raise SpanError(
+                f"{_describe(text, where)}: span ({start}, {end}) lies outside the sentence; offsets "
+                f"must satisfy 0 <= start < end <= {len(text)}."
+            )
         if start == end and text:
-            raise SpanError(f"{_describe(text, where)}: span ({start}, {end}) is empty; drop it or give the "
-                            "characters it should cover.")
+            raise SpanError(
+                f"{_describe(text, where)}: span ({start}, {end}) is empty; drop it or give the "
+                "characters it should cover."
+            )
         checked.append((start, end))
     checked.sort()
     merged = [checked[0]]
@@ -107,16 +118,28 @@ def tokenise_sentences(tokenizer, texts: Sequence[str], max_length: int) -> list
     """Each text tokenised (truncated to ``max_length`` tokens, unpadded) with its offset mapping; needs a fast
     tokenizer."""
     if not getattr(tokenizer, "is_fast", False):
-        raise HarnessError(f"span encoding needs a fast tokenizer (offset mappings); {type(tokenizer).__name__} "
-                           "is not one. Use a backbone with a tokenizer.json.")
-    encoded = tokenizer(list(texts), truncation=True, max_length=max_length, padding=False,
-                        return_offsets_mapping=True, return_special_tokens_mask=True)
+        raise HarnessError(
+            f"span encoding needs a fast tokenizer (offset mappings); {type(tokenizer).__name__} "
+            "is not one. Use a backbone with a tokenizer.json."
+        )
+    encoded = tokenizer(
+        list(texts),
+        truncation=True,
+        max_length=max_length,
+        padding=False,
+        return_offsets_mapping=True,
+        return_special_tokens_mask=True,
+    )
     sentences = []
     for row in range(len(texts)):
-        features = {key: encoded[key][row] for key in encoded
-                    if key not in ("offset_mapping", "special_tokens_mask")}
-        sentences.append(TokenisedSentence(features, np.asarray(encoded["offset_mapping"][row]).reshape(-1, 2),
-                                           np.asarray(encoded["special_tokens_mask"][row])))
+        features = {key: encoded[key][row] for key in encoded if key not in ("offset_mapping", "special_tokens_mask")}
+        sentences.append(
+            TokenisedSentence(
+                features,
+                np.asarray(encoded["offset_mapping"][row]).reshape(-1, 2),
+                np.asarray(encoded["special_tokens_mask"][row]),
+            )
+        )
     return sentences
 
 
@@ -129,12 +152,17 @@ class SpanBatch:
     rows: torch.Tensor  # [n_propositions] long: the features row of each proposition's sentence
 
     def to(self, device: str | torch.device) -> SpanBatch:
-        return SpanBatch({k: v.to(device) for k, v in self.features.items()}, self.masks.to(device),
-                         self.rows.to(device))
+        return SpanBatch(
+            {k: v.to(device) for k, v in self.features.items()}, self.masks.to(device), self.rows.to(device)
+        )
 
 
-def span_batch(tokenizer, sentences: Sequence[TokenisedSentence],
-               propositions: Sequence[tuple[int, Sequence[Span]]], attention: str = "sentence") -> SpanBatch:
+def span_batch(
+    tokenizer,
+    sentences: Sequence[TokenisedSentence],
+    propositions: Sequence[tuple[int, Sequence[Span]]],
+    attention: str = "sentence",
+) -> SpanBatch:
     """A batch of the given tokenised ``sentences`` and ``propositions`` ``(sentence position, merged spans)``.
 
     With ``attention="sentence"`` each sentence is one row, read once, however many propositions it has. With
@@ -226,8 +254,10 @@ def encode_span_items(
             local_of = {position: local for local, position in enumerate(dict.fromkeys(positions))}
             members = [index for u in batch_units for index in units[u][1]]
             batch = span_batch(
-                tokenizer, [sentences[p] for p in local_of],
-                [(local_of[propositions[index][0]], propositions[index][1]) for index in members], attention,
+                tokenizer,
+                [sentences[p] for p in local_of],
+                [(local_of[propositions[index][0]], propositions[index][1]) for index in members],
+                attention,
             ).to(device)
             with autocast(device):
                 pooled = pool_spans(token_states(batch.features), batch.masks, batch.rows)
@@ -239,8 +269,13 @@ def encode_span_items(
                 outputs[index] = vectors[row]
             bar.update(len(members))
     if empty:
-        logger.warning("%d of %d propositions have no token within the %d-token limit (cut off by truncation or "
-                       "covering only spaces); they are encoded as zero vectors", empty, len(items), max_length)
+        logger.warning(
+            "%d of %d propositions have no token within the %d-token limit (cut off by truncation or "
+            "covering only spaces); they are encoded as zero vectors",
+            empty,
+            len(items),
+            max_length,
+        )
     return torch.stack(outputs).numpy()  # type: ignore[arg-type]
 
 

@@ -12,6 +12,7 @@ Deviations: the cross-encoder folder uses sentence-transformers' modular CrossEn
 ``Pooling(cls)`` -> ``Dense(d, 1)``), which sentence-transformers 6 reads; Hugging Face's
 ``*ForSequenceClassification`` head cannot hold a head on the raw CLS state (BERT's adds its pooler's tanh layer).
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -31,8 +32,10 @@ def _sentence_transformers() -> Any:
     try:
         import sentence_transformers
     except ImportError:
-        raise ExportError("exporting needs the sentence-transformers package; install it with "
-                          "`pip install 'sentence-harness[interop]'`.") from None
+        raise ExportError(
+            "exporting needs the sentence-transformers package; install it with "
+            "`pip install 'sentence-harness[interop]'`."
+        ) from None
     return sentence_transformers
 
 
@@ -43,8 +46,10 @@ def _modules() -> tuple[Any, Any, Any, Any]:
         from sentence_transformers.base.modules import Dense, Normalize, Transformer
         from sentence_transformers.sentence_transformer.modules import Pooling
     except ImportError:
-        raise ExportError("exporting needs sentence-transformers 6 or newer; upgrade with "
-                          "`pip install -U 'sentence-transformers>=6'`.") from None
+        raise ExportError(
+            "exporting needs sentence-transformers 6 or newer; upgrade with "
+            "`pip install -U 'sentence-transformers>=6'`."
+        ) from None
     return Transformer, Pooling, Dense, Normalize
 
 
@@ -57,9 +62,17 @@ def _transformer_module(staging: Path, transformer: Any, tokenizer: Any, max_seq
     return Transformer(str(staging), max_seq_length=max_seq_length)
 
 
-def write_sentence_transformer(directory: Path, transformer: Any, tokenizer: Any, pooling: str, max_seq_length: int,
-                               *, dense: Any = None, normalize: bool = False,
-                               similarity: str = "cosine") -> None:
+def write_sentence_transformer(
+    directory: Path,
+    transformer: Any,
+    tokenizer: Any,
+    pooling: str,
+    max_seq_length: int,
+    *,
+    dense: Any = None,
+    normalize: bool = False,
+    similarity: str = "cosine",
+) -> None:
     """Write ``transformer -> Pooling(pooling) [-> Dense] [-> Normalize]`` as a sentence-transformers folder.
 
     ``pooling`` is one of :data:`POOLING_MODES`; ``dense`` an optional ``torch.nn.Linear`` whose weights become a
@@ -75,21 +88,28 @@ def write_sentence_transformer(directory: Path, transformer: Any, tokenizer: Any
         word = _transformer_module(Path(staging), transformer, tokenizer, max_seq_length)
         modules = [word, Pooling(word.get_embedding_dimension(), pooling_mode=pooling)]
         if dense is not None:
-            modules.append(Dense(dense.in_features, dense.out_features, bias=dense.bias is not None,
-                                 activation_function=torch.nn.Identity(), init_weight=dense.weight.detach().clone(),
-                                 init_bias=None if dense.bias is None else dense.bias.detach().clone()))
+            modules.append(
+                Dense(
+                    dense.in_features,
+                    dense.out_features,
+                    bias=dense.bias is not None,
+                    activation_function=torch.nn.Identity(),
+                    init_weight=dense.weight.detach().clone(),
+                    init_bias=None if dense.bias is None else dense.bias.detach().clone(),
+                )
+            )
         if normalize:
             modules.append(Normalize())
-        model = sentence_transformers.SentenceTransformer(modules=modules, device="cpu",
-                                                          similarity_fn_name=similarity)
+        model = sentence_transformers.SentenceTransformer(modules=modules, device="cpu", similarity_fn_name=similarity)
         model.save(str(directory))
 
 
 ACTIVATIONS = {"sigmoid": "Sigmoid", "tanh": "Tanh", "none": "Identity"}
 
 
-def write_cross_encoder(directory: Path, transformer: Any, tokenizer: Any, head: Any, activation: str,
-                        max_length: int) -> None:
+def write_cross_encoder(
+    directory: Path, transformer: Any, tokenizer: Any, head: Any, activation: str, max_length: int
+) -> None:
     """Write ``transformer -> CLS state -> head (Linear(d, 1)) -> activation`` as a sentence-transformers
     CrossEncoder folder; pairs are tokenised as the tokenizer's own pair encoding, cut longest-first to
     ``max_length`` tokens (what the harness cross-encoder does)."""
@@ -101,11 +121,17 @@ def write_cross_encoder(directory: Path, transformer: Any, tokenizer: Any, head:
     _, Pooling, Dense, _ = _modules()
     with tempfile.TemporaryDirectory(prefix="harness-export-") as staging:
         word = _transformer_module(Path(staging), transformer, tokenizer, max_length)
-        score = Dense(head.in_features, 1, activation_function=torch.nn.Identity(),
-                      init_weight=head.weight.detach().clone(), init_bias=head.bias.detach().clone(),
-                      module_output_name="scores")
+        score = Dense(
+            head.in_features,
+            1,
+            activation_function=torch.nn.Identity(),
+            init_weight=head.weight.detach().clone(),
+            init_bias=head.bias.detach().clone(),
+            module_output_name="scores",
+        )
         model = sentence_transformers.CrossEncoder(
-            modules=[word, Pooling(word.get_embedding_dimension(), pooling_mode="cls"), score], device="cpu",
+            modules=[word, Pooling(word.get_embedding_dimension(), pooling_mode="cls"), score],
+            device="cpu",
             activation_fn=getattr(torch.nn, ACTIVATIONS[activation])(),
         )
         model.save(str(directory))

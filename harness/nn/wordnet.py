@@ -12,6 +12,7 @@ its detachment rules, kept when the form is a lemma), so ``synonyms(word)`` equa
 nltk.corpus.wordnet.synsets(word) for lemma in synset.lemmas()}`` (underscores and hyphens as spaces, lower-cased,
 the word itself left out) without NLTK.
 """
+
 from __future__ import annotations
 
 import lzma
@@ -24,13 +25,24 @@ from harness.errors import HarnessError
 
 ENVIRONMENT_VARIABLE = "HARNESS_WORDNET_DIR"
 BUNDLED = Path(__file__).resolve().parent / "data" / "wordnet-3.0-synsets.txt.xz"
-INSTALL_HINT = (f"reinstall harness (its WordNet data {BUNDLED.name} ships in harness/nn/data), or point "
-                f"{ENVIRONMENT_VARIABLE} at a WordNet 3.0 'dict' folder (e.g. NLTK's corpora/wordnet)")
+INSTALL_HINT = (
+    f"reinstall harness (its WordNet data {BUNDLED.name} ships in harness/nn/data), or point "
+    f"{ENVIRONMENT_VARIABLE} at a WordNet 3.0 'dict' folder (e.g. NLTK's corpora/wordnet)"
+)
 PARTS_OF_SPEECH = {"noun": "n", "verb": "v", "adj": "a", "adv": "r"}
 # NLTK's WordNetCorpusReader.MORPHOLOGICAL_SUBSTITUTIONS (from WordNet's morphy(7)).
 DETACHMENT_RULES = {
-    "noun": (("s", ""), ("ses", "s"), ("ves", "f"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"),
-             ("men", "man"), ("ies", "y")),
+    "noun": (
+        ("s", ""),
+        ("ses", "s"),
+        ("ves", "f"),
+        ("xes", "x"),
+        ("zes", "z"),
+        ("ches", "ch"),
+        ("shes", "sh"),
+        ("men", "man"),
+        ("ies", "y"),
+    ),
     "verb": (("s", ""), ("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", ""), ("ing", "e"), ("ing", "")),
     "adj": (("er", ""), ("est", ""), ("er", "e"), ("est", "e")),
     "adv": (),
@@ -48,8 +60,10 @@ def wordnet_source() -> Path:
         folder = Path(given)
         if all((folder / f"{name}.{part}").is_file() for part in PARTS_OF_SPEECH for name in ("index", "data")):
             return folder
-        raise WordNetMissingError(f"WordNet data needed ({ENVIRONMENT_VARIABLE}={given} has no index.noun/data.noun "
-                                  f"files); unset it to use the bundled data, or point it at a WordNet 'dict' folder.")
+        raise WordNetMissingError(
+            f"WordNet data needed ({ENVIRONMENT_VARIABLE}={given} has no index.noun/data.noun "
+            f"files); unset it to use the bundled data, or point it at a WordNet 'dict' folder."
+        )
     if not BUNDLED.is_file():
         raise WordNetMissingError(f"WordNet data needed ({BUNDLED} is missing); {INSTALL_HINT}.")
     return BUNDLED
@@ -69,7 +83,7 @@ def _folder_synsets(folder: Path, part: str) -> list[list[str]]:
                 continue  # the licence header
             fields = line.split()
             count = int(fields[3], 16)
-            synsets.append([word.split("(")[0] for word in fields[4:4 + 2 * count:2]])
+            synsets.append([word.split("(")[0] for word in fields[4 : 4 + 2 * count : 2]])
     return synsets
 
 
@@ -121,7 +135,7 @@ class WordNet:
         if word in self.exceptions[part]:
             forms = [word, *self.exceptions[part][word]]
         else:
-            forms = [word, *(word[:-len(old)] + new for old, new in DETACHMENT_RULES[part] if word.endswith(old))]
+            forms = [word, *(word[: -len(old)] + new for old, new in DETACHMENT_RULES[part] if word.endswith(old))]
         return list(dict.fromkeys(form for form in forms if form in lemmas))
 
     def synonyms(self, word: str) -> list[str]:
@@ -130,8 +144,9 @@ class WordNet:
         for part in PARTS_OF_SPEECH:
             for base in self.base_forms(form, part):
                 for number in self.lemmas[part][base]:
-                    names.update(name.replace("_", " ").replace("-", " ").lower()
-                                 for name in self.synsets[part][number])
+                    names.update(
+                        name.replace("_", " ").replace("-", " ").lower() for name in self.synsets[part][number]
+                    )
         return sorted(name for name in names if name != word.lower())
 
 

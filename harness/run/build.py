@@ -3,6 +3,7 @@
 ``evaluate`` (harness.plugin_api), and the checks the planner asks before anything runs (:class:`ModelBuilder` is the
 plan's ``DataChecker``). Training, checkpoints and what a trained model saw are :mod:`harness.run.models`'s.
 """
+
 from __future__ import annotations
 
 import logging
@@ -30,6 +31,7 @@ TrainedModel = Callable[[ModelSpec, Profile, str, int], Any]  # (spec, profile, 
 
 def subsample(splits: TrainingSplits, profile: Profile, seed: int) -> TrainingSplits:
     """Seeded subsample of the train split to the profile's budget (and of dev to its eval budget)."""
+
     def cut(data, limit):
         if data is None or limit is None or len(data) <= limit:
             return data
@@ -60,7 +62,6 @@ class TaskSet:
         return self._tasks[task_spec.key]
 
 
-
 def train_examples(splits: TrainingSplits) -> int:
     """How many examples the train split holds (every task's train data is sized)."""
     return len(cast(Sized, splits.train))
@@ -89,8 +90,14 @@ class ModelBuilder:
     ``collecting`` holds the provenance (harness.contamination) of every training in progress: the training data
     read or made while one runs joins each."""
 
-    def __init__(self, registry: Registry, config: RunConfig, store: Store, trained_model: TrainedModel,
-                 tasks: TaskSet | None = None):
+    def __init__(
+        self,
+        registry: Registry,
+        config: RunConfig,
+        store: Store,
+        trained_model: TrainedModel,
+        tasks: TaskSet | None = None,
+    ):
         self.registry = registry
         self.config = config
         self.store = store
@@ -117,8 +124,9 @@ class ModelBuilder:
     def task(self, task_spec: TaskSpec) -> Task:
         return self.tasks.task(task_spec)
 
-    def eval_context(self, profile: Profile, device: str, seed: int, training_texts: TextSet | None = None
-                     ) -> EvalContext:
+    def eval_context(
+        self, profile: Profile, device: str, seed: int, training_texts: TextSet | None = None
+    ) -> EvalContext:
         return EvalContext(
             profile=profile,
             device=device,
@@ -139,9 +147,16 @@ class ModelBuilder:
         the provenance of every training in progress."""
         splits = self.source_splits(source, kinds, profile, seed)
         for provenance in self.collecting:
-            provenance["sources"].append({"source": source, "kind": splits.kind, "seed": seed,
-                                          "max_train_examples": profile.max_train_examples,
-                                          "train_examples": train_examples(splits), "checksum": splits.checksum})
+            provenance["sources"].append(
+                {
+                    "source": source,
+                    "kind": splits.kind,
+                    "seed": seed,
+                    "max_train_examples": profile.max_train_examples,
+                    "train_examples": train_examples(splits),
+                    "checksum": splits.checksum,
+                }
+            )
         return splits
 
     def source_splits(self, source: str, kinds: tuple[str, ...], profile: Profile, seed: int) -> TrainingSplits:
@@ -163,8 +178,9 @@ class ModelBuilder:
         for provenance in self.collecting:
             provenance["made"].append({"what": what, **texts})
 
-    def model_context(self, spec: ModelSpec, profile: Profile, device: str, seed: int,
-                      prebuilt_student: Any = None) -> ModelContext:
+    def model_context(
+        self, spec: ModelSpec, profile: Profile, device: str, seed: int, prebuilt_student: Any = None
+    ) -> ModelContext:
         """The context of a model's factory and ``fit``, or of a recipe's ``train`` (whose first
         ``build_student()`` without a backbone returns ``prebuilt_student`` when one is given)."""
         values = self._context_values(spec, profile, device, seed)
@@ -176,8 +192,10 @@ class ModelBuilder:
         def build_student(backbone: str | None = None) -> Any:
             if backbone is None and prebuilt:
                 return prebuilt.pop()
-            started_from = student if backbone is None else ModelSpec(
-                student.name, student.options, backbone, student.profile, None, student.label
+            started_from = (
+                student
+                if backbone is None
+                else ModelSpec(student.name, student.options, backbone, student.profile, None, student.label)
             )
             return self.build(started_from, profile, device, seed)
 
@@ -186,8 +204,9 @@ class ModelBuilder:
     def _context_values(self, spec: ModelSpec, profile: Profile, device: str, seed: int) -> dict[str, Any]:
         def trained_model(text: str, train_on: str | None = None, backbone: str | None = None) -> Any:
             # Models a spec trains through its context (teachers, search encoders) get its budget overrides.
-            resolved = resolve_model_spec(self.registry, text, profile, backbone or spec.backbone, train_on,
-                                          spec.budget_overrides)
+            resolved = resolve_model_spec(
+                self.registry, text, profile, backbone or spec.backbone, train_on, spec.budget_overrides
+            )
             return self.trained_model(resolved, profile, device, seed)
 
         return {
@@ -201,7 +220,8 @@ class ModelBuilder:
             # Cut to the spec's own budget, as the splits it trains on are (a recipe fetching another kind of the
             # same source gets the same documents).
             "training_data": lambda source, kind: self.training_splits(
-                source, (kind,), profile.with_budget(spec.requested_budget), seed),
+                source, (kind,), profile.with_budget(spec.requested_budget), seed
+            ),
             "component": self.registry.component,
             "artifact_dir": self.store.artifact_dir(spec.key, seed),
             "cache_dir": self.store.root / CACHE,
@@ -230,4 +250,3 @@ class ModelBuilder:
         if spec.recipe:
             return self.registry.recipe(spec.name).training_kinds
         return self.registry.model(spec.name).training_kinds
-

@@ -2,6 +2,7 @@
 fixes each cell's status (``pending``, ``cached``, or ``missing``/``failed`` with the data problem that settles it),
 a worker computes a pending cell into ``ok``, ``missing`` or ``failed`` with its record, and the driver stores it and
 returns the same cell to the caller."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

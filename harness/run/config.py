@@ -1,4 +1,5 @@
 """What a run is asked to do (``harness run``'s options or a matrix file), checked once when it is built."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,8 +31,9 @@ def runtime_refused(label: str, runtime: str, model: Any) -> IncompatibleError:
     """The one line for a model (object or class) that cannot evaluate through ``runtime``: its ``runtime_refusal``
     says why, else that it has no ``use_runtime``."""
     reason = getattr(model, "runtime_refusal", None) or "it has no use_runtime method"
-    return IncompatibleError(f"{label} cannot evaluate through --runtime {runtime} ({reason}); run it with "
-                             "--runtime torch.")
+    return IncompatibleError(
+        f"{label} cannot evaluate through --runtime {runtime} ({reason}); run it with --runtime torch."
+    )
 
 
 def check_batch_size(value: object) -> int | None:
@@ -70,8 +72,9 @@ class RunConfig:
     def __post_init__(self) -> None:
         # Values that would otherwise fail late (numpy's seed range) or pass silently (a data dir that does not
         # exist). Normalised while the (frozen) config is being built, never after.
-        object.__setattr__(self, "seeds", check_seeds(list(self.seeds) if isinstance(self.seeds, tuple)
-                                                      else self.seeds, "--seeds"))
+        object.__setattr__(
+            self, "seeds", check_seeds(list(self.seeds) if isinstance(self.seeds, tuple) else self.seeds, "--seeds")
+        )
         check_batch_size(self.batch_size)
         check_runtime_name(self.runtime)
         object.__setattr__(self, "results_dir", Path(self.results_dir))

@@ -3,6 +3,7 @@ by the caller, e.g. the CLI) and alone writes the records the workers compute (`
 consistent whatever the workers do. Stored cells are answered from the store, so an interrupted run resumes where it
 stopped.
 """
+
 from __future__ import annotations
 
 import logging
@@ -66,8 +67,12 @@ class Worker:
         """The run's config for a worker in another process (absolute store and data paths; no progress bars).
         Records name the data dir as the user gave it (``Plan.data_dir_text``)."""
         config = self._config
-        return replace(config, results_dir=config.results_dir.resolve(), progress=False,
-                       data_dir=config.data_dir.resolve() if config.data_dir else None)
+        return replace(
+            config,
+            results_dir=config.results_dir.resolve(),
+            progress=False,
+            data_dir=config.data_dir.resolve() if config.data_dir else None,
+        )
 
     def recheck(self, job: TrainingJob) -> tuple[list[Cell], TrainingJob | None]:
         """After claiming a job (its cells lock): the cells another process stored since this run planned (answered
@@ -102,8 +107,14 @@ class Worker:
         if result.keeps_ok:
             stored, _ = store.lookup(spec.key, seed, task_spec.key, result.record.get("runtime"))
             if stored is not None and stored["status"] == "ok":
-                logger.error("%s seed %s %s: %s The stored ok result (computed from the data as it was) is kept; fix "
-                             "the data and run again.", spec.label, seed, task_spec.label, result.message)
+                logger.error(
+                    "%s seed %s %s: %s The stored ok result (computed from the data as it was) is kept; fix "
+                    "the data and run again.",
+                    spec.label,
+                    seed,
+                    task_spec.label,
+                    result.message,
+                )
                 return replace(outcome, status=CellStatus.FAILED)
         store.write(spec.key, seed, task_spec.key, result.record, examples=result.examples)
         if result.status == CellStatus.FAILED:
@@ -122,8 +133,9 @@ class Worker:
 class RankLock:
     """The cells lock of a torchrun rank other than 0: rank 0 holds the real one for every rank."""
 
-    def acquire(self, blocking: bool = True, timeout: float | None = None,
-                on_wait: Callable[[str], None] | None = None) -> bool:
+    def acquire(
+        self, blocking: bool = True, timeout: float | None = None, on_wait: Callable[[str], None] | None = None
+    ) -> bool:
         return True
 
     def release(self) -> None:
@@ -192,9 +204,11 @@ class Run:
         """Why a stored record is not reused: invalid (a warning) or an ok result this run cannot reuse."""
         for cell in plan.cells:
             if cell.invalid is not None:
-                logger.warning("record %s is invalid (%s); the cell is recomputed",
-                               self.store.record_path(cell.spec.key, cell.seed, cell.task.key, plan.runtime),
-                               cell.invalid)
+                logger.warning(
+                    "record %s is invalid (%s); the cell is recomputed",
+                    self.store.record_path(cell.spec.key, cell.seed, cell.task.key, plan.runtime),
+                    cell.invalid,
+                )
             elif cell.status != CellStatus.CACHED and cell.recomputed_ok:
                 self.log(f"  {cell.label}: recomputing the stored result: {cell.why}")
 
@@ -204,7 +218,8 @@ class Run:
             cells = [f"{cell.label}: {cell.why or cell.problem}" for cell in recomputed]
             raise HarnessError(
                 f"--store-only: {len(cells)} of {plan.cell_count} cells cannot be answered from {self.store.root}: "
-                + "; ".join(cells[:5]) + ("; ..." if len(cells) > 5 else "")
+                + "; ".join(cells[:5])
+                + ("; ..." if len(cells) > 5 else "")
                 + ". Run without --store-only to compute them."
             )
 
@@ -233,8 +248,10 @@ def check_rescore(plan: Plan, models: Models) -> None:
                     problems[(trained.label, seed)] = problem
     if problems:
         shown = "; ".join(f"{label} seed {seed}: {why}" for (label, seed), why in list(problems.items())[:4])
-        raise RescoreError(f"cannot rescore {len(problems)} trained model(s) without a usable checkpoint "
-                           f"({shown}); train them with `harness run`, rescore recomputes evaluations only.")
+        raise RescoreError(
+            f"cannot rescore {len(problems)} trained model(s) without a usable checkpoint "
+            f"({shown}); train them with `harness run`, rescore recomputes evaluations only."
+        )
 
 
 def in_plan_order(plan: Plan, outcomes: list[Cell]) -> list[Cell]:
@@ -243,8 +260,10 @@ def in_plan_order(plan: Plan, outcomes: list[Cell]) -> list[Cell]:
     model_index = {planned.spec.key: number for number, planned in enumerate(plan.models)}
     seed_index = {seed: number for number, seed in enumerate(plan.seeds)}
     task_index = {task_spec.key: number for number, task_spec in enumerate(plan.tasks)}
-    return sorted(outcomes, key=lambda o: (model_index.get(o.spec.key, 0), seed_index.get(o.seed, 0),
-                                           task_index.get(o.task.key, 0)))
+    return sorted(
+        outcomes,
+        key=lambda o: (model_index.get(o.spec.key, 0), seed_index.get(o.seed, 0), task_index.get(o.task.key, 0)),
+    )
 
 
 def summary_rows(outcomes: list[Cell]) -> tuple[list[str], list[list[str]]]:

@@ -2,6 +2,7 @@
 these (in this process or on a Ray worker) and only the driver (harness.run.driver) writes them. A cell whose score
 is not finite (or undefined) or whose training diverged is recorded as ``failed`` with the reason, never a number.
 """
+
 from __future__ import annotations
 
 import logging
@@ -29,8 +30,16 @@ from .plan import Plan, TrainingJob
 logger = logging.getLogger(__name__)
 
 
-def build_record(registry: Registry, plan: Plan, spec: ModelSpec, seed: int, task_spec: TaskSpec, hardware: str,
-                 status: str, **fields: Any) -> dict:
+def build_record(
+    registry: Registry,
+    plan: Plan,
+    spec: ModelSpec,
+    seed: int,
+    task_spec: TaskSpec,
+    hardware: str,
+    status: str,
+    **fields: Any,
+) -> dict:
     """A cell's record: what identifies the cell and the run, its status, and ``fields`` (the message of a problem;
     the scores, checksums, training report, budget and timings of an ok cell). The only place records are made."""
     metadata = registry.task(task_spec.name).metadata
@@ -59,9 +68,14 @@ def build_record(registry: Registry, plan: Plan, spec: ModelSpec, seed: int, tas
         "hardware": hardware,
         "environment": environment_record(RUNTIME_PACKAGES if plan.runtime != "torch" else ()),
         "config_hash": stable_hash(
-            {"model": spec.hash, "seed": seed, "task": task_spec.name, "task_options": task_spec.options,
-             "task_version": metadata.version,
-             **({"task_contents": task_spec.option_contents} if task_spec.option_contents else {})}
+            {
+                "model": spec.hash,
+                "seed": seed,
+                "task": task_spec.name,
+                "task_options": task_spec.options,
+                "task_version": metadata.version,
+                **({"task_contents": task_spec.option_contents} if task_spec.option_contents else {}),
+            }
         ),
         "data_dir": plan.data_dir_text,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -80,8 +94,9 @@ class CellWork:
     def model(self, job: TrainingJob) -> tuple[Any, float, Exception | None]:
         """The job's model, the seconds it took, and the problem that stops it (or None)."""
         plan = self.plan
-        return self.models.model_for_job(job.trained, job.seed, plan.profile, plan.device,
-                                         plan.training_problems.get(job.trained.key))
+        return self.models.model_for_job(
+            job.trained, job.seed, plan.profile, plan.device, plan.training_problems.get(job.trained.key)
+        )
 
     def release(self) -> None:
         self.models.release()
@@ -94,13 +109,13 @@ class CellWork:
         keeps_ok = isinstance(error, DataFileError) and not self.config.overwrite
         return self._problem(spec, seed, task_spec, "failed", str(error), keeps_ok)
 
-    def _problem(self, spec: ModelSpec, seed: int, task_spec: TaskSpec, status: str, message: str,
-                 keeps_ok: bool = False) -> Cell:
+    def _problem(
+        self, spec: ModelSpec, seed: int, task_spec: TaskSpec, status: str, message: str, keeps_ok: bool = False
+    ) -> Cell:
         """A cell that could not produce a score (diverged training, non-finite or undefined score, malformed or
         missing data): stored as ``failed`` or ``missing`` with the reason, never as a number; recomputed on the
         next run."""
-        record = build_record(self.registry, self.plan, spec, seed, task_spec, self.hardware, status,
-                              message=message)
+        record = build_record(self.registry, self.plan, spec, seed, task_spec, self.hardware, status, message=message)
         return Cell(spec, seed, task_spec, CellStatus(status), record=record, message=message, keeps_ok=keeps_ok)
 
     def evaluate(self, job: TrainingJob, task_spec: TaskSpec, model: Any, model_seconds: float) -> Cell:
@@ -140,18 +155,30 @@ class CellWork:
         if non_finite:
             shown = ", ".join(f"{k}={v}" for k, v in list(non_finite.items())[:4])
             return self._problem(
-                spec, seed, task_spec, "failed",
+                spec,
+                seed,
+                task_spec,
+                "failed",
                 f"the evaluation produced non-finite scores ({shown}); the model's predictions or the data are "
                 "broken (e.g. diverged training: lower the learning rate).",
             )
         planned_checksum = plan.data_checksums.get(task_spec.key)
         if planned_checksum is not None and planned_checksum != result.dataset_checksum:
-            logger.warning("task %s: the dataset checksum of the evaluation differs from its check_data(); its "
-                           "cells cannot be reused until they agree", task_spec.label)
+            logger.warning(
+                "task %s: the dataset checksum of the evaluation differs from its check_data(); its "
+                "cells cannot be reused until they agree",
+                task_spec.label,
+            )
         main_score = float(result.scores[metadata.main_score])
         description, side_file = example_side_file(result.examples, main_score, task_spec.label)
         record = build_record(
-            self.registry, plan, spec, seed, task_spec, self.hardware, "ok",
+            self.registry,
+            plan,
+            spec,
+            seed,
+            task_spec,
+            self.hardware,
+            "ok",
             scores={k: float(v) for k, v in result.scores.items()},
             main_score=main_score,
             details=result.details,
@@ -185,7 +212,8 @@ def __getattr__(name: str) -> Any:
     if name in ("CellOutcome", "CellResult"):
         import warnings
 
-        warnings.warn(f"harness.run.evaluate.{name} is deprecated; use harness.run.cell.Cell", DeprecationWarning,
-                      stacklevel=2)
+        warnings.warn(
+            f"harness.run.evaluate.{name} is deprecated; use harness.run.cell.Cell", DeprecationWarning, stacklevel=2
+        )
         return Cell
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,6 +7,7 @@ A trained spec's model is trained once per seed and stored as a checkpoint (harn
 other processes sharing the store) load instead of training again; a recipe spec builds its student and trains it with
 the recipe.
 """
+
 from __future__ import annotations
 
 import gc
@@ -59,8 +60,15 @@ class Models:
     builds them). ``training_checksums`` (by spec key): the training data each planned spec would train on now; a
     checkpoint trained on other data is trained again."""
 
-    def __init__(self, registry: Registry, config: RunConfig, store: Store, log: Callable[[str], None] | None = None,
-                 training_checksums: Mapping[str, str] | None = None, tasks: TaskSet | None = None):
+    def __init__(
+        self,
+        registry: Registry,
+        config: RunConfig,
+        store: Store,
+        log: Callable[[str], None] | None = None,
+        training_checksums: Mapping[str, str] | None = None,
+        tasks: TaskSet | None = None,
+    ):
         self.registry = registry
         self.config = config
         self.store = store
@@ -97,8 +105,10 @@ class Models:
             if exc.errno not in NOT_WRITABLE:
                 raise
             if self.config.overwrite or self.checkpoint_problem(spec, seed) is not None:
-                raise StoreError(f"cannot train {spec.label} seed {seed}: the store {self.store.root} is not "
-                                 f"writable ({exc.strerror}); choose a writable store.") from None
+                raise StoreError(
+                    f"cannot train {spec.label} seed {seed}: the store {self.store.root} is not "
+                    f"writable ({exc.strerror}); choose a writable store."
+                ) from None
             return self._trained_model(spec, profile, device, seed)  # nobody can replace it from here: load it
         try:
             return self._trained_model(spec, profile, device, seed)
@@ -134,8 +144,10 @@ class Models:
                     outer["made"].extend(provenance["made"])
             else:
                 if self.config.rescore:  # rescore evaluates what was trained; it never trains
-                    raise RescoreError(f"cannot rescore {spec.label} seed {seed}: its checkpoint {checkpoint} "
-                                       f"cannot be loaded ({problem}); train it with `harness run` instead.")
+                    raise RescoreError(
+                        f"cannot rescore {spec.label} seed {seed}: its checkpoint {checkpoint} "
+                        f"cannot be loaded ({problem}); train it with `harness run` instead."
+                    )
                 if problem not in ("--overwrite", "not built yet"):
                     logger.warning("checkpoint %s cannot be used: %s; training it again", checkpoint, problem)
                 model, report_record = self._train(spec, model, checkpoint, profile, device, seed)
@@ -143,8 +155,9 @@ class Models:
         self._loaded[cache_key] = model
         return model
 
-    def _train(self, spec: ModelSpec, model: Any, checkpoint: Path, profile: Profile, device: str,
-               seed: int) -> tuple[Any, dict]:
+    def _train(
+        self, spec: ModelSpec, model: Any, checkpoint: Path, profile: Profile, device: str, seed: int
+    ) -> tuple[Any, dict]:
         """Train ``model`` on the spec's (cut) training data and save its checkpoint; (model, report record)."""
         assert spec.train_on is not None, "a trained spec"
         check_checkpoint_target(checkpoint)  # before training, not after it
@@ -166,21 +179,32 @@ class Models:
         # The cut of the training data is applied here, not by the method: record it with what it applied.
         report_record["applied_budget"] = {
             **dict(report_record.get("applied_budget") or {}),
-            "max_train_examples": budgeted.max_train_examples, "train_examples": train_examples(splits),
+            "max_train_examples": budgeted.max_train_examples,
+            "train_examples": train_examples(splits),
         }
         differences = budget_differences(spec.requested_budget, report_record["applied_budget"])
         if differences:
-            logger.warning("%s seed %s: the training applied another budget than requested (%s)",
-                           spec.label, seed, "; ".join(differences))
+            logger.warning(
+                "%s seed %s: the training applied another budget than requested (%s)",
+                spec.label,
+                seed,
+                "; ".join(differences),
+            )
         trained = model
 
         def save(directory: Path) -> None:
             trained.save(directory)
             atomic_write_json(
                 directory / "training.json",
-                {"spec": spec.as_record(), "seed": seed, "source_checksum": splits.checksum,
-                 "train_examples": train_examples(splits), "requested_budget": spec.requested_budget,
-                 "report": report_record, "training_data": provenance},
+                {
+                    "spec": spec.as_record(),
+                    "seed": seed,
+                    "source_checksum": splits.checksum,
+                    "train_examples": train_examples(splits),
+                    "requested_budget": spec.requested_budget,
+                    "report": report_record,
+                    "training_data": provenance,
+                },
             )
 
         if distributed.is_main_process():  # torchrun: rank 0 writes; the others hold the same weights in memory
@@ -188,23 +212,30 @@ class Models:
         distributed.barrier()
         self._training_data_checksums[(spec.hash, seed)] = splits.checksum
         return model, report_record
+
     def checkpoint_problem(self, spec: ModelSpec, seed: int) -> str | None:
         """Why a stored checkpoint cannot be loaded: not built, damaged (a file differs from the checksum recorded
         when it was built), built for another spec or seed (a checkpoint folder copied or moved by hand: its
         ``training.json`` names the spec hash and seed it was trained for), or trained on data that has changed
         since (planned specs only). None: load it."""
         checkpoint = self.store.checkpoint_dir(spec.key, seed)
-        problem = trained_checkpoint_problem(checkpoint, spec_hash=spec.hash, seed=seed,
-                                             training_data_checksum=self.training_checksums.get(spec.key),
-                                             train_on=spec.train_on)
+        problem = trained_checkpoint_problem(
+            checkpoint,
+            spec_hash=spec.hash,
+            seed=seed,
+            training_data_checksum=self.training_checksums.get(spec.key),
+            train_on=spec.train_on,
+        )
         if problem is not None or spec.requested_budget.get("precision", "auto") == "auto":
             return problem
         report = json.loads((checkpoint / "training.json").read_text(encoding="utf-8")).get("report")
-        return precision_problem(spec.requested_budget, report.get("applied_budget") if isinstance(report, dict)
-                                 else None)
+        return precision_problem(
+            spec.requested_budget, report.get("applied_budget") if isinstance(report, dict) else None
+        )
 
-    def _fit(self, spec: ModelSpec, model: Any, splits: TrainingSplits, profile: Profile, device: str,
-             seed: int) -> tuple[Any, Any]:
+    def _fit(
+        self, spec: ModelSpec, model: Any, splits: TrainingSplits, profile: Profile, device: str, seed: int
+    ) -> tuple[Any, Any]:
         """Train a model with its own ``fit``, or a recipe's student with the recipe; returns (model, report)."""
         if not spec.recipe:
             ctx = self.builder.model_context(spec, profile, device, seed)
@@ -223,8 +254,9 @@ class Models:
         return result
 
     # -- what a trained model saw (harness.contamination) --------------------------------------------------------------
-    def derived_provenance(self, spec: ModelSpec, profile: Profile, seed: int, limit: Any = "budget",
-                           how: str = "derived from the spec") -> dict:
+    def derived_provenance(
+        self, spec: ModelSpec, profile: Profile, seed: int, limit: Any = "budget", how: str = "derived from the spec"
+    ) -> dict:
         """The provenance of a model whose training did not record one (a checkpoint or record older than it): its
         training source cut to ``limit`` (default: its budget's max_train_examples), plus the extra sources its
         plugin declares (``training_sources``), each cut by the budget of the model that trains on it; data a recipe
@@ -232,15 +264,28 @@ class Models:
         plugin = self.registry.recipe(spec.name) if spec.recipe else self.registry.model(spec.name)
         if limit == "budget":
             limit = profile.with_budget(spec.requested_budget).max_train_examples
-        sources = [{"source": spec.train_on, "kinds": list(self.builder.training_kinds(spec)), "seed": seed,
-                    "max_train_examples": limit}]
+        sources = [
+            {
+                "source": spec.train_on,
+                "kinds": list(self.builder.training_kinds(spec)),
+                "seed": seed,
+                "max_train_examples": limit,
+            }
+        ]
         extra = getattr(plugin, "training_sources", None)
-        for source, kinds, trainee in (extra(spec.options, spec.train_on) if callable(extra) else []):
+        for source, kinds, trainee in extra(spec.options, spec.train_on) if callable(extra) else []:
             # the model that trains on it (e.g. the teacher) gets its own budget, as when the recipe trained it
-            trained = resolve_model_spec(self.registry, trainee, profile, spec.backbone, source,
-                                         spec.budget_overrides or spec.budget)
-            sources.append({"source": source, "kinds": list(kinds), "seed": seed,
-                            "max_train_examples": profile.with_budget(trained.requested_budget).max_train_examples})
+            trained = resolve_model_spec(
+                self.registry, trainee, profile, spec.backbone, source, spec.budget_overrides or spec.budget
+            )
+            sources.append(
+                {
+                    "source": source,
+                    "kinds": list(kinds),
+                    "seed": seed,
+                    "max_train_examples": profile.with_budget(trained.requested_budget).max_train_examples,
+                }
+            )
         return {"sources": sources, "made": [], "how": how}
 
     def provenance(self, spec: ModelSpec, seed: int) -> dict | None:
@@ -265,8 +310,14 @@ class Models:
             try:
                 splits = self.builder.source_splits(source["source"], kinds, limited, int(source["seed"]))
             except (HarnessError, KeyError, ValueError) as exc:
-                logger.warning("%s seed %s: training source %s cannot be read again (%s); its overlap with test "
-                               "sets is not measured", spec.label, seed, source.get("source"), exc)
+                logger.warning(
+                    "%s seed %s: training source %s cannot be read again (%s); its overlap with test "
+                    "sets is not measured",
+                    spec.label,
+                    seed,
+                    source.get("source"),
+                    exc,
+                )
                 break
             if not texts.add(splits.train):
                 break
@@ -278,20 +329,33 @@ class Models:
         self._seen[key] = seen
         return seen
 
-    def contamination(self, spec: ModelSpec, seed: int, evaluated: EvaluatedTexts | None,
-                      provenance: dict | None = None) -> dict | None:
+    def contamination(
+        self, spec: ModelSpec, seed: int, evaluated: EvaluatedTexts | None, provenance: dict | None = None
+    ) -> dict | None:
         """The record's ``contamination``: the overlap of a cell's test texts with what its model trained on, and
         the training data it was measured against; None for an untrained model or a task that exposes no texts."""
         provenance = provenance or self._provenance.get((spec.hash, seed))
         seen = self.seen_texts(spec, seed, provenance)
         if seen is None or evaluated is None or provenance is None:
             return None
-        sources = [{key: source[key] for key in ("source", "kind", "kinds", "max_train_examples", "train_examples")
-                    if key in source} for source in provenance["sources"]]
-        made = [{"what": item["what"], "pairs": len(item.get("pairs", ())), "sentences": len(item.get("sentences", ()))}
-                for item in provenance["made"]]
-        return {**measure(seen, evaluated), "training_data": sources, "made": made,
-                "how": provenance.get("how", "recorded")}
+        sources = [
+            {
+                key: source[key]
+                for key in ("source", "kind", "kinds", "max_train_examples", "train_examples")
+                if key in source
+            }
+            for source in provenance["sources"]
+        ]
+        made = [
+            {"what": item["what"], "pairs": len(item.get("pairs", ())), "sentences": len(item.get("sentences", ()))}
+            for item in provenance["made"]
+        ]
+        return {
+            **measure(seen, evaluated),
+            "training_data": sources,
+            "made": made,
+            "how": provenance.get("how", "recorded"),
+        }
 
     # -- what a trained model leaves for its records -------------------------------------------------------------------
     def training_report(self, spec: ModelSpec, seed: int) -> Any:
@@ -328,8 +392,9 @@ class Models:
             return
         use(runtime, self.store.root / CACHE)
 
-    def model_for_job(self, trained: ModelSpec, seed: int, profile: Profile, device: str,
-                      training_problem: Exception | None = None) -> tuple[Any, float, Exception | None]:
+    def model_for_job(
+        self, trained: ModelSpec, seed: int, profile: Profile, device: str, training_problem: Exception | None = None
+    ) -> tuple[Any, float, Exception | None]:
         """The model of a training job (trained, loaded from its checkpoint, or built as is), the seconds that took,
         and the data, training or batch-dependence problem that stops it (its cells are then stored as
         missing/failed) or None."""
@@ -370,8 +435,12 @@ def check_batch_independence(registry: Registry, store: Store, spec: ModelSpec, 
     else:  # a cache entry like any other: a damaged, edited or swapped verdict is probed again
         made_from = {"model": name, "package": package, "version": version}
         content, _ = cached_bytes(
-            verdict_path, lambda: json.dumps({**made_from, "problem": batch_dependence(model)}).encode("utf-8"),
-            check=_is_verdict, what="batch-probe verdict", made_from=made_from)
+            verdict_path,
+            lambda: json.dumps({**made_from, "problem": batch_dependence(model)}).encode("utf-8"),
+            check=_is_verdict,
+            what="batch-probe verdict",
+            made_from=made_from,
+        )
         verdict = json.loads(content)["problem"]
     if verdict:
         raise BatchDependenceError(f"model {spec.label!r} ({package} {version or ''}): {verdict}.")

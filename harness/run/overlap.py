@@ -9,6 +9,7 @@ its task's evaluated texts; "how": "derived from the record". The checksum of th
 with the record's ``training_data_checksum`` ("source_checksum_matches"). Data a recipe made during training (silver
 pairs) exists only in that run and cannot be derived; the record says so ("made": "not derivable").
 """
+
 from __future__ import annotations
 
 import logging
@@ -41,8 +42,16 @@ class Derived:
 def record_spec(record: dict) -> ModelSpec:
     """The record's model spec as stored (its options and budget as they were, whatever the plugin declares now)."""
     model = record["model"]
-    return ModelSpec(model["name"], dict(model["options"]), model["backbone"], model["profile"], model.get("train_on"),
-                     model["label"], bool(model.get("recipe")), dict(model.get("budget") or {}))
+    return ModelSpec(
+        model["name"],
+        dict(model["options"]),
+        model["backbone"],
+        model["profile"],
+        model.get("train_on"),
+        model["label"],
+        bool(model.get("recipe")),
+        dict(model.get("budget") or {}),
+    )
 
 
 def record_limit(record: dict) -> Any:
@@ -70,14 +79,17 @@ class OverlapDeriver:
         spec = record_spec(record)
         if spec.train_on is None or record.get("status") != "ok":
             return None
-        provenance = self.models.derived_provenance(spec, get_profile(spec.profile), int(record["seed"]),
-                                                    record_limit(record), DERIVED)
+        provenance = self.models.derived_provenance(
+            spec, get_profile(spec.profile), int(record["seed"]), record_limit(record), DERIVED
+        )
         data_dir = self.models.config.data_dir
         task = self.registry.task(record["task"]["name"]).factory(record["task"]["options"], data_dir)
         profile = get_profile(spec.profile)
         if (record.get("profile") or {}).get("max_eval_examples") != profile.max_eval_examples:
-            raise HarnessError(f"{record.get('_path')}: computed on another evaluation cut than profile "
-                               f"{profile.name!r} gives now; its overlap cannot be derived")
+            raise HarnessError(
+                f"{record.get('_path')}: computed on another evaluation cut than profile "
+                f"{profile.name!r} gives now; its overlap cannot be derived"
+            )
         evaluated = task.evaluated_texts(self.models.builder.eval_context(profile, "cpu", int(record["seed"])))
         measured = self.models.contamination(spec, int(record["seed"]), evaluated, provenance)
         if measured is None:
@@ -85,9 +97,18 @@ class OverlapDeriver:
         main = provenance["sources"][0]
         splits = self.models.builder.source_splits(main["source"], tuple(main["kinds"]), profile, int(record["seed"]))
         recipe = spec.recipe
-        return {**measured, "source_checksum_matches": splits.checksum == record.get("training_data_checksum"),
-                **({"made": "not derivable (data a recipe made during training, e.g. silver pairs, exists only in "
-                            "that run; their sentences come from the sources listed)"} if recipe else {})}
+        return {
+            **measured,
+            "source_checksum_matches": splits.checksum == record.get("training_data_checksum"),
+            **(
+                {
+                    "made": "not derivable (data a recipe made during training, e.g. silver pairs, exists only in "
+                    "that run; their sentences come from the sources listed)"
+                }
+                if recipe
+                else {}
+            ),
+        }
 
     def records(self, missing_only: bool = True) -> list[Derived]:
         """Every ok record of a trained spec with its derived measurement (``missing_only``: those without one)."""
@@ -121,8 +142,15 @@ def overlap_row(item: Derived) -> list[Any]:
     label = record["model"]["label"] + f" [train: {record['model']['train_on']}]"
     if measured is None:
         return [label, record["seed"], record["task"]["label"], "", "", "", item.reason or "not measured"]
-    return [label, record["seed"], record["task"]["label"],
-            f"{measured['test_pairs_seen']}/{measured['test_pairs']}",
-            f"{measured['test_sentences_seen']}/{measured['test_sentences']}",
-            ", ".join(f"{s['source']} ({s.get('train_examples', s.get('max_train_examples') or 'all')})"
-                      for s in measured["training_data"]), measured.get("how", "recorded")]
+    return [
+        label,
+        record["seed"],
+        record["task"]["label"],
+        f"{measured['test_pairs_seen']}/{measured['test_pairs']}",
+        f"{measured['test_sentences_seen']}/{measured['test_sentences']}",
+        ", ".join(
+            f"{s['source']} ({s.get('train_examples', s.get('max_train_examples') or 'all')})"
+            for s in measured["training_data"]
+        ),
+        measured.get("how", "recorded"),
+    ]

@@ -6,6 +6,7 @@ or malformed: it is stored so, the rest of the matrix still runs) or ``pending``
 only through a :class:`DataChecker` and takes the device its caller chose (the executor's, harness.executors). The
 plan is frozen: what runs it (harness.run.driver, an executor) reads it and never changes it.
 """
+
 from __future__ import annotations
 
 import logging
@@ -132,8 +133,9 @@ def _check_finite_options(owner: str, options: dict[str, Any]) -> None:
             raise InvalidOptionError(f"option {key!r} of {owner} is {value}; give a finite number.")
 
 
-def stored_cell(registry: Registry, store: Store, plan: Plan, spec: ModelSpec, seed: int, task_spec: TaskSpec,
-                config: RunConfig) -> Cell:
+def stored_cell(
+    registry: Registry, store: Store, plan: Plan, spec: ModelSpec, seed: int, task_spec: TaskSpec, config: RunConfig
+) -> Cell:
     """The cell as the store answers it: ``cached`` when its record is valid (schema and content checksum), has
     status ok, and matches the spec hash, task version, dataset checksum and training data; else ``pending`` with
     why it is computed."""
@@ -152,12 +154,17 @@ def stored_cell(registry: Registry, store: Store, plan: Plan, spec: ModelSpec, s
         dataset_checksum = record.get("dataset_checksum")  # data gone since: keep what was computed
     if isinstance(plan.training_problems.get(trained_key), MissingDataError):
         training_checksum = record.get("training_data_checksum")
-    why = reuse_problem(record, model_hash=spec.hash, task_version=registry.task(task_spec.name).metadata.version,
-                        dataset_checksum=dataset_checksum, training_data_checksum=training_checksum,
-                        runtime=plan.runtime, requested_budget=spec.requested_budget)
+    why = reuse_problem(
+        record,
+        model_hash=spec.hash,
+        task_version=registry.task(task_spec.name).metadata.version,
+        dataset_checksum=dataset_checksum,
+        training_data_checksum=training_checksum,
+        runtime=plan.runtime,
+        requested_budget=spec.requested_budget,
+    )
     if why is None:  # the score can be reused; its per-example file too? (a damaged one is never kept)
-        _, why = read_examples({**record, "_path": str(store.record_path(spec.key, seed, task_spec.key,
-                                                                         plan.runtime))})
+        _, why = read_examples({**record, "_path": str(store.record_path(spec.key, seed, task_spec.key, plan.runtime))})
     if why is None:
         return replace(cell, status=CellStatus.CACHED, record=record)
     return replace(cell, why=why, recomputed_ok=record["status"] == "ok")
@@ -175,8 +182,15 @@ class Planner:
     """Builds the plan of a config (``plan()``) for cells computed on ``device`` (the executor's choice, see
     harness.executors); ``data`` reads every task's data and training data."""
 
-    def __init__(self, registry: Registry, config: RunConfig, store: Store, data: DataChecker, device: str,
-                 log: Callable[[str], None]):
+    def __init__(
+        self,
+        registry: Registry,
+        config: RunConfig,
+        store: Store,
+        data: DataChecker,
+        device: str,
+        log: Callable[[str], None],
+    ):
         self.registry, self.config, self.store, self.data, self.log = registry, config, store, data, log
         self.device = device
 
@@ -211,15 +225,28 @@ class Planner:
         given = [entry.backbone or config.backbone for entry in config.models]
         for backbone in dict.fromkeys(name for name in given if name):
             self.data.check_backbone(backbone)
-        plan = Plan(tuple(planned), tuple(spec for spec, _ in task_specs.values()),
-                    tuple(dict.fromkeys(config.seeds)), profile, device,
-                    data_dir_text=str(config.data_dir) if config.data_dir else None, runtime=config.runtime)
+        plan = Plan(
+            tuple(planned),
+            tuple(spec for spec, _ in task_specs.values()),
+            tuple(dict.fromkeys(config.seeds)),
+            profile,
+            device,
+            data_dir_text=str(config.data_dir) if config.data_dir else None,
+            runtime=config.runtime,
+        )
         if plan.cell_count == 0:
             reasons = "; ".join(problem for m in planned for _, problem in m.skipped[:1])
             raise IncompatibleError(f"nothing to run: no model of the plan can run any of its tasks ({reasons}).")
         plan = replace(plan, **self._check_data(plan))
-        return replace(plan, cells=tuple(self._cell(plan, model, seed, task_spec) for model in plan.models
-                                            for seed in plan.seeds for task_spec in model.tasks))
+        return replace(
+            plan,
+            cells=tuple(
+                self._cell(plan, model, seed, task_spec)
+                for model in plan.models
+                for seed in plan.seeds
+                for task_spec in model.tasks
+            ),
+        )
 
     def _task_specs(self, mistakes: list[HarnessError]) -> dict[str, tuple[TaskSpec, bool]]:
         """The plan's tasks by key, each with whether it was reached only through a family name (a task that cannot
@@ -238,12 +265,19 @@ class Planner:
                     task_specs[spec.key] = (task_specs[spec.key][0], False)
         return task_specs
 
-    def _planned_model(self, entry: ModelEntry, profile: Profile, task_specs: list[tuple[TaskSpec, bool]],
-                       from_family: set[str]) -> PlannedModel:
+    def _planned_model(
+        self, entry: ModelEntry, profile: Profile, task_specs: list[tuple[TaskSpec, bool]], from_family: set[str]
+    ) -> PlannedModel:
         config = self.config
-        spec = resolve_model_spec(self.registry, entry.spec, profile, entry.backbone or config.backbone,
-                                  entry.train_on or config.train_on, {**config.budget, **entry.budget},
-                                  content_cache=self.store.root / CACHE)
+        spec = resolve_model_spec(
+            self.registry,
+            entry.spec,
+            profile,
+            entry.backbone or config.backbone,
+            entry.train_on or config.train_on,
+            {**config.budget, **entry.budget},
+            content_cache=self.store.root / CACHE,
+        )
         _check_finite_options(f"model {spec.label!r}", spec.options)
         self._check_training(spec)
         own = entry.budget if entry.own_budget_keys is None else entry.own_budget_keys
@@ -268,7 +302,8 @@ class Planner:
         if cell.status == CellStatus.CACHED:
             return cell
         problem = plan.data_problems.get(task_spec.key) or plan.training_problems.get(
-            trained_spec(model.spec, task_spec).key)
+            trained_spec(model.spec, task_spec).key
+        )
         if problem is None:
             return cell
         status = CellStatus.MISSING if isinstance(problem, MissingDataError) else CellStatus.FAILED
@@ -286,10 +321,14 @@ class Planner:
         if not refused:
             return
         if not honoured:
-            raise InvalidOptionError(f"model {spec.label!r} is not trained (no train_on), so its budget "
-                                     f"{', '.join(refused)} would have no effect; drop it or give train_on.")
-        raise InvalidOptionError(f"model {spec.label!r} cannot honour budget key(s) {', '.join(refused)}; "
-                                 f"{spec.name} takes {', '.join(honoured)}.")
+            raise InvalidOptionError(
+                f"model {spec.label!r} is not trained (no train_on), so its budget "
+                f"{', '.join(refused)} would have no effect; drop it or give train_on."
+            )
+        raise InvalidOptionError(
+            f"model {spec.label!r} cannot honour budget key(s) {', '.join(refused)}; "
+            f"{spec.name} takes {', '.join(honoured)}."
+        )
 
     def _check_run_budget_keys(self, specs: list[ModelSpec], shared: dict) -> None:
         """``--set`` (and a matrix-wide ``budget:``) applies to every trained spec: each key must be honoured by at
@@ -298,8 +337,10 @@ class Planner:
             return
         takes = {spec.name: self._honoured_budget_keys(spec) for spec in specs if spec.train_on is not None}
         if not takes:
-            raise InvalidOptionError(f"--set {', '.join(shared)}: no model of this run is trained, so a training "
-                                     "budget has no effect; drop it or add --train-on.")
+            raise InvalidOptionError(
+                f"--set {', '.join(shared)}: no model of this run is trained, so a training "
+                "budget has no effect; drop it or add --train-on."
+            )
         for key in shared:
             if not any(key in keys for keys in takes.values()):
                 shown = "; ".join(f"{name} takes {', '.join(keys)}" for name, keys in takes.items())
@@ -309,15 +350,21 @@ class Planner:
     def _check_data(self, plan: Plan) -> dict[str, Any]:
         """Load every task's data and every trained spec's training data once, before the first cell: a problem is
         kept in the plan (its cells are stored as missing or failed, the others run), never raised mid-matrix."""
-        found: dict[str, dict] = {"data_checksums": {}, "data_problems": {}, "training_checksums": {},
-                                  "training_problems": {}}
+        found: dict[str, dict] = {
+            "data_checksums": {},
+            "data_problems": {},
+            "training_checksums": {},
+            "training_problems": {},
+        }
         for task_spec in plan.tasks:
             try:
                 found["data_checksums"][task_spec.key] = self.data.task_checksum(task_spec)
             except NotImplementedError:
                 found["data_checksums"][task_spec.key] = None
-                self.log(f"  task {task_spec.label} cannot check its data before evaluating (no check_data); its "
-                         "cells are recomputed on every run")
+                self.log(
+                    f"  task {task_spec.label} cannot check its data before evaluating (no check_data); its "
+                    "cells are recomputed on every run"
+                )
             except DataFileError as exc:
                 found["data_problems"][task_spec.key] = exc
             except (UnicodeDecodeError, ValueError, OSError) as exc:
@@ -325,15 +372,18 @@ class Planner:
                     f"task {task_spec.label}: its data could not be read ({type(exc).__name__}: {exc})."
                 )
         # Under --train-on self each task trains its own model: one trained spec (and training data) per task.
-        trained_specs = [trained_spec(planned.spec, task_spec) for planned in plan.models
-                         for task_spec in planned.tasks]
+        trained_specs = [
+            trained_spec(planned.spec, task_spec) for planned in plan.models for task_spec in planned.tasks
+        ]
         for spec in trained_specs:
-            if (spec.train_on is None or spec.key in found["training_checksums"]
-                    or spec.key in found["training_problems"]):
+            if (
+                spec.train_on is None
+                or spec.key in found["training_checksums"]
+                or spec.key in found["training_problems"]
+            ):
                 continue
             try:
-                found["training_checksums"][spec.key] = self.data.training_checksum(spec, plan.profile,
-                                                                                    plan.seeds[0])
+                found["training_checksums"][spec.key] = self.data.training_checksum(spec, plan.profile, plan.seeds[0])
             except DataFileError as exc:
                 found["training_problems"][spec.key] = exc
             except (UnicodeDecodeError, ValueError, OSError) as exc:
@@ -357,8 +407,10 @@ class Planner:
         if device not in ("cpu", "auto"):
             # ONNX Runtime runs here with its CPU provider only: a GPU run is refused rather than moved to the CPU
             # (a Ray worker that resolves "auto" to a GPU is refused by RuntimeSwitch.stand_in, in one line too)
-            raise IncompatibleError(f"--runtime {runtime} runs on the CPU (ONNX Runtime's CPU provider); use "
-                                    f"--device cpu with it, or --runtime torch on {device}.")
+            raise IncompatibleError(
+                f"--runtime {runtime} runs on the CPU (ONNX Runtime's CPU provider); use "
+                f"--device cpu with it, or --runtime torch on {device}."
+            )
 
     # -- training compatibility ----------------------------------------------------------------------------------------
     def _capabilities(self, spec: ModelSpec) -> tuple[str, ...]:
@@ -413,6 +465,9 @@ class Planner:
 
     def _sources(self, kinds: tuple[str, ...], none: str | None = "(none installed)") -> list[str]:
         """Tasks that offer training data of one of ``kinds`` (``[none]`` when there are none)."""
-        sources = sorted(name for name, task_plugin in self.registry.tasks.items()
-                         if set(task_plugin.metadata.training_kinds) & set(kinds))
+        sources = sorted(
+            name
+            for name, task_plugin in self.registry.tasks.items()
+            if set(task_plugin.metadata.training_kinds) & set(kinds)
+        )
         return sources or ([none] if none else [])

@@ -11,6 +11,7 @@ and the rule that says when a stored record may answer a cell again (:meth:`Cell
 
 Where records live (the folder layout) and who may write them at once is :mod:`harness.store`'s business.
 """
+
 from __future__ import annotations
 
 import copy
@@ -81,6 +82,7 @@ def _canonical(payload: Any) -> Any:
     """The value as it reads back from its JSON file (tuples become lists, other objects strings, and NaN or
     infinite numbers the strings "nan", "inf", "-inf": JSON has no such numbers, and a score that is a string is
     rejected by the record schema)."""
+
     def finite(value: Any) -> Any:
         if isinstance(value, float) and not math.isfinite(value):
             return str(value)
@@ -136,8 +138,10 @@ def signature_problem(record: dict) -> str | None:
     if not isinstance(signature, str):
         return f"not signed, and {STORE_KEY_VARIABLE} is set: only records signed with that key are trusted"
     if not hmac.compare_digest(signature, _signature(key, str(record.get("checksum")))):
-        return (f"its signature does not match {STORE_KEY_VARIABLE}: changed after it was signed, or signed with "
-                "another key")
+        return (
+            f"its signature does not match {STORE_KEY_VARIABLE}: changed after it was signed, or signed with "
+            "another key"
+        )
     return None
 
 
@@ -182,8 +186,11 @@ def field_problem(record: dict) -> str | None:
     if record.get("hardware") is not None and not isinstance(record.get("hardware"), str):
         return "hardware is not a string"
     budget = record.get("budget")  # requested and applied training budget (records written before it have none)
-    if budget is not None and not (isinstance(budget, dict) and isinstance(budget.get("requested"), dict)
-                                   and isinstance(budget.get("applied"), dict)):
+    if budget is not None and not (
+        isinstance(budget, dict)
+        and isinstance(budget.get("requested"), dict)
+        and isinstance(budget.get("applied"), dict)
+    ):
         return "budget is not an object with 'requested' and 'applied' objects"
     if status == "ok":
         if not _is_finite_number(record.get("main_score")):
@@ -197,9 +204,12 @@ def field_problem(record: dict) -> str | None:
         if not isinstance(record.get("dataset_checksum"), str):
             return "dataset_checksum is missing"
         examples = record.get("examples")
-        if examples is not None and not (isinstance(examples, dict) and isinstance(examples.get("statistic"), str)
-                                         and isinstance(examples.get("sha256"), str)
-                                         and _HEX64.match(examples["sha256"])):
+        if examples is not None and not (
+            isinstance(examples, dict)
+            and isinstance(examples.get("statistic"), str)
+            and isinstance(examples.get("sha256"), str)
+            and _HEX64.match(examples["sha256"])
+        ):
             return "examples (the per-example side file's description) lacks its statistic or sha256"
     elif not isinstance(record.get("message"), str):
         return f"a {status} record needs a 'message' saying why"
@@ -212,8 +222,10 @@ def record_problem(record: Any, path: Path | None = None) -> str | None:
         return f"not a record: a JSON {type(record).__name__} instead of an object"
     schema = record.get("schema")
     if schema == 1:
-        return ("written by harness 0.1, without a content checksum; it is recomputed (published records: "
-                "`harness publish --trust-unsigned` re-checks and signs them)")
+        return (
+            "written by harness 0.1, without a content checksum; it is recomputed (published records: "
+            "`harness publish --trust-unsigned` re-checks and signs them)"
+        )
     if schema != RECORD_SCHEMA:
         return f"unknown record schema {schema!r} (this harness reads schema {RECORD_SCHEMA})"
     problem = field_problem(record)
@@ -233,14 +245,18 @@ def record_problem(record: Any, path: Path | None = None) -> str | None:
         return signature
     if path is not None:
         path = Path(path)
-        expected = (record["model_key"], f"seed-{record['seed']}",
-                    record_file_name(record["task"]["key"], runtime_of(record)))
+        expected = (
+            record["model_key"],
+            f"seed-{record['seed']}",
+            record_file_name(record["task"]["key"], runtime_of(record)),
+        )
         # an ONNX record written before runtimes kept their own cells sits at the torch name: valid, and the reuse
         # rule (runtime_of) keeps it from answering a torch cell
         legacy = (*expected[:2], record_file_name(record["task"]["key"]))
         if (path.parent.parent.name, path.parent.name, path.name) not in (expected, legacy):
             return f"stored at the wrong place: its content belongs at {'/'.join(expected)}"
     return None
+
 
 def reuse_problem(
     record: dict,
@@ -258,8 +274,10 @@ def reuse_problem(
     if record["status"] != "ok":
         return f"its status is {record['status']} ({record.get('message', '')})"
     if runtime_of(record) != runtime:
-        return (f"it was computed under --runtime {runtime_of(record)}, this run evaluates under --runtime {runtime} "
-                "(each runtime keeps its own cells)")
+        return (
+            f"it was computed under --runtime {runtime_of(record)}, this run evaluates under --runtime {runtime} "
+            "(each runtime keeps its own cells)"
+        )
     if record["model"]["hash"] != model_hash:
         return "it was computed for another model spec (spec hash differs)"
     if record["task"]["version"] != str(task_version):
@@ -267,14 +285,14 @@ def reuse_problem(
     if dataset_checksum is None:
         return "the task cannot report its dataset checksum before evaluating, so the data cannot be compared"
     if record.get("dataset_checksum") != dataset_checksum:
-        return (f"the dataset changed since it was computed (sha256 {str(record.get('dataset_checksum'))[:12]}... "
-                f"then, {dataset_checksum[:12]}... now)")
+        return (
+            f"the dataset changed since it was computed (sha256 {str(record.get('dataset_checksum'))[:12]}... "
+            f"then, {dataset_checksum[:12]}... now)"
+        )
     if training_data_checksum is not None and record.get("training_data_checksum") != training_data_checksum:
         return "the training data changed since the model was trained"
     budget = record.get("budget")
     return precision_problem(requested_budget or {}, budget.get("applied") if isinstance(budget, dict) else None)
-
-
 
 
 def _frozen(value: Any) -> Any:
@@ -324,8 +342,10 @@ class CellRecord:
         if problem:
             raise InvalidRecordError(path, problem)
         content = {key: value for key, value in payload.items() if key != "_path"}
-        return cls(**{name: _frozen(content[name]) for name in cls._TYPED},
-                   extra=_frozen({key: value for key, value in content.items() if key not in cls._TYPED}))
+        return cls(
+            **{name: _frozen(content[name]) for name in cls._TYPED},
+            extra=_frozen({key: value for key, value in content.items() if key not in cls._TYPED}),
+        )
 
     @classmethod
     def from_json(cls, text: str, path: Path | None = None) -> CellRecord:
@@ -381,10 +401,22 @@ class CellRecord:
     def task_key(self) -> str:
         return self.task["key"]
 
-    def reuse_problem(self, *, model_hash: str, task_version: str, dataset_checksum: str | None,
-                      training_data_checksum: str | None = None, runtime: str = DEFAULT_RUNTIME) -> str | None:
+    def reuse_problem(
+        self,
+        *,
+        model_hash: str,
+        task_version: str,
+        dataset_checksum: str | None,
+        training_data_checksum: str | None = None,
+        runtime: str = DEFAULT_RUNTIME,
+    ) -> str | None:
         """Why this record cannot answer a cell of ``model_hash`` and this task version, data and runtime, or
         None."""
-        return reuse_problem(self.to_dict(), model_hash=model_hash, task_version=task_version,
-                             dataset_checksum=dataset_checksum, training_data_checksum=training_data_checksum,
-                             runtime=runtime)
+        return reuse_problem(
+            self.to_dict(),
+            model_hash=model_hash,
+            task_version=task_version,
+            dataset_checksum=dataset_checksum,
+            training_data_checksum=training_data_checksum,
+            runtime=runtime,
+        )

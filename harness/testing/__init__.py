@@ -33,6 +33,7 @@ Modules: :mod:`~harness.testing.backbones`, :mod:`~harness.testing.fakes` (model
 :mod:`~harness.testing.task_check`, :mod:`~harness.testing.fixtures`. Import from ``harness.testing`` itself: the
 submodules' layout is not part of the API.
 """
+
 from __future__ import annotations
 
 from .backbones import TINY_SENTENCES, default_tiny_backbone, tiny_bert, tiny_roberta
@@ -74,11 +75,33 @@ except ModuleNotFoundError as missing:  # the functions above work without pytes
         raise
 
 __all__ = [
-    "TINY_SENTENCES", "tiny_bert", "tiny_roberta", "default_tiny_backbone",
-    "HashingEmbedder", "TrainableHashingEmbedder", "HashingMultiVectorEmbedder", "HashingSpanEncoder",
-    "OverlapPairScorer", "tiny_model_for", "TESTING_MODELS", "tiny_training_splits",
-    "smoke_profile", "model_context", "eval_context", "plugin_registry", "run_harness", "HarnessRun",
-    "ContractCheckError", "ModelCheckReport", "TaskCheckReport", "check_model", "check_task",
-    "check_model_device", "check_model_precision", "check_recipe_device", "DeviceTracer", "DeviceViolation",
+    "TINY_SENTENCES",
+    "tiny_bert",
+    "tiny_roberta",
+    "default_tiny_backbone",
+    "HashingEmbedder",
+    "TrainableHashingEmbedder",
+    "HashingMultiVectorEmbedder",
+    "HashingSpanEncoder",
+    "OverlapPairScorer",
+    "tiny_model_for",
+    "TESTING_MODELS",
+    "tiny_training_splits",
+    "smoke_profile",
+    "model_context",
+    "eval_context",
+    "plugin_registry",
+    "run_harness",
+    "HarnessRun",
+    "ContractCheckError",
+    "ModelCheckReport",
+    "TaskCheckReport",
+    "check_model",
+    "check_task",
+    "check_model_device",
+    "check_model_precision",
+    "check_recipe_device",
+    "DeviceTracer",
+    "DeviceViolation",
     "DeviceCheckReport",
 ]

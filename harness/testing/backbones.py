@@ -1,5 +1,6 @@
 """Tiny offline backbones for plugin tests: a 2-layer, 32-wide random BERT (the bundled MiniLM vocabulary) and
 RoBERTa (a 400-token byte-level BPE), written to a folder in seconds; part of the test kit :mod:`harness.testing`."""
+
 from __future__ import annotations
 
 import atexit
@@ -37,8 +38,12 @@ def tiny_bert(directory: Path | str) -> Path:
     tokenizer = BertTokenizerFast.from_pretrained(tokenizer_source)
     torch.manual_seed(0)
     config = BertConfig(
-        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=128,
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
     )
     BertModel(config).save_pretrained(directory, safe_serialization=True)
     tokenizer.save_pretrained(directory)
@@ -54,8 +59,9 @@ def tiny_roberta(directory: Path | str) -> Path:
 
     directory = Path(directory)
     bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(TINY_SENTENCES * 10, vocab_size=400, min_frequency=1,
-                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe.train_from_iterator(
+        TINY_SENTENCES * 10, vocab_size=400, min_frequency=1, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    )
     directory.mkdir(parents=True, exist_ok=True)
     bpe.save_model(str(directory))
     # transformers 5 ignores vocab_file/merges_file here; vocab/merges take the files.
@@ -64,9 +70,16 @@ def tiny_roberta(directory: Path | str) -> Path:
     )
     torch.manual_seed(0)
     config = RobertaConfig(
-        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=130, pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, type_vocab_size=1,
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=130,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        type_vocab_size=1,
     )
     RobertaModel(config).save_pretrained(directory, safe_serialization=True)
     tokenizer.save_pretrained(directory)

@@ -1,6 +1,7 @@
 """What each evaluation capability must do (``encode``, ``score``, ``encode_multi``, ``encode_spans``), probed on a
 built model: the shapes, dtypes, finiteness and determinism :func:`~harness.testing.check_model` checks, and the
 outputs its save/load round trip compares; part of the test kit :mod:`harness.testing`."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -15,8 +16,10 @@ from .contract import _describe_exception
 def _float_matrix(value: Any, rows: int, what: str, problems: list[str]) -> np.ndarray | None:
     """``value`` if it is a float32 [rows, d] array with finite values; else a problem is recorded."""
     if not isinstance(value, np.ndarray):
-        problems.append(f"{what} returned {type(value).__name__}; expected a numpy float32 array [n, d] "
-                        "(convert tensors with .cpu().numpy()).")
+        problems.append(
+            f"{what} returned {type(value).__name__}; expected a numpy float32 array [n, d] "
+            "(convert tensors with .cpu().numpy())."
+        )
         return None
     if value.ndim != 2 or value.shape[0] != rows or value.shape[1] < 1:
         problems.append(f"{what} returned shape {list(value.shape)} for {rows} inputs; expected [{rows}, d], d >= 1.")
@@ -38,14 +41,18 @@ def _check_embedder(model: Any, texts: list[str], problems: list[str]) -> np.nda
     try:
         embeddings = _float_matrix(model.encode(with_duplicate), len(with_duplicate), "encode", problems)
     except Exception as exc:
-        problems.append(f"encode raised {_describe_exception(exc)} on {len(with_duplicate)} texts (one longer than "
-                        "the smoke profile's max_seq_length: truncate to ctx.profile.max_seq_length).")
+        problems.append(
+            f"encode raised {_describe_exception(exc)} on {len(with_duplicate)} texts (one longer than "
+            "the smoke profile's max_seq_length: truncate to ctx.profile.max_seq_length)."
+        )
         return None
     if embeddings is None:
         return None
     if not _rows_match(embeddings[0], embeddings[-1]):
-        problems.append("encode gave the same text two different rows in one call; put the model in eval mode "
-                        "(no dropout) and make encoding deterministic.")
+        problems.append(
+            "encode gave the same text two different rows in one call; put the model in eval mode "
+            "(no dropout) and make encoding deterministic."
+        )
     try:
         alone = model.encode([texts[1]])
     except Exception as exc:
@@ -54,11 +61,15 @@ def _check_embedder(model: Any, texts: list[str], problems: list[str]) -> np.nda
     alone = _float_matrix(alone, 1, "encode (one text)", problems)
     if alone is not None:
         if alone.shape[1] != embeddings.shape[1]:
-            problems.append(f"encode returned {alone.shape[1]} dimensions for one text and {embeddings.shape[1]} for "
-                            "several; the dimension must not depend on the batch.")
+            problems.append(
+                f"encode returned {alone.shape[1]} dimensions for one text and {embeddings.shape[1]} for "
+                "several; the dimension must not depend on the batch."
+            )
         elif not _rows_match(alone[0], embeddings[1]):
-            problems.append("encode gave a text a different row alone than inside a batch; the row of a text must "
-                            "not depend on the other texts of the call.")
+            problems.append(
+                "encode gave a text a different row alone than inside a batch; the row of a text must "
+                "not depend on the other texts of the call."
+            )
     return embeddings
 
 
@@ -68,8 +79,10 @@ def _check_pair_scorer(model: Any, texts: list[str], problems: list[str]) -> np.
     try:
         raw = model.score(first, second)
     except Exception as exc:
-        problems.append(f"score raised {_describe_exception(exc)} on {len(first)} pairs (one text longer than the "
-                        "smoke profile's max_seq_length: truncate to ctx.profile.max_seq_length).")
+        problems.append(
+            f"score raised {_describe_exception(exc)} on {len(first)} pairs (one text longer than the "
+            "smoke profile's max_seq_length: truncate to ctx.profile.max_seq_length)."
+        )
         return None
     try:
         scores = np.asarray(raw, dtype=np.float64)
@@ -84,8 +97,10 @@ def _check_pair_scorer(model: Any, texts: list[str], problems: list[str]) -> np.
         return None
     again = np.asarray(model.score(first[:2], second[:2]), dtype=np.float64)
     if again.shape != (2,) or not _rows_match(again, scores[:2]):
-        problems.append("score gave the same pairs different scores in another call; put the model in eval mode "
-                        "and make scoring deterministic.")
+        problems.append(
+            "score gave the same pairs different scores in another call; put the model in eval mode "
+            "and make scoring deterministic."
+        )
     return scores
 
 
@@ -100,8 +115,9 @@ def _check_multi_vector(model: Any, texts: list[str], problems: list[str]) -> li
         return None
     dimensions = set()
     for index, matrix in enumerate(vectors):
-        checked = _float_matrix(matrix, getattr(matrix, "shape", (0,))[0] or 1, f"encode_multi (text {index})",
-                                problems)
+        checked = _float_matrix(
+            matrix, getattr(matrix, "shape", (0,))[0] or 1, f"encode_multi (text {index})", problems
+        )
         if checked is None:
             return None
         dimensions.add(checked.shape[1])

@@ -1,5 +1,6 @@
 """What the runner hands plugins, built for tests: the smoke profile, a ModelContext and an EvalContext, a registry
 of given plugins, and the ``harness`` command run in-process; part of the test kit :mod:`harness.testing`."""
+
 from __future__ import annotations
 
 import contextlib
@@ -47,8 +48,10 @@ def _profile(profile: Profile | str | None) -> Profile:
 
 def _unavailable(what: str, argument: str) -> Callable[..., Any]:
     def lookup(*args: Any, **kwargs: Any) -> Any:
-        raise HarnessError(f"{what} is not available in this harness.testing context (asked for {args!r}); pass "
-                           f"{argument}=... to the check or context.")
+        raise HarnessError(
+            f"{what} is not available in this harness.testing context (asked for {args!r}); pass "
+            f"{argument}=... to the check or context."
+        )
 
     return lookup
 
@@ -111,8 +114,16 @@ def eval_context(
             raise HarnessError(f"ctx.embedder({spec!r}) needs a registry; pass registry=... or embedder=...")
         name, raw_options = parse_spec_text(spec)
         model_plugin = registry.model(name)
-        return model_plugin.factory(model_context(options=raw_options, plugin=model_plugin, profile=resolved_profile,
-                                                  seed=seed, device=device, registry=registry))
+        return model_plugin.factory(
+            model_context(
+                options=raw_options,
+                plugin=model_plugin,
+                profile=resolved_profile,
+                seed=seed,
+                device=device,
+                registry=registry,
+            )
+        )
 
     return EvalContext(
         profile=resolved_profile,
@@ -166,16 +177,24 @@ def plugin_registry(*plugins: Any, autoload: bool = False) -> Registry:
     from ..registry import build_registry
 
     modules = [_module(plugin) for plugin in plugins]
-    changes: dict[str, str | None] = {} if autoload else {
-        "HARNESS_DISABLE_PLUGIN_AUTOLOAD": "1", "HARNESS_EXTRA_PLUGINS": None, "HARNESS_PLUGINS": None}
+    changes: dict[str, str | None] = (
+        {}
+        if autoload
+        else {"HARNESS_DISABLE_PLUGIN_AUTOLOAD": "1", "HARNESS_EXTRA_PLUGINS": None, "HARNESS_PLUGINS": None}
+    )
     with _environment(changes):
         registry = build_registry(extra_plugins=modules)
     names = {getattr(module, "__name__", None) for module in modules} - {None}
-    failed = [info for info in registry.plugins
-              if info.error and (info.package == "(in-process)" or info.module in names)]
+    failed = [
+        info for info in registry.plugins if info.error and (info.package == "(in-process)" or info.module in names)
+    ]
     if failed:
-        raise ContractCheckError("plugin failed to load:\n" + "\n".join(
-            f"- {info.module if info.package == '(in-process)' else info.name}: {info.error}" for info in failed))
+        raise ContractCheckError(
+            "plugin failed to load:\n"
+            + "\n".join(
+                f"- {info.module if info.package == '(in-process)' else info.name}: {info.error}" for info in failed
+            )
+        )
     return registry
 
 
@@ -188,8 +207,9 @@ class HarnessRun:
     stderr: str
 
 
-def run_harness(*argv: str | Path, plugins: Sequence[str] = (), autoload: bool = True,
-                env: Mapping[str, str | None] | None = None) -> HarnessRun:
+def run_harness(
+    *argv: str | Path, plugins: Sequence[str] = (), autoload: bool = True, env: Mapping[str, str | None] | None = None
+) -> HarnessRun:
     """Run the ``harness`` command in this process (``run_harness("run", "--models", "x", ...)``) with a fresh
     registry. ``plugins`` are dotted module names added through ``HARNESS_EXTRA_PLUGINS``; ``autoload=False`` loads
     no installed plugin (``HARNESS_DISABLE_PLUGIN_AUTOLOAD=1``); ``env`` sets (or with None, removes) variables."""

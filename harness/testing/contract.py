@@ -1,5 +1,6 @@
 """How the contract checks report: :class:`ContractCheckError` listing every problem found, one per line; part of the
 test kit :mod:`harness.testing`."""
+
 from __future__ import annotations
 
 

@@ -11,6 +11,7 @@ evaluation compute what they would anywhere). Values leave through ``.item()``/`
 answered from the twins. Every operation that mixes a meta tensor with a CPU tensor of one element or more is a
 violation (CUDA accepts 0-dimensional CPU tensors, and so does the check); copies between devices are not.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -41,9 +42,18 @@ if TYPE_CHECKING:
 DEVICE = "meta"
 _aten = torch.ops.aten
 # Copies between devices are how tensors are meant to move; they may mix devices.
-_COPIES = {_aten._to_copy.default, _aten.to.device, _aten.to.dtype_layout, _aten.to.other, _aten.copy_.default,
-           _aten.copy.default, _aten._copy_from.default,
-           _aten._copy_from_and_resize.default, _aten.lift_fresh.default, _aten.lift_fresh_copy.default}
+_COPIES = {
+    _aten._to_copy.default,
+    _aten.to.device,
+    _aten.to.dtype_layout,
+    _aten.to.other,
+    _aten.copy_.default,
+    _aten.copy.default,
+    _aten._copy_from.default,
+    _aten._copy_from_and_resize.default,
+    _aten.lift_fresh.default,
+    _aten.lift_fresh_copy.default,
+}
 
 
 @dataclass
@@ -95,16 +105,24 @@ class DeviceTracer(TorchDispatchMode):
 
     def _check(self, func: Any, args: tuple, kwargs: dict) -> None:
         tensors = [value for value in (*args, *kwargs.values()) if isinstance(value, torch.Tensor)]
-        tensors += [item for value in (*args, *kwargs.values()) if isinstance(value, (list, tuple))
-                    for item in value if isinstance(item, torch.Tensor)]
+        tensors += [
+            item
+            for value in (*args, *kwargs.values())
+            if isinstance(value, (list, tuple))
+            for item in value
+            if isinstance(item, torch.Tensor)
+        ]
         on_meta = any(t.device.type == DEVICE for t in tensors)
         stray = [t for t in tensors if t.device.type != DEVICE and t.dim() > 0]
         if on_meta and stray and func not in _COPIES:
             where = _caller()
             if (str(func), where) not in self._seen:
                 self._seen.add((str(func), where))
-                self.violations.append(DeviceViolation(
-                    str(func.overloadpacket.__name__), [(t.device.type, tuple(t.shape)) for t in tensors], where))
+                self.violations.append(
+                    DeviceViolation(
+                        str(func.overloadpacket.__name__), [(t.device.type, tuple(t.shape)) for t in tensors], where
+                    )
+                )
 
     def __enter__(self):
         # nn.Module.to() wraps each moved weight in a new Parameter (a new tensor object, made without an operation
@@ -128,8 +146,11 @@ class DeviceTracer(TorchDispatchMode):
     @staticmethod
     def _copies_off_the_device(func: Any, args: tuple, kwargs: dict) -> bool:
         """``_to_copy`` / ``to`` (seen as such under inference mode) of a meta tensor to another device."""
-        if func.overloadpacket not in (_aten._to_copy, _aten.to) or not isinstance(args[0], torch.Tensor) \
-                or args[0].device.type != DEVICE:
+        if (
+            func.overloadpacket not in (_aten._to_copy, _aten.to)
+            or not isinstance(args[0], torch.Tensor)
+            or args[0].device.type != DEVICE
+        ):
             return False
         targets = [value for value in (*args[1:], kwargs.get("device")) if isinstance(value, (torch.device, str))]
         targets += [value.device for value in args[1:] if isinstance(value, torch.Tensor)]  # to(other)
@@ -147,8 +168,14 @@ class DeviceTracer(TorchDispatchMode):
         try:
             result = func(*args, **kwargs)
         except (NotImplementedError, RuntimeError):  # data-dependent shapes (nonzero, masked_select): from the twin
-            result = tree_map(lambda t: torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=DEVICE)
-                              if isinstance(t, torch.Tensor) else t, twin_result)
+            result = tree_map(
+                lambda t: (
+                    torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=DEVICE)
+                    if isinstance(t, torch.Tensor)
+                    else t
+                ),
+                twin_result,
+            )
         flat_results = result if isinstance(result, (list, tuple)) else (result,)
         flat_twins = twin_result if isinstance(twin_result, (list, tuple)) else (twin_result,)
         for made, twin in zip(flat_results, flat_twins):
@@ -188,8 +215,17 @@ def check_model_device(
     texts = list(PROBE_TEXTS[:4])
     with contextlib.ExitStack() as cleanup:
         root = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="harness-check-device-")))
-        ctx = model_context(backbone, options, plugin=plugin, profile=profile, seed=seed, device=DEVICE,
-                            artifact_dir=root / "artifacts", cache_dir=root / "cache", registry=registry)
+        ctx = model_context(
+            backbone,
+            options,
+            plugin=plugin,
+            profile=profile,
+            seed=seed,
+            device=DEVICE,
+            artifact_dir=root / "artifacts",
+            cache_dir=root / "cache",
+            registry=registry,
+        )
         step = "building it"
         try:
             with tracer:
@@ -213,12 +249,16 @@ def check_model_device(
         except Exception as exc:
             # With violations, they are the cause (a stray tensor usually makes a later step fail): reported below.
             if not tracer.violations:
-                raise ContractCheckError(f"{owner} breaks the device contract:\n- {step} on the meta device raised "
-                                         f"{_describe_exception(exc)}") from exc
+                raise ContractCheckError(
+                    f"{owner} breaks the device contract:\n- {step} on the meta device raised "
+                    f"{_describe_exception(exc)}"
+                ) from exc
     if tracer.violations:
-        raise ContractCheckError(f"{owner} breaks the device contract (built for device {DEVICE!r}, a tensor stayed "
-                                 "on the CPU; on a GPU this is 'Expected all tensors to be on the same device'):\n"
-                                 + "\n".join(f"- {v.describe()}" for v in tracer.violations[:10]))
+        raise ContractCheckError(
+            f"{owner} breaks the device contract (built for device {DEVICE!r}, a tensor stayed "
+            "on the CPU; on a GPU this is 'Expected all tensors to be on the same device'):\n"
+            + "\n".join(f"- {v.describe()}" for v in tracer.violations[:10])
+        )
     return report
 
 
@@ -244,15 +284,24 @@ def check_model_precision(
     splits = training_data or (tiny_training_splits(kinds[0]) if kinds else None)
     if splits is None:
         raise ContractCheckError(f"{owner}: no tiny data of its training kinds; pass training_data=")
-    ctx = model_context(backbone, options, plugin=plugin, profile=smoke_profile(precision=precision), seed=seed,
-                        device="cpu", registry=registry)
+    ctx = model_context(
+        backbone,
+        options,
+        plugin=plugin,
+        profile=smoke_profile(precision=precision),
+        seed=seed,
+        device="cpu",
+        registry=registry,
+    )
     built = _build_model(plugin, ctx, owner)
     _seed_everything(ctx.seed)
     try:
         training_report = built.fit(splits, dataclasses.replace(ctx, train_on=splits.source))
     except Exception as exc:
-        raise ContractCheckError(f"{owner} breaks the precision contract:\n- training with precision={precision} "
-                                 f"raised {_describe_exception(exc)}") from exc
+        raise ContractCheckError(
+            f"{owner} breaks the precision contract:\n- training with precision={precision} "
+            f"raised {_describe_exception(exc)}"
+        ) from exc
     record = training_report.as_record() if hasattr(training_report, "as_record") else dict(training_report or {})
     losses = record.get("mean_loss_per_epoch") or []
     import math
@@ -307,11 +356,22 @@ def check_recipe_device(
         def tiny_data(source: str, kind: str) -> TrainingSplits:
             return tiny_training_splits(kind, source)
 
-        def context(model_plugin: ModelPlugin, model_options: Mapping[str, Any], model_backbone: str | None,
-                    folder: str) -> Any:
-            return model_context(model_backbone or backbone, model_options, plugin=model_plugin, profile=profile,
-                                 seed=seed, device=DEVICE, artifact_dir=root / folder, cache_dir=root / "cache",
-                                 registry=registry, trained_model=trained_model, training_data=tiny_data)
+        def context(
+            model_plugin: ModelPlugin, model_options: Mapping[str, Any], model_backbone: str | None, folder: str
+        ) -> Any:
+            return model_context(
+                model_backbone or backbone,
+                model_options,
+                plugin=model_plugin,
+                profile=profile,
+                seed=seed,
+                device=DEVICE,
+                artifact_dir=root / folder,
+                cache_dir=root / "cache",
+                registry=registry,
+                trained_model=trained_model,
+                training_data=tiny_data,
+            )
 
         def trained_model(text: str, train_on: str | None = None, backbone: str | None = None) -> Any:
             model_name, model_options = parse_spec_text(text)
@@ -328,11 +388,24 @@ def check_recipe_device(
             ctx = context(student_plugin, student_options, backbone, "student")
             return _build_model(student_plugin, ctx, f"student {options['student']!r} of {owner}")
 
-        base = model_context(backbone, options, profile=profile, seed=seed, device=DEVICE,
-                             artifact_dir=root / "artifacts", cache_dir=root / "cache", registry=registry,
-                             trained_model=trained_model, training_data=tiny_data, train_on=splits.source)
-        ctx = RecipeContext(**{f.name: getattr(base, f.name) for f in dataclasses.fields(base)},
-                            student=options["student"], build_student=build_student)
+        base = model_context(
+            backbone,
+            options,
+            profile=profile,
+            seed=seed,
+            device=DEVICE,
+            artifact_dir=root / "artifacts",
+            cache_dir=root / "cache",
+            registry=registry,
+            trained_model=trained_model,
+            training_data=tiny_data,
+            train_on=splits.source,
+        )
+        ctx = RecipeContext(
+            **{f.name: getattr(base, f.name) for f in dataclasses.fields(base)},
+            student=options["student"],
+            build_student=build_student,
+        )
         step = "training it"
         try:
             with tracer:
@@ -347,10 +420,14 @@ def check_recipe_device(
             raise
         except Exception as exc:
             if not tracer.violations:
-                raise ContractCheckError(f"{owner} breaks the device contract:\n- {step} on the meta device raised "
-                                         f"{_describe_exception(exc)}") from exc
+                raise ContractCheckError(
+                    f"{owner} breaks the device contract:\n- {step} on the meta device raised "
+                    f"{_describe_exception(exc)}"
+                ) from exc
     if tracer.violations:
-        raise ContractCheckError(f"{owner} breaks the device contract (built for device {DEVICE!r}, a tensor stayed "
-                                 "on the CPU; on a GPU this is 'Expected all tensors to be on the same device'):\n"
-                                 + "\n".join(f"- {v.describe()}" for v in tracer.violations[:10]))
+        raise ContractCheckError(
+            f"{owner} breaks the device contract (built for device {DEVICE!r}, a tensor stayed "
+            "on the CPU; on a GPU this is 'Expected all tensors to be on the same device'):\n"
+            + "\n".join(f"- {v.describe()}" for v in tracer.violations[:10])
+        )
     return report

@@ -1,6 +1,7 @@
 """Fake models with no weights to download, one per capability (hashing embedders, a word-overlap pair scorer),
 small training data of every kind, and the hook that registers the fakes as ``testing-*`` models
 (``HARNESS_EXTRA_PLUGINS=harness.testing``); part of the test kit :mod:`harness.testing`."""
+
 from __future__ import annotations
 
 import hashlib
@@ -153,9 +154,12 @@ _TINY_MODEL_CLASSES = (HashingEmbedder, HashingMultiVectorEmbedder, HashingSpanE
 def tiny_model_for(requires: Iterable[str]) -> Any:
     """The simplest tiny model that can serve a task requiring ``requires`` (capability names)."""
     required = set(requires)
-    for candidate, declared in ((HashingEmbedder(), {EMBEDDER}), (OverlapPairScorer(), {PAIR_SCORER}),
-                                (HashingMultiVectorEmbedder(), {MULTI_VECTOR_EMBEDDER}),
-                                (HashingSpanEncoder(), {SPAN_ENCODER})):
+    for candidate, declared in (
+        (HashingEmbedder(), {EMBEDDER}),
+        (OverlapPairScorer(), {PAIR_SCORER}),
+        (HashingMultiVectorEmbedder(), {MULTI_VECTOR_EMBEDDER}),
+        (HashingSpanEncoder(), {SPAN_ENCODER}),
+    ):
         if required <= reachable_capabilities(declared):
             return candidate
     return _AllCapabilities()
@@ -204,23 +208,46 @@ def tiny_training_splits(kind: str, source: str = "harness.testing") -> Training
 
 # The fake models as registered model plugins (testing-embedder, ...), for a registry built in a test.
 TESTING_MODELS: tuple[ModelPlugin, ...] = (
-    ModelPlugin("testing-embedder", "hashed bag-of-words embedder (harness.testing)",
-                lambda ctx: HashingEmbedder(ctx.options["dim"]), (EMBEDDER,),
-                options={"dim": Option(256, "number of hash buckets", type=int)}, model_class=HashingEmbedder),
-    ModelPlugin("testing-trainable", "hashed bag-of-words embedder with learned IDF weights (harness.testing)",
-                lambda ctx: TrainableHashingEmbedder(ctx.options["dim"]), (EMBEDDER, TRAINABLE),
-                options={"dim": Option(256, "number of hash buckets", type=int)},
-                training_kinds=(SCORED_PAIRS, UNLABELED_SENTENCES, LABELED_SENTENCES, PROPOSITION_PAIRS),
-                model_class=TrainableHashingEmbedder),
-    ModelPlugin("testing-multi-vector", "one hashed vector per token, MaxSim (harness.testing)",
-                lambda ctx: HashingMultiVectorEmbedder(ctx.options["dim"]), (MULTI_VECTOR_EMBEDDER,),
-                options={"dim": Option(256, "number of hash buckets", type=int)},
-                model_class=HashingMultiVectorEmbedder),
-    ModelPlugin("testing-spans", "mean of hashed span embeddings (harness.testing)",
-                lambda ctx: HashingSpanEncoder(ctx.options["dim"]), (SPAN_ENCODER,),
-                options={"dim": Option(256, "number of hash buckets", type=int)}, model_class=HashingSpanEncoder),
-    ModelPlugin("testing-pair-scorer", "word-set Jaccard overlap of a pair (harness.testing)",
-                lambda ctx: OverlapPairScorer(), (PAIR_SCORER,), model_class=OverlapPairScorer),
+    ModelPlugin(
+        "testing-embedder",
+        "hashed bag-of-words embedder (harness.testing)",
+        lambda ctx: HashingEmbedder(ctx.options["dim"]),
+        (EMBEDDER,),
+        options={"dim": Option(256, "number of hash buckets", type=int)},
+        model_class=HashingEmbedder,
+    ),
+    ModelPlugin(
+        "testing-trainable",
+        "hashed bag-of-words embedder with learned IDF weights (harness.testing)",
+        lambda ctx: TrainableHashingEmbedder(ctx.options["dim"]),
+        (EMBEDDER, TRAINABLE),
+        options={"dim": Option(256, "number of hash buckets", type=int)},
+        training_kinds=(SCORED_PAIRS, UNLABELED_SENTENCES, LABELED_SENTENCES, PROPOSITION_PAIRS),
+        model_class=TrainableHashingEmbedder,
+    ),
+    ModelPlugin(
+        "testing-multi-vector",
+        "one hashed vector per token, MaxSim (harness.testing)",
+        lambda ctx: HashingMultiVectorEmbedder(ctx.options["dim"]),
+        (MULTI_VECTOR_EMBEDDER,),
+        options={"dim": Option(256, "number of hash buckets", type=int)},
+        model_class=HashingMultiVectorEmbedder,
+    ),
+    ModelPlugin(
+        "testing-spans",
+        "mean of hashed span embeddings (harness.testing)",
+        lambda ctx: HashingSpanEncoder(ctx.options["dim"]),
+        (SPAN_ENCODER,),
+        options={"dim": Option(256, "number of hash buckets", type=int)},
+        model_class=HashingSpanEncoder,
+    ),
+    ModelPlugin(
+        "testing-pair-scorer",
+        "word-set Jaccard overlap of a pair (harness.testing)",
+        lambda ctx: OverlapPairScorer(),
+        (PAIR_SCORER,),
+        model_class=OverlapPairScorer,
+    ),
 )
 
 

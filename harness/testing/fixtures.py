@@ -1,5 +1,6 @@
 """pytest fixtures of the test kit (``tiny_bert``, ``tiny_roberta``, ``smoke_profile``, ``harness_cli``), collected
 through ``pytest_plugins = ["harness.testing"]``, which re-exports them; importing this module needs pytest."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

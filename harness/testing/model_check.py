@@ -1,5 +1,6 @@
 """The model contract check :func:`check_model`: build a model as the runner does, check each declared
 capability's behaviour and a trainable model's fit/save/load round trip; part of the test kit :mod:`harness.testing`."""
+
 from __future__ import annotations
 
 import contextlib
@@ -103,8 +104,17 @@ def check_model(
         if directory is None:
             directory = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="harness-check-model-"))
         root = Path(directory)
-        ctx = model_context(backbone, options, plugin=plugin, profile=profile, seed=seed, device=device,
-                            artifact_dir=root / "artifacts", cache_dir=root / "cache", registry=registry)
+        ctx = model_context(
+            backbone,
+            options,
+            plugin=plugin,
+            profile=profile,
+            seed=seed,
+            device=device,
+            artifact_dir=root / "artifacts",
+            cache_dir=root / "cache",
+            registry=registry,
+        )
         built = _build_model(plugin, ctx, owner)
         report = ModelCheckReport(plugin.name, plugin.capabilities)
         problems: list[str] = []
@@ -124,26 +134,40 @@ def _build_model(plugin: ModelPlugin, ctx: ModelContext, owner: str) -> Any:
     try:
         built = plugin.factory(ctx)
     except Exception as exc:
-        raise ContractCheckError(f"{owner}: its factory raised {_describe_exception(exc)} when given a ModelContext "
-                                 f"(backbone {ctx.backbone}, profile {ctx.profile.name}).") from exc
+        raise ContractCheckError(
+            f"{owner}: its factory raised {_describe_exception(exc)} when given a ModelContext "
+            f"(backbone {ctx.backbone}, profile {ctx.profile.name})."
+        ) from exc
     missing = missing_methods(built, plugin.capabilities)
     if missing:
         lacking = "; ".join(f"{capability} needs {', '.join(methods)}" for capability, methods in missing.items())
-        raise ContractCheckError(f"{owner} breaks the plugin contract:\n- the factory built a "
-                                 f"{type(built).__name__}, which lacks methods of declared capabilities: {lacking}.")
+        raise ContractCheckError(
+            f"{owner} breaks the plugin contract:\n- the factory built a "
+            f"{type(built).__name__}, which lacks methods of declared capabilities: {lacking}."
+        )
     return built
 
 
-def _check_training_round_trip(plugin: ModelPlugin, model: Any, ctx: ModelContext, splits: TrainingSplits | None,
-                               texts: list[str], checkpoint: Path, report: ModelCheckReport) -> None:
+def _check_training_round_trip(
+    plugin: ModelPlugin,
+    model: Any,
+    ctx: ModelContext,
+    splits: TrainingSplits | None,
+    texts: list[str],
+    checkpoint: Path,
+    report: ModelCheckReport,
+) -> None:
     owner = f"model {plugin.name!r}"
     if splits is None:
         kinds = [kind for kind in plugin.training_kinds if kind in TRAINING_KINDS]
         if not plugin.training_kinds:
             _fail(owner, ["it declares 'trainable' but no training_kinds; list the kinds of data fit() learns from."])
         if not kinds:
-            logger.warning("%s: no tiny data of its training kinds %s; pass training_data= to check fit/save/load",
-                           owner, ", ".join(plugin.training_kinds))
+            logger.warning(
+                "%s: no tiny data of its training kinds %s; pass training_data= to check fit/save/load",
+                owner,
+                ", ".join(plugin.training_kinds),
+            )
             return
         splits = tiny_training_splits(kinds[0])
     problems: list[str] = []
@@ -152,18 +176,24 @@ def _check_training_round_trip(plugin: ModelPlugin, model: Any, ctx: ModelContex
     try:
         training_report = model.fit(splits, dataclasses.replace(ctx, train_on=splits.source))
     except Exception as exc:
-        raise ContractCheckError(f"{owner} breaks the plugin contract:\n- fit raised {_describe_exception(exc)} on "
-                                 f"{len(splits.train)} examples of {splits.kind}.") from exc
+        raise ContractCheckError(
+            f"{owner} breaks the plugin contract:\n- fit raised {_describe_exception(exc)} on "
+            f"{len(splits.train)} examples of {splits.kind}."
+        ) from exc
     if training_report is None:
-        problems.append("fit returned None; return the training report (a dict, or an object with as_record()), "
-                        "the runner stores it with every result.")
+        problems.append(
+            "fit returned None; return the training report (a dict, or an object with as_record()), "
+            "the runner stores it with every result."
+        )
     else:
         record = training_report.as_record() if hasattr(training_report, "as_record") else training_report
         try:
             json.dumps(record, allow_nan=True)
         except (TypeError, ValueError) as exc:
-            problems.append(f"fit's report cannot be stored as JSON ({exc}); return plain numbers, strings, lists "
-                            "and dicts (or an object whose as_record() does).")
+            problems.append(
+                f"fit's report cannot be stored as JSON ({exc}); return plain numbers, strings, lists "
+                "and dicts (or an object whose as_record() does)."
+            )
         report.training_report = record
     behaviour_problems: list[str] = []
     for capability in evaluation_capabilities:
@@ -175,27 +205,33 @@ def _check_training_round_trip(plugin: ModelPlugin, model: Any, ctx: ModelContex
     try:
         model.save(checkpoint)
     except Exception as exc:
-        raise ContractCheckError(f"{owner} breaks the plugin contract:\n- save raised {_describe_exception(exc)} "
-                                 "(save(directory) gets an existing, empty folder).") from exc
+        raise ContractCheckError(
+            f"{owner} breaks the plugin contract:\n- save raised {_describe_exception(exc)} "
+            "(save(directory) gets an existing, empty folder)."
+        ) from exc
     files = sorted(str(p.relative_to(checkpoint)) for p in checkpoint.rglob("*") if p.is_file())
     report.checkpoint_files = files
     if not files:
         problems.append("save wrote no file into the checkpoint folder.")
     pickled = [name for name in files if name.endswith(PICKLE_SUFFIXES)]
     if pickled:
-        problems.append(f"save wrote pickle-format files {', '.join(pickled)}; write weights with safetensors "
-                        "(safetensors.torch.save_model / safetensors.numpy.save_file) and settings as JSON.")
+        problems.append(
+            f"save wrote pickle-format files {', '.join(pickled)}; write weights with safetensors "
+            "(safetensors.torch.save_model / safetensors.numpy.save_file) and settings as JSON."
+        )
     fresh = _build_model(plugin, ctx, owner)
     try:
         fresh.load(checkpoint)
     except Exception as exc:
-        raise ContractCheckError(f"{owner} breaks the plugin contract:\n- load raised {_describe_exception(exc)} "
-                                 "on the folder its own save wrote (the runner loads into a freshly built model).") \
-            from exc
+        raise ContractCheckError(
+            f"{owner} breaks the plugin contract:\n- load raised {_describe_exception(exc)} "
+            "on the folder its own save wrote (the runner loads into a freshly built model)."
+        ) from exc
     loaded_outputs = _outputs(fresh, evaluation_capabilities, texts)
     for capability in evaluation_capabilities:
         if not _same_outputs(trained_outputs[capability], loaded_outputs[capability]):
-            problems.append(f"a fresh model that loaded the checkpoint computes different {capability} outputs than "
-                            "the trained model that saved it; save every trained weight (and load them all).")
+            problems.append(
+                f"a fresh model that loaded the checkpoint computes different {capability} outputs than "
+                "the trained model that saved it; save every trained weight (and load them all)."
+            )
     _fail(owner, problems)
-

@@ -1,6 +1,7 @@
 """The task contract check :func:`check_task`: build a task as the runner does and check ``check_data``,
 ``evaluate`` (scores, checksum, the profile's cut) and ``training_data``; part of the test kit
 :mod:`harness.testing`."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -88,8 +89,9 @@ def _resolve_task_plugin(task: Any, registry: Registry | None) -> tuple[TaskPlug
 
             registry = build_registry()
         return registry.task(registry.resolve_task(task)), registry
-    raise TypeError(f"check_task takes a harness.Task subclass, a harness.TaskPlugin or a task name, got "
-                    f"{type(task).__name__}")
+    raise TypeError(
+        f"check_task takes a harness.Task subclass, a harness.TaskPlugin or a task name, got {type(task).__name__}"
+    )
 
 
 def check_task(
@@ -124,8 +126,9 @@ def check_task(
     try:
         instance = plugin.factory(resolved_options, root_data_dir)
     except Exception as exc:
-        raise ContractCheckError(f"{owner}: building it with factory(options, data_dir) raised "
-                                 f"{_describe_exception(exc)}.") from exc
+        raise ContractCheckError(
+            f"{owner}: building it with factory(options, data_dir) raised {_describe_exception(exc)}."
+        ) from exc
     problems: list[str] = []
     if getattr(instance, "metadata", None) is not metadata and getattr(instance, "metadata", None) != metadata:
         problems.append("the built task's metadata is not the registered metadata.")
@@ -136,33 +139,49 @@ def check_task(
     if model is None:
         model = tiny_model_for(metadata.requires)
     elif not set(metadata.requires) <= reachable_capabilities(
-            capability for capability, protocol_methods in _CAPABILITY_METHODS.items()
-            if all(callable(getattr(model, method, None)) for method in protocol_methods)):
-        raise TypeError(f"the model given to check_task cannot serve {owner}, which requires "
-                        f"{', '.join(metadata.requires)}.")
+        capability
+        for capability, protocol_methods in _CAPABILITY_METHODS.items()
+        if all(callable(getattr(model, method, None)) for method in protocol_methods)
+    ):
+        raise TypeError(
+            f"the model given to check_task cannot serve {owner}, which requires {', '.join(metadata.requires)}."
+        )
     counter = _TextCounter()
-    result = _evaluate(instance, _counting(model, counter), eval_context(
-        resolved_profile, data_dir=root_data_dir, seed=seed, registry=registry), owner)
+    result = _evaluate(
+        instance,
+        _counting(model, counter),
+        eval_context(resolved_profile, data_dir=root_data_dir, seed=seed, registry=registry),
+        owner,
+    )
     main_score = _check_result(result, metadata.main_score, checksum, problems)
     _fail(owner, problems)
-    report = TaskCheckReport(metadata.name, checksum, {k: float(v) for k, v in result.scores.items()},
-                             main_score, len(counter.texts))
+    report = TaskCheckReport(
+        metadata.name, checksum, {k: float(v) for k, v in result.scores.items()}, main_score, len(counter.texts)
+    )
 
     if small_cut is not None:
         # The tiny model's count under the checked profile is the reference; with another model, count it again.
         reference = len(counter.texts) if isinstance(model, _TINY_MODEL_CLASSES) else None
-        _check_cut(instance, metadata, resolved_profile, small_cut, reference, root_data_dir, seed, registry, report,
-                   problems)
+        _check_cut(
+            instance, metadata, resolved_profile, small_cut, reference, root_data_dir, seed, registry, report, problems
+        )
     report.training_kinds, report.training_kinds_unavailable = _check_training_data(
-        instance, metadata, eval_context(resolved_profile, data_dir=root_data_dir, seed=seed, registry=registry),
-        problems)
+        instance,
+        metadata,
+        eval_context(resolved_profile, data_dir=root_data_dir, seed=seed, registry=registry),
+        problems,
+    )
     _fail(owner, problems)
     return report
 
 
 # The methods a model needs for each evaluation capability (for checking a model handed to check_task).
-_CAPABILITY_METHODS = {EMBEDDER: ("encode",), PAIR_SCORER: ("score",), MULTI_VECTOR_EMBEDDER: ("encode_multi",),
-                       SPAN_ENCODER: ("encode_spans",)}
+_CAPABILITY_METHODS = {
+    EMBEDDER: ("encode",),
+    PAIR_SCORER: ("score",),
+    MULTI_VECTOR_EMBEDDER: ("encode_multi",),
+    SPAN_ENCODER: ("encode_spans",),
+}
 
 
 def _checked_checksum(instance: Task, problems: list[str]) -> str:
@@ -171,16 +190,20 @@ def _checked_checksum(instance: Task, problems: list[str]) -> str:
         try:
             checksums.append(instance.check_data())
         except HarnessError as exc:  # missing or malformed data: the message is for the user, pass it on
-            raise ContractCheckError(f"task {instance.metadata.name!r}: check_data() raised {type(exc).__name__}: "
-                                     f"{exc}") from exc
+            raise ContractCheckError(
+                f"task {instance.metadata.name!r}: check_data() raised {type(exc).__name__}: {exc}"
+            ) from exc
         except Exception as exc:
-            problems.append(f"check_data() raised {_describe_exception(exc)}; raise harness.MissingDataError or "
-                            "harness.DataFileError (with the file and what to do) for data problems.")
+            problems.append(
+                f"check_data() raised {_describe_exception(exc)}; raise harness.MissingDataError or "
+                "harness.DataFileError (with the file and what to do) for data problems."
+            )
             return ""
     first, second = checksums
     if not isinstance(first, str) or not first:
-        problems.append(f"check_data() returned {first!r}; return the data's checksum, e.g. "
-                        "harness.files_checksum(paths).")
+        problems.append(
+            f"check_data() returned {first!r}; return the data's checksum, e.g. harness.files_checksum(paths)."
+        )
     elif first != second:
         problems.append("check_data() returned different checksums on two calls over the same data.")
     return first if isinstance(first, str) else ""
@@ -191,8 +214,10 @@ def _evaluate(instance: Task, model: Any, ctx: EvalContext, owner: str) -> Any:
     try:
         return instance.evaluate(model, ctx)
     except Exception as exc:
-        raise ContractCheckError(f"{owner}: evaluate(model, ctx) raised {_describe_exception(exc)} (profile "
-                                 f"{ctx.profile.name}, max_eval_examples {ctx.profile.max_eval_examples}).") from exc
+        raise ContractCheckError(
+            f"{owner}: evaluate(model, ctx) raised {_describe_exception(exc)} (profile "
+            f"{ctx.profile.name}, max_eval_examples {ctx.profile.max_eval_examples})."
+        ) from exc
 
 
 def _check_examples(examples: Any, score: float, main_score: str, problems: list[str]) -> None:
@@ -200,25 +225,33 @@ def _check_examples(examples: Any, score: float, main_score: str, problems: list
     from ..evaluation.bootstrap import ExampleScores, reproduces
 
     if not isinstance(examples, ExampleScores):
-        problems.append(f"EvalResult.examples is {type(examples).__name__}; give a "
-                        "harness.evaluation.bootstrap.ExampleScores (or None).")
+        problems.append(
+            f"EvalResult.examples is {type(examples).__name__}; give a "
+            "harness.evaluation.bootstrap.ExampleScores (or None)."
+        )
     elif not reproduces(examples.value(), score):
-        problems.append(f"EvalResult.examples give {examples.value():.6f}, not the main score {main_score} = "
-                        f"{score:.6f}; they must hold what that score is computed from.")
+        problems.append(
+            f"EvalResult.examples give {examples.value():.6f}, not the main score {main_score} = "
+            f"{score:.6f}; they must hold what that score is computed from."
+        )
 
 
 def _check_result(result: Any, main_score: str, checksum: str, problems: list[str]) -> float:
     if not isinstance(result, EvalResult):
-        problems.append(f"evaluate returned {type(result).__name__}; return harness.EvalResult(scores, "
-                        "dataset_checksum, details).")
+        problems.append(
+            f"evaluate returned {type(result).__name__}; return harness.EvalResult(scores, dataset_checksum, details)."
+        )
         return math.nan
     if not isinstance(result.scores, dict) or not result.scores:
-        problems.append("EvalResult.scores must be a non-empty dict of metric name -> number (x100 for correlations "
-                        "and ratios).")
+        problems.append(
+            "EvalResult.scores must be a non-empty dict of metric name -> number (x100 for correlations and ratios)."
+        )
         return math.nan
     if main_score not in result.scores:
-        problems.append(f"EvalResult.scores has no {main_score!r} (metadata.main_score); it has "
-                        f"{', '.join(map(str, result.scores))}.")
+        problems.append(
+            f"EvalResult.scores has no {main_score!r} (metadata.main_score); it has "
+            f"{', '.join(map(str, result.scores))}."
+        )
     for key, value in result.scores.items():
         try:
             number = float(value)
@@ -226,19 +259,24 @@ def _check_result(result: Any, main_score: str, checksum: str, problems: list[st
             problems.append(f"score {key!r} is {value!r}, not a number.")
             continue
         if not math.isfinite(number):
-            problems.append(f"score {key!r} is {number}; scores must be finite (for input a metric is undefined "
-                            "on, raise a HarnessError saying why, as harness.spearman does).")
+            problems.append(
+                f"score {key!r} is {number}; scores must be finite (for input a metric is undefined "
+                "on, raise a HarnessError saying why, as harness.spearman does)."
+            )
     if result.examples is not None and main_score in result.scores:
         _check_examples(result.examples, float(result.scores[main_score]), main_score, problems)
     if result.dataset_checksum != checksum:
-        problems.append(f"EvalResult.dataset_checksum ({str(result.dataset_checksum)[:16]}...) differs from "
-                        f"check_data() ({checksum[:16]}...); both must be the checksum of the data evaluated, so a "
-                        "stored result is reused only for the same data.")
+        problems.append(
+            f"EvalResult.dataset_checksum ({str(result.dataset_checksum)[:16]}...) differs from "
+            f"check_data() ({checksum[:16]}...); both must be the checksum of the data evaluated, so a "
+            "stored result is reused only for the same data."
+        )
     try:
         json.dumps(result.details)
     except (TypeError, ValueError) as exc:
-        problems.append(f"EvalResult.details cannot be stored as JSON ({exc}); use plain numbers, strings, lists "
-                        "and dicts.")
+        problems.append(
+            f"EvalResult.details cannot be stored as JSON ({exc}); use plain numbers, strings, lists and dicts."
+        )
     value = result.scores.get(main_score)
     try:
         return float(value)
@@ -246,16 +284,27 @@ def _check_result(result: Any, main_score: str, checksum: str, problems: list[st
         return math.nan
 
 
-def _check_cut(instance: Task, metadata: TaskMetadata, profile: Profile, small_cut: int, reference: int | None,
-               data_dir: Path | None, seed: int, registry: Registry | None, report: TaskCheckReport,
-               problems: list[str]) -> None:
+def _check_cut(
+    instance: Task,
+    metadata: TaskMetadata,
+    profile: Profile,
+    small_cut: int,
+    reference: int | None,
+    data_dir: Path | None,
+    seed: int,
+    registry: Registry | None,
+    report: TaskCheckReport,
+    problems: list[str],
+) -> None:
     """With a tiny model: ``max_eval_examples=small_cut`` must feed the model fewer texts than the checked profile
     does (unless the data is so small that both take everything). Comparing with the profile's own cut rather than
     with no cut keeps the check as cheap as the smoke evaluation, whatever the size of the data."""
+
     def texts_seen(limit: int | None) -> int:
         counter = _TextCounter()
-        ctx = eval_context(dataclasses.replace(profile, max_eval_examples=limit), data_dir=data_dir, seed=seed,
-                           registry=registry)
+        ctx = eval_context(
+            dataclasses.replace(profile, max_eval_examples=limit), data_dir=data_dir, seed=seed, registry=registry
+        )
         _evaluate(instance, _counting(tiny_model_for(metadata.requires), counter), ctx, f"task {metadata.name!r}")
         return len(counter.texts)
 
@@ -265,13 +314,16 @@ def _check_cut(instance: Task, metadata: TaskMetadata, profile: Profile, small_c
     # A pair has two texts, a query its candidates: only more texts than a generous multiple of the small cut can
     # show whether the cut was applied.
     if reference > 4 * small_cut and with_small_cut >= reference:
-        problems.append(f"evaluate gave the model all {reference} texts with max_eval_examples={small_cut}; cut "
-                        "the evaluation items with harness.evaluation.sampling.evaluation_sample(len(items), "
-                        "ctx.profile.max_eval_examples) (the smoke profile relies on it).")
+        problems.append(
+            f"evaluate gave the model all {reference} texts with max_eval_examples={small_cut}; cut "
+            "the evaluation items with harness.evaluation.sampling.evaluation_sample(len(items), "
+            "ctx.profile.max_eval_examples) (the smoke profile relies on it)."
+        )
 
 
-def _check_training_data(instance: Task, metadata: TaskMetadata, ctx: EvalContext,
-                         problems: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _check_training_data(
+    instance: Task, metadata: TaskMetadata, ctx: EvalContext, problems: list[str]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(kinds checked, offered kinds whose data is missing here): a task may offer training data that needs a
     download its evaluation data does not."""
     checked, unavailable = [], []
@@ -283,29 +335,38 @@ def _check_training_data(instance: Task, metadata: TaskMetadata, ctx: EvalContex
             unavailable.append(kind)
             continue
         except HarnessError as exc:
-            raise ContractCheckError(f"task {metadata.name!r}: training_data({kind!r}, ctx) raised "
-                                     f"{type(exc).__name__}: {exc}") from exc
+            raise ContractCheckError(
+                f"task {metadata.name!r}: training_data({kind!r}, ctx) raised {type(exc).__name__}: {exc}"
+            ) from exc
         except Exception as exc:
             problems.append(f"training_data({kind!r}, ctx) raised {_describe_exception(exc)}.")
             continue
         if kind not in metadata.training_kinds:
             if splits is not None:
-                problems.append(f"training_data({kind!r}) returned data, but metadata.training_kinds does not list "
-                                f"{kind!r}; add it there (or return None).")
+                problems.append(
+                    f"training_data({kind!r}) returned data, but metadata.training_kinds does not list "
+                    f"{kind!r}; add it there (or return None)."
+                )
             continue
         if not isinstance(splits, TrainingSplits):
-            problems.append(f"training_data({kind!r}) returned {type(splits).__name__}; metadata.training_kinds "
-                            "lists it, so return harness.TrainingSplits.")
+            problems.append(
+                f"training_data({kind!r}) returned {type(splits).__name__}; metadata.training_kinds "
+                "lists it, so return harness.TrainingSplits."
+            )
             continue
         if getattr(splits.train, "kind", None) != kind or not len(splits.train):
-            problems.append(f"training_data({kind!r}) returned a train split of kind "
-                            f"{getattr(splits.train, 'kind', None)!r} with {len(splits.train)} examples; expected a "
-                            f"non-empty {kind}.")
+            problems.append(
+                f"training_data({kind!r}) returned a train split of kind "
+                f"{getattr(splits.train, 'kind', None)!r} with {len(splits.train)} examples; expected a "
+                f"non-empty {kind}."
+            )
         if splits.dev is not None and getattr(splits.dev, "kind", None) != kind:
             problems.append(f"training_data({kind!r}) returned a dev split of another kind.")
         if not isinstance(splits.checksum, str) or not splits.checksum:
-            problems.append(f"training_data({kind!r}) returned no checksum; set TrainingSplits.checksum (e.g. "
-                            "harness.files_checksum of the files read) so trained models are retrained when the "
-                            "data changes.")
+            problems.append(
+                f"training_data({kind!r}) returned no checksum; set TrainingSplits.checksum (e.g. "
+                "harness.files_checksum of the files read) so trained models are retrained when the "
+                "data changes."
+            )
         checked.append(kind)
     return tuple(checked), tuple(unavailable)

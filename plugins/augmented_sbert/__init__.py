@@ -8,6 +8,7 @@ Modules: :mod:`.options` (options and their constants), :mod:`.validation` (plan
 (the seven steps), :mod:`.artifacts` (cache entries and the silver-pair file). The pipeline, its thesis-code
 defaults and every deviation from the papers are described in docs/fidelity.md, section "Augmented SBERT".
 """
+
 from __future__ import annotations
 
 from harness import LABELED_SENTENCES, SCORED_PAIRS, UNLABELED_SENTENCES, RecipePlugin, hookimpl
@@ -19,8 +20,19 @@ from .pipeline import DistillationReport, SilverPairs, annotate_silver_pairs, st
 from .validation import validate, validate_topics
 
 __all__ = [
-    "OPTIONS", "DistillationReport", "SilverPairs", "annotate_silver_pairs", "cached_teacher_scores", "mlm_directory",
-    "mlm_masking", "student_pairs", "teacher_spec_text", "train", "validate", "validate_topics", "weights_fingerprint",
+    "OPTIONS",
+    "DistillationReport",
+    "SilverPairs",
+    "annotate_silver_pairs",
+    "cached_teacher_scores",
+    "mlm_directory",
+    "mlm_masking",
+    "student_pairs",
+    "teacher_spec_text",
+    "train",
+    "validate",
+    "validate_topics",
+    "weights_fingerprint",
     "write_silver_artifact",
 ]
 
@@ -33,23 +45,24 @@ def teacher_source(options, train_on):
 
 @hookimpl
 def register_recipes(register):
-    register(RecipePlugin(
-        name="augsbert",
-        aliases=("augmented-sbert",),
-        description="Augmented SBERT: a pair-scoring teacher labels sampled silver pairs; the student learns from "
-                    "gold + silver (or silver only)",
-        train=train,
-        options=OPTIONS,
-        # Unlabeled and labeled sentences only as the target of domain transfer (validate refuses the rest);
-        # topics=prompted/hidden read the labels (of the same source's labeled sentences if it offers both).
-        training_kinds=(SCORED_PAIRS, UNLABELED_SENTENCES, LABELED_SENTENCES),
-        student_kinds=(SCORED_PAIRS,),
-        default_student="be",
-        validate=validate,
-        # quick: the student sees every gold / silver pair of the source, as the plain Bi-Encoder does.
-        budgets={"quick": {"max_train_examples": None, "max_steps": None, "epochs": 1}},
-        budget_keys=SCORED_PAIR_BUDGET_KEYS,  # the student / model trains through fit_scored_pairs
-        training_sources=teacher_source,
-        reference="Thakur et al. 2021 (AugSBERT); thesis 2.4.7, 4.3, 5.3, 5.5, tables 6.3-6.8, 6.10-6.13",
-    ))
-
+    register(
+        RecipePlugin(
+            name="augsbert",
+            aliases=("augmented-sbert",),
+            description="Augmented SBERT: a pair-scoring teacher labels sampled silver pairs; the student learns from "
+            "gold + silver (or silver only)",
+            train=train,
+            options=OPTIONS,
+            # Unlabeled and labeled sentences only as the target of domain transfer (validate refuses the rest);
+            # topics=prompted/hidden read the labels (of the same source's labeled sentences if it offers both).
+            training_kinds=(SCORED_PAIRS, UNLABELED_SENTENCES, LABELED_SENTENCES),
+            student_kinds=(SCORED_PAIRS,),
+            default_student="be",
+            validate=validate,
+            # quick: the student sees every gold / silver pair of the source, as the plain Bi-Encoder does.
+            budgets={"quick": {"max_train_examples": None, "max_steps": None, "epochs": 1}},
+            budget_keys=SCORED_PAIR_BUDGET_KEYS,  # the student / model trains through fit_scored_pairs
+            training_sources=teacher_source,
+            reference="Thakur et al. 2021 (AugSBERT); thesis 2.4.7, 4.3, 5.3, 5.5, tables 6.3-6.8, 6.10-6.13",
+        )
+    )

@@ -6,6 +6,7 @@ Cache entries are named after everything that determines them, so students that 
 (DomainSBERT / FullDomainSBERT, Prompted / Hidden) share one MLM checkpoint, one teacher and one scoring. The names
 (``teacher-scores-<key>.npy``, ``domain-mlm-<key>/seed-<seed>``) and keys are those of earlier releases.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -66,15 +67,20 @@ def cached_teacher_scores(ctx, teacher, teacher_text: str, first: list[str], sec
         return np.asarray(scorer.score(first, second), dtype=np.float64)
     cache = ctx.cache
     made_from = {
-        "teacher": teacher_text, "class": type(teacher).__qualname__, "weights": fingerprint,
-        "max_seq_length": ctx.profile.max_seq_length, "pairs": cache.content_key([first, second], 64),
+        "teacher": teacher_text,
+        "class": type(teacher).__qualname__,
+        "weights": fingerprint,
+        "max_seq_length": ctx.profile.max_seq_length,
+        "pairs": cache.content_key([first, second], 64),
     }
     path = cache.entry_path(SCORE_CACHE_KIND, made_from, suffix=".npy")
     # Checksummed by the core and tied to made_from: an edited, damaged or swapped file is scored again, never used.
     scores, from_cache = cache.array_entry(
-        path, lambda: np.asarray(scorer.score(first, second), dtype=np.float64),
+        path,
+        lambda: np.asarray(scorer.score(first, second), dtype=np.float64),
         lambda scores: scores.shape == (len(first),) and bool(np.isfinite(scores).all()),
-        what="augmented sbert teacher scores", made_from=made_from,
+        what="augmented sbert teacher scores",
+        made_from=made_from,
     )
     if from_cache:
         ctx.logger.info("augmented sbert: %d teacher scores from %s", len(first), path)
@@ -97,8 +103,9 @@ def weights_fingerprint(model) -> str | None:
     return digest.hexdigest()
 
 
-def mlm_directory(ctx, first: list[str], second: list[str], topics: PairTopics | None = None,
-                  masking: Masking = BERT_MASKING) -> Path:
+def mlm_directory(
+    ctx, first: list[str], second: list[str], topics: PairTopics | None = None, masking: Masking = BERT_MASKING
+) -> Path:
     """The domain-adapted backbone's folder in the store's shared cache, named after everything that determines it
     (backbone and, for a local folder, its files' checksum; pairs, their topic prompts, budgets, lr, seed): every
     student with the same MLM inputs finds it."""
@@ -109,8 +116,11 @@ def mlm_directory(ctx, first: list[str], second: list[str], topics: PairTopics |
             "context has none; run it through `harness run` (or give the RecipeContext a cache_dir)."
         )
     payload = {
-        "backbone": ctx.backbone, "pairs": cache.content_key([first, second], 64), "profile": ctx.profile.as_record(),
-        "mlm_lr": ctx.options["mlm_lr"], "seed": ctx.seed,
+        "backbone": ctx.backbone,
+        "pairs": cache.content_key([first, second], 64),
+        "profile": ctx.profile.as_record(),
+        "mlm_lr": ctx.options["mlm_lr"],
+        "seed": ctx.seed,
     }
     if topics is not None:  # only then: the key of a plain MLM checkpoint stays what it was
         payload["topics"] = cache.content_key([list(topics.first), list(topics.second), topics.delimiter], 64)
@@ -148,5 +158,6 @@ def write_silver_artifact(ctx, pairs: SilverPairs, gold_source: str) -> Path | N
         "topic_labels": pairs.topics,  # per sentence (topics=prompted/hidden), else null
         "sentences": pairs.sentences,
     }
-    return write_silver_pairs(Path(ctx.artifact_dir), fields, pairs.candidates, pairs.candidate_scores,
-                              pairs.kept.tolist())
+    return write_silver_pairs(
+        Path(ctx.artifact_dir), fields, pairs.candidates, pairs.candidate_scores, pairs.kept.tolist()
+    )

@@ -2,6 +2,7 @@
 candidate pairs from a sampler, optional domain-adaptive MLM, teacher scores, the kept silver pairs, and the student
 trained on them. The steps and every deviation from the thesis are in docs/fidelity.md ("Augmented SBERT").
 """
+
 from __future__ import annotations
 
 import time
@@ -45,7 +46,6 @@ class DistillationReport:
         return {**record, "augmented_sbert": self.details}
 
 
-
 def train(splits, ctx) -> tuple[Any, DistillationReport]:
     """Augmented SBERT on the gold source in ``splits``; returns (the trained student, the report)."""
     options = ctx.options
@@ -67,28 +67,42 @@ def train(splits, ctx) -> tuple[Any, DistillationReport]:
     train_pairs = student_pairs(pairs, mode, options["gold_labels"], options["sampler"])
     if ctx.report_training_data is not None:  # measured against test sets with the sources (harness.contamination)
         ctx.report_training_data("augsbert student pairs (silver and gold)", train_pairs)
-    ctx.logger.info("augmented sbert: %d silver pairs kept; student trains on %d pairs (%s)", len(silver),
-                    len(train_pairs), mode)
+    ctx.logger.info(
+        "augmented sbert: %d silver pairs kept; student trains on %d pairs (%s)", len(silver), len(train_pairs), mode
+    )
     preparation_seconds = time.perf_counter() - started
     # Only scored pairs can select the student's epoch; a labeled source's dev sentences cannot.
     report = student.fit_scored_pairs(train_pairs, splits.dev if splits.kind == SCORED_PAIRS else None, ctx)
     details = {
-        "mode": mode, "teacher": pairs.teacher_text, "teacher_train_on": pairs.teacher_source,
-        "gold_source": gold_source, "sampler": options["sampler"], "candidates": len(pairs.candidates),
-        "silver": len(silver), "gold": len(pairs.gold), "student": ctx.student, "student_examples": len(train_pairs),
+        "mode": mode,
+        "teacher": pairs.teacher_text,
+        "teacher_train_on": pairs.teacher_source,
+        "gold_source": gold_source,
+        "sampler": options["sampler"],
+        "candidates": len(pairs.candidates),
+        "silver": len(silver),
+        "gold": len(pairs.gold),
+        "student": ctx.student,
+        "student_examples": len(train_pairs),
         "domain_mlm_backbone": str(pairs.mlm_dir) if pairs.mlm_dir else None,
-        "student_from_mlm": options["student_from_mlm"], "silver_artifact": str(artifact) if artifact else None,
+        "student_from_mlm": options["student_from_mlm"],
+        "silver_artifact": str(artifact) if artifact else None,
         "preparation_seconds": round(preparation_seconds, 3),
         "gold_labels": options["gold_labels"] if mode == SEMI_SUPERVISED else None,
-        "kde_fit": options["kde_fit"], "top_k": options["top_k"], "search_model": options["search_model"],
+        "kde_fit": options["kde_fit"],
+        "top_k": options["top_k"],
+        "search_model": options["search_model"],
         "held_out_sentences": pairs.held_out_count,
         "held_out_pairs_dropped": pairs.held_out_pairs_dropped,
         "target_sentences": len(pairs.sentences),
     }
     if options["topics"] != ORIGINAL:
-        details.update(topics=options["topics"], delimiter=options["delimiter"],
-                       topic_labels=sorted(set(pairs.topics or ())),
-                       sentences_with_several_topics=pairs.sentences_with_several_topics)
+        details.update(
+            topics=options["topics"],
+            delimiter=options["delimiter"],
+            topic_labels=sorted(set(pairs.topics or ())),
+            sentences_with_several_topics=pairs.sentences_with_several_topics,
+        )
     return student, DistillationReport(report, details)
 
 
@@ -134,16 +148,25 @@ def annotate_silver_pairs(splits, ctx) -> SilverPairs:
         return search_model["model"].encode(texts)
 
     held_out_texts = getattr(splits, "held_out_sentences", frozenset())
-    held_out = frozenset(row for text, row in row_of.items() if text in held_out_texts or text.strip() in
-                         held_out_texts)
+    held_out = frozenset(
+        row for text, row in row_of.items() if text in held_out_texts or text.strip() in held_out_texts
+    )
     inputs = SamplingInput(
-        sentences=sentences, gold_pairs=gold_pairs, top_k=options["top_k"], seed=ctx.seed, embed=embed,
-        sampler=lambda name: ctx.component("sampler", name), candidates=candidate_names, held_out=held_out,
+        sentences=sentences,
+        gold_pairs=gold_pairs,
+        top_k=options["top_k"],
+        seed=ctx.seed,
+        embed=embed,
+        sampler=lambda name: ctx.component("sampler", name),
+        candidates=candidate_names,
+        held_out=held_out,
     )
     candidates = sampler.propose(inputs)
     if inputs.dropped_held_out_pairs:
-        ctx.logger.info("augmented sbert: %d proposed pairs joined two sentences of dev/test pairs; dropped",
-                        len(inputs.dropped_held_out_pairs))
+        ctx.logger.info(
+            "augmented sbert: %d proposed pairs joined two sentences of dev/test pairs; dropped",
+            len(inputs.dropped_held_out_pairs),
+        )
     if not candidates:
         raise IncompatibleError(
             f"sampler {options['sampler']!r} found no candidate pairs among {len(sentences)} target sentences of "
@@ -151,16 +174,22 @@ def annotate_silver_pairs(splits, ctx) -> SilverPairs:
         )
     first = [sentences[i] for i, _ in candidates]
     second = [sentences[j] for _, j in candidates]
-    ctx.logger.info("augmented sbert: %d candidate pairs from sampler %s (%d target sentences of %s)",
-                    len(candidates), options["sampler"], len(sentences), gold_source)
+    ctx.logger.info(
+        "augmented sbert: %d candidate pairs from sampler %s (%d target sentences of %s)",
+        len(candidates),
+        options["sampler"],
+        len(sentences),
+        gold_source,
+    )
 
     # Topic distillation (thesis 4.4.3, 5.6.1): MLM and teacher read ((t1, s1), (t2, s2)); the pairs themselves are
     # the same as without topics (proposed on the raw sentences).
     mlm_topics = None
     teacher_texts = student_texts = sentences
     if topics is not None:
-        mlm_topics = PairTopics([topics[i] for i, _ in candidates], [topics[j] for _, j in candidates],
-                                options["delimiter"])
+        mlm_topics = PairTopics(
+            [topics[i] for i, _ in candidates], [topics[j] for _, j in candidates], options["delimiter"]
+        )
         prefixes = {topic: f"{topic} {options['delimiter']}" for topic in set(topics)}
         teacher_texts = [f"{prefixes[topic]} {sentence}" for topic, sentence in zip(topics, sentences)]
         student_texts = teacher_texts if options["topics"] == PROMPTED else sentences
@@ -168,13 +197,22 @@ def annotate_silver_pairs(splits, ctx) -> SilverPairs:
     if options["teacher_mlm"]:
         masking = mlm_masking(options)
         mlm_dir = domain_adapted_backbone(
-            mlm_directory(ctx, first, second, mlm_topics, masking), ctx.backbone, first, second,
-            profile=ctx.profile, seed=ctx.seed, device=ctx.device, progress=ctx.progress,
-            learning_rate=options["mlm_lr"], topics=mlm_topics, masking=masking,
+            mlm_directory(ctx, first, second, mlm_topics, masking),
+            ctx.backbone,
+            first,
+            second,
+            profile=ctx.profile,
+            seed=ctx.seed,
+            device=ctx.device,
+            progress=ctx.progress,
+            learning_rate=options["mlm_lr"],
+            topics=mlm_topics,
+            masking=masking,
         )
     teacher_text = teacher_spec_text(options, frozen_embeddings=options["teacher_mlm"])
-    teacher = ctx.trained_model(teacher_text, train_on=teacher_source,
-                                backbone=str(mlm_dir) if mlm_dir is not None else None)
+    teacher = ctx.trained_model(
+        teacher_text, train_on=teacher_source, backbone=str(mlm_dir) if mlm_dir is not None else None
+    )
     scorer = as_pair_scorer(teacher)
     candidate_scores = cached_teacher_scores(
         ctx, teacher, teacher_text, [teacher_texts[i] for i, _ in candidates], [teacher_texts[j] for _, j in candidates]
@@ -183,7 +221,8 @@ def annotate_silver_pairs(splits, ctx) -> SilverPairs:
     # and the reference density of the KDE samplers (kde_fit=teacher, as the thesis code fits it).
     needs_gold_scores = len(gold) > 0 and (
         (options["mode"] == SEMI_SUPERVISED and options["gold_labels"] == "teacher")
-        or (getattr(sampler, "uses_gold_scores", False) and options["kde_fit"] == "teacher"))
+        or (getattr(sampler, "uses_gold_scores", False) and options["kde_fit"] == "teacher")
+    )
     if needs_gold_scores and list(candidates) == list(gold_pairs):  # sampler none: the candidates are the gold pairs
         gold_teacher_scores = candidate_scores.copy()
     elif needs_gold_scores:
@@ -197,9 +236,22 @@ def annotate_silver_pairs(splits, ctx) -> SilverPairs:
     limit = _silver_limit(options["max_silver"], ctx.profile)
     if limit is not None and len(kept) > limit:
         kept = np.sort(np.random.default_rng([ctx.seed, 11]).choice(kept, size=limit, replace=False))
-    return SilverPairs(sentences, gold, candidates, candidate_scores, kept, teacher_text, teacher_source, mlm_dir,
-                       gold_teacher_scores, len(held_out), len(inputs.dropped_held_out_pairs), topics,
-                       student_texts if topics is not None else None, several_topics)
+    return SilverPairs(
+        sentences,
+        gold,
+        candidates,
+        candidate_scores,
+        kept,
+        teacher_text,
+        teacher_source,
+        mlm_dir,
+        gold_teacher_scores,
+        len(held_out),
+        len(inputs.dropped_held_out_pairs),
+        topics,
+        student_texts if topics is not None else None,
+        several_topics,
+    )
 
 
 def cut_sentences(sentences: list[str], limit: int, seed: int) -> list[str]:
@@ -252,5 +304,8 @@ def _silver_limit(max_silver: int, profile) -> int | None:
 
 
 def _concat(gold: ScoredPairs, silver: ScoredPairs) -> ScoredPairs:
-    return ScoredPairs(gold.first + silver.first, gold.second + silver.second,
-                       np.concatenate([gold.scores, silver.scores.astype(np.float32)]))
+    return ScoredPairs(
+        gold.first + silver.first,
+        gold.second + silver.second,
+        np.concatenate([gold.scores, silver.scores.astype(np.float32)]),
+    )

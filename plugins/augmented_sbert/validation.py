@@ -1,6 +1,7 @@
 """Plan-time checks of an ``augsbert`` spec (Thakur et al. 2021; thesis 4.3, 4.4, 5.3-5.6): a distillation that
 cannot work is refused before anything trains, in one line that says what would work.
 """
+
 from __future__ import annotations
 
 from harness import (
@@ -139,8 +140,9 @@ def validate_topics(spec, registry) -> None:
     if spec.train_on is None:
         return  # the core asks for --train-on
     if LABELED_SENTENCES not in _offered_kinds(registry, spec.train_on):
-        labeled = sorted(name for name, plugin in registry.tasks.items()
-                         if LABELED_SENTENCES in plugin.metadata.training_kinds)
+        labeled = sorted(
+            name for name, plugin in registry.tasks.items() if LABELED_SENTENCES in plugin.metadata.training_kinds
+        )
         raise IncompatibleError(
             f"{spec.label}: topics={topics} distils the topic labels of labeled sentences, and {spec.train_on!r} "
             f"offers none; train on a source that does: {', '.join(labeled) or '(none installed)'}."
@@ -159,8 +161,9 @@ def _check_search_encoder(spec, registry, sampler, candidate_names: list[str], p
 
     options = spec.options
     text = options["search_encoder"]
-    inputs = SamplingInput([], [], sampler=lambda name: registry.component("sampler", name),
-                           candidates=tuple(candidate_names) or None)
+    inputs = SamplingInput(
+        [], [], sampler=lambda name: registry.component("sampler", name), candidates=tuple(candidate_names) or None
+    )
     if not sampler.uses_embedder(inputs):
         if text != OPTIONS["search_encoder"].default:
             raise InvalidOptionError(
@@ -176,7 +179,8 @@ def _check_search_encoder(spec, registry, sampler, candidate_names: list[str], p
             "embedding model such as be."
         )
     if options["search_model"] == "fine-tuned" and (
-            TRAINABLE not in plugin.capabilities or SCORED_PAIRS not in plugin.training_kinds):
+        TRAINABLE not in plugin.capabilities or SCORED_PAIRS not in plugin.training_kinds
+    ):
         raise IncompatibleError(
             f"{spec.label}: search_model=fine-tuned trains search_encoder={text!r} on the teacher's scored pairs, "
             "which it cannot learn from; use search_model=pretrained or an encoder trainable on scored pairs (be)."
@@ -191,7 +195,8 @@ def _reachable(capabilities) -> set[str]:
 
 def _pair_scorers(registry, trainable: bool = False) -> list[str]:
     return sorted(
-        name for name, plugin in registry.models.items()
+        name
+        for name, plugin in registry.models.items()
         if PAIR_SCORER in plugin.capabilities
         and (not trainable or (TRAINABLE in plugin.capabilities and SCORED_PAIRS in plugin.training_kinds))
     )
@@ -222,8 +227,9 @@ def _check_scored_pair_source(registry, source: str, option: str) -> None:
     specs = resolve_task_specs(registry, source)
     sources = sorted(n for n, p in registry.tasks.items() if SCORED_PAIRS in p.metadata.training_kinds)
     if len(specs) != 1:
-        raise IncompatibleError(f"{option}={source!r} names a task family; name one task of it: "
-                                f"{', '.join(s.name for s in specs)}.")
+        raise IncompatibleError(
+            f"{option}={source!r} names a task family; name one task of it: {', '.join(s.name for s in specs)}."
+        )
     if SCORED_PAIRS not in registry.task(specs[0].name).metadata.training_kinds:
         raise IncompatibleError(
             f"{option}={source!r} offers no scored sentence pairs to train a teacher on; sources that would work: "

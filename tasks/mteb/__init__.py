@@ -9,6 +9,7 @@
 Reference: mteb 2 (https://github.com/embeddings-benchmark/mteb), imported only when an mteb task or export runs
 (importing it takes seconds), so ``harness list`` stays fast and works without mteb installed.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -29,5 +30,11 @@ def write_mteb_results(records: list[dict], output_dir: Path) -> list[Path]:
 def register_components(register):
     namespace = MtebNamespace()
     register(Component("task-namespace", "mteb", namespace, namespace.description))
-    register(Component("results-format", "mteb", write_mteb_results,
-                       "MTEB's results layout (results/<model>/<revision>/<Task>.json, mteb.ResultCache reads it)"))
+    register(
+        Component(
+            "results-format",
+            "mteb",
+            write_mteb_results,
+            "MTEB's results layout (results/<model>/<revision>/<Task>.json, mteb.ResultCache reads it)",
+        )
+    )

@@ -13,6 +13,7 @@ Reference: mteb 2's ``EncoderProtocol`` / ``CrossEncoderProtocol`` (``mteb/model
 Deviations: mteb's task prompts (instructions for instruction-tuned models) are not passed on: no harness model
 takes instructions.
 """
+
 from __future__ import annotations
 
 import logging
@@ -35,10 +36,15 @@ def _texts(inputs: Any) -> list[str]:
 
 def model_meta(model: Any, name: str, revision: str) -> ModelMeta:
     """The minimal ModelMeta mteb asks a model for (name, revision, similarity); nothing is cached under it."""
-    return ModelMeta.create_empty(overwrites={
-        "name": name, "revision": revision, "similarity_fn_name": ScoringFunction.COSINE,
-        "framework": ["PyTorch"], "modalities": ["text"],
-    })
+    return ModelMeta.create_empty(
+        overwrites={
+            "name": name,
+            "revision": revision,
+            "similarity_fn_name": ScoringFunction.COSINE,
+            "framework": ["PyTorch"],
+            "modalities": ["text"],
+        }
+    )
 
 
 class HarnessEncoder(AbsEncoder):
@@ -49,8 +55,16 @@ class HarnessEncoder(AbsEncoder):
         self.embedder = as_embedder(model)
         self.mteb_model_meta = model_meta(model, name, revision)
 
-    def encode(self, inputs: Any, *, task_metadata: Any, hf_split: str, hf_subset: str,
-               prompt_type: PromptType | None = None, **kwargs: Any) -> np.ndarray:
+    def encode(
+        self,
+        inputs: Any,
+        *,
+        task_metadata: Any,
+        hf_split: str,
+        hf_subset: str,
+        prompt_type: PromptType | None = None,
+        **kwargs: Any,
+    ) -> np.ndarray:
         texts = _texts(inputs)
         side = {PromptType.query: "encode_query", PromptType.document: "encode_document"}.get(prompt_type)
         encode = getattr(self.model, side, None) if side else None
@@ -67,7 +81,16 @@ class HarnessCrossEncoder:
         self.scorer = as_pair_scorer(model)
         self.mteb_model_meta = model_meta(model, name, revision)
 
-    def predict(self, inputs1: Any, inputs2: Any, *, task_metadata: Any, hf_split: str, hf_subset: str,
-                prompt_type: PromptType | None = None, **kwargs: Any) -> np.ndarray:
+    def predict(
+        self,
+        inputs1: Any,
+        inputs2: Any,
+        *,
+        task_metadata: Any,
+        hf_split: str,
+        hf_subset: str,
+        prompt_type: PromptType | None = None,
+        **kwargs: Any,
+    ) -> np.ndarray:
         first, second = _texts(inputs1), _texts(inputs2)
         return np.asarray(self.scorer.score(first, second), dtype=np.float32)

@@ -5,6 +5,7 @@ Reference: mteb 2's ``ResultCache`` layout and schema (``mteb.TaskResult``); fil
 reads them (tests/test_mteb.py does). The layout, the mapping of harness tasks to mteb tasks (:data:`COUNTERPARTS`)
 and what each mapping's fidelity note means: docs/fidelity.md, section "MTEB results export".
 """
+
 from __future__ import annotations
 
 import json
@@ -38,25 +39,53 @@ class Counterpart:
 
 _STS_SCORES = {"cosine_spearman": "spearman_all", "cosine_pearson": "pearson_all"}
 _STS_FIDELITY = "same test pairs, every pair pooled (mteb); exact with text=raw, SentEval's tokenised text otherwise"
-_RERANK_SCORES = {"map_at_1000": "map", "mrr_at_1000": "mrr", "mrr_at_10": "mrr@10", "precision_at_1": "p@1",
-                  "precision_at_5": "p@5"}
+_RERANK_SCORES = {
+    "map_at_1000": "map",
+    "mrr_at_1000": "mrr",
+    "mrr_at_10": "mrr@10",
+    "precision_at_1": "p@1",
+    "precision_at_5": "p@5",
+}
 
 COUNTERPARTS: tuple[Counterpart, ...] = (
-    *(Counterpart(f"sts{year}", f"STS{year}", _STS_SCORES, "cosine_spearman", _STS_FIDELITY, {"text": "raw"})
-      for year in (12, 13, 14, 15, 16)),
+    *(
+        Counterpart(f"sts{year}", f"STS{year}", _STS_SCORES, "cosine_spearman", _STS_FIDELITY, {"text": "raw"})
+        for year in (12, 13, 14, 15, 16)
+    ),
     Counterpart("stsb", "STSBenchmark", _STS_SCORES, "cosine_spearman", _STS_FIDELITY, {"text": "raw"}),
-    Counterpart("sickr", "SICK-R", _STS_SCORES, "cosine_spearman", "all 9927 pairs, as mteb", {"split": "all"},
-                {"split": "all"}),
-    Counterpart("twitterpara", "TwitterSemEval2015", {"cosine_ap": "ap.pit"}, "cosine_ap",
-                "approximate: useb's PIT-2015 test cut; mteb scores a larger set, main score max_ap over four "
-                "similarities (cosine only here)"),
-    Counterpart("twitterpara", "TwitterURLCorpus", {"cosine_ap": "ap.twitterurl"}, "cosine_ap",
-                "approximate: useb's Twitter URL test cut; mteb scores the whole corpus, main score max_ap over "
-                "four similarities (cosine only here)"),
-    Counterpart("askubuntu", "AskUbuntuDupQuestions", _RERANK_SCORES, "map_at_1000",
-                "approximate: same 20-candidate reranking, useb's split instead of mteb's 361 test queries"),
-    Counterpart("scidocs", "SciDocsRR", {"map_at_1000": "map", "ndcg_at_1000": "ndcg"}, "map_at_1000",
-                "approximate: useb's SciDocs; the harness averages cite/cocite/coread/coview, mteb pools them"),
+    Counterpart(
+        "sickr", "SICK-R", _STS_SCORES, "cosine_spearman", "all 9927 pairs, as mteb", {"split": "all"}, {"split": "all"}
+    ),
+    Counterpart(
+        "twitterpara",
+        "TwitterSemEval2015",
+        {"cosine_ap": "ap.pit"},
+        "cosine_ap",
+        "approximate: useb's PIT-2015 test cut; mteb scores a larger set, main score max_ap over four "
+        "similarities (cosine only here)",
+    ),
+    Counterpart(
+        "twitterpara",
+        "TwitterURLCorpus",
+        {"cosine_ap": "ap.twitterurl"},
+        "cosine_ap",
+        "approximate: useb's Twitter URL test cut; mteb scores the whole corpus, main score max_ap over "
+        "four similarities (cosine only here)",
+    ),
+    Counterpart(
+        "askubuntu",
+        "AskUbuntuDupQuestions",
+        _RERANK_SCORES,
+        "map_at_1000",
+        "approximate: same 20-candidate reranking, useb's split instead of mteb's 361 test queries",
+    ),
+    Counterpart(
+        "scidocs",
+        "SciDocsRR",
+        {"map_at_1000": "map", "ndcg_at_1000": "ndcg"},
+        "map_at_1000",
+        "approximate: useb's SciDocs; the harness averages cite/cocite/coread/coview, mteb pools them",
+    ),
 )
 
 
@@ -70,8 +99,10 @@ def counterparts_of(record: dict) -> tuple[list[Counterpart], str | None]:
     usable = [c for c in matches if all(options.get(k) == v for k, v in c.required.items())]
     if not usable:
         needed = ",".join(f"{k}={v}" for k, v in matches[0].required.items())
-        return [], (f"task {task['label']!r} has no MTEB counterpart with these options ({matches[0].mteb_task} "
-                    f"needs {task['name']}:{needed})")
+        return [], (
+            f"task {task['label']!r} has no MTEB counterpart with these options ({matches[0].mteb_task} "
+            f"needs {task['name']}:{needed})"
+        )
     return usable, None
 
 
@@ -83,6 +114,7 @@ def is_exact(counterpart: Counterpart, record: dict) -> bool:
 def readable_names(records: list[dict]) -> dict[str, str]:
     """Model key -> a readable model name for mteb (``cbe-trained-on-stsb``, ``be_pooling-cls``): the spec's label
     and training source, with the profile and then the key's hash added where two exported specs would share it."""
+
     def text(record: dict, *extra: str) -> str:
         model = record["model"]
         parts = [model["label"], *([f"trained-on-{model['train_on']}"] if model.get("train_on") else []), *extra]
@@ -108,15 +140,17 @@ def _model_meta(record: dict, name: str) -> Any:
     model = record["model"]
     # mteb's tables keep one revision per model name (to_dataframe joins revisions), and every seed is another
     # trained model: the seed goes into the name, the spec hash (what identifies the spec's version) is the revision.
-    return ModelMeta.create_empty(overwrites={
-        "name": f"harness/{name}-{REVISION_PREFIX}{record['seed']}",
-        "revision": record["model"].get("hash", record["model_key"].rsplit("-", 1)[-1])[:12],
-        "framework": ["PyTorch"],
-        "modalities": ["text"],
-        "similarity_fn_name": ScoringFunction.COSINE,
-        "reference": f"harness spec {model['label']} (backbone {model['backbone']}, trained on "
-                     f"{model.get('train_on') or 'nothing'}, profile {model['profile']})",
-    })
+    return ModelMeta.create_empty(
+        overwrites={
+            "name": f"harness/{name}-{REVISION_PREFIX}{record['seed']}",
+            "revision": record["model"].get("hash", record["model_key"].rsplit("-", 1)[-1])[:12],
+            "framework": ["PyTorch"],
+            "modalities": ["text"],
+            "similarity_fn_name": ScoringFunction.COSINE,
+            "reference": f"harness spec {model['label']} (backbone {model['backbone']}, trained on "
+            f"{model.get('train_on') or 'nothing'}, profile {model['profile']})",
+        }
+    )
 
 
 def _task_result(record: dict, counterpart: Counterpart | None) -> Any:
@@ -126,8 +160,11 @@ def _task_result(record: dict, counterpart: Counterpart | None) -> Any:
     if counterpart is None:  # an mteb:* record: mteb's own result
         return TaskResult.from_dict(record["details"]["mteb_task_result"])
     task = mteb.get_task(counterpart.mteb_task)
-    scores = {key: float(record["scores"][source]) / 100.0 for key, source in counterpart.scores.items()
-              if source in record["scores"]}
+    scores = {
+        key: float(record["scores"][source]) / 100.0
+        for key, source in counterpart.scores.items()
+        if source in record["scores"]
+    }
     if counterpart.main not in scores:
         raise KeyError(counterpart.scores[counterpart.main])
     scores["main_score"] = scores[counterpart.main]
@@ -166,13 +203,16 @@ def write_mteb_results(records: list[dict], output_dir: Path) -> list[Path]:
             key = (record["model_key"], record["seed"], mteb_task)
             # an exact counterpart first, then torch's record of the cell (each runtime keeps its own)
             if key in chosen and _preference(*chosen[key][::2]) >= _preference(record, exact):
-                logger.warning("skipped %s for %s: another record of the same model and seed already maps there "
-                               "(an exact one is preferred, then one of --runtime torch)", path, mteb_task)
+                logger.warning(
+                    "skipped %s for %s: another record of the same model and seed already maps there "
+                    "(an exact one is preferred, then one of --runtime torch)",
+                    path,
+                    mteb_task,
+                )
                 continue
             chosen[key] = (record, counterpart, exact)
     names = readable_names([record for record, _, _ in chosen.values()])
-    for (_, seed, mteb_task), (record, counterpart, exact) in sorted(chosen.items(),
-                                                                             key=lambda item: item[0]):
+    for (_, seed, mteb_task), (record, counterpart, exact) in sorted(chosen.items(), key=lambda item: item[0]):
         try:
             result = _task_result(record, counterpart)
         except KeyError as missing:
@@ -189,14 +229,26 @@ def write_mteb_results(records: list[dict], output_dir: Path) -> list[Path]:
         atomic_write_file(path, result.to_disk)
         atomic_write_text(folder / "model_meta.json", json.dumps(meta.to_dict(), default=str, indent=4) + "\n")
         written.append(path)
-        manifest.append({
-            "file": str(path.relative_to(output_dir)), "record": record.get("_path"),
-            "harness_task": record["task"]["label"], "mteb_task": mteb_task, "model": record["model"]["label"],
-            "seed": seed, "exact": exact and sample is None, "sample": sample,
-            "fidelity": (f"a sample of {sample} evaluation examples (harness --profile {record['model']['profile']}), "
-                         "not the benchmark's test set" if sample is not None
-                         else "mteb's own evaluation" if counterpart is None else counterpart.fidelity),
-        })
+        manifest.append(
+            {
+                "file": str(path.relative_to(output_dir)),
+                "record": record.get("_path"),
+                "harness_task": record["task"]["label"],
+                "mteb_task": mteb_task,
+                "model": record["model"]["label"],
+                "seed": seed,
+                "exact": exact and sample is None,
+                "sample": sample,
+                "fidelity": (
+                    f"a sample of {sample} evaluation examples (harness --profile {record['model']['profile']}), "
+                    "not the benchmark's test set"
+                    if sample is not None
+                    else "mteb's own evaluation"
+                    if counterpart is None
+                    else counterpart.fidelity
+                ),
+            }
+        )
     if written:
         atomic_write_text(output_dir / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     return written

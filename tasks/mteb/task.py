@@ -4,6 +4,7 @@ Reference: mteb 2 (``mteb.get_task``, ``mteb.evaluate``, the task's own ``load_d
 are mteb's own, only scaled x100 as every harness score. How task names are resolved, how models are wrapped and
 what is recorded: docs/fidelity.md, section "MTEB tasks".
 """
+
 from __future__ import annotations
 
 import difflib
@@ -32,6 +33,7 @@ FAMILY = "mteb"
 class UnknownMtebTaskError(HarnessError):
     """A name after ``mteb:`` that mteb does not know."""
 
+
 RERANKING_TYPES = ("Reranking", "InstructionReranking")  # where mteb takes a cross-encoder
 
 
@@ -44,8 +46,9 @@ def _import_mteb() -> Any:
     try:
         import mteb
     except ImportError:
-        raise HarnessError("mteb:* tasks need the mteb package; install it with "
-                           "`pip install 'sentence-harness[interop]'`.") from None
+        raise HarnessError(
+            "mteb:* tasks need the mteb package; install it with `pip install 'sentence-harness[interop]'`."
+        ) from None
     return mteb
 
 
@@ -92,8 +95,9 @@ def load_mteb_task(name: str) -> Any:
     matches = difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
     matches += [c for c in candidates if c.lower() == name.lower() and c not in matches]
     hint = f" Did you mean: {', '.join(f'mteb:{m}' for m in matches)}?" if matches else ""
-    raise UnknownMtebTaskError(f"mteb has no task {name!r}.{hint} `mteb.get_tasks()` lists them "
-                           f"({len(candidates)} known).")
+    raise UnknownMtebTaskError(
+        f"mteb has no task {name!r}.{hint} `mteb.get_tasks()` lists them ({len(candidates)} known)."
+    )
 
 
 def _first_line(text: str, limit: int = 160) -> str:
@@ -113,7 +117,7 @@ def task_metadata(mteb_task: Any) -> TaskMetadata:
         description=f"MTEB {meta.name} ({meta.type}): {_first_line(meta.description or meta.name, 120)}",
         main_score=meta.main_score,
         metric=f"mteb's {meta.type} evaluator, main score {meta.main_score} x100 (mean over the splits "
-               f"{', '.join(meta.eval_splits)} and their subsets)",
+        f"{', '.join(meta.eval_splits)} and their subsets)",
         reference=str(meta.reference or "https://github.com/embeddings-benchmark/mteb"),
         dataset=path,
         dataset_source=f"{path} at revision {revision}, loaded by mteb",
@@ -176,7 +180,12 @@ class MtebTask(Task):
         else:
             adapter = HarnessEncoder(model, name)
         result = mteb.evaluate(
-            adapter, task, cache=None, overwrite_strategy="always", co2_tracker=False, raise_error=True,
+            adapter,
+            task,
+            cache=None,
+            overwrite_strategy="always",
+            co2_tracker=False,
+            raise_error=True,
             show_progress_bar=ctx.progress,
             encode_kwargs={"batch_size": ctx.batch_size, "show_progress_bar": ctx.progress},
         )
@@ -189,13 +198,17 @@ class MtebTask(Task):
         if len(subsets) > 1:
             for split, entry in subsets:
                 scores[f"{task.metadata.main_score}.{split}.{entry['hf_subset']}"] = 100 * float(entry["main_score"])
-        return EvalResult(scores, checksum, {
-            "mteb_task": self.mteb_name,
-            "mteb_version": task_result.mteb_version,
-            "dataset_revision": task_result.dataset_revision,
-            "adapter": type(adapter).__name__,
-            "mteb_task_result": task_result.to_dict(),
-        })
+        return EvalResult(
+            scores,
+            checksum,
+            {
+                "mteb_task": self.mteb_name,
+                "mteb_version": task_result.mteb_version,
+                "dataset_revision": task_result.dataset_revision,
+                "adapter": type(adapter).__name__,
+                "mteb_task_result": task_result.to_dict(),
+            },
+        )
 
 
 _CLASSES: dict[str, type[MtebTask]] = {}

@@ -8,6 +8,7 @@ distractors, NewSHead and every deviation: docs/fidelity.md, section "PropSegmEn
 table rows. Data: the Wikipedia-cluster files needed by default are bundled under ``tasks/data/propsegment/v1/``
 (SOURCE.md: origin, license CC BY-SA 3.0); ``--data-dir`` overrides.
 """
+
 from __future__ import annotations
 
 import logging
@@ -57,8 +58,12 @@ LEVELS = ("proposition", "sentence", "document")
 
 
 def folder(data_dir: Path | None) -> Path:
-    return resolve_dataset_dir(DATASET, BUNDLED, f"Download {OFFICIAL_SOURCE} into <data-dir>/{DATASET}/.",
-                               data_dir=data_dir) / "v1"
+    return (
+        resolve_dataset_dir(
+            DATASET, BUNDLED, f"Download {OFFICIAL_SOURCE} into <data-dir>/{DATASET}/.", data_dir=data_dir
+        )
+        / "v1"
+    )
 
 
 @lru_cache(maxsize=8)
@@ -87,8 +92,10 @@ def encoded_corpus(model: Any, collection: RetrievalCollection, corpus_key: tupl
     if corpus_key not in cached:
         vectors = np.asarray(model.encode_spans(collection.span_items), dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(collection.items):
-            raise DataFileError(f"the model returned an array of shape {vectors.shape} for {len(collection.items)} "
-                                "propositions; encode_spans must return one row per item.")
+            raise DataFileError(
+                f"the model returned an array of shape {vectors.shape} for {len(collection.items)} "
+                "propositions; encode_spans must return one row per item."
+            )
         cached.clear()  # one corpus per model is enough
         cached[corpus_key] = vectors
     return cached[corpus_key]
@@ -102,42 +109,63 @@ class PropSegmentRetrieval(Task):
         name="propsegment-facts",
         family="propsegment",
         description="PropSegmEnt atomic-fact retrieval: each annotated proposition retrieves the propositions "
-                    "entailing it (held-out Wikipedia clusters by default)",
+        "entailing it (held-out Wikipedia clusters by default)",
         main_score="p@1",
         metric="P@1 (top-ranked proposition is gold) and R@5/10/20 (share of gold in the top k), x100; the query "
-               "is removed from its own ranking; cosine of encode_spans vectors",
+        "is removed from its own ranking; cosine of encode_spans vectors",
         reference="Chen et al. 2023, Sub-Sentence Encoder (arXiv 2311.04335), 4.2.1 and table 1; PropSegmEnt "
-                  "(Chen et al. 2023, Findings of ACL)",
+        "(Chen et al. 2023, Findings of ACL)",
         dataset=DATASET,
         dataset_source=OFFICIAL_SOURCE,
         license="Wikipedia clusters: CC BY-SA 3.0 (NewSHead text not redistributed, left out)",
         version="2",  # 2: rater variants merged by default (variants=merge)
         requires=(SPAN_ENCODER,),
         training_kinds=(PROPOSITION_PAIRS,),
-        details={"split": "heldout: dev Wikipedia clusters sorted by id; even positions train, odd positions "
-                          "evaluate (disjoint); the public test split has no judgements and only adds distractors",
-                 # the paper's all-MiniLM-L6-v2 row (table 1) uses full-mask pooling, its best input for compact
-                 # models (appendix C.1): the untrained row a trained span encoder has to beat
-                 "leaderboard_baseline": {"model": "be:span_input=full-mask", "column": "propsegment-facts",
-                                          "why": "the input strategy of the paper's all-MiniLM-L6-v2 row, table 1 "
-                                                 "and appendix C.1"}},
+        details={
+            "split": "heldout: dev Wikipedia clusters sorted by id; even positions train, odd positions "
+            "evaluate (disjoint); the public test split has no judgements and only adds distractors",
+            # the paper's all-MiniLM-L6-v2 row (table 1) uses full-mask pooling, its best input for compact
+            # models (appendix C.1): the untrained row a trained span encoder has to beat
+            "leaderboard_baseline": {
+                "model": "be:span_input=full-mask",
+                "column": "propsegment-facts",
+                "why": "the input strategy of the paper's all-MiniLM-L6-v2 row, table 1 and appendix C.1",
+            },
+        },
     )
     options: ClassVar = {
-        "split": Option("heldout", "heldout: disjoint dev clusters for training and evaluation; all: every judged "
-                                   "dev cluster (untrained models only); official: the official train/test files "
-                                   "from --data-dir", choices=SPLIT_CHOICES),
-        "agreement": Option("majority", "how many raters must say ENTAILS for a judgement to make gold",
-                            choices=AGREEMENT_CHOICES),
-        "distractors": Option("test", "add the public test split's propositions (no judgements) to the corpus",
-                              choices=("test", "none")),
-        "variants": Option("merge", "a query or gold proposition that is a rater variant (token Jaccard >= 0.8) of "
-                                    "a proposition already in its sentence: merge (that proposition stands for it) "
-                                    "or keep (its own corpus item; version 1)", choices=VARIANTS_CHOICES),
-        "pairs": Option("judged", "training data: judged (human ENTAILS links between sentences), segmentations "
-                                  "(each proposition in its sentence vs its own text, siblings as negatives; every "
-                                  "rater's segmentation) or both", choices=PAIRS_CHOICES),
-        "positives": Option("mutual", "training data (pairs=judged/both): links that entail each other (mutual) or "
-                                      "every ENTAILS link", choices=POSITIVES_CHOICES),
+        "split": Option(
+            "heldout",
+            "heldout: disjoint dev clusters for training and evaluation; all: every judged "
+            "dev cluster (untrained models only); official: the official train/test files "
+            "from --data-dir",
+            choices=SPLIT_CHOICES,
+        ),
+        "agreement": Option(
+            "majority", "how many raters must say ENTAILS for a judgement to make gold", choices=AGREEMENT_CHOICES
+        ),
+        "distractors": Option(
+            "test", "add the public test split's propositions (no judgements) to the corpus", choices=("test", "none")
+        ),
+        "variants": Option(
+            "merge",
+            "a query or gold proposition that is a rater variant (token Jaccard >= 0.8) of "
+            "a proposition already in its sentence: merge (that proposition stands for it) "
+            "or keep (its own corpus item; version 1)",
+            choices=VARIANTS_CHOICES,
+        ),
+        "pairs": Option(
+            "judged",
+            "training data: judged (human ENTAILS links between sentences), segmentations "
+            "(each proposition in its sentence vs its own text, siblings as negatives; every "
+            "rater's segmentation) or both",
+            choices=PAIRS_CHOICES,
+        ),
+        "positives": Option(
+            "mutual",
+            "training data (pairs=judged/both): links that entail each other (mutual) or every ENTAILS link",
+            choices=POSITIVES_CHOICES,
+        ),
         "candidates": Option(100, "sentence/document level: propositions retrieved before aggregating", type=int),
     }
 
@@ -168,37 +196,56 @@ class PropSegmentRetrieval(Task):
 
     def check_data(self) -> str:
         if self.options["candidates"] < max(DEFAULT_KS):
-            raise DataFileError(f"task {self.metadata.name}: candidates={self.options['candidates']} is below "
-                                f"{max(DEFAULT_KS)}, the largest k; give candidates=100 or more.")
+            raise DataFileError(
+                f"task {self.metadata.name}: candidates={self.options['candidates']} is below "
+                f"{max(DEFAULT_KS)}, the largest k; give candidates=100 or more."
+            )
         evaluated = self._evaluated_split()
         _, clusters = self._clusters(evaluated)
         if not clusters:
-            raise DataFileError(f"{evaluated.paths[0].parent}: the {evaluated.name} split has no judged cluster with "
-                                "text; nothing to evaluate.")
-        return options_checksum(files_checksum(self._paths()), agreement=self.options["agreement"],
-                                split=self.options["split"], distractors=self.options["distractors"],
-                                variants=self.options["variants"])
+            raise DataFileError(
+                f"{evaluated.paths[0].parent}: the {evaluated.name} split has no judged cluster with "
+                "text; nothing to evaluate."
+            )
+        return options_checksum(
+            files_checksum(self._paths()),
+            agreement=self.options["agreement"],
+            split=self.options["split"],
+            distractors=self.options["distractors"],
+            variants=self.options["variants"],
+        )
 
     # -- evaluation -----------------------------------------------------------------------------------------------
     def evaluate(self, model, ctx) -> EvalResult:
         checksum = self.check_data()
         evaluated = self._evaluated_split()
         _, clusters = self._clusters(evaluated)
-        collection = build_collection(evaluated, clusters, self.options["agreement"], self._distractors(),
-                                      ctx.profile.max_eval_examples, self.options["variants"])
+        collection = build_collection(
+            evaluated,
+            clusters,
+            self.options["agreement"],
+            self._distractors(),
+            ctx.profile.max_eval_examples,
+            self.options["variants"],
+        )
         vectors = encoded_corpus(model, collection, (checksum, ctx.profile.max_eval_examples))
         if self.level == "proposition":
             per_query = retrieval_metrics(vectors, collection.queries, per_query=True)
         else:
             units = collection.sentence_of_item if self.level == "sentence" else collection.document_of_item
-            per_query = unit_retrieval_metrics(vectors, collection.queries, units, self.options["candidates"],
-                                               per_query=True)
+            per_query = unit_retrieval_metrics(
+                vectors, collection.queries, units, self.options["candidates"], per_query=True
+            )
         fractions = {name: float(values.mean()) for name, values in per_query.items()}
         details = {"level": self.level, **collection.stats}
         if self.level != "proposition":
             details["candidates"] = self.options["candidates"]
-        return EvalResult({name: 100.0 * value for name, value in fractions.items()}, checksum, details,
-                          examples=mean_examples(per_query[self.metadata.main_score], ids=collection.queries.rows))
+        return EvalResult(
+            {name: 100.0 * value for name, value in fractions.items()},
+            checksum,
+            details,
+            examples=mean_examples(per_query[self.metadata.main_score], ids=collection.queries.rows),
+        )
 
     # -- training data --------------------------------------------------------------------------------------------
     def training_data(self, kind: str, ctx=None) -> TrainingSplits | None:
@@ -206,8 +253,10 @@ class PropSegmentRetrieval(Task):
             return None
         split = self.options["split"]
         if split == "all":
-            raise IncompatibleError("propsegment with split=all evaluates every judged cluster and offers no "
-                                    "training data; train with --train-on propsegment-facts (split=heldout).")
+            raise IncompatibleError(
+                "propsegment with split=all evaluates every judged cluster and offers no "
+                "training data; train with --train-on propsegment-facts (split=heldout)."
+            )
         if split == "official":
             judged = _read(self._root(), "train", True)
             clusters = set(judged.clusters())
@@ -216,9 +265,14 @@ class PropSegmentRetrieval(Task):
             clusters, _ = heldout_clusters(judged)
         pairs, counts = self._training_pairs(judged, clusters)
         logger.info("propsegment training pairs: %s", {k: v for k, v in counts.items() if k != "clusters"})
-        checksum = options_checksum(files_checksum(judged.paths), agreement=self.options["agreement"],
-                                    positives=self.options["positives"], split=split,
-                                    variants=self.options["variants"], pairs=self.options["pairs"])
+        checksum = options_checksum(
+            files_checksum(judged.paths),
+            agreement=self.options["agreement"],
+            positives=self.options["positives"],
+            split=split,
+            variants=self.options["variants"],
+            pairs=self.options["pairs"],
+        )
         return TrainingSplits(source=self.metadata.name, train=pairs, dev=None, checksum=checksum)
 
     def _training_pairs(self, judged: PropSegmentSplit, clusters: set[str]) -> tuple[PropositionPairs, dict]:
@@ -226,19 +280,27 @@ class PropSegmentRetrieval(Task):
         kind, counts = self.options["pairs"], {}
         pairs: list = []
         if kind in ("judged", "both"):
-            judged_pairs, judged_counts = training_pairs(judged, clusters, self.options["agreement"],
-                                                         self.options["positives"], self.options["variants"])
-            counts = {f"judged_{k}" if k in judged_pairs.counts() else k: v for k, v in judged_counts.items()
-                      if k != "clusters"}
+            judged_pairs, judged_counts = training_pairs(
+                judged, clusters, self.options["agreement"], self.options["positives"], self.options["variants"]
+            )
+            counts = {
+                f"judged_{k}" if k in judged_pairs.counts() else k: v
+                for k, v in judged_counts.items()
+                if k != "clusters"
+            }
             if not len(judged_pairs) and kind == "judged":
-                raise DataFileError(f"{judged.paths[0].parent}: no {self.options['positives']} positive links in "
-                                    "the training clusters; try --train-on propsegment-facts:positives=entails.")
+                raise DataFileError(
+                    f"{judged.paths[0].parent}: no {self.options['positives']} positive links in "
+                    "the training clusters; try --train-on propsegment-facts:positives=entails."
+                )
             pairs += judged_pairs.pairs
         if kind in ("segmentations", "both"):
             segmented, segmented_counts = segmentation_pairs(judged, clusters)
             if not len(segmented):
-                raise DataFileError(f"{judged.paths[0].parent}: the training clusters have no segmented sentence; "
-                                    "train with pairs=judged.")
+                raise DataFileError(
+                    f"{judged.paths[0].parent}: the training clusters have no segmented sentence; "
+                    "train with pairs=judged."
+                )
             counts = {**counts, **{f"segmentations_{k}": v for k, v in segmented_counts.items() if k != "clusters"}}
             pairs += segmented.pairs
         data = PropositionPairs(pairs)
@@ -246,31 +308,35 @@ class PropSegmentRetrieval(Task):
 
 
 SENTENCES = PropSegmentRetrieval.variant(
-    TaskMetadata(**{
-        **PropSegmentRetrieval.metadata.as_record(),
-        "name": "propsegment-sentences",
-        "main_score": "r@5",
-        "description": "PropSegmEnt sentence retrieval: each sentence scored by its best proposition among the "
-                       "candidates retrieved for a query proposition (paper 5.2)",
-        "metric": "P@1 and R@5/10/20 over distinct sentences, x100; a sentence is gold if it holds a gold "
-                  "proposition; only the query proposition itself is removed from the ranking",
-        "training_kinds": (),
-        "requires": (SPAN_ENCODER,),
-    }),
+    TaskMetadata(
+        **{
+            **PropSegmentRetrieval.metadata.as_record(),
+            "name": "propsegment-sentences",
+            "main_score": "r@5",
+            "description": "PropSegmEnt sentence retrieval: each sentence scored by its best proposition among the "
+            "candidates retrieved for a query proposition (paper 5.2)",
+            "metric": "P@1 and R@5/10/20 over distinct sentences, x100; a sentence is gold if it holds a gold "
+            "proposition; only the query proposition itself is removed from the ranking",
+            "training_kinds": (),
+            "requires": (SPAN_ENCODER,),
+        }
+    ),
     level="sentence",
 )
 DOCUMENTS = PropSegmentRetrieval.variant(
-    TaskMetadata(**{
-        **PropSegmentRetrieval.metadata.as_record(),
-        "name": "propsegment-documents",
-        "main_score": "r@5",
-        "description": "PropSegmEnt document retrieval: each document scored by its best proposition among the "
-                       "candidates retrieved for a query proposition (paper 5.2)",
-        "metric": "P@1 and R@5/10/20 over distinct documents, x100; a document is gold if it holds a gold "
-                  "proposition; only the query proposition itself is removed from the ranking",
-        "training_kinds": (),
-        "requires": (SPAN_ENCODER,),
-    }),
+    TaskMetadata(
+        **{
+            **PropSegmentRetrieval.metadata.as_record(),
+            "name": "propsegment-documents",
+            "main_score": "r@5",
+            "description": "PropSegmEnt document retrieval: each document scored by its best proposition among the "
+            "candidates retrieved for a query proposition (paper 5.2)",
+            "metric": "P@1 and R@5/10/20 over distinct documents, x100; a document is gold if it holds a gold "
+            "proposition; only the query proposition itself is removed from the ranking",
+            "training_kinds": (),
+            "requires": (SPAN_ENCODER,),
+        }
+    ),
     level="document",
 )
 TASKS = (PropSegmentRetrieval, SENTENCES, DOCUMENTS)

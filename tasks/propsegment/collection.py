@@ -8,6 +8,7 @@ paper's retrieval data is not public; this is a reconstruction from the v1 judge
 training pairs (``positives``, ``pairs``) and the smoke cut are handled, and the deviations: docs/fidelity.md,
 section "PropSegmEnt tasks", subsection "From judgements to the collection".
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -43,8 +44,9 @@ def counts_as_entailment(relationship: Relationship, agreement: str) -> bool:
     raise ValueError(f"agreement must be one of {AGREEMENT_CHOICES}, got {agreement!r}")
 
 
-def gold_links(relationships: Iterable[Relationship], agreement: str,
-               clusters: set[str]) -> dict[PropositionKey, set[PropositionKey]]:
+def gold_links(
+    relationships: Iterable[Relationship], agreement: str, clusters: set[str]
+) -> dict[PropositionKey, set[PropositionKey]]:
     """Hypothesis proposition -> its gold (supporting) propositions, from the counted judgements of ``clusters``."""
     gold: dict[PropositionKey, set[PropositionKey]] = defaultdict(set)
     for relationship in relationships:
@@ -70,9 +72,9 @@ def variant_of(candidate: frozenset, known: list[frozenset]) -> frozenset | None
     return best
 
 
-def merge_variants(gold: dict[PropositionKey, set[PropositionKey]],
-                   reference: dict[SentenceKey, list[frozenset]]) -> tuple[dict[PropositionKey, set[PropositionKey]],
-                                                                           int]:
+def merge_variants(
+    gold: dict[PropositionKey, set[PropositionKey]], reference: dict[SentenceKey, list[frozenset]]
+) -> tuple[dict[PropositionKey, set[PropositionKey]], int]:
     """``variants=merge``: a query or gold proposition that is a rater variant of a proposition already in its
     sentence (the reference segmentation first, then the added ones in order) becomes that proposition. Queries
     that become one proposition share their gold. Returns the merged gold and how many propositions were merged."""
@@ -92,7 +94,8 @@ def merge_variants(gold: dict[PropositionKey, set[PropositionKey]],
         query = canonical[hypothesis]
         merged[query].update(canonical[support] for support in supports if canonical[support] != query)
     return {query: supports for query, supports in merged.items() if supports}, sum(
-        key != target for key, target in canonical.items())
+        key != target for key, target in canonical.items()
+    )
 
 
 def own_sentence_near_duplicates(items: list[PropositionKey], queries: RetrievalQueries) -> int:
@@ -104,8 +107,10 @@ def own_sentence_near_duplicates(items: list[PropositionKey], queries: Retrieval
     count = 0
     for row, gold in zip(queries.rows, queries.gold):
         key, gold_rows = items[row], set(np.asarray(gold).tolist())
-        count += any(other != row and other not in gold_rows and jaccard(items[other][2], key[2]) >=
-                     NEAR_DUPLICATE_JACCARD for other in rows_of_sentence[(key[0], key[1])])
+        count += any(
+            other != row and other not in gold_rows and jaccard(items[other][2], key[2]) >= NEAR_DUPLICATE_JACCARD
+            for other in rows_of_sentence[(key[0], key[1])]
+        )
     return count
 
 
@@ -126,9 +131,14 @@ def _span_item(sentences: dict[SentenceKey, Sentence], key: PropositionKey) -> t
     return (sentence.text, sentence.spans_of(key[2]))
 
 
-def build_collection(evaluated: PropSegmentSplit, clusters: set[str], agreement: str,
-                     distractors: PropSegmentSplit | None = None, limit: int | None = None,
-                     variants: str = "merge") -> RetrievalCollection:
+def build_collection(
+    evaluated: PropSegmentSplit,
+    clusters: set[str],
+    agreement: str,
+    distractors: PropSegmentSplit | None = None,
+    limit: int | None = None,
+    variants: str = "merge",
+) -> RetrievalCollection:
     """The retrieval collection of the judged ``clusters`` of ``evaluated`` (plus every cluster of
     ``distractors``), cut to ``limit`` queries when a limit is given."""
     gold, merged = judged_gold(evaluated, clusters, agreement, variants)
@@ -170,8 +180,10 @@ def build_collection(evaluated: PropSegmentSplit, clusters: set[str], agreement:
         "sentences_without_reference_segmentation": sum(key not in reference for key in corpus_sentences),
         "evaluated_clusters": sorted(clusters),
         "distractor_clusters": len(distractors.clusters()) if distractors is not None else 0,
-        "left_out_without_text": {**evaluated.left_out, **({f"distractors_{k}": v for k, v in
-                                                             distractors.left_out.items()} if distractors else {})},
+        "left_out_without_text": {
+            **evaluated.left_out,
+            **({f"distractors_{k}": v for k, v in distractors.left_out.items()} if distractors else {}),
+        },
         "agreement": agreement,
         "variants": variants,
         "variants_merged": merged,
@@ -192,8 +204,9 @@ def _order(key: PropositionKey) -> tuple:
     return (key[0], key[1], sorted(key[2]))
 
 
-def judged_gold(split: PropSegmentSplit, clusters: set[str], agreement: str,
-                variants: str) -> tuple[dict[PropositionKey, set[PropositionKey]], int]:
+def judged_gold(
+    split: PropSegmentSplit, clusters: set[str], agreement: str, variants: str
+) -> tuple[dict[PropositionKey, set[PropositionKey]], int]:
     """The gold links of ``clusters``, with rater variants merged (``variants=merge``) or kept; and how many
     propositions were merged."""
     if variants not in VARIANTS_CHOICES:
@@ -204,8 +217,9 @@ def judged_gold(split: PropSegmentSplit, clusters: set[str], agreement: str,
     return merge_variants(gold, split.reference)
 
 
-def training_pairs(split: PropSegmentSplit, clusters: set[str], agreement: str,
-                   positives: str, variants: str = "merge") -> tuple[PropositionPairs, dict]:
+def training_pairs(
+    split: PropSegmentSplit, clusters: set[str], agreement: str, positives: str, variants: str = "merge"
+) -> tuple[PropositionPairs, dict]:
     """Proposition-pair training data from the judged ``clusters`` (see docs/fidelity.md, "From judgements to the
     collection")."""
     if positives not in POSITIVES_CHOICES:
@@ -225,19 +239,20 @@ def training_pairs(split: PropSegmentSplit, clusters: set[str], agreement: str,
         first_index = {props: i for i, props in enumerate(first_props)}
         second_index = {props: i for i, props in enumerate(second_props)}
         first_sentence, second_sentence = split.sentences[first_key], split.sentences[second_key]
-        pairs.append(PropositionPair(
-            first=first_sentence.text,
-            second=second_sentence.text,
-            first_propositions=tuple(tuple(first_sentence.spans_of(p)) for p in first_props),
-            second_propositions=tuple(tuple(second_sentence.spans_of(p)) for p in second_props),
-            positives=tuple(sorted((first_index[a[2]], second_index[b[2]]) for a, b in pair_links)),
-        ))
+        pairs.append(
+            PropositionPair(
+                first=first_sentence.text,
+                second=second_sentence.text,
+                first_propositions=tuple(tuple(first_sentence.spans_of(p)) for p in first_props),
+                second_propositions=tuple(tuple(second_sentence.spans_of(p)) for p in second_props),
+                positives=tuple(sorted((first_index[a[2]], second_index[b[2]]) for a, b in pair_links)),
+            )
+        )
     data = PropositionPairs(pairs)
     return data, {**data.counts(), "positives": positives, "agreement": agreement, "clusters": sorted(clusters)}
 
 
-def _sentence_propositions(split: PropSegmentSplit, key: SentenceKey,
-                           linked: list[PropositionKey]) -> list[frozenset]:
+def _sentence_propositions(split: PropSegmentSplit, key: SentenceKey, linked: list[PropositionKey]) -> list[frozenset]:
     """The sentence's reference propositions, then its linked propositions the reference does not hold."""
     propositions = list(split.reference.get(key, []))
     for extra in sorted({link[2] for link in linked} - set(propositions), key=sorted):
@@ -291,12 +306,14 @@ def segmentation_pairs(split: PropSegmentSplit, clusters: set[str]) -> tuple[Pro
             text = proposition_text(sentence, group[0])
             if text == sentence.text:
                 continue  # the whole sentence is the fact: nothing to tell apart
-            pairs.append(PropositionPair(
-                first=sentence.text,
-                second=text,
-                first_propositions=tuple(tuple(sentence.spans_of(p)) for p in propositions),
-                second_propositions=(((0, len(text)),),),
-                positives=tuple((i, 0) for i in range(len(group))),
-            ))
+            pairs.append(
+                PropositionPair(
+                    first=sentence.text,
+                    second=text,
+                    first_propositions=tuple(tuple(sentence.spans_of(p)) for p in propositions),
+                    second_propositions=(((0, len(text)),),),
+                    positives=tuple((i, 0) for i in range(len(group))),
+                )
+            )
     data = PropositionPairs(pairs)
     return data, {**data.counts(), "clusters": sorted(clusters)}

@@ -18,6 +18,7 @@ The released files name some fields differently from the dataset's README (``tok
 
 Deviations: none (this module only reads).
 """
+
 from __future__ import annotations
 
 import gzip
@@ -77,8 +78,11 @@ class Relationship:
 
     def entailing_supports(self) -> list[PropositionKey]:
         """The supporting propositions named by the responses that say ENTAILS, one per response."""
-        return [support for verdict, support in zip(self.verdicts, self.supports)
-                if verdict == ENTAILS and support is not None]
+        return [
+            support
+            for verdict, support in zip(self.verdicts, self.supports)
+            if verdict == ENTAILS and support is not None
+        ]
 
     def entail_votes(self) -> int:
         return sum(verdict == ENTAILS for verdict in self.verdicts)
@@ -154,8 +158,12 @@ def read_clusters(path: Path) -> dict[SentenceKey, Sentence]:
                     offset = _field(token, path, position, "character_offset_of_token_in_sentence")
                     token_text = _field(token, path, position, "text")
                     if text[offset : offset + len(token_text)] != token_text:
-                        raise data_error(path, None, f"cluster {cluster_id}, document {document_id}, sentence {index}: "
-                                                     f"token {token_text!r} is not at offset {offset}.")
+                        raise data_error(
+                            path,
+                            None,
+                            f"cluster {cluster_id}, document {document_id}, sentence {index}: "
+                            f"token {token_text!r} is not at offset {offset}.",
+                        )
                     spans.append((offset, offset + len(token_text)))
                 sentences[(document_id, index)] = Sentence(cluster_id, document_id, index, text, tuple(spans))
     return sentences
@@ -163,21 +171,30 @@ def read_clusters(path: Path) -> dict[SentenceKey, Sentence]:
 
 def _check_tokens(sentence: Sentence, indices: frozenset, path: Path, position: int) -> None:
     if max(indices) >= len(sentence.token_spans) or min(indices) < 0:
-        raise data_error(path, None, f"entry {position}: token index {max(indices)} is outside sentence "
-                                     f"{sentence.index} of document {sentence.document} "
-                                     f"({len(sentence.token_spans)} tokens).")
+        raise data_error(
+            path,
+            None,
+            f"entry {position}: token index {max(indices)} is outside sentence "
+            f"{sentence.index} of document {sentence.document} "
+            f"({len(sentence.token_spans)} tokens).",
+        )
 
 
-def read_reference(path: Path, sentences: dict[SentenceKey, Sentence], left_out: dict[str, int],
-                   segmentations: dict[SentenceKey, list[list[frozenset]]] | None = None,
-                   ) -> dict[SentenceKey, list[frozenset]]:
+def read_reference(
+    path: Path,
+    sentences: dict[SentenceKey, Sentence],
+    left_out: dict[str, int],
+    segmentations: dict[SentenceKey, list[list[frozenset]]] | None = None,
+) -> dict[SentenceKey, list[frozenset]]:
     """The reference segmentation of every sentence with text; every rater's (reference first) into
     ``segmentations`` when given."""
     reference: dict[SentenceKey, list[frozenset]] = {}
     for position, entry in enumerate(_load_json_array(path)):
         sentence_id = _field(entry, path, position, "sentence_id")
-        key = (str(_field(sentence_id, path, position, "document_id")),
-               int(_field(sentence_id, path, position, "sentence_index")))
+        key = (
+            str(_field(sentence_id, path, position, "document_id")),
+            int(_field(sentence_id, path, position, "sentence_index")),
+        )
         if key not in sentences:
             left_out["segmented_sentences_without_text"] = left_out.get("segmented_sentences_without_text", 0) + 1
             continue
@@ -197,8 +214,14 @@ def read_reference(path: Path, sentences: dict[SentenceKey, Sentence], left_out:
     return reference
 
 
-def _proposition_key(document: str, sentence_index: int, indices: frozenset, sentences: dict[SentenceKey, Sentence],
-                     path: Path, position: int) -> PropositionKey | None:
+def _proposition_key(
+    document: str,
+    sentence_index: int,
+    indices: frozenset,
+    sentences: dict[SentenceKey, Sentence],
+    path: Path,
+    position: int,
+) -> PropositionKey | None:
     key = (document, sentence_index)
     if key not in sentences:
         return None
@@ -206,18 +229,22 @@ def _proposition_key(document: str, sentence_index: int, indices: frozenset, sen
     return (document, sentence_index, indices)
 
 
-def read_relationships(path: Path, sentences: dict[SentenceKey, Sentence],
-                       left_out: dict[str, int]) -> list[Relationship]:
+def read_relationships(
+    path: Path, sentences: dict[SentenceKey, Sentence], left_out: dict[str, int]
+) -> list[Relationship]:
     relationships = []
     documents = {document for document, _ in sentences}
     for position, entry in enumerate(_load_json_array(path)):
         hypothesis = _field(entry, path, position, "hypothesis_proposition")
         premise_document = str(_field(entry, path, position, "premise_document_id"))
         hypothesis_key = _proposition_key(
-            str(_field(hypothesis, path, position, "document_id")), int(_field(hypothesis, path, position,
-                                                                             "sentence_index")),
-            _token_indices(_field(hypothesis, path, position, "proposition"), path, position), sentences, path,
-            position)
+            str(_field(hypothesis, path, position, "document_id")),
+            int(_field(hypothesis, path, position, "sentence_index")),
+            _token_indices(_field(hypothesis, path, position, "proposition"), path, position),
+            sentences,
+            path,
+            position,
+        )
         if hypothesis_key is None or premise_document not in documents:
             left_out["relationships_without_text"] = left_out.get("relationships_without_text", 0) + 1
             continue
@@ -225,19 +252,35 @@ def read_relationships(path: Path, sentences: dict[SentenceKey, Sentence],
         for response in _field(entry, path, position, "relationship_responses", "entailment_responses"):
             verdicts.append(str(_field(response, path, position, "relationship", "entailment_status")))
             support = response.get("supporting_premise_proposition")
-            supports.append(None if support is None else _proposition_key(
-                premise_document, int(_field(support, path, position, "sentence_index")),
-                _token_indices(_field(support, path, position, "proposition"), path, position), sentences, path,
-                position))
-        relationships.append(Relationship(str(_field(entry, path, position, "cluster_id")), premise_document,
-                                          hypothesis_key, tuple(verdicts), tuple(supports)))
+            supports.append(
+                None
+                if support is None
+                else _proposition_key(
+                    premise_document,
+                    int(_field(support, path, position, "sentence_index")),
+                    _token_indices(_field(support, path, position, "proposition"), path, position),
+                    sentences,
+                    path,
+                    position,
+                )
+            )
+        relationships.append(
+            Relationship(
+                str(_field(entry, path, position, "cluster_id")),
+                premise_document,
+                hypothesis_key,
+                tuple(verdicts),
+                tuple(supports),
+            )
+        )
     return relationships
 
 
 def read_split(folder: Path, split: str, need_relationships: bool) -> PropSegmentSplit:
     """The split's files under ``folder``; MissingDataError naming what is missing and where to get it."""
-    paths = {stem: find_file(folder, f"{stem}.{split}")
-             for stem in ("document_clusters", "propositions", "relationships")}
+    paths = {
+        stem: find_file(folder, f"{stem}.{split}") for stem in ("document_clusters", "propositions", "relationships")
+    }
     wanted = ["document_clusters", "propositions"] + (["relationships"] if need_relationships else [])
     missing = [f"{stem}.{split}.json" for stem in wanted if paths[stem] is None]
     if missing:
@@ -254,4 +297,3 @@ def read_split(folder: Path, split: str, need_relationships: bool) -> PropSegmen
         relationships = read_relationships(paths["relationships"], sentences, left_out)
     used = [path for stem, path in paths.items() if path is not None and (stem in wanted or stem == "relationships")]
     return PropSegmentSplit(split, sentences, reference, relationships, used, left_out, segmentations)
-

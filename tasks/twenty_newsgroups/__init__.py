@@ -8,6 +8,7 @@ documents, truncation, encoding, probe options and every deviation: docs/fidelit
 probes" and its ``20ng`` table rows. Data: bundled under ``tasks/data/20newsgroups/`` with its SOURCE.md;
 ``--data-dir`` overrides (same file format).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -67,8 +68,10 @@ PROBES = PROBE_VARIANTS
 DEFAULT_MAX_WORDS = 512
 SPLITS = ("train", "dev", "test")
 
-SOURCE = ("20 Newsgroups bydate (Jason Rennie, http://qwone.com/~jason/20Newsgroups/), cleaned with scikit-learn's "
-          "remove=('headers','footers','quotes'); see tasks/data/20newsgroups/SOURCE.md")
+SOURCE = (
+    "20 Newsgroups bydate (Jason Rennie, http://qwone.com/~jason/20Newsgroups/), cleaned with scikit-learn's "
+    "remove=('headers','footers','quotes'); see tasks/data/20newsgroups/SOURCE.md"
+)
 LICENSE = "no formal license (the 20 Newsgroups collection carries none); see tasks/data/20newsgroups/SOURCE.md"
 REFERENCE = "Lang 1995 (NewsWeeder); thesis 3.6, 4.4.2, 5.6.2, tables 3.8, 3.9, 6.14"
 SPLIT_DESCRIPTION = (
@@ -84,22 +87,43 @@ COMMON_DETAILS = {
     "splits": SPLIT_DESCRIPTION,
     "preprocessing": "scikit-learn fetch_20newsgroups remove=('headers', 'footers', 'quotes'), applied when bundling",
     "truncation": "cut after the first max_words (default 512) whitespace-separated words, prompt prepended, then "
-                  "each model's own token limit keeping the first tokens",
+    "each model's own token limit keeping the first tokens",
 }
 OPTIONS = {
-    "input": Option("raw", "raw: the document; prompted: the parent group's topic prompt prepended "
-                    "('{parent} ¥ {document}', thesis 4.4.2)", choices=INPUTS),
-    "delimiter": Option(DEFAULT_DELIMITER, "topic delimiter of input=prompted (thesis: the yen sign); refused if it "
-                        "occurs in a document", type=str),
-    "dev_split": Option("thesis", "thesis: the thesis code's dev documents (1886, table 3.8); stratified: the same "
-                        "number, stratified by newsgroup, seeded by split_seed", choices=DEV_SPLITS),
+    "input": Option(
+        "raw",
+        "raw: the document; prompted: the parent group's topic prompt prepended "
+        "('{parent} ¥ {document}', thesis 4.4.2)",
+        choices=INPUTS,
+    ),
+    "delimiter": Option(
+        DEFAULT_DELIMITER,
+        "topic delimiter of input=prompted (thesis: the yen sign); refused if it occurs in a document",
+        type=str,
+    ),
+    "dev_split": Option(
+        "thesis",
+        "thesis: the thesis code's dev documents (1886, table 3.8); stratified: the same "
+        "number, stratified by newsgroup, seeded by split_seed",
+        choices=DEV_SPLITS,
+    ),
     "split_seed": Option(42, "seed of dev_split=stratified", type=int),
-    "probe": Option("linear", "linear: Linear(d, classes), best dev epoch (thesis text); thesis-code: "
-                    "Linear-SiLU-Linear, last epoch", choices=PROBES),
-    "max_words": Option(DEFAULT_MAX_WORDS, "documents are cut after this many whitespace-separated words before "
-                        "each model's own token limit (0: no cut)", type=int),
-    "max_documents": Option(0, "evaluate at most this many documents of each split (a fixed seeded sample, the same "
-                            "for every model; 0: all); the quick matrices' cut", type=int),
+    "probe": Option(
+        "linear",
+        "linear: Linear(d, classes), best dev epoch (thesis text); thesis-code: Linear-SiLU-Linear, last epoch",
+        choices=PROBES,
+    ),
+    "max_words": Option(
+        DEFAULT_MAX_WORDS,
+        "documents are cut after this many whitespace-separated words before each model's own token limit (0: no cut)",
+        type=int,
+    ),
+    "max_documents": Option(
+        0,
+        "evaluate at most this many documents of each split (a fixed seeded sample, the same "
+        "for every model; 0: all); the quick matrices' cut",
+        type=int,
+    ),
 }
 
 
@@ -129,17 +153,23 @@ class NewsgroupsProbe(Task):
         super().__init__(options, data_dir)
         for name in ("max_words", "max_documents"):
             if self.options[name] < 0:
-                raise InvalidOptionError(f"option {name!r} of task {self.metadata.name!r} must be 0 (no cut) or "
-                                         f"positive, got {self.options[name]}.")
+                raise InvalidOptionError(
+                    f"option {name!r} of task {self.metadata.name!r} must be 0 (no cut) or "
+                    f"positive, got {self.options[name]}."
+                )
 
     def label(self, document: Document) -> str:  # pragma: no cover - interface
         raise NotImplementedError
 
     # -- data --------------------------------------------------------------------------------------------------------
     def folder(self) -> Path:
-        return resolve_dataset_dir(DATASET, BUNDLED, "Put 20news-bydate-{train,test}.jsonl.xz (see "
-                                   "scripts/bundle_20newsgroups.py) into <data-dir>/20newsgroups/.",
-                                   data_dir=self.data_dir)
+        return resolve_dataset_dir(
+            DATASET,
+            BUNDLED,
+            "Put 20news-bydate-{train,test}.jsonl.xz (see "
+            "scripts/bundle_20newsgroups.py) into <data-dir>/20newsgroups/.",
+            data_dir=self.data_dir,
+        )
 
     def paths(self) -> list[Path]:
         folder = self.folder()
@@ -162,8 +192,9 @@ class NewsgroupsProbe(Task):
         try:
             for parent in PARENTS:
                 check_topic(parent, delimiter)
-            check_delimiter(delimiter, [d.text for d in documents], "the 20 Newsgroups documents",
-                            [d.id for d in documents])
+            check_delimiter(
+                delimiter, [d.text for d in documents], "the 20 Newsgroups documents", [d.id for d in documents]
+            )
         except TopicPromptError as exc:
             raise InvalidOptionError(f"option delimiter={delimiter!r} of task {self.metadata.name!r}: {exc}") from None
 
@@ -193,8 +224,13 @@ class NewsgroupsProbe(Task):
         if self.options["input"] == "raw":
             return texts
         self.check_prompt(documents)
-        return prompted_texts([d.parent for d in documents], texts, self.options["delimiter"],
-                              "the 20 Newsgroups documents", [d.id for d in documents])
+        return prompted_texts(
+            [d.parent for d in documents],
+            texts,
+            self.options["delimiter"],
+            "the 20 Newsgroups documents",
+            [d.id for d in documents],
+        )
 
     # -- training data -----------------------------------------------------------------------------------------------
     def training_data(self, kind, ctx=None):
@@ -212,8 +248,12 @@ class NewsgroupsProbe(Task):
         checksum = f"{files_checksum(self.paths())}:{content.hexdigest()[:16]}"
         if kind == UNLABELED_SENTENCES:
             return TrainingSplits(self.metadata.name, UnlabeledSentences(texts["train"]), checksum=checksum)
-        return TrainingSplits(self.metadata.name, LabeledSentences(texts["train"], parents["train"]),
-                              LabeledSentences(texts["dev"], parents["dev"]), checksum)
+        return TrainingSplits(
+            self.metadata.name,
+            LabeledSentences(texts["train"], parents["train"]),
+            LabeledSentences(texts["dev"], parents["dev"]),
+            checksum,
+        )
 
     # -- evaluation --------------------------------------------------------------------------------------------------
     def evaluate(self, model: Any, ctx) -> EvalResult:
@@ -224,10 +264,15 @@ class NewsgroupsProbe(Task):
             for name, documents in splits.documents.items()
         }
         probe = probe_on_texts(
-            model, {name: self.input_texts(evaluated[name]) for name in SPLITS},
+            model,
+            {name: self.input_texts(evaluated[name]) for name in SPLITS},
             {name: [self.label_names.index(self.label(d)) for d in evaluated[name]] for name in SPLITS},
-            len(self.label_names), variant=self.options["probe"], seed=ctx.seed, device=ctx.device,
-            progress=ctx.progress, texts_description=f"20 Newsgroups documents ({self.options['input']})",
+            len(self.label_names),
+            variant=self.options["probe"],
+            seed=ctx.seed,
+            device=ctx.device,
+            progress=ctx.progress,
+            texts_description=f"20 Newsgroups documents ({self.options['input']})",
             description=f"{self.metadata.name} probe",
         )
         return EvalResult(
@@ -254,7 +299,7 @@ def probe_metadata(name: str, description: str, labels: str, labels_detail: str)
         description=description,
         main_score="f1_macro",
         metric="macro-F1 x100 of a linear classifier (10 epochs, lr 1e-3, best dev epoch) on frozen embeddings of "
-               f"the official test split's documents, {labels}",
+        f"the official test split's documents, {labels}",
         reference=REFERENCE,
         dataset=DATASET,
         dataset_source=SOURCE,

@@ -5,6 +5,7 @@ Files: ``<folder>/20news-bydate-train.jsonl.xz`` and ``20news-bydate-test.jsonl.
 ``{"id": "<newsgroup>/<message file>", "text": "<cleaned text>"}`` (``preprocess.clean_document`` already applied);
 the newsgroup is the id's first part.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,22 +24,50 @@ SPLIT_FILES = {"train": "20news-bydate-train.jsonl.xz", "test": "20news-bydate-t
 
 # The 20 newsgroups in scikit-learn's label order (alphabetical, as load_files numbers the folders).
 GROUPS = (
-    "alt.atheism", "comp.graphics", "comp.os.ms-windows.misc", "comp.sys.ibm.pc.hardware", "comp.sys.mac.hardware",
-    "comp.windows.x", "misc.forsale", "rec.autos", "rec.motorcycles", "rec.sport.baseball", "rec.sport.hockey",
-    "sci.crypt", "sci.electronics", "sci.med", "sci.space", "soc.religion.christian", "talk.politics.guns",
-    "talk.politics.mideast", "talk.politics.misc", "talk.religion.misc",
+    "alt.atheism",
+    "comp.graphics",
+    "comp.os.ms-windows.misc",
+    "comp.sys.ibm.pc.hardware",
+    "comp.sys.mac.hardware",
+    "comp.windows.x",
+    "misc.forsale",
+    "rec.autos",
+    "rec.motorcycles",
+    "rec.sport.baseball",
+    "rec.sport.hockey",
+    "sci.crypt",
+    "sci.electronics",
+    "sci.med",
+    "sci.space",
+    "soc.religion.christian",
+    "talk.politics.guns",
+    "talk.politics.mideast",
+    "talk.politics.misc",
+    "talk.religion.misc",
 )
 # Thesis table 3.9 (after http://qwone.com/~jason/20Newsgroups/); the label texts are the thesis code's
 # (``load_prompted_20newsgroups``: "Computers", where the table prints "Computer"), since they are the prompt text.
 PARENT_OF = {
-    "comp.graphics": "Computers", "comp.os.ms-windows.misc": "Computers", "comp.sys.ibm.pc.hardware": "Computers",
-    "comp.sys.mac.hardware": "Computers", "comp.windows.x": "Computers",
-    "rec.autos": "Recreational", "rec.motorcycles": "Recreational", "rec.sport.baseball": "Recreational",
+    "comp.graphics": "Computers",
+    "comp.os.ms-windows.misc": "Computers",
+    "comp.sys.ibm.pc.hardware": "Computers",
+    "comp.sys.mac.hardware": "Computers",
+    "comp.windows.x": "Computers",
+    "rec.autos": "Recreational",
+    "rec.motorcycles": "Recreational",
+    "rec.sport.baseball": "Recreational",
     "rec.sport.hockey": "Recreational",
-    "sci.crypt": "Science", "sci.electronics": "Science", "sci.med": "Science", "sci.space": "Science",
+    "sci.crypt": "Science",
+    "sci.electronics": "Science",
+    "sci.med": "Science",
+    "sci.space": "Science",
     "misc.forsale": "For Sale",
-    "talk.politics.misc": "Politics", "talk.politics.guns": "Politics", "talk.politics.mideast": "Politics",
-    "talk.religion.misc": "Religion", "alt.atheism": "Religion", "soc.religion.christian": "Religion",
+    "talk.politics.misc": "Politics",
+    "talk.politics.guns": "Politics",
+    "talk.politics.mideast": "Politics",
+    "talk.religion.misc": "Religion",
+    "alt.atheism": "Religion",
+    "soc.religion.christian": "Religion",
 }
 PARENTS = ("Computers", "Recreational", "Science", "For Sale", "Politics", "Religion")
 
@@ -89,12 +118,14 @@ def _document(path: Path, line_number: int, line: str, seen: dict[str, int]) -> 
     except json.JSONDecodeError as exc:
         raise data_error(path, line_number, f"not a JSON object ({exc.msg}).") from None
     if not isinstance(row, dict) or not isinstance(row.get("id"), str) or not isinstance(row.get("text"), str):
-        raise data_error(path, line_number, 'expected {"id": "<newsgroup>/<file>", "text": "..."} with string '
-                                            "values.")
+        raise data_error(path, line_number, 'expected {"id": "<newsgroup>/<file>", "text": "..."} with string values.')
     group, _slash, name = row["id"].partition("/")
     if group not in PARENT_OF:
-        raise data_error(path, line_number, f"unknown newsgroup {group!r} in id {row['id']!r}; the 20 newsgroups "
-                                            f"are: {', '.join(GROUPS)}.")
+        raise data_error(
+            path,
+            line_number,
+            f"unknown newsgroup {group!r} in id {row['id']!r}; the 20 newsgroups are: {', '.join(GROUPS)}.",
+        )
     if not name:
         raise data_error(path, line_number, f"id {row['id']!r} names no message file (expected <newsgroup>/<file>).")
     if row["id"] in seen:
@@ -129,8 +160,12 @@ def stratified_dev_indices(documents: list[Document], seed: int) -> list[int]:
     from sklearn.model_selection import train_test_split
 
     dev_count = math.ceil(THESIS_DEV_FRACTION * len(documents))
-    _train, dev = train_test_split(np.arange(len(documents)), test_size=dev_count, random_state=seed,
-                                   stratify=[document.group for document in documents])
+    _train, dev = train_test_split(
+        np.arange(len(documents)),
+        test_size=dev_count,
+        random_state=seed,
+        stratify=[document.group for document in documents],
+    )
     return sorted(dev.tolist())
 
 

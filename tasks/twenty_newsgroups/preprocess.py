@@ -16,6 +16,7 @@ The bundled data (``tasks/data/20newsgroups/``) was cleaned once with this funct
 ``scripts/bundle_20newsgroups.py``; tasks read the cleaned text and never run it. ``tests/test_twenty_newsgroups.py``
 re-derives bundled documents from a raw sample (``tests/fixtures/20newsgroups-raw-sample.jsonl.gz``) with it.
 """
+
 from __future__ import annotations
 
 from harness import HarnessError

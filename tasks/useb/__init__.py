@@ -16,6 +16,7 @@ Data: useb's ``data-eval/`` (evaluation) and ``data-train/<domain>/unsupervised/
 sentences, offered as ``unlabeled_sentences`` training data). This module registers the four tasks and the
 downloadable dataset ``useb`` (``harness data download useb``).
 """
+
 from __future__ import annotations
 
 import logging
@@ -46,7 +47,7 @@ def useb_dataset(archives: Sequence[Archive] = USEB_ARCHIVES) -> ArchiveDataset:
     return ArchiveDataset(
         name=DATASET_NAME,
         description="USEB data-eval (AskUbuntu, CQADupStack, TwitterPara, SciDocs) and data-train (unlabelled "
-                    "sentences), official UKP archives; no published checksum: zip CRCs verified",
+        "sentences), official UKP archives; no published checksum: zip CRCs verified",
         archives=tuple(archives),
         license="per dataset: see https://github.com/UKPLab/useb and the original datasets",
     )

@@ -6,6 +6,7 @@ Scores x100: ``map`` (main), ``mrr`` (no cut-off), ``mrr@10``, ``p@1``, ``p@5`` 
 Deviation: a query whose gold is not among its candidates (useb fails an assertion; the official data has none)
 scores 0 and is counted in ``details``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -47,8 +48,11 @@ def read_askubuntu_queries(path: Path) -> list[RerankQuery]:
     for number, line in enumerate(file_lines(path), start=1):
         fields = line.split("\t")
         if len(fields) != 4:
-            raise data_error(path, number, f"expected 4 tab-separated fields (id, gold, candidates, BM25 scores), "
-                                           f"found {len(fields)}.")
+            raise data_error(
+                path,
+                number,
+                f"expected 4 tab-separated fields (id, gold, candidates, BM25 scores), found {len(fields)}.",
+            )
         candidates, bm25_text = fields[2].split(), fields[3].split()
         try:
             bm25_scores = [float(value) for value in bm25_text]
@@ -72,8 +76,9 @@ class AskUbuntu(UsebTask):
     )
     options = {
         "split": SPLIT_OPTION,
-        "text": Option("title", "the text of a question (useb's text_components)",
-                       choices=("title", "body", "title_and_body")),
+        "text": Option(
+            "title", "the text of a question (useb's text_components)", choices=("title", "body", "title_and_body")
+        ),
     }
 
     def load(self) -> tuple[dict[str, tuple[str, str]], list[RerankQuery]]:
@@ -111,7 +116,12 @@ class AskUbuntu(UsebTask):
         return EvalResult(
             scores={name: 100 * float(np.mean(values)) for name, values in per_query.items()},
             dataset_checksum=files_checksum(self.data_files()),
-            details={"queries": len(queries), "pairs": len(first), "split": self.options["split"],
-                     "text": self.options["text"], "queries_without_gold_in_candidates": without_gold},
+            details={
+                "queries": len(queries),
+                "pairs": len(first),
+                "split": self.options["split"],
+                "text": self.options["text"],
+                "queries_without_gold_in_candidates": without_gold,
+            },
             examples=mean_examples(per_query[self.metadata.main_score], ids=[q.query_id for q in queries]),
         )

@@ -1,5 +1,6 @@
 """What the USEB members share: the task base class (data location, unlabelled training sentences, checksum) and
 the metadata fields and options common to all four."""
+
 from __future__ import annotations
 
 import logging
@@ -26,8 +27,17 @@ SOURCE = "official USEB data-eval.zip / data-train.zip (UKP TU Darmstadt), via `
 SPLIT_OPTION = Option("test", "useb's eval_type: test, or valid (the development queries)", choices=("test", "valid"))
 
 
-def useb_metadata(name: str, *, description: str, main_score: str, metric: str, dataset_reference: str,
-                  license: str, dataset_source: str = SOURCE, version: str = "1") -> TaskMetadata:
+def useb_metadata(
+    name: str,
+    *,
+    description: str,
+    main_score: str,
+    metric: str,
+    dataset_reference: str,
+    license: str,
+    dataset_source: str = SOURCE,
+    version: str = "1",
+) -> TaskMetadata:
     """A member's metadata: its own fields plus the family's reference, dataset and training kind."""
     return TaskMetadata(
         name=name,

@@ -16,6 +16,7 @@ in ``EvalResult.details``. Ties at the 100th place are broken by the lower pool 
 Smoke profile: a seeded sample of ``max_eval_examples`` queries per forum, and a pool cut to their gold documents
 plus a seeded sample of the others, ``SMOKE_POOL_FACTOR`` times the query count in all.
 """
+
 from __future__ import annotations
 
 import logging
@@ -71,8 +72,14 @@ def smoke_cut(forum: Forum, limit: int | None) -> Forum:
     other_rows = [i for i, d in enumerate(forum.doc_ids) if d not in gold_docs]
     room = max(SMOKE_POOL_FACTOR * limit - len(gold_rows), 0)
     rows = sorted(gold_rows + [other_rows[i] for i in evaluation_sample(len(other_rows), room)])
-    return Forum(forum.name, query_ids, [forum.queries[i] for i in keep], [forum.doc_ids[i] for i in rows],
-                 [forum.docs[i] for i in rows], forum.gold)
+    return Forum(
+        forum.name,
+        query_ids,
+        [forum.queries[i] for i in keep],
+        [forum.doc_ids[i] for i in rows],
+        [forum.docs[i] for i in rows],
+        forum.gold,
+    )
 
 
 def rerank(model: Any, forum: Forum, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -122,10 +129,16 @@ class CQADupStack(UsebTask):
             if missing:
                 raise data_error(folder / "corpus.json", None, f"forum {forum_name!r} lacks queries {missing[:3]}.")
             doc_ids = [doc_id for doc_id in texts if doc_id not in qrels]  # queries never retrieve themselves
-            forums.append(Forum(
-                forum_name, list(qrels), [texts[q].strip() for q in qrels], doc_ids,
-                [texts[d].strip() for d in doc_ids], {q: list(d) for q, d in qrels.items()},
-            ))
+            forums.append(
+                Forum(
+                    forum_name,
+                    list(qrels),
+                    [texts[q].strip() for q in qrels],
+                    doc_ids,
+                    [texts[d].strip() for d in doc_ids],
+                    {q: list(d) for q, d in qrels.items()},
+                )
+            )
         return forums
 
     def evaluate(self, model, ctx) -> EvalResult:
@@ -148,12 +161,14 @@ class CQADupStack(UsebTask):
         for forum in forums:
             if multi_vector is not None:
                 vector_sets = encode_multi_once(multi_vector, [*forum.queries, *forum.docs])
-                indices, top_scores = maxsim_top_k(vector_sets[: len(forum.queries)], vector_sets[len(forum.queries):],
-                                                   CANDIDATES_TOP_K)
+                indices, top_scores = maxsim_top_k(
+                    vector_sets[: len(forum.queries)], vector_sets[len(forum.queries) :], CANDIDATES_TOP_K
+                )
             elif first_stage is None:
                 vectors = encode_once(embedder, [*forum.queries, *forum.docs])
-                indices, top_scores = cosine_top_k(vectors[: len(forum.queries)], vectors[len(forum.queries):],
-                                                   CANDIDATES_TOP_K)
+                indices, top_scores = cosine_top_k(
+                    vectors[: len(forum.queries)], vectors[len(forum.queries) :], CANDIDATES_TOP_K
+                )
             else:
                 candidates = first_stage.candidates(forum.queries, forum.docs, CANDIDATES_TOP_K)
                 indices, top_scores = rerank(model, forum, candidates)
@@ -173,5 +188,9 @@ class CQADupStack(UsebTask):
             details["forums"][forum.name] = {"queries": len(forum.query_ids), "pool": len(forum.doc_ids)}
         scores["map@100"] = float(np.mean([scores[f"map@100.{f.name}"] for f in forums]))
         scores["ndcg@10"] = float(np.mean([scores[f"ndcg@10.{f.name}"] for f in forums]))
-        return EvalResult(scores, files_checksum(self.data_files()), details,
-                          examples=mean_examples(per_query["ap"], ids=per_query["id"], groups=per_query["forum"]))
+        return EvalResult(
+            scores,
+            files_checksum(self.data_files()),
+            details,
+            examples=mean_examples(per_query["ap"], ids=per_query["id"], groups=per_query["forum"]),
+        )

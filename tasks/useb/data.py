@@ -6,6 +6,7 @@ original releases, see its SOURCE.md), then the download folder (``harness.data.
 ``harness data download useb`` puts the official archives. A missing member raises ``MissingDataError`` saying what
 is missing and how to get it.
 """
+
 from __future__ import annotations
 
 import json

@@ -9,6 +9,7 @@ but stay in the qrels, queries without a title are skipped. ``map`` and ``ndcg``
 Deviation: useb's SciDocs also reports Euclidean-distance scores of embeddings; a pair-scorer interface has no
 distance, so only the cosine scores (useb's main metric) are reported.
 """
+
 from __future__ import annotations
 
 import logging
@@ -80,11 +81,19 @@ class SciDocs(UsebTask):
             result[f"ndcg.{subtask}"] = 100 * float(np.mean(values["ndcg"]))
         result["map"] = float(np.mean([result[f"map.{s}"] for s in per_subtask]))
         result["ndcg"] = float(np.mean([result[f"ndcg.{s}"] for s in per_subtask]))
-        return EvalResult(result, files_checksum(self.data_files()), {
-            "split": self.options["split"], "queries": {s: len(v["map"]) for s, v in per_subtask.items()},
-            "pairs": len(first),
-        }, examples=mean_examples(  # main score: the mean over sub-tasks of their mean AP (or nDCG)
-            [value for values in per_subtask.values() for value in values[self.metadata.main_score]],
-            ids=[f"{subtask}/{query_id}" for subtask, query_id, _ in rankings],
-            groups=[index for index, values in enumerate(per_subtask.values())
-                    for _ in values[self.metadata.main_score]]))
+        return EvalResult(
+            result,
+            files_checksum(self.data_files()),
+            {
+                "split": self.options["split"],
+                "queries": {s: len(v["map"]) for s, v in per_subtask.items()},
+                "pairs": len(first),
+            },
+            examples=mean_examples(  # main score: the mean over sub-tasks of their mean AP (or nDCG)
+                [value for values in per_subtask.values() for value in values[self.metadata.main_score]],
+                ids=[f"{subtask}/{query_id}" for subtask, query_id, _ in rankings],
+                groups=[
+                    index for index, values in enumerate(per_subtask.values()) for _ in values[self.metadata.main_score]
+                ],
+            ),
+        )

@@ -8,6 +8,7 @@ Spearman correlations of the scores with the labels over all pairs, label 3 incl
 Deviation: ``Twitter_URL_Corpus_test.txt`` of the original release (bundled) has 250 blank lines, on which useb's
 parser would fail (so its own copy has none); they are skipped.
 """
+
 from __future__ import annotations
 
 import logging
@@ -55,8 +56,11 @@ def read_pit(path: Path) -> PairSet:
             continue
         fields = line.strip().split("\t")
         if len(fields) < 5 or not fields[4].strip().isdigit():
-            raise data_error(path, number, "expected topic id, topic, sentence 1, sentence 2, label 0-5, ... "
-                                           "(the test file with expert labels).")
+            raise data_error(
+                path,
+                number,
+                "expected topic id, topic, sentence 1, sentence 2, label 0-5, ... (the test file with expert labels).",
+            )
         first.append(fields[2].strip())
         second.append(fields[3].strip())
         labels.append(int(fields[4]))
@@ -71,9 +75,8 @@ class TwitterPara(UsebTask):
         description="TwitterPara: paraphrase identification on PIT-2015 test and Twitter URL Corpus test (bundled)",
         main_score="ap",
         metric="AP x100 of pair scores vs paraphrase labels (label 3 dropped, >3 positive), mean of the two; "
-               "Spearman too",
-        dataset_reference="Xu et al. 2015 (PIT-2015), Lan et al. 2017 (Twitter URL Corpus); USEB "
-                          "data-eval/twitterpara",
+        "Spearman too",
+        dataset_reference="Xu et al. 2015 (PIT-2015), Lan et al. 2017 (Twitter URL Corpus); USEB data-eval/twitterpara",
         license="Twitter URL Corpus CC BY-NC-SA 3.0; PIT-2015 none stated (see tasks/data/twitterpara/SOURCE.md)",
         dataset_source="bundled original releases (tasks/data/twitterpara/SOURCE.md); or " + SOURCE,
     )
@@ -97,12 +100,17 @@ class TwitterPara(UsebTask):
             judged_pairs["dataset"].append(np.full(len(paraphrase), index))
             scores[f"ap.{dataset.name}"] = 100 * float(average_precision_score(paraphrase, pair_scores[judged]))
             scores[f"spearman.{dataset.name}"] = 100 * spearman(pair_scores, dataset.gold * 20)
-            details["pairs"][dataset.name] = {"all": len(dataset), "judged": int(judged.sum()),
-                                              "paraphrases": int(paraphrase.sum())}
+            details["pairs"][dataset.name] = {
+                "all": len(dataset),
+                "judged": int(judged.sum()),
+                "paraphrases": int(paraphrase.sum()),
+            }
         scores["ap"] = float(np.mean([scores[f"ap.{d.name}"] for d in datasets]))
         scores["spearman"] = float(np.mean([scores[f"spearman.{d.name}"] for d in datasets]))
         examples = ExampleScores(
-            "average_precision", {"predicted": np.concatenate(judged_pairs["score"]),
-                                  "gold": np.concatenate(judged_pairs["paraphrase"])},
-            groups=np.concatenate(judged_pairs["dataset"]), aggregate="group-mean")
+            "average_precision",
+            {"predicted": np.concatenate(judged_pairs["score"]), "gold": np.concatenate(judged_pairs["paraphrase"])},
+            groups=np.concatenate(judged_pairs["dataset"]),
+            aggregate="group-mean",
+        )
         return EvalResult(scores, files_checksum(self.data_files()), details, examples=examples)

@@ -10,6 +10,7 @@ The task's data resolves like every harness dataset: ``<--data-dir>/sts17/`` (or
 that folder exists, else the copy bundled in this package. The smoke profile's ``max_eval_examples`` cuts the pairs
 with the harness' seeded sample, so smoke numbers are comparable with every other task's.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -77,7 +78,8 @@ class STS17English(STSTask):
     options = {
         **STSTask.options,
         "whitespace": harness.Option(
-            "keep", "'collapse' joins each sentence's words with single spaces before scoring",
+            "keep",
+            "'collapse' joins each sentence's words with single spaces before scoring",
             choices=("keep", "collapse"),
         ),
     }

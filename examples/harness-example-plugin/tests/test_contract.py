@@ -1,4 +1,5 @@
 """The example plugin keeps the harness plugin contract: harness.testing's checks, the data dir, the CLI."""
+
 from __future__ import annotations
 
 import shutil
@@ -63,8 +64,19 @@ def test_malformed_data_names_file_and_line(tmp_path):
 
 
 def test_runs_through_the_harness_command(harness_cli, tmp_path):
-    result = harness_cli("run", "--models", "hashed-bow", "--tasks", "sts17-en", "--profile", "smoke",
-                         "--results", tmp_path / "results", "--no-progress",
-                         plugins=["harness_example_plugin"], autoload=False)
+    result = harness_cli(
+        "run",
+        "--models",
+        "hashed-bow",
+        "--tasks",
+        "sts17-en",
+        "--profile",
+        "smoke",
+        "--results",
+        tmp_path / "results",
+        "--no-progress",
+        plugins=["harness_example_plugin"],
+        autoload=False,
+    )
     assert result.exit_code == 0, result.stderr
     assert "| hashed-bow" in result.stdout and "1 cells computed" in result.stdout
