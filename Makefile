@@ -31,6 +31,7 @@ PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
 
 test: install
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL)
 
 test-fast: install
