@@ -21,7 +21,7 @@ except PackageNotFoundError:  # running from a source tree that was never instal
     __version__ = "0+unknown"
 
 # Version of the plugin API (hooks, contexts, capabilities); bumped on incompatible changes (CHANGELOG.md).
-PLUGIN_API_VERSION = 2
+PLUGIN_API_VERSION = 3
 
 __all__ = [*_api_names, "__version__", "PLUGIN_API_VERSION"]
 

@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 SEGMENT_POOLING = ("boundaries", "content")
 PAIR_ORDERS = ("both", "given")
 # FIRST and SECOND, the old names of FIRST_SEGMENT and SECOND_SEGMENT, keep working until harness 0.4 (CHANGELOG.md,
-# "Unreleased", "Deprecated").
+# 0.3.0, "Deprecated").
 FIRST, SECOND = FIRST_SEGMENT, SECOND_SEGMENT
 __all__ = ["CrossBiEncoder", "CrossBiEncoderNetwork", "FIRST", "SECOND", "SEGMENT_POOLING", "segment_masks"]
 

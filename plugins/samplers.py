@@ -30,7 +30,7 @@ from harness.blocks import (
 
 logger = logging.getLogger(__name__)
 
-# Pair, the old name of IndexPair, keeps working until harness 0.4 (CHANGELOG.md, "Unreleased", "Deprecated").
+# Pair, the old name of IndexPair, keeps working until harness 0.4 (CHANGELOG.md, 0.3.0, "Deprecated").
 Pair = IndexPair
 __all__ = ["BUILT_IN", "GaussianKde", "Pair", "iterative_kde_selection", "kde_sampling_probabilities"]
 

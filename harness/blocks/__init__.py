@@ -228,7 +228,7 @@ _GROUPS: dict[str, tuple[str, ...]] = {
 }
 # whole modules offered as one name (a namespace of related helpers)
 _MODULES: dict[str, str] = {"wordnet": "harness.nn.wordnet", "distributed": "harness.distributed"}
-# old name -> (module, name) it now is; each warns until harness REMOVAL_VERSION (CHANGELOG.md, "Unreleased")
+# old name -> (module, name) it now is; each warns until harness REMOVAL_VERSION (CHANGELOG.md, 0.3.0 "Deprecated")
 _DEPRECATED: dict[str, tuple[str, str]] = {
     # renamed to say what they hold
     "FIRST": ("harness.blocks.pairs", "FIRST_SEGMENT"),
