@@ -1,5 +1,5 @@
 """The Bi-Encoder ``be`` (plugins/bi_encoder.py) on the tiny BERT: its options (pooling, span_input), what its
-checkpoint keeps, and its deprecated ``fit_pairs``. The registry contract test checks its capabilities and round trip."""
+checkpoint keeps. The registry contract test checks its capabilities and round trip."""
 
 from __future__ import annotations
 
@@ -56,14 +56,3 @@ def test_unknown_option_values_are_refused_with_the_choices(registry):
         resolve_options("model 'be'", options, {"pooling": "max"})
     with pytest.raises(InvalidOptionError, match="lr"):
         resolve_options("model 'be'", options, {"lr": "0"})
-
-
-def test_fit_pairs_is_deprecated_but_still_trains(registry, tiny_bert):
-    model = _be(registry, tiny_bert)
-    splits = ht.tiny_training_splits("scored_pairs")
-    ctx = ht.model_context(tiny_bert, plugin=registry.model("be"), registry=registry)
-    before = model.encode([SENTENCE])
-    with pytest.warns(DeprecationWarning, match="fit_scored_pairs"):
-        report = model.fit_pairs(splits.train, splits.dev, ctx)
-    assert report.as_record()["steps"] >= 1
-    assert not np.allclose(before, model.encode([SENTENCE]))

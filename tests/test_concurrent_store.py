@@ -281,7 +281,9 @@ def _records(results: Path) -> dict[str, dict]:
     return {Path(r["_path"]).relative_to(results).as_posix(): comparable(r) for r in Store(results).records()}
 
 
-def test_two_concurrent_runs_train_once_and_store_what_one_run_stores(tmp_path, tiny_bert, monkeypatch):
+def test_two_concurrent_runs_train_once_and_store_what_one_run_stores(
+    tmp_path, tiny_bert, monkeypatch, one_torch_thread
+):
     """Two identical `harness run` processes on one store: one trains and computes, the other waits for it and
     answers every cell from the store; the records are valid and equal to those of one run alone."""
     shared, alone, gate = tmp_path / "shared", tmp_path / "alone", tmp_path / "gate"
@@ -330,7 +332,8 @@ def test_two_concurrent_runs_train_once_and_store_what_one_run_stores(tmp_path, 
     assert "0 cells computed, 2 from the store" in second_log
     for path in Store(shared).record_files():
         read_record(path)  # valid: schema and content checksum, never an interleaved write
-    # One run alone (in this process: one PyTorch thread, as the subprocesses had).
+    # One run alone (in this process: one PyTorch thread, as the subprocesses had: the one_torch_thread fixture sets it,
+    # whatever an earlier test in this worker left).
     from harness.executors.local import LocalExecutor
     from harness.matrix import ModelEntry
     from harness.registry import build_registry

@@ -831,7 +831,8 @@ def test_published_records_keep_their_keys(registry):
             for key, option in plugin.options.items()
             if option.hash_when is not None and option.hash_when(spec.options)
         ]
-        assert (spec.key != record["model_key"]) if changed else (spec.key == record["model_key"]), model["label"]
+        # A record published after such a change (PaSeR's re-run default) has the new key; one before it the old.
+        assert spec.key == record["model_key"] or changed, model["label"]
 
 
 # -- 26.2 a checkpoint names the spec, seed and training data it was made of ---------------------------------------------
