@@ -87,7 +87,7 @@ def test_a_probe_task_is_metadata_file_names_and_one_reader(toy_plugin):
     report = ht.check_task(task_class, small_cut=None)
     assert 0 <= report.scores["f1_macro"] <= 100 and "accuracy" in report.scores
     task = task_class({"probe": "linear"})
-    splits, labels = task.load()
+    splits, labels = task.probe_splits()
     assert labels == ["animals", "weather"] and {name: len(s) for name, s in splits.items()} == {
         "train": 6,
         "dev": 2,
@@ -105,7 +105,7 @@ def test_a_probe_task_without_dev_draws_it_from_train_and_normalises(toy_plugin,
         (toy_plugin.ToyTopics,),
         {"bundled_data": None, "label_order": ("weather", "animals"), "normalise": lambda self, text: text.upper()},
     )
-    splits, labels = task_class({"probe": "linear"}, tmp_path / "data").load()
+    splits, labels = task_class({"probe": "linear"}, tmp_path / "data").probe_splits()
     assert labels == ["weather", "animals"]
     assert {name: len(s) for name, s in splits.items()} == {"train": 7, "dev": 1, "test": 4}
     assert all(text.isupper() for split in splits.values() for text in split.sentences)

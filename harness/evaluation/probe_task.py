@@ -95,8 +95,9 @@ class ProbeTask(Task):
         folder = self.folder()
         return [folder / name for name in self.data_files]
 
-    def load(self) -> tuple[dict[str, LabeledSentences], list[str]]:
-        """The checked, normalised splits (train, dev, test) and the label order."""
+    def probe_splits(self) -> tuple[dict[str, LabeledSentences], list[str]]:
+        """The checked, normalised splits (train, dev, test) and the label order (not ``load``: a task may have
+        its own loader beside the probe)."""
         folder = self.folder()
         splits = self.read_splits(folder)
         names = set(splits)
@@ -137,13 +138,13 @@ class ProbeTask(Task):
         return {"train": train.subset(kept), "dev": train.subset(dev), "test": splits["test"]}
 
     def check_data(self) -> str:
-        self.load()
+        self.probe_splits()
         return files_checksum(self.paths())
 
     def training_data(self, kind: str, ctx: Any = None) -> TrainingSplits | None:
         if kind not in (LABELED_SENTENCES, UNLABELED_SENTENCES) or kind not in self.metadata.training_kinds:
             return None
-        splits, _ = self.load()
+        splits, _ = self.probe_splits()
         # The checksum covers the offered texts and labels, not just the files: another normaliser retrains.
         content = hashlib.sha256()
         for name in ("train", "dev"):
@@ -157,7 +158,7 @@ class ProbeTask(Task):
         return TrainingSplits(self.metadata.name, splits["train"], splits["dev"], checksum)
 
     def evaluate(self, model: Any, ctx: Any) -> EvalResult:
-        loaded, labels = self.load()
+        loaded, labels = self.probe_splits()
         splits = {
             name: split.subset(evaluation_sample(len(split), ctx.profile.max_eval_examples))
             for name, split in loaded.items()
