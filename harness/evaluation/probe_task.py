@@ -18,7 +18,9 @@ A subclass names its files and reads them into labelled texts per split::
             ...  # {"train": LabeledSentences(texts, labels), "dev": ..., "test": ...}
 
 Without a dev split, a seeded tenth of the train split is drawn as dev. ``label_order`` fixes the classes' order
-(default: the train split's labels, sorted); :meth:`ProbeTask.normalise` prepares each text as the model reads it.
+(default: the train split's labels, sorted); :meth:`ProbeTask.normalise` prepares each text as read,
+:meth:`ProbeTask.model_texts` a split's texts as the model reads them (e.g. prompted with their labels), and
+:meth:`ProbeTask.evaluation_details` says what the record's details hold beside the probe's.
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ class ProbeTask(Task):
     A subclass sets ``metadata`` (``main_score="f1_macro"``; ``dataset`` names the folder looked up in
     ``--data-dir``), ``bundled_data`` (the copy shipped with the plugin, or None), ``data_files`` (the files read,
     relative to the dataset's folder: the checksum covers them) and implements :meth:`read_splits`. Optional:
-    ``label_order`` and :meth:`normalise`.
+    ``label_order``, :meth:`normalise`, :meth:`model_texts`, :meth:`evaluation_details`,
+    :meth:`probe_descriptions`.
     """
 
     bundled_data: ClassVar[Path | None] = None
@@ -157,32 +160,41 @@ class ProbeTask(Task):
             )
         return TrainingSplits(self.metadata.name, splits["train"], splits["dev"], checksum)
 
+    def model_texts(self, split: LabeledSentences) -> list[str]:
+        """What the model reads of a split: its texts, unless a subclass prepares them (e.g. prompts them with
+        their labels)."""
+        return list(split.sentences)
+
+    def probe_descriptions(self) -> tuple[str, str]:
+        """What the log calls the encoded texts and the probe."""
+        return f"{self.metadata.name} texts", f"{self.metadata.name} probe"
+
+    def evaluation_details(self, splits: dict[str, LabeledSentences], labels: list[str]) -> dict[str, Any]:
+        """The record's details before the probe's and the options: the evaluated texts per split, the labels."""
+        return {"texts": {name: len(split) for name, split in splits.items()}, "labels": labels}
+
     def evaluate(self, model: Any, ctx: Any) -> EvalResult:
         loaded, labels = self.probe_splits()
         splits = {
             name: split.subset(evaluation_sample(len(split), ctx.profile.max_eval_examples))
             for name, split in loaded.items()
         }
+        texts_description, description = self.probe_descriptions()
         probe = probe_on_texts(
             model,
-            {name: split.sentences for name, split in splits.items()},
+            {name: self.model_texts(split) for name, split in splits.items()},
             {name: [labels.index(label) for label in split.labels] for name, split in splits.items()},
             len(labels),
             variant=self.options["probe"],
             seed=ctx.seed,
             device=ctx.device,
             progress=ctx.progress,
-            texts_description=f"{self.metadata.name} texts",
-            description=f"{self.metadata.name} probe",
+            texts_description=texts_description,
+            description=description,
         )
         return EvalResult(
             scores=probe.scores(),
             examples=probe.examples(self.metadata.main_score),
             dataset_checksum=files_checksum(self.paths()),
-            details={
-                "texts": {name: len(split) for name, split in splits.items()},
-                "labels": labels,
-                "probe": probe.details(),
-                "options": self.options,
-            },
+            details={**self.evaluation_details(splits, labels), "probe": probe.details(), "options": self.options},
         )
