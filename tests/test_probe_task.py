@@ -156,3 +156,27 @@ def test_a_probe_task_runs_through_harness_run(toy_plugin, tmp_path):
     assert record["status"] == "ok" and record["main_score"] == record["scores"]["f1_macro"]
     assert record["dataset_checksum"] == toy_plugin.ToyTopics({"probe": "linear"}).check_data()
     assert record["details"]["labels"] == ["animals", "weather"]
+
+
+def test_a_probe_task_prepares_what_the_model_reads_and_its_details(toy_plugin):
+    read, details = [], []
+
+    class Prompted(toy_plugin.ToyTopics):
+        def model_texts(self, split):
+            texts = [f"{label}: {text}" for label, text in zip(split.labels, split.sentences)]
+            read.extend(texts)
+            return texts
+
+        def evaluation_details(self, splits, labels):
+            details.append({"sentences": {name: len(split) for name, split in splits.items()}, "topics": labels})
+            return details[-1]
+
+        def evaluate(self, model, ctx):
+            result = super().evaluate(model, ctx)
+            details.append(result.details)
+            return result
+
+    ht.check_task(Prompted, small_cut=None)
+    assert read and all(text.split(": ")[0] in TOPICS for text in read)
+    assert list(details[-1]) == ["sentences", "topics", "probe", "options"]
+    assert details[-1]["sentences"] == {"train": 6, "dev": 2, "test": 4}
