@@ -43,10 +43,10 @@ from harness.blocks import (
     DEFAULT_DELIMITER,
     PROBE_VARIANTS,
     ExampleScores,
+    ProbeTask,
     TopicPromptError,
     evaluation_sample,
     macro_f1,  # noqa: F401  (re-exported, the probe's metric)
-    probe_on_texts,
     prompted_texts,
     score_pairs,
 )
@@ -368,8 +368,8 @@ class InTopicTask(ArgumentSimilarityTask):
         return per_topic_split(pairs.topics, IN_TOPIC_SIZES[self.options["sizes"]], self.options["split_seed"])
 
 
-class TopicProbeTask(BWSTask):
-    """Frozen-encoder topic classification, macro-F1 on the test sentences."""
+class TopicProbeTask(BWSTask, ProbeTask):
+    """Frozen-encoder topic classification, macro-F1 on the test sentences (the probe protocol: ProbeTask)."""
 
     metadata = TaskMetadata(
         name="bws-topic",
@@ -392,6 +392,8 @@ class TopicProbeTask(BWSTask):
         ),
         **INPUT_OPTIONS,
     }
+    data_files = (FILE_NAME,)
+    label_order = TOPICS
 
     def labelled_sentences(self) -> tuple[list[str], list[str], int]:
         """Distinct sentences with their topic; sentences found under two topics are left out (counted)."""
@@ -437,40 +439,23 @@ class TopicProbeTask(BWSTask):
         splits, _ = self.split_sentences()
         return TrainingSplits(self.metadata.name, splits["train"], splits["dev"], files_checksum([self.path()]))
 
-    def evaluate(self, model, ctx) -> EvalResult:
-        splits, conflicting = self.split_sentences()
-        splits = {
-            name: split.subset(evaluation_sample(len(split), ctx.profile.max_eval_examples))
-            for name, split in splits.items()
-        }
-        texts = {name: split.sentences for name, split in splits.items()}
+    def read_splits(self, folder: Path) -> dict[str, LabeledSentences]:
+        return self.split_sentences()[0]
+
+    def model_texts(self, split: LabeledSentences) -> list[str]:
         if self.options["input"] == "prompted":
-            texts = {name: self.prompted(split.labels, split.sentences) for name, split in splits.items()}
-        # The thesis code keeps the last epoch; the thesis text's protocol the best dev epoch.
-        probe = probe_on_texts(
-            model,
-            texts,
-            {name: [TOPICS.index(label) for label in split.labels] for name, split in splits.items()},
-            len(TOPICS),
-            variant=self.options["probe"],
-            seed=ctx.seed,
-            device=ctx.device,
-            progress=ctx.progress,
-            texts_description=f"BWS sentences ({self.options['input']})",
-            description="topic probe",
-        )
-        return EvalResult(
-            scores=probe.scores(),
-            examples=probe.examples(self.metadata.main_score),
-            dataset_checksum=files_checksum([self.path()]),
-            details={
-                "sentences": {name: len(split) for name, split in splits.items()},
-                "sentences_with_conflicting_topics": conflicting,
-                "topics": topic_labels(TOPICS),
-                "probe": probe.details(),
-                "options": self.options,
-            },
-        )
+            return self.prompted(split.labels, split.sentences)
+        return list(split.sentences)
+
+    def probe_descriptions(self) -> tuple[str, str]:
+        return f"BWS sentences ({self.options['input']})", "topic probe"
+
+    def evaluation_details(self, splits: dict[str, LabeledSentences], labels: list[str]) -> dict:
+        return {
+            "sentences": {name: len(split) for name, split in splits.items()},
+            "sentences_with_conflicting_topics": self.labelled_sentences()[2],
+            "topics": topic_labels(TOPICS),
+        }
 
 
 TASKS: tuple[type[Task], ...] = (CrossTopicTask, InTopicTask, TopicProbeTask)

@@ -19,7 +19,7 @@ profiles); this package holds what a plugin is *built from*, in named groups:
   (torch-free);
 - :mod:`harness.blocks.retrieval`: BM25, top-k search, ranking and retrieval metrics, first stages (torch-free);
 - :mod:`harness.blocks.maxsim`: batched MaxSim for multi-vector models;
-- :mod:`harness.blocks.probe`: the frozen-encoder probe;
+- :mod:`harness.blocks.probe`: the frozen-encoder probe and the probe task base;
 - ``wordnet`` and ``distributed``: whole modules (WordNet synonyms; torchrun helpers).
 
 Every name is also offered here, as before the groups existed: ``from harness.blocks import InfoNCE`` and
@@ -224,7 +224,7 @@ _GROUPS: dict[str, tuple[str, ...]] = {
         "full_pool_multi_vector",
     ),
     "maxsim": ("MaxSimIndex", "maxsim_pairs", "maxsim_top_k"),
-    "probe": ("PROBE_VARIANTS", "cached_embeddings", "macro_f1", "probe_on_texts", "train_probe"),
+    "probe": ("PROBE_VARIANTS", "ProbeTask", "cached_embeddings", "macro_f1", "probe_on_texts", "train_probe"),
 }
 # whole modules offered as one name (a namespace of related helpers)
 _MODULES: dict[str, str] = {"wordnet": "harness.nn.wordnet", "distributed": "harness.distributed"}
