@@ -25,17 +25,19 @@ run: install
 	$(BIN)/harness run --models be,ce,cbe --tasks senteval,useb $$($(BIN)/python scripts/main-job-flags.py)
 
 # pytest-xdist (test extras) spreads the tests over the cores; each test file stays on one worker, so a file's
-# module fixtures (a Ray cluster, an installed example plugin) are built once. PYTEST_WORKERS=0 runs in one process.
-PYTEST_WORKERS ?= auto
-PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
-
+# module fixtures (a Ray cluster, an installed example plugin) are built once. The fast lane uses it by default.
+# The full lane runs in one process unless PYTEST_WORKERS is set (e.g. PYTEST_WORKERS=auto make test): under xdist
+# one test (tests/test_concurrent_store.py, two concurrent runs) once stored different training numbers than its
+# run alone, an order effect not yet explained, and CI must not depend on it.
+PYTEST_WORKERS ?= 0
+FAST_WORKERS ?= auto
 test: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
 test-fast: install
-	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_PARALLEL)
+	$(BIN)/python -m pytest -q -m "not slow" -n $(FAST_WORKERS) --dist loadfile
 
 # The committed tables in leaderboards/ from the committed records in published/ (`harness publish` adds records;
 # your own tables: harness leaderboard --results results, written to results/leaderboards/).
