@@ -290,7 +290,7 @@ def write_wordnet(folder, synsets):
 
 @pytest.fixture
 def tiny_wordnet(tmp_path, monkeypatch):
-    """A tiny WordNet for PaSeR's synonym replacement (its default since issue 22), so no test needs the system's
+    """A tiny WordNet for PaSeR's synonym replacement (on by default: PaSeR table 1's setting), so no test needs the system's
     WordNet database (`wordnet-base`), which a clean machine lacks."""
     folder = tmp_path / "wordnet"
     write_wordnet(

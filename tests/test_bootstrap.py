@@ -1,4 +1,4 @@
-"""Bootstrap intervals and paired significance over test examples (issue #25): coverage, null calibration,
+"""Bootstrap intervals and paired significance over test examples: coverage, null calibration,
 agreement with plain resampling loops, the store's side file, leaderboard marks and ``harness compare``."""
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ def test_side_file_leaderboard_marks_and_old_records(tmp_path):
             store.write(f"{model}-key", seed, "t2", *_record(model, seed, "t2", data))
     store.write("old-key", 1, "t1", *_record("old", 1, "t1", 50.0))  # stored before per-example data
     store.write("old-key", 2, "t1", *_record("old", 2, "t1", 51.0))
-    tables = collect_tables(store)  # old has only t1: a section of its own (issue 21)
+    tables = collect_tables(store)  # old has only t1: a section of its own
     for section in tables:
         attach_statistics(section)
     table = next(section for section in tables if any(row.label == "strong" for row in section.rows))

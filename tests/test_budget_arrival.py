@@ -1,4 +1,4 @@
-"""Budgets that always arrive (issue 21, point 1): every registered trainable built-in model, the objective
+"""Budgets that always arrive: every registered trainable built-in model, the objective
 combinations and a recipe with its inner models train with exactly the budget they were asked for (smoke profile,
 tiny backbone), the record says so, and a key a method cannot honour is refused at plan time."""
 
@@ -160,7 +160,7 @@ def test_a_budget_key_a_method_cannot_honour_is_refused_at_plan_time(registry, t
 
 
 def test_a_user_budget_wins_over_the_setup_budget_and_the_record_shows_both(registry, tiny_bert, tmp_path):
-    # Under quick the unsupervised setups ask for 40 steps; --set must still decide (issue 21: tsdae trained 40).
+    # Under quick the unsupervised setups ask for 40 steps; --set must still decide (tsdae trained 40).
     config = RunConfig(
         models=[ModelEntry("tsdae"), ModelEntry("nugget:layer=1")],
         tasks=["stsb"],

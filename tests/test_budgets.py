@@ -119,7 +119,7 @@ def test_runner_plans_entry_and_set_budgets_into_the_spec(registry, tmp_path):
 
 
 def test_training_precision_is_a_budget_key_outside_the_spec_identity(registry):
-    """Issue 41.1: `make run`'s ``--set precision=bf16`` trains the models the README's next commands (no --set)
+    """`make run`'s ``--set precision=bf16`` trains the models the README's next commands (no --set)
     find: precision is requested and recorded, but does not split a spec's identity."""
     quick = get_profile("quick")
     plain = resolve_model_spec(registry, "cbe", quick, None, "stsb")
@@ -161,7 +161,7 @@ def test_a_stored_record_answers_auto_and_its_own_precision_only(requested, appl
 
 
 def test_bf16_models_answer_a_run_without_set_and_an_explicit_fp32_retrains(tiny_bert, tmp_path):
-    """Issue 41.1 end to end: the main job's ``--set precision=bf16`` cells answer the same command without it (the
+    """End to end: the main job's ``--set precision=bf16`` cells answer the same command without it (the
     record says bf16 trained it); ``--set precision=fp32`` retrains rather than reusing a bf16 model."""
     import json
 

@@ -1,4 +1,4 @@
-"""Verdicts computed, not typed (issue #34): the rule of harness.leaderboard.claims, a matrix's claims judged on a
+"""Verdicts computed, not typed: the rule of harness.leaderboard.claims, a matrix's claims judged on a
 store's records (the reproduction page and the matrix page show the same verdicts), and the committed
 docs/reproduction.md against its inputs."""
 
@@ -201,7 +201,7 @@ def test_the_committed_reproduction_page_is_the_generated_one(registry):
 
 
 def test_rows_trained_under_an_older_default_are_marked(tmp_path, registry):
-    """Issue 34 point 4: a record whose spec now resolves to another model key (a default changed since it was
+    """A record whose spec now resolves to another model key (a default changed since it was
     trained) keeps its row, marked, with a note naming the current model."""
     from harness.leaderboard import STALE, stale_models, write_leaderboards
     from harness.profiles import get_profile

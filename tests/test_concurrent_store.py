@@ -1,4 +1,4 @@
-"""A store that many processes share (issue 12, point 2): locks with stale-lock recovery, checkpoints that concurrent
+"""A store that many processes share: locks with stale-lock recovery, checkpoints that concurrent
 builders and readers never see half-way, and two `harness run` processes on one store that train each model once
 and end with the records one run would write."""
 

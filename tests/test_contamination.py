@@ -1,4 +1,4 @@
-"""Measured train/test overlap (harness.contamination, issue 34): the bundled STS figures, what a trained cell's
+"""Measured train/test overlap (harness.contamination): the bundled STS figures, what a trained cell's
 record says, the unseen subset as its own cell, the leaderboard marks and the derivation for older records."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from harness.profiles import get_profile
 from harness.run.config import RunConfig
 from harness.run.driver import Run
 
-# Exact-match pairs of the bundled STS12-16 test sets also in STS-B train (issue 34), either order.
+# Exact-match pairs of the bundled STS12-16 test sets also in STS-B train, either order.
 ISSUE_FIGURES = {
     "sts12": (1002, 3108),
     "sts13": (597, 1500),

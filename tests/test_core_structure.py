@@ -1,4 +1,4 @@
-"""The core's structure (issue 23.5): no import loops inside harness/, and no registered model's or task's name as a
+"""The core's structure: no import loops inside harness/, and no registered model's or task's name as a
 string literal in harness/ (the core names no particular plugin; tests/test_layout.py checks its imports)."""
 
 from __future__ import annotations

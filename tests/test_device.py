@@ -1,4 +1,4 @@
-"""GPU readiness without a GPU (issue 12, point 4): device resolution honours CUDA_VISIBLE_DEVICES, mixed precision is
+"""GPU readiness without a GPU: device resolution honours CUDA_VISIBLE_DEVICES, mixed precision is
 chosen per device, training spreads over GPUs only for plain ``cuda``, and a Ray task's resources and device are
 what it asked for. torch's CUDA queries are faked where a test needs a GPU that this machine does not have; one test
 starts a Ray cluster that declares two (fake) GPUs and checks that each task is shown exactly its own."""

@@ -1,4 +1,4 @@
-"""The device contract of every registered model (issue 33.2): built for the ``meta`` device, trained under the smoke
+"""The device contract of every registered model: built for the ``meta`` device, trained under the smoke
 profile and evaluated, no tensor stays on the CPU (harness.testing.check_model_device); and training under CPU
 bfloat16 and float16 autocast, float16 with a real GradScaler, stays finite (harness.testing.check_model_precision).
 New built-in models join the parametrisation automatically."""

@@ -1,4 +1,4 @@
-"""DistributedDataParallel on the CPU (issue 33.3): two gloo processes launched by torchrun train a built-in model to
+"""DistributedDataParallel on the CPU: two gloo processes launched by torchrun train a built-in model to
 the same loss curve and the same outputs as one process at the same global batch, in-batch negatives included."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Executors (issue 12): the same matrix under `local` and under `ray` (a local cluster, 2 CPU workers) gives the same
+"""Executors: the same matrix under `local` and under `ray` (a local cluster, 2 CPU workers) gives the same
 records up to timings; a Ray worker killed mid-cell is retried and the matrix completes with the same records; a
 driver that dies is resumed from the store; bad input (Ray missing, an unreachable address, GPUs a cluster does not
 have) is one line before any cell runs.

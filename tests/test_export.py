@@ -95,9 +95,9 @@ def test_exported_be_loads_in_sentence_transformers_with_the_same_embeddings(tra
         "| seed | 42 |",
         "| senteval | stsb | spearman |",
         "| a sample of 200 |",
-    ):  # issue 21.3: a smoke score says it is a sample
+    ):  # a smoke score says it is a sample
         assert fact in card, fact
-    dev = next(line for line in card.splitlines() if "best dev score" in line)  # issue 21.3: one scale (x100)
+    dev = next(line for line in card.splitlines() if "best dev score" in line)  # one scale (x100)
     assert "x100" in dev and abs(float(dev.strip("|").split("|")[1])) <= 100.0
 
 

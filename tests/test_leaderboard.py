@@ -67,7 +67,7 @@ def test_write_is_reproducible_from_store(tmp_path):
     assert {p.suffix for p in first} == {".md", ".csv", ".tex", ".html"}
 
 
-# -- issue 21: labels, sections, samples, the paper table of a matrix ------------------------------------------------
+# -- labels, sections, samples, the paper table of a matrix ------------------------------------------------
 def _spec_record(key, label, seed, task, score, budget=None, profile="quick", sample=None, family="fam", name="m"):
     record = _record(name, seed, task, score, family=family)
     record["model"].update(label=label, profile=profile, hash=f"{key}-hash", **({"budget": budget} if budget else {}))
@@ -175,7 +175,7 @@ def test_a_declared_baseline_names_the_trained_rows_it_beats(tmp_path):
 
 
 def test_a_matrix_tests_the_papers_ordering_on_per_example_data(tmp_path, registry):
-    """Issue 25.3: the paper-table view says whether our difference between two rows has the paper's sign and is
+    """The paper-table view says whether our difference between two rows has the paper's sign and is
     significant (paired bootstrap on the records' per-example data), and 'no data' where records have none."""
     import numpy as np
 
@@ -196,7 +196,7 @@ def test_a_matrix_tests_the_papers_ordering_on_per_example_data(tmp_path, regist
             record["model_key"] = key
             record["examples"], side_file = example_side_file(data, data.value(), "test")
             store.write(key, seed, "stsb", record, examples=side_file)
-    # the reproduction page's rule (issue 34): equal paper numbers are a claimed tie; a size far from ours is
+    # the reproduction page's rule: equal paper numbers are a claimed tie; a size far from ours is
     # "same direction"
     for paper, verdict in (
         ("{Base: {stsb: 75.0}, CLS: {stsb: 75.0}}", "not reproduced (significant difference)"),

@@ -87,7 +87,7 @@ def test_reranking_runs_embedders_and_pair_scorers_other_tasks_refuse_pair_score
 
 def test_unreachable_mteb_data_is_a_missing_cell_with_mtebs_reason(tmp_path):
     result = run("run", "--models", "testing-embedder", "--tasks", "mteb:STS12", "--results", tmp_path)
-    assert result.exit_code == 1 and "error: no cell has its data" in result.stderr  # nothing ran (issue 41.4)
+    assert result.exit_code == 1 and "error: no cell has its data" in result.stderr  # nothing ran
     (record_path,) = tmp_path.glob("*/seed-42/mteb.sts12.json")
     record = json.loads(record_path.read_text())
     assert record["status"] == "missing"
@@ -111,7 +111,7 @@ def test_export_results_are_read_back_by_mtebs_result_loader(tmp_path, caplog):
     )
     assert result.exit_code == 0, result.stderr
     target = tmp_path / "mteb-results"
-    # Smoke records are computed on a 200-pair sample: refused in one line naming the override (issue 21.3).
+    # Smoke records are computed on a 200-pair sample: refused in one line naming the override.
     refused = ht.run_harness("export-results", "--format", "mteb", "--to", target, "--results", store, plugins=PLUGINS)
     assert refused.exit_code == 2 and "max_eval_examples=200" in refused.stderr
     assert "--include-samples" in refused.stderr and not target.exists()
@@ -124,7 +124,7 @@ def test_export_results_are_read_back_by_mtebs_result_loader(tmp_path, caplog):
     assert "needs sickr:split=all" in exported.stderr
     loaded = mteb.ResultCache(target).load_results(include_remote=False)
     # Every seed is a model of its own with a readable name (mteb's tables keep one revision per name); the
-    # revision is the spec hash (issue 41.6: seeds as revisions showed seed 42 only, under a hash name).
+    # revision is the spec hash (seeds as revisions showed seed 42 only, under a hash name).
     assert sorted(r.model_name for r in loaded.model_results) == [
         "harness/testing-embedder-seed-42",
         "harness/testing-embedder-seed-43",

@@ -1,4 +1,4 @@
-"""What a new user meets after `make run` (issue 41): honest exit codes, progress in logs, publish choosing among
+"""What a new user meets after `make run`: honest exit codes, progress in logs, publish choosing among
 variants, mistakes reported together."""
 
 from __future__ import annotations

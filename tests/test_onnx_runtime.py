@@ -471,7 +471,7 @@ def test_real_model_embeddings_equal_torch(minilm_path, tmp_path):
 
 
 def test_each_runtime_keeps_its_own_cells(tiny_bert, tmp_path):
-    """The reuse rule (README --runtime, docs/fidelity.md "ONNX Runtime"; issue 40.4): the runtime is part of a
+    """The reuse rule (README --runtime, docs/fidelity.md "ONNX Runtime"): the runtime is part of a
     cell's key. A torch record never answers an onnx run nor the other way round; torch's record keeps its name
     (``stsb.json``: published keys stay), onnx's sits beside it (``stsb@onnx.json``)."""
     results = tmp_path / "store"
@@ -488,7 +488,7 @@ def test_each_runtime_keeps_its_own_cells(tiny_bert, tmp_path):
         assert "0 cells computed, 1 from the store" in reused.stdout and _records(results) == [stored, onnx_record]
 
 
-# -- the real model on the real tasks (issue 24: equal to torch to 0.01 on every SentEval member, TwitterPara, BWS) --
+# -- the real model on the real tasks (equal to torch to 0.01 on every SentEval member, TwitterPara, BWS) --
 SENTEVAL_TWITTER_BWS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr", "twitterpara", "bws-cross-topic")
 # The published torch records of the untrained be on all-MiniLM-L6-v2 (quick profile, seed 42): real earlier runs.
 PUBLISHED_BE = Path(__file__).resolve().parent.parent / "published" / "be-1bb093b549d5" / "seed-42"

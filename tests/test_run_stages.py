@@ -1,4 +1,4 @@
-"""The run stages (issue 23, point 1): a config that checks its own values, a frozen plan whose cells carry their
+"""The run stages: a config that checks its own values, a frozen plan whose cells carry their
 status, executors that get ``run(plan, worker)`` and a driver that alone writes records."""
 
 from __future__ import annotations

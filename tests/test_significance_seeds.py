@@ -1,4 +1,4 @@
-"""Two units of inference (issue #34): the across-runs test keeps its false-positive rate near the nominal 5% when
+"""Two units of inference: the across-runs test keeps its false-positive rate near the nominal 5% when
 two methods are equal in expectation but each training run (seed) shifts a model's score, where the example-only
 paired bootstrap, conditional on the runs, does not; the rule for too few seeds; marks and paper verdicts."""
 

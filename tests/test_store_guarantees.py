@@ -1,6 +1,6 @@
-"""What the store guarantees (README "What the store guarantees"), one group of tests per defect of issue 9:
+"""What the store guarantees (README "What the store guarantees"), one group of tests per guarantee:
 broken results are failures, stale data and damaged files are recomputed, bad input is refused before computing;
-and (the "issue 26" section at the end) one per point of issue 26: backbone contents, checkpoint identity, cache
+and (the sections at the end) one per later guarantee: backbone contents, checkpoint identity, cache
 entries, numeric ranges, one-line machine errors, smaller ones, and what the record checksum is for.
 
 Most tests run the runner on a toy task (pairs in a CSV under a data dir) with toy embedders, which takes
@@ -576,7 +576,7 @@ def test_leaderboard_reports_invalid_records(run_cli, tmp_path):
     code, out, err = run_cli(
         "leaderboard", "--results", tmp_path / "results", "--output", tmp_path / "boards", "--include-samples"
     )  # toy_run's records are smoke-profile samples
-    assert code == 1  # issue 26.4: a damaged record is an error, not a warning
+    assert code == 1  # a damaged record is an error, not a warning
     assert f"invalid record {damaged}: not UTF-8 text" in err and "1 invalid record(s)" in err
     assert err.count(str(damaged)) == 1  # one line naming the file
     assert (tmp_path / "boards" / "toy.md").is_file()
@@ -595,7 +595,7 @@ def test_a_crafted_family_cannot_write_outside_the_output_folder(tmp_path):
     store = Store(tmp_path / "results")
     written = write_leaderboards(store, tmp_path / "out" / "boards")
     assert "task.family '../../escaped'" in store.skipped[0][1]
-    # The refused record is shown as invalid in its cell (issue 26.4), inside the output folder only.
+    # The refused record is shown as invalid in its cell, inside the output folder only.
     assert all(p.parent == tmp_path / "out" / "boards" for p in written)
     assert not list(tmp_path.rglob("escaped*"))
     with pytest.raises(StoreError, match="outside"):
@@ -755,7 +755,7 @@ def test_publish_refuses_a_record_whose_data_changed(tmp_path):
         )
 
 
-# == issue 26 (helper i26-store): what the current inputs would not produce is never served ===========================
+# == what the current inputs would not produce is never served ===========================
 # -- 26.1 a local --backbone is identified by its files ------------------------------------------------------------------
 def test_a_local_backbone_replaced_by_another_model_is_recomputed(run_cli, tmp_path, tiny_bert, tiny_roberta):
     backbone, results = tmp_path / "my", tmp_path / "results"
@@ -787,7 +787,7 @@ def test_backbone_checksums_are_cached_by_size_and_mtime(tmp_path, tiny_bert, mo
     assert fingerprint.folder_fingerprint(backbone, cache) != first and [p.name for p in hashed] == ["config.json"]
 
 
-DEFAULTS_CHANGED_BY_DESIGN = {"paser": "paser:top_k=1,synonyms=0"}  # PaSeR table 1's default since issue 22
+DEFAULTS_CHANGED_BY_DESIGN = {"paser": "paser:top_k=1,synonyms=0"}  # PaSeR table 1's setting became the default
 
 
 def test_published_records_keep_their_keys(registry):
@@ -800,7 +800,7 @@ def test_published_records_keep_their_keys(registry):
     assert records
     for record in records:
         model = record["model"]
-        # A default changed to the paper's headline setting (issue 22): the old label now names another spec, and
+        # A default changed to the paper's headline setting: the old label now names another spec, and
         # the old model is named explicitly.
         spec = resolve_model_spec(
             registry,
@@ -819,13 +819,13 @@ def test_published_records_keep_their_keys(registry):
                 model["train_on"],
                 model.get("budget") or {},
             )
-            # the old default under its explicit name; a later default (PaSeR's synonym_views, issue 34) keeps the
+            # the old default under its explicit name; a later default (PaSeR's synonym_views) keeps the
             # label's own spec, checked below
             spec = renamed if renamed.key == record["model_key"] else spec
         assert spec.backbone_content is None, model["label"]
         plugin = registry.spec_plugin(spec.name)
         # An option whose default changed meaning for some settings (Option.hash_when, e.g. augsbert's mlm_masking
-        # for the topic recipes, issue 22) gives those specs new keys by design; every other spec keeps its key.
+        # for the topic recipes) gives those specs new keys by design; every other spec keeps its key.
         changed = [
             key
             for key, option in plugin.options.items()
@@ -889,7 +889,7 @@ def test_edited_or_damaged_teacher_scores_are_recomputed_not_used(tmp_path, capl
 
 def test_the_mlm_cache_of_a_local_backbone_folder_is_named_by_its_files_not_its_path(tmp_path, tiny_bert):
     """Replacing the files of ``--backbone ./my`` gives the recipe another domain-adapted MLM copy, not the one trained
-    from the old weights (issue 26.1 for the recipe's cache)."""
+    from the old weights (the same rule for the recipe's cache)."""
     from harness.plugins.augmented_sbert import mlm_directory
     from harness.profiles import get_profile
     from harness.spec import backbone_content
@@ -974,7 +974,7 @@ def _trained_be(run_cli, tmp_path, tiny_bert, *extra):
     return results, common
 
 
-# OSError(EROFS): what a read-only mount answers (issue 40.15: it is not a PermissionError)
+# OSError(EROFS): what a read-only mount answers (it is not a PermissionError)
 @pytest.mark.parametrize("refusal", [PermissionError, OSError], ids=["permission", "read-only-mount"])
 def test_export_from_a_store_it_cannot_write_loads_the_checkpoint(run_cli, tmp_path, tiny_bert, monkeypatch, refusal):
     import errno
@@ -1278,7 +1278,7 @@ def test_a_store_key_signs_records_and_a_resealed_edit_is_refused_by_leaderboard
     assert outcome.status == "ok" and outcome.main_score == pytest.approx(computed.main_score)
 
 
-# == issue 26.4 (helper i21-outputs): one damaged record never silently changes a leaderboard's ranking =================
+# == one damaged record never silently changes a leaderboard's ranking =================
 def test_a_damaged_record_is_shown_invalid_not_ranked_and_the_leaderboard_exits_non_zero(run_cli, tmp_path):
     from harness.leaderboard import collect_tables
 
@@ -1297,10 +1297,10 @@ def test_a_damaged_record_is_shown_invalid_not_ranked_and_the_leaderboard_exits_
     assert "| invalid " in markdown and "`invalid` = the record does not verify" in markdown
 
 
-# == end of issue 26.4 ==================================================================================================
+# == end of: a damaged record ==================================================================================================
 
 
-# == issue 21.3 (helper i21-outputs): records computed on an evaluation sample are never published =====================
+# == records computed on an evaluation sample are never published =====================
 def test_publish_refuses_records_computed_on_a_sample(tmp_path):
     from harness.publish import PublishError, Selection, publish
 
@@ -1327,7 +1327,7 @@ def test_a_failed_cell_shows_failed_in_the_run_summary_not_a_dash(tmp_path):
     assert [row[1] for row in rows][0] == "failed" and rows[1][1] not in ("failed", "-")  # "-" means not run
 
 
-# == end of issue 21.3 ==================================================================================================
+# == end of: sample records ==================================================================================================
 
 
 def test_run_summary_says_how_long_the_whole_run_took():
@@ -1337,7 +1337,7 @@ def test_run_summary_says_how_long_the_whole_run_took():
 
 
 # ======================================================================================================================
-# Issue 40 (wrong scores, identities and cache entries): NaN vectors, path options, cache entries tied to what they
+# Wrong scores, identities and cache entries: NaN vectors, path options, cache entries tied to what they
 # were made from, the runtime in a cell's key, NaN gold data, batch-probe verdicts, backbone checksums, --set twice.
 # ======================================================================================================================
 class NaNRowEmbedder(WordHashEmbedder):
@@ -1686,8 +1686,8 @@ def test_40_3_a_cache_folder_copied_over_another_is_built_again(tmp_path, caplog
     assert not (second / "seed-42").exists() and json.loads((second / "MADE_FROM.json").read_text()) == {"pairs": "b"}
 
 
-# == issue 40 (helper safe-files): files — one safe open, outputs inside their folder, OS errors in one line ===========
-# Points 5-8, 10, 11, 13-17 of issue 40. Every file the store reads or locks goes through harness.files.open_store_file
+# == files — one safe open, outputs inside their folder, OS errors in one line ===========
+# Every file the store reads or locks goes through harness.files.open_store_file
 # (regular files whose real path lies inside the store; a lock never created or truncated through a link); every
 # output name built from data through harness.files.path_inside.
 def _finishes(function, seconds: float = 30.0):
@@ -2156,4 +2156,4 @@ def test_export_results_writes_each_file_atomically(run_cli, tmp_path, monkeypat
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before  # nothing half-written, no leftovers
 
 
-# == end of issue 40 (helper safe-files) ================================================================================
+# == end of: files =========================================================================================

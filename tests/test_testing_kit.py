@@ -14,7 +14,7 @@ import harness.testing as ht
 # -- the built-ins keep the contract -------------------------------------------------------------------------------
 def test_bi_encoder_keeps_the_model_contract(tiny_bert):
     report = ht.check_model("be", backbone=tiny_bert)
-    assert set(report.capabilities) >= {"embedder", "trainable"}  # be is also a span encoder (issue 11 baselines)
+    assert set(report.capabilities) >= {"embedder", "trainable"}  # be is also a span encoder (the span baselines)
     assert report.dimension == 32  # the tiny BERT's width
     assert "model.safetensors" in report.checkpoint_files
     assert report.training_report["steps"] >= 1  # fit returned its report

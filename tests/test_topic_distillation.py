@@ -373,7 +373,7 @@ def test_the_classifier_runs_as_a_trained_model(tiny_bert, tmp_path):
     assert len(list((tmp_path / "results" / "checkpoints").glob("classifier-*/seed-42"))) == 2
 
 
-# -- issue 22: the topic MLM's masking -------------------------------------------------------------------------------
+# -- the topic MLM's masking -------------------------------------------------------------------------------
 def test_thesis_code_masking_uses_only_the_mask_token():
     import torch
 

@@ -1,4 +1,4 @@
-"""Unsupervised objectives (issue 10): tsdae against sentence-transformers' DenoisingAutoEncoderLoss/Dataset, simcse
+"""Unsupervised objectives: tsdae against sentence-transformers' DenoisingAutoEncoderLoss/Dataset, simcse
 against MultipleNegativesRankingLoss, the NM stop-gradient, bad input, and --train-on self."""
 
 from __future__ import annotations
@@ -373,7 +373,7 @@ def test_train_on_self_trains_one_model_per_task(registry, tmp_path, tiny_bert):
     assert [o.status for o in again] == ["cached", "cached"]
 
 
-# -- issue 22: SimCSE's MLP head and checkpoint selection on dev pairs, the transductive STS source ----------------
+# -- SimCSE's MLP head and checkpoint selection on dev pairs, the transductive STS source ----------------
 def test_simcse_mlp_head_and_step_selection(tiny_bert, registry, tmp_path):
     from harness.data import ScoredPairs
 

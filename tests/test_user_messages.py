@@ -1,4 +1,4 @@
-"""What a user sees when something is wrong (issue 21, point 5): one line each, in seconds."""
+"""What a user sees when something is wrong: one line each, in seconds."""
 
 from __future__ import annotations
 
