@@ -247,18 +247,8 @@ def check_model_device(
         except ContractCheckError:
             raise
         except Exception as exc:
-            # With violations, they are the cause (a stray tensor usually makes a later step fail): reported below.
-            if not tracer.violations:
-                raise ContractCheckError(
-                    f"{owner} breaks the device contract:\n- {step} on the meta device raised "
-                    f"{_describe_exception(exc)}"
-                ) from exc
-    if tracer.violations:
-        raise ContractCheckError(
-            f"{owner} breaks the device contract (built for device {DEVICE!r}, a tensor stayed "
-            "on the CPU; on a GPU this is 'Expected all tensors to be on the same device'):\n"
-            + "\n".join(f"- {v.describe()}" for v in tracer.violations[:10])
-        )
+            _raise_step_failure(owner, step, exc, tracer)
+    _raise_violations(owner, tracer)
     return report
 
 
@@ -419,15 +409,24 @@ def check_recipe_device(
         except ContractCheckError:
             raise
         except Exception as exc:
-            if not tracer.violations:
-                raise ContractCheckError(
-                    f"{owner} breaks the device contract:\n- {step} on the meta device raised "
-                    f"{_describe_exception(exc)}"
-                ) from exc
+            _raise_step_failure(owner, step, exc, tracer)
+    _raise_violations(owner, tracer)
+    return report
+
+
+def _raise_step_failure(owner: str, step: str, exc: Exception, tracer: DeviceTracer) -> None:
+    """A step that raised on the meta device; with violations, they are the cause (a stray tensor usually makes a
+    later step fail) and :func:`_raise_violations` reports them instead."""
+    if not tracer.violations:
+        raise ContractCheckError(
+            f"{owner} breaks the device contract:\n- {step} on the meta device raised {_describe_exception(exc)}"
+        ) from exc
+
+
+def _raise_violations(owner: str, tracer: DeviceTracer) -> None:
     if tracer.violations:
         raise ContractCheckError(
             f"{owner} breaks the device contract (built for device {DEVICE!r}, a tensor stayed "
             "on the CPU; on a GPU this is 'Expected all tensors to be on the same device'):\n"
             + "\n".join(f"- {v.describe()}" for v in tracer.violations[:10])
         )
-    return report
