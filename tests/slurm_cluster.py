@@ -65,7 +65,9 @@ def _free_port() -> int:
 
 def why_not() -> str | None:
     """Why a cluster cannot start on this machine (None: it can try)."""
-    missing = [name for name in DAEMONS + CLIENTS if shutil.which(name) is None and not Path(f"/usr/sbin/{name}").exists()]
+    missing = [
+        name for name in DAEMONS + CLIENTS if shutil.which(name) is None and not Path(f"/usr/sbin/{name}").exists()
+    ]
     if missing:
         return f"SLURM is not installed ({', '.join(missing)} missing; apt-get install slurm-wlm munge)"
     if os.geteuid() != 0:

@@ -624,7 +624,7 @@ class _Follow:
     def _say_queue(self) -> None:
         counts: dict[str, int] = {}
         for tracked in self.tracked:
-            word = "finished" if tracked.settled else tracked.state.lower() or "pending"
+            word = (tracked.state or "pending").lower()
             counts[word] = counts.get(word, 0) + 1
         line = ", ".join(f"{count} {word}" for word, count in sorted(counts.items()))
         if line != self._said:
@@ -753,14 +753,6 @@ def run_job_file(path: Path, registry: Any) -> int:
 
         torch.set_num_threads(int(cpus))  # PyTorch threads follow the CPUs SLURM gave the task
     config = config_from_payload(payload["config"])
-    logger.info(
-        "SLURM job %s_%s on %s (pid %d): %s",
-        os.environ.get("SLURM_ARRAY_JOB_ID", "?"),
-        os.environ.get("SLURM_ARRAY_TASK_ID", "?"),
-        socket.gethostname(),
-        os.getpid(),
-        payload.get("label"),
-    )
     run = Run(registry, config)
     executor = LocalExecutor()
     plan = replace(run.plan(executor), data_dir_text=payload.get("data_dir_text"))
@@ -772,6 +764,16 @@ def run_job_file(path: Path, registry: Any) -> int:
         if cell.status == CellStatus.PENDING
         and (cell.spec.key, cell.seed, trained_spec(cell.spec, cell.task).key) == wanted
         and cell.task.key in task_keys
+    )
+    logger.info(
+        "SLURM job %s_%s on %s (pid %d): %s, %d of its %d cell(s) to compute (the others are stored)",
+        os.environ.get("SLURM_ARRAY_JOB_ID", "?"),
+        os.environ.get("SLURM_ARRAY_TASK_ID", "?"),
+        socket.gethostname(),
+        os.getpid(),
+        payload.get("label"),
+        len(cells),
+        len(task_keys),
     )
     computed = run.run(executor, replace(plan, cells=cells)) if cells else []
     atomic_write_json(
