@@ -12,6 +12,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -379,3 +380,32 @@ def test_an_array_cancelled_with_scancel_is_reported(slurm, tmp_path, tiny_bert)
     assert "were cancelled (scancel): 4 cell(s) not computed" in err
     assert f"failed: be seed 42 stsb, be seed 42 sickr: SLURM job {array}_0 was cancelled (scancel)" in err
     transcript("scancel", f"$ harness run ... --executor slurm   (scancel {array} after it submitted)\n{out}{err}")
+
+
+def test_validate_says_when_the_probe_job_does_not_see_the_store(tmp_path, tiny_bert, capsys, monkeypatch):
+    """The probe job runs (here: a fake sbatch that runs nothing) but leaves no answer in the store: one line."""
+    env = fake_slurm(tmp_path / "bin", "COMPLETED")
+    monkeypatch.setenv("PATH", env["PATH"])
+    code = main(
+        ["validate", "--models", "be", "--tasks", "stsb", "--profile", "smoke", "--backbone", tiny_bert]
+        + ["--results", str(tmp_path / "store"), "--executor", "slurm", "--slurm-partition", "gpu"]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "the probe job ran but did not see the result store" in err and "every node mounts" in err
+    call = (tmp_path / "bin" / "sbatch.calls").read_text()
+    assert "--wait" in call
+    assert not list((tmp_path / "store" / "slurm" / "probes").glob("*.marker"))  # the probe cleans up
+
+
+@pytest.mark.slow
+def test_validate_probes_the_store_through_a_real_slurm_job(slurm, tmp_path, tiny_bert, capsys, monkeypatch):
+    monkeypatch.setenv("SLURM_CONF", slurm.env["SLURM_CONF"])
+    code = main(
+        ["validate", "--models", "be", "--tasks", "stsb", "--profile", "smoke", "--backbone", tiny_bert]
+        + ["--results", str(tmp_path / "store"), "--executor", "slurm", "--slurm-cpus", "1"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert f"slurm: sbatch answers and node {socket.gethostname()} {(tmp_path / 'store').resolve()}" in out
+    transcript("validate", "$ harness validate ... --executor slurm --slurm-cpus 1\n" + out)

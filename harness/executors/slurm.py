@@ -198,6 +198,16 @@ class SlurmClient:
             raise SlurmError(f"sbatch refused the job ({_first_line(done.stderr or done.stdout)}); check --slurm-*.")
         return done.stdout.strip().split(";")[0]
 
+    def run_waiting(self, script: Path) -> subprocess.CompletedProcess:
+        """Submit ``script`` and wait until its job ends (``sbatch --wait``)."""
+        try:
+            return self._run(["sbatch", "--parsable", "--wait", str(script)], timeout=PROBE_TIMEOUT_SECONDS)
+        except SlurmError:
+            raise SlurmError(
+                f"the probe job {script} did not end within {PROBE_TIMEOUT_SECONDS:g} s (a busy queue?); run "
+                "harness validate again when the partition has room, or check --slurm-partition."
+            ) from None
+
     def queued(self, array_ids: list[str]) -> dict[str, str]:
         """The tasks of these arrays still in the queue: ``"<array>_<index>"`` -> state (PENDING, RUNNING...)."""
         if not array_ids:
@@ -401,7 +411,7 @@ class SlurmExecutor:
             "    print('the store is not visible here', file=sys.stderr)\n"
         )
         script = folder / f"{name}.sbatch"
-        directives = [f"--job-name=harness-{name}", f"--output={folder / (name + '.log')}", "--wait"]
+        directives = [f"--job-name=harness-{name}", f"--output={folder / (name + '.log')}"]
         directives += [line for line in self.options.directives() if not line.startswith("--time")]
         directives.append("--time=5")
         script.write_text(
@@ -412,7 +422,7 @@ class SlurmExecutor:
         )
         log(f"submitted a probe job to check that SLURM's nodes see {store_root.resolve()} (waiting for it)")
         try:
-            done = self.client._run(["sbatch", "--parsable", str(script)], timeout=PROBE_TIMEOUT_SECONDS)
+            done = self.client.run_waiting(script)
             if done.returncode != 0 and not answer.exists():
                 raise SlurmError(
                     f"the probe job did not run ({_first_line(done.stderr or done.stdout)}); its log is "
