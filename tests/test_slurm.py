@@ -407,5 +407,7 @@ def test_validate_probes_the_store_through_a_real_slurm_job(slurm, tmp_path, tin
     )
     out = capsys.readouterr().out
     assert code == 0, out
-    assert f"slurm: sbatch answers and node {socket.gethostname()} {(tmp_path / 'store').resolve()}" in out
+    assert (
+        f"slurm: sbatch answers and node {socket.gethostname()} sees the store {(tmp_path / 'store').resolve()}" in out
+    )
     transcript("validate", "$ harness validate ... --executor slurm --slurm-cpus 1\n" + out)
