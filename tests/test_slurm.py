@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -124,14 +125,21 @@ def test_the_directives_carry_every_option():
     ]
 
 
-def fake_slurm(folder: Path, final_state: str) -> dict[str, str]:
-    """sbatch, squeue and sacct as shell scripts: sbatch counts its calls and runs nothing, squeue says the queue is
-    empty, sacct says every task ended as ``final_state``."""
+def fake_slurm(folder: Path, final_state: str, log_line: str = "") -> dict[str, str]:
+    """sbatch, squeue and sacct as shell scripts: sbatch counts its calls and runs nothing (but writes ``log_line``
+    into each task's log when given), squeue says the queue is empty, sacct says every task ended as
+    ``final_state``."""
     folder.mkdir()
+    write_logs = (
+        'logs=$(dirname "$3")/logs; for i in 0 1; do printf "starting\\n%s\\n\\n" '
+        f'{shlex.quote(log_line)} > "$logs/$id"_$i.log; done\n'
+        if log_line
+        else ""
+    )
     scripts = {
         "sbatch": 'if [ "$1" = --version ]; then echo "slurm 22.05.8"; exit 0; fi\n'
         f'echo "$@" >> {folder}/sbatch.calls\n'
-        f"wc -l < {folder}/sbatch.calls | tr -d ' '\n",
+        f"id=$(wc -l < {folder}/sbatch.calls | tr -d ' ')\n" + write_logs + "echo $id\n",
         "squeue": "exit 0\n",
         "sacct": 'echo "${5}|' + final_state + '|1:0"\n',
         "scontrol": "exit 1\n",
@@ -153,6 +161,15 @@ def test_a_task_that_keeps_failing_is_submitted_again_up_to_the_limit_then_one_l
     be = next(o.message for o in outcomes if o.spec.name == "be")
     assert be.startswith("SLURM job 3_0 failed 3 time(s) (1_0 FAILED, exit code 1:0; 2_0 FAILED")
     assert "(does the node see the store? harness validate --executor slurm checks)" in be
+
+
+def test_the_failure_line_quotes_the_last_line_of_the_tasks_log(tmp_path, tiny_bert):
+    env = fake_slurm(tmp_path / "bin", "FAILED", log_line="error: no data dir /scratch/data on this node")
+    executor = SlurmExecutor(SlurmOptions(retries=0), SlurmClient(env), poll_seconds=0.01)
+    outcomes = run_with(executor, tmp_path / "store", tiny_bert)
+    message = next(o.message for o in outcomes if o.spec.name == "ce")
+    assert message.startswith("SLURM job 1_1 failed 1 time(s) (1_1 FAILED, exit code 1:0); its log: ")
+    assert message.endswith("/submit-0/logs/1_1.log (last line: error: no data dir /scratch/data on this node)")
 
 
 def test_a_cancelled_array_is_reported_not_resubmitted(tmp_path, tiny_bert, caplog):

@@ -66,6 +66,9 @@ POLL_SECONDS = 3.0
 COMMAND_TIMEOUT_SECONDS = 60.0
 PROBE_TIMEOUT_SECONDS = 600.0
 DEFAULT_RETRIES = 2
+QUEUE_PATIENCE_SECONDS = 300.0  # how long squeue may keep failing before the driver stops (the array runs on)
+# A task that left the queue COMPLETED before its done file shows (a shared filesystem's attribute cache): waited for.
+DONE_FILE_GRACE_SECONDS = 60.0
 # squeue states of a task still queued or running (it may yet finish).
 LIVE_STATES = {
     "PENDING",
@@ -320,6 +323,7 @@ class _Tracked:
     state: str = ""
     settled: bool = False
     failures: list[str] = field(default_factory=list)
+    completed_at: float = 0.0  # when SLURM first said COMPLETED while its done file was not there
 
 
 class SlurmExecutor:
@@ -378,7 +382,7 @@ class SlurmExecutor:
         folder = worker.store_root.resolve() / SLURM / run_id(config_data)
         folder.mkdir(parents=True, exist_ok=True)
         self.run_folder = folder
-        lock = StoreLock(folder / "driver.lock", "following this SLURM run", root=worker.store_root)
+        lock = StoreLock(folder / "driver.lock", "following this SLURM run", root=worker.store_root.resolve())
         if not lock.acquire(blocking=False):
             raise SlurmError(
                 f"another harness driver follows this run's SLURM jobs ({lock.holder()}); wait for it to finish, "
@@ -467,6 +471,7 @@ class _Follow:
         self.state = self._load_state()
         self.outcomes: list[Cell] = []
         self._said = ""
+        self._queue_errors = 0
 
     def _load_state(self) -> dict[str, Any]:
         try:
@@ -541,7 +546,7 @@ class _Follow:
         array_id = self.client.submit(script, array)
         self.executor.submitted.append(array_id)
         for index, tracked in enumerate(batch):
-            tracked.task, tracked.state = f"{array_id}_{index}", "PENDING"
+            tracked.task, tracked.state, tracked.completed_at = f"{array_id}_{index}", "PENDING", 0.0
             tracked.log = folder / "logs" / f"{array_id}_{index}.log"
             tracked.attempts += 1
             self.state["jobs"][tracked.key] = {
@@ -592,7 +597,15 @@ class _Follow:
     # -- following -----------------------------------------------------------------------------------------------------
     def _poll(self, progress: CellProgress) -> None:
         running = [t for t in self.tracked if not t.settled]
-        queued = self.client.queued(sorted({t.task.split("_")[0] for t in running if t.task}))
+        try:
+            queued = self.client.queued(sorted({t.task.split("_")[0] for t in running if t.task}))
+        except SlurmError as exc:  # a busy or restarting slurmctld: ask again at the next poll, for a while
+            self._queue_errors += 1
+            if self._queue_errors * self.executor.poll_seconds > QUEUE_PATIENCE_SECONDS:
+                raise
+            logger.warning("%s; asking again in %g s", exc, self.executor.poll_seconds)
+            return
+        self._queue_errors = 0
         retry = []
         for tracked in running:
             assert tracked.task is not None and tracked.job_file is not None
@@ -612,6 +625,9 @@ class _Follow:
             return False
         ended = self.client.final_state(tracked.task)
         if ended.state == "COMPLETED":
+            tracked.completed_at = tracked.completed_at or time.monotonic()
+            if time.monotonic() - tracked.completed_at < DONE_FILE_GRACE_SECONDS:
+                return False  # its done file may not be visible here yet
             ended = TaskState("COMPLETED without finishing its job", ended.exit_code)
         tracked.failures.append(f"{tracked.task} {ended.text()}")
         if ended.state.startswith(CANCELLED):
@@ -697,11 +713,12 @@ class _Follow:
                     "command again to submit it"
                 )
             elif tracked.state == "FAILED":
+                last = last_line(tracked.log)
                 log_text = (
-                    f"its log: {tracked.log}"
-                    if tracked.log is not None and tracked.log.exists()
-                    else f"it left no log at {tracked.log} (does the node see the store? harness validate "
+                    f"it left no log at {tracked.log} (does the node see the store? harness validate "
                     "--executor slurm checks)"
+                    if last is None
+                    else f"its log: {tracked.log}" + (f" (last line: {last})" if last else "")
                 )
                 message = (
                     f"SLURM job {tracked.task} failed {len(tracked.failures)} time(s) ({'; '.join(tracked.failures)}); "
@@ -714,6 +731,19 @@ class _Follow:
                 self.outcomes.append(
                     Cell(tracked.job.spec, tracked.job.seed, task_spec, status=CellStatus.FAILED, message=message)
                 )
+
+
+def last_line(log: Path | None, tail_bytes: int = 4096) -> str | None:
+    """The last non-empty line of a task's log (None: no log), to say why it failed in the run's one line."""
+    if log is None:
+        return None
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(max(0, handle.seek(0, os.SEEK_END) - tail_bytes))
+            lines = [line.strip() for line in handle.read().decode("utf-8", "replace").splitlines() if line.strip()]
+    except OSError:
+        return None
+    return lines[-1][:300] if lines else ""
 
 
 def done_path(job_file: Path | None) -> Path:
