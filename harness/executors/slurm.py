@@ -251,7 +251,8 @@ def _first_line(text: str) -> str:
 
 # -- plain-data job files ----------------------------------------------------------------------------------------------
 def config_payload(config: RunConfig) -> dict[str, Any]:
-    """A run config as plain JSON data (paths as text, model entries as mappings)."""
+    """A run config as plain JSON data (paths as text, model entries as mappings); a field that is not plain data is
+    one line here, in the driver, before anything is submitted."""
     payload: dict[str, Any] = {}
     for item in fields(config):
         value = getattr(config, item.name)
@@ -261,8 +262,14 @@ def config_payload(config: RunConfig) -> dict[str, Any]:
             value = str(value)
         elif isinstance(value, tuple):
             value = list(value)
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            raise SlurmError(
+                f"the run setting {item.name}={value!r} cannot be written into a SLURM job file (plain JSON "
+                "only); run this config with --executor local or ray."
+            ) from None
         payload[item.name] = value
-    json.dumps(payload)  # a field that is not plain data fails here, in the driver, before anything is submitted
     return payload
 
 
@@ -279,9 +286,9 @@ def config_from_payload(payload: dict[str, Any]) -> RunConfig:
     values["models"] = [
         ModelEntry(**{**entry, "own_budget_keys": _tupled(entry.get("own_budget_keys"))}) for entry in values["models"]
     ]
-    values["results_dir"] = Path(values["results_dir"])
-    if values.get("data_dir") is not None:
-        values["data_dir"] = Path(values["data_dir"])
+    for item in fields(RunConfig):  # the fields typed Path (results_dir, data_dir) get their Path back
+        if "Path" in str(item.type) and values.get(item.name) is not None:
+            values[item.name] = Path(values[item.name])
     known = {item.name for item in fields(RunConfig)}
     unknown = sorted(set(values) - known)
     if unknown:
