@@ -498,8 +498,8 @@ class _Follow:
     def run(self) -> list[Cell]:
         worker = self.worker
         total = sum(len(t.job.tasks) for t in self.tracked)
-        self._reattach()
         worker.log(f"  SLURM: {total} cells of {len(self.tracked)} job(s); job files, logs and state in {self.folder}")
+        self._reattach()
         with CellProgress(worker.log, total, worker.progress) as progress:
             try:
                 self._submit([t for t in self.tracked if t.task is None])
