@@ -428,3 +428,12 @@ def test_validate_probes_the_store_through_a_real_slurm_job(slurm, tmp_path, tin
         f"slurm: sbatch answers and node {socket.gethostname()} sees the store {(tmp_path / 'store').resolve()}" in out
     )
     transcript("validate", "$ harness validate ... --executor slurm --slurm-cpus 1\n" + out)
+
+
+def test_an_array_task_uses_the_cpus_slurm_gave_it(monkeypatch):
+    from harness.executors.slurm import task_threads
+
+    monkeypatch.setenv("SLURM_CPUS_PER_TASK", "3")
+    assert task_threads() == 3
+    monkeypatch.delenv("SLURM_CPUS_PER_TASK")
+    assert task_threads() == len(os.sched_getaffinity(0))

@@ -776,6 +776,15 @@ def read_job_file(path: Path) -> dict[str, Any]:
     return payload
 
 
+def task_threads() -> int:
+    """An array task's PyTorch threads: the CPUs SLURM gave it (``--slurm-cpus``), else the CPUs it may run on (a
+    cluster's default of one CPU per task must not become one thread per core of the node)."""
+    cpus = os.environ.get("SLURM_CPUS_PER_TASK", "")
+    if cpus.isdigit() and int(cpus) > 0:
+        return int(cpus)
+    return max(1, len(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else max(1, os.cpu_count() or 1)
+
+
 def run_job_file(path: Path, registry: Any) -> int:
     """What an array task runs: the job of ``path`` (plan its config here, keep the job's pending cells, run them
     with the local executor, which claims the job and writes its records), then its done file. The exit code is 0
@@ -794,11 +803,9 @@ def run_job_file(path: Path, registry: Any) -> int:
             f"node {socket.gethostname()} runs harness {harness.__version__}, the driver "
             f"{payload.get('harness_version')}; install the same version everywhere."
         )
-    cpus = os.environ.get("SLURM_CPUS_PER_TASK")
-    if cpus and cpus.isdigit():
-        import torch
+    import torch
 
-        torch.set_num_threads(int(cpus))  # PyTorch threads follow the CPUs SLURM gave the task
+    torch.set_num_threads(task_threads())
     config = config_from_payload(payload["config"])
     run = Run(registry, config)
     executor = LocalExecutor()
