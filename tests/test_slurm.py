@@ -125,7 +125,7 @@ def test_the_directives_carry_every_option():
     ]
 
 
-def fake_slurm(folder: Path, final_state: str, log_line: str = "") -> dict[str, str]:
+def fake_slurm(folder: Path, final_state: str, log_line: str = "", probe_line: str = "") -> dict[str, str]:
     """sbatch, squeue and sacct as shell scripts: sbatch counts its calls and runs nothing (but writes ``log_line``
     into each task's log when given), squeue says the queue is empty, sacct says every task ended as
     ``final_state``."""
@@ -139,7 +139,10 @@ def fake_slurm(folder: Path, final_state: str, log_line: str = "") -> dict[str, 
     scripts = {
         "sbatch": 'if [ "$1" = --version ]; then echo "slurm 22.05.8"; exit 0; fi\n'
         f'echo "$@" >> {folder}/sbatch.calls\n'
-        f"id=$(wc -l < {folder}/sbatch.calls | tr -d ' ')\n" + write_logs + "echo $id\n",
+        f"id=$(wc -l < {folder}/sbatch.calls | tr -d ' ')\n"
+        + write_logs
+        + (f'[ "$2" = --wait ] && echo {shlex.quote(probe_line)} > "${{3%.sbatch}}.log"\n' if probe_line else "")
+        + "echo $id\n",
         "squeue": "exit 0\n",
         "sacct": 'echo "${5}|' + final_state + '|1:0"\n',
         "scontrol": "exit 1\n",
@@ -413,6 +416,18 @@ def test_validate_says_when_the_probe_job_does_not_see_the_store(tmp_path, tiny_
     call = (tmp_path / "bin" / "sbatch.calls").read_text()
     assert "--wait" in call
     assert not list((tmp_path / "store" / "slurm" / "probes").glob("*.marker"))  # the probe cleans up
+
+
+def test_validate_says_when_the_nodes_lack_the_harness(tmp_path, tiny_bert, capsys, monkeypatch):
+    line = "ModuleNotFoundError: No module named 'harness'"
+    monkeypatch.setenv("PATH", fake_slurm(tmp_path / "bin", "COMPLETED", probe_line=line)["PATH"])
+    code = main(
+        ["validate", "--models", "be", "--tasks", "stsb", "--profile", "smoke", "--backbone", tiny_bert]
+        + ["--results", str(tmp_path / "store"), "--executor", "slurm"]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert f"the probe job failed on its node ({line}); install the harness environment at {sys.executable}" in err
 
 
 @pytest.mark.slow

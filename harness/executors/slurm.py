@@ -400,7 +400,7 @@ class SlurmExecutor:
         finally:
             lock.release()
 
-    def check_store_shared(self, store_root: Path, log: Any = print) -> str:
+    def check_store_shared(self, store_root: Path) -> str:
         """Submit a probe job (with this executor's options) that looks for a marker file written into the store
         here: (node, harness version) it ran on; one line when the node does not see the store, runs another
         harness or the job does not run."""
@@ -431,29 +431,38 @@ class SlurmExecutor:
             + f"exec {shlex.quote(self.python)} -c {shlex.quote(check)} {shlex.quote(str(marker))} "
             f"{shlex.quote(str(answer))}\n"
         )
-        log(f"submitted a probe job to check that SLURM's nodes see {store_root.resolve()} (waiting for it)")
+        probe_log = folder / f"{name}.log"
+        logger.info("submitted a probe job to check that SLURM's nodes see %s (waiting for it)", store_root.resolve())
         try:
             done = self.client.run_waiting(script)
-            if done.returncode != 0 and not answer.exists():
-                raise SlurmError(
-                    f"the probe job did not run ({_first_line(done.stderr or done.stdout)}); its log is "
-                    f"{folder / (name + '.log')}."
-                )
             if not answer.exists():
-                raise SlurmError(
-                    f"the probe job ran but did not see the result store {store_root.resolve()}: put --results on a "
-                    "filesystem every node mounts at the same path (e.g. NFS), with the harness installed there too."
-                )
+                raise SlurmError(self._probe_problem(store_root, probe_log, done))
             host, _, version = answer.read_text().partition(" ")
             if version != harness.__version__:
                 raise SlurmError(
                     f"node {host} runs harness {version}, this driver {harness.__version__}; install the same "
                     "version everywhere."
                 )
+            probe_log.unlink(missing_ok=True)  # kept when the probe failed: the user reads it
             return host
         finally:
             for path in (marker, answer, script):
                 path.unlink(missing_ok=True)
+
+    def _probe_problem(self, store_root: Path, probe_log: Path, done: subprocess.CompletedProcess) -> str:
+        """Why a probe job left no answer, from its log (which a node that does not see the store cannot write)."""
+        last = last_line(probe_log)
+        if last and "the store is not visible here" not in last:
+            return (
+                f"the probe job failed on its node ({last}); install the harness environment at {self.python} on "
+                f"every node (e.g. on the shared filesystem); its log: {probe_log}"
+            )
+        if not last and done.returncode != 0 and (done.stderr or "").strip():
+            return f"the probe job did not run ({_first_line(done.stderr)}); check --slurm-partition and the others."
+        return (
+            f"the probe job ran but did not see the result store {store_root.resolve()}: put --results on a "
+            "filesystem every node mounts at the same path (e.g. NFS), with the harness installed there too."
+        )
 
 
 class _Follow:
