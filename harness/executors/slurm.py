@@ -550,6 +550,8 @@ class _Follow:
         if not batch:
             return
         number = int(self.state.get("submissions", 0))
+        while (self.folder / f"submit-{number}").exists():  # a driver killed before it saved the state used it
+            number += 1
         self.state["submissions"] = number + 1
         folder = self.folder / f"submit-{number}"
         (folder / "logs").mkdir(parents=True, exist_ok=True)
