@@ -452,3 +452,14 @@ def test_an_array_task_uses_the_cpus_slurm_gave_it(monkeypatch):
     assert task_threads() == 3
     monkeypatch.delenv("SLURM_CPUS_PER_TASK")
     assert task_threads() == len(os.sched_getaffinity(0))
+
+
+def test_the_cluster_fixture_says_why_it_cannot_start(monkeypatch):
+    import slurm_cluster
+
+    monkeypatch.setattr(slurm_cluster.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(slurm_cluster.os, "geteuid", lambda: 1000)
+    assert slurm_cluster.why_not() == "starting slurmd needs root (the test cluster runs its daemons as root)"
+    monkeypatch.setattr(slurm_cluster.shutil, "which", lambda name: None)
+    monkeypatch.setattr(slurm_cluster, "Path", lambda path: Path("/nonexistent") / path.lstrip("/"))
+    assert slurm_cluster.why_not().startswith("SLURM is not installed (munged, slurmctld, slurmd, sbatch")
