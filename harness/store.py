@@ -57,7 +57,8 @@ __all__ = [
 
 CHECKPOINTS = "checkpoints"
 ARTIFACTS = "artifacts"
-NON_RECORD_FOLDERS = (CHECKPOINTS, ARTIFACTS, "cache", "leaderboards", LOCKS)
+# slurm: the job files, logs and state of the SLURM executor (harness.executors.slurm)
+NON_RECORD_FOLDERS = (CHECKPOINTS, ARTIFACTS, "cache", "leaderboards", LOCKS, "slurm")
 
 
 def store_root_of(record_path: Path) -> Path:

@@ -376,7 +376,7 @@ def test_a_gpu_request_on_a_cluster_without_gpus_is_one_line(ray_cluster, run_cl
 @pytest.mark.parametrize(
     "arguments, expected",
     [
-        (("--executor", "slurm"), "invalid value 'slurm' for --executor; allowed values: local, ray"),
+        (("--executor", "kubernetes"), "invalid value 'kubernetes' for --executor; allowed values: local, ray, slurm"),
         (("--ray-address", "auto"), "--ray-address only applies with --executor ray"),
         (("--gpus-per-task", "1"), "--gpus-per-task only applies with --executor ray"),
     ],

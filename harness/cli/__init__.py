@@ -25,6 +25,7 @@ from .parser import build_parser
 from .plot import cmd_plot
 from .publish import cmd_publish
 from .run import cmd_rescore, cmd_run
+from .slurm_task import cmd_slurm_task
 from .validate import cmd_validate
 
 # Command name -> handler. A new command: its parser in parser.py, a module with its handler, a line here.
@@ -42,6 +43,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "publish": cmd_publish,
     "export": cmd_export,
     "export-results": cmd_export_results,
+    "slurm-task": cmd_slurm_task,
 }
 
 __all__ = [

@@ -43,8 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--executor",
         default="local",
-        help="where cells run: local (this process, the default) or ray (tasks on a Ray cluster; "
-        "pip install 'sentence-harness[ray]')",
+        help="where cells run: local (this process, the default), ray (tasks on a Ray cluster; "
+        "pip install 'sentence-harness[ray]') or slurm (a SLURM job array, one task per model and seed; "
+        "docs/scaling.md)",
     )
     run.add_argument(
         "--ray-address",
@@ -64,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=1.0,
         help="with --executor ray: CPUs per task, also its PyTorch threads (default 1)",
     )
+    add_slurm_options(run)
     run.add_argument(
         "--results",
         type=Path,
@@ -136,6 +138,23 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--backbone", default=None)
     validate.add_argument("--data-dir", type=Path, default=None)
     validate.add_argument("--runtime", default="torch")
+    validate.add_argument(
+        "--executor",
+        default="local",
+        help="also check an executor: slurm (sbatch answers, and a probe job sees the store at --results)",
+    )
+    validate.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        help=f"the store the run would use (default ./{DEFAULT_RESULTS}, or HARNESS_RESULTS_DIR)",
+    )
+    add_slurm_options(validate)
+
+    slurm_task = commands.add_parser(
+        "slurm-task", help="run one job file of `harness run --executor slurm` (what each SLURM array task runs)"
+    )
+    slurm_task.add_argument("job_file", type=Path, help="a job file under <store>/slurm/")
 
     data = commands.add_parser("data", help="list or download datasets that plugins offer")
     data_commands = data.add_subparsers(dest="data_command", metavar="ACTION")
@@ -321,3 +340,37 @@ def build_parser() -> argparse.ArgumentParser:
         "--overwrite", action="store_true", help="write into a folder that already holds files (they may be replaced)"
     )
     return parser
+
+
+def add_slurm_options(parser: argparse.ArgumentParser) -> None:
+    """The ``--slurm-*`` options of ``--executor slurm`` (harness.executors.slurm.SlurmOptions)."""
+    parser.add_argument("--slurm-partition", default=None, help="with --executor slurm: the partition (sbatch -p)")
+    parser.add_argument(
+        "--slurm-account", default=None, help="with --executor slurm: the account to charge (sbatch -A)"
+    )
+    parser.add_argument(
+        "--slurm-time", default=None, help="with --executor slurm: time limit per array task, e.g. 4:00:00"
+    )
+    parser.add_argument("--slurm-gpus", type=int, default=None, help="with --executor slurm: GPUs per array task")
+    parser.add_argument(
+        "--slurm-cpus", type=int, default=None, help="with --executor slurm: CPUs per array task (its PyTorch threads)"
+    )
+    parser.add_argument("--slurm-mem", default=None, help="with --executor slurm: memory per array task, e.g. 32G")
+    parser.add_argument("--slurm-qos", default=None, help="with --executor slurm: the quality of service")
+    parser.add_argument(
+        "--slurm-sbatch-line",
+        action="append",
+        default=[],
+        dest="slurm_sbatch_lines",
+        metavar="OPTION",
+        help="with --executor slurm: one more sbatch option, e.g. --constraint=a100 (repeatable)",
+    )
+    parser.add_argument(
+        "--slurm-max-jobs", type=int, default=None, help="with --executor slurm: array tasks running at once (%%N)"
+    )
+    parser.add_argument(
+        "--slurm-retries",
+        type=int,
+        default=None,
+        help="with --executor slurm: submit a failed array task again up to this many times (default 2)",
+    )

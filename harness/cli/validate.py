@@ -16,6 +16,7 @@ def cmd_validate(args) -> int:
 
     registry = load_registry()
     config = replace(values.run_config(args), device="cpu")
+    executor = values.executor_options(args)  # an option without its executor: one line before any data is read
     plan = Run(registry, config).plan()  # loads every task's data and every training source once
     for planned in plan.models:
         budget = f", budget {format_budget(planned.spec.requested_budget)}" if planned.spec.requested_budget else ""
@@ -34,6 +35,13 @@ def cmd_validate(args) -> int:
             f"task {task_spec.label}: data ok"
             + (f" (sha256 {checksum[:16]})" if checksum else " (the task cannot check its data before evaluating)")
         )
+    if executor["executor"] == "slurm":
+        from ..executors import make_executor
+
+        host = make_executor(**executor).check_store_shared(config.results_dir)
+        print(f"slurm: sbatch answers and node {host} sees the store {config.results_dir.resolve()}")
+    elif executor["executor"] != "local":
+        print(f"note: --executor {executor['executor']} checks its cluster when `harness run` starts it")
     problems = len(plan.data_problems) + len(plan.training_problems)
     if problems:
         print(

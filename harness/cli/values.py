@@ -94,6 +94,12 @@ def executor_options(args) -> dict:
         "gpus_per_task": getattr(args, "gpus_per_task", None),
         "cpus_per_task": getattr(args, "cpus_per_task", 1.0),
     }
+    slurm = slurm_options(args)
+    if executor != "slurm" and slurm:
+        flags = ", ".join(slurm_flag(name) for name in slurm)
+        raise HarnessError(f"{flags} only applies with --executor slurm.")
+    if executor == "slurm":
+        options["slurm"] = slurm
     if executor != "ray":
         given = [
             name
@@ -106,6 +112,25 @@ def executor_options(args) -> dict:
         if given or options["cpus_per_task"] != 1.0:
             raise HarnessError(f"{', '.join(given) or '--cpus-per-task'} only applies with --executor ray.")
     return {"executor": executor, **options}
+
+
+# --slurm-NAME -> the SlurmOptions field it sets (harness.executors.slurm).
+SLURM_OPTIONS = ("partition", "account", "time", "gpus", "cpus", "mem", "qos", "sbatch_lines", "max_jobs", "retries")
+
+
+def slurm_flag(name: str) -> str:
+    """The command-line flag of a SlurmOptions field."""
+    return "--slurm-sbatch-line" if name == "sbatch_lines" else "--slurm-" + name.replace("_", "-")
+
+
+def slurm_options(args) -> dict:
+    """The ``--slurm-*`` options given (not their defaults): SlurmOptions' fields, checked there."""
+    given = {}
+    for name in SLURM_OPTIONS:
+        value = getattr(args, f"slurm_{name}", None)
+        if value not in (None, []):
+            given[name] = tuple(value) if isinstance(value, list) else value
+    return given
 
 
 def formats(text: str, known: Sequence[str] | None = None) -> tuple[str, ...]:

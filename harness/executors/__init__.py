@@ -4,6 +4,9 @@
 - ``ray``: training jobs and evaluation cells run on long-lived Ray workers (one per slot of a cluster's CPUs or
   GPUs, with resource requests), each job's cells on the worker that holds its model
   (:mod:`harness.executors.ray_cluster`); Ray is the optional extra ``sentence-harness[ray]``.
+- ``slurm``: the pending jobs as one SLURM job array, each array task running the harness on one job against the
+  shared store, the driver following them with ``squeue`` (:mod:`harness.executors.slurm`; needs only the SLURM
+  commands on PATH).
 
 Whatever the executor, the driver (the process that runs ``harness run``) plans the matrix, answers cells from the
 store, and alone writes result records (``Worker.record`` of harness.run.driver); workers compute records and return
@@ -33,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EXECUTORS", "Executor", "make_executor"]
 
-EXECUTORS = ("local", "ray")
+EXECUTORS = ("local", "ray", "slurm")
 
 
 def __getattr__(name: str) -> object:
@@ -50,10 +53,12 @@ def make_executor(
     ray_address: str | None = None,
     gpus_per_task: float | None = None,
     cpus_per_task: float = 1.0,
+    slurm: dict | None = None,
 ) -> Executor:
     """The executor ``--executor`` names, with its own options (``harness run``'s ``--ray-address``,
-    ``--gpus-per-task`` and ``--cpus-per-task`` size a Ray executor's tasks; harness.cli.values checks that they
-    come with it)."""
+    ``--gpus-per-task`` and ``--cpus-per-task`` size a Ray executor's tasks; ``slurm``: the fields of
+    harness.executors.slurm.SlurmOptions, from the ``--slurm-*`` options; harness.cli.values checks that they come
+    with their executor)."""
     if executor == "local":
         from .local import LocalExecutor
 
@@ -62,4 +67,8 @@ def make_executor(
         from .ray_cluster import RayExecutor
 
         return RayExecutor(address=ray_address, gpus_per_task=gpus_per_task, cpus_per_task=cpus_per_task)
+    if executor == "slurm":
+        from .slurm import SlurmExecutor, SlurmOptions
+
+        return SlurmExecutor(SlurmOptions(**(slurm or {})))
     raise invalid_choice("--executor", executor, EXECUTORS)
