@@ -81,6 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
         "needs pip install 'sentence-harness[onnx]'; models without it are refused)",
     )
     run.add_argument(
+        "--log-to",
+        default=None,
+        help="experiment trackers to report training and scores to: tensorboard, mlflow, wandb (comma-separated), "
+        "all (every installed one) or none; default the matrix's log_to, else HARNESS_LOG_TO",
+    )
+    run.add_argument(
         "--overwrite",
         action="store_true",
         help="recompute every cell and retrain every checkpoint, replacing what is stored",
