@@ -137,6 +137,12 @@ SLOW_TESTS: dict[str, float] = {
     "test_topic_distillation.py::test_the_classifier_trains_its_encoder_and_the_loss_falls": 3.7,
     "test_training.py::test_be_training_lowers_loss_and_keeps_best_epoch": 37.6,
     "test_training.py::test_bf16_precision_trains_under_cpu_autocast_and_is_reported": 7.6,
+    "test_trackers.py::test_a_tracker_that_raises_mid_run_is_logged_once_and_changes_no_result": 6.2,
+    # one run to every installed tracker (module fixture, about 41 s under load; its first test pays it)
+    "test_trackers.py::test_mlflow_run_read_back_through_its_client": 0.1,
+    "test_trackers.py::test_tensorboard_event_files_hold_the_steps_dev_scores_cell_scores_and_hyperparameters": 41.4,
+    "test_trackers.py::test_the_record_names_the_trackers_but_the_cell_key_does_not_change": 0.0,
+    "test_trackers.py::test_wandb_offline_run_file_holds_the_config_steps_and_scores": 0.0,
     "test_training.py::test_same_seed_same_weights": 3.3,
     "test_training.py::test_seed_trials_keep_the_best_dev_trial_and_record_every_trial": 12.0,
     "test_unsupervised.py::test_deletion_distribution": 3.5,
