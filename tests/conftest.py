@@ -47,6 +47,7 @@ SLOW_TESTS: dict[str, float] = {
     "test_concurrent_store.py::test_concurrent_checkpoint_builders_and_a_reader_never_see_half_a_checkpoint": 17.6,
     "test_concurrent_store.py::test_two_concurrent_runs_train_once_and_store_what_one_run_stores": 74.3,
     "test_cross_encoders.py::test_cbe_save_load_round_trip_is_exact": 9.7,
+    "test_curves.py::test_a_trained_checkpoint_keeps_its_curves_and_still_verifies": 12.6,
     "test_cross_encoders.py::test_cbe_training_lowers_loss_and_changes_weights": 52.8,
     "test_cross_encoders.py::test_ce_and_cbe_train_and_evaluate_through_the_cli": 28.7,
     "test_cross_encoders.py::test_ce_save_load_round_trip_is_exact": 10.4,

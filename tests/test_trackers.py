@@ -198,6 +198,7 @@ def test_a_tracker_that_raises_mid_run_is_logged_once_and_changes_no_result(tmp_
     from harness.run.config import RunConfig
     from harness.run.driver import Run
 
+    monkeypatch.setattr("harness.trackers.installed", lambda name: True)  # the raising stand-in replaces it
     registry = default_registry()
     raising = Raising()
     records = {}
@@ -211,6 +212,7 @@ def test_a_tracker_that_raises_mid_run_is_logged_once_and_changes_no_result(tmp_
             results_dir=tmp_path / name,
             progress=False,
             device="cpu",
+            log_to=trackers,
         )
         run = Run(registry, config)
         if trackers:
@@ -224,6 +226,10 @@ def test_a_tracker_that_raises_mid_run_is_logged_once_and_changes_no_result(tmp_
     assert len(failures) == 1 and "tracking server went away" in failures[0].getMessage()
     assert raising.calls == 3  # dropped after its failure: never called again
     assert records["raising"]["scores"] == records["plain"]["scores"]
+    # log_to is recorded, and is no property of the result: the same model key and cell hash
+    assert records["raising"]["log_to"] == ["tensorboard"] and "log_to" not in records["plain"]
+    for field in ("model_key", "config_hash", "main_score"):
+        assert records["raising"][field] == records["plain"][field]
     (plain,) = (tmp_path / "plain" / "checkpoints").glob("be-*/seed-42/training.json")
     (raised,) = (tmp_path / "raising" / "checkpoints").glob("be-*/seed-42/training.json")
     assert json.loads(plain.read_text())["curves"] == json.loads(raised.read_text())["curves"]
