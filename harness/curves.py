@@ -178,6 +178,15 @@ def recording(curves: TrainingCurves | None) -> Iterator[TrainingCurves | None]:
 
 
 # -- reading them back ----------------------------------------------------------------------------------------------
+def has_curves(path: Path) -> bool:
+    """Whether the training.json at ``path`` exists and keeps curves (an unreadable one: no)."""
+    try:
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and isinstance(record.get("curves"), dict)
+
+
 def curve_rows(training_record: Mapping[str, Any], model_key: str) -> list[dict[str, Any]]:
     """The long-form rows (:data:`CURVE_COLUMNS`) of one checkpoint's training.json content; none when it has no
     curves (a checkpoint trained before curves were kept). A malformed ``curves`` value raises ValueError."""

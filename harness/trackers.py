@@ -288,7 +288,9 @@ class RunTrackers:
         if not self.trackers or record.get("status") != "ok":
             return
         model = record["model"]
-        self.open(record["model_key"], record["seed"], model.get("label") or model.get("name"), model)
+        profile = record.get("profile") if isinstance(record.get("profile"), dict) else {}
+        params = {"spec": model, "seed": record["seed"], "profile": profile.get("name")}
+        self.open(record["model_key"], record["seed"], model.get("label") or model.get("name"), params)
         task = record["task"]["label"]
         values = {f"{task}/{name}": float(value) for name, value in record.get("scores", {}).items()}
         values[f"{task}/main_score"] = float(record["main_score"])
