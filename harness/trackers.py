@@ -22,6 +22,7 @@ import importlib.util
 import json
 import logging
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -156,7 +157,7 @@ class MlflowTracker:
         from mlflow.entities import Param
 
         assert self.run_id is not None, "a started run"
-        items = [Param(key, value[: self.MAX_PARAM]) for key, value in flat_params(params).items()]
+        items = [Param(mlflow_key(key), value[: self.MAX_PARAM]) for key, value in flat_params(params).items()]
         for start in range(0, len(items), 100):  # MLflow takes at most 100 params a batch
             self.client.log_batch(self.run_id, params=items[start : start + 100])
 
@@ -167,13 +168,18 @@ class MlflowTracker:
         import time
 
         now = int(time.time() * 1000)
-        metrics = [Metric(key.replace("@", "_at_"), float(value), now, step) for key, value in values.items()]
+        metrics = [Metric(mlflow_key(key), float(value), now, step) for key, value in values.items()]
         self.client.log_batch(self.run_id, metrics=metrics)
 
     def finish(self) -> None:
         if self.run_id is not None:
             self.client.set_terminated(self.run_id)
             self.run_id = None
+
+
+def mlflow_key(name: str) -> str:
+    """``name`` in the characters MLflow's stores take for a metric or param key (``ndcg@10`` -> ``ndcg_at_10``)."""
+    return re.sub(r"[^A-Za-z0-9_\-. /]", "_", name.replace("@", "_at_"))
 
 
 class WandbTracker:

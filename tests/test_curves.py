@@ -67,6 +67,28 @@ def test_fit_records_each_step_its_terms_and_dev_scores_into_the_current_recorde
     assert record["dev"] == {"stride": 1, "step": [2, 4], "value": [0.5, 0.5]}  # after each epoch
 
 
+class Constant(nn.Module):
+    def __init__(self, value: float) -> None:
+        super().__init__()
+        self.value = nn.Parameter(torch.tensor(value))
+
+    def forward(self, step) -> torch.Tensor:
+        return self.value * 1.0
+
+
+def test_a_combined_objective_says_each_term_of_its_last_step():
+    from harness.nn.objectives import ObjectiveSum
+
+    combined = ObjectiveSum(nn.Identity(), [("simcse", Constant(2.0), 1.0), ("tsdae", Constant(4.0), 0.5)])
+    combined.train()
+    total = combined()
+    assert float(total) == 4.0 and combined.last_terms == {"simcse": 2.0, "tsdae": 4.0}
+    alone = ObjectiveSum(nn.Identity(), [("simcse", Constant(2.0), 1.0)])
+    alone.train()
+    alone()
+    assert alone.last_terms == {}  # one term is the step's loss itself
+
+
 def test_fit_outside_a_run_training_records_nothing():
     with recording(TrainingCurves()) as curves:
         pass
@@ -141,3 +163,12 @@ def test_a_trained_checkpoint_keeps_its_curves_and_still_verifies(run_cli, tmp_p
     assert code == 0 and "training be" in out  # retrained over it: the checkpoint is rebuilt with its curves
     frame = harness.load_training_curves(results)
     assert set(frame["term"]) == {"loss", "dev"} and frame["step"].max() == training["report"]["steps"]
+    # the HTML leaderboard links the row to its curves (the store holds the checkpoint)
+    code, out, err = run_cli(
+        "leaderboard", "--results", results, "--formats", "html", "--include-samples", "--output", tmp_path / "board"
+    )
+    assert code == 0, err
+    (page,) = (tmp_path / "board").glob("*.html")
+    assert 'href="../results/checkpoints/be-' in page.read_text() and ">curves s42</a>" in page.read_text()
+    code, out, err = run_cli("plot", "training", "--results", results, "--output", tmp_path / "plots")
+    assert code == 0 and (tmp_path / "plots" / "training-curves.png").stat().st_size > 10_000, err

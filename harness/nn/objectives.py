@@ -170,7 +170,8 @@ class TrainingStep:
 
 class ObjectiveSum(nn.Module):
     """``forward(**views)``: the weighted sum of the objectives' losses (what :func:`harness.training.fit` needs).
-    Each step's term values are kept in ``history`` for the report."""
+    Each step's term values are kept in ``history`` for the report, and the last step's in ``last_terms`` (with
+    more than one term), which ``fit`` records in the training curves (harness.curves)."""
 
     def __init__(self, encoder: SentenceEncoder, terms: Sequence[tuple[str, nn.Module, float]]):
         super().__init__()

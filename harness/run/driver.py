@@ -65,14 +65,15 @@ class Worker:
         return self._store.cells_lock(job.trained.key, job.seed, f"computing {len(job.tasks)} cell(s) of {job.label}")
 
     def remote_config(self) -> RunConfig:
-        """The run's config for a worker in another process (absolute store and data paths; no progress bars).
-        Records name the data dir as the user gave it (``Plan.data_dir_text``)."""
+        """The run's config for a worker in another process (absolute store and data paths; no progress bars; no
+        trackers). Records name the data dir as the user gave it (``Plan.data_dir_text``)."""
         config = self._config
         return replace(
             config,
             results_dir=config.results_dir.resolve(),
             progress=False,
             data_dir=config.data_dir.resolve() if config.data_dir else None,
+            log_to=(),  # the driver reports each stored cell; a worker's machine need not have the trackers
         )
 
     def recheck(self, job: TrainingJob) -> tuple[list[Cell], TrainingJob | None]:
