@@ -165,7 +165,9 @@ def fit(
 ) -> TrainReport:
     """Train ``module`` in place; at the end it holds the weights of the best dev epoch (or the last epoch).
     ``lengths`` (one per example, e.g. characters of a pair) turns on length-grouped batches (see the module
-    docstring) unless ``config.group_by_length`` is false."""
+    docstring) unless ``config.group_by_length`` is false. Inside a run's training, each step's loss (with the
+    terms a combined objective leaves in ``module.last_terms``) and each dev score go to the model's training
+    curves (harness.curves: its ``training.json``, and the run's trackers)."""
     if lengths is not None and len(lengths) != len(examples):
         raise ValueError(f"fit(): {len(lengths)} lengths for {len(examples)} examples")
     if not config.group_by_length:

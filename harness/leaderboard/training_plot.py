@@ -1,6 +1,6 @@
 """`harness plot training`: the training curves of a store's trained models (harness.curves), one panel per model
-(spec and training source), seeds overlaid: each seed's per-step loss faint, its running mean solid, the terms of a
-combined objective dotted, and the dev scores as markers on the right-hand axis."""
+(spec and training source), seeds overlaid in colours: each seed's per-step loss faint, its running mean solid, the
+terms of a combined objective in their own line styles, and the dev scores as circles on the right-hand axis."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from ..files import atomic_write_file
 FILE_NAME = "training-curves.png"
 PANEL_INCHES = (5.2, 3.4)
 COLUMNS = 3
+TERM_STYLES = (":", "--", "-.", (0, (1, 4)))  # the terms of a combined objective, by line style
 
 
 def smoothed(values: list[float]) -> list[float]:
@@ -34,19 +35,21 @@ def plot_training_curves(frame: Any, path: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     panels = list(frame.groupby(["model", "train_on", "model_key"], sort=True, dropna=False))
     columns = min(COLUMNS, len(panels))
     rows = math.ceil(len(panels) / columns)
     figure, axes = plt.subplots(
-        rows, columns, figsize=(PANEL_INCHES[0] * columns, PANEL_INCHES[1] * rows), squeeze=False
+        rows, columns, figsize=(PANEL_INCHES[0] * columns, PANEL_INCHES[1] * rows + 0.5), squeeze=False
     )
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    labels_seen: set[str] = set()
     names = [(model, train_on) for (model, train_on, _), _ in panels]
     for axis, ((model, train_on, key), panel) in zip(axes.flat, panels):
         dev_axis = None
         seeds = sorted(panel["seed"].unique())
+        terms = [term for term in dict.fromkeys(panel.loc[panel["kind"] == "loss", "term"]) if term != "loss"]
+        styles = {term: TERM_STYLES[number % len(TERM_STYLES)] for number, term in enumerate(terms)}
         for number, seed in enumerate(seeds):
             colour = colours[number % len(colours)]
             for fit, part in panel[panel["seed"] == seed].groupby("fit"):
@@ -54,38 +57,53 @@ def plot_training_curves(frame: Any, path: Path) -> Path:
                 for term, series in part[part["kind"] == "loss"].groupby("term", sort=False):
                     series = series.sort_values("step")
                     values = series["value"].tolist()
-                    if term == "loss":
+                    if term == "loss":  # each step faint, its running mean solid
                         axis.plot(series["step"], values, color=colour, alpha=0.2 * faded, linewidth=0.8)
-                        label = f"seed {seed}" + (f" (fit {fit})" if fit else "")
-                        axis.plot(
-                            series["step"], smoothed(values), color=colour, alpha=faded, linewidth=1.8, label=label
-                        )
+                        axis.plot(series["step"], smoothed(values), color=colour, alpha=faded, linewidth=1.8)
                     else:
                         axis.plot(
                             series["step"],
                             smoothed(values),
                             color=colour,
                             alpha=0.8 * faded,
-                            linewidth=1.1,
-                            linestyle=":",
-                            label=f"{term} (seed {seed})" if f"{term}{seed}" not in labels_seen else None,
+                            linewidth=1.2,
+                            linestyle=styles[term],
                         )
-                        labels_seen.add(f"{term}{seed}")
                 dev = part[part["kind"] == "dev"].sort_values("step")
                 if len(dev):
                     dev_axis = dev_axis or axis.twinx()
-                    dev_axis.plot(dev["step"], dev["value"], color=colour, marker="o", linestyle="--", alpha=faded)
+                    dev_axis.plot(
+                        dev["step"], dev["value"], color=colour, marker="o", markersize=4, linewidth=0.8, alpha=faded
+                    )
         # two specs of one label and source (e.g. other backbones) are told apart by their model key
         twin = f" ({key})" if names.count((model, train_on)) > 1 else ""
         axis.set_title(f"{model}{twin}\ntrained on {train_on}", fontsize=10)
         axis.set_xlabel("optimiser step", fontsize=9)
-        axis.set_ylabel("training loss", fontsize=9)
+        axis.set_ylabel("training loss (solid: running mean)", fontsize=9)
         axis.tick_params(labelsize=8)
         axis.grid(alpha=0.3)
         if dev_axis is not None:
-            dev_axis.set_ylabel("dev score (o)", fontsize=9)
+            dev_axis.set_ylabel("dev score (circles)", fontsize=9)
             dev_axis.tick_params(labelsize=8)
-        axis.legend(fontsize=7, loc="upper right", framealpha=0.8)
+        # one legend entry per seed (colour), per term (line style) and for the dev score, under the panel
+        handles = [Line2D([], [], color=colours[n % len(colours)], linewidth=1.8) for n in range(len(seeds))]
+        labels = [f"seed {seed}" for seed in seeds]
+        handles += [Line2D([], [], color="grey", linestyle=styles[term], linewidth=1.2) for term in terms]
+        labels += [f"term {term}" for term in terms]
+        if dev_axis is not None:
+            handles.append(Line2D([], [], color="grey", marker="o", markersize=4, linewidth=0.8))
+            labels.append("dev score")
+        if panel["fit"].max() > 0:
+            labels[0] += " (faded: later fits)"
+        axis.legend(
+            handles,
+            labels,
+            fontsize=7,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.2),
+            ncol=min(4, len(handles)),
+            frameon=False,
+        )
     for axis in list(axes.flat)[len(panels) :]:
         axis.set_visible(False)
     figure.tight_layout()
