@@ -172,3 +172,10 @@ def test_a_trained_checkpoint_keeps_its_curves_and_still_verifies(run_cli, tmp_p
     assert 'href="../results/checkpoints/be-' in page.read_text() and ">curves s42</a>" in page.read_text()
     code, out, err = run_cli("plot", "training", "--results", results, "--output", tmp_path / "plots")
     assert code == 0 and (tmp_path / "plots" / "training-curves.png").stat().st_size > 10_000, err
+
+
+def test_plot_options_of_training_are_refused_for_another_plot(run_cli, tmp_path):
+    code, out, err = run_cli("plot", "leaderboard", "--models", "be", "--output", tmp_path)
+    assert code != 0 and "--models: only `harness plot training` takes them" in err
+    code, out, err = run_cli("plot", "training", "--results", tmp_path, "--models", "be")
+    assert code != 0 and f"no training curves in {tmp_path} for --models be" in err

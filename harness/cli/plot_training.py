@@ -17,6 +17,19 @@ def add_arguments(plot) -> None:
     plot.add_argument("--seeds", default=None, help="plot training: seeds (comma-separated; default every seed)")
 
 
+def refuse_training_options(args) -> None:
+    """Another plot given --models, --train-on or --seeds: one line, rather than options silently ignored."""
+    given = [
+        flag
+        for flag, value in (("--models", args.models), ("--train-on", args.train_on), ("--seeds", args.seeds))
+        if value
+    ]
+    if given:
+        raise HarnessError(
+            f"{', '.join(given)}: only `harness plot training` takes them; drop them for plot {args.name}."
+        )
+
+
 def cmd_plot_training(args) -> int:
     from ..curves import load_training_curves
     from ..leaderboard.training_plot import FILE_NAME, plot_training_curves
