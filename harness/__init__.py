@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from .api import *  # noqa: F401,F403  (the public API)
 from .api import _STORE_INTERNALS
 from .api import __all__ as _api_names
+from .curves import load_training_curves  # results as data (harness.curves); not part of the plugin contract
 from .deprecation import deprecated_names
 
 try:
@@ -23,7 +24,7 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 # Version of the plugin API (hooks, contexts, capabilities); bumped on incompatible changes (CHANGELOG.md).
 PLUGIN_API_VERSION = 3
 
-__all__ = [*_api_names, "__version__", "PLUGIN_API_VERSION"]
+__all__ = [*_api_names, "__version__", "PLUGIN_API_VERSION", "load_training_curves"]
 
 if not TYPE_CHECKING:  # store internals, deprecated at the top level (harness.api._STORE_INTERNALS)
     __getattr__ = deprecated_names(__name__, {name: (module, name) for name, module in _STORE_INTERNALS.items()})

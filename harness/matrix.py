@@ -51,6 +51,7 @@ ALLOWED_KEYS = {
     "budget",
     "paper",
     "claims",
+    "log_to",  # experiment trackers (harness.trackers), as --log-to: text or a list
 }
 MODEL_KEYS = {"model", "name", "train_on", "backbone", *BUDGET_KEYS}
 
@@ -165,6 +166,11 @@ def load_matrix(path: Path) -> dict:
             result[key] = value
     if "data_dir" in result:
         result["data_dir"] = Path(result["data_dir"]).expanduser()
+    log_to = document.get("log_to")
+    if log_to is not None:
+        if not (isinstance(log_to, str) or (isinstance(log_to, list) and all(isinstance(n, str) for n in log_to))):
+            raise data_error(path, None, f"log_to must be tracker names such as log_to: [tensorboard]; got {log_to!r}.")
+        result["log_to"] = log_to
     return result
 
 

@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from . import distributed
+from .curves import current_curves
 from .device import autocast_dtype, gradient_scaler, precision_name, seed_everything, single_gpu_note
 from .errors import HarnessError
 
@@ -164,7 +165,9 @@ def fit(
 ) -> TrainReport:
     """Train ``module`` in place; at the end it holds the weights of the best dev epoch (or the last epoch).
     ``lengths`` (one per example, e.g. characters of a pair) turns on length-grouped batches (see the module
-    docstring) unless ``config.group_by_length`` is false."""
+    docstring) unless ``config.group_by_length`` is false. Inside a run's training, each step's loss (with the
+    terms a combined objective leaves in ``module.last_terms``) and each dev score go to the model's training
+    curves (harness.curves: its ``training.json``, and the run's trackers)."""
     if lengths is not None and len(lengths) != len(examples):
         raise ValueError(f"fit(): {len(lengths)} lengths for {len(examples)} examples")
     if not config.group_by_length:
@@ -204,6 +207,9 @@ def fit(
     generator = torch.Generator().manual_seed(config.seed)
 
     report = TrainReport()
+    # The run's recorder of this training (harness.curves): every step's loss and terms, every dev score.
+    recorder = current_curves()
+    curves = recorder.start_fit(config.seed, config.description) if recorder is not None else None
     best_state: dict[str, torch.Tensor] | None = None
     if dev_every_steps is not None and (dev_score is None or dev_every_steps < 1):
         raise ValueError("fit(): dev_every_steps needs a dev_score and must be at least 1")
@@ -216,6 +222,8 @@ def fit(
         score = float(dev_score())
         module.train()
         report.dev_history.append(score)
+        if curves is not None:
+            curves.dev_score(report.steps, score)
         if report.best_dev_score is None or score > report.best_dev_score:
             report.best_dev_score, report.best_step = score, report.steps
             best_state = copy.deepcopy({k: v.detach().cpu() for k, v in module.state_dict().items()})
@@ -273,6 +281,10 @@ def fit(
                         f"(epoch {epoch + 1}); training diverged. Lower the learning rate (e.g. the model option "
                         f"lr; it was {config.learning_rate:g})."
                     )
+                if curves is not None:
+                    # A combined objective (harness.nn.objectives.ObjectiveSum) says each term of its last step.
+                    terms = getattr(module, "last_terms", None) or {}
+                    curves.step(report.steps, {"loss": epoch_losses[-1], **terms})
                 bar.update(1)
                 bar.set_postfix(loss=f"{epoch_losses[-1]:.4f}")
                 if dev_every_steps is not None and (report.steps % dev_every_steps == 0 or report.steps == total_steps):
@@ -285,6 +297,8 @@ def fit(
                 module.eval()
                 score = float(dev_score())
                 report.dev_history.append(score)
+                if curves is not None:
+                    curves.dev_score(report.steps, score)
                 if report.best_dev_score is None or score > report.best_dev_score:
                     report.best_dev_score, report.best_epoch = score, epoch
                     best_state = copy.deepcopy({k: v.detach().cpu() for k, v in module.state_dict().items()})

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..leaderboard.formats import BUILTIN_FORMATS as FORMATS
 from ..profiles import PROFILES
+from . import plot_training
 from .common import DEFAULT_LEADERBOARDS, DEFAULT_PUBLISHED, DEFAULT_RESULTS
 
 
@@ -81,6 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="torch",
         help="how models evaluate their encoders: torch (default) or onnx (ONNX Runtime on the CPU; "
         "needs pip install 'sentence-harness[onnx]'; models without it are refused)",
+    )
+    run.add_argument(
+        "--log-to",
+        default=None,
+        help="experiment trackers to report training and scores to: tensorboard, mlflow, wandb (comma-separated), "
+        "all (every installed one) or none; default the matrix's log_to, else HARNESS_LOG_TO",
     )
     run.add_argument(
         "--overwrite",
@@ -169,7 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     plot = commands.add_parser("plot", help="draw a plot that a plugin offers, from stored results and artifacts")
-    plot.add_argument("name", help="plot name (see `harness list`, components of kind 'plot')")
+    plot.add_argument(
+        "name", help="plot name: training (the store's training curves) or one of `harness list`'s plot components"
+    )
     plot.add_argument(
         "--results",
         type=Path,
@@ -185,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"folder for the PNG files (default ./{DEFAULT_LEADERBOARDS} for the published records, "
         "else <results>/leaderboards)",
     )
+    plot_training.add_arguments(plot)
 
     board = commands.add_parser("leaderboard", help="rebuild leaderboards/ from the published records")
     board.add_argument(

@@ -11,6 +11,13 @@ PUBLISHED_PLOTS = ("leaderboard",)
 
 
 def cmd_plot(args) -> int:
+    if args.name == "training":  # the store's training curves (harness.cli.plot_training), not a component
+        from .plot_training import cmd_plot_training
+
+        return cmd_plot_training(args)
+    from .plot_training import refuse_training_options
+
+    refuse_training_options(args)
     draw = load_registry().component("plot", args.name)
     results = args.results if args.results is not None or args.name in PUBLISHED_PLOTS else results_dir(None)
     root, output = read_store_and_output(results, args.output)

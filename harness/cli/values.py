@@ -75,6 +75,18 @@ def data_dir(value: Path | None, matrix_value: Path | None = None) -> tuple[Path
     return (Path(environment), "HARNESS_DATA_DIR") if environment else (None, "--data-dir")
 
 
+def log_to(value: str | None, matrix_value: object = None) -> tuple[str, ...]:
+    """--log-to, else the matrix's log_to, else HARNESS_LOG_TO (harness.trackers), checked in one line naming
+    where the value came from."""
+    from ..trackers import ENVIRONMENT, parse_log_to
+
+    if value is not None:
+        return parse_log_to(value, "--log-to")
+    if matrix_value is not None:
+        return parse_log_to(matrix_value, "log_to of the matrix")  # type: ignore[arg-type]
+    return parse_log_to(os.environ.get(ENVIRONMENT), ENVIRONMENT)
+
+
 def checked_data_dir(value: Path | None) -> Path | None:
     """The data dir of a command that builds no RunConfig (publish), checked here."""
     from ..data import check_data_dir
@@ -183,6 +195,7 @@ def run_config(args):
         progress=not getattr(args, "no_progress", False),  # bars on a terminal, else lines at an interval
         batch_size=getattr(args, "batch_size", None),
         runtime=getattr(args, "runtime", None) or "torch",
+        log_to=log_to(getattr(args, "log_to", None), base.get("log_to")),
         store_only=getattr(args, "store_only", False),
         budget=budget_set(getattr(args, "budget_set", None) or []),
     )

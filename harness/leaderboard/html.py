@@ -20,6 +20,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..checkpoints import TRAINING_RECORD
+from ..curves import has_curves
+from ..store import CHECKPOINTS
 from .stats import BEST_SIGNIFICANT, cell_mark, decorate
 from .stats import notes as statistics_notes
 from .tables import Table, contamination_notes, legend_rows, sections_of
@@ -126,6 +129,26 @@ def _score_cell(table: Any, row: Any, column: str, output_dir: Path) -> str:
     return f'<td{classes} data-sort="{cell.mean():.6f}"><span class="value">{_escape(text)}</span>{seeds}</td>'
 
 
+def _curves_links(row: Any, output_dir: Path) -> str:
+    """Links to the training curves of the row's seeds (each checkpoint's training.json, harness.curves), only
+    where a checkpoint with curves sits beside the records: rows without them (the published records) are
+    rendered exactly as before."""
+    checkpoints: dict[int, Path] = {}
+    for cell in row.cells.values():
+        for seed, record_path in (getattr(cell, "records", {}) or {}).items():
+            if seed in checkpoints:
+                continue
+            record = Path(record_path)  # <store>/<model key>/seed-<seed>/<task>.json
+            training = record.parent.parent.parent / CHECKPOINTS / record.parent.parent.name / record.parent.name
+            if has_curves(training / TRAINING_RECORD):
+                checkpoints[seed] = training / TRAINING_RECORD
+    return "".join(
+        f'<a href="{_escape(_link(str(path), output_dir))}" title="training curves of seed {seed} (per-step '
+        f'losses and dev scores; harness plot training draws them)">curves s{seed}</a>'
+        for seed, path in sorted(checkpoints.items())
+    )
+
+
 def _average_cell(table: Any, row: Any, average: float) -> str:
     """The row's average, bold by the same rule as every cell (.stats.cell_mark)."""
     is_best = cell_mark(table, row, table.average_header) == BEST_SIGNIFICANT
@@ -149,6 +172,9 @@ def _section_html(table: Any, output_dir: Path, per_row: list[str]) -> list[str]
     body = []
     for rank, row, average in table.ranked():
         model = ",<wbr>".join(_escape(part) for part in row.label.split(","))  # long specs may break after a comma
+        curves = _curves_links(row, output_dir)
+        if curves:
+            model += f'<span class="seeds">{curves}</span>'
         spec = getattr(row, "spec", "") or row.label
         cells = [
             f'<td class="text" data-sort="{rank if rank is not None else ""}">{rank or ""}</td>',

@@ -170,7 +170,8 @@ class TrainingStep:
 
 class ObjectiveSum(nn.Module):
     """``forward(**views)``: the weighted sum of the objectives' losses (what :func:`harness.training.fit` needs).
-    Each step's term values are kept in ``history`` for the report."""
+    Each step's term values are kept in ``history`` for the report, and the last step's in ``last_terms`` (with
+    more than one term), which ``fit`` records in the training curves (harness.curves)."""
 
     def __init__(self, encoder: SentenceEncoder, terms: Sequence[tuple[str, nn.Module, float]]):
         super().__init__()
@@ -178,6 +179,8 @@ class ObjectiveSum(nn.Module):
         self.terms = nn.ModuleDict({name: module for name, module, _ in terms})
         self.weights = {name: float(weight) for name, _, weight in terms}
         self.history: list[dict[str, float]] = []
+        # The last training step's term values (the total is the step's loss): harness.training.fit records them.
+        self.last_terms: dict[str, float] = {}
 
     def forward(self, **views: dict[str, torch.Tensor]) -> torch.Tensor:
         step = TrainingStep(self.encoder, views)
@@ -192,6 +195,8 @@ class ObjectiveSum(nn.Module):
         values["total"] = float(total.detach())
         if self.training:
             self.history.append(values)
+            if len(self.terms) > 1:  # one term is the step's loss itself
+                self.last_terms = {name: value for name, value in values.items() if name != "total"}
         return total
 
     def counts(self) -> dict[str, dict[str, int]]:

@@ -9,6 +9,7 @@ from typing import Any
 from ..data import check_data_dir
 from ..errors import IncompatibleError, InvalidOptionError
 from ..matrix import ModelEntry, check_seeds
+from ..trackers import parse_log_to
 
 CACHE = "cache"  # store folder shared by every spec: content-addressed artifacts (e.g. domain-MLM checkpoints)
 # The evaluation runtimes (harness.nn.onnx_runtime.RUNTIMES, which imports torch: a config is checked without it).
@@ -62,6 +63,9 @@ class RunConfig:
     overwrite: bool = False
     rescore: bool = False  # recompute every cell's evaluation from stored checkpoints; never train (harness rescore)
     progress: bool = True
+    # Experiment trackers the run reports to (harness.trackers: --log-to, the matrix's log_to, HARNESS_LOG_TO);
+    # recorded in each record, never part of a cell's key.
+    log_to: tuple[str, ...] = ()
     batch_size: int | None = None
     store_only: bool = False  # answer every cell from the store; refuse (saying why) if one would be computed
     budget: dict = field(default_factory=dict)  # --set overrides for every trained spec (entries' own win)
@@ -76,6 +80,7 @@ class RunConfig:
             self, "seeds", check_seeds(list(self.seeds) if isinstance(self.seeds, tuple) else self.seeds, "--seeds")
         )
         check_batch_size(self.batch_size)
+        object.__setattr__(self, "log_to", parse_log_to(self.log_to, "log_to"))
         check_runtime_name(self.runtime)
         object.__setattr__(self, "results_dir", Path(self.results_dir))
         if self.data_dir is not None:

@@ -18,6 +18,7 @@ from ..errors import HarnessError
 from ..locks import StoreLock
 from ..registry import Registry
 from ..store import Store
+from ..trackers import RunTrackers
 from .cell import Cell, CellStatus
 from .config import RunConfig
 from .evaluate import CellWork
@@ -64,14 +65,15 @@ class Worker:
         return self._store.cells_lock(job.trained.key, job.seed, f"computing {len(job.tasks)} cell(s) of {job.label}")
 
     def remote_config(self) -> RunConfig:
-        """The run's config for a worker in another process (absolute store and data paths; no progress bars).
-        Records name the data dir as the user gave it (``Plan.data_dir_text``)."""
+        """The run's config for a worker in another process (absolute store and data paths; no progress bars; no
+        trackers). Records name the data dir as the user gave it (``Plan.data_dir_text``)."""
         config = self._config
         return replace(
             config,
             results_dir=config.results_dir.resolve(),
             progress=False,
             data_dir=config.data_dir.resolve() if config.data_dir else None,
+            log_to=(),  # the driver reports each stored cell; a worker's machine need not have the trackers
         )
 
     def recheck(self, job: TrainingJob) -> tuple[list[Cell], TrainingJob | None]:
@@ -116,7 +118,8 @@ class Worker:
                     result.message,
                 )
                 return replace(outcome, status=CellStatus.FAILED)
-        store.write(spec.key, seed, task_spec.key, result.record, examples=result.examples)
+        path = store.write(spec.key, seed, task_spec.key, result.record, examples=result.examples)
+        self._work.models.trackers.stored_cell(result.record, path)  # never raises: a failing tracker is dropped
         if result.status == CellStatus.FAILED:
             # The reason is in the outcome (the CLI prints each distinct reason once, after the run's table).
             self.log(f"  {spec.label} seed {seed} {task_spec.label}: failed")
@@ -170,7 +173,9 @@ class Run:
         self.config = config
         self.log = RunLog(log or logger.info)
         self.store = Store(config.results_dir)
-        self.models = Models(registry, config, self.store, log=self.log)
+        # The run's experiment trackers (rank 0 only under torchrun: it alone reports, as it alone writes records).
+        trackers = RunTrackers(config.log_to if distributed.is_main_process() else (), config.results_dir)
+        self.models = Models(registry, config, self.store, log=self.log, trackers=trackers)
 
     def plan(self, executor: Executor | None = None) -> Plan:
         """The plan of the config for cells computed where ``executor`` computes them (None: this process)."""
@@ -197,7 +202,10 @@ class Run:
         outcomes = list(self._settled(plan, worker, work))
         # The executor (harness.executors) trains and evaluates the jobs, here or on a cluster; records are written
         # by this process only (Worker.record), so the store stays consistent whatever the workers do.
-        outcomes += executor.run(plan, worker)
+        try:
+            outcomes += executor.run(plan, worker)
+        finally:
+            models.trackers.finish()
         return in_plan_order(plan, outcomes)
 
     def _say_recomputed(self, plan: Plan) -> None:

@@ -78,6 +78,8 @@ def build_record(
             }
         ),
         "data_dir": plan.data_dir_text,
+        # the trackers the run reported to (harness.trackers); absent when none, so other records keep their content
+        **({"log_to": list(plan.log_to)} if plan.log_to else {}),
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "status": status,
         **fields,

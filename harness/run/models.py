@@ -24,6 +24,7 @@ from ..capabilities import ModelOutputError
 from ..checkpoints import build_checkpoint, check_checkpoint_target, trained_checkpoint_problem
 from ..consistency import batch_dependence
 from ..contamination import EvaluatedTexts, TextSet, measure
+from ..curves import TrainingCurves, recording
 from ..data import TrainingSplits
 from ..device import seed_everything
 from ..errors import DataFileError, HarnessError
@@ -40,6 +41,7 @@ from ..profiles import Profile, budget_differences, format_budget, get_profile, 
 from ..registry import BUILTIN_PACKAGES, Registry
 from ..spec import ModelSpec, resolve_model_spec, student_spec
 from ..store import Store
+from ..trackers import RunTrackers
 from ..training import NonFiniteLossError
 from .build import ModelBuilder, TaskSet, train_examples
 from .config import CACHE, RunConfig, runtime_refused
@@ -68,8 +70,11 @@ class Models:
         log: Callable[[str], None] | None = None,
         training_checksums: Mapping[str, str] | None = None,
         tasks: TaskSet | None = None,
+        trackers: RunTrackers | None = None,
     ):
         self.registry = registry
+        # The run's experiment trackers (harness.trackers); none unless the run's driver hands them over.
+        self.trackers = trackers if trackers is not None else RunTrackers()
         self.config = config
         self.store = store
         self.log = log or logger.info
@@ -87,7 +92,9 @@ class Models:
 
     def for_plan(self, training_checksums: Mapping[str, str]) -> Models:
         """The models of a planned run: the same task objects, checkpoints checked against the planned data."""
-        return Models(self.registry, self.config, self.store, self.log, training_checksums, self.builder.tasks)
+        return Models(
+            self.registry, self.config, self.store, self.log, training_checksums, self.builder.tasks, self.trackers
+        )
 
     # -- training and checkpoints ------------------------------------------------------------------------------------
     def trained_model(self, spec: ModelSpec, profile: Profile, device: str, seed: int) -> Any:
@@ -170,7 +177,10 @@ class Models:
                 f"  training {spec.label} on {spec.train_on} ({train_examples(splits)} examples, seed {seed}, "
                 f"profile {profile.name}, budget {format_budget(spec.requested_budget)})"
             )
-            model, report = self._fit(spec, model, splits, profile, device, seed)
+            tracking = self.trackers.training(spec.key, seed, spec.label, self._tracked_params(spec, profile, seed))
+            curves = TrainingCurves(listener=tracking)
+            with recording(curves):
+                model, report = self._fit(spec, model, splits, profile, device, seed)
         finally:  # trainings nest (a teacher inside its recipe): this one is the last on the stack
             collecting = self.builder.collecting
             collecting[:] = [item for item in collecting if item is not provenance]
@@ -190,6 +200,8 @@ class Models:
                 seed,
                 "; ".join(differences),
             )
+        if tracking is not None:
+            tracking.add_params({"applied_budget": report_record["applied_budget"]})
         trained = model
 
         def save(directory: Path) -> None:
@@ -204,6 +216,8 @@ class Models:
                     "requested_budget": spec.requested_budget,
                     "report": report_record,
                     "training_data": provenance,
+                    # Per-step losses and dev scores, bounded (harness.curves)
+                    "curves": curves.as_record(),
                 },
             )
 
@@ -212,6 +226,16 @@ class Models:
         distributed.barrier()
         self._training_data_checksums[(spec.hash, seed)] = splits.checksum
         return model, report_record
+
+    @staticmethod
+    def _tracked_params(spec: ModelSpec, profile: Profile, seed: int) -> dict:
+        """A trained model's hyperparameters for the trackers: the resolved spec, seed, profile and budget."""
+        return {
+            "spec": spec.as_record(),
+            "seed": seed,
+            "profile": profile.name,
+            "requested_budget": dict(spec.requested_budget),
+        }
 
     def checkpoint_problem(self, spec: ModelSpec, seed: int) -> str | None:
         """Why a stored checkpoint cannot be loaded: not built, damaged (a file differs from the checksum recorded

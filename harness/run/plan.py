@@ -89,6 +89,7 @@ class Plan:
     training_checksums: dict[str, str] = field(default_factory=dict)
     training_problems: dict[str, DataFileError] = field(default_factory=dict)
     cells: tuple[Cell, ...] = ()  # every cell, in plan order (model, seed, task), with its status
+    log_to: tuple[str, ...] = ()  # the run's experiment trackers (RunConfig.log_to): records name them, keys do not
 
     @property
     def cell_count(self) -> int:
@@ -231,6 +232,7 @@ class Planner:
             tuple(dict.fromkeys(config.seeds)),
             profile,
             device,
+            log_to=config.log_to,
             data_dir_text=str(config.data_dir) if config.data_dir else None,
             runtime=config.runtime,
         )
