@@ -82,6 +82,7 @@ COLUMNS = (
     "eval_seconds",
     *COST_COLUMNS,
     "scores",
+    "exported_from",  # an exported row's record (its path in the store it was exported from)
 )
 
 

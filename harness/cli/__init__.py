@@ -24,6 +24,7 @@ from .leaderboard import cmd_leaderboard
 from .parser import build_parser
 from .plot import cmd_plot
 from .publish import cmd_publish
+from .results import cmd_results
 from .run import cmd_rescore, cmd_run
 from .validate import cmd_validate
 
@@ -42,6 +43,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "publish": cmd_publish,
     "export": cmd_export,
     "export-results": cmd_export_results,
+    "results": cmd_results,
 }
 
 __all__ = [

@@ -8,6 +8,7 @@ from pathlib import Path
 from ..leaderboard.formats import BUILTIN_FORMATS as FORMATS
 from ..profiles import PROFILES
 from .common import DEFAULT_LEADERBOARDS, DEFAULT_PUBLISHED, DEFAULT_RESULTS
+from .results import add_results_parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -320,4 +321,5 @@ def build_parser() -> argparse.ArgumentParser:
     export_results.add_argument(
         "--overwrite", action="store_true", help="write into a folder that already holds files (they may be replaced)"
     )
+    add_results_parser(commands)
     return parser
