@@ -214,6 +214,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="also show records computed on an evaluation sample (max_eval_examples, e.g. --profile "
         "smoke), in sections of their own; left out by default",
     )
+    board.add_argument(
+        "--cost",
+        action="store_true",
+        help="add cost columns (training and evaluation wall time, items/s, peak memory, parameters) and the "
+        "machine that measured them; records written before harness measured cost show -",
+    )
 
     overlap = commands.add_parser(
         "contamination",
