@@ -98,6 +98,7 @@ SLOW_TESTS: dict[str, float] = {
     "test_results.py::test_load_results_gives_one_row_per_cell_and_seed_with_its_cost": 8.4,
     "test_results.py::test_plot_cost_draws_a_pareto_view_and_refuses_a_store_without_cost": 13.4,
     "test_results.py::test_results_command_over_the_published_records": 6.9,
+    "test_results.py::test_the_results_example_runs_on_the_published_records": 19.5,
     "test_results.py::test_wide_equals_the_committed_leaderboard_of_a_family": 4.4,
     "test_significance_seeds.py::test_across_runs_false_positive_rate_stays_near_five_percent": 4.1,
     "test_significance_seeds.py::test_compare_prints_both_units_and_says_which_decides": 5.0,

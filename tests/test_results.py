@@ -220,3 +220,15 @@ def test_plot_cost_draws_a_pareto_view_and_refuses_a_store_without_cost(run_cli,
     assert out.strip() == f"wrote {png}" and png.read_bytes()[:4] == b"\x89PNG"
     code, _, err = run_cli("plot", "cost", "--results", REPO / "published", "--output", tmp_path / "none")
     assert code == 2 and "published/, have none" in err
+
+
+def test_the_results_example_runs_on_the_published_records():
+    import subprocess
+
+    script = REPO / "examples" / "results_as_data.py"
+    done = subprocess.run([sys.executable, script], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "senteval, mean over seeds" in done.stdout and "0 not loaded" in done.stdout
+    cbe = next(line for line in done.stdout.splitlines() if line.startswith("cbe [train: stsb]"))
+    assert cbe.split()[-1] == "81.19"  # leaderboards/senteval.md's average of that row
+    assert "mean and std across seeds" in done.stdout and "records with cost: 0 of" in done.stdout
