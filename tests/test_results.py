@@ -232,3 +232,41 @@ def test_the_results_example_runs_on_the_published_records():
     cbe = next(line for line in done.stdout.splitlines() if line.startswith("cbe [train: stsb]"))
     assert cbe.split()[-1] == "81.19"  # leaderboards/senteval.md's average of that row
     assert "mean and std across seeds" in done.stdout and "records with cost: 0 of" in done.stdout
+
+
+def test_cost_meter_counts_parameters_once_and_reads_the_gpu_peak_of_its_evaluation(monkeypatch):
+    import torch
+
+    from harness.contamination import EvaluatedTexts
+    from harness.run.cost import CostMeter
+
+    class Wrapper:  # plugins wrap their torch modules: one level down is looked at, a shared tensor counted once
+        def __init__(self):
+            self.encoder = torch.nn.Linear(4, 3)  # 15 parameters
+            self.head = torch.nn.Linear(3, 1, bias=False).to(torch.float64)  # 3 parameters
+            self.tied = self.encoder
+
+    calls = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda *a: calls.append("reset"))
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda *a: 123456)
+    meter = CostMeter("cuda:0")
+    assert calls == ["reset"]  # the peak is this evaluation's, not the training's before it
+    meter.stop()
+    texts = EvaluatedTexts(pairs=(("a", "b"), ("c", "d")))
+    cost = meter.record(
+        model=Wrapper(),
+        runtime="torch",
+        training_report={"wall_seconds": 12.5},
+        trained=True,
+        texts=texts,
+        examples=None,
+    )
+    assert (cost["parameters"], cost["precision"], cost["peak_gpu_bytes"]) == (18, "float32", 123456)
+    assert (cost["items"], cost["item_unit"], cost["training_seconds"]) == (2, "pairs", 12.5)
+    on_cpu = CostMeter("cpu").record(
+        model=object(), runtime="onnx", training_report=None, trained=True, texts=None, examples={"count": 7}
+    )
+    assert on_cpu["peak_gpu_bytes"] is None and on_cpu["parameters"] is None
+    assert on_cpu["training_seconds"] is None  # trained, but its report does not say: unknown, never 0
+    assert (on_cpu["items"], on_cpu["item_unit"], on_cpu["runtime"]) == (7, "examples", "onnx")
