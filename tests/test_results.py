@@ -207,6 +207,20 @@ def test_leaderboard_cost_columns_are_opt_in_and_name_the_machine(run_cli, tiny_
         "cost_measured_on",
     ]
     assert "cost_training_seconds" not in (tmp_path / "plain" / "toy.csv").read_text()
+    code, _, err = run_cli(
+        "leaderboard",
+        "--results",
+        tiny_store,
+        "--output",
+        tmp_path / "html",
+        "--include-samples",
+        "--cost",
+        "--formats",
+        "html",
+    )
+    assert code == 0, err
+    page = (tmp_path / "html" / "toy.html").read_text()
+    assert "<th>peak RSS MiB</th>" in page and "Cost columns (--cost)" in page
 
 
 def test_plot_cost_draws_a_pareto_view_and_refuses_a_store_without_cost(run_cli, tiny_store, tmp_path):
