@@ -165,7 +165,7 @@ def load_results(
     rows: list[dict[str, Any]] = []
     problems: list[LoadProblem] = []
     for root in sources:
-        store_rows, store_problems = _store_rows(root, intervals)
+        store_rows, store_problems = _store_rows(root)
         rows += store_rows
         problems += store_problems
     for format_name, folder in (exported or {}).items():
@@ -182,8 +182,13 @@ def load_results(
             "restore them from git, or load without strict=True to skip them (listed in .errors)."
         )
     frame = pd.DataFrame([{column: row.get(column) for column in COLUMNS} for row in rows], columns=list(COLUMNS))
-    frame = _filtered(frame, models=models, tasks=tasks, profile=profile, families=families)
-    return ResultsFrame(frame.reset_index(drop=True), problems)
+    frame = _filtered(frame, models=models, tasks=tasks, profile=profile, families=families).reset_index(drop=True)
+    if intervals:  # after the filters: each interval reads a per-example file and resamples it
+        for index, row in frame.iterrows():
+            if row["source"] == "harness" and row["status"] == "ok":
+                low, high = _interval(int(row["seed"]), float(row["score"]), str(row["path"]))
+                frame.at[index, "interval_low"], frame.at[index, "interval_high"] = low, high
+    return ResultsFrame(frame, problems)
 
 
 def _names(value: str | Iterable[str] | None) -> list[str] | None:
@@ -218,13 +223,13 @@ def _filtered(frame: pd.DataFrame, **filters: Any) -> pd.DataFrame:
     return frame
 
 
-def _store_rows(root: Path, intervals: bool) -> tuple[list[dict[str, Any]], list[LoadProblem]]:
+def _store_rows(root: Path) -> tuple[list[dict[str, Any]], list[LoadProblem]]:
     from .store import Store
 
     if not root.is_dir():
         raise ResultsError(f"no result store at {root}: pass the folder `harness run --results` wrote, or published")
     store = Store(root)
-    rows = [_record_row(record, root, intervals) for record in store.records()]
+    rows = [_record_row(record, root) for record in store.records()]
     return rows, [LoadProblem(Path(path), reason) for path, reason in store.skipped]
 
 
@@ -232,7 +237,7 @@ def _json_text(value: Any) -> str | None:
     return None if value is None else json.dumps(value, sort_keys=True)
 
 
-def _record_row(record: dict, root: Path, intervals: bool) -> dict[str, Any]:
+def _record_row(record: dict, root: Path) -> dict[str, Any]:
     from .contamination import seen_shares
     from .run.record import runtime_of
 
@@ -289,17 +294,15 @@ def _record_row(record: dict, root: Path, intervals: bool) -> dict[str, Any]:
         **{column: cost.get(column) for column in COST_COLUMNS},
         "scores": _json_text(record.get("scores")),
     }
-    if intervals and ok:
-        row["interval_low"], row["interval_high"] = _interval(record)
     return row
 
 
-def _interval(record: dict) -> tuple[float | None, float | None]:
-    """The record's 95% bootstrap interval over its test examples (the leaderboard's, for one seed), or Nones."""
+def _interval(seed: int, score: float, path: str) -> tuple[float | None, float | None]:
+    """A record's 95% bootstrap interval over its test examples (the leaderboard's, for one seed), or Nones."""
     from .leaderboard.stats import cell_statistics
     from .leaderboard.tables import Cell
 
-    cell = Cell(values={record["seed"]: record["main_score"]}, records={record["seed"]: record["_path"]})
+    cell = Cell(values={seed: score}, records={seed: path})
     statistics = cell_statistics(cell)
     if statistics is None:
         return None, None

@@ -76,6 +76,11 @@ def test_wide_equals_the_committed_leaderboard_of_a_family():
             expected = row[f"{task}_mean"]
             assert (f"{values[task]:.4f}" if values[task] == values[task] else "") == expected, (row["model"], task)
         assert (f"{values['average']:.4f}" if values["average"] == values["average"] else "") == row["average"]
+    # intervals, when asked for, are the leaderboard's (one seed: the cell's own bootstrap interval)
+    be = next(row for row in rows if row["model"] == "be")
+    sts12 = harness.load_results(REPO / "published", models=be["model_key"], tasks="sts12", intervals=True).frame
+    assert f"{sts12['interval_low'][0]:.4f}" == be["sts12_ci_low"]
+    assert f"{sts12['interval_high'][0]:.4f}" == be["sts12_ci_high"]
 
 
 def test_filters_and_a_name_that_matches_nothing(tiny_store):
