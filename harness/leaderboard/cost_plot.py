@@ -24,8 +24,8 @@ from .tables import collect_tables, group_by_family, table_path
 
 # (panel title, RowCost attribute, axis label, log axis)
 PANELS = (
-    ("evaluation", "evaluation_seconds", "evaluation wall time of the row's cells (s)", True),
-    ("training", "training_seconds", "training wall time of its checkpoint (s; 0: untrained)", False),
+    ("evaluation time", "evaluation_seconds", "evaluation wall time of the row's cells (s)", True),
+    ("training time", "training_seconds", "training wall time of its checkpoint (s; 0: untrained)", False),
     ("size", "parameters_millions", "parameters (millions)", False),
 )
 
@@ -83,7 +83,7 @@ def plot_family(sections: list[Any], path: Path) -> Path | None:
     figure, axes = plt.subplots(1, len(PANELS), figsize=(5.2 * len(PANELS), 4.6), squeeze=False)
     palette = plt.get_cmap("tab10")
     for panel, (title, attribute, label, log) in zip(axes[0], PANELS):
-        for number, table in enumerate(sections):
+        for number in range(len(sections)):
             mine = [(p[1], p[2], getattr(p[3], attribute)) for p in points if p[0] == number]
             mine = [(name, quality, cost) for name, quality, cost in mine if cost is not None]
             if not mine:
@@ -117,13 +117,14 @@ def plot_family(sections: list[Any], path: Path) -> Path | None:
                     color=colour,
                     linewidth=1.0,
                     alpha=0.7,
-                    label=f"Pareto front{': ' + table.title if table.title else ''}",
+                    label=f"Pareto front{f' (section {number + 1})' if len(sections) > 1 else ''}",
                 )
-        if log and all(getattr(p[3], attribute) for p in points if getattr(p[3], attribute) is not None):
+        values = [getattr(p[3], attribute) for p in points if getattr(p[3], attribute) is not None]
+        if log and values and min(values) > 0 and max(values) / min(values) >= 20:  # a log axis only for wide ranges
             panel.set_xscale("log")
         panel.set_xlabel(label, fontsize=8)
         panel.set_ylabel("average main score x100 (higher is better)", fontsize=8)
-        panel.set_title(f"quality vs {title} cost", fontsize=9)
+        panel.set_title(f"quality vs {title}", fontsize=9)
         panel.tick_params(labelsize=7)
         panel.grid(alpha=0.3)
         if panel.get_legend_handles_labels()[0]:
@@ -136,6 +137,13 @@ def plot_family(sections: list[Any], path: Path) -> Path | None:
         f"measured on {'; '.join(hardware)}{skipped})",
         fontsize=9,
     )
+    sections_text = "; ".join(
+        f"section {number + 1}: {table.title}" if len(sections) > 1 else table.title
+        for number, table in enumerate(sections)
+        if table.title
+    )
+    if sections_text:  # which rows each front ranks, under the panels
+        figure.text(0.5, -0.01, sections_text, ha="center", va="top", fontsize=7, wrap=True)
     figure.tight_layout()
     atomic_write_file(path, lambda target: figure.savefig(target, format="png", dpi=110, bbox_inches="tight"))
     plt.close(figure)
