@@ -92,7 +92,7 @@ def test_filters_and_a_name_that_matches_nothing(tiny_store):
         harness.load_results(tiny_store / "nowhere")
 
 
-def test_a_damaged_record_is_reported_never_dropped_silently(tiny_store, tmp_path, caplog):
+def test_a_damaged_record_is_reported_never_dropped_silently(tiny_store, tmp_path, caplog, run_cli):
     import shutil
 
     store = tmp_path / "store"
@@ -108,6 +108,9 @@ def test_a_damaged_record_is_reported_never_dropped_silently(tiny_store, tmp_pat
     assert str(damaged) in caplog.text and "does not match its checksum" in caplog.text
     with pytest.raises(harness.ResultsError, match="1 result file"):
         harness.load_results(store, strict=True)
+    code, out, err = run_cli("results", "--results", store, "--format", "csv")
+    assert code == 1 and len(out.splitlines()) == 2  # the header and the record that verifies
+    assert f"error: not loaded: {damaged}: content does not match its checksum" in err
 
 
 def test_results_command_formats_filters_where_and_sort(run_cli, tiny_store, tmp_path):
