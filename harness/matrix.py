@@ -49,6 +49,7 @@ ALLOWED_KEYS = {
     "train_on",
     "data_dir",
     "budget",
+    "embedding_cache",
     "paper",
     "claims",
 }
@@ -165,6 +166,10 @@ def load_matrix(path: Path) -> dict:
             result[key] = value
     if "data_dir" in result:
         result["data_dir"] = Path(result["data_dir"]).expanduser()
+    if "embedding_cache" in document:  # harness.embedding_cache: false turns it off for the matrix's runs
+        if not isinstance(document["embedding_cache"], bool):
+            raise data_error(path, None, f"embedding_cache must be true or false, got {document['embedding_cache']!r}.")
+        result["embedding_cache"] = document["embedding_cache"]
     return result
 
 

@@ -86,6 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="recompute every cell and retrain every checkpoint, replacing what is stored",
     )
     run.add_argument(
+        "--no-embedding-cache",
+        action="store_true",
+        help="encode every text again instead of serving vectors computed before from the store's embedding cache "
+        "(on by default; also HARNESS_EMBEDDING_CACHE=0 or the matrix key embedding_cache: false)",
+    )
+    run.add_argument(
         "--store-only",
         action="store_true",
         help="compute nothing: answer every cell from the store, or stop and say which cells cannot be",

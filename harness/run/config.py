@@ -68,6 +68,10 @@ class RunConfig:
     # How models that support it (``use_runtime``) run their encoders for evaluation: "torch" or "onnx"
     # (harness.nn.onnx_runtime; needs the `onnx` extra). Training always runs in torch.
     runtime: str = "torch"
+    # Whether encoders serve vectors they computed before from the store's embedding cache (harness.embedding_cache)
+    # during evaluation; --no-embedding-cache, the matrix key ``embedding_cache: false`` or HARNESS_EMBEDDING_CACHE=0
+    # turn it off. Records say which in ``timings.embedding_cache``.
+    embedding_cache: bool = True
 
     def __post_init__(self) -> None:
         # Values that would otherwise fail late (numpy's seed range) or pass silently (a data dir that does not
@@ -77,6 +81,8 @@ class RunConfig:
         )
         check_batch_size(self.batch_size)
         check_runtime_name(self.runtime)
+        if not isinstance(self.embedding_cache, bool):
+            raise InvalidOptionError(f"embedding_cache must be true or false, got {self.embedding_cache!r}.")
         object.__setattr__(self, "results_dir", Path(self.results_dir))
         if self.data_dir is not None:
             object.__setattr__(self, "data_dir", check_data_dir(self.data_dir, self.data_dir_source))
