@@ -12,7 +12,7 @@ from ..matrix import ModelEntry, check_seeds
 
 CACHE = "cache"  # store folder shared by every spec: content-addressed artifacts (e.g. domain-MLM checkpoints)
 # The evaluation runtimes (harness.nn.onnx_runtime.RUNTIMES, which imports torch: a config is checked without it).
-RUNTIMES = ("torch", "onnx")
+RUNTIMES = ("torch", "onnx", "onnx-int8")
 
 
 def check_runtime_name(value: str) -> str:
@@ -65,7 +65,7 @@ class RunConfig:
     batch_size: int | None = None
     store_only: bool = False  # answer every cell from the store; refuse (saying why) if one would be computed
     budget: dict = field(default_factory=dict)  # --set overrides for every trained spec (entries' own win)
-    # How models that support it (``use_runtime``) run their encoders for evaluation: "torch" or "onnx"
+    # How models that support it (``use_runtime``) run their encoders for evaluation: "torch", "onnx" or "onnx-int8"
     # (harness.nn.onnx_runtime; needs the `onnx` extra). Training always runs in torch.
     runtime: str = "torch"
     # Whether encoders serve vectors they computed before from the store's embedding cache (harness.embedding_cache)
