@@ -121,7 +121,7 @@ class EmbeddingCache:
     def __init__(self, root: Path | str, limit_mib: float = DEFAULT_LIMIT_MIB) -> None:
         self.root = Path(root)
         self.limit_bytes = int(limit_mib * 1024 * 1024)
-        # the verified shards of the namespace used last (one model at a time is evaluated), by file name
+        # the verified shards of the namespace used last within one evaluation scope, by file name
         self._namespace: str | None = None
         self._shards: dict[str, _Shard] = {}
 
@@ -132,6 +132,10 @@ class EmbeddingCache:
     def namespace(determinants: Mapping[str, Any]) -> str:
         """The folder name of an encoder's vectors: a hash of everything that determines them."""
         return stable_hash(dict(determinants), 32)
+
+    def forget(self) -> None:
+        """Drop the shards held in memory (they are read, and verified, again on the next lookup)."""
+        self._namespace, self._shards = None, {}
 
     # -- reading -------------------------------------------------------------------------------------------------
     def _read_shard(self, namespace: str, path: Path) -> _Shard | None:
@@ -317,6 +321,7 @@ def evaluation_scope(cache: EmbeddingCache | None) -> Iterator[CacheCounts | Non
         yield counts
     finally:
         _active.reset(token)
+        cache.forget()  # the shards read stay on disk, not in this process' memory between cells
 
 
 def cached_encode(
