@@ -2,7 +2,8 @@
 text in the same way (mteb's ``CachedEmbeddingWrapper`` does this per model folder; here it is content-addressed).
 
 - **Keyed by content.** An encoder names everything that determines its vectors (its weights' hash, tokenizer,
-  pooling, max length, runtime, device and precision: :meth:`EmbeddingCache.namespace` of those determinants); a
+  pooling, max length, runtime, device, precision and the versions of the code that computes them,
+  :func:`software_versions`: :meth:`EmbeddingCache.namespace` of those determinants); a
   text is keyed by the sha256 of its UTF-8 bytes. Two models that differ in one weight never share a vector.
 - **Storage.** ``<store>/cache/embeddings/<namespace>/<sha256 of the shard>.safetensors``: one write-once shard per
   encode call that computed something, holding the texts' digests (``uint8 [n, 32]``) and vectors (``[n, d]``),
@@ -76,6 +77,15 @@ def limit_mib_from_environment() -> float:
     if not value >= 0:  # also refuses nan
         raise InvalidOptionError(f"{LIMIT_VARIABLE} must be a size in MiB (a number >= 0), got {text!r}.")
     return value
+
+
+def software_versions(runtime: str = "torch") -> dict[str, str | None]:
+    """The versions of the code that computes a vector, part of every encoder's determinants: a new harness, torch or
+    transformers (or ONNX Runtime, for an onnx runtime) may compute other floats, so it never reads older vectors."""
+    from .environment import package_version
+
+    packages = ["sentence-harness", "torch", "transformers", *(["onnxruntime"] if runtime != "torch" else [])]
+    return {name: package_version(name) for name in packages}
 
 
 def text_digest(text: str) -> bytes:

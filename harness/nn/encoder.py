@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from harness.device import autocast, autocast_dtype
-from harness.embedding_cache import cached_encode
+from harness.embedding_cache import cached_encode, software_versions
 from harness.errors import invalid_choice
 from harness.progress import progress_bar
 
@@ -131,7 +131,8 @@ class SentenceEncoder(nn.Module):
     def embedding_determinants(self) -> dict:
         """Everything that determines what :meth:`encode` returns for a text (the embedding cache's namespace,
         :mod:`harness.embedding_cache`): the weights' hash (:func:`~harness.nn.onnx_runtime.export_key`, kept while
-        no weight tensor changes), the tokenizer, pooling, max length, runtime, device type and autocast dtype."""
+        no weight tensor changes), the tokenizer, pooling, max length, runtime, device type, autocast dtype and the
+        versions of the code that computes the vectors."""
         versions = _weight_versions(self)
         if self._weights_key is None or self._weights_key[0] != versions:
             self._weights_key = (versions, export_key(self, ()))
@@ -147,6 +148,7 @@ class SentenceEncoder(nn.Module):
             "runtime": self.runtime.runtime,
             "device": device.split(":")[0],
             "autocast": str(autocast_dtype(device)),
+            "software": software_versions(self.runtime.runtime),
         }
 
     def encode(self, texts: Sequence[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
