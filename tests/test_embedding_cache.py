@@ -170,3 +170,32 @@ def test_matrix_key_turns_the_cache_off_and_a_wrong_value_is_refused(tiny_bert, 
     assert record["timings"]["embedding_cache"] == "off"
     with pytest.raises(InvalidOptionError, match="embedding_cache must be true or false"):
         RunConfig(models=[], tasks=[], embedding_cache="no")  # type: ignore[arg-type]
+
+
+def test_concurrent_writers_and_evictors_share_one_cache(tmp_path):
+    """Several workers (threads here; processes and Ray workers write the same way) encode overlapping texts into
+    one cache while it is cut to a small cap: every answer is right, and no half-written shard is ever read."""
+    import threading
+
+    def vectors_of(texts):
+        return np.stack([np.full(64, float(len(text)), dtype=np.float32) for text in texts])
+
+    texts = [f"sentence {i}" * (i % 5 + 1) for i in range(40)]
+    problems = []
+
+    def worker(offset):
+        cache = EmbeddingCache(tmp_path, limit_mib=0.01)  # about 40 vectors: shards are evicted all the time
+        for round_number in range(5):
+            chosen = texts[offset : offset + 20] + texts[: round_number + 1]
+            with evaluation_scope(cache):
+                got = cached_encode(lambda: {"model": "shared"}, chosen, vectors_of)
+            if not np.array_equal(got, vectors_of(chosen)):
+                problems.append((offset, round_number))
+
+    threads = [threading.Thread(target=worker, args=(offset,)) for offset in (0, 10, 20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert problems == []
+    assert not list(tmp_path.rglob(".*"))  # no temporaries left behind
