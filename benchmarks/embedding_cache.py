@@ -1,20 +1,21 @@
 """The embedding cache (harness.embedding_cache): hit rates, time saved and disk size, with the real MiniLM and data.
 
-Two fresh stores, each running ``harness run --models be`` (all-MiniLM-L6-v2, quick profile, seed 42) as a user
-would, one command after another:
+``harness run --models be`` (all-MiniLM-L6-v2, quick profile, seed 42), as a user would run it, one command after
+another into store A (the cache on, the default):
 
-1. ``--tasks stsb``: the cache starts empty and is filled with STS-B's sentences;
-2. ``--tasks senteval``: the other SentEval STS tasks (STS-B's cell comes from the store); STS-B is built from
+1. ``--tasks stsb``: the cache starts empty and is filled with STS-B's test sentences;
+2. ``--tasks T`` (default: the SentEval STS tasks but STS-B, ``sts12,...,sts16,sickr``): STS-B is built from
    STS12-16 sentences, so part of their vectors are served from the cache;
-3. ``--tasks senteval --overwrite``: every cell evaluated again (nothing to train for ``be``): every vector served.
+3. ``--tasks T --overwrite``: every cell evaluated again (nothing to train for ``be``): every vector served.
 
-Store A runs with the cache (the default), store B with ``--no-embedding-cache``; the steps alternate between the
-stores (A1 B1 A2 B2 A3 B3) so that both see the same load. Prints per step and store the texts served / computed
-(the records' ``timings.embedding_cache``), the summed ``eval_seconds`` of the cells computed, the command's wall
-time, the time saved (B - A) and the ratio, the cache's size on disk and per million sentences (the vectors' width
-and dtype as stored), and the load average at start and end.
+Store B runs ``--tasks T --no-embedding-cache`` once, between steps 2 and 3: the same cells computed without the
+cache, the baseline of both. Prints per step the texts served / computed (the records' ``timings.embedding_cache``),
+the summed ``eval_seconds`` of the cells computed, the command's wall time, the time saved against B and the ratio,
+the cache's size on disk and per million sentences (the vectors' width and dtype as stored), and the load average at
+start and end. ``--count`` first prints, from the data alone (no encoding), each task's distinct test sentences and
+how many of them the first task's hold: the hits step 2 should see.
 
-Usage: nice -n 10 python benchmarks/embedding_cache.py [--tasks senteval] [--first stsb] [--models be]
+Usage: nice -n 10 python benchmarks/embedding_cache.py [--tasks sts16,sts13] [--first stsb] [--count]
 """
 
 from __future__ import annotations
@@ -75,40 +76,71 @@ def cache_size(store: Path) -> tuple[int, int, str]:
     return total, texts, described
 
 
+def count_shared(first: str, tasks: list[str]) -> None:
+    """Each task's distinct test sentences and those ``first``'s hold (the data alone)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import runtime_speed
+
+    def sentences(name: str) -> set[str]:
+        runtime_speed.TASKS = (name,)
+        return set(runtime_speed.task_sentences(None))
+
+    seen = sentences(first)
+    total = shared = 0
+    for task in tasks:
+        texts = sentences(task)
+        total, shared = total + len(texts), shared + len(texts & seen)
+        print(
+            f"  {task}: {len(texts)} distinct sentences, {len(texts & seen)} of them in {first} ({len(texts & seen) / len(texts):.1%})"
+        )
+        seen |= texts
+    print(f"  all: {total} (per task), {shared} in the tasks before ({shared / max(total, 1):.1%})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default="be")
     parser.add_argument("--first", default="stsb", help="the task evaluated first (default stsb)")
-    parser.add_argument("--tasks", default="senteval", help="the tasks evaluated next and again (default senteval)")
+    parser.add_argument(
+        "--tasks", default="sts12,sts13,sts14,sts15,sts16,sickr", help="the tasks evaluated next and again"
+    )
+    parser.add_argument("--count", action="store_true", help="first count the shared sentences from the data")
     args = parser.parse_args()
     load = os.getloadavg()
     print(f"harness run --models {args.models} --profile quick --seeds 42: {args.first}, then {args.tasks}, then")
-    print(f"{args.tasks} --overwrite; store A with the embedding cache, B with --no-embedding-cache")
+    print(f"{args.tasks} --overwrite (store A, the cache on); {args.tasks} --no-embedding-cache (store B)")
     print(f"load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} CPUs)")
-    steps = [
-        (f"1. {args.first} (cold cache)", args.first, ()),
-        (f"2. {args.tasks} after {args.first}", args.tasks, ()),
-        (f"3. {args.tasks} --overwrite", args.tasks, ("--overwrite",)),
-    ]
+    if args.count:
+        print(f"sentences shared with the tasks before, counted from the data (each task after {args.first}):")
+        count_shared(args.first, args.tasks.split(","))
     with tempfile.TemporaryDirectory(prefix="embedding-cache-") as folder:
-        stores = {"A": Path(folder) / "cached", "B": Path(folder) / "uncached"}
-        flags = {"A": (), "B": ("--no-embedding-cache",)}
-        for label, tasks, extra in steps:
-            measured = {}
-            for side, store in stores.items():
-                since = time.time() - 1e-3
-                wall = run(store, args.models, tasks, *extra, *flags[side])
-                measured[side] = (wall, *summary(cells(store, since)))
-            wall_a, hits, misses, eval_a = measured["A"]
-            wall_b, _, _, eval_b = measured["B"]
+        cached, uncached = Path(folder) / "cached", Path(folder) / "uncached"
+
+        def step(store: Path, tasks: str, *extra: str) -> tuple[float, int, int, float]:
+            since = time.time() - 1e-3
+            wall = run(store, args.models, tasks, *extra)
+            return (wall, *summary(cells(store, since)))
+
+        def report(label: str, measured: tuple, baseline: tuple | None) -> None:
+            wall, hits, misses, seconds = measured
             rate = hits / (hits + misses) if hits + misses else 0.0
-            print(
-                f"{label}: served {hits}, computed {misses} (hit rate {rate:.1%}); eval_seconds A {eval_a:.1f} s, "
-                f"B {eval_b:.1f} s, saved {eval_b - eval_a:.1f} s ({eval_b / max(eval_a, 1e-9):.2f}x); command wall "
-                f"A {wall_a:.1f} s, B {wall_b:.1f} s ({wall_b / wall_a:.2f}x)",
-                flush=True,
-            )
-        size, texts, described = cache_size(stores["A"])
+            line = f"{label}: served {hits}, computed {misses} (hit rate {rate:.1%}); eval_seconds {seconds:.1f} s"
+            if baseline is not None:
+                line += (
+                    f", without the cache {baseline[3]:.1f} s: saved {baseline[3] - seconds:.1f} s "
+                    f"({baseline[3] / max(seconds, 1e-9):.2f}x); command wall {wall:.1f} s vs {baseline[0]:.1f} s"
+                )
+            else:
+                line += f"; command wall {wall:.1f} s"
+            print(line, flush=True)
+
+        report(f"A1. {args.first} (cold cache)", step(cached, args.first), None)
+        after_first = step(cached, args.tasks)
+        baseline = step(uncached, args.tasks, "--no-embedding-cache")
+        report(f"B.  {args.tasks} --no-embedding-cache", baseline, None)
+        report(f"A2. {args.tasks} after {args.first}", after_first, baseline)
+        report(f"A3. {args.tasks} --overwrite", step(cached, args.tasks, "--overwrite"), baseline)
+        size, texts, described = cache_size(cached)
         print(
             f"cache on disk: {size / 2**20:.2f} MiB for {texts} texts ({described}): {size / max(texts, 1):.0f} "
             f"bytes per text, {size / max(texts, 1) * 1e6 / 2**20:.0f} MiB per million sentences"
