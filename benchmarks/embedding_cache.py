@@ -91,7 +91,7 @@ def count_shared(first: str, tasks: list[str]) -> None:
         texts = sentences(task)
         total, shared = total + len(texts), shared + len(texts & seen)
         print(
-            f"  {task}: {len(texts)} distinct sentences, {len(texts & seen)} of them in {first} ({len(texts & seen) / len(texts):.1%})"
+            f"  {task}: {len(texts)} distinct sentences, {len(texts & seen)} of them in {first} or the tasks before ({len(texts & seen) / len(texts):.1%})"
         )
         seen |= texts
     print(f"  all: {total} (per task), {shared} in the tasks before ({shared / max(total, 1):.1%})")
