@@ -61,6 +61,16 @@ def test_int8_cells_rows_and_compare(tiny_bert, tmp_path):
     assert board.exit_code == 0, board.stderr
     text = "\n".join(path.read_text() for path in (tmp_path / "boards").glob("*.md"))
     assert "[runtime: onnx-int8]" in text
+    # each runtime's row has its own interval and marks (rows of one model key are told apart by their runtime)
+    rows = {
+        cells[2]: cells
+        for cells in ([cell.strip() for cell in line.split("|")] for line in text.splitlines())
+        if len(cells) > 6 and cells[2] in ("be", "be [runtime: onnx-int8]")
+    }
+    stsb = 6  # rank, model, backbone, profile, seeds, then the task column
+    assert rows["be"][stsb].startswith(f"{torch_record['main_score']:.2f} [")
+    assert rows["be [runtime: onnx-int8]"][stsb].startswith(f"{int8_record['main_score']:.2f} [")
+    assert rows["be"][stsb].split("[")[1] != rows["be [runtime: onnx-int8]"][stsb].split("[")[1]
 
     compared = ht.run_harness(
         "compare", "be", "be", "--runtime-b", "onnx-int8", "--tasks", "stsb", "--profile", "smoke",
