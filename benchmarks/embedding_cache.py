@@ -56,7 +56,7 @@ def summary(records: list[dict]) -> tuple[int, int, float]:
     for record in records:
         counts = record["timings"].get("embedding_cache")
         if isinstance(counts, dict):
-            hits, misses = hits + counts["hits"], misses + counts["misses"]
+            hits, misses = hits + counts.get("hits", 0), misses + counts.get("misses", 0)
         seconds += record["timings"]["eval_seconds"]
     return hits, misses, seconds
 

@@ -97,7 +97,7 @@ def _eval_seconds(store: Store, spec: ModelSpec, seeds: list[int], task_key: str
     for seed in seeds:
         record, _ = store.lookup(spec.key, seed, task_key, runtime)
         timings = (record or {}).get("timings") or {}
-        cache = timings.get("embedding_cache", "off")
+        cache = timings.get("embedding_cache")
         if "eval_seconds" not in timings or (isinstance(cache, dict) and cache.get("hits")):
             return None
         seconds.append(float(timings["eval_seconds"]))

@@ -100,8 +100,9 @@ class CacheCounts:
     hits: int = 0
     misses: int = 0
 
-    def as_record(self) -> dict[str, int]:
-        return {"hits": self.hits, "misses": self.misses}
+    def as_record(self) -> dict[str, bool | int]:
+        """What a record's ``timings.embedding_cache`` says of a cell evaluated with the cache on."""
+        return {"enabled": True, "hits": self.hits, "misses": self.misses}
 
 
 class _Shard:

@@ -33,11 +33,12 @@ def test_second_encode_is_served_from_the_cache_bit_for_bit(encoder, tmp_path):
         first = encoder.encode(TEXTS)
     with evaluation_scope(EmbeddingCache(tmp_path)) as warm:  # a new process's cache object reads the shards
         second = encoder.encode(TEXTS)
-    assert cold.as_record() == {"hits": 0, "misses": 3} and warm.as_record() == {"hits": 3, "misses": 0}
+    assert (cold.hits, cold.misses, warm.hits, warm.misses) == (0, 3, 3, 0)
+    assert cold.as_record() == {"enabled": True, "hits": 0, "misses": 3}
     assert first.tobytes() == expected.tobytes() and second.tobytes() == expected.tobytes()
     with evaluation_scope(EmbeddingCache(tmp_path)) as partly:
         mixed = encoder.encode(["the sky is blue.", "a new sentence."])
-    assert partly.as_record() == {"hits": 1, "misses": 1}
+    assert partly.as_record() == {"enabled": True, "hits": 1, "misses": 1}
     np.testing.assert_allclose(mixed, encoder.encode(["the sky is blue.", "a new sentence."]), atol=1e-6)
     assert len(_shards(tmp_path)) == 2  # one write-once shard per encode call that computed something
 
@@ -53,7 +54,7 @@ def test_two_models_never_share_a_vector(tiny_bert, tmp_path):
         a = first.encode(TEXTS[:1])
         b = second.encode(TEXTS[:1])
         cls = SentenceEncoder.from_backbone(tiny_bert, "cls").eval().encode(TEXTS[:1])  # another pooling
-    assert counts.as_record() == {"hits": 0, "misses": 3}
+    assert counts.as_record() == {"enabled": True, "hits": 0, "misses": 3}
     assert not np.allclose(a, b) and not np.allclose(a, cls)
     assert len({path.parent.name for path in _shards(tmp_path)}) == 3
     # weights changed in place after a first encode (training between evaluations): keyed by the new content,
@@ -63,7 +64,7 @@ def test_two_models_never_share_a_vector(tiny_bert, tmp_path):
         assert first.encode(TEXTS[:1]).tobytes() == b.tobytes()
         next(first.transformer.parameters()).add_(0.5)
         first.encode(TEXTS[:1])
-    assert counts.as_record() == {"hits": 1, "misses": 1}
+    assert counts.as_record() == {"enabled": True, "hits": 1, "misses": 1}
 
 
 def test_a_corrupted_or_swapped_shard_is_detected_and_recomputed(encoder, tmp_path, caplog):
@@ -75,7 +76,7 @@ def test_a_corrupted_or_swapped_shard_is_detected_and_recomputed(encoder, tmp_pa
     shard.write_bytes(bytes(content))
     with evaluation_scope(EmbeddingCache(tmp_path)) as counts:
         again = encoder.encode(TEXTS)
-    assert counts.as_record() == {"hits": 0, "misses": 3}
+    assert counts.as_record() == {"enabled": True, "hits": 0, "misses": 3}
     assert again.tobytes() == expected.tobytes()
     assert "checksum does not match" in caplog.text
     # a whole shard of another namespace copied in is refused too
@@ -149,11 +150,13 @@ def test_run_scores_are_identical_with_the_cache_on_and_off(tiny_bert, tmp_path)
     off = _run(tiny_bert, tmp_path / "off", env={"HARNESS_EMBEDDING_CACHE": "0"})
     assert off.exit_code == 0, off.stderr
     for name, record in _records(tmp_path / "off").items():
-        assert record["timings"]["embedding_cache"] == "off" and record["scores"] == first[name]["scores"], name
+        assert (
+            record["timings"]["embedding_cache"] == {"enabled": False} and record["scores"] == first[name]["scores"]
+        ), name
     assert not (tmp_path / "off" / "cache" / "embeddings").exists()
     flag = _run(tiny_bert, results, "--overwrite", "--no-embedding-cache", tasks="stsb")
     assert flag.exit_code == 0, flag.stderr
-    assert _records(results)["stsb.json"]["timings"]["embedding_cache"] == "off"
+    assert _records(results)["stsb.json"]["timings"]["embedding_cache"] == {"enabled": False}
 
 
 def test_matrix_key_turns_the_cache_off_and_a_wrong_value_is_refused(tiny_bert, tmp_path):
@@ -167,7 +170,7 @@ def test_matrix_key_turns_the_cache_off_and_a_wrong_value_is_refused(tiny_bert, 
     run = ht.run_harness("run", "--matrix", matrix, "--profile", "smoke", "--results", tmp_path / "r", "--no-progress")
     assert run.exit_code == 0, run.stderr
     (record,) = _records(tmp_path / "r").values()
-    assert record["timings"]["embedding_cache"] == "off"
+    assert record["timings"]["embedding_cache"] == {"enabled": False}
     with pytest.raises(InvalidOptionError, match="embedding_cache must be true or false"):
         RunConfig(models=[], tasks=[], embedding_cache="no")  # type: ignore[arg-type]
 

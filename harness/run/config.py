@@ -70,7 +70,7 @@ class RunConfig:
     runtime: str = "torch"
     # Whether encoders serve vectors they computed before from the store's embedding cache (harness.embedding_cache)
     # during evaluation; --no-embedding-cache, the matrix key ``embedding_cache: false`` or HARNESS_EMBEDDING_CACHE=0
-    # turn it off. Records say which in ``timings.embedding_cache``.
+    # turn it off. Records say which in ``timings.embedding_cache`` (``enabled``, hits, misses).
     embedding_cache: bool = True
 
     def __post_init__(self) -> None:

@@ -198,8 +198,8 @@ class CellWork:
             timings={
                 "model_seconds": round(model_seconds, 3),
                 "eval_seconds": round(eval_seconds, 3),
-                # how much of eval_seconds the cache saved: texts served and computed ("off": not used)
-                "embedding_cache": cache_counts.as_record() if cache_counts is not None else "off",
+                # how much of eval_seconds the cache saved: texts served and computed, or that it was off
+                "embedding_cache": cache_counts.as_record() if cache_counts is not None else {"enabled": False},
             },
             **({"examples": description} if description is not None else {}),
             **({"contamination": contamination} if contamination is not None else {}),
