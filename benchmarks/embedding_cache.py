@@ -124,7 +124,8 @@ def main() -> None:
         def report(label: str, measured: tuple, baseline: tuple | None) -> None:
             wall, hits, misses, seconds = measured
             rate = hits / (hits + misses) if hits + misses else 0.0
-            line = f"{label}: served {hits}, computed {misses} (hit rate {rate:.1%}); eval_seconds {seconds:.1f} s"
+            served = f"served {hits}, computed {misses} (hit rate {rate:.1%})" if hits + misses else "cache off"
+            line = f"{label}: {served}; eval_seconds {seconds:.1f} s"
             if baseline is not None:
                 line += (
                     f", without the cache {baseline[3]:.1f} s: saved {baseline[3] - seconds:.1f} s "
