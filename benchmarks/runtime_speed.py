@@ -7,11 +7,16 @@ pairs) are encoded with all-MiniLM-L6-v2 (mean pooling, the quick profile's max 
 
 - ``harness torch``: ``SentenceEncoder.encode`` (distinct texts once, token-length-sorted batches, inference_mode);
 - ``harness onnx``: the same call after ``use_runtime("onnx")`` (the harness' own export, ONNX Runtime, CPU);
+- ``harness onnx-int8``: after ``use_runtime("onnx-int8")`` (that export quantised by ONNX Runtime's
+  ``quantize_dynamic``, weights int8);
 - ``st onnx (peer)``: ``SentenceTransformer(path, backend="onnx").encode`` (sentence-transformers' own ONNX path,
   exported through optimum-onnx); skipped, with the reason printed, when it cannot run here. optimum-onnx needs an
   older transformers than the harness runs, so ``--peer-python PYTHON`` runs the peer under another environment's
   Python, in one long-lived process (``benchmarks/st_onnx_peer.py``) that times each of its encode calls itself and
   hands back the embeddings; its rounds alternate with the others as an in-process peer's would;
+- ``st onnx int8 (peer)``: sentence-transformers' ``export_dynamic_quantized_onnx_model(model, "avx512_vnni")``
+  (optimum's dynamic quantisation for this CPU; ``--peer-quantisation`` picks another configuration), loaded with
+  ``backend="onnx"``; under ``--peer-python`` like the float peer;
 - ``bare onnxruntime (limit)``: one ``InferenceSession`` over the very .onnx file the harness exported, the same
   tokenizer, token limit, batch size and length-sorted batches, mean pooling in numpy: nothing else.
 
@@ -21,8 +26,10 @@ L2-normalised first: the peer's model folder ends in a Normalize module, which t
 leaves out), and the load average (``os.getloadavg``) at start and end: the machine should be quiet.
 
 Mode ``eval``: ``harness run --models be --tasks sts12,...,sickr,twitterpara,bws-cross-topic --profile quick`` with
-``--runtime torch`` and ``--runtime onnx`` alternately, each into a fresh temporary store (so the onnx run includes
-its one export), and prints both wall times and the ratio onnx / torch.
+each of ``--runtimes`` (default ``torch,onnx``; add ``onnx-int8``) in turn, each into a fresh temporary store (so an
+onnx run includes its one export), and prints the wall times, the ratios to torch and each task's main score per
+runtime (``--tasks stsb,sickr`` narrows the tasks). ``--board DIR`` keeps the last round's records in one store under
+DIR and writes its leaderboards there (``harness leaderboard``): the int8 rows next to the float ones.
 
 ``--limit N`` takes an evenly spaced sample of N of the distinct sentences (a quick check, not a measurement).
 Install with ``pip install -e .[bench,onnx]``; the peer also needs ``optimum-onnx[onnxruntime]`` compatible with the
@@ -32,7 +39,8 @@ installed transformers, or a separate environment for ``--peer-python``, e.g. (t
         "optimum-onnx[onnxruntime]==0.1.0"
 
 Usage: python benchmarks/runtime_speed.py [--mode encode|eval] [--rounds 3] [--batch-size 64] [--limit N]
-       [--peer-python PATH]
+       [--peer-python PATH] [--peer-quantisation avx512_vnni] [--runtimes torch,onnx,onnx-int8] [--tasks T1,T2]
+       [--board DIR]
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -120,14 +129,25 @@ def bare_onnxruntime(model_path: Path, tokenizer, max_length: int, batch_size: i
     return encode
 
 
-def sentence_transformers_onnx(path: str, workdir: Path, batch_size: int, max_length: int):
-    """The peer, or the reason it cannot run here (one line)."""
+def sentence_transformers_onnx(
+    path: str, workdir: Path, batch_size: int, max_length: int, quantisation: str | None = None
+):
+    """The peer (with ``quantisation``: its dynamically quantised int8 model), or the reason it cannot run here."""
     try:
         from sentence_transformers import SentenceTransformer
 
-        copy = workdir / "st-model"  # sentence-transformers exports next to the model; keep the package clean
+        # sentence-transformers exports next to the model; keep the package clean
+        copy = workdir / ("st-model" if quantisation is None else f"st-model-{quantisation}")
         shutil.copytree(path, copy)
         model = SentenceTransformer(str(copy), backend="onnx", device="cpu")
+        if quantisation is not None:
+            from sentence_transformers import export_dynamic_quantized_onnx_model
+
+            export_dynamic_quantized_onnx_model(model, quantisation, str(copy))
+            (quantised,) = copy.glob(f"onnx/*qint8*{quantisation}*.onnx")
+            model = SentenceTransformer(
+                str(copy), backend="onnx", device="cpu", model_kwargs={"file_name": f"onnx/{quantised.name}"}
+            )
     except Exception as exc:  # noqa: BLE001  (whatever stops the peer is reported, and the rest still runs)
         cause = exc
         while cause.__cause__ is not None or cause.__context__ is not None:
@@ -148,14 +168,24 @@ class PeerProcess:
     Calling it encodes ``texts`` there; ``seconds`` is the wall of that encode call as the peer measured it (so
     neither the pipe nor the hand-back of the embeddings is counted against it)."""
 
-    def __init__(self, python: str, path: str, texts: list[str], workdir: Path, batch_size: int, max_length: int):
+    def __init__(
+        self,
+        python: str,
+        path: str,
+        texts: list[str],
+        workdir: Path,
+        batch_size: int,
+        max_length: int,
+        quantisation: str | None = None,
+    ):
         import json
 
-        copy = workdir / "peer-model"  # optimum exports next to the model; keep the package clean
+        # optimum exports next to the model; keep the package clean
+        copy = workdir / ("peer-model" if quantisation is None else f"peer-model-{quantisation}")
         shutil.copytree(path, copy)
         texts_file = workdir / "peer-texts.json"
         texts_file.write_text(json.dumps(texts), encoding="utf-8")
-        self.out_file = workdir / "peer-embeddings.npy"
+        self.out_file = workdir / f"peer-embeddings-{quantisation or 'float'}.npy"
         script = Path(__file__).with_name("st_onnx_peer.py")
         environment = {
             **os.environ,
@@ -164,7 +194,16 @@ class PeerProcess:
             "OMP_NUM_THREADS": str(torch.get_num_threads()),
         }
         self.process = subprocess.Popen(
-            [python, str(script), str(copy), str(texts_file), str(batch_size), str(max_length), str(self.out_file)],
+            [
+                python,
+                str(script),
+                str(copy),
+                str(texts_file),
+                str(batch_size),
+                str(max_length),
+                str(self.out_file),
+                *([quantisation] if quantisation else []),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -218,31 +257,41 @@ def encode_mode(args) -> None:
         onnx_encoder.use_runtime("onnx", workdir)
         onnx_encoder.encode(texts[:8])  # exports once (not timed: a store keeps it)
         onnx_file = workdir / "onnx" / f"{export_key(onnx_encoder.transformer)}.onnx"
+        int8_encoder = SentenceEncoder.from_backbone(path, "mean", max_length).eval()
+        int8_encoder.use_runtime("onnx-int8", workdir)
+        int8_encoder.encode(texts[:8])  # quantises once (not timed: a store keeps it)
         ways = {
             "harness torch": lambda: torch_encoder.encode(texts, batch_size=args.batch_size),
             "harness onnx": lambda: onnx_encoder.encode(texts, batch_size=args.batch_size),
+            "harness onnx-int8": lambda: int8_encoder.encode(texts, batch_size=args.batch_size),
         }
-        peer_process = None
-        if args.peer_python:
-            peer_process = PeerProcess(
-                args.peer_python, path, texts, workdir, args.batch_size, torch_encoder.max_length
+        peer_processes: list[PeerProcess] = []
+        warm_peers = []
+        for name, quantisation in (("st onnx (peer)", None), ("st onnx int8 (peer)", args.peer_quantisation)):
+            if args.peer_python:
+                process = PeerProcess(
+                    args.peer_python, path, texts, workdir, args.batch_size, torch_encoder.max_length, quantisation
+                )
+                print(f"{name} under {args.peer_python}: {process.versions}")
+                peer_processes.append(process)
+                ways[name] = process
+                continue
+            peer, reason = sentence_transformers_onnx(
+                path, workdir, args.batch_size, torch_encoder.max_length, quantisation
             )
-            print(f"st onnx (peer) under {args.peer_python}: {peer_process.versions}")
-            peer, reason = peer_process, None
-            ways["st onnx (peer)"] = peer_process
-        else:
-            peer, reason = sentence_transformers_onnx(path, workdir, args.batch_size, torch_encoder.max_length)
             if peer is not None:
-                ways["st onnx (peer)"] = lambda: peer(texts)
+                ways[name] = partial(peer, texts)
+                warm_peers.append(peer)
             else:
-                print(f"st onnx (peer) skipped: {reason}")
+                print(f"{name} skipped: {reason}")
         bare = bare_onnxruntime(onnx_file, torch_encoder.tokenizer, torch_encoder.max_length, args.batch_size, threads)
         ways["bare onnxruntime (limit)"] = lambda: bare(texts)
         warm = texts[:64]  # warm-up: thread pools, allocators, first-call costs
         torch_encoder.encode(warm)
         onnx_encoder.encode(warm)
+        int8_encoder.encode(warm)
         bare(warm)
-        if peer is not None and peer_process is None:  # the peer process warmed up before saying ready
+        for peer in warm_peers:  # a peer process warmed up before saying ready
             peer(warm)
         times: dict[str, list[float]] = {name: [] for name in ways}
         outputs: dict[str, np.ndarray] = {}
@@ -251,13 +300,13 @@ def encode_mode(args) -> None:
                 started = time.perf_counter()
                 outputs[name] = function()
                 wall = time.perf_counter() - started
-                times[name].append(function.seconds if function is peer_process else wall)
+                times[name].append(function.seconds if isinstance(function, PeerProcess) else wall)
             print(
                 f"round {round_number + 1}: " + ", ".join(f"{name} {times[name][-1]:.2f} s" for name in ways),
                 flush=True,
             )
-        if peer_process is not None:
-            peer_process.close()
+        for process in peer_processes:
+            process.close()
     median = {name: statistics.median(values) for name, values in times.items()}
 
     def unit(vectors: np.ndarray) -> np.ndarray:
@@ -274,29 +323,42 @@ def encode_mode(args) -> None:
         print(f"speed harness onnx / peer: {median['st onnx (peer)'] / median['harness onnx']:.3f} (goal >= 1.0)")
     print(f"speed harness onnx / bare: {median['bare onnxruntime (limit)'] / median['harness onnx']:.3f} (goal >= 0.9)")
     print(f"speed harness onnx / harness torch: {median['harness torch'] / median['harness onnx']:.3f}")
+    print(f"speed harness onnx-int8 / harness onnx: {median['harness onnx'] / median['harness onnx-int8']:.3f}")
+    print(f"speed harness onnx-int8 / harness torch: {median['harness torch'] / median['harness onnx-int8']:.3f}")
+    if "st onnx int8 (peer)" in median:
+        print(
+            "speed harness onnx-int8 / st onnx int8 (peer): "
+            f"{median['st onnx int8 (peer)'] / median['harness onnx-int8']:.3f} (goal >= 1.0)"
+        )
     load_end = os.getloadavg()
     print(f"load average at end: {load_end[0]:.2f} {load_end[1]:.2f} {load_end[2]:.2f}")
 
 
 def eval_mode(args) -> None:
+    import json
+
+    tasks = args.tasks.split(",") if args.tasks else list(TASKS)
+    runtimes = args.runtimes.split(",")
     load_start = os.getloadavg()
     print(
-        f"harness run --models be --tasks {','.join(TASKS)} --profile quick --seeds 42, fresh store each, "
-        f"{args.rounds} round(s) of torch then onnx"
+        f"harness run --models be --tasks {','.join(tasks)} --profile quick --seeds 42, fresh store each, "
+        f"{args.rounds} round(s) of {', then '.join(runtimes)}"
     )
     print(f"load average at start: {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f} ({os.cpu_count()} CPUs)")
     harness_cli = [sys.executable, "-m", "harness"]
-    times: dict[str, list[float]] = {"torch": [], "onnx": []}
-    for round_number in range(args.rounds):
-        for runtime in times:
-            with tempfile.TemporaryDirectory(prefix=f"runtime-speed-{runtime}-") as store:
+    times: dict[str, list[float]] = {runtime: [] for runtime in runtimes}
+    scores: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="runtime-speed-") as folder:
+        for round_number in range(args.rounds):
+            for runtime in runtimes:
+                store = Path(folder) / f"{runtime}-{round_number}"
                 command = [
                     *harness_cli,
                     "run",
                     "--models",
                     "be",
                     "--tasks",
-                    ",".join(TASKS),
+                    ",".join(tasks),
                     "--profile",
                     "quick",
                     "--seeds",
@@ -304,7 +366,7 @@ def eval_mode(args) -> None:
                     "--runtime",
                     runtime,
                     "--results",
-                    store,
+                    str(store),
                     "--no-progress",
                 ]
                 started = time.perf_counter()
@@ -314,11 +376,26 @@ def eval_mode(args) -> None:
                     raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr}")
                 times[runtime].append(seconds)
                 print(f"round {round_number + 1}: --runtime {runtime}: {seconds:.1f} s", flush=True)
-    median = {runtime: statistics.median(values) for runtime, values in times.items()}
-    print(
-        f"median: torch {median['torch']:.1f} s, onnx {median['onnx']:.1f} s, onnx / torch "
-        f"{median['onnx'] / median['torch']:.3f} (goal <= 0.60)"
-    )
+                scores[runtime] = {
+                    record["task"]["label"]: record["main_score"]
+                    for record in (json.loads(path.read_text()) for path in store.glob("*/seed-*/*.json"))
+                }
+                if args.board and round_number == args.rounds - 1:
+                    shutil.copytree(store, Path(args.board) / "store", dirs_exist_ok=True)
+        median = {runtime: statistics.median(values) for runtime, values in times.items()}
+        print("median wall: " + ", ".join(f"{runtime} {median[runtime]:.1f} s" for runtime in runtimes))
+        for runtime in runtimes[1:]:
+            print(f"{runtime} / {runtimes[0]}: {median[runtime] / median[runtimes[0]]:.3f} of the time")
+        print("main scores: " + " | ".join(["task", *runtimes]))
+        for task in scores[runtimes[0]]:
+            print(
+                "  " + " | ".join([task, *(f"{scores[runtime].get(task, float('nan')):.2f}" for runtime in runtimes)])
+            )
+    if args.board:
+        board = Path(args.board)
+        command = [*harness_cli, "leaderboard", "--results", str(board / "store"), "--output", str(board / "boards")]
+        done = subprocess.run(command, capture_output=True, text=True)
+        print(f"leaderboards of the last round in {board / 'boards'} ({done.stdout.strip() or done.stderr.strip()})")
     load_end = os.getloadavg()
     print(f"load average at end: {load_end[0]:.2f} {load_end[1]:.2f} {load_end[2]:.2f}")
 
@@ -335,6 +412,15 @@ def main() -> None:
         help="encode mode: run the sentence-transformers ONNX peer under this Python (another "
         "environment; see the module docstring)",
     )
+    parser.add_argument(
+        "--peer-quantisation",
+        default="avx512_vnni",
+        help="encode mode: the int8 peer's sentence-transformers quantisation configuration (arm64, avx2, avx512, "
+        "avx512_vnni; default avx512_vnni)",
+    )
+    parser.add_argument("--runtimes", default="torch,onnx", help="eval mode: the runtimes, first the reference")
+    parser.add_argument("--tasks", default=None, help="eval mode: the tasks (default: all of TASKS)")
+    parser.add_argument("--board", default=None, help="eval mode: keep the last round's store and leaderboards here")
     args = parser.parse_args()
     (encode_mode if args.mode == "encode" else eval_mode)(args)
 

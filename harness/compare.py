@@ -6,9 +6,12 @@ pooled (each model's score is its seed mean) and the difference A - B is tested 
 :func:`harness.evaluation.significance.compare_units`: over test examples (the paired bootstrap, these two sets of
 runs) and across runs (training-run variance included) when either model was trained, which then decides; a
 trained model with one seed gives "too few seeds to tell". The deciding p-values of all tasks are Holm-adjusted
-(Holm 1979). A task without per-example data for either model (records stored before harness kept it) is listed
-with the reason and no test; one whose per-example file is missing or damaged too, and the command then exits
-non-zero (`harness run` recomputes the cell).
+(Holm 1979). ``--runtime-a``/``--runtime-b`` compare the cells of one spec (or two) under two evaluation runtimes
+(e.g. ``harness compare be be --runtime-b onnx-int8``: the int8 variant's quality drop), and the table then adds
+each task's speed-up of B: A's evaluation time over B's (from the records' ``timings``; cells whose vectors came
+from the embedding cache have no comparable time and show none). A task without per-example data for either model
+(records stored before harness kept it) is listed with the reason and no test; one whose per-example file is missing
+or damaged too, and the command then exits non-zero (`harness run` recomputes the cell).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from .evaluation.significance import ALPHA, MIN_TRAINED_SEEDS, TOO_FEW_SEEDS, Un
 from .leaderboard.stats import NO_DATA, stored_run
 from .profiles import get_profile
 from .registry import Registry
+from .run.record import DEFAULT_RUNTIME
 from .spec import ModelSpec, resolve_model_spec, resolve_task_specs
 from .store import REPAIR_ADVICE, SIDE_FILE_PROBLEM, Store
 
@@ -38,6 +42,8 @@ class TaskComparison:
     reason: str = ""  # why there is no result
     p_holm: float | None = None  # the deciding unit's p, Holm-adjusted (None: too few seeds to tell)
     damaged: int = 0  # how many of its records name a per-example file that is missing or damaged
+    # A's evaluation seconds over B's (seed means; None: a record was missing or served from the embedding cache)
+    speedup: float | None = None
 
     def as_dict(self) -> dict:
         entry = {"task": self.task}
@@ -56,6 +62,7 @@ class TaskComparison:
             **self.result.as_dict(),
             "p_holm": self.p_holm,
             "verdict": self.verdict,
+            "speedup": self.speedup,
         }
 
     @property
@@ -66,14 +73,35 @@ class TaskComparison:
         return "significant" if self.p_holm is not None and self.p_holm < ALPHA else "not significant"
 
 
-def _examples(store: Store, spec: ModelSpec, seed: int, task_key: str) -> tuple[ExampleScores | None, str, bool]:
-    path = store.record_path(spec.key, seed, task_key)
+def runtime_label(spec: ModelSpec, runtime: str) -> str:
+    """A spec's label with its runtime, as leaderboards show it (nothing added for torch)."""
+    return spec.label if runtime == DEFAULT_RUNTIME else f"{spec.label} [runtime: {runtime}]"
+
+
+def _examples(
+    store: Store, spec: ModelSpec, seed: int, task_key: str, runtime: str = DEFAULT_RUNTIME
+) -> tuple[ExampleScores | None, str, bool]:
+    path = store.record_path(spec.key, seed, task_key, runtime)
     if not path.exists():
-        return None, f"{spec.label} seed {seed} has no record (run it first)", False
+        return None, f"{runtime_label(spec, runtime)} seed {seed} has no record (run it first)", False
     data, reason, trained = stored_run(path)
     if data is None and SIDE_FILE_PROBLEM in reason:
         reason = f"{reason}; {REPAIR_ADVICE}"
     return data, "" if data is not None else f"{spec.label} seed {seed}: {reason}", trained
+
+
+def _eval_seconds(store: Store, spec: ModelSpec, seeds: list[int], task_key: str, runtime: str) -> float | None:
+    """The mean evaluation seconds of the cell's seeds, or None when a record is missing or any of its vectors came
+    from the embedding cache (its time then measures the cache, not the runtime)."""
+    seconds = []
+    for seed in seeds:
+        record, _ = store.lookup(spec.key, seed, task_key, runtime)
+        timings = (record or {}).get("timings") or {}
+        cache = timings.get("embedding_cache")
+        if "eval_seconds" not in timings or (isinstance(cache, dict) and cache.get("hits")):
+            return None
+        seconds.append(float(timings["eval_seconds"]))
+    return sum(seconds) / len(seconds) if seconds else None
 
 
 def _keeps_examples(registry: Registry, task_name: str) -> bool:
@@ -93,15 +121,22 @@ def compare(
     backbone: str | None = None,
     train_on: str | None = None,
     resamples: int = DEFAULT_RESAMPLES,
+    runtime_a: str = DEFAULT_RUNTIME,
+    runtime_b: str = DEFAULT_RUNTIME,
 ) -> tuple[ModelSpec, ModelSpec, list[TaskComparison]]:
-    """The paired comparison of ``model_a`` - ``model_b`` on each task (specs as for ``harness run``)."""
+    """The paired comparison of ``model_a`` - ``model_b`` on each task (specs as for ``harness run``), each one's
+    cells evaluated under its runtime; with two runtimes, each task's speed-up too."""
     if not tasks:
         raise CompareError("name the tasks to compare on: --tasks stsb or --tasks senteval")
     chosen_profile = get_profile(profile)
     spec_a = resolve_model_spec(registry, model_a, chosen_profile, backbone, train_on)
     spec_b = resolve_model_spec(registry, model_b, chosen_profile, backbone, train_on)
-    if spec_a.key == spec_b.key:
-        raise CompareError(f"{model_a!r} and {model_b!r} are the same model spec ({spec_a.key}); compare two others")
+    if spec_a.key == spec_b.key and runtime_a == runtime_b:
+        raise CompareError(
+            f"{model_a!r} and {model_b!r} are the same model spec ({spec_a.key}); compare two others, or one under "
+            "two runtimes (--runtime-a, --runtime-b)"
+        )
+    runtimes = (runtime_a, runtime_b)
     task_specs = [task for text in tasks for task in resolve_task_specs(registry, text)]
     comparisons = []
     for task in task_specs:
@@ -110,7 +145,7 @@ def compare(
         reasons = []
         for side, spec in enumerate((spec_a, spec_b)):
             for seed in seeds:
-                data, reason, was_trained = _examples(store, spec, seed, task.key)
+                data, reason, was_trained = _examples(store, spec, seed, task.key, runtimes[side])
                 trained[side] = trained[side] or was_trained
                 if data is None and reason.endswith(NO_DATA) and not _keeps_examples(registry, task.name):
                     reason = (
@@ -129,9 +164,17 @@ def compare(
                 )
             )
             continue
+        seconds_a, seconds_b = (
+            _eval_seconds(store, spec, seeds, task.key, runtime) for spec, runtime in zip((spec_a, spec_b), runtimes)
+        )
+        speedup = seconds_a / seconds_b if seconds_a and seconds_b else None
         try:
             comparisons.append(
-                TaskComparison(task.label, compare_units(per_model[0], per_model[1], *trained, resamples=resamples))
+                TaskComparison(
+                    task.label,
+                    compare_units(per_model[0], per_model[1], *trained, resamples=resamples),
+                    speedup=speedup,
+                )
             )
         except ExampleDataError as exc:
             comparisons.append(TaskComparison(task.label, None, str(exc)))
@@ -165,8 +208,9 @@ def seen_notes(
     return lines
 
 
-def comparison_rows(comparisons: list[TaskComparison]) -> tuple[list[str], list[list[str]]]:
-    """Headers and rows of the comparison table: both units' interval and p, which one decides, its Holm p."""
+def comparison_rows(comparisons: list[TaskComparison], speed: bool = False) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows of the comparison table: both units' interval and p, which one decides, its Holm p; with
+    ``speed`` (two runtimes), B's speed-up over A (A's evaluation time over B's)."""
     headers = [
         "task",
         "A",
@@ -180,11 +224,13 @@ def comparison_rows(comparisons: list[TaskComparison]) -> tuple[list[str], list[
         "examples",
         "seeds A/B",
     ]
+    if speed:
+        headers.append("speed-up B/A (eval time)")
     rows = []
     for c in comparisons:
         r = c.result
         if r is None:
-            rows.append([c.task, "", "", "", "", "", "", "", "", "", f"no test: {c.reason}"])
+            rows.append([c.task, "", "", "", "", "", "", "", "", "", f"no test: {c.reason}", *([""] if speed else [])])
             continue
         e, across = r.examples, r.across_runs
         mark = " *" if c.verdict == "significant" else ""
@@ -208,6 +254,7 @@ def comparison_rows(comparisons: list[TaskComparison]) -> tuple[list[str], list[
                 c.verdict,
                 str(e.examples),
                 f"{e.seeds_a}/{e.seeds_b}",
+                *([f"{c.speedup:.2f}x" if c.speedup is not None else "-"] if speed else []),
             ]
         )
     return headers, rows

@@ -49,6 +49,7 @@ ALLOWED_KEYS = {
     "train_on",
     "data_dir",
     "budget",
+    "embedding_cache",
     "paper",
     "claims",
     "log_to",  # experiment trackers (harness.trackers), as --log-to: text or a list
@@ -171,6 +172,10 @@ def load_matrix(path: Path) -> dict:
         if not (isinstance(log_to, str) or (isinstance(log_to, list) and all(isinstance(n, str) for n in log_to))):
             raise data_error(path, None, f"log_to must be tracker names such as log_to: [tensorboard]; got {log_to!r}.")
         result["log_to"] = log_to
+    if "embedding_cache" in document:  # harness.embedding_cache: false turns it off for the matrix's runs
+        if not isinstance(document["embedding_cache"], bool):
+            raise data_error(path, None, f"embedding_cache must be true or false, got {document['embedding_cache']!r}.")
+        result["embedding_cache"] = document["embedding_cache"]
     return result
 
 

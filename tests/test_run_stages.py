@@ -128,7 +128,7 @@ def test_a_run_config_is_checked_without_torch_and_the_plan_stage_imports_no_mod
         "RunConfig(models=[ModelEntry('be')], tasks=['stsb']); assert 'torch' not in sys.modules, 'torch'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
-    with pytest.raises(InvalidOptionError, match="--runtime must be one of torch, onnx, got 'tf'"):
+    with pytest.raises(InvalidOptionError, match="--runtime must be one of torch, onnx, onnx-int8, got 'tf'"):
         RunConfig(models=[ModelEntry("be")], tasks=["stsb"], runtime="tf")
     from harness.nn.onnx_runtime import RUNTIMES
     from harness.run.config import RUNTIMES as CONFIG_RUNTIMES

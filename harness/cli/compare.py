@@ -14,12 +14,14 @@ def cmd_compare(args) -> int:
 
     from tabulate import tabulate
 
-    from ..compare import UNITS_NOTE, compare, comparison_rows, results_dir_exists, seen_notes
+    from ..compare import UNITS_NOTE, compare, comparison_rows, results_dir_exists, runtime_label, seen_notes
+    from ..run.config import check_runtime_name
 
     registry = load_registry()
     resamples = values.resamples(args.resamples)
     store = results_dir_exists(results_dir(args.results))
     seeds = values.seeds(args.seeds)
+    runtime_a, runtime_b = (check_runtime_name(value) for value in (args.runtime_a, args.runtime_b))
     spec_a, spec_b, comparisons = compare(
         registry,
         store,
@@ -31,15 +33,18 @@ def cmd_compare(args) -> int:
         args.backbone,
         args.train_on,
         resamples,
+        runtime_a,
+        runtime_b,
     )
+    label_a, label_b = runtime_label(spec_a, runtime_a), runtime_label(spec_b, runtime_b)
     seen = seen_notes(registry, store, {"A": spec_a, "B": spec_b}, split_spec_list(args.tasks), seeds)
     damaged = sum(c.damaged for c in comparisons)
     if args.json:
         print(
             json.dumps(
                 {
-                    "a": {"label": spec_a.label, "model_key": spec_a.key},
-                    "b": {"label": spec_b.label, "model_key": spec_b.key},
+                    "a": {"label": spec_a.label, "model_key": spec_a.key, "runtime": runtime_a},
+                    "b": {"label": spec_b.label, "model_key": spec_b.key, "runtime": runtime_b},
                     "seeds": seeds,
                     "resamples": resamples,
                     "method": "two units of inference: 'examples' (paired "
@@ -53,9 +58,9 @@ def cmd_compare(args) -> int:
             )
         )
         return 1 if damaged else 0
-    headers, rows = comparison_rows(comparisons)
+    headers, rows = comparison_rows(comparisons, speed=runtime_a != runtime_b)
     print(
-        f"A = {spec_a.label} ({spec_a.key}), B = {spec_b.label} ({spec_b.key}); seeds {','.join(map(str, seeds))}; "
+        f"A = {label_a} ({spec_a.key}), B = {label_b} ({spec_b.key}); seeds {','.join(map(str, seeds))}; "
         f"{resamples} bootstrap resamples"
     )
     print(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))

@@ -81,8 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--runtime",
         default="torch",
-        help="how models evaluate their encoders: torch (default) or onnx (ONNX Runtime on the CPU; "
-        "needs pip install 'sentence-harness[onnx]'; models without it are refused)",
+        help="how models evaluate their encoders: torch (default), onnx (ONNX Runtime on the CPU) or onnx-int8 "
+        "(its dynamic int8 quantisation: faster, slightly lower scores, its own cells and leaderboard rows); onnx "
+        "ones need pip install 'sentence-harness[onnx]'; models without it are refused",
     )
     run.add_argument(
         "--log-to",
@@ -94,6 +95,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--overwrite",
         action="store_true",
         help="recompute every cell and retrain every checkpoint, replacing what is stored",
+    )
+    run.add_argument(
+        "--no-embedding-cache",
+        action="store_true",
+        help="encode every text again instead of serving vectors computed before from the store's embedding cache "
+        "(on by default; also HARNESS_EMBEDDING_CACHE=0 or the matrix key embedding_cache: false)",
     )
     run.add_argument(
         "--store-only",
@@ -134,6 +141,15 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"store to read (default ./{DEFAULT_RESULTS}, or HARNESS_RESULTS_DIR)",
     )
     compare.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    compare.add_argument(
+        "--runtime-a",
+        default="torch",
+        help="the runtime A's cells were evaluated under (default torch): compare a spec with itself under two "
+        "runtimes, e.g. `harness compare be be --runtime-b onnx-int8`, to see a variant's quality drop and speed-up",
+    )
+    compare.add_argument(
+        "--runtime-b", default="torch", help="the runtime B's cells were evaluated under (default torch)"
+    )
     compare.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
 
     validate = commands.add_parser("validate", help="check specs or a matrix without running anything")

@@ -196,6 +196,16 @@ def run_config(args):
         batch_size=getattr(args, "batch_size", None),
         runtime=getattr(args, "runtime", None) or "torch",
         log_to=log_to(getattr(args, "log_to", None), base.get("log_to")),
+        embedding_cache=False
+        if getattr(args, "no_embedding_cache", False)
+        else base.get("embedding_cache", embedding_cache_default()),
         store_only=getattr(args, "store_only", False),
         budget=budget_set(getattr(args, "budget_set", None) or []),
     )
+
+
+def embedding_cache_default() -> bool:
+    """On, unless HARNESS_EMBEDDING_CACHE turns it off (harness.embedding_cache; imported here only, it loads numpy)."""
+    from ..embedding_cache import enabled_by_default
+
+    return enabled_by_default()

@@ -159,7 +159,7 @@ def _error(table: Any, row: Any, column: str, value: float, cell: Any) -> tuple[
     """(below, above) the mean: the cell's 95% bootstrap interval where the tables show one, else the std over
     seeds the tables show as ± (none for one seed or an average without an interval)."""
     statistics = getattr(table, "statistics", None)
-    interval = statistics.cells.get((row.model_key, column)) if statistics is not None else None
+    interval = statistics.cells.get((row.key, column)) if statistics is not None else None
     if interval is not None:
         low, high = interval.interval
         return max(0.0, value - low), max(0.0, high - value)

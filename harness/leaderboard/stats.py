@@ -241,25 +241,25 @@ def attach_statistics(table: Any, resamples: int = DEFAULT_RESAMPLES) -> TableSt
             cell = row.cells.get(column)
             if cell is None or not cell.values:
                 continue
-            scores.setdefault(column, {})[row.model_key] = cell.mean()
+            scores.setdefault(column, {})[row.key] = cell.mean()
             known_problems = len(stats.problems)
             statistics = cell_statistics(cell, stats.problems, resamples)
             if statistics is None:
-                stats.without_data.add((row.model_key, column))
+                stats.without_data.add((row.key, column))
                 if len(stats.problems) > known_problems:
-                    stats.damaged.add((row.model_key, column))
+                    stats.damaged.add((row.key, column))
             else:
-                stats.cells[(row.model_key, column)] = statistics
+                stats.cells[(row.key, column)] = statistics
     _average_column(table, stats, scores)
     for column, column_scores in scores.items():
         stats.marks[column] = _marks(stats, column, column_scores)
         stats.decisions.update(
             ((key, column), mark) for key, mark in column_decisions(column_scores, stats.marks[column]).items()
         )
-    for (model_key, column), statistics in stats.cells.items():  # for annotate(): what a cell shows
-        cell = next((row.cells.get(column) for row in table.rows if row.model_key == model_key), None)
+    for (row_key, column), statistics in stats.cells.items():  # for annotate(): what a cell shows
+        cell = next((row.cells.get(column) for row in table.rows if row.key == row_key), None)
         if cell is not None:
-            cell.bootstrap = (statistics.interval, stats.decisions.get((model_key, column), ""))
+            cell.bootstrap = (statistics.interval, stats.decisions.get((row_key, column), ""))
     for problem in stats.problems:
         logger.warning("no interval: %s; %s", problem, REPAIR_ADVICE)
     table.statistics = stats
@@ -272,14 +272,14 @@ def _average_column(table: Any, stats: TableStatistics, scores: dict[str, dict[s
         average = row.average(columns)
         if average is None:
             continue
-        scores.setdefault(table.average_header, {})[row.model_key] = average
-        parts = [stats.cells.get((row.model_key, column)) for column in columns]
+        scores.setdefault(table.average_header, {})[row.key] = average
+        parts = [stats.cells.get((row.key, column)) for column in columns]
         if all(parts):
-            stats.cells[(row.model_key, table.average_header)] = mean_of_cells(parts)
+            stats.cells[(row.key, table.average_header)] = mean_of_cells(parts)
         else:
-            stats.without_data.add((row.model_key, table.average_header))
-            if any((row.model_key, column) in stats.damaged for column in columns):
-                stats.damaged.add((row.model_key, table.average_header))
+            stats.without_data.add((row.key, table.average_header))
+            if any((row.key, column) in stats.damaged for column in columns):
+                stats.damaged.add((row.key, table.average_header))
 
 
 def _marks(stats: TableStatistics, column: str, column_scores: dict[str, float]) -> ColumnMarks:
@@ -330,7 +330,7 @@ def cell_mark(table: Any, row: Any, column: str) -> str:
     and html, bold value in plots), ``best``, ``best-untested`` (``¶``), ``tied`` (``≈``) or ``""``. Every format
     asks this function; none keeps a rule of its own."""
     stats: TableStatistics | None = getattr(table, "statistics", None)
-    return stats.decisions.get((row.model_key, column), "") if stats is not None else ""
+    return stats.decisions.get((row.key, column), "") if stats is not None else ""
 
 
 def decorate(table: Any, row: Any, column: str, text: str) -> str:
@@ -340,7 +340,7 @@ def decorate(table: Any, row: Any, column: str, text: str) -> str:
     stats: TableStatistics | None = getattr(table, "statistics", None)
     if stats is None:
         return text
-    cell = stats.cells.get((row.model_key, column))
+    cell = stats.cells.get((row.key, column))
     if cell is not None:
         low, high = cell.interval
         text = f"{text} [{low:.2f}, {high:.2f}]"
@@ -399,24 +399,25 @@ def csv_fields(table: Any, row: Any, column: str) -> list[str]:
     """``[ci_low, ci_high, mark]`` of a cell for the csv (mark: best-significant, best, tied, too-few-seeds or
     empty)."""
     stats: TableStatistics | None = getattr(table, "statistics", None)
-    cell = stats.cells.get((row.model_key, column)) if stats is not None else None
+    cell = stats.cells.get((row.key, column)) if stats is not None else None
     mark = cell_mark(table, row, column)
     if cell is None:
-        no_data = stats is not None and (row.model_key, column) in stats.without_data
+        no_data = stats is not None and (row.key, column) in stats.without_data
         return ["", "", mark or ("no-data" if no_data else "")]
     low, high = cell.interval
     return [f"{low:.4f}", f"{high:.4f}", mark]
 
 
 def compare_rows(table: Any, row_a: str, row_b: str, column: str) -> UnitComparison | None:
-    """Row ``row_a`` minus row ``row_b`` (model keys) in ``column`` in both units of inference, or None when either
-    has no per-example data or they are not over the same examples. For the paper-table view: pass the result
+    """Row ``row_a`` minus row ``row_b`` (row keys: the model key, plus ``@<runtime>`` for another runtime's row) in
+    ``column`` in both units of inference, or None when either has no per-example data or they are not over the
+    same examples. For the paper-table view: pass the result
     and the paper's difference to :func:`harness.evaluation.significance.agrees_with_paper`."""
     stats: TableStatistics | None = getattr(table, "statistics", None) or attach_statistics(table)
     a, b = stats.cells.get((row_a, column)), stats.cells.get((row_b, column))
     if a is None or b is None or a.identity != b.identity:
         return None
-    rows = {row.model_key: row for row in table.rows}
+    rows = {row.key: row for row in table.rows}
     mean = (
         (lambda key: rows[key].average(table.averaged_columns))
         if column == table.average_header

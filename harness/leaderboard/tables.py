@@ -67,6 +67,12 @@ class Row:
     identity: dict = field(default_factory=dict)  # the record's model identity, flattened (what makes rows differ)
     sample: int | None = None  # the profile's max_eval_examples when the records were computed on a sample
     costs: dict[tuple[str, int], dict] = field(default_factory=dict)  # (column, seed) -> its record's cost object
+    runtime: str = DEFAULT_RUNTIME  # the evaluation runtime of its cells (each runtime is a row of its own)
+
+    @property
+    def key(self) -> str:
+        """What tells this row from every other: its model key, and its runtime unless torch (:func:`row_id`)."""
+        return row_id(self.model_key, self.runtime)
 
     def complete(self, column: str) -> bool:
         cell = self.cells.get(column)
@@ -333,6 +339,7 @@ def _new_row(record: dict) -> Row:
         spec=label,
         identity=_identity(record),
         sample=sample_size(record),
+        runtime=runtime_of(record),
     )
 
 

@@ -13,20 +13,23 @@ twice).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from harness.device import autocast
+from harness.device import autocast, autocast_dtype
+from harness.embedding_cache import cached_encode, software_versions
 from harness.errors import invalid_choice
 from harness.progress import progress_bar
 
 from .backbone import MODEL_INPUTS, load_tokenizer, load_transformer, sequence_limits
-from .onnx_runtime import RuntimeSwitch
+from .onnx_runtime import RuntimeSwitch, _weight_versions, export_key
 from .pooling import POOLING_CHOICES, pool
 
 logger = logging.getLogger(__name__)
@@ -90,6 +93,9 @@ class SentenceEncoder(nn.Module):
         self.pooling = pooling
         self.max_length = max_length
         self.runtime = RuntimeSwitch()  # harness run --runtime: how encode runs the transformer
+        # (weight versions, hash) and (tokenizer, hash): see embedding_determinants
+        self._weights_key: tuple[tuple, str] | None = None
+        self._tokenizer_key: tuple[Any, str] | None = None
 
     def use_runtime(self, runtime: str, cache_dir: Path | str | None = None) -> None:
         """Let :meth:`encode` run through ``runtime`` (one of :data:`~harness.nn.onnx_runtime.RUNTIMES`): "onnx"
@@ -119,14 +125,67 @@ class SentenceEncoder(nn.Module):
     def forward(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
         return pool(self.token_states(features), features["attention_mask"], self.pooling)
 
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_weights_key": None, "_tokenizer_key": None}  # a copy hashes its own
+
+    def embedding_determinants(self) -> dict:
+        """Everything that determines what :meth:`encode` returns for a text (the embedding cache's namespace,
+        :mod:`harness.embedding_cache`): the weights' hash (:func:`~harness.nn.onnx_runtime.export_key`, kept while
+        no weight tensor changes), the tokenizer, pooling, max length, runtime, device type, autocast dtype and the
+        versions of the code that computes the vectors."""
+        versions = _weight_versions(self)
+        if self._weights_key is None or self._weights_key[0] != versions:
+            self._weights_key = (versions, export_key(self, ()))
+        if self._tokenizer_key is None or self._tokenizer_key[0] is not self.tokenizer:
+            self._tokenizer_key = (self.tokenizer, tokenizer_key(self.tokenizer))
+        device = str(next(self.parameters()).device)
+        return {
+            "encoder": f"{type(self).__module__}.{type(self).__qualname__}",
+            "weights": self._weights_key[1],
+            "tokenizer": self._tokenizer_key[1],
+            "pooling": self.pooling,
+            "max_length": self.max_length,
+            "runtime": self.runtime.runtime,
+            "device": device.split(":")[0],
+            "autocast": str(autocast_dtype(device)),
+            "software": software_versions(self.runtime.runtime),
+        }
+
     def encode(self, texts: Sequence[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
         was_training = self.training
         self.eval()
         device = str(next(self.parameters()).device)
-        try:
+
+        def compute(distinct: list[str]) -> np.ndarray:
             with self.runtime.inference(self):
                 return encode_distinct(
-                    texts, self.tokenizer, self.forward, device, batch_size, self.max_length, progress
+                    distinct, self.tokenizer, self.forward, device, batch_size, self.max_length, progress
                 )
+
+        try:
+            if not self._caches_embeddings():
+                return compute(list(texts))
+            return cached_encode(self.embedding_determinants, texts, compute)
         finally:
             self.train(was_training)
+
+    def _caches_embeddings(self) -> bool:
+        # a subclass that computes vectors its own way names what determines them by overriding
+        # embedding_determinants; otherwise its vectors are not cached (the weights alone might not say)
+        own = type(self)
+        return own.embedding_determinants is not SentenceEncoder.embedding_determinants or (
+            own.forward is SentenceEncoder.forward and own.token_states is SentenceEncoder.token_states
+        )
+
+
+def tokenizer_key(tokenizer: Any) -> str:
+    """A hash of what ``tokenizer`` does: a fast tokenizer's full definition (vocabulary, normaliser such as
+    lower-casing, pre-tokeniser), else its class, vocabulary and settings."""
+    digest = hashlib.sha256(type(tokenizer).__name__.encode())
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        digest.update(backend.to_str().encode())
+    else:
+        digest.update(repr(sorted(tokenizer.get_vocab().items())).encode())
+        digest.update(repr(sorted((k, repr(v)) for k, v in getattr(tokenizer, "init_kwargs", {}).items())).encode())
+    return digest.hexdigest()

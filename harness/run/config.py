@@ -13,7 +13,7 @@ from ..trackers import parse_log_to
 
 CACHE = "cache"  # store folder shared by every spec: content-addressed artifacts (e.g. domain-MLM checkpoints)
 # The evaluation runtimes (harness.nn.onnx_runtime.RUNTIMES, which imports torch: a config is checked without it).
-RUNTIMES = ("torch", "onnx")
+RUNTIMES = ("torch", "onnx", "onnx-int8")
 
 
 def check_runtime_name(value: str) -> str:
@@ -69,9 +69,13 @@ class RunConfig:
     batch_size: int | None = None
     store_only: bool = False  # answer every cell from the store; refuse (saying why) if one would be computed
     budget: dict = field(default_factory=dict)  # --set overrides for every trained spec (entries' own win)
-    # How models that support it (``use_runtime``) run their encoders for evaluation: "torch" or "onnx"
+    # How models that support it (``use_runtime``) run their encoders for evaluation: "torch", "onnx" or "onnx-int8"
     # (harness.nn.onnx_runtime; needs the `onnx` extra). Training always runs in torch.
     runtime: str = "torch"
+    # Whether encoders serve vectors they computed before from the store's embedding cache (harness.embedding_cache)
+    # during evaluation; --no-embedding-cache, the matrix key ``embedding_cache: false`` or HARNESS_EMBEDDING_CACHE=0
+    # turn it off. Records say which in ``timings.embedding_cache`` (``enabled``, hits, misses).
+    embedding_cache: bool = True
 
     def __post_init__(self) -> None:
         # Values that would otherwise fail late (numpy's seed range) or pass silently (a data dir that does not
@@ -82,6 +86,8 @@ class RunConfig:
         check_batch_size(self.batch_size)
         object.__setattr__(self, "log_to", parse_log_to(self.log_to, "log_to"))
         check_runtime_name(self.runtime)
+        if not isinstance(self.embedding_cache, bool):
+            raise InvalidOptionError(f"embedding_cache must be true or false, got {self.embedding_cache!r}.")
         object.__setattr__(self, "results_dir", Path(self.results_dir))
         if self.data_dir is not None:
             object.__setattr__(self, "data_dir", check_data_dir(self.data_dir, self.data_dir_source))

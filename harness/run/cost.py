@@ -142,5 +142,6 @@ class CostMeter:
             "parameters": parameters,
             "device": self.device,
             "runtime": runtime,
-            "precision": dtype,
+            # a quantised runtime evaluates in its own precision, whatever dtype the torch weights it came from have
+            "precision": "int8" if runtime.endswith("-int8") else dtype,
         }

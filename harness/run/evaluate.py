@@ -14,6 +14,8 @@ from typing import Any
 
 from ..capabilities import ModelOutputError
 from ..device import seed_everything
+from ..embedding_cache import FOLDER as EMBEDDINGS_FOLDER
+from ..embedding_cache import EmbeddingCache, evaluation_scope, limit_mib_from_environment
 from ..environment import RUNTIME_PACKAGES, environment_record, package_version
 from ..errors import DataFileError, HarnessError, IncompatibleError, MissingDataError
 from ..evaluation.bootstrap import example_side_file
@@ -23,7 +25,7 @@ from ..plugin_api import PluginContractError, plugin_failure
 from ..registry import Registry
 from ..spec import ModelSpec, TaskSpec
 from .cell import Cell, CellStatus
-from .config import RunConfig
+from .config import CACHE, RunConfig
 from .cost import CostMeter
 from .models import Models
 from .plan import Plan, TrainingJob
@@ -93,6 +95,12 @@ class CellWork:
 
     def __init__(self, registry: Registry, config: RunConfig, plan: Plan, models: Models, hardware: str):
         self.registry, self.config, self.plan, self.models, self.hardware = registry, config, plan, models, hardware
+        # the store's embedding cache (harness.embedding_cache), consulted by encoders during evaluation only
+        self.embedding_cache = (
+            EmbeddingCache(models.store.root / CACHE / EMBEDDINGS_FOLDER, limit_mib_from_environment())
+            if config.embedding_cache
+            else None
+        )
 
     def model(self, job: TrainingJob) -> tuple[Any, float, Exception | None]:
         """The job's model, the seconds it took, and the problem that stops it (or None)."""
@@ -133,7 +141,8 @@ class CellWork:
         seed_everything(seed)
         meter = CostMeter(plan.device)  # what the cell cost (its record's ``cost``)
         try:
-            result = task.evaluate(model, context)
+            with evaluation_scope(self.embedding_cache) as cache_counts:
+                result = task.evaluate(model, context)
             eval_seconds = time.perf_counter() - started
             meter.stop()
             evaluated = task.evaluated_texts(context)
@@ -192,7 +201,12 @@ class CellWork:
             training_data_checksum=self.models.training_data_checksum(trained, seed),
             training=self.models.training_report(trained, seed),
             **self.models.budget_record(trained, seed),
-            timings={"model_seconds": round(model_seconds, 3), "eval_seconds": round(eval_seconds, 3)},
+            timings={
+                "model_seconds": round(model_seconds, 3),
+                "eval_seconds": round(eval_seconds, 3),
+                # how much of eval_seconds the cache saved: texts served and computed, or that it was off
+                "embedding_cache": cache_counts.as_record() if cache_counts is not None else {"enabled": False},
+            },
             cost=meter.record(
                 model=model,
                 runtime=plan.runtime,
