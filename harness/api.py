@@ -96,6 +96,7 @@ from .plugin_api import (
 )
 from .profiles import Profile, get_profile
 from .propositions import PropositionPair, PropositionPairs
+from .results import LoadProblem, ResultsError, ResultsFrame, load_results
 
 
 def resolve_model_spec(registry, text: str, profile, backbone: str | None = None, train_on: str | None = None):
@@ -219,6 +220,11 @@ __all__ = [
     # metrics
     "spearman",
     "pearson",
+    # stored results as data (harness.results; pandas is imported when they are loaded)
+    "load_results",
+    "ResultsFrame",
+    "LoadProblem",
+    "ResultsError",
 ]
 
 # The store's own machinery, public in 0.2: a plugin needs none of it (``CheckpointedModule`` saves and loads a

@@ -23,6 +23,11 @@ def core_components(registry: Registry) -> list[Component]:
         # The registry only orders the columns as the families register their tasks.
         return plot_leaderboards(results_dir, output_dir, registry.families())
 
+    def plot_cost(results_dir: Path, output_dir: Path) -> list[Path]:
+        from .leaderboard.cost_plot import plot_cost as draw  # matplotlib only when drawn
+
+        return draw(results_dir, output_dir, registry.families())
+
     from .leaderboard.formats import BUILTIN_FORMATS, LEADERBOARD_FORMAT
 
     return [
@@ -31,6 +36,13 @@ def core_components(registry: Registry) -> list[Component]:
             "leaderboard",
             plot_leaderboard,
             "per family: bar chart of main scores with std over seeds as error bars (PNG)",
+        ),
+        Component(
+            "plot",
+            "cost",
+            plot_cost,
+            "per family: average score against evaluation time, training time and size, Pareto front marked (PNG; "
+            "records that carry cost)",
         ),
         *(
             Component(LEADERBOARD_FORMAT, name, renderer, renderer.description)

@@ -24,6 +24,7 @@ from .leaderboard import cmd_leaderboard
 from .parser import build_parser
 from .plot import cmd_plot
 from .publish import cmd_publish
+from .results import cmd_results
 from .run import cmd_rescore, cmd_run
 from .slurm_task import cmd_slurm_task
 from .validate import cmd_validate
@@ -44,6 +45,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "export": cmd_export,
     "export-results": cmd_export_results,
     "slurm-task": cmd_slurm_task,
+    "results": cmd_results,
 }
 
 __all__ = [

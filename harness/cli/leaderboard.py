@@ -26,6 +26,8 @@ def cmd_leaderboard(args) -> int:
         # ordering and notes only; the tables come from the store, in the built-in formats
         renderers, family_members, family_baselines = dict(BUILTIN_FORMATS), {}, {}
     formats = values.formats(args.formats, tuple(renderers))
+    if args.cost and (args.reproduction is not None or args.matrix is not None):
+        raise HarnessError("--cost adds columns to the family tables; it does not apply to --matrix or --reproduction")
     root, output = read_store_and_output(args.results, args.output)
     store = existing_store(root)
     if args.reproduction is not None:
@@ -44,7 +46,7 @@ def cmd_leaderboard(args) -> int:
         except HarnessError:
             stale = {}  # without plugins no spec can be re-resolved: nothing is marked
         written = write_leaderboards(
-            store, output, formats, family_members, args.include_samples, family_baselines, stale, renderers
+            store, output, formats, family_members, args.include_samples, family_baselines, stale, renderers, args.cost
         )
     for path in written:
         print(f"wrote {path}")

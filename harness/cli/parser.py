@@ -8,6 +8,7 @@ from pathlib import Path
 from ..leaderboard.formats import BUILTIN_FORMATS as FORMATS
 from ..profiles import PROFILES
 from .common import DEFAULT_LEADERBOARDS, DEFAULT_PUBLISHED, DEFAULT_RESULTS
+from .results import add_results_parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -232,6 +233,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="also show records computed on an evaluation sample (max_eval_examples, e.g. --profile "
         "smoke), in sections of their own; left out by default",
     )
+    board.add_argument(
+        "--cost",
+        action="store_true",
+        help="add cost columns (training and evaluation wall time, items/s, peak memory, parameters) and the "
+        "machine that measured them; records written before harness measured cost show -",
+    )
 
     overlap = commands.add_parser(
         "contamination",
@@ -339,6 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     export_results.add_argument(
         "--overwrite", action="store_true", help="write into a folder that already holds files (they may be replaced)"
     )
+    add_results_parser(commands)
     return parser
 
 

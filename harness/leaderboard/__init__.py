@@ -135,13 +135,14 @@ def write_leaderboards(
     family_baselines: dict[str, Baseline] | None = None,
     stale: dict[str, str] | None = None,
     renderers: Mapping[str, LeaderboardRenderer] | None = None,
+    cost: bool = False,
 ) -> list[Path]:
     """Write every family's file; invalid records are in ``store.skipped`` (also logged, and shown as ``invalid``),
     records on an evaluation sample that were left out in ``store.sample_records``, missing or damaged per-example
     files in ``store.side_file_problems``. ``stale`` (model key -> the key its spec resolves to now; the CLI computes
     it with the registry) marks rows trained under an older default (:func:`mark_stale`). ``renderers`` (format
     name -> renderer; default the built-in ones) holds every name of ``formats``: the CLI passes the registered
-    ones (.formats.available_formats)."""
+    ones (.formats.available_formats). ``cost``: add the cost columns (harness.leaderboard.cost)."""
     renderers = BUILTIN_FORMATS if renderers is None else renderers
     unknown = [fmt for fmt in formats if fmt not in renderers]
     if unknown:
@@ -154,6 +155,7 @@ def write_leaderboards(
     for table in tables:
         store.side_file_problems += attach_statistics(table).problems  # bootstrap intervals and tie marks (.stats)
         mark_stale(table, stale or {})
+        table.show_cost = cost
     for path, reason in store.skipped:  # the caller reports them (the CLI: one line each, then exits non-zero)
         logger.debug("invalid record %s: %s", path, reason)
     written = []

@@ -66,6 +66,7 @@ class Row:
     spec: str = ""  # the full spec label (with its training source): what a short label stands for
     identity: dict = field(default_factory=dict)  # the record's model identity, flattened (what makes rows differ)
     sample: int | None = None  # the profile's max_eval_examples when the records were computed on a sample
+    costs: dict[tuple[str, int], dict] = field(default_factory=dict)  # (column, seed) -> its record's cost object
 
     def complete(self, column: str) -> bool:
         cell = self.cells.get(column)
@@ -181,6 +182,7 @@ class Table:
     title: str = ""  # the section's heading when the family has more than one section
     legend: dict[str, str] = field(default_factory=dict)  # short label -> what it stands for (family-wide)
     baseline: Baseline | None = None
+    show_cost: bool = False  # `harness leaderboard --cost`: the formats add the cost columns (.cost)
 
     def baseline_lines(self) -> list[str]:
         """The baseline note: which trained rows beat the baseline row on its column, and which do not."""
@@ -353,6 +355,8 @@ def _add_record(family: _Family, record: dict) -> None:
         cell.records[seed] = record["_path"]
     if record.get("status") == "ok":
         cell.values[seed] = record["main_score"]
+        if isinstance(record.get("cost"), dict):
+            row.costs[(column, seed)] = record["cost"]
         shares = seen_shares(record)
         if shares is not None:
             cell.seen[seed] = shares

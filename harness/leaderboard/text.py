@@ -9,13 +9,15 @@ import csv
 import io
 import re
 
+from .cost import COST_CSV_HEADER, COST_HEADER, COST_NOTE, row_cost
 from .stats import csv_fields, decorate
 from .stats import notes as statistics_notes
 from .tables import Cell, Row, Table, cell_view, contamination_notes, legend_rows, sections_of, seen_in_training
 
 
 def _header(table: Table) -> list[str]:
-    return ["rank", "model", "backbone", "profile", "seeds", *table.columns, table.average_header]
+    cost = list(COST_HEADER) if table.show_cost else []
+    return ["rank", "model", "backbone", "profile", "seeds", *table.columns, table.average_header, *cost]
 
 
 def _body(table: Table) -> list[list[str]]:
@@ -30,6 +32,7 @@ def _body(table: Table) -> list[list[str]]:
                 ",".join(str(s) for s in sorted(row.seeds)),
                 *(table.cell_text(row, column) for column in table.columns),
                 decorate(table, row, table.average_header, f"{average:.2f}") if average is not None else "incomplete",
+                *(row_cost(row).texts() if table.show_cost else []),
             ]
         )
     return body
@@ -70,6 +73,7 @@ def render_markdown(tables: Table | list[Table]) -> str:
         *dict.fromkeys(line for table in sections for line in statistics_notes(table)),
         *contamination_notes(sections),
         *(line for table in sections for line in (["", *table.baseline_lines()] if table.baseline_lines() else [])),
+        *([COST_NOTE] if any(table.show_cost for table in sections) else []),
         "",
         f"Hardware: {'; '.join(hardware)}",
         "",
@@ -99,6 +103,7 @@ def render_markdown(tables: Table | list[Table]) -> str:
 def render_csv(tables: Table | list[Table]) -> str:
     sections = sections_of(tables)
     columns = list(dict.fromkeys(c for table in sections for c in table.columns))
+    show_cost = any(table.show_cost for table in sections)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(
@@ -120,6 +125,7 @@ def render_csv(tables: Table | list[Table]) -> str:
             "average",
             *[f"{c}_{field}" for c in (*columns, "average") for field in ("ci_low", "ci_high", "mark")],
             *[f"{c}_seen_{unit}" for c in columns for unit in ("pairs", "sentences")],
+            *(COST_CSV_HEADER if show_cost else ()),
         ]
     )
     for number, table in enumerate(sections, start=1):
@@ -156,6 +162,7 @@ def render_csv(tables: Table | list[Table]) -> str:
                     ],
                     *csv_fields(table, row, table.average_header),
                     *[value for c in columns for value in _seen_fields(row, c, table)],
+                    *(row_cost(row).fields() if show_cost else []),
                 ]
             )
     # The csv's last column is "average" of the row's section; with mixed metrics only the averaged_metric columns.

@@ -24,6 +24,7 @@ from ..registry import Registry
 from ..spec import ModelSpec, TaskSpec
 from .cell import Cell, CellStatus
 from .config import RunConfig
+from .cost import CostMeter
 from .models import Models
 from .plan import Plan, TrainingJob
 
@@ -128,10 +129,13 @@ class CellWork:
         context = self.models.builder.eval_context(plan.profile, plan.device, seed, seen)
         started = time.perf_counter()
         seed_everything(seed)
+        meter = CostMeter(plan.device)  # what the cell cost (its record's ``cost``)
         try:
             result = task.evaluate(model, context)
             eval_seconds = time.perf_counter() - started
-            contamination = self.models.contamination(trained, seed, task.evaluated_texts(context))
+            meter.stop()
+            evaluated = task.evaluated_texts(context)
+            contamination = self.models.contamination(trained, seed, evaluated)
         except MissingDataError as exc:
             return self._problem(spec, seed, task_spec, "missing", str(exc))
         except DataFileError as exc:  # malformed data found only now: a stored ok result is kept, as at plan time
@@ -187,6 +191,14 @@ class CellWork:
             training=self.models.training_report(trained, seed),
             **self.models.budget_record(trained, seed),
             timings={"model_seconds": round(model_seconds, 3), "eval_seconds": round(eval_seconds, 3)},
+            cost=meter.record(
+                model=model,
+                runtime=plan.runtime,
+                training_report=self.models.training_report(trained, seed),
+                trained=trained.train_on is not None,
+                texts=evaluated,
+                examples=description,
+            ),
             **({"examples": description} if description is not None else {}),
             **({"contamination": contamination} if contamination is not None else {}),
         )

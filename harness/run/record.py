@@ -192,6 +192,9 @@ def field_problem(record: dict) -> str | None:
         and isinstance(budget.get("applied"), dict)
     ):
         return "budget is not an object with 'requested' and 'applied' objects"
+    cost = record.get("cost")  # what the cell cost (harness.run.cost); records written before it have none
+    if cost is not None and not isinstance(cost, dict):
+        return "cost is not an object"
     if status == "ok":
         if not _is_finite_number(record.get("main_score")):
             return f"main_score {record.get('main_score')!r} is not a finite number"

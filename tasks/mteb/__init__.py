@@ -26,6 +26,16 @@ def write_mteb_results(records: list[dict], output_dir: Path) -> list[Path]:
     return write(records, output_dir)
 
 
+def read_mteb_results(folder: Path) -> tuple[list[dict], list[tuple[Path, str]]]:
+    """``harness.load_results(exported={"mteb": folder})``: the rows of a folder the export wrote (.results)."""
+    from .results import read_mteb_results as read
+
+    return read(folder)
+
+
+write_mteb_results.read_results = read_mteb_results  # type: ignore[attr-defined]  # the format reads back too
+
+
 @hookimpl
 def register_components(register):
     namespace = MtebNamespace()

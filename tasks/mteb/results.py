@@ -252,3 +252,77 @@ def write_mteb_results(records: list[dict], output_dir: Path) -> list[Path]:
     if written:
         atomic_write_text(output_dir / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     return written
+
+
+def _main_metric(scores: dict) -> str | None:
+    """The name of the score that ``main_score`` repeats (mteb stores the value, not the name)."""
+    main = scores.get("main_score")
+    return next((key for key, value in scores.items() if key != "main_score" and value == main), None)
+
+
+def read_mteb_results(folder: Path) -> tuple[list[dict], list[tuple[Path, str]]]:
+    """The rows of an MTEB results folder (``results/<model>/<revision>/<Task>.json``, as :func:`write_mteb_results`
+    writes it, or mteb itself): one per result file, scores x100 as the harness reports them, the seed and harness
+    task from the export's manifest when there is one. Files that cannot be read are returned with the reason."""
+    folder = Path(folder)
+    manifest: dict[str, dict] = {}
+    problems: list[tuple[Path, str]] = []
+    manifest_path = folder / MANIFEST
+    if manifest_path.is_file():
+        try:
+            manifest = {entry["file"]: entry for entry in json.loads(manifest_path.read_text(encoding="utf-8"))}
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            problems.append((manifest_path, f"the export's manifest cannot be read ({exc}); rows lack seeds"))
+    rows: list[dict] = []
+    for path in sorted((folder / "results").glob("*/*/*.json")):
+        if path.name == "model_meta.json":
+            continue
+        try:
+            result = json.loads(path.read_text(encoding="utf-8"))
+            splits = result["scores"]
+            split, entries = next(iter(splits.items()))
+            scores = entries[0]
+            main = float(scores["main_score"])
+        except (OSError, ValueError, KeyError, TypeError, IndexError, StopIteration) as exc:
+            problems.append((path, f"not an MTEB task result ({type(exc).__name__}: {exc})"))
+            continue
+        model_name = path.parent.parent.name
+        meta_path = path.parent / "model_meta.json"
+        try:
+            model_name = json.loads(meta_path.read_text(encoding="utf-8")).get("name") or model_name
+        except (OSError, ValueError, AttributeError):
+            pass  # the folder's name is the model's name with "/" replaced
+        entry = manifest.get(str(path.relative_to(folder)), {})
+        short = model_name.removeprefix("harness/")
+        seed = entry.get("seed")
+        if seed is not None:
+            short = short.removesuffix(f"-{REVISION_PREFIX}{seed}")
+        rows.append(
+            {
+                "source": "mteb",
+                "path": str(path),
+                "status": "ok",
+                "family": "mteb",
+                "task": result.get("task_name", path.stem),
+                "task_name": result.get("task_name", path.stem),
+                "task_key": result.get("task_name", path.stem),
+                "task_version": result.get("dataset_revision"),
+                "metric": _main_metric(scores),
+                "score": main * 100.0,
+                "model": entry.get("model", short),
+                "spec": short,
+                "model_name": model_name,
+                "model_key": short,
+                "model_hash": path.parent.name,
+                "seed": seed,
+                "harness_version": None,
+                "plugin": "mteb",
+                "plugin_version": result.get("mteb_version"),
+                "eval_seconds": result.get("evaluation_time"),
+                "message": entry.get("fidelity"),
+                "sample": entry.get("sample"),
+                "exported_from": entry.get("record"),
+                "scores": json.dumps({key: value * 100.0 for key, value in scores.items() if isinstance(value, float)}),
+            }
+        )
+    return rows, problems
