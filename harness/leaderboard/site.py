@@ -1,0 +1,430 @@
+"""One static results site from a store (``harness site --to DIR``): plain HTML, one script, one stylesheet and JSON
+data files, no server and nothing fetched from elsewhere.
+
+Every number comes from the leaderboard's own code: the tables, labels, legend and notes from
+:func:`harness.leaderboard.tables.collect_tables` with the intervals and marks of :mod:`.stats` (the cell texts are
+``Table.cell_text``, as in every format), the cost columns from :mod:`.cost`. A pair of rows is compared per task
+as ``harness compare`` compares two specs (:func:`compare_pair`: the seeds both rows have pooled, both units of
+inference, Holm across the table's tasks, each entry ``TaskComparison.as_dict``), written per pair and fetched when
+a reader asks for it. The examples behind a difference come from each cell's per-example side files, written per
+cell (one JSON each, fetched on demand), and the task's own texts (``Task.evaluated_texts``) unless its licence
+says they may not be redistributed: then the site shows example positions and says why.
+
+Layout of ``DIR``: ``index.html``, ``app.js``, ``site.css``, ``data/index.json`` (families and their tables),
+``data/tables/<table>.json``, ``data/compare/<table>/<a>-<b>.json`` (row indices, a < b: A is row a),
+``data/cells/<table>/<row>-<column>.json`` and ``data/texts/<task key>.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..compare import TaskComparison
+from ..evaluation.bootstrap import (
+    DEFAULT_RESAMPLES,
+    ExampleDataError,
+    ExampleScores,
+    check_same_examples,
+    pooled_replicates,
+)
+from ..evaluation.significance import from_replicates, holm, units_from
+from ..files import atomic_write_text, prepare_output_dir
+from ..store import Store
+from .cost import COST_HEADER, COST_NOTE, row_cost
+from .stats import NO_DATA, attach_statistics, cell_mark, stored_run
+from .stats import notes as statistics_notes
+from .tables import Row, Table, collect_tables, contamination_notes, group_by_family, legend_rows, seen_in_training
+
+logger = logging.getLogger(__name__)
+
+ASSETS = ("index.html", "app.js", "site.css")
+# Licence texts that forbid passing a task's sentences on: the site then shows example positions only.
+NOT_REDISTRIBUTABLE = re.compile(
+    r"not\s+(be\s+)?redistribut|no\s+(public\s+)?redistribution|may not be redistribut", re.I
+)
+TRAINING_CURVES_HOOK = "training-curves"  # the table entry a per-step training report would fill (not written yet)
+
+
+@dataclass
+class SiteReport:
+    """What :func:`build_site` wrote: the folder, its files, and the cells whose per-example data could not be read."""
+
+    folder: Path
+    files: int = 0
+    bytes: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+class _Writer:
+    def __init__(self, folder: Path, report: SiteReport):
+        self.folder, self.report = folder, report
+
+    def json(self, relative: str, payload: Any) -> None:
+        text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        path = self.folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, text)
+        self.report.files += 1
+        self.report.bytes += len(text.encode())
+
+
+def _rounded(values: np.ndarray, digits: int = 4) -> list:
+    return [round(float(v), digits) for v in values]
+
+
+def _json_number(value: float | None) -> float | None:
+    return None if value is None or not np.isfinite(value) else float(value)
+
+
+class _CellData:
+    """Each cell's per-seed per-example data and trained flag, read once; replicates once per set of seeds."""
+
+    def __init__(self, resamples: int):
+        self.resamples = resamples
+        self.runs: dict[str, tuple[ExampleScores | None, str, bool]] = {}
+        self.replicates: dict[tuple[str, ...], np.ndarray] = {}
+
+    def run(self, path: str) -> tuple[ExampleScores | None, str, bool]:
+        if path not in self.runs:
+            self.runs[path] = stored_run(path)
+        return self.runs[path]
+
+    def pooled(self, paths: tuple[str, ...], data: list[ExampleScores]) -> np.ndarray:
+        if paths not in self.replicates:
+            self.replicates[paths] = pooled_replicates(data, self.resamples)
+        return self.replicates[paths]
+
+
+def compare_pair(table: Table, row_a: Row, row_b: Row, cells: _CellData, seeds: list[int]) -> list[TaskComparison]:
+    """Row a minus row b on each of the table's columns, as ``harness compare A B --seeds SEEDS`` computes it: per
+    task the seeds' per-example data pooled, both units of inference (across runs where a row was trained), the
+    deciding p Holm-adjusted across the tasks. Each row's bootstrap replicates depend only on its own examples (the
+    resamples are drawn from the example count and a fixed seed), so they are computed once per cell and reused for
+    every pair: the numbers are those of ``compare_units`` on the same data."""
+    comparisons = []
+    for column in table.columns:
+        sides: list[tuple[tuple[str, ...], list[ExampleScores], bool]] = []
+        reasons: list[str] = []
+        for row in (row_a, row_b):
+            cell = row.cells.get(column)
+            paths, data, trained = [], [], False
+            for seed in seeds:
+                path = cell.records.get(seed) if cell is not None else None
+                if path is None:
+                    reasons.append(f"{row.label} seed {seed} has no record")
+                    continue
+                examples, reason, was_trained = cells.run(path)
+                trained = trained or was_trained
+                if examples is None:
+                    if reason not in reasons:
+                        reasons.append(f"{row.label} seed {seed}: {reason}")
+                    continue
+                paths.append(path)
+                data.append(examples)
+            sides.append((tuple(paths), data, trained))
+        if reasons:
+            comparisons.append(TaskComparison(column, None, "; ".join(reasons)))
+            continue
+        (paths_a, a, trained_a), (paths_b, b, trained_b) = sides
+        try:
+            check_same_examples([*a, *b])
+            replicates_a, replicates_b = cells.pooled(paths_a, a), cells.pooled(paths_b, b)
+            examples = from_replicates(
+                float(np.mean([data.value() for data in a])),
+                float(np.mean([data.value() for data in b])),
+                replicates_a,
+                replicates_b,
+                len(a[0]),
+                len(a),
+                len(b),
+            )
+            result = units_from(
+                examples,
+                [data.value() for data in a],
+                [data.value() for data in b],
+                replicates_a - replicates_b,
+                trained_a,
+                trained_b,
+            )
+        except ExampleDataError as exc:
+            comparisons.append(TaskComparison(column, None, str(exc)))
+            continue
+        comparisons.append(TaskComparison(column, result))
+    tested = [c for c in comparisons if c.result is not None and c.result.p_value is not None]
+    for comparison, adjusted in zip(tested, holm([c.result.p_value for c in tested])):
+        comparison.p_holm = adjusted
+    return comparisons
+
+
+def compare_command(row_a: Row, row_b: Row, columns: list[str], seeds: list[int]) -> str:
+    """The ``harness compare`` line that gives the same numbers (when both rows share a training source)."""
+    train = row_a.train_on or row_b.train_on
+    parts = [
+        "harness compare",
+        _spec_head(row_a),
+        _spec_head(row_b),
+        f"--tasks {','.join(c.split(':')[0] for c in columns)}",
+        f"--seeds {','.join(map(str, seeds))}",
+        f"--profile {row_a.profile}",
+        f"--backbone {row_a.backbone}",
+    ]
+    if train and row_a.train_on == row_b.train_on:
+        parts.append(f"--train-on {train}")
+    elif train:  # `harness compare` takes one training source for both specs
+        return (
+            f"(the rows have different training sources, {row_a.train_on or 'none'} and {row_b.train_on or 'none'}, "
+            "which one `harness compare` line cannot name; the numbers are computed the same way)"
+        )
+    return " ".join(parts)
+
+
+def _spec_head(row: Row) -> str:
+    return (row.spec or row.label).split(" [train: ")[0]
+
+
+def _cell_payload(cell: Any, cells: _CellData) -> dict | None:
+    """A cell's per-example arrays per seed (what the examples view reads), or None without per-example data."""
+    seeds = {}
+    for seed in sorted(cell.values):
+        path = cell.records.get(seed)
+        data = cells.run(path)[0] if path else None
+        if data is None:
+            return None
+        entry = {name: _rounded(values) for name, values in data.arrays.items()}
+        if data.ids is not None:
+            entry["ids"] = [str(i) for i in data.ids.tolist()]
+        if data.groups is not None:
+            entry["groups"] = data.groups.tolist()
+        seeds[str(seed)] = entry
+    first = cells.run(cell.records[min(cell.values)])[0]
+    return {"statistic": first.statistic, "aggregate": first.aggregate, "seeds": seeds}
+
+
+def _texts_payload(record_path: str, count: int, registry: Any) -> dict:
+    """The task's scored pairs in the order of its per-example data, or why they are not shown."""
+    record = json.loads(Path(record_path).read_text())
+    task_record = record["task"]
+    if registry is None:
+        return {"withheld": "the task's texts need its plugin (build the site where the task is installed)"}
+    try:
+        plugin = registry.task(task_record["name"])
+    except Exception as exc:  # a task no longer installed: positions only
+        return {"withheld": f"task {task_record['name']!r} is not installed here ({exc})"}
+    licence = getattr(plugin.metadata, "license", "")
+    if NOT_REDISTRIBUTABLE.search(licence or ""):
+        return {"withheld": f"its licence forbids redistributing the texts: {licence}", "license": licence}
+    try:
+        from ..plugin_api import EvalContext
+        from ..profiles import get_profile
+
+        task = plugin.factory(task_record.get("options") or {}, None)
+        profile = get_profile(record["model"]["profile"])
+        evaluated = task.evaluated_texts(EvalContext(profile, "cpu", int(record["seed"]), 32, progress=False))
+    except Exception as exc:  # the data is not here: positions only, and why
+        return {"withheld": f"the task's texts could not be read here ({exc})"}
+    pairs = list(getattr(evaluated, "pairs", ()) or ())
+    if len(pairs) != count:
+        return {"withheld": f"the task names {len(pairs)} scored pairs for {count} examples; positions only"}
+    return {"pairs": [[first, second] for first, second in pairs], "license": licence}
+
+
+def _dates(table: Table, created: dict[str, str]) -> list[str]:
+    dates = sorted(
+        created[path]
+        for row in table.rows
+        for cell in row.cells.values()
+        for path in cell.records.values()
+        if path in created
+    )
+    return [dates[0][:10], dates[-1][:10]] if dates else []
+
+
+def _table_payload(table_id: str, table: Table, sections: list[Table], with_examples: dict[str, bool]) -> dict:
+    rows = []
+    ranked = table.ranked()
+    for index, (rank, row, average) in enumerate(ranked):
+        cells = []
+        for column in table.columns:
+            view = table.cell_view(row, column)
+            cell = row.cells.get(column)
+            cells.append(
+                {
+                    "text": table.cell_text(row, column).strip("*"),
+                    "kind": view.kind,
+                    "sort": round(cell.mean(), 6) if view.kind == "value" else None,
+                    "mark": cell_mark(table, row, column),
+                    "seeds": sorted(cell.values) if cell is not None else [],
+                }
+            )
+        rows.append(
+            {
+                "index": index,
+                "label": row.label,
+                "spec": row.spec or row.label,
+                "model_key": row.model_key,
+                "train_on": row.train_on or "",
+                "backbone": row.backbone,
+                "profile": row.profile,
+                "seeds": sorted(row.seeds),
+                "complete": all(row.complete(column) for column in table.columns),
+                "contaminated": any(seen_in_training(cell) for cell in row.cells.values()),
+                "rank": rank,
+                "average": None if average is None else round(average, 6),
+                "average_text": "" if average is None else _average_text(table, row, average),
+                "average_mark": cell_mark(table, row, table.average_header),
+                "cells": cells,
+                "cost": row_cost(row).fields(),
+                TRAINING_CURVES_HOOK: None,
+            }
+        )
+    return {
+        "id": table_id,
+        "family": table.family,
+        "title": table.title,
+        "columns": table.columns,
+        "metrics": table.column_metrics,
+        "average_header": table.average_header,
+        "cost_header": list(COST_HEADER),
+        "has_cost": any(row_cost(row).measured_on for row in table.rows),
+        "notes": [
+            *statistics_notes(table),
+            *contamination_notes(sections),
+            *([COST_NOTE] if any(row_cost(row).measured_on for row in table.rows) else []),
+        ],
+        "legend": legend_rows(sections),
+        "examples": with_examples,
+        "rows": rows,
+    }
+
+
+def _average_text(table: Table, row: Row, average: float) -> str:
+    from .stats import decorate
+
+    return decorate(table, row, table.average_header, f"{average:.2f}").strip("*")
+
+
+def _table_id(family: str, number: int) -> str:
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", family).strip("-") or "family"
+    return f"{slug}-{number}"
+
+
+def build_site(
+    store: Store,
+    folder: Path,
+    registry: Any = None,
+    family_members: dict[str, list[str]] | None = None,
+    include_samples: bool = False,
+    resamples: int = DEFAULT_RESAMPLES,
+    progress: Callable[[str], None] | None = None,
+) -> SiteReport:
+    """Write the site for ``store`` into ``folder`` (created; files of an earlier site are replaced). ``registry``
+    (optional) orders the families' columns and reads the tasks' texts for the examples view; ``include_samples``
+    as for ``harness leaderboard`` (records on an evaluation sample in sections of their own)."""
+    folder = Path(folder)
+    prepare_output_dir(folder, "the site folder")
+    report = SiteReport(folder)
+    writer = _Writer(folder, report)
+    for name in ASSETS:
+        text = resources.files("harness.leaderboard").joinpath("site_assets", name).read_text(encoding="utf-8")
+        atomic_write_text(folder / name, text)
+        report.files += 1
+        report.bytes += len(text.encode())
+    created = {record.get("_path"): str(record.get("created_at") or "") for record in store.records()}
+    created = {path: date for path, date in created.items() if path and date}
+    tables = collect_tables(store, family_members, include_samples)
+    cells = _CellData(resamples)
+    texts_written: set[str] = set()
+    index: list[dict] = []
+    for family, sections in group_by_family(tables).items():
+        entries = []
+        for table in sections:
+            report.problems += attach_statistics(table, resamples).problems
+        for number, table in enumerate(sections):
+            table_id = _table_id(family, number)
+            if progress:
+                progress(f"table {table_id}: {len(table.rows)} rows, {len(table.columns)} columns")
+            ranked_rows = [row for _, row, _ in table.ranked()]
+            with_examples: dict[str, bool] = {}
+            for column_index, column in enumerate(table.columns):
+                with_examples[column] = False
+                for row_index, row in enumerate(ranked_rows):
+                    cell = row.cells.get(column)
+                    if cell is None or not cell.values:
+                        continue
+                    payload = _cell_payload(cell, cells)
+                    if payload is None:
+                        continue
+                    with_examples[column] = True
+                    writer.json(f"data/cells/{table_id}/{row_index}-{column_index}.json", payload)
+                    task_key = json.loads(Path(cell.records[min(cell.values)]).read_text())["task"]["key"]
+                    if task_key not in texts_written:
+                        texts_written.add(task_key)
+                        count = len(next(iter(next(iter(payload["seeds"].values())).values())))
+                        writer.json(
+                            f"data/texts/{task_key}.json",
+                            _texts_payload(cell.records[min(cell.values)], count, registry),
+                        )
+            table_payload = _table_payload(table_id, table, sections, with_examples)
+            table_payload["task_keys"] = _task_keys(table, ranked_rows)
+            writer.json(f"data/tables/{table_id}.json", table_payload)
+            for a in range(len(ranked_rows)):
+                for b in range(a + 1, len(ranked_rows)):
+                    row_a, row_b = ranked_rows[a], ranked_rows[b]
+                    seeds = sorted(row_a.seeds & row_b.seeds)
+                    pair: dict[str, Any] = {"a": a, "b": b, "seeds": seeds}
+                    if not seeds:
+                        pair["reason"] = "the two rows have no seed in common: nothing to pair"
+                    else:
+                        comparisons = compare_pair(table, row_a, row_b, cells, seeds)
+                        pair["tasks"] = [c.as_dict() for c in comparisons]
+                        pair["command"] = compare_command(row_a, row_b, table.columns, seeds)
+                    writer.json(f"data/compare/{table_id}/{a}-{b}.json", pair)
+            entries.append(
+                {
+                    "id": table_id,
+                    "title": table.title,
+                    "rows": len(table.rows),
+                    "columns": table.columns,
+                    "profiles": sorted({row.profile for row in table.rows}),
+                    "backbones": sorted({row.backbone for row in table.rows}),
+                    "seeds": sorted({seed for row in table.rows for seed in row.seeds}),
+                    "dates": _dates(table, created),
+                }
+            )
+        index.append({"family": family, "tables": entries})
+    writer.json(
+        "data/index.json",
+        {"store": str(store.root), "families": index, "invalid_records": len(store.skipped), "unit_note": NO_DATA},
+    )
+    return report
+
+
+def _task_keys(table: Table, ranked_rows: list[Row]) -> dict[str, str]:
+    keys = {}
+    for column in table.columns:
+        for row in ranked_rows:
+            cell = row.cells.get(column)
+            if cell is not None and cell.records:
+                keys[column] = json.loads(Path(next(iter(cell.records.values()))).read_text())["task"]["key"]
+                break
+    return keys
+
+
+def serve(folder: Path, port: int) -> None:
+    """Serve ``folder`` on http://127.0.0.1:PORT until interrupted (Python's http.server; localhost only)."""
+    import functools
+    import http.server
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as server:
+        logger.info("serving %s on http://127.0.0.1:%d/ (Ctrl-C stops)", folder, server.server_address[1])
+        server.serve_forever()
