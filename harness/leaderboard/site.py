@@ -40,7 +40,7 @@ from ..evaluation.significance import from_replicates, holm, units_from
 from ..files import atomic_write_text, prepare_output_dir
 from ..store import Store
 from .cost import COST_HEADER, COST_NOTE, row_cost
-from .stats import NO_DATA, attach_statistics, cell_mark, stored_run
+from .stats import BEST_SIGNIFICANT, NO_DATA, attach_statistics, cell_mark, stored_run
 from .stats import notes as statistics_notes
 from .tables import Row, Table, collect_tables, contamination_notes, group_by_family, legend_rows, seen_in_training
 
@@ -69,12 +69,24 @@ class _Writer:
         self.folder, self.report = folder, report
 
     def json(self, relative: str, payload: Any) -> None:
-        text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        text = json.dumps(finite(payload), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         path = self.folder / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, text)
         self.report.files += 1
         self.report.bytes += len(text.encode())
+
+
+def finite(payload: Any) -> Any:
+    """``payload`` with every infinite or NaN float as the string ``"Infinity"``, ``"-Infinity"`` or ``"NaN"``
+    (JSON has no such numbers; e.g. an across-runs test's degrees of freedom are infinite without seed variance)."""
+    if isinstance(payload, float) and not np.isfinite(payload):
+        return "NaN" if np.isnan(payload) else ("Infinity" if payload > 0 else "-Infinity")
+    if isinstance(payload, dict):
+        return {key: finite(value) for key, value in payload.items()}
+    if isinstance(payload, (list, tuple)):
+        return [finite(value) for value in payload]
+    return payload
 
 
 def _rounded(values: np.ndarray, digits: int = 4) -> list:
@@ -97,6 +109,16 @@ class _CellData:
         if path not in self.runs:
             self.runs[path] = stored_run(path)
         return self.runs[path]
+
+    def reuse(self, table: Table) -> None:
+        """Keep the replicates the leaderboard's statistics computed for the table's cells (the same
+        ``pooled_replicates`` of the same seeds' data): a pair over all of a cell's seeds does not resample again."""
+        statistics = getattr(table, "statistics", None)
+        for row in table.rows if statistics is not None else []:
+            for column, cell in row.cells.items():
+                computed = statistics.cells.get((row.model_key, column))
+                if computed is not None and all(seed in cell.records for seed in cell.values):
+                    self.replicates[tuple(cell.records[seed] for seed in sorted(cell.values))] = computed.replicates
 
     def pooled(self, paths: tuple[str, ...], data: list[ExampleScores]) -> np.ndarray:
         if paths not in self.replicates:
@@ -258,7 +280,7 @@ def _table_payload(table_id: str, table: Table, sections: list[Table], with_exam
             cell = row.cells.get(column)
             cells.append(
                 {
-                    "text": table.cell_text(row, column).strip("*"),
+                    "text": _unbold(table.cell_text(row, column), cell_mark(table, row, column)),
                     "kind": view.kind,
                     "sort": round(cell.mean(), 6) if view.kind == "value" else None,
                     "mark": cell_mark(table, row, column),
@@ -309,7 +331,13 @@ def _table_payload(table_id: str, table: Table, sections: list[Table], with_exam
 def _average_text(table: Table, row: Row, average: float) -> str:
     from .stats import decorate
 
-    return decorate(table, row, table.average_header, f"{average:.2f}").strip("*")
+    text = decorate(table, row, table.average_header, f"{average:.2f}")
+    return _unbold(text, cell_mark(table, row, table.average_header))
+
+
+def _unbold(text: str, mark: str) -> str:
+    """The cell's text without markdown's bold stars (the page shows ``best-significant`` in bold by its mark)."""
+    return text[2:-2] if mark == BEST_SIGNIFICANT and text.startswith("**") else text
 
 
 def _table_id(family: str, number: int) -> str:
@@ -348,6 +376,7 @@ def build_site(
         entries = []
         for table in sections:
             report.problems += attach_statistics(table, resamples).problems
+            cells.reuse(table)
         for number, table in enumerate(sections):
             table_id = _table_id(family, number)
             if progress:
