@@ -51,6 +51,8 @@ ASSETS = ("index.html", "app.js", "site.css")
 NOT_REDISTRIBUTABLE = re.compile(
     r"not\s+(be\s+)?redistribut|no\s+(public\s+)?redistribution|may not be redistribut", re.I
 )
+# Per-example data of one score per scored pair against a gold value: the examples view shows the pairs' texts.
+PAIR_STATISTICS = ("spearman", "pearson", "average_precision")
 TRAINING_CURVES_HOOK = "training-curves"  # the table entry a per-step training report would fill (not written yet)
 
 
@@ -398,10 +400,12 @@ def build_site(
                     if task_key not in texts_written:
                         texts_written.add(task_key)
                         count = len(next(iter(next(iter(payload["seeds"].values())).values())))
-                        writer.json(
-                            f"data/texts/{task_key}.json",
-                            _texts_payload(cell.records[min(cell.values)], count, registry),
+                        texts = (
+                            _texts_payload(cell.records[min(cell.values)], count, registry)
+                            if payload["statistic"] in PAIR_STATISTICS
+                            else {"withheld": "the store names these examples by id; the task's texts are not read"}
                         )
+                        writer.json(f"data/texts/{task_key}.json", texts)
             table_payload = _table_payload(table_id, table, sections, with_examples)
             table_payload["task_keys"] = _task_keys(table, ranked_rows)
             writer.json(f"data/tables/{table_id}.json", table_payload)
