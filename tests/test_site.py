@@ -207,7 +207,7 @@ def _expected_top_position(site: Path, table: dict, a: int, b: int, column: int)
         return rank
 
     cells = [json.loads((site / "data" / "cells" / table["id"] / f"{row}-{column}.json").read_text()) for row in (a, b)]
-    gold = next(iter(cells[0]["seeds"].values()))["gold"]
+    gold = json.loads((site / "data" / "examples" / f"{cells[0]['examples']}.json").read_text())["gold"]
     rank_a, rank_b, rank_gold = ranks(mean(cells[0], "predicted")), ranks(mean(cells[1], "predicted")), ranks(gold)
     gaps = [abs(abs(rank_a[i] - rank_gold[i]) - abs(rank_b[i] - rank_gold[i])) for i in range(len(gold))]
     return max(range(len(gold)), key=lambda i: (gaps[i], -i))

@@ -12,7 +12,9 @@ says they may not be redistributed: then the site shows example positions and sa
 
 Layout of ``DIR``: ``index.html``, ``app.js``, ``site.css``, ``data/index.json`` (families and their tables),
 ``data/tables/<table>.json``, ``data/compare/<table>/<a>-<b>.json`` (row indices, a < b: A is row a),
-``data/cells/<table>/<row>-<column>.json`` and ``data/texts/<task key>.json``.
+``data/cells/<table>/<row>-<column>.json`` (each seed's model scores per example), ``data/examples/<identity>.json``
+(the gold, ids and groups of one set of test examples, shared by the cells over it) and
+``data/texts/<task key>.json``.
 """
 
 from __future__ import annotations
@@ -215,22 +217,28 @@ def _spec_head(row: Row) -> str:
     return (row.spec or row.label).split(" [train: ")[0]
 
 
-def _cell_payload(cell: Any, cells: _CellData) -> dict | None:
-    """A cell's per-example arrays per seed (what the examples view reads), or None without per-example data."""
-    seeds = {}
+def _cell_payload(cell: Any, cells: _CellData) -> tuple[dict, dict] | None:
+    """A cell's per-example model arrays per seed (what the examples view reads) and, apart, what names its
+    examples (gold, ids, groups: the same for every row over these examples, so written once and shared), or None
+    without per-example data."""
+    seeds, shared = {}, {}
     for seed in sorted(cell.values):
         path = cell.records.get(seed)
         data = cells.run(path)[0] if path else None
         if data is None:
             return None
-        entry = {name: _rounded(values) for name, values in data.arrays.items()}
-        if data.ids is not None:
-            entry["ids"] = [str(i) for i in data.ids.tolist()]
-        if data.groups is not None:
-            entry["groups"] = data.groups.tolist()
-        seeds[str(seed)] = entry
+        seeds[str(seed)] = {name: _rounded(values) for name, values in data.arrays.items() if name != "gold"}
+        if not shared:
+            shared = {"identity": data.identity()}
+            if "gold" in data.arrays:
+                shared["gold"] = _rounded(data.arrays["gold"])
+            if data.ids is not None:
+                shared["ids"] = [str(i) for i in data.ids.tolist()]
+            if data.groups is not None:
+                shared["groups"] = data.groups.tolist()
     first = cells.run(cell.records[min(cell.values)])[0]
-    return {"statistic": first.statistic, "aggregate": first.aggregate, "seeds": seeds}
+    payload = {"statistic": first.statistic, "aggregate": first.aggregate, "examples": shared["identity"][:24]}
+    return {**payload, "seeds": seeds}, shared
 
 
 def _texts_payload(record_path: str, count: int, registry: Any) -> dict:
@@ -373,6 +381,7 @@ def build_site(
     tables = collect_tables(store, family_members, include_samples)
     cells = _CellData(resamples)
     texts_written: set[str] = set()
+    examples_written: set[str] = set()
     index: list[dict] = []
     for family, sections in group_by_family(tables).items():
         entries = []
@@ -391,11 +400,15 @@ def build_site(
                     cell = row.cells.get(column)
                     if cell is None or not cell.values:
                         continue
-                    payload = _cell_payload(cell, cells)
-                    if payload is None:
+                    read = _cell_payload(cell, cells)
+                    if read is None:
                         continue
+                    payload, shared = read
                     with_examples[column] = True
                     writer.json(f"data/cells/{table_id}/{row_index}-{column_index}.json", payload)
+                    if payload["examples"] not in examples_written:
+                        examples_written.add(payload["examples"])
+                        writer.json(f"data/examples/{payload['examples']}.json", shared)
                     task_key = json.loads(Path(cell.records[min(cell.values)]).read_text())["task"]["key"]
                     if task_key not in texts_written:
                         texts_written.add(task_key)

@@ -400,7 +400,19 @@ function viewExamples(id, a, b, column) {
     var taskKey = table.task_keys[name];
     return Promise.all([fetchJSON("data/cells/" + id + "/" + a + "-" + column + ".json"),
       fetchJSON("data/cells/" + id + "/" + b + "-" + column + ".json"), fetchJSON("data/texts/" + taskKey + ".json")])
-      .then(function (got) { drawExamples(table, a, b, column, got[0], got[1], got[2]); });
+      .then(function (got) {
+        if (got[0].examples !== got[1].examples) {
+          throw new Error("the two rows are not scored on the same test examples on " + name + " (e.g. another sample cut): no example-by-example view");
+        }
+        return fetchJSON("data/examples/" + got[0].examples + ".json").then(function (shared) {
+          [got[0], got[1]].forEach(function (cell) {  // the gold, ids and groups every row over these examples shares
+            Object.keys(cell.seeds).forEach(function (seed) {
+              ["gold", "ids", "groups"].forEach(function (key) { if (shared[key]) { cell.seeds[seed][key] = shared[key]; } });
+            });
+          });
+          drawExamples(table, a, b, column, got[0], got[1], got[2]);
+        });
+      });
   });
 }
 
