@@ -207,8 +207,8 @@ def compare_command(row_a: Row, row_b: Row, columns: list[str], seeds: list[int]
         parts.append(f"--train-on {train}")
     elif train:  # `harness compare` takes one training source for both specs
         return (
-            f"(the rows have different training sources, {row_a.train_on or 'none'} and {row_b.train_on or 'none'}, "
-            "which one `harness compare` line cannot name; the numbers are computed the same way)"
+            f"The rows have different training sources ({row_a.train_on or 'none'} and {row_b.train_on or 'none'}), "
+            "which one `harness compare` line cannot name; the numbers are computed as it computes them"
         )
     return " ".join(parts)
 

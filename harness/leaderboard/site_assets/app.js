@@ -173,11 +173,17 @@ function sortHeader(text, column, state, redraw, extra) {
       } }, [text])]);
 }
 
+function valueNode(text) {  // "mean ± std [low, high] marks": the interval on a line of its own keeps columns narrow
+  var split = text.indexOf(" [");
+  if (split < 0) { return el("span", { text: text }); }
+  return el("span", {}, [text.slice(0, split), el("span", { class: "interval", text: text.slice(split + 1) })]);
+}
+
 function cellNode(cell) {
   var classes = "num" + (cell.mark === "best-significant" ? " best" : "");
   var title = cell.mark === "best-significant" ? "best, significantly better than the runner-up" :
     cell.mark === "tied" ? "not distinguishable from the best" : null;
-  var inner = cell.kind === "value" ? el("span", { text: cell.text }) :
+  var inner = cell.kind === "value" ? valueNode(cell.text) :
     el("span", { class: cell.kind === "failed" || cell.kind === "invalid" ? "failed" : "status", text: cell.text });
   return el("td", { class: classes, title: title }, [inner]);
 }
@@ -273,7 +279,7 @@ function tableBody(table, state, redraw) {
     ];
     row.cells.forEach(function (cell) { cells.push(cellNode(cell)); });
     cells.push(row.average === null ? el("td", { class: "num" }, [el("span", { class: "status", text: "incomplete" })]) :
-      el("td", { class: "num" + (row.average_mark === "best-significant" ? " best" : "") , text: row.average_text }));
+      el("td", { class: "num" + (row.average_mark === "best-significant" ? " best" : "") }, [valueNode(row.average_text)]));
     if (state.cost) { row.cost.forEach(function (value) { cells.push(el("td", { class: "num", text: value || "-" })); }); }
     return el("tr", { class: chosen ? "chosen" : null, "data-row": String(row.index) }, cells);
   });
@@ -334,7 +340,7 @@ function viewCompare(id, a, b) {
         el("td", { class: "num", "data-value": task.p_value === null ? "" : String(task.p_value), text: task.p_value === null ? "" : fixed(task.p_value, 4) }),
         el("td", { class: "num", text: task.p_holm === null ? "" : fixed(task.p_holm, 4) }),
         el("td", { class: "text verdict-" + task.verdict.replace(/ /g, "-"), text: task.verdict }),
-        el("td", { class: "num", text: "[" + signed(e.low, 2) + ", " + signed(e.high, 2) + "], p=" + fixed(e.p_value, 4) }),
+        el("td", { class: "num", text: "[" + signed(e.interval[0], 2) + ", " + signed(e.interval[1], 2) + "], p=" + fixed(e.p_value, 4) }),
         el("td", { class: "num", text: String(task.examples) }),
         el("td", { class: "num", text: task.seeds_a + "/" + task.seeds_b }),
         el("td", {}, [examplesLink])
@@ -345,8 +351,9 @@ function viewCompare(id, a, b) {
       el("tbody", {}, body)])]));
     nodes.push(el("p", { class: "note", text: "* significant by the deciding unit after Holm's correction across the " +
       "tasks (p < 0.05). examples: paired bootstrap over the test examples, seeds held fixed; across runs: Welch t " +
-      "over seeds plus the example bootstrap's variance, deciding wherever a row was trained. The same numbers as:" }));
-    nodes.push(el("code", { class: "command", text: pair.command + " --json" }));
+      "over seeds plus the example bootstrap's variance, deciding wherever a row was trained." +
+      (pair.command.indexOf("harness ") === 0 ? " The same numbers as:" : " " + pair.command + ".") }));
+    if (pair.command.indexOf("harness ") === 0) { nodes.push(el("code", { class: "command", text: pair.command + " --json" })); }
     show(nodes, "compare");
   });
 }
