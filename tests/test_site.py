@@ -271,3 +271,27 @@ def test_site_in_a_real_browser(built_site, served, fixture_store, tmp_path):
         assert (tmp_path / "table.png").stat().st_size > 0
         assert not errors, errors
         browser.close()
+
+
+@pytest.mark.slow
+def test_site_cost_columns_and_quality_against_cost(tmp_path):
+    """Records that measured their cost (a tiny run): the cost columns and `harness plot cost`'s Pareto front."""
+    from harness.leaderboard.cost_plot import pareto_front
+
+    store = tmp_path / "store"
+    run = ht.run_harness(
+        "run",
+        *("--models", "testing-trainable,testing-trainable:dim=8", "--train-on", "stsb", "--tasks", "stsb"),
+        *("--seeds", "42", "--profile", "smoke", "--results", store, "--no-progress"),
+        plugins=["harness.testing"],
+    )
+    assert run.exit_code == 0, run.stderr
+    site = tmp_path / "site"
+    built = ht.run_harness("site", "--to", site, "--results", store, "--include-samples", plugins=["harness.testing"])
+    assert built.exit_code == 0, built.stderr
+    table = _table(site)
+    assert table["has_cost"] and all(row["cost"][-1] for row in table["rows"])  # measured on: the machine
+    evaluation = next(panel for panel in table["cost_view"] if panel["panel"] == "evaluation")
+    points = [(point["cost"], point["quality"]) for point in evaluation["points"]]
+    front = {(point["cost"], point["quality"]) for point in evaluation["points"] if point["front"]}
+    assert front == {points[i] for i in pareto_front(points)} and len(points) == 2

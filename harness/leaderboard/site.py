@@ -264,6 +264,8 @@ def _texts_payload(record_path: str, count: int, registry: Any) -> dict:
     except Exception as exc:  # the data is not here: positions only, and why
         return {"withheld": f"the task's texts could not be read here ({exc})"}
     pairs = list(getattr(evaluated, "pairs", ()) or ())
+    if not pairs:
+        return {"withheld": "the task does not say which texts each example scores (Task.evaluated_texts)"}
     if len(pairs) != count:
         return {"withheld": f"the task names {len(pairs)} scored pairs for {count} examples; positions only"}
     return {"pairs": [[first, second] for first, second in pairs], "license": licence}
@@ -333,9 +335,38 @@ def _table_payload(table_id: str, table: Table, sections: list[Table], with_exam
             *([COST_NOTE] if any(row_cost(row).measured_on for row in table.rows) else []),
         ],
         "legend": legend_rows(sections),
+        "cost_view": cost_view(table),
         "examples": with_examples,
         "rows": rows,
     }
+
+
+def cost_view(table: Table) -> list[dict]:
+    """Quality against cost as ``harness plot cost`` draws it (its panels and Pareto front): per panel the complete
+    rows whose records measured that cost, by cost, each with whether it is on the section's front."""
+    from .cost_plot import PANELS, pareto_front
+
+    panels = []
+    for title, attribute, axis, _ in PANELS:
+        points = []
+        for index, (_, row, average) in enumerate(table.ranked()):
+            value = getattr(row_cost(row), attribute)
+            if average is not None and value is not None:
+                points.append((index, float(value), float(average)))
+        if not points:
+            continue
+        front = set(pareto_front([(cost, quality) for _, cost, quality in points]))
+        panels.append(
+            {
+                "panel": title,
+                "axis": axis,
+                "points": [
+                    {"row": index, "cost": round(cost, 3), "quality": round(quality, 6), "front": position in front}
+                    for position, (index, cost, quality) in sorted(enumerate(points), key=lambda item: item[1][1:])
+                ],
+            }
+        )
+    return panels
 
 
 def _average_text(table: Table, row: Row, average: float) -> str:

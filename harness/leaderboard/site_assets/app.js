@@ -241,6 +241,20 @@ function viewTable(id) {
         "A and row B (radio buttons), then Compare." }),
       filters, holder];
     table.notes.forEach(function (line) { nodes.push(el("p", { class: "note", text: line.replace(/\*\*bold\*\*/g, "bold") })); });
+    (table.cost_view || []).forEach(function (panel) {  // quality against cost, as `harness plot cost` draws it
+      if (!nodes.some(function (node) { return node && node.id === "cost-view"; })) {
+        nodes.push(el("h2", { id: "cost-view", text: "Quality against cost (harness plot cost's panels)" }));
+      }
+      nodes.push(el("div", { class: "scroll" }, [el("table", { class: "cost-view" }, [
+        el("caption", { class: "note", text: panel.panel + ": " + panel.axis + "; front = no other row is at least as good and at most as costly" }),
+        el("thead", {}, [el("tr", {}, ["model", panel.panel, table.average_header, "Pareto front"].map(function (h) {
+          return el("th", { scope: "col", class: "text", text: h }); }))]),
+        el("tbody", {}, panel.points.map(function (point) {
+          return el("tr", { class: point.front ? "chosen" : null }, [el("td", { class: "text model", text: table.rows[point.row].label }),
+            el("td", { class: "num", text: String(point.cost) }), el("td", { class: "num", text: fixed(point.quality, 2) }),
+            el("td", { class: "text" + (point.front ? " best" : ""), text: point.front ? "on the front" : "-" })]);
+        }))])]));
+    });
     if (table.legend.length) {
       nodes.push(el("h2", { text: "Legend: short labels" }));
       nodes.push(el("div", { class: "scroll" }, [el("table", { class: "legend" }, [
