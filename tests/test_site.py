@@ -295,3 +295,21 @@ def test_site_cost_columns_and_quality_against_cost(tmp_path):
     points = [(point["cost"], point["quality"]) for point in evaluation["points"]]
     front = {(point["cost"], point["quality"]) for point in evaluation["points"] if point["front"]}
     assert front == {points[i] for i in pareto_front(points)} and len(points) == 2
+
+
+@pytest.mark.slow
+def test_site_paper_table_is_the_leaderboard_matrix_page(fixture_store, tmp_path):
+    matrix = Path(__file__).resolve().parent.parent / "matrices" / "nugget-paser-quick.yaml"
+    site = tmp_path / "site"
+    built = ht.run_harness("site", "--to", site, "--results", fixture_store, "--matrix", matrix)
+    assert built.exit_code == 0, built.stderr
+    board = ht.run_harness(
+        "leaderboard", "--matrix", matrix, "--formats", "html", "--results", fixture_store, "--output", tmp_path / "b"
+    )
+    assert board.exit_code == 0, board.stderr
+    (entry,) = json.loads((site / "data" / "index.json").read_text())["matrices"]
+    assert entry["name"] == "nugget-paser-quick" and entry["seeds"] == [42, 43] and "stsb" in entry["columns"]
+    expected = (tmp_path / "b" / "matrices" / "nugget-paser-quick.html").read_text()
+    assert (site / entry["page"]).read_text() == expected
+    missing = ht.run_harness("site", "--to", site, "--results", fixture_store, "--matrix", tmp_path / "none.yaml")
+    assert missing.exit_code != 0 and "no such matrix file" in missing.stderr

@@ -205,6 +205,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     site.add_argument("--port", type=int, default=None, help="port for --serve (default 8000)")
     site.add_argument(
+        "--matrix",
+        type=Path,
+        action="append",
+        default=None,
+        help="a matrix file whose paper table joins the index (as `harness leaderboard --matrix FILE --formats html` "
+        "renders it); repeat for several",
+    )
+    site.add_argument(
         "--include-samples",
         action="store_true",
         help="as for `harness leaderboard`: show records computed on an evaluation sample, in sections of their own",

@@ -26,7 +26,13 @@ def cmd_site(args) -> int:
     except HarnessError as exc:  # the tables need no plugins; the examples' texts do
         logger.warning("no plugins (%s): the examples view shows example positions, not texts", exc)
         registry, family_members = None, {}
-    report = build_site(store, args.to, registry, family_members, args.include_samples, progress=logger.info)
+    matrices = tuple(args.matrix or ())
+    for path in matrices:
+        if not Path(path).is_file():
+            raise HarnessError(f"--matrix {path}: no such matrix file; name one under matrices/")
+    report = build_site(
+        store, args.to, registry, family_members, args.include_samples, progress=logger.info, matrices=matrices
+    )
     logger.info(
         "wrote %s: %d files, %.1f MB of data (open %s through a web server: `harness site --to %s --serve`)",
         report.folder,

@@ -394,10 +394,13 @@ def build_site(
     include_samples: bool = False,
     resamples: int = DEFAULT_RESAMPLES,
     progress: Callable[[str], None] | None = None,
+    matrices: tuple[Path, ...] = (),
 ) -> SiteReport:
     """Write the site for ``store`` into ``folder`` (created; files of an earlier site are replaced). ``registry``
     (optional) orders the families' columns and reads the tasks' texts for the examples view; ``include_samples``
-    as for ``harness leaderboard`` (records on an evaluation sample in sections of their own)."""
+    as for ``harness leaderboard`` (records on an evaluation sample in sections of their own). ``matrices``: matrix
+    files whose paper tables join the index, each the page ``harness leaderboard --matrix FILE --formats html``
+    writes (the same renderer), under ``matrices/`` (they need ``registry``)."""
     folder = Path(folder)
     prepare_output_dir(folder, "the site folder")
     report = SiteReport(folder)
@@ -478,11 +481,51 @@ def build_site(
                 }
             )
         index.append({"family": family, "tables": entries})
+    paper_tables = [_paper_table(Path(path), store, registry, folder, created, report) for path in matrices]
     writer.json(
         "data/index.json",
-        {"store": str(store.root), "families": index, "invalid_records": len(store.skipped), "unit_note": NO_DATA},
+        {
+            "store": str(store.root),
+            "families": index,
+            "matrices": paper_tables,
+            "invalid_records": len(store.skipped),
+            "unit_note": NO_DATA,
+        },
     )
     return report
+
+
+def _paper_table(path: Path, store: Store, registry: Any, folder: Path, created: dict, report: SiteReport) -> dict:
+    """One matrix file's paper table as ``harness leaderboard --matrix`` renders it in HTML, and its index entry."""
+    from ..errors import HarnessError
+    from .claims import matrix_outcomes
+    from .matrix_board import build_board
+    from .matrix_board import render_html as render_matrix_html
+
+    if registry is None:
+        raise HarnessError(
+            f"the paper table of {path} needs the plugins its entries name; install them or leave it out"
+        )
+    board = build_board(path, store, registry)
+    page = render_matrix_html(board, matrix_outcomes(path, store, registry, board=board))
+    relative = f"matrices/{board.name}.html"
+    (folder / "matrices").mkdir(parents=True, exist_ok=True)
+    atomic_write_text(folder / relative, page)
+    report.files += 1
+    report.bytes += len(page.encode())
+    paths = [p for row in board.rows for cell in row.cells.values() for p in cell.records.values()]
+    dates = sorted(created[p] for p in paths if p in created)
+    return {
+        "name": board.name,
+        "page": relative,
+        "description": board.description,
+        "rows": len(board.rows),
+        "profiles": [board.profile],
+        "backbones": sorted({row.backbone for row in board.rows}),
+        "seeds": list(board.seeds),
+        "dates": [dates[0][:10], dates[-1][:10]] if dates else [],
+        "columns": [column.label for column in board.columns],
+    }
 
 
 def _task_keys(table: Table, ranked_rows: list[Row]) -> dict[str, str]:

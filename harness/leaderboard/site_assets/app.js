@@ -96,6 +96,22 @@ function viewIndex() {
         "tasks"].map(function (name) { return el("th", { class: "text", scope: "col", text: name }); }))]),
       el("tbody", {}, rows)
     ])]));
+    if (index.matrices && index.matrices.length) {
+      nodes.push(el("h2", { text: "Paper tables (matrices)" }));
+      nodes.push(el("div", { class: "scroll" }, [el("table", { id: "matrix-table" }, [
+        el("thead", {}, [el("tr", {}, ["paper table", "what", "rows", "profile", "backbones", "seeds", "dates", "columns"]
+          .map(function (name) { return el("th", { class: "text", scope: "col", text: name }); }))]),
+        el("tbody", {}, index.matrices.map(function (matrix) {
+          return el("tr", {}, [el("td", { class: "text" }, [el("a", { href: matrix.page, text: matrix.name })]),
+            el("td", { class: "text sentence", text: matrix.description }),
+            el("td", { class: "num", text: String(matrix.rows) }), el("td", { class: "text", text: matrix.profiles.join(", ") }),
+            el("td", { class: "text", text: matrix.backbones.join(", ") }), el("td", { class: "text", text: matrix.seeds.join(", ") }),
+            el("td", { class: "text", text: matrix.dates.length ? matrix.dates[0] + " – " + matrix.dates[1] : "" }),
+            el("td", { class: "text sentence", text: matrix.columns.join(", ") })]);
+        }))])]));
+      nodes.push(el("p", { class: "note", text: "A paper table is the page `harness leaderboard --matrix` writes: " +
+        "our numbers beside the paper's, with the verdicts of the reproduction page." }));
+    }
     show(nodes, "index");
   });
 }
