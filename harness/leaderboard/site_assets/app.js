@@ -66,6 +66,11 @@ function failure(error) {
 }
 
 /* ---------------------------------------------------------------- index */
+function firstSentence(text) {  // a matrix's description in the index; the whole of it heads its page
+  var end = text.search(/[.:;] /);
+  return end < 0 || end > 220 ? (text.length > 220 ? text.slice(0, 220) + "…" : text) : text.slice(0, end + 1);
+}
+
 function viewIndex() {
   setCrumbs([{ text: "index" }]);
   return fetchJSON("data/index.json").then(function (index) {
@@ -103,7 +108,7 @@ function viewIndex() {
           .map(function (name) { return el("th", { class: "text", scope: "col", text: name }); }))]),
         el("tbody", {}, index.matrices.map(function (matrix) {
           return el("tr", {}, [el("td", { class: "text" }, [el("a", { href: matrix.page, text: matrix.name })]),
-            el("td", { class: "text sentence", text: matrix.description }),
+            el("td", { class: "text sentence", title: matrix.description, text: firstSentence(matrix.description) }),
             el("td", { class: "num", text: String(matrix.rows) }), el("td", { class: "text", text: matrix.profiles.join(", ") }),
             el("td", { class: "text", text: matrix.backbones.join(", ") }), el("td", { class: "text", text: matrix.seeds.join(", ") }),
             el("td", { class: "text", text: matrix.dates.length ? matrix.dates[0] + " – " + matrix.dates[1] : "" }),
