@@ -12,7 +12,7 @@ $(VENV)/.installed: pyproject.toml scripts/install-torch.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	bash scripts/install-torch.sh $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[test,onnx]"
+	$(BIN)/python -m pip install --quiet -e ".[test,onnx,site]"
 	$(BIN)/python -m pip install --quiet --no-deps useb==0.0.1
 	touch $@
 

@@ -26,6 +26,7 @@ from .plot import cmd_plot
 from .publish import cmd_publish
 from .results import cmd_results
 from .run import cmd_rescore, cmd_run
+from .site import cmd_site
 from .slurm_task import cmd_slurm_task
 from .validate import cmd_validate
 
@@ -46,6 +47,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "export-results": cmd_export_results,
     "slurm-task": cmd_slurm_task,
     "results": cmd_results,
+    "site": cmd_site,
 }
 
 __all__ = [

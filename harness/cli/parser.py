@@ -213,6 +213,37 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plot_training.add_arguments(plot)
 
+    site = commands.add_parser(
+        "site",
+        help="build one static results site (every table, compare any two rows, the examples behind a difference)",
+    )
+    site.add_argument("--to", type=Path, required=True, help="folder to write the site into (created)")
+    site.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        help=f"store to build from (default ./{DEFAULT_PUBLISHED}; e.g. --results {DEFAULT_RESULTS} for your own runs)",
+    )
+    site.add_argument(
+        "--serve",
+        action="store_true",
+        help="then serve it on http://127.0.0.1:PORT until Ctrl-C (Python's http.server)",
+    )
+    site.add_argument("--port", type=int, default=None, help="port for --serve (default 8000)")
+    site.add_argument(
+        "--matrix",
+        type=Path,
+        action="append",
+        default=None,
+        help="a matrix file whose paper table joins the index (as `harness leaderboard --matrix FILE --formats html` "
+        "renders it); repeat for several",
+    )
+    site.add_argument(
+        "--include-samples",
+        action="store_true",
+        help="as for `harness leaderboard`: show records computed on an evaluation sample, in sections of their own",
+    )
+
     board = commands.add_parser("leaderboard", help="rebuild leaderboards/ from the published records")
     board.add_argument(
         "--results",

@@ -1,0 +1,550 @@
+"""One static results site from a store (``harness site --to DIR``): plain HTML, one script, one stylesheet and JSON
+data files, no server and nothing fetched from elsewhere.
+
+Every number comes from the leaderboard's own code: the tables, labels, legend and notes from
+:func:`harness.leaderboard.tables.collect_tables` with the intervals and marks of :mod:`.stats` (the cell texts are
+``Table.cell_text``, as in every format), the cost columns from :mod:`.cost`. A pair of rows is compared per task
+as ``harness compare`` compares two specs (:func:`compare_pair`: the seeds both rows have pooled, both units of
+inference, Holm across the table's tasks, each entry ``TaskComparison.as_dict``), written per pair and fetched when
+a reader asks for it. The examples behind a difference come from each cell's per-example side files, written per
+cell (one JSON each, fetched on demand), and the task's own texts (``Task.evaluated_texts``) unless its licence
+says they may not be redistributed: then the site shows example positions and says why.
+
+Layout of ``DIR``: ``index.html``, ``app.js``, ``site.css``, ``data/index.json`` (families and their tables),
+``data/tables/<table>.json``, ``data/compare/<table>/<a>-<b>.json`` (row indices, a < b: A is row a),
+``data/cells/<table>/<row>-<column>.json`` (each seed's model scores per example), ``data/examples/<identity>.json``
+(the gold, ids and groups of one set of test examples, shared by the cells over it) and
+``data/texts/<task key>.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..compare import TaskComparison
+from ..evaluation.bootstrap import (
+    DEFAULT_RESAMPLES,
+    ExampleDataError,
+    ExampleScores,
+    check_same_examples,
+    pooled_replicates,
+)
+from ..evaluation.significance import from_replicates, holm, units_from
+from ..files import atomic_write_text, prepare_output_dir
+from ..store import Store
+from .cost import COST_HEADER, COST_NOTE, row_cost
+from .stats import BEST_SIGNIFICANT, NO_DATA, attach_statistics, cell_mark, stored_run
+from .stats import notes as statistics_notes
+from .tables import Row, Table, collect_tables, contamination_notes, group_by_family, legend_rows, seen_in_training
+
+logger = logging.getLogger(__name__)
+
+ASSETS = ("index.html", "app.js", "site.css")
+# Licence texts that forbid passing a task's sentences on: the site then shows example positions only.
+NOT_REDISTRIBUTABLE = re.compile(
+    r"not\s+(be\s+)?redistribut|no\s+(public\s+)?redistribution|may not be redistribut", re.I
+)
+# Per-example data of one score per scored pair against a gold value: the examples view shows the pairs' texts.
+PAIR_STATISTICS = ("spearman", "pearson", "average_precision")
+TRAINING_CURVES_HOOK = "training-curves"  # the table entry a per-step training report would fill (not written yet)
+
+
+@dataclass
+class SiteReport:
+    """What :func:`build_site` wrote: the folder, its files, and the cells whose per-example data could not be read."""
+
+    folder: Path
+    files: int = 0
+    bytes: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+class _Writer:
+    def __init__(self, folder: Path, report: SiteReport):
+        self.folder, self.report = folder, report
+
+    def json(self, relative: str, payload: Any) -> None:
+        text = json.dumps(finite(payload), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        path = self.folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, text)
+        self.report.files += 1
+        self.report.bytes += len(text.encode())
+
+
+def finite(payload: Any) -> Any:
+    """``payload`` with every infinite or NaN float as the string ``"Infinity"``, ``"-Infinity"`` or ``"NaN"``
+    (JSON has no such numbers; e.g. an across-runs test's degrees of freedom are infinite without seed variance)."""
+    if isinstance(payload, float) and not np.isfinite(payload):
+        return "NaN" if np.isnan(payload) else ("Infinity" if payload > 0 else "-Infinity")
+    if isinstance(payload, dict):
+        return {key: finite(value) for key, value in payload.items()}
+    if isinstance(payload, (list, tuple)):
+        return [finite(value) for value in payload]
+    return payload
+
+
+def _rounded(values: np.ndarray, digits: int = 4) -> list:
+    return [round(float(v), digits) for v in values]
+
+
+def _json_number(value: float | None) -> float | None:
+    return None if value is None or not np.isfinite(value) else float(value)
+
+
+class _CellData:
+    """Each cell's per-seed per-example data and trained flag, read once; replicates once per set of seeds."""
+
+    def __init__(self, resamples: int):
+        self.resamples = resamples
+        self.runs: dict[str, tuple[ExampleScores | None, str, bool]] = {}
+        self.replicates: dict[tuple[str, ...], np.ndarray] = {}
+
+    def run(self, path: str) -> tuple[ExampleScores | None, str, bool]:
+        if path not in self.runs:
+            self.runs[path] = stored_run(path)
+        return self.runs[path]
+
+    def reuse(self, table: Table) -> None:
+        """Keep the replicates the leaderboard's statistics computed for the table's cells (the same
+        ``pooled_replicates`` of the same seeds' data): a pair over all of a cell's seeds does not resample again."""
+        statistics = getattr(table, "statistics", None)
+        for row in table.rows if statistics is not None else []:
+            for column, cell in row.cells.items():
+                computed = statistics.cells.get((row.model_key, column))
+                if computed is not None and all(seed in cell.records for seed in cell.values):
+                    self.replicates[tuple(cell.records[seed] for seed in sorted(cell.values))] = computed.replicates
+
+    def pooled(self, paths: tuple[str, ...], data: list[ExampleScores]) -> np.ndarray:
+        if paths not in self.replicates:
+            self.replicates[paths] = pooled_replicates(data, self.resamples)
+        return self.replicates[paths]
+
+
+def compare_pair(table: Table, row_a: Row, row_b: Row, cells: _CellData, seeds: list[int]) -> list[TaskComparison]:
+    """Row a minus row b on each of the table's columns, as ``harness compare A B --seeds SEEDS`` computes it: per
+    task the seeds' per-example data pooled, both units of inference (across runs where a row was trained), the
+    deciding p Holm-adjusted across the tasks. Each row's bootstrap replicates depend only on its own examples (the
+    resamples are drawn from the example count and a fixed seed), so they are computed once per cell and reused for
+    every pair: the numbers are those of ``compare_units`` on the same data."""
+    comparisons = []
+    for column in table.columns:
+        sides: list[tuple[tuple[str, ...], list[ExampleScores], bool]] = []
+        reasons: list[str] = []
+        for row in (row_a, row_b):
+            cell = row.cells.get(column)
+            paths, data, trained = [], [], False
+            for seed in seeds:
+                path = cell.records.get(seed) if cell is not None else None
+                if path is None:
+                    reasons.append(f"{row.label} seed {seed} has no record")
+                    continue
+                examples, reason, was_trained = cells.run(path)
+                trained = trained or was_trained
+                if examples is None:
+                    if reason not in reasons:
+                        reasons.append(f"{row.label} seed {seed}: {reason}")
+                    continue
+                paths.append(path)
+                data.append(examples)
+            sides.append((tuple(paths), data, trained))
+        if reasons:
+            comparisons.append(TaskComparison(column, None, "; ".join(reasons)))
+            continue
+        (paths_a, a, trained_a), (paths_b, b, trained_b) = sides
+        try:
+            check_same_examples([*a, *b])
+            replicates_a, replicates_b = cells.pooled(paths_a, a), cells.pooled(paths_b, b)
+            examples = from_replicates(
+                float(np.mean([data.value() for data in a])),
+                float(np.mean([data.value() for data in b])),
+                replicates_a,
+                replicates_b,
+                len(a[0]),
+                len(a),
+                len(b),
+            )
+            result = units_from(
+                examples,
+                [data.value() for data in a],
+                [data.value() for data in b],
+                replicates_a - replicates_b,
+                trained_a,
+                trained_b,
+            )
+        except ExampleDataError as exc:
+            comparisons.append(TaskComparison(column, None, str(exc)))
+            continue
+        comparisons.append(TaskComparison(column, result))
+    tested = [c for c in comparisons if c.result is not None and c.result.p_value is not None]
+    for comparison, adjusted in zip(tested, holm([c.result.p_value for c in tested])):
+        comparison.p_holm = adjusted
+    return comparisons
+
+
+def compare_command(row_a: Row, row_b: Row, columns: list[str], seeds: list[int]) -> str:
+    """The ``harness compare`` line that gives the same numbers (when both rows share a training source)."""
+    train = row_a.train_on or row_b.train_on
+    parts = [
+        "harness compare",
+        _spec_head(row_a),
+        _spec_head(row_b),
+        f"--tasks {','.join(c.split(':')[0] for c in columns)}",
+        f"--seeds {','.join(map(str, seeds))}",
+        f"--profile {row_a.profile}",
+        f"--backbone {row_a.backbone}",
+    ]
+    if train and row_a.train_on == row_b.train_on:
+        parts.append(f"--train-on {train}")
+    elif train:  # `harness compare` takes one training source for both specs
+        return (
+            f"The rows have different training sources ({row_a.train_on or 'none'} and {row_b.train_on or 'none'}), "
+            "which one `harness compare` line cannot name; the numbers are computed as it computes them"
+        )
+    return " ".join(parts)
+
+
+def _spec_head(row: Row) -> str:
+    return (row.spec or row.label).split(" [train: ")[0]
+
+
+def _cell_payload(cell: Any, cells: _CellData) -> tuple[dict, dict] | None:
+    """A cell's per-example model arrays per seed (what the examples view reads) and, apart, what names its
+    examples (gold, ids, groups: the same for every row over these examples, so written once and shared), or None
+    without per-example data."""
+    seeds, shared = {}, {}
+    for seed in sorted(cell.values):
+        path = cell.records.get(seed)
+        data = cells.run(path)[0] if path else None
+        if data is None:
+            return None
+        seeds[str(seed)] = {name: _rounded(values) for name, values in data.arrays.items() if name != "gold"}
+        if not shared:
+            shared = {"identity": data.identity()}
+            if "gold" in data.arrays:
+                shared["gold"] = _rounded(data.arrays["gold"])
+            if data.ids is not None:
+                shared["ids"] = [str(i) for i in data.ids.tolist()]
+            if data.groups is not None:
+                shared["groups"] = data.groups.tolist()
+    first = cells.run(cell.records[min(cell.values)])[0]
+    payload = {"statistic": first.statistic, "aggregate": first.aggregate, "examples": shared["identity"][:24]}
+    return {**payload, "seeds": seeds}, shared
+
+
+def _texts_payload(record_path: str, count: int, registry: Any) -> dict:
+    """The task's scored pairs in the order of its per-example data, or why they are not shown."""
+    record = json.loads(Path(record_path).read_text())
+    task_record = record["task"]
+    if registry is None:
+        return {"withheld": "the task's texts need its plugin (build the site where the task is installed)"}
+    try:
+        plugin = registry.task(task_record["name"])
+    except Exception as exc:  # a task no longer installed: positions only
+        return {"withheld": f"task {task_record['name']!r} is not installed here ({exc})"}
+    licence = getattr(plugin.metadata, "license", "")
+    if NOT_REDISTRIBUTABLE.search(licence or ""):
+        return {"withheld": f"its licence forbids redistributing the texts: {licence}", "license": licence}
+    try:
+        from ..plugin_api import EvalContext
+        from ..profiles import get_profile
+
+        task = plugin.factory(task_record.get("options") or {}, None)
+        profile = get_profile(record["model"]["profile"])
+        evaluated = task.evaluated_texts(EvalContext(profile, "cpu", int(record["seed"]), 32, progress=False))
+    except Exception as exc:  # the data is not here: positions only, and why
+        return {"withheld": f"the task's texts could not be read here ({exc})"}
+    pairs = list(getattr(evaluated, "pairs", ()) or ())
+    if not pairs:
+        return {"withheld": "the task does not say which texts each example scores (Task.evaluated_texts)"}
+    if len(pairs) != count:
+        return {"withheld": f"the task names {len(pairs)} scored pairs for {count} examples; positions only"}
+    return {"pairs": [[first, second] for first, second in pairs], "license": licence}
+
+
+def _dates(table: Table, created: dict[str, str]) -> list[str]:
+    dates = sorted(
+        created[path]
+        for row in table.rows
+        for cell in row.cells.values()
+        for path in cell.records.values()
+        if path in created
+    )
+    return [dates[0][:10], dates[-1][:10]] if dates else []
+
+
+def _table_payload(table_id: str, table: Table, sections: list[Table], with_examples: dict[str, bool]) -> dict:
+    rows = []
+    ranked = table.ranked()
+    for index, (rank, row, average) in enumerate(ranked):
+        cells = []
+        for column in table.columns:
+            view = table.cell_view(row, column)
+            cell = row.cells.get(column)
+            cells.append(
+                {
+                    "text": _unbold(table.cell_text(row, column), cell_mark(table, row, column)),
+                    "kind": view.kind,
+                    "sort": round(cell.mean(), 6) if view.kind == "value" else None,
+                    "mark": cell_mark(table, row, column),
+                    "seeds": sorted(cell.values) if cell is not None else [],
+                }
+            )
+        rows.append(
+            {
+                "index": index,
+                "label": row.label,
+                "spec": row.spec or row.label,
+                "model_key": row.model_key,
+                "train_on": row.train_on or "",
+                "backbone": row.backbone,
+                "profile": row.profile,
+                "seeds": sorted(row.seeds),
+                "complete": all(row.complete(column) for column in table.columns),
+                "contaminated": any(seen_in_training(cell) for cell in row.cells.values()),
+                "rank": rank,
+                "average": None if average is None else round(average, 6),
+                "average_text": "" if average is None else _average_text(table, row, average),
+                "average_mark": cell_mark(table, row, table.average_header),
+                "cells": cells,
+                "cost": row_cost(row).fields(),
+                TRAINING_CURVES_HOOK: None,
+            }
+        )
+    return {
+        "id": table_id,
+        "family": table.family,
+        "title": table.title,
+        "columns": table.columns,
+        "metrics": table.column_metrics,
+        "average_header": table.average_header,
+        "cost_header": list(COST_HEADER),
+        "has_cost": any(row_cost(row).measured_on for row in table.rows),
+        "notes": [
+            *statistics_notes(table),
+            *contamination_notes(sections),
+            *([COST_NOTE] if any(row_cost(row).measured_on for row in table.rows) else []),
+        ],
+        "legend": legend_rows(sections),
+        "cost_view": cost_view(table),
+        "examples": with_examples,
+        "rows": rows,
+    }
+
+
+def cost_view(table: Table) -> list[dict]:
+    """Quality against cost as ``harness plot cost`` draws it (its panels and Pareto front): per panel the complete
+    rows whose records measured that cost, by cost, each with whether it is on the section's front."""
+    from .cost_plot import PANELS, pareto_front
+
+    panels = []
+    for title, attribute, axis, _ in PANELS:
+        points = []
+        for index, (_, row, average) in enumerate(table.ranked()):
+            value = getattr(row_cost(row), attribute)
+            if average is not None and value is not None:
+                points.append((index, float(value), float(average)))
+        if not points:
+            continue
+        front = set(pareto_front([(cost, quality) for _, cost, quality in points]))
+        panels.append(
+            {
+                "panel": title,
+                "axis": axis,
+                "points": [
+                    {"row": index, "cost": round(cost, 3), "quality": round(quality, 6), "front": position in front}
+                    for position, (index, cost, quality) in sorted(enumerate(points), key=lambda item: item[1][1:])
+                ],
+            }
+        )
+    return panels
+
+
+def _average_text(table: Table, row: Row, average: float) -> str:
+    from .stats import decorate
+
+    text = decorate(table, row, table.average_header, f"{average:.2f}")
+    return _unbold(text, cell_mark(table, row, table.average_header))
+
+
+def _unbold(text: str, mark: str) -> str:
+    """The cell's text without markdown's bold stars (the page shows ``best-significant`` in bold by its mark)."""
+    return text[2:-2] if mark == BEST_SIGNIFICANT and text.startswith("**") else text
+
+
+def _table_id(family: str, number: int) -> str:
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", family).strip("-") or "family"
+    return f"{slug}-{number}"
+
+
+def build_site(
+    store: Store,
+    folder: Path,
+    registry: Any = None,
+    family_members: dict[str, list[str]] | None = None,
+    include_samples: bool = False,
+    resamples: int = DEFAULT_RESAMPLES,
+    progress: Callable[[str], None] | None = None,
+    matrices: tuple[Path, ...] = (),
+) -> SiteReport:
+    """Write the site for ``store`` into ``folder`` (created; files of an earlier site are replaced). ``registry``
+    (optional) orders the families' columns and reads the tasks' texts for the examples view; ``include_samples``
+    as for ``harness leaderboard`` (records on an evaluation sample in sections of their own). ``matrices``: matrix
+    files whose paper tables join the index, each the page ``harness leaderboard --matrix FILE --formats html``
+    writes (the same renderer), under ``matrices/`` (they need ``registry``)."""
+    folder = Path(folder)
+    prepare_output_dir(folder, "the site folder")
+    report = SiteReport(folder)
+    writer = _Writer(folder, report)
+    for name in ASSETS:
+        text = resources.files("harness.leaderboard").joinpath("site_assets", name).read_text(encoding="utf-8")
+        atomic_write_text(folder / name, text)
+        report.files += 1
+        report.bytes += len(text.encode())
+    created = {record.get("_path"): str(record.get("created_at") or "") for record in store.records()}
+    created = {path: date for path, date in created.items() if path and date}
+    tables = collect_tables(store, family_members, include_samples)
+    cells = _CellData(resamples)
+    texts_written: set[str] = set()
+    examples_written: set[str] = set()
+    index: list[dict] = []
+    for family, sections in group_by_family(tables).items():
+        entries = []
+        for table in sections:
+            report.problems += attach_statistics(table, resamples).problems
+            cells.reuse(table)
+        for number, table in enumerate(sections):
+            table_id = _table_id(family, number)
+            if progress:
+                progress(f"table {table_id}: {len(table.rows)} rows, {len(table.columns)} columns")
+            ranked_rows = [row for _, row, _ in table.ranked()]
+            with_examples: dict[str, bool] = {}
+            for column_index, column in enumerate(table.columns):
+                with_examples[column] = False
+                for row_index, row in enumerate(ranked_rows):
+                    cell = row.cells.get(column)
+                    if cell is None or not cell.values:
+                        continue
+                    read = _cell_payload(cell, cells)
+                    if read is None:
+                        continue
+                    payload, shared = read
+                    with_examples[column] = True
+                    writer.json(f"data/cells/{table_id}/{row_index}-{column_index}.json", payload)
+                    if payload["examples"] not in examples_written:
+                        examples_written.add(payload["examples"])
+                        writer.json(f"data/examples/{payload['examples']}.json", shared)
+                    task_key = json.loads(Path(cell.records[min(cell.values)]).read_text())["task"]["key"]
+                    if task_key not in texts_written:
+                        texts_written.add(task_key)
+                        count = len(next(iter(next(iter(payload["seeds"].values())).values())))
+                        texts = (
+                            _texts_payload(cell.records[min(cell.values)], count, registry)
+                            if payload["statistic"] in PAIR_STATISTICS
+                            else {"withheld": "the store names these examples by id; the task's texts are not read"}
+                        )
+                        writer.json(f"data/texts/{task_key}.json", texts)
+            table_payload = _table_payload(table_id, table, sections, with_examples)
+            table_payload["task_keys"] = _task_keys(table, ranked_rows)
+            writer.json(f"data/tables/{table_id}.json", table_payload)
+            for a in range(len(ranked_rows)):
+                for b in range(a + 1, len(ranked_rows)):
+                    row_a, row_b = ranked_rows[a], ranked_rows[b]
+                    seeds = sorted(row_a.seeds & row_b.seeds)
+                    pair: dict[str, Any] = {"a": a, "b": b, "seeds": seeds}
+                    if not seeds:
+                        pair["reason"] = "the two rows have no seed in common: nothing to pair"
+                    else:
+                        comparisons = compare_pair(table, row_a, row_b, cells, seeds)
+                        pair["tasks"] = [c.as_dict() for c in comparisons]
+                        pair["command"] = compare_command(row_a, row_b, table.columns, seeds)
+                    writer.json(f"data/compare/{table_id}/{a}-{b}.json", pair)
+            entries.append(
+                {
+                    "id": table_id,
+                    "title": table.title,
+                    "rows": len(table.rows),
+                    "columns": table.columns,
+                    "profiles": sorted({row.profile for row in table.rows}),
+                    "backbones": sorted({row.backbone for row in table.rows}),
+                    "seeds": sorted({seed for row in table.rows for seed in row.seeds}),
+                    "dates": _dates(table, created),
+                }
+            )
+        index.append({"family": family, "tables": entries})
+    paper_tables = [_paper_table(Path(path), store, registry, folder, created, report) for path in matrices]
+    writer.json(
+        "data/index.json",
+        {
+            "store": str(store.root),
+            "families": index,
+            "matrices": paper_tables,
+            "invalid_records": len(store.skipped),
+            "unit_note": NO_DATA,
+        },
+    )
+    return report
+
+
+def _paper_table(path: Path, store: Store, registry: Any, folder: Path, created: dict, report: SiteReport) -> dict:
+    """One matrix file's paper table as ``harness leaderboard --matrix`` renders it in HTML, and its index entry."""
+    from ..errors import HarnessError
+    from .claims import matrix_outcomes
+    from .matrix_board import build_board
+    from .matrix_board import render_html as render_matrix_html
+
+    if registry is None:
+        raise HarnessError(
+            f"the paper table of {path} needs the plugins its entries name; install them or leave it out"
+        )
+    board = build_board(path, store, registry)
+    page = render_matrix_html(board, matrix_outcomes(path, store, registry, board=board))
+    relative = f"matrices/{board.name}.html"
+    (folder / "matrices").mkdir(parents=True, exist_ok=True)
+    atomic_write_text(folder / relative, page)
+    report.files += 1
+    report.bytes += len(page.encode())
+    paths = [p for row in board.rows for cell in row.cells.values() for p in cell.records.values()]
+    dates = sorted(created[p] for p in paths if p in created)
+    return {
+        "name": board.name,
+        "page": relative,
+        "description": board.description,
+        "rows": len(board.rows),
+        "profiles": [board.profile],
+        "backbones": sorted({row.backbone for row in board.rows}),
+        "seeds": list(board.seeds),
+        "dates": [dates[0][:10], dates[-1][:10]] if dates else [],
+        "columns": [column.label for column in board.columns],
+    }
+
+
+def _task_keys(table: Table, ranked_rows: list[Row]) -> dict[str, str]:
+    keys = {}
+    for column in table.columns:
+        for row in ranked_rows:
+            cell = row.cells.get(column)
+            if cell is not None and cell.records:
+                keys[column] = json.loads(Path(next(iter(cell.records.values()))).read_text())["task"]["key"]
+                break
+    return keys
+
+
+def serve(folder: Path, port: int) -> None:
+    """Serve ``folder`` on http://127.0.0.1:PORT until interrupted (Python's http.server; localhost only)."""
+    import functools
+    import http.server
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as server:
+        logger.info("serving %s on http://127.0.0.1:%d/ (Ctrl-C stops)", folder, server.server_address[1])
+        server.serve_forever()

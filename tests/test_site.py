@@ -1,0 +1,315 @@
+"""`harness site`: the generator (fast: a few records copied from published/) and the site in a real browser
+(slow: Chromium through Playwright, Debian's `chromium` binary; skipped with the reason when either is missing)."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+import harness.testing as ht
+from harness.leaderboard.site import NOT_REDISTRIBUTABLE, _texts_payload, build_site, finite
+from harness.store import Store
+
+PUBLISHED = Path(__file__).resolve().parent.parent / "published"
+# Untrained pair (the examples unit decides), a pair trained on the same source (across runs decides), and a row
+# trained elsewhere: their stsb (and sts12) records with per-example data.
+MODELS = (
+    "be-1bb093b549d5",
+    "be-3be749136ee2",
+    "cbe-dd3354f57000",
+    "nm-7a13715212a5",
+    "simcse-31026b00ada2",
+    "tsdae-9362bfb6465f",
+)
+LEFT_OUT = ("tsdae-9362bfb6465f", "seed-43", "sts12")  # one seed's record missing: a pair that cannot be compared
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def fixture_store(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("site-store")
+    for key in MODELS:
+        for seed_dir in sorted((PUBLISHED / key).glob("seed-*")):
+            for task in ("stsb", "sts12"):
+                if (key, seed_dir.name, task) == LEFT_OUT:
+                    continue
+                for name in (f"{task}.json", f"{task}.examples.npz"):
+                    if (seed_dir / name).exists():
+                        target = root / key / seed_dir.name / name
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        shutil.copy2(seed_dir / name, target)
+    return root
+
+
+@pytest.fixture(scope="module")
+def built_site(fixture_store, tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("site") / "site"
+    result = ht.run_harness("site", "--to", folder, "--results", fixture_store)
+    assert result.exit_code == 0, result.stderr
+    return folder
+
+
+def _table(site: Path) -> dict:
+    (family,) = json.loads((site / "data" / "index.json").read_text())["families"]
+    (entry,) = family["tables"]
+    return json.loads((site / "data" / "tables" / f"{entry['id']}.json").read_text())
+
+
+def _row(table: dict, label: str) -> dict:
+    return next(row for row in table["rows"] if row["label"] == label)
+
+
+def _pair(site: Path, table: dict, first: str, second: str) -> dict:
+    a, b = sorted((_row(table, first)["index"], _row(table, second)["index"]))
+    return json.loads((site / "data" / "compare" / table["id"] / f"{a}-{b}.json").read_text())
+
+
+def _cli_compare(store: Path, model_a: str, model_b: str, *extra: str) -> dict:
+    result = ht.run_harness(
+        "compare", model_a, model_b, "--tasks", "stsb,sts12", "--profile", "quick", "--results", store, "--json", *extra
+    )
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_site_writes_the_leaderboard_tables_cells(built_site):
+    table = _table(built_site)
+    assert table["family"] == "senteval" and table["columns"] == ["sts12", "stsb"]
+    by_label = {row["label"]: row for row in table["rows"]}
+    assert set(by_label) == {
+        "be",
+        "be:pooling=cls",
+        "cbe [train: stsb]",
+        "nm [train: bws-cross-topic]",
+        "simcse [train: bws-cross-topic]",
+        "tsdae [train: bws-cross-topic]",
+    }
+    nm = by_label["nm [train: bws-cross-topic]"]
+    assert nm["train_on"] == "bws-cross-topic" and nm["seeds"] == [42, 43] and nm["complete"]
+    assert by_label["be"]["complete"] and not by_label["tsdae [train: bws-cross-topic]"]["complete"]
+    assert by_label["tsdae [train: bws-cross-topic]"]["cells"][0]["text"].split(" ")[0].endswith("*")  # seed 42 only
+    assert nm["cells"][1]["text"].startswith(f"{nm['cells'][1]['sort']:.2f} ± ") and "[" in nm["cells"][1]["text"]
+    assert (built_site / "index.html").exists() and (built_site / "app.js").exists()
+    texts = json.loads((built_site / "data" / "texts" / "stsb.json").read_text())
+    assert len(texts["pairs"]) == 1379  # the task's own texts, in the order of its per-example data
+
+
+def _same_numbers(site_pair: dict, cli: dict, tasks: list[str]) -> None:
+    site_tasks = {task["task"]: task for task in site_pair["tasks"]}
+    cli_tasks = {task["task"]: finite(task) for task in cli["tasks"]}  # JSON has no Infinity: the site says it
+    for name in tasks:
+        assert site_tasks[name]["score_a"] is not None
+        assert site_tasks[name] == cli_tasks[name]  # every number: both units, intervals, p, Holm, verdict
+
+
+def test_site_compare_equals_harness_compare(built_site, fixture_store):
+    table = _table(built_site)
+    untrained = _pair(built_site, table, "be", "be:pooling=cls")
+    first, second = (table["rows"][untrained[side]]["label"] for side in ("a", "b"))
+    _same_numbers(untrained, _cli_compare(fixture_store, first, second, "--seeds", "42"), ["stsb"])
+    assert untrained["tasks"][1]["unit"] == "examples"
+    trained = _pair(built_site, table, "nm [train: bws-cross-topic]", "simcse [train: bws-cross-topic]")
+    first, second = (table["rows"][trained[side]]["label"].split(" [")[0] for side in ("a", "b"))
+    cli = _cli_compare(fixture_store, first, second, "--seeds", "42,43", "--train-on", "bws-cross-topic")
+    _same_numbers(trained, cli, ["sts12", "stsb"])
+    assert all(task["unit"] == "across runs" for task in trained["tasks"])
+    assert trained["command"].startswith(f"harness compare {first} {second} ")
+
+
+def test_site_says_what_is_not_comparable(built_site):
+    table = _table(built_site)
+    pair = _pair(built_site, table, "tsdae [train: bws-cross-topic]", "nm [train: bws-cross-topic]")
+    sts12 = next(task for task in pair["tasks"] if task["task"] == "sts12")
+    assert sts12["result"] is None and "tsdae [train: bws-cross-topic] seed 43 has no record" in sts12["reason"]
+    stsb = next(task for task in pair["tasks"] if task["task"] == "stsb")
+    assert stsb["p_holm"] == stsb["p_value"]  # Holm over the tested tasks only
+    other = _pair(built_site, table, "be", "nm [train: bws-cross-topic]")
+    assert "cannot name" in other["command"]  # different training sources: no single `harness compare` line
+
+
+def test_texts_of_a_task_whose_licence_forbids_redistribution_are_withheld(tmp_path):
+    class Metadata:
+        license = "not redistributable (the corpus' own terms)"
+
+    class Plugin:
+        metadata = Metadata()
+
+    class Registry:
+        def task(self, name):
+            return Plugin()
+
+    record = tmp_path / "r.json"
+    record.write_text(
+        json.dumps({"task": {"name": "private", "options": {}}, "model": {"profile": "quick"}, "seed": 1})
+    )
+    payload = _texts_payload(str(record), 3, Registry())
+    assert "pairs" not in payload and "forbids redistributing" in payload["withheld"]
+    assert NOT_REDISTRIBUTABLE.search("C-STS terms: no public redistribution of the decrypted data")
+    assert not NOT_REDISTRIBUTABLE.search("scores CC BY-SA 4.0; sentences under their sources' licenses")
+
+
+def test_site_refuses_a_port_without_serve(tmp_path):
+    result = ht.run_harness("site", "--to", tmp_path / "s", "--results", tmp_path, "--port", "9000")
+    assert result.exit_code != 0 and "--port is the port of --serve" in result.stderr
+
+
+def test_site_without_plugins_shows_positions_not_texts(fixture_store, tmp_path):
+    report = build_site(Store(fixture_store), tmp_path / "site", resamples=50)  # no registry: no task's texts
+    assert report.files > 10 and not report.problems
+    assert "need its plugin" in json.loads((tmp_path / "site" / "data" / "texts" / "stsb.json").read_text())["withheld"]
+
+
+# ----------------------------------------------------------------------------------------------------- browser
+def _browser_or_skip():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed (pip install -e '.[site]')")
+    if CHROMIUM is None:
+        pytest.skip("no chromium binary (Debian: apt-get install -y chromium)")
+    return sync_playwright
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep the test output to the test's own lines
+        pass
+
+
+@pytest.fixture()
+def served(built_site):
+    handler = functools.partial(_QuietHandler, directory=str(built_site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+def _expected_top_position(site: Path, table: dict, a: int, b: int, column: int) -> int:
+    """The examples view's first pair, computed here from the same cell files: the largest gap between the two
+    models' rank errors against the gold (ranks 1 = highest, ties in example order)."""
+
+    def mean(cell: dict, name: str) -> list[float]:
+        arrays = [values[name] for values in cell["seeds"].values()]
+        return [sum(column) / len(arrays) for column in zip(*arrays)]
+
+    def ranks(values: list[float]) -> list[int]:
+        order = sorted(range(len(values)), key=lambda i: (-values[i], i))
+        rank = [0] * len(values)
+        for r, position in enumerate(order):
+            rank[position] = r + 1
+        return rank
+
+    cells = [json.loads((site / "data" / "cells" / table["id"] / f"{row}-{column}.json").read_text()) for row in (a, b)]
+    gold = json.loads((site / "data" / "examples" / f"{cells[0]['examples']}.json").read_text())["gold"]
+    rank_a, rank_b, rank_gold = ranks(mean(cells[0], "predicted")), ranks(mean(cells[1], "predicted")), ranks(gold)
+    gaps = [abs(abs(rank_a[i] - rank_gold[i]) - abs(rank_b[i] - rank_gold[i])) for i in range(len(gold))]
+    return max(range(len(gold)), key=lambda i: (gaps[i], -i))
+
+
+@pytest.mark.slow
+def test_site_in_a_real_browser(built_site, served, fixture_store, tmp_path):
+    sync_playwright = _browser_or_skip()
+    table = _table(built_site)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1366, "height": 768})
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(served + "#/")
+        page.wait_for_selector("body[data-view='index']")
+        page.click(f"a[href='#/table/{table['id']}']")
+        page.wait_for_selector("#board")
+        # sort by stsb, descending, with the keyboard: the header is a button
+        page.focus("button.sort[data-column='1']")
+        page.keyboard.press("Enter")
+        labels = page.eval_on_selector_all("#board tbody td.model", "cells => cells.map(c => c.firstChild.textContent)")
+        scores = {row["label"]: row["cells"][1]["sort"] for row in table["rows"]}
+        assert labels == sorted(scores, key=lambda label: -scores[label])
+        # filter: rows trained on bws-cross-topic only
+        page.select_option("#filter-train", "bws-cross-topic")
+        assert page.inner_text("#row-count").startswith("3 of 6 rows shown")
+        page.select_option("#filter-train", "")
+        page.select_option("#filter-complete", "complete")
+        assert page.inner_text("#row-count").startswith("5 of 6 rows shown")
+        page.select_option("#filter-complete", "")
+        # choose two rows, compare
+        nm, simcse = (_row(table, f"{name} [train: bws-cross-topic]")["index"] for name in ("nm", "simcse"))
+        page.check(f"#a-{nm}")
+        page.check(f"#b-{simcse}")
+        page.click("#compare-button")
+        page.wait_for_selector("body[data-view='compare']")
+        first, second = (table["rows"][i]["label"].split(" [")[0] for i in sorted((nm, simcse)))
+        cli = _cli_compare(fixture_store, first, second, "--seeds", "42,43", "--train-on", "bws-cross-topic")
+        for task in cli["tasks"]:
+            row = f"#compare-table tr[data-task='{task['task']}']"
+            shown = page.get_attribute(f"{row} td[data-value]", "data-value")
+            assert float(shown) == task["difference"]
+            assert page.inner_text(f"{row} td:nth-child(7)") == f"{task['p_value']:.4f}"
+            assert page.inner_text(f"{row} td:nth-child(9)") == task["verdict"]
+            low, high = task["over_examples"]["interval"]
+            assert page.inner_text(f"{row} td:nth-child(10)").startswith(f"[{low:+.2f}, {high:+.2f}], p=")
+        # the examples behind the stsb difference
+        page.click("#compare-table tr[data-task='stsb'] a.action")
+        page.wait_for_selector("body[data-view='examples']")
+        a, b = sorted((nm, simcse))
+        expected = _expected_top_position(built_site, table, a, b, table["columns"].index("stsb"))
+        assert page.get_attribute("#examples-table tbody tr:first-child", "data-position") == str(expected)
+        pair = json.loads((built_site / "data" / "texts" / "stsb.json").read_text())["pairs"][expected]
+        assert page.inner_text("#examples-table tbody tr:first-child td:nth-child(2)") == pair[0].strip()
+        # one screenshot at 1366x768: nothing wider than the window
+        page.goto(served + f"#/table/{table['id']}")
+        page.wait_for_selector("body[data-view='table']")
+        page.screenshot(path=str(tmp_path / "table.png"), full_page=True)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1366
+        assert (tmp_path / "table.png").stat().st_size > 0
+        assert not errors, errors
+        browser.close()
+
+
+@pytest.mark.slow
+def test_site_cost_columns_and_quality_against_cost(tmp_path):
+    """Records that measured their cost (a tiny run): the cost columns and `harness plot cost`'s Pareto front."""
+    from harness.leaderboard.cost_plot import pareto_front
+
+    store = tmp_path / "store"
+    run = ht.run_harness(
+        "run",
+        *("--models", "testing-trainable,testing-trainable:dim=8", "--train-on", "stsb", "--tasks", "stsb"),
+        *("--seeds", "42", "--profile", "smoke", "--results", store, "--no-progress"),
+        plugins=["harness.testing"],
+    )
+    assert run.exit_code == 0, run.stderr
+    site = tmp_path / "site"
+    built = ht.run_harness("site", "--to", site, "--results", store, "--include-samples", plugins=["harness.testing"])
+    assert built.exit_code == 0, built.stderr
+    table = _table(site)
+    assert table["has_cost"] and all(row["cost"][-1] for row in table["rows"])  # measured on: the machine
+    evaluation = next(panel for panel in table["cost_view"] if panel["panel"] == "evaluation")
+    points = [(point["cost"], point["quality"]) for point in evaluation["points"]]
+    front = {(point["cost"], point["quality"]) for point in evaluation["points"] if point["front"]}
+    assert front == {points[i] for i in pareto_front(points)} and len(points) == 2
+
+
+@pytest.mark.slow
+def test_site_paper_table_is_the_leaderboard_matrix_page(fixture_store, tmp_path):
+    matrix = Path(__file__).resolve().parent.parent / "matrices" / "nugget-paser-quick.yaml"
+    site = tmp_path / "site"
+    built = ht.run_harness("site", "--to", site, "--results", fixture_store, "--matrix", matrix)
+    assert built.exit_code == 0, built.stderr
+    board = ht.run_harness(
+        "leaderboard", "--matrix", matrix, "--formats", "html", "--results", fixture_store, "--output", tmp_path / "b"
+    )
+    assert board.exit_code == 0, board.stderr
+    (entry,) = json.loads((site / "data" / "index.json").read_text())["matrices"]
+    assert entry["name"] == "nugget-paser-quick" and entry["seeds"] == [42, 43] and "stsb" in entry["columns"]
+    expected = (tmp_path / "b" / "matrices" / "nugget-paser-quick.html").read_text()
+    assert (site / entry["page"]).read_text() == expected
+    missing = ht.run_harness("site", "--to", site, "--results", fixture_store, "--matrix", tmp_path / "none.yaml")
+    assert missing.exit_code != 0 and "no such matrix file" in missing.stderr
