@@ -90,18 +90,23 @@ def _examples(
     return data, "" if data is not None else f"{spec.label} seed {seed}: {reason}", trained
 
 
-def _eval_seconds(store: Store, spec: ModelSpec, seeds: list[int], task_key: str, runtime: str) -> float | None:
-    """The mean evaluation seconds of the cell's seeds, or None when a record is missing or any of its vectors came
-    from the embedding cache (its time then measures the cache, not the runtime)."""
+def mean_eval_seconds(records: list[dict | None]) -> float | None:
+    """The mean evaluation seconds of a cell's seed records, or None when a record is missing or any of its vectors
+    came from the embedding cache (its time then measures the cache, not the runtime). ``harness compare``'s and the
+    results site's speed-up column both divide two of these."""
     seconds = []
-    for seed in seeds:
-        record, _ = store.lookup(spec.key, seed, task_key, runtime)
+    for record in records:
         timings = (record or {}).get("timings") or {}
         cache = timings.get("embedding_cache")
         if "eval_seconds" not in timings or (isinstance(cache, dict) and cache.get("hits")):
             return None
         seconds.append(float(timings["eval_seconds"]))
     return sum(seconds) / len(seconds) if seconds else None
+
+
+def _eval_seconds(store: Store, spec: ModelSpec, seeds: list[int], task_key: str, runtime: str) -> float | None:
+    """:func:`mean_eval_seconds` of the stored records of one cell's seeds."""
+    return mean_eval_seconds([store.lookup(spec.key, seed, task_key, runtime)[0] for seed in seeds])
 
 
 def _keeps_examples(registry: Registry, task_name: str) -> bool:

@@ -291,7 +291,7 @@ def test_site_cost_columns_and_quality_against_cost(tmp_path):
     assert built.exit_code == 0, built.stderr
     table = _table(site)
     assert table["has_cost"] and all(row["cost"][-1] for row in table["rows"])  # measured on: the machine
-    evaluation = next(panel for panel in table["cost_view"] if panel["panel"] == "evaluation")
+    evaluation = next(panel for panel in table["cost_view"] if panel["panel"] == "evaluation time")
     points = [(point["cost"], point["quality"]) for point in evaluation["points"]]
     front = {(point["cost"], point["quality"]) for point in evaluation["points"] if point["front"]}
     assert front == {points[i] for i in pareto_front(points)} and len(points) == 2

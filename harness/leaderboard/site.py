@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..compare import TaskComparison
+from ..compare import TaskComparison, mean_eval_seconds
 from ..evaluation.bootstrap import (
     DEFAULT_RESAMPLES,
     ExampleDataError,
@@ -130,6 +130,14 @@ class _CellData:
         return self.replicates[paths]
 
 
+def _read_record(path: str) -> dict[str, Any] | None:
+    """A stored record, or None when it cannot be read (its speed then goes unreported, as in ``harness compare``)."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def compare_pair(table: Table, row_a: Row, row_b: Row, cells: _CellData, seeds: list[int]) -> list[TaskComparison]:
     """Row a minus row b on each of the table's columns, as ``harness compare A B --seeds SEEDS`` computes it: per
     task the seeds' per-example data pooled, both units of inference (across runs where a row was trained), the
@@ -184,7 +192,11 @@ def compare_pair(table: Table, row_a: Row, row_b: Row, cells: _CellData, seeds: 
         except ExampleDataError as exc:
             comparisons.append(TaskComparison(column, None, str(exc)))
             continue
-        comparisons.append(TaskComparison(column, result))
+        seconds_a, seconds_b = (
+            mean_eval_seconds([_read_record(path) for path in paths]) for paths in (paths_a, paths_b)
+        )
+        speedup = seconds_a / seconds_b if seconds_a and seconds_b else None
+        comparisons.append(TaskComparison(column, result, speedup=speedup))
     tested = [c for c in comparisons if c.result is not None and c.result.p_value is not None]
     for comparison, adjusted in zip(tested, holm([c.result.p_value for c in tested])):
         comparison.p_holm = adjusted
