@@ -163,6 +163,8 @@ def format_budget(budget: Mapping[str, Any]) -> str:
     def text(value: Any) -> str:
         if value is None:
             return "none"
+        if isinstance(value, bool):  # as --set spells it
+            return "true" if value else "false"
         return f"{value:g}" if isinstance(value, float) else str(value)
 
     return " ".join(f"{key}={text(value)}" for key, value in budget.items())

@@ -8,7 +8,7 @@ import yaml
 
 from harness.errors import DataFileError, HarnessError
 from harness.matrix import load_matrix
-from harness.profiles import get_profile, resolve_budget
+from harness.profiles import format_budget, get_profile, resolve_budget
 from harness.spec import resolve_model_spec
 
 
@@ -144,6 +144,7 @@ def test_group_by_length_is_a_budget_key_whose_opt_out_is_a_new_spec(registry):
     assert random_batches.requested_budget["group_by_length"] is False
     assert "group_by_length" not in quick.as_record()  # profile records (and cache keys) made before it stay
     assert quick.with_budget({"group_by_length": False}).as_record()["group_by_length"] is False
+    assert format_budget({"epochs": 2, "group_by_length": False}) == "epochs=2 group_by_length=false"
     with pytest.raises(HarnessError, match="group_by_length expects true or false, got 'maybe'"):
         resolve_model_spec(registry, "cbe", quick, None, "stsb", {"group_by_length": "maybe"})
 
