@@ -277,7 +277,7 @@ def main() -> None:
     )
     for row, sizes, available in plan:
         if not row.split("/")[1].startswith("harness") and (args.no_peers or not available):
-            print(f"| {row} | – | – | not installed{' (--no-peers)' if args.no_peers else ''} | – | – |")
+            print(f"| {row} | – | – | {'skipped (--no-peers)' if args.no_peers else 'not installed'} | – | – |")
             continue
         previous: tuple[int, float] | None = None
         for size in sizes:
