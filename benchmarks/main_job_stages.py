@@ -30,8 +30,8 @@ def main() -> None:
     hardware: set[str] = set()
     for record in Store(args.results).records():
         label = record.get("model", {}).get("label") or record.get("model_key", "?")
-        if wanted is not None and label not in wanted:
-            continue
+        if (wanted is not None and label not in wanted) or record.get("status", "ok") != "ok":
+            continue  # another model, or a cell stored as missing data (nothing was evaluated)
         runtime = record.get("runtime")
         if runtime and runtime != "torch":
             label = f"{label} @{runtime}"
