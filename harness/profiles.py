@@ -42,11 +42,17 @@ class Profile:
     seed_trials: int = 1
     # Mixed precision of training (:data:`PRECISIONS`); evaluation keeps the device's own (harness.device).
     precision: str = "auto"
+    # Length-grouped batches where the training loop is given example lengths (harness.training; scored pairs):
+    # on by default since the loop has had them; ``--set group_by_length=false`` draws uniformly random batches.
+    group_by_length: bool = True
 
     def as_record(self) -> dict:
         record = asdict(self)
-        if record["precision"] == "auto":  # records and cache keys made before the key existed stay the same
+        # records and cache keys made before these keys existed stay the same
+        if record["precision"] == "auto":
             del record["precision"]
+        if record["group_by_length"]:
+            del record["group_by_length"]
         return record
 
     def with_budget(self, budget: Mapping[str, Any]) -> Profile:
@@ -65,6 +71,7 @@ BUDGET_KEYS: dict[str, type] = {
     "max_train_examples": int,
     "seed_trials": int,
     "precision": str,
+    "group_by_length": bool,
 }
 DEFAULT_BUDGET_KEYS = ("epochs", "max_steps", "batch_size", "learning_rate", "max_train_examples", "precision")
 # Training precision (the budget key ``precision``, honoured by the shared loop harness.training.fit): ``auto`` is
@@ -82,6 +89,7 @@ PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 UNHASHED_BUDGET_KEYS = ("precision",)
 BUDGET_CHOICES: dict[str, tuple[str, ...]] = {"precision": PRECISIONS}  # the budget keys whose value is a name
 NO_LIMIT = ("none", "null", "all")  # --set max_train_examples=none
+BOOLEAN_WORDS = {"true": True, "false": False}  # --set group_by_length=false
 
 
 def check_budget(values: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -97,6 +105,12 @@ def check_budget(values: Mapping[str, Any], where: str) -> dict[str, Any]:
             if raw not in BUDGET_CHOICES[key]:
                 raise invalid_choice(f"{where}, key {key}", str(raw), BUDGET_CHOICES[key])
             checked[key] = raw
+            continue
+        if wanted is bool:
+            word = raw.strip().lower() if isinstance(raw, str) else None
+            if not isinstance(raw, bool) and word not in BOOLEAN_WORDS:
+                raise InvalidOptionError(f"{where}: {key} expects true or false, got {raw!r}.")
+            checked[key] = raw if isinstance(raw, bool) else BOOLEAN_WORDS[word]
             continue
         value = raw
         if isinstance(raw, str):
@@ -149,6 +163,8 @@ def format_budget(budget: Mapping[str, Any]) -> str:
     def text(value: Any) -> str:
         if value is None:
             return "none"
+        if isinstance(value, bool):  # as --set spells it
+            return "true" if value else "false"
         return f"{value:g}" if isinstance(value, float) else str(value)
 
     return " ".join(f"{key}={text(value)}" for key, value in budget.items())

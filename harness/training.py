@@ -170,6 +170,8 @@ def fit(
     curves (harness.curves: its ``training.json``, and the run's trackers)."""
     if lengths is not None and len(lengths) != len(examples):
         raise ValueError(f"fit(): {len(lengths)} lengths for {len(examples)} examples")
+    # Reported only where grouping was possible, so trainings without lengths keep the records they had.
+    grouping = {"group_by_length": config.group_by_length} if lengths is not None else {}
     if not config.group_by_length:
         lengths = None
     from .progress import progress_bar
@@ -317,6 +319,7 @@ def fit(
         "steps": report.steps,
         "precision": config.precision,
         "precision_used": precision_name(amp_dtype),  # what "auto" (or the request) came to on this device
+        **grouping,
         **({"processes": ranks} if ranks > 1 else {}),
     }
     if dev_every_steps is not None:
@@ -356,6 +359,7 @@ def config_from_profile(profile, seed: int, device: str, progress: bool = True, 
         "device": device,
         "progress": progress,
         "precision": getattr(profile, "precision", "auto"),
+        "group_by_length": getattr(profile, "group_by_length", True),
     }
     values.update({k: v for k, v in overrides.items() if v is not None})
     if getattr(profile, "learning_rate", None) is not None:
@@ -372,6 +376,7 @@ SCORED_PAIR_BUDGET_KEYS = (
     "max_train_examples",
     "seed_trials",
     "precision",
+    "group_by_length",
 )
 
 

@@ -8,7 +8,7 @@ import yaml
 
 from harness.errors import DataFileError, HarnessError
 from harness.matrix import load_matrix
-from harness.profiles import get_profile, resolve_budget
+from harness.profiles import format_budget, get_profile, resolve_budget
 from harness.spec import resolve_model_spec
 
 
@@ -129,6 +129,24 @@ def test_training_precision_is_a_budget_key_outside_the_spec_identity(registry):
     assert bf16.requested_budget["precision"] == "bf16" and plain.requested_budget["precision"] == "auto"
     with pytest.raises(HarnessError, match="fp8.*precision.*auto, fp32, bf16, fp16"):
         resolve_model_spec(registry, "cbe", quick, None, "stsb", {"precision": "fp8"})
+
+
+def test_group_by_length_is_a_budget_key_whose_opt_out_is_a_new_spec(registry):
+    """Length-grouped batches are the loop's default: asking for them keeps the spec (and every published key);
+    ``group_by_length=false`` is another training, so another spec; a value that is not true/false is refused."""
+    quick = get_profile("quick")
+    plain = resolve_model_spec(registry, "cbe", quick, None, "stsb")
+    grouped = resolve_model_spec(registry, "cbe", quick, None, "stsb", {"group_by_length": "true"})
+    random_batches = resolve_model_spec(registry, "cbe", quick, None, "stsb", {"group_by_length": "false"})
+    assert grouped.hash == plain.hash and "group_by_length" not in grouped.budget
+    assert random_batches.hash != plain.hash and random_batches.budget["group_by_length"] is False
+    assert plain.requested_budget["group_by_length"] is True
+    assert random_batches.requested_budget["group_by_length"] is False
+    assert "group_by_length" not in quick.as_record()  # profile records (and cache keys) made before it stay
+    assert quick.with_budget({"group_by_length": False}).as_record()["group_by_length"] is False
+    assert format_budget({"epochs": 2, "group_by_length": False}) == "epochs=2 group_by_length=false"
+    with pytest.raises(HarnessError, match="group_by_length expects true or false, got 'maybe'"):
+        resolve_model_spec(registry, "cbe", quick, None, "stsb", {"group_by_length": "maybe"})
 
 
 @pytest.mark.parametrize(

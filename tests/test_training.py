@@ -107,6 +107,32 @@ def test_length_grouped_batches_cover_every_example_once_and_group_lengths():
     assert GROUP_CHUNK_BATCHES == 50
 
 
+def test_group_by_length_budget_key_reaches_the_loop_and_is_reported(registry, tiny_bert, monkeypatch):
+    """``--set group_by_length=false``: scored-pair training draws plain random batches (the loop gets no lengths)
+    and its applied budget says so; the default groups them and says that."""
+    import harness.training as training
+
+    calls = []
+    original = training.epoch_batches
+    monkeypatch.setattr(
+        training,
+        "epoch_batches",
+        lambda count, size, generator, lengths=None: (
+            calls.append(lengths is not None) or original(count, size, generator, lengths)
+        ),
+    )
+    reports = {}
+    for grouped in (True, False):
+        model, ctx = _be(registry, tiny_bert)
+        ctx.profile = ctx.profile.with_budget({"group_by_length": grouped})
+        pairs = _pairs()
+        calls.clear()
+        reports[grouped] = model.fit(TrainingSplits("synthetic", pairs, pairs), ctx)
+        assert calls and set(calls) == {grouped}
+        assert reports[grouped].applied_budget["group_by_length"] is grouped
+    assert get_profile("quick").group_by_length is True
+
+
 def test_seed_trials_keep_the_best_dev_trial_and_record_every_trial(registry, tiny_bert):
     import dataclasses
 

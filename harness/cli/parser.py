@@ -39,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         dest="budget_set",
         help="training budget for every trained spec: epochs, max_steps, batch_size, learning_rate, "
-        "max_train_examples (repeatable; enters the spec hash), e.g. --set epochs=5",
+        "max_train_examples, seed_trials, precision, group_by_length (repeatable; enters the spec hash), "
+        "e.g. --set epochs=5",
     )
     run.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
     run.add_argument(

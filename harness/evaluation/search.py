@@ -37,12 +37,16 @@ def top_k(score_rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         # argpartition finds *some* k best; a tie at the cut could keep a higher index, so widen the cut to every
         # column tied with the k-th score. Rows are padded with a column past the end scored -inf, which sorts
         # after every real column (real -inf included: the index breaks the tie) and is never among the first k.
-        kth_scores = -np.partition(-score_rows, k - 1, axis=1)[:, k - 1 : k]
+        # (the k-th largest is the (n - k)-th smallest: no negated copy of the rows)
+        kth_scores = np.partition(score_rows, n_columns - k, axis=1)[:, n_columns - k : n_columns - k + 1]
         kept = [np.flatnonzero(row >= kth) for row, kth in zip(score_rows, kth_scores)]
         width = max(len(columns) for columns in kept)
         candidate_columns = np.array([np.pad(c, (0, width - len(c)), constant_values=n_columns) for c in kept])
-        padded_rows = np.pad(score_rows.astype(np.float64), ((0, 0), (0, 1)), constant_values=-np.inf)
-        candidate_scores = np.take_along_axis(padded_rows, candidate_columns, axis=1)
+        # Only the candidates are widened to float64 (not a padded float64 copy of every row: on a BEIR corpus
+        # chunk that copy was most of the search's memory traffic); the padding column reads as -inf.
+        real = candidate_columns < n_columns
+        picked = np.take_along_axis(score_rows, np.where(real, candidate_columns, 0), axis=1).astype(np.float64)
+        candidate_scores = np.where(real, picked, -np.inf)
     else:
         candidate_columns = np.tile(np.arange(n_columns), (score_rows.shape[0], 1))
         candidate_scores = score_rows
