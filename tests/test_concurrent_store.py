@@ -264,12 +264,18 @@ def differences(first: dict[str, dict], second: dict[str, dict]) -> list[str]:
     ]
 
 
+# The fields of a record's ``cost`` that are counts and facts, not measurements of one machine's speed or memory.
+COUNTED_COST = ("items", "item_unit", "parameters", "device", "runtime", "precision")
+
+
 def _records(results: Path) -> dict[str, dict]:
     from harness.store import Store
 
     def comparable(record: dict) -> dict:
         record = {k: v for k, v in record.items() if k not in ("timings", "created_at", "checksum", "_path")}
         record["environment"] = {k: v for k, v in record["environment"].items() if k != "git_commit"}
+        if isinstance(record.get("cost"), dict):  # what was measured differs between runs; what was counted may not
+            record["cost"] = {k: v for k, v in record["cost"].items() if k in COUNTED_COST}
         if isinstance(record.get("training"), dict):
             record["training"] = {
                 k: v

@@ -175,6 +175,10 @@ BLOCK_FOUNDATIONS = (
     "harness.checkpoints",
     "harness.progress",
     "harness.deprecation",
+    # what a training step and an encode report to (the curve recorder, the embedding cache): both import only
+    # foundations at module level
+    "harness.curves",
+    "harness.embedding_cache",
 )
 
 

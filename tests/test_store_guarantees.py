@@ -1574,7 +1574,7 @@ def test_40_20_records_name_their_plugin_version_which_the_leaderboard_reads(tmp
 
     class PlanStub:
         profile = harness.get_profile("smoke")
-        device, runtime, data_dir_text = "cpu", "torch", None
+        device, runtime, data_dir_text, log_to = "cpu", "torch", None, ()
 
     spec = harness.resolve_model_spec(registry, "be", PlanStub.profile)
     (task_spec,) = harness.resolve_task_specs(registry, "stsb")
