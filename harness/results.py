@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import HarnessError, close_matches_hint
+from .run.cost import COST_FIELDS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -26,18 +27,9 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["COLUMNS", "COST_COLUMNS", "LoadProblem", "ResultsError", "ResultsFrame", "load_results"]
 
-# What a cell cost (harness.run.cost); empty for records written before cost was measured.
-COST_COLUMNS = (
-    "training_seconds",
-    "evaluation_seconds",
-    "items_per_second",
-    "items",
-    "item_unit",
-    "peak_rss_bytes",
-    "peak_gpu_bytes",
-    "parameters",
-    "precision",
-)
+# What a cell cost (harness.run.cost's fields; device and runtime have columns of their own); empty for records
+# written before cost was measured.
+COST_COLUMNS = tuple(name for name in COST_FIELDS if name not in ("device", "runtime"))
 
 # The long form's columns, in order (docs/guide/results-as-data.md says what each holds).
 COLUMNS = (

@@ -270,6 +270,20 @@ def compare_units(
     """Both units of inference for mean(a) - mean(b) over seeds on the same test examples (``trained_*``: whether
     each row's records come from training, so its score depends on the seed)."""
     replicates_a, replicates_b = paired_replicates(a, b, resamples, seed)
+    return units_of_replicates(a, b, replicates_a, replicates_b, trained_a, trained_b, confidence)
+
+
+def units_of_replicates(
+    a: Sequence[ExampleScores],
+    b: Sequence[ExampleScores],
+    replicates_a: np.ndarray,
+    replicates_b: np.ndarray,
+    trained_a: bool,
+    trained_b: bool,
+    confidence: float = CONFIDENCE,
+) -> UnitComparison:
+    """:func:`compare_units` for bootstrap replicates already drawn (the same resamples of the same examples for
+    both rows): a caller comparing many pairs draws each row's replicates once."""
     examples = from_replicates(
         float(np.mean([data.value() for data in a])),
         float(np.mean([data.value() for data in b])),

@@ -38,7 +38,7 @@ from ..evaluation.bootstrap import (
     check_same_examples,
     pooled_replicates,
 )
-from ..evaluation.significance import from_replicates, holm, units_from
+from ..evaluation.significance import holm, units_of_replicates
 from ..files import atomic_write_text, prepare_output_dir
 from ..store import Store
 from .cost import COST_HEADER, COST_NOTE, row_cost
@@ -172,23 +172,7 @@ def compare_pair(table: Table, row_a: Row, row_b: Row, cells: _CellData, seeds: 
         try:
             check_same_examples([*a, *b])
             replicates_a, replicates_b = cells.pooled(paths_a, a), cells.pooled(paths_b, b)
-            examples = from_replicates(
-                float(np.mean([data.value() for data in a])),
-                float(np.mean([data.value() for data in b])),
-                replicates_a,
-                replicates_b,
-                len(a[0]),
-                len(a),
-                len(b),
-            )
-            result = units_from(
-                examples,
-                [data.value() for data in a],
-                [data.value() for data in b],
-                replicates_a - replicates_b,
-                trained_a,
-                trained_b,
-            )
+            result = units_of_replicates(a, b, replicates_a, replicates_b, trained_a, trained_b)
         except ExampleDataError as exc:
             comparisons.append(TaskComparison(column, None, str(exc)))
             continue
