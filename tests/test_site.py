@@ -295,6 +295,30 @@ def test_site_cost_columns_and_quality_against_cost(tmp_path):
     points = [(point["cost"], point["quality"]) for point in evaluation["points"]]
     front = {(point["cost"], point["quality"]) for point in evaluation["points"] if point["front"]}
     assert front == {points[i] for i in pareto_front(points)} and len(points) == 2
+    assert all(row["training-curves"] is None for row in table["rows"])  # its trainer records no steps
+
+
+@pytest.mark.slow
+def test_site_links_a_trained_row_to_its_training_curves(tiny_bert, tmp_path):
+    """A row trained through the harness' training loop: its curves file holds each seed's per-step loss, the same
+    steps and values as its checkpoint's training.json."""
+    store = tmp_path / "store"
+    run = ht.run_harness(
+        "run",
+        *("--models", "be", "--backbone", tiny_bert, "--train-on", "stsb", "--tasks", "stsb"),
+        *("--seeds", "42,43", "--profile", "smoke", "--results", store, "--no-progress"),
+    )
+    assert run.exit_code == 0, run.stderr
+    site = tmp_path / "site"
+    built = ht.run_harness("site", "--to", site, "--results", store, "--include-samples")
+    assert built.exit_code == 0, built.stderr
+    (row,) = _table(site)["rows"]
+    fits = json.loads((site / row["training-curves"]).read_text())
+    assert sorted(fit["seed"] for fit in fits) == [42, 43]
+    for fit in fits:
+        (checkpoint,) = (store / "checkpoints").glob(f"be-*/seed-{fit['seed']}/training.json")
+        kept = json.loads(checkpoint.read_text())["curves"]["fits"][0]["loss"]["loss"]
+        assert fit["series"]["loss: loss"] == {"step": kept["step"], "value": kept["value"]} and kept["step"]
 
 
 @pytest.mark.slow

@@ -40,7 +40,7 @@ from ..evaluation.bootstrap import (
 )
 from ..evaluation.significance import holm, units_of_replicates
 from ..files import atomic_write_text, prepare_output_dir
-from ..store import Store
+from ..store import CHECKPOINTS, Store
 from .cost import COST_HEADER, COST_NOTE, row_cost
 from .stats import BEST_SIGNIFICANT, NO_DATA, attach_statistics, cell_mark, stored_run
 from .stats import notes as statistics_notes
@@ -55,7 +55,7 @@ NOT_REDISTRIBUTABLE = re.compile(
 )
 # Per-example data of one score per scored pair against a gold value: the examples view shows the pairs' texts.
 PAIR_STATISTICS = ("spearman", "pearson", "average_precision")
-TRAINING_CURVES_HOOK = "training-curves"  # the table entry a per-step training report would fill (not written yet)
+TRAINING_CURVES_HOOK = "training-curves"  # a row's entry: the path of its curves file, or None (untrained or older)
 
 
 @dataclass
@@ -278,6 +278,41 @@ def _dates(table: Table, created: dict[str, str]) -> list[str]:
     return [dates[0][:10], dates[-1][:10]] if dates else []
 
 
+def row_curves(row: Row) -> list[dict[str, Any]]:
+    """The training curves of a row's seeds (each checkpoint's training.json, :mod:`harness.curves`): per seed and
+    fit, its loss and dev series as step/value lists; empty where no checkpoint beside the records keeps curves
+    (untrained rows, checkpoints trained before curves were kept, a published store without checkpoints)."""
+    from ..checkpoints import TRAINING_RECORD
+    from ..curves import has_curves
+
+    found: dict[int, Path] = {}
+    for cell in row.cells.values():
+        for seed, record_path in (getattr(cell, "records", {}) or {}).items():
+            record = Path(record_path)  # <store>/<model key>/seed-<seed>/<task>.json
+            training = record.parent.parent.parent / CHECKPOINTS / record.parent.parent.name / record.parent.name
+            if seed not in found and has_curves(training / TRAINING_RECORD):
+                found[seed] = training / TRAINING_RECORD
+    curves = []
+    for seed, path in sorted(found.items()):
+        fits = json.loads(path.read_text(encoding="utf-8"))["curves"].get("fits") or []
+        for fit in fits:
+            series = {f"loss: {term}": values for term, values in (fit.get("loss") or {}).items()}
+            if fit.get("dev"):
+                series["dev score"] = fit["dev"]
+            curves.append(
+                {
+                    "seed": seed,
+                    "fit": fit.get("fit"),
+                    "series": {
+                        name: {"step": values.get("step", []), "value": values.get("value", [])}
+                        for name, values in series.items()
+                        if isinstance(values, dict)
+                    },
+                }
+            )
+    return curves
+
+
 def _table_payload(table_id: str, table: Table, sections: list[Table], with_examples: dict[str, bool]) -> dict:
     rows = []
     ranked = table.ranked()
@@ -450,6 +485,12 @@ def build_site(
                         )
                         writer.json(f"data/texts/{task_key}.json", texts)
             table_payload = _table_payload(table_id, table, sections, with_examples)
+            for row_index, row in enumerate(ranked_rows):
+                curves = row_curves(row)
+                if curves:
+                    path = f"data/curves/{table_id}/{row_index}.json"
+                    writer.json(path, curves)
+                    table_payload["rows"][row_index][TRAINING_CURVES_HOOK] = path
             table_payload["task_keys"] = _task_keys(table, ranked_rows)
             writer.json(f"data/tables/{table_id}.json", table_payload)
             for a in range(len(ranked_rows)):
