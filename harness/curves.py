@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -185,6 +185,22 @@ def has_curves(path: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(record, dict) and isinstance(record.get("curves"), dict)
+
+
+def curve_files(record_paths: Iterable[tuple[int, str | Path]]) -> dict[int, Path]:
+    """Seed -> the training.json, with curves, of the checkpoint beside each ``(seed, record path)`` (a record sits at
+    ``<store>/<model key>/seed-<seed>/<task>.json``, its checkpoint at ``<store>/checkpoints/<model key>/seed-<seed>``);
+    seeds whose checkpoint is absent or keeps no curves are left out."""
+    from .checkpoints import TRAINING_RECORD
+    from .store import CHECKPOINTS
+
+    found: dict[int, Path] = {}
+    for seed, record_path in record_paths:
+        record = Path(record_path)
+        training = record.parent.parent.parent / CHECKPOINTS / record.parent.parent.name / record.parent.name
+        if seed not in found and has_curves(training / TRAINING_RECORD):
+            found[seed] = training / TRAINING_RECORD
+    return found
 
 
 def curve_rows(training_record: Mapping[str, Any], model_key: str) -> list[dict[str, Any]]:

@@ -20,9 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..checkpoints import TRAINING_RECORD
-from ..curves import has_curves
-from ..store import CHECKPOINTS
+from ..curves import curve_files
 from .cost import COST_HEADER, COST_NOTE, row_cost
 from .stats import BEST_SIGNIFICANT, cell_mark, decorate
 from .stats import notes as statistics_notes
@@ -134,15 +132,9 @@ def _curves_links(row: Any, output_dir: Path) -> str:
     """Links to the training curves of the row's seeds (each checkpoint's training.json, harness.curves), only
     where a checkpoint with curves sits beside the records: rows without them (the published records) are
     rendered exactly as before."""
-    checkpoints: dict[int, Path] = {}
-    for cell in row.cells.values():
-        for seed, record_path in (getattr(cell, "records", {}) or {}).items():
-            if seed in checkpoints:
-                continue
-            record = Path(record_path)  # <store>/<model key>/seed-<seed>/<task>.json
-            training = record.parent.parent.parent / CHECKPOINTS / record.parent.parent.name / record.parent.name
-            if has_curves(training / TRAINING_RECORD):
-                checkpoints[seed] = training / TRAINING_RECORD
+    checkpoints = curve_files(
+        (seed, path) for cell in row.cells.values() for seed, path in (getattr(cell, "records", {}) or {}).items()
+    )
     return "".join(
         f'<a href="{_escape(_link(str(path), output_dir))}" title="training curves of seed {seed} (per-step '
         f'losses and dev scores; harness plot training draws them)">curves s{seed}</a>'

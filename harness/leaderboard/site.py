@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..compare import TaskComparison, mean_eval_seconds
+from ..curves import curve_files
 from ..evaluation.bootstrap import (
     DEFAULT_RESAMPLES,
     ExampleDataError,
@@ -40,7 +41,7 @@ from ..evaluation.bootstrap import (
 )
 from ..evaluation.significance import holm, units_of_replicates
 from ..files import atomic_write_text, prepare_output_dir
-from ..store import CHECKPOINTS, Store
+from ..store import Store
 from .cost import COST_HEADER, COST_NOTE, row_cost
 from .stats import BEST_SIGNIFICANT, NO_DATA, attach_statistics, cell_mark, stored_run
 from .stats import notes as statistics_notes
@@ -282,16 +283,9 @@ def row_curves(row: Row) -> list[dict[str, Any]]:
     """The training curves of a row's seeds (each checkpoint's training.json, :mod:`harness.curves`): per seed and
     fit, its loss and dev series as step/value lists; empty where no checkpoint beside the records keeps curves
     (untrained rows, checkpoints trained before curves were kept, a published store without checkpoints)."""
-    from ..checkpoints import TRAINING_RECORD
-    from ..curves import has_curves
-
-    found: dict[int, Path] = {}
-    for cell in row.cells.values():
-        for seed, record_path in (getattr(cell, "records", {}) or {}).items():
-            record = Path(record_path)  # <store>/<model key>/seed-<seed>/<task>.json
-            training = record.parent.parent.parent / CHECKPOINTS / record.parent.parent.name / record.parent.name
-            if seed not in found and has_curves(training / TRAINING_RECORD):
-                found[seed] = training / TRAINING_RECORD
+    found = curve_files(
+        (seed, path) for cell in row.cells.values() for seed, path in (getattr(cell, "records", {}) or {}).items()
+    )
     curves = []
     for seed, path in sorted(found.items()):
         fits = json.loads(path.read_text(encoding="utf-8"))["curves"].get("fits") or []
