@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -157,6 +159,41 @@ def test_run_scores_are_identical_with_the_cache_on_and_off(tiny_bert, tmp_path)
     flag = _run(tiny_bert, results, "--overwrite", "--no-embedding-cache", tasks="stsb")
     assert flag.exit_code == 0, flag.stderr
     assert _records(results)["stsb.json"]["timings"]["embedding_cache"] == {"enabled": False}
+
+
+def test_a_reloaded_checkpoint_is_served_the_vectors_its_training_run_computed(tiny_bert, tmp_path):
+    """`harness rescore` loads the checkpoint with a fresh tokenizer, while the run that trained it had called its
+    tokenizer (which leaves truncation and padding state on a fast tokenizer's backend): the two share vectors. Found
+    on a GPU machine, where the rescore wrote a second namespace instead of reading the first."""
+    results = tmp_path / "store"
+    trained = _run(tiny_bert, results, "--train-on", "stsb", tasks="stsb")
+    assert trained.exit_code == 0, trained.stderr
+    first = _records(results)["stsb.json"]
+    # In another process, as a user's rescore runs: this one holds the tokenizer object the training run called.
+    rescored = subprocess.run(
+        [sys.executable, "-m", "harness", "rescore", "--models", "be", "--backbone", tiny_bert, "--tasks", "stsb",
+         "--train-on", "stsb", "--profile", "smoke", "--results", results, "--no-progress"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert rescored.returncode == 0, rescored.stderr
+    again = _records(results)["stsb.json"]
+    assert again["timings"]["embedding_cache"]["misses"] == 0
+    assert again["timings"]["embedding_cache"]["hits"] > 0
+    assert again["scores"] == first["scores"]
+    assert len(list((results / "cache" / "embeddings").iterdir())) == 1  # one namespace
+
+
+def test_the_tokenizer_key_ignores_the_state_a_call_leaves(tiny_bert):
+    from transformers import AutoTokenizer
+
+    from harness.nn.encoder import tokenizer_key
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    before = tokenizer_key(tokenizer)
+    tokenizer(["a man is playing a guitar."], truncation=True, max_length=7, padding=True)
+    assert tokenizer_key(tokenizer) == before
+    lowered = AutoTokenizer.from_pretrained(tiny_bert, do_lower_case=not tokenizer.do_lower_case)
+    assert tokenizer_key(lowered) != before  # what the tokenizer does still counts
 
 
 def test_matrix_key_turns_the_cache_off_and_a_wrong_value_is_refused(tiny_bert, tmp_path):

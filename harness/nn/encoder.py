@@ -14,6 +14,7 @@ twice).
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -184,7 +185,14 @@ def tokenizer_key(tokenizer: Any) -> str:
     digest = hashlib.sha256(type(tokenizer).__name__.encode())
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:
-        digest.update(backend.to_str().encode())
+        definition = json.loads(backend.to_str())
+        # A fast tokenizer's truncation and padding are state left by its last call (``truncation=True,
+        # max_length=...`` sets them on the backend), not part of what it does: every encode passes its own, and
+        # the max length is a determinant of its own. Kept in, a reloaded checkpoint's fresh tokenizer would never
+        # share vectors with the same tokenizer after a training run had called it.
+        for call_state in ("truncation", "padding"):
+            definition.pop(call_state, None)
+        digest.update(json.dumps(definition, sort_keys=True).encode())
     else:
         digest.update(repr(sorted(tokenizer.get_vocab().items())).encode())
         digest.update(repr(sorted((k, repr(v)) for k, v in getattr(tokenizer, "init_kwargs", {}).items())).encode())
