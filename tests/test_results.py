@@ -272,6 +272,7 @@ def test_cost_meter_counts_parameters_once_and_reads_the_gpu_peak_of_its_evaluat
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda *a: calls.append("reset"))
     monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda *a: 123456)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
     meter = CostMeter("cuda:0")
     assert calls == ["reset"]  # the peak is this evaluation's, not the training's before it
     meter.stop()
@@ -284,7 +285,8 @@ def test_cost_meter_counts_parameters_once_and_reads_the_gpu_peak_of_its_evaluat
         texts=texts,
         examples=None,
     )
-    assert (cost["parameters"], cost["precision"], cost["peak_gpu_bytes"]) == (18, "float32", 123456)
+    # CUDA evaluates under autocast: the cost says the dtype its matrix products ran in, not the weights'
+    assert (cost["parameters"], cost["precision"], cost["peak_gpu_bytes"]) == (18, "bfloat16 autocast", 123456)
     assert (cost["items"], cost["item_unit"], cost["training_seconds"]) == (2, "pairs", 12.5)
     on_cpu = CostMeter("cpu").record(
         model=object(), runtime="onnx", training_report=None, trained=True, texts=None, examples={"count": 7}

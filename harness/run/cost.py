@@ -60,6 +60,21 @@ def _modules(model: Any) -> list[Any]:
     return [value for value in attributes if isinstance(value, torch.nn.Module)]
 
 
+def evaluation_precision(device: str, runtime: str, weights_dtype: str | None) -> str | None:
+    """The precision evaluation computes in: "int8" under a quantised runtime (whatever dtype the torch weights it
+    came from have); on CUDA under the torch runtime the autocast dtype that encoding runs under (e.g. "bfloat16
+    autocast": float32 weights, bfloat16 matrix products), else the weights' dtype."""
+    if runtime.endswith("-int8"):
+        return "int8"
+    if runtime == "torch" and device.startswith("cuda"):
+        from ..device import autocast_dtype
+
+        mixed = autocast_dtype(device)
+        if mixed is not None:
+            return f"{str(mixed).removeprefix('torch.')} autocast"
+    return weights_dtype
+
+
 def parameter_facts(model: Any) -> tuple[int | None, str | None]:
     """(number of parameters, dtype of most of them, e.g. "float32") of the torch modules ``model`` holds; (None,
     None) when it holds none (e.g. a model evaluated through ONNX Runtime, or no torch at all). Shared tensors are
@@ -142,6 +157,5 @@ class CostMeter:
             "parameters": parameters,
             "device": self.device,
             "runtime": runtime,
-            # a quantised runtime evaluates in its own precision, whatever dtype the torch weights it came from have
-            "precision": "int8" if runtime.endswith("-int8") else dtype,
+            "precision": evaluation_precision(self.device, runtime, dtype),
         }
