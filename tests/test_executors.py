@@ -409,12 +409,12 @@ def test_progress_is_a_line_per_cell_and_a_bar_of_cells_done_with_an_eta(capsys,
 
 
 def test_the_ray_dispatch_steps_claim_send_record_and_replace_a_lost_server_without_ray(tmp_path):
-    """RayExecutor.run's steps (harness.executors.ray_cluster.Dispatch) with a fake Ray: jobs go to the least loaded
+    """RayExecutor.run's steps (harness.executors.ray_dispatch.Dispatch) with a fake Ray: jobs go to the least loaded
     server (at most JOBS_PER_SERVER each), every call of a job to one server, each answered cell is recorded by the
     driver's writer and finishes its job; a lost server is replaced and the new one gets the unfinished calls."""
     from types import SimpleNamespace
 
-    from harness.executors.ray_cluster import JOBS_PER_SERVER, Dispatch, _Pending, _ServerLost
+    from harness.executors.ray_dispatch import JOBS_PER_SERVER, Dispatch, _Pending, _ServerLost
     from harness.run.driver import RunLog
 
     class Lock:

@@ -3,7 +3,8 @@
 ``CellServer`` is the long-lived worker (a Ray actor, one per cluster slot): it builds the registry, the plan and the
 run's task objects once and keeps the current job's model between that job's cells; ``probe_node`` checks a node
 before any cell runs. ``TaskResources``, ``worker_device`` and ``threads_for`` say what a worker was given and how it
-uses it. The driver (scheduling, claims, records, lost workers and nodes) stays in ``ray_cluster``.
+uses it. The driver is ``ray_cluster`` (the cluster, the workers' start, lost nodes) and ``ray_dispatch``
+(scheduling, claims, records, lost workers).
 """
 
 from __future__ import annotations
