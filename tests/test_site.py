@@ -337,3 +337,100 @@ def test_site_paper_table_is_the_leaderboard_matrix_page(fixture_store, tmp_path
     assert (site / entry["page"]).read_text() == expected
     missing = ht.run_harness("site", "--to", site, "--results", fixture_store, "--matrix", tmp_path / "none.yaml")
     assert missing.exit_code != 0 and "no such matrix file" in missing.stderr
+
+
+# ----------------------------------------------------------------------------------------------- paper tables
+SMALL_MATRIX = """\
+description: A small paper table over the fixture's records. Its rows are matrix entries.
+profile: quick
+seeds: [42, 43]
+tasks: [sts12, stsb]
+models:
+  - {model: be, name: backbone}
+  - {model: "be:pooling=cls", name: backbone CLS}
+  - {model: nm, train_on: bws-cross-topic, name: NM}
+  - {model: simcse, train_on: bws-cross-topic, name: SimCSE}
+  - {model: tsdae, train_on: bws-cross-topic, name: TSDAE}
+paper:
+  source: a made-up paper
+  rows:
+    NM: {stsb: 70.0}
+    SimCSE: {stsb: 76.25}
+"""
+
+
+@pytest.fixture(scope="module")
+def matrix_site(fixture_store, tmp_path_factory) -> tuple[Path, dict]:
+    folder = tmp_path_factory.mktemp("matrix-site")
+    matrix = folder / "small-table.yaml"
+    matrix.write_text(SMALL_MATRIX)
+    site = folder / "site"
+    result = ht.run_harness("site", "--to", site, "--results", fixture_store, "--matrix", matrix)
+    assert result.exit_code == 0, result.stderr
+    (entry,) = json.loads((site / "data" / "index.json").read_text())["matrices"]
+    return site, json.loads((site / "data" / "tables" / f"{entry['id']}.json").read_text())
+
+
+@pytest.mark.slow
+def test_site_paper_table_is_a_table_with_compare(matrix_site, fixture_store):
+    site, table = matrix_site
+    assert table["kind"] == "matrix" and table["columns"] == ["sts12", "stsb"]
+    assert [row["label"] for row in table["rows"]] == ["backbone", "backbone CLS", "NM", "SimCSE", "TSDAE"]
+    paper = next(column for column in table["extra_columns"] if column["header"] == "stsb (paper)")
+    assert paper["cells"] == ["", "", "70.00", "76.25", ""] and paper["after"] == 1
+    assert table["agreement"]["lines"][0][1:3] == ["SimCSE", "NM"]  # the paper's order, judged on our records
+    pair = _pair(site, table, "NM", "SimCSE")
+    cli = _cli_compare(fixture_store, "nm", "simcse", "--seeds", "42,43", "--train-on", "bws-cross-topic")
+    _same_numbers(pair, cli, ["sts12", "stsb"])
+    untrained = _pair(site, table, "backbone", "backbone CLS")  # seed 43 not run: the seeds both have
+    assert untrained["seeds"] == [42]
+    _same_numbers(untrained, _cli_compare(fixture_store, "be", "be:pooling=cls", "--seeds", "42"), ["stsb"])
+
+
+@pytest.mark.slow
+def test_site_paper_table_in_a_real_browser(matrix_site, fixture_store):
+    sync_playwright = _browser_or_skip()
+    site, table = matrix_site
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    served = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1366, "height": 768})
+            errors: list[str] = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(served + "#/")
+            page.wait_for_selector("body[data-view='index']")
+            page.click(f"#matrix-table a[href='#/table/{table['id']}']")
+            page.wait_for_selector("#board")
+            assert "stsb (paper)" in page.inner_text("#board thead")
+            page.focus("button.sort[data-column='1']")  # sort by stsb, with the keyboard
+            page.keyboard.press("Enter")
+            labels = page.eval_on_selector_all(
+                "#board tbody td.model", "cells => cells.map(c => c.firstChild.textContent)"
+            )
+            scores = {row["label"]: row["cells"][1]["sort"] for row in table["rows"]}
+            assert labels == sorted(scores, key=lambda label: -scores[label])
+            page.select_option("#filter-train", "bws-cross-topic")
+            assert page.inner_text("#row-count").startswith("3 of 5 rows shown")
+            nm, simcse = (_row(table, name)["index"] for name in ("NM", "SimCSE"))
+            page.check(f"#a-{nm}")
+            page.check(f"#b-{simcse}")
+            page.click("#compare-button")
+            page.wait_for_selector("body[data-view='compare']")
+            cli = _cli_compare(fixture_store, "nm", "simcse", "--seeds", "42,43", "--train-on", "bws-cross-topic")
+            for task in cli["tasks"]:
+                row = f"#compare-table tr[data-task='{task['task']}']"
+                assert float(page.get_attribute(f"{row} td[data-value]", "data-value")) == task["difference"]
+                assert page.inner_text(f"{row} td:nth-child(7)") == f"{task['p_value']:.4f}"
+            page.click("#compare-table tr[data-task='stsb'] a.action")
+            page.wait_for_selector("body[data-view='examples']")
+            expected = _expected_top_position(site, table, nm, simcse, table["columns"].index("stsb"))
+            assert page.get_attribute("#examples-table tbody tr:first-child", "data-position") == str(expected)
+            assert not errors, errors
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
