@@ -10,6 +10,7 @@ import shutil
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import harness.testing as ht
@@ -434,3 +435,81 @@ def test_site_paper_table_in_a_real_browser(matrix_site, fixture_store):
     finally:
         server.shutdown()
         server.server_close()
+
+
+# ------------------------------------------------------------------------------------- retrieval: top hits
+@pytest.fixture(scope="module")
+def retrieval_site(tiny_bert, tiny_roberta, tmp_path_factory) -> tuple[Path, Path]:
+    """Two tiny backbones' PropSegment records (smoke profile, the bundled data): each query's top hits stored."""
+    folder = tmp_path_factory.mktemp("retrieval-site")
+    store = folder / "store"
+    for backbone in (tiny_bert, tiny_roberta):
+        run = ht.run_harness(
+            *("run", "--models", "be", "--backbone", backbone, "--tasks", "propsegment"),
+            *("--seeds", "42", "--profile", "smoke", "--results", store, "--no-progress"),
+        )
+        assert run.exit_code == 0, run.stderr
+    site = folder / "site"
+    built = ht.run_harness("site", "--to", site, "--results", store, "--include-samples")
+    assert built.exit_code == 0, built.stderr
+    return store, site
+
+
+def _rank_differences(hits_a: dict, hits_b: dict) -> list[int]:
+    """The examples view's order of queries, computed here: the largest gap between the two models' gold ranks
+    (a gold not within the ranked depth counts as depth + 1), ties in query order."""
+
+    def rank(hits: dict, i: int) -> int:
+        return hits["gold_rank"][i] or hits["depth"] + 1
+
+    count = len(hits_a["gold_rank"])
+    return sorted(range(count), key=lambda i: (-abs(rank(hits_a, i) - rank(hits_b, i)), i))
+
+
+@pytest.mark.slow
+def test_site_retrieval_examples_show_each_models_top_hits(retrieval_site):
+    store, site = retrieval_site
+    table = _table(site)
+    column = table["columns"].index("propsegment-facts")
+    cells = [json.loads((site / "data" / "cells" / table["id"] / f"{row}-{column}.json").read_text()) for row in (0, 1)]
+    assert all(cell["ranking"] for cell in cells)
+    for row, cell in zip(table["rows"], cells):
+        (side,) = (store / row["model_key"] / "seed-42").glob("propsegment-facts.examples.npz")
+        with np.load(side, allow_pickle=False) as stored:
+            assert cell["seeds"]["42"]["hits"]["top"][0] == [str(i) for i in stored["hits.top"][0] if i >= 0]
+            assert cell["seeds"]["42"]["hits"]["gold_rank"] == stored["hits.gold_rank"].tolist()
+    hits_a, hits_b = (cell["seeds"]["42"]["hits"] for cell in cells)
+    expected = _rank_differences(hits_a, hits_b)[0]
+    assert hits_a["gold_rank"][expected] != hits_b["gold_rank"][expected]  # two backbones rank differently
+    sync_playwright = _browser_or_skip()
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1366, "height": 768})
+            page.goto(f"http://127.0.0.1:{server.server_address[1]}/#/examples/{table['id']}/0/1/{column}")
+            page.wait_for_selector("body[data-view='examples']")
+            assert page.get_attribute("#examples-table tbody tr:first-child", "data-position") == str(expected)
+            shown = page.inner_text("#examples-table tbody tr:first-child td:nth-child(6)").split("\n")
+            assert [line.split(" ")[0] for line in shown] == hits_a["top"][expected]
+            assert page.locator("#hits-note").count() == 1 and page.locator("#no-hits").count() == 0
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_site_compare_says_other_task_versions_are_not_comparable(fixture_store):
+    from harness.leaderboard.site import _CellData, compare_pair
+    from harness.leaderboard.tables import collect_tables
+
+    (table,) = collect_tables(Store(fixture_store))
+    nm, simcse = (next(row for row in table.rows if row.label.startswith(name)) for name in ("nm ", "simcse "))
+    cells = _CellData(resamples=50)
+    for path in nm.cells["stsb"].records.values():
+        cells.tasks[path] = ("stsb", "0.1-older")  # as a record of an earlier task version reads
+    by_task = {c.task: c for c in compare_pair(table, nm, simcse, cells, [42, 43])}
+    assert by_task["stsb"].result is None and "different task versions" in by_task["stsb"].reason
+    assert "stsb version 0.1-older" in by_task["stsb"].reason and by_task["sts12"].result is not None

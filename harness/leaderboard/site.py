@@ -37,6 +37,7 @@ from ..evaluation.bootstrap import (
     DEFAULT_RESAMPLES,
     ExampleDataError,
     ExampleScores,
+    RankedHits,
     check_same_examples,
     pooled_replicates,
 )
@@ -66,6 +67,8 @@ NOT_REDISTRIBUTABLE = re.compile(
 )
 # Per-example data of one score per scored pair against a gold value: the examples view shows the pairs' texts.
 PAIR_STATISTICS = ("spearman", "pearson", "average_precision")
+# Main scores of ranking tasks (retrieval, reranking): their per-query records may keep each query's top hits.
+RANKING_SCORE = re.compile(r"^(map|mrr|ndcg|recall|precision|[rp]@)", re.I)
 TRAINING_CURVES_HOOK = "training-curves"  # a row's entry: the path of its curves file, or None (untrained or older)
 
 
@@ -119,6 +122,14 @@ class _CellData:
         self.resamples = resamples
         self.runs: dict[str, tuple[ExampleScores | None, str, bool]] = {}
         self.replicates: dict[tuple[str, ...], np.ndarray] = {}
+        self.tasks: dict[str, tuple[str, str]] = {}
+
+    def task_version(self, path: str) -> tuple[str, str]:
+        """The (task key, task version) a record was evaluated with ("?" where it cannot be read)."""
+        if path not in self.tasks:
+            task = (_read_record(path) or {}).get("task") or {}
+            self.tasks[path] = (str(task.get("key", "?")), str(task.get("version", "?")))
+        return self.tasks[path]
 
     def run(self, path: str) -> tuple[ExampleScores | None, str, bool]:
         if path not in self.runs:
@@ -176,6 +187,10 @@ def compare_pair(table: Table, row_a: Row, row_b: Row, cells: _CellData, seeds: 
                 paths.append(path)
                 data.append(examples)
             sides.append((tuple(paths), data, trained))
+        versions = [sorted({cells.task_version(path) for path in paths}) for paths, _, _ in sides]
+        if not reasons and versions[0] != versions[1]:  # other task versions may score other data or another way
+            named = [", ".join(f"{key} version {version}" for key, version in side) for side in versions]
+            reasons.append(f"different task versions: {row_a.label} {named[0]}, {row_b.label} {named[1]}")
         if reasons:
             comparisons.append(TaskComparison(column, None, "; ".join(reasons)))
             continue
@@ -235,6 +250,8 @@ def _cell_payload(cell: Any, cells: _CellData) -> tuple[dict, dict] | None:
         if data is None:
             return None
         seeds[str(seed)] = {name: _rounded(values) for name, values in data.arrays.items() if name != "gold"}
+        if data.hits is not None:
+            seeds[str(seed)]["hits"] = hits_payload(data.hits)
         if not shared:
             shared = {"identity": data.identity()}
             if "gold" in data.arrays:
@@ -244,8 +261,27 @@ def _cell_payload(cell: Any, cells: _CellData) -> tuple[dict, dict] | None:
             if data.groups is not None:
                 shared["groups"] = data.groups.tolist()
     first = cells.run(cell.records[min(cell.values)])[0]
-    payload = {"statistic": first.statistic, "aggregate": first.aggregate, "examples": shared["identity"][:24]}
+    record = _read_record(cell.records[min(cell.values)]) or {}
+    main_score = str((record.get("task") or {}).get("main_score") or "")
+    payload = {
+        "statistic": first.statistic,
+        "aggregate": first.aggregate,
+        "examples": shared["identity"][:24],
+        "ranking": bool(RANKING_SCORE.match(main_score)),  # the view says when such a record keeps no hits
+    }
     return {**payload, "seeds": seeds}, shared
+
+
+def hits_payload(hits: RankedHits) -> dict:
+    """A ranking task's stored top hits as the examples view reads them: per query its top document ids and gold
+    document ids (padding dropped, ids as text), the rank of its best-ranked gold document (0: not within
+    ``depth``)."""
+
+    def rows(array: np.ndarray) -> list[list[str]]:
+        padding = -1 if array.dtype.kind in "iu" else ""
+        return [[str(value) for value in row.tolist() if value != padding] for row in array]
+
+    return {"top": rows(hits.top), "gold": rows(hits.gold), "gold_rank": hits.gold_rank.tolist(), "depth": hits.depth}
 
 
 def _texts_payload(record_path: str, count: int, registry: Any) -> dict:

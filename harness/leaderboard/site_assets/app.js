@@ -565,6 +565,25 @@ function scoredPairDifferences(cellA, cellB, limit) {
   return items.slice(0, limit);
 }
 
+/* Retrieval and reranking with stored top hits: the queries whose gold rank differs most between the two models
+ * (a gold document not within the ranked depth counts as depth + 1). Exported for the tests. */
+function rankDifferences(hitsA, hitsB, limit) {
+  function rankOf(hits, i) { return hits.gold_rank[i] || hits.depth + 1; }
+  var items = hitsA.gold_rank.map(function (_, i) {
+    return { position: i, rankA: hitsA.gold_rank[i], rankB: hitsB.gold_rank[i], gap: rankOf(hitsA, i) - rankOf(hitsB, i) };
+  });
+  items.sort(function (x, y) { return Math.abs(y.gap) - Math.abs(x.gap) || x.position - y.position; });
+  return items.slice(0, limit);
+}
+
+function hitsNode(top, gold) {  // gold documents among the hits say so in text (never colour alone)
+  var golden = {};
+  gold.forEach(function (id) { golden[id] = true; });
+  return el("ol", { class: "hits" }, top.map(function (id) {
+    return el("li", { class: golden[id] ? "best" : null, text: id + (golden[id] ? " (gold)" : "") });
+  }));
+}
+
 function viewExamples(id, a, b, column) {
   return fetchJSON("data/tables/" + id + ".json").then(function (table) {
     var name = table.columns[column];
@@ -629,12 +648,34 @@ function drawExamples(table, a, b, column, cellA, cellB, texts) {
         el("td", { class: "num", text: String(value) }), el("td", { class: "num", text: String(predA[i]) }),
         el("td", { class: "num", text: String(predB[i]) }), el("td", { class: "text", text: rightA ? "A only" : "B only" })]));
     });
+  } else if (commonSeeds(cellA, cellB).some(function (seed) { return cellA.seeds[seed].hits && cellB.seeds[seed].hits; })) {
+    var hitSeed = commonSeeds(cellA, cellB).filter(function (seed) { return cellA.seeds[seed].hits && cellB.seeds[seed].hits; })[0];
+    var hitsA = cellA.seeds[hitSeed].hits, hitsB = cellB.seeds[hitSeed].hits, queryIds = cellA.seeds[hitSeed].ids;
+    nodes.push(el("p", { class: "note", id: "hits-note", text: "The 25 queries whose gold rank differs most between the " +
+      "models (seed " + hitSeed + "): the rank of each model's best-ranked gold document (\"beyond N\": not among the " +
+      "first N it ranked) and its top " + hitsA.top[0].length + " hits, gold hits marked (gold). Documents and queries " +
+      "are named by their ids in the task's data." }));
+    heads = ["#", "query", "gold", "A gold rank", "B gold rank", "A top hits", "B top hits", "better"];
+    function rankText(hits, rank) { return rank ? String(rank) : "beyond " + hits.depth; }
+    rankDifferences(hitsA, hitsB, 25).forEach(function (item, k) {
+      var i = item.position;
+      rows.push(el("tr", { "data-position": String(i) }, [el("td", { class: "num", text: String(k + 1) }),
+        el("td", { class: "text", text: queryIds ? "id " + queryIds[i] : "query " + i }),
+        el("td", { class: "text sentence", text: hitsA.gold[i].join(", ") }),
+        el("td", { class: "num", text: rankText(hitsA, item.rankA) }), el("td", { class: "num", text: rankText(hitsB, item.rankB) }),
+        el("td", { class: "text" }, [hitsNode(hitsA.top[i], hitsA.gold[i])]),
+        el("td", { class: "text" }, [hitsNode(hitsB.top[i], hitsB.gold[i])]),
+        el("td", { class: "text", text: item.gap < 0 ? "A" : item.gap > 0 ? "B" : "same" })]));
+    });
   } else {
     var valuesA = seedMean(cellA, "values", Object.keys(cellA.seeds));
     var valuesB = seedMean(cellB, "values", Object.keys(cellB.seeds));
     var ids = cellA.seeds[Object.keys(cellA.seeds)[0]].ids;
     nodes.push(el("p", { class: "note", text: "The 25 examples (e.g. queries) whose per-example score differs most " +
-      "between the models (seed means). The store keeps each example's score, not the ranked hits behind it." }));
+      "between the models (seed means)." }));
+    if (cellA.ranking) { nodes.push(el("p", { class: "reason", id: "no-hits", text: "These records store no ranked hits (written before " +
+      "harness kept each query's top hits): re-evaluating the rows adds them (`harness rescore` for a trained row's " +
+      "checkpoints, `harness run --overwrite` for an untrained row)." })); }
     heads = ["#", "example", "", "A", "B", "A - B", "better"];
     var order = valuesA.map(function (_, i) { return i; });
     order.sort(function (x, y) { return Math.abs(valuesB[y] - valuesA[y]) - Math.abs(valuesB[x] - valuesA[x]) || x - y; });
@@ -665,6 +706,6 @@ function route() {
   done.catch(failure).then(function () { document.body.setAttribute("data-view", parts[0] || "index"); });
 }
 
-window.harnessSite = { scoredPairDifferences: scoredPairDifferences, ranks: ranks };
+window.harnessSite = { scoredPairDifferences: scoredPairDifferences, ranks: ranks, rankDifferences: rankDifferences };
 window.addEventListener("hashchange", function () { document.body.removeAttribute("data-view"); route(); });
 route();
