@@ -207,7 +207,7 @@ def _expected_top_position(site: Path, table: dict, a: int, b: int, column: int)
             rank[position] = r + 1
         return rank
 
-    cells = [json.loads((site / "data" / "cells" / table["id"] / f"{row}-{column}.json").read_text()) for row in (a, b)]
+    cells = [json.loads((site / table["cell_files"][f"{row}-{column}"]).read_text()) for row in (a, b)]
     gold = json.loads((site / "data" / "examples" / f"{cells[0]['examples']}.json").read_text())["gold"]
     rank_a, rank_b, rank_gold = ranks(mean(cells[0], "predicted")), ranks(mean(cells[1], "predicted")), ranks(gold)
     gaps = [abs(abs(rank_a[i] - rank_gold[i]) - abs(rank_b[i] - rank_gold[i])) for i in range(len(gold))]
@@ -471,7 +471,7 @@ def test_site_retrieval_examples_show_each_models_top_hits(retrieval_site):
     store, site = retrieval_site
     table = _table(site)
     column = table["columns"].index("propsegment-facts")
-    cells = [json.loads((site / "data" / "cells" / table["id"] / f"{row}-{column}.json").read_text()) for row in (0, 1)]
+    cells = [json.loads((site / table["cell_files"][f"{row}-{column}"]).read_text()) for row in (0, 1)]
     assert all(cell["ranking"] for cell in cells)
     for row, cell in zip(table["rows"], cells):
         (side,) = (store / row["model_key"] / "seed-42").glob("propsegment-facts.examples.npz")

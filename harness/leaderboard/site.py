@@ -12,9 +12,9 @@ says they may not be redistributed: then the site shows example positions and sa
 
 Layout of ``DIR``: ``index.html``, ``app.js``, ``site.css``, ``data/index.json`` (families and their tables),
 ``data/tables/<table>.json``, ``data/compare/<table>/<a>-<b>.json`` (row indices, a < b: A is row a),
-``data/cells/<table>/<row>-<column>.json`` (each seed's model scores per example), ``data/examples/<identity>.json``
-(the gold, ids and groups of one set of test examples, shared by the cells over it) and
-``data/texts/<task key>.json``.
+``data/cells/<key>.json`` (each seed's model scores per example, one file per set of records however many tables
+show the cell; a table's ``cell_files`` names its cells'), ``data/examples/<identity>.json`` (the gold, ids and
+groups of one set of test examples, shared by the cells over it) and ``data/texts/<task key>.json``.
 """
 
 from __future__ import annotations
@@ -237,6 +237,14 @@ def compare_command(row_a: Row, row_b: Row, columns: list[str], seeds: list[int]
 
 def _spec_head(row: Row) -> str:
     return (row.spec or row.label).split(" [train: ")[0]
+
+
+def _cell_key(cell: Any) -> str:
+    """A name for a cell's per-example file from the records it is made of (the same records, the same file)."""
+    import hashlib
+
+    named = "\n".join(f"{seed}:{cell.records.get(seed)}" for seed in sorted(cell.values))
+    return hashlib.sha256(named.encode()).hexdigest()[:20]
 
 
 def _cell_payload(cell: Any, cells: _CellData) -> tuple[dict, dict] | None:
@@ -465,6 +473,31 @@ class _Written:
         self.writer, self.cells, self.registry, self.progress = writer, cells, registry, progress
         self.texts: set[str] = set()
         self.examples: set[str] = set()
+        self.cell_files: dict[str, str | None] = {}  # cell key -> its file, None: no per-example data
+
+    def _write_cell(self, cell: Any, key: str) -> str | None:
+        """Write a cell's per-example data once (a paper table's cell is a family table's too), with the examples
+        and task texts it refers to; its file, or None without per-example data."""
+        read = _cell_payload(cell, self.cells)
+        if read is None:
+            return None
+        payload, shared = read
+        path = f"data/cells/{key}.json"
+        self.writer.json(path, payload)
+        if payload["examples"] not in self.examples:
+            self.examples.add(payload["examples"])
+            self.writer.json(f"data/examples/{payload['examples']}.json", shared)
+        task_key = json.loads(Path(cell.records[min(cell.values)]).read_text())["task"]["key"]
+        if task_key not in self.texts:
+            self.texts.add(task_key)
+            count = len(next(iter(next(iter(payload["seeds"].values())).values())))
+            texts = (
+                _texts_payload(cell.records[min(cell.values)], count, self.registry)
+                if payload["statistic"] in PAIR_STATISTICS
+                else {"withheld": "the store names these examples by id; the task's texts are not read"}
+            )
+            self.writer.json(f"data/texts/{task_key}.json", texts)
+        return path
 
     def table(
         self, table_id: str, table: Table, sections: list[Table], created: dict, extra: dict | None = None
@@ -475,31 +508,19 @@ class _Written:
             self.progress(f"table {table_id}: {len(table.rows)} rows, {len(table.columns)} columns")
         ranked_rows = [row for _, row, _ in table.ranked()]
         with_examples: dict[str, bool] = {}
+        cell_files: dict[str, str] = {}  # "<row>-<column>" -> its cell file (shared by every table showing the cell)
         for column_index, column in enumerate(table.columns):
             with_examples[column] = False
             for row_index, row in enumerate(ranked_rows):
                 cell = row.cells.get(column)
                 if cell is None or not cell.values:
                     continue
-                read = _cell_payload(cell, cells)
-                if read is None:
-                    continue
-                payload, shared = read
-                with_examples[column] = True
-                writer.json(f"data/cells/{table_id}/{row_index}-{column_index}.json", payload)
-                if payload["examples"] not in self.examples:
-                    self.examples.add(payload["examples"])
-                    writer.json(f"data/examples/{payload['examples']}.json", shared)
-                task_key = json.loads(Path(cell.records[min(cell.values)]).read_text())["task"]["key"]
-                if task_key not in self.texts:
-                    self.texts.add(task_key)
-                    count = len(next(iter(next(iter(payload["seeds"].values())).values())))
-                    texts = (
-                        _texts_payload(cell.records[min(cell.values)], count, self.registry)
-                        if payload["statistic"] in PAIR_STATISTICS
-                        else {"withheld": "the store names these examples by id; the task's texts are not read"}
-                    )
-                    writer.json(f"data/texts/{task_key}.json", texts)
+                key = _cell_key(cell)
+                if key not in self.cell_files:
+                    self.cell_files[key] = self._write_cell(cell, key)
+                if self.cell_files[key] is not None:
+                    with_examples[column] = True
+                    cell_files[f"{row_index}-{column_index}"] = self.cell_files[key]
         table_payload = _table_payload(table_id, table, sections, with_examples)
         for row_index, row in enumerate(ranked_rows):
             curves = row_curves(row)
@@ -508,6 +529,7 @@ class _Written:
                 writer.json(path, curves)
                 table_payload["rows"][row_index][TRAINING_CURVES_HOOK] = path
         table_payload["task_keys"] = _task_keys(table, ranked_rows)
+        table_payload["cell_files"] = cell_files
         table_payload.update(extra or {})
         writer.json(f"data/tables/{table_id}.json", table_payload)
         for a in range(len(ranked_rows)):

@@ -588,8 +588,9 @@ function viewExamples(id, a, b, column) {
   return fetchJSON("data/tables/" + id + ".json").then(function (table) {
     var name = table.columns[column];
     var taskKey = table.task_keys[name];
-    return Promise.all([fetchJSON("data/cells/" + id + "/" + a + "-" + column + ".json"),
-      fetchJSON("data/cells/" + id + "/" + b + "-" + column + ".json"), fetchJSON("data/texts/" + taskKey + ".json")])
+    var fileA = table.cell_files[a + "-" + column], fileB = table.cell_files[b + "-" + column];
+    if (!fileA || !fileB) { throw new Error("no per-example data for " + (fileA ? "row B" : "row A") + " on " + name); }
+    return Promise.all([fetchJSON(fileA), fetchJSON(fileB), fetchJSON("data/texts/" + taskKey + ".json")])
       .then(function (got) {
         if (got[0].examples !== got[1].examples) {
           throw new Error("the two rows are not scored on the same test examples on " + name + " (e.g. another sample cut): no example-by-example view");
@@ -615,7 +616,8 @@ function drawExamples(table, a, b, column, cellA, cellB, texts) {
       el("dt", { text: "B" }), el("dd", { text: rowB.label }),
       el("dt", { text: "statistic" }), el("dd", { text: cellA.statistic + " (" + cellA.aggregate + ")" })])];
   if (texts.withheld) {
-    nodes.push(el("p", { class: "reason", id: "texts-withheld", text: "Texts not shown: " + texts.withheld + ". Examples are named by their position in the task's test data." }));
+    nodes.push(el("p", { class: "reason", id: "texts-withheld", text: "Texts not shown: " + texts.withheld + ". Examples are named by " +
+      (cellA.seeds[Object.keys(cellA.seeds)[0]].ids ? "their ids in the task's data." : "their position in the task's test data.") }));
   }
   var heads, rows = [];
   var statistic = cellA.statistic;
