@@ -656,7 +656,7 @@ def matrix_table(board: Any, records: dict[str, dict]) -> MatrixTable:
 
 def firstline(text: str) -> str:
     """A description's first sentence (the table's subtitle; the index and the page show the whole)."""
-    match = re.search(r"[.:;] ", text)
+    match = re.search(r"(?<!\bal)(?<!\be\.g)(?<!\bi\.e)[.;] (?=[A-Z(])", text)  # not at "et al. "
     return text[: match.start() + 1] if match and match.start() < 220 else text[:220]
 
 

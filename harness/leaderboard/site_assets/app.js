@@ -67,7 +67,7 @@ function failure(error) {
 
 /* ---------------------------------------------------------------- index */
 function firstSentence(text) {  // a matrix's description in the index; the whole of it heads its page
-  var end = text.search(/[.:;] /);
+  var end = text.search(/(?<!\bal|\be\.g|\bi\.e)[.;] (?=[A-Z(])/);  // not at "et al. " nor before a list
   return end < 0 || end > 220 ? (text.length > 220 ? text.slice(0, 220) + "…" : text) : text.slice(0, end + 1);
 }
 
