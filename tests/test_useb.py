@@ -445,3 +445,13 @@ def test_askubuntu_keeps_each_querys_top_hits_as_it_ranked_them():
     assert 100 * np.mean(reciprocal) == pytest.approx(result.scores["mrr"])
     for top, gold, rank in zip(hits.top, hits.gold, hits.gold_rank):
         assert rank == 0 or rank > 10 or top[rank - 1] in set(gold.tolist())
+
+
+def test_cqadupstack_keeps_each_querys_top_hits_named_by_forum():
+    result = task("cqadupstack").evaluate(HashEmbedder(), context())
+    hits, ids = result.examples.hits, result.examples.ids.tolist()
+    assert len(hits) == len(ids) and hits.top.shape[1] == 10
+    for query, top, rank in zip(ids, hits.top, hits.gold_rank):
+        forum = query.split("/")[0]
+        assert all(doc.startswith(f"{forum}/") for doc in top.tolist() if doc)
+        assert rank == 0 or rank > 10 or top[rank - 1] in set(hits.gold[ids.index(query)].tolist())
