@@ -37,7 +37,16 @@ from harness import (
     files_checksum,
     hookimpl,
 )
-from harness.blocks import EmbedderFirstStage, MaxSimIndex, first_stage_from_context, mean_examples, sample_items, top_k
+from harness.blocks import (
+    EmbedderFirstStage,
+    MaxSimIndex,
+    first_stage_from_context,
+    mean_examples,
+    ranked_hits,
+    sample_items,
+    top_k,
+    trec_ranking,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -218,7 +227,13 @@ def per_query_ndcg(qrels: dict, results: dict) -> Any:
 
     per_query = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(results)
     query_ids = sorted(per_query)
-    return mean_examples([per_query[query_id]["ndcg_cut_10"] for query_id in query_ids], ids=query_ids)
+    rankings = [trec_ranking(list(results[qid]), list(results[qid].values())) for qid in query_ids]
+    golds = [{doc for doc, level in qrels[qid].items() if level >= 1} for qid in query_ids]
+    return mean_examples(
+        [per_query[query_id]["ndcg_cut_10"] for query_id in query_ids],
+        ids=query_ids,
+        hits=ranked_hits(rankings, golds),  # in trec_eval's order, the one the nDCG above is computed in
+    )
 
 
 class BeirTask(Task):

@@ -158,3 +158,13 @@ def test_download_puts_beirs_zip_where_the_task_finds_it(tmp_path, monkeypatch):
     source.download(target)
     assert (target / "beir" / "scifact" / "scifact" / "corpus.jsonl").is_file()
     assert beir_tasks.find_dataset("scifact", "test", target) == target / "beir" / "scifact" / "scifact"
+
+
+def test_per_query_ndcg_keeps_each_querys_top_hits_in_trec_evals_order():
+    qrels = {"q1": {"d2": 1, "d9": 0}, "q2": {"d7": 2}}
+    results = {"q1": {"d1": 0.9, "d2": 0.5, "d3": 0.5, "d9": 0.1}, "q2": {"d4": 0.3, "d5": 0.2}}
+    examples = beir_tasks.per_query_ndcg(qrels, results)
+    assert examples.ids.tolist() == ["q1", "q2"]
+    # ties by document id descending, as trec_eval ranks; d9 is judged but not relevant
+    assert examples.hits.top[0].tolist()[:4] == ["d1", "d3", "d2", "d9"] and examples.hits.gold_rank.tolist() == [3, 0]
+    assert examples.hits.gold.tolist() == [["d2"], ["d7"]]

@@ -17,6 +17,7 @@ from harness.evaluation.bootstrap import (
     bootstrap_indices,
     bootstrap_interval,
     example_side_file,
+    mean_examples,
     percentile_interval,
 )
 from harness.evaluation.pairs import PairSet, correlation_scores, pair_examples
@@ -352,3 +353,18 @@ def test_rescore_never_trains(tmp_path):
     )
     assert rescored.exit_code == 0 and "loading checkpoint" in rescored.stdout + rescored.stderr
     assert "training testing-trainable" not in rescored.stdout + rescored.stderr
+
+
+def test_ranked_hits_are_kept_in_the_side_file_without_changing_the_examples_identity():
+    from harness.blocks import ranked_hits
+
+    hits = ranked_hits([["d3", "d1", "d2"], ["d2", "d9"]], [{"d1"}, {"x", "y"}], k=2)
+    assert hits.top.tolist() == [["d3", "d1"], ["d2", "d9"]] and hits.gold_rank.tolist() == [2, 0]
+    assert hits.gold.tolist() == [["d1", ""], ["x", "y"]] and hits.depth == 3 and hits.top.dtype.kind == "U"
+    with_hits = mean_examples([0.5, 0.0], ids=["q1", "q2"], hits=hits)
+    read = ExampleScores.from_npz(with_hits.to_npz(), with_hits.describe())  # allow_pickle=False
+    assert read.hits.top.tolist() == hits.top.tolist() and read.hits.depth == 3
+    assert read.identity() == mean_examples([0.5, 0.0], ids=["q1", "q2"]).identity()
+    assert ranked_hits([[3, 1]], [[1]]).top.dtype.kind == "i"  # integer ids stay integers, padded with -1
+    with pytest.raises(ExampleDataError, match="ranked hits of 2 queries for 1 examples"):
+        mean_examples([0.5], hits=hits)

@@ -485,3 +485,18 @@ def test_the_family_encodes_the_corpus_once_per_model(tiny_dev):
     assert Counting.calls == 2  # another corpus
     PropSegmentRetrieval({}, tiny_dev).evaluate(Counting(), eval_context())
     assert Counting.calls == 3  # another model
+
+
+@pytest.mark.parametrize("task_class,metric,k", [(PropSegmentRetrieval, "p@1", 1), (SENTENCES, "r@5", 5)])
+def test_stored_top_hits_agree_with_the_per_query_scores(task_class, metric, k):
+    """Each query's stored top hits (what the results site shows) are the ranking its score was computed from."""
+    result = task_class({}, None).evaluate(HashingSpanEncoder(), eval_context())
+    hits = result.examples.hits
+    assert hits.top.shape == (len(result.examples), 10)
+    for position, value in enumerate(result.examples.arrays["values"]):
+        gold = set(hits.gold[position][hits.gold[position] >= 0].tolist())
+        found = len(gold & set(hits.top[position, :k].tolist()))
+        assert value == pytest.approx(found / (1 if k == 1 else len(gold)))
+        rank = hits.gold_rank[position]
+        assert (rank == 0 or hits.top[position, rank - 1] in gold) if rank <= 10 else rank <= hits.depth
+    assert result.scores[metric] == pytest.approx(100 * result.examples.arrays["values"].mean())

@@ -10,6 +10,7 @@ import shutil
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import harness.testing as ht
@@ -206,7 +207,7 @@ def _expected_top_position(site: Path, table: dict, a: int, b: int, column: int)
             rank[position] = r + 1
         return rank
 
-    cells = [json.loads((site / "data" / "cells" / table["id"] / f"{row}-{column}.json").read_text()) for row in (a, b)]
+    cells = [json.loads((site / table["cell_files"][f"{row}-{column}"]).read_text()) for row in (a, b)]
     gold = json.loads((site / "data" / "examples" / f"{cells[0]['examples']}.json").read_text())["gold"]
     rank_a, rank_b, rank_gold = ranks(mean(cells[0], "predicted")), ranks(mean(cells[1], "predicted")), ranks(gold)
     gaps = [abs(abs(rank_a[i] - rank_gold[i]) - abs(rank_b[i] - rank_gold[i])) for i in range(len(gold))]
@@ -337,3 +338,178 @@ def test_site_paper_table_is_the_leaderboard_matrix_page(fixture_store, tmp_path
     assert (site / entry["page"]).read_text() == expected
     missing = ht.run_harness("site", "--to", site, "--results", fixture_store, "--matrix", tmp_path / "none.yaml")
     assert missing.exit_code != 0 and "no such matrix file" in missing.stderr
+
+
+# ----------------------------------------------------------------------------------------------- paper tables
+SMALL_MATRIX = """\
+description: A small paper table over the fixture's records. Its rows are matrix entries.
+profile: quick
+seeds: [42, 43]
+tasks: [sts12, stsb]
+models:
+  - {model: be, name: backbone}
+  - {model: "be:pooling=cls", name: backbone CLS}
+  - {model: nm, train_on: bws-cross-topic, name: NM}
+  - {model: simcse, train_on: bws-cross-topic, name: SimCSE}
+  - {model: tsdae, train_on: bws-cross-topic, name: TSDAE}
+paper:
+  source: a made-up paper
+  rows:
+    NM: {stsb: 70.0}
+    SimCSE: {stsb: 76.25}
+"""
+
+
+@pytest.fixture(scope="module")
+def matrix_site(fixture_store, tmp_path_factory) -> tuple[Path, dict]:
+    folder = tmp_path_factory.mktemp("matrix-site")
+    matrix = folder / "small-table.yaml"
+    matrix.write_text(SMALL_MATRIX)
+    site = folder / "site"
+    result = ht.run_harness("site", "--to", site, "--results", fixture_store, "--matrix", matrix)
+    assert result.exit_code == 0, result.stderr
+    (entry,) = json.loads((site / "data" / "index.json").read_text())["matrices"]
+    return site, json.loads((site / "data" / "tables" / f"{entry['id']}.json").read_text())
+
+
+@pytest.mark.slow
+def test_site_paper_table_is_a_table_with_compare(matrix_site, fixture_store):
+    site, table = matrix_site
+    assert table["kind"] == "matrix" and table["columns"] == ["sts12", "stsb"]
+    assert [row["label"] for row in table["rows"]] == ["backbone", "backbone CLS", "NM", "SimCSE", "TSDAE"]
+    paper = next(column for column in table["extra_columns"] if column["header"] == "stsb (paper)")
+    assert paper["cells"] == ["", "", "70.00", "76.25", ""] and paper["after"] == 1
+    assert table["agreement"]["lines"][0][1:3] == ["SimCSE", "NM"]  # the paper's order, judged on our records
+    pair = _pair(site, table, "NM", "SimCSE")
+    cli = _cli_compare(fixture_store, "nm", "simcse", "--seeds", "42,43", "--train-on", "bws-cross-topic")
+    _same_numbers(pair, cli, ["sts12", "stsb"])
+    untrained = _pair(site, table, "backbone", "backbone CLS")  # seed 43 not run: the seeds both have
+    assert untrained["seeds"] == [42]
+    _same_numbers(untrained, _cli_compare(fixture_store, "be", "be:pooling=cls", "--seeds", "42"), ["stsb"])
+
+
+@pytest.mark.slow
+def test_site_paper_table_in_a_real_browser(matrix_site, fixture_store):
+    sync_playwright = _browser_or_skip()
+    site, table = matrix_site
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    served = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1366, "height": 768})
+            errors: list[str] = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(served + "#/")
+            page.wait_for_selector("body[data-view='index']")
+            page.click(f"#matrix-table a[href='#/table/{table['id']}']")
+            page.wait_for_selector("#board")
+            assert "stsb (paper)" in page.inner_text("#board thead")
+            page.focus("button.sort[data-column='1']")  # sort by stsb, with the keyboard
+            page.keyboard.press("Enter")
+            labels = page.eval_on_selector_all(
+                "#board tbody td.model", "cells => cells.map(c => c.firstChild.textContent)"
+            )
+            scores = {row["label"]: row["cells"][1]["sort"] for row in table["rows"]}
+            assert labels == sorted(scores, key=lambda label: -scores[label])
+            page.select_option("#filter-train", "bws-cross-topic")
+            assert page.inner_text("#row-count").startswith("3 of 5 rows shown")
+            nm, simcse = (_row(table, name)["index"] for name in ("NM", "SimCSE"))
+            page.check(f"#a-{nm}")
+            page.check(f"#b-{simcse}")
+            page.click("#compare-button")
+            page.wait_for_selector("body[data-view='compare']")
+            cli = _cli_compare(fixture_store, "nm", "simcse", "--seeds", "42,43", "--train-on", "bws-cross-topic")
+            for task in cli["tasks"]:
+                row = f"#compare-table tr[data-task='{task['task']}']"
+                assert float(page.get_attribute(f"{row} td[data-value]", "data-value")) == task["difference"]
+                assert page.inner_text(f"{row} td:nth-child(7)") == f"{task['p_value']:.4f}"
+            page.click("#compare-table tr[data-task='stsb'] a.action")
+            page.wait_for_selector("body[data-view='examples']")
+            expected = _expected_top_position(site, table, nm, simcse, table["columns"].index("stsb"))
+            assert page.get_attribute("#examples-table tbody tr:first-child", "data-position") == str(expected)
+            assert not errors, errors
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# ------------------------------------------------------------------------------------- retrieval: top hits
+@pytest.fixture(scope="module")
+def retrieval_site(tiny_bert, tiny_roberta, tmp_path_factory) -> tuple[Path, Path]:
+    """Two tiny backbones' PropSegment records (smoke profile, the bundled data): each query's top hits stored."""
+    folder = tmp_path_factory.mktemp("retrieval-site")
+    store = folder / "store"
+    for backbone in (tiny_bert, tiny_roberta):
+        run = ht.run_harness(
+            *("run", "--models", "be", "--backbone", backbone, "--tasks", "propsegment"),
+            *("--seeds", "42", "--profile", "smoke", "--results", store, "--no-progress"),
+        )
+        assert run.exit_code == 0, run.stderr
+    site = folder / "site"
+    built = ht.run_harness("site", "--to", site, "--results", store, "--include-samples")
+    assert built.exit_code == 0, built.stderr
+    return store, site
+
+
+def _rank_differences(hits_a: dict, hits_b: dict) -> list[int]:
+    """The examples view's order of queries, computed here: the largest gap between the two models' gold ranks
+    (a gold not within the ranked depth counts as depth + 1), ties in query order."""
+
+    def rank(hits: dict, i: int) -> int:
+        return hits["gold_rank"][i] or hits["depth"] + 1
+
+    count = len(hits_a["gold_rank"])
+    return sorted(range(count), key=lambda i: (-abs(rank(hits_a, i) - rank(hits_b, i)), i))
+
+
+@pytest.mark.slow
+def test_site_retrieval_examples_show_each_models_top_hits(retrieval_site):
+    store, site = retrieval_site
+    table = _table(site)
+    column = table["columns"].index("propsegment-facts")
+    cells = [json.loads((site / table["cell_files"][f"{row}-{column}"]).read_text()) for row in (0, 1)]
+    assert all(cell["ranking"] for cell in cells)
+    for row, cell in zip(table["rows"], cells):
+        (side,) = (store / row["model_key"] / "seed-42").glob("propsegment-facts.examples.npz")
+        with np.load(side, allow_pickle=False) as stored:
+            assert cell["seeds"]["42"]["hits"]["top"][0] == [str(i) for i in stored["hits.top"][0] if i >= 0]
+            assert cell["seeds"]["42"]["hits"]["gold_rank"] == stored["hits.gold_rank"].tolist()
+    hits_a, hits_b = (cell["seeds"]["42"]["hits"] for cell in cells)
+    expected = _rank_differences(hits_a, hits_b)[0]
+    assert hits_a["gold_rank"][expected] != hits_b["gold_rank"][expected]  # two backbones rank differently
+    sync_playwright = _browser_or_skip()
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1366, "height": 768})
+            page.goto(f"http://127.0.0.1:{server.server_address[1]}/#/examples/{table['id']}/0/1/{column}")
+            page.wait_for_selector("body[data-view='examples']")
+            assert page.get_attribute("#examples-table tbody tr:first-child", "data-position") == str(expected)
+            shown = page.inner_text("#examples-table tbody tr:first-child td:nth-child(6)").split("\n")
+            assert [line.split(" ")[0] for line in shown] == hits_a["top"][expected]
+            assert page.locator("#hits-note").count() == 1 and page.locator("#no-hits").count() == 0
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_site_compare_says_other_task_versions_are_not_comparable(fixture_store):
+    from harness.leaderboard.site import _CellData, compare_pair
+    from harness.leaderboard.tables import collect_tables
+
+    (table,) = collect_tables(Store(fixture_store))
+    nm, simcse = (next(row for row in table.rows if row.label.startswith(name)) for name in ("nm ", "simcse "))
+    cells = _CellData(resamples=50)
+    for path in nm.cells["stsb"].records.values():
+        cells.tasks[path] = ("stsb", "0.1-older")  # as a record of an earlier task version reads
+    by_task = {c.task: c for c in compare_pair(table, nm, simcse, cells, [42, 43])}
+    assert by_task["stsb"].result is None and "different task versions" in by_task["stsb"].reason
+    assert "stsb version 0.1-older" in by_task["stsb"].reason and by_task["sts12"].result is not None

@@ -434,3 +434,24 @@ def test_family_runs_end_to_end_with_missing_members(tmp_path, monkeypatch):
 
 def outcome_score(outcomes, task_name: str) -> float:
     return next(o.main_score for o in outcomes if o.task.name == task_name)
+
+
+def test_askubuntu_keeps_each_querys_top_hits_as_it_ranked_them():
+    """The stored hits (for the results site) are the ranking the scores came from: MRR is 1 / the gold rank."""
+    result = task("askubuntu").evaluate(HashEmbedder(), context())
+    hits = result.examples.hits
+    assert hits.top.shape[1] == 10 and hits.top.dtype.kind == "U" and len(hits) == result.details["queries"]
+    reciprocal = [1 / rank if rank else 0.0 for rank in hits.gold_rank.tolist()]
+    assert 100 * np.mean(reciprocal) == pytest.approx(result.scores["mrr"])
+    for top, gold, rank in zip(hits.top, hits.gold, hits.gold_rank):
+        assert rank == 0 or rank > 10 or top[rank - 1] in set(gold.tolist())
+
+
+def test_cqadupstack_keeps_each_querys_top_hits_named_by_forum():
+    result = task("cqadupstack").evaluate(HashEmbedder(), context())
+    hits, ids = result.examples.hits, result.examples.ids.tolist()
+    assert len(hits) == len(ids) and hits.top.shape[1] == 10
+    for query, top, rank in zip(ids, hits.top, hits.gold_rank):
+        forum = query.split("/")[0]
+        assert all(doc.startswith(f"{forum}/") for doc in top.tolist() if doc)
+        assert rank == 0 or rank > 10 or top[rank - 1] in set(hits.gold[ids.index(query)].tolist())

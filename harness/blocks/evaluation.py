@@ -5,7 +5,7 @@ SemEval file layout is its metadata and file names).
 
 from __future__ import annotations
 
-from harness.evaluation.bootstrap import ExampleScores, mean_examples
+from harness.evaluation.bootstrap import HITS_K, ExampleScores, RankedHits, mean_examples, ranked_hits
 from harness.evaluation.pairs import PairSet, correlation_scores, pair_examples, score_pair_sets, score_pairs
 from harness.evaluation.sampling import evaluation_sample, sample_items
 from harness.evaluation.sts import STSTask, read_sts_pairs
@@ -15,6 +15,9 @@ __all__ = [
     "sample_items",
     "ExampleScores",
     "mean_examples",
+    "HITS_K",
+    "RankedHits",
+    "ranked_hits",
     "PairSet",
     "correlation_scores",
     "pair_examples",

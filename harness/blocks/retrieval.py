@@ -15,8 +15,14 @@ from harness.evaluation.first_stage import (
     full_pool_embedder,
     full_pool_multi_vector,
 )
-from harness.evaluation.ranking import rerank_metrics, stable_rank, top_list_metrics, trec_map_ndcg
-from harness.evaluation.retrieval import DEFAULT_KS, RetrievalQueries, retrieval_metrics, unit_retrieval_metrics
+from harness.evaluation.ranking import rerank_metrics, stable_rank, top_list_metrics, trec_map_ndcg, trec_ranking
+from harness.evaluation.retrieval import (
+    DEFAULT_KS,
+    RetrievalQueries,
+    ranked_items,
+    retrieval_metrics,
+    unit_retrieval_metrics,
+)
 from harness.evaluation.search import chunked_top_k, cosine_top_k, top_k
 
 __all__ = [
@@ -26,12 +32,14 @@ __all__ = [
     "cosine_top_k",
     "top_k",
     "rerank_metrics",
+    "trec_ranking",
     "stable_rank",
     "top_list_metrics",
     "trec_map_ndcg",
     "DEFAULT_KS",
     "RetrievalQueries",
     "retrieval_metrics",
+    "ranked_items",
     "unit_retrieval_metrics",
     "BM25_FIRST_STAGE",
     "EmbedderFirstStage",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,6 +33,66 @@ STATISTICS = {
 AGGREGATES = ("pooled", "group-mean")
 CHUNK_ELEMENTS = 4_000_000  # example positions resampled at once (a few [rows, n] float arrays of this size)
 _IDENTITY_ARRAYS = ("gold", "ids")  # arrays that say which examples these are (not how a model did on them)
+HITS_K = 10  # the top hits a retrieval or reranking task keeps per query (what the results site shows)
+
+
+@dataclass
+class RankedHits:
+    """What a ranking task's model retrieved per query, for reading the examples behind a score (the results site):
+    its ``k`` best documents, the query's gold documents, and the rank of its best-ranked gold document. Ids are
+    integers (padding -1) or fixed-width strings (padding ""), never objects. Not resampled and not part of the
+    examples' identity: two models over the same queries retrieve different documents."""
+
+    top: np.ndarray  # [n, k] document ids, best first
+    gold: np.ndarray  # [n, g] the query's gold document ids
+    gold_rank: np.ndarray  # [n] 1-based rank of the best-ranked gold document; 0: not within the first `depth`
+    depth: int  # how many documents of each query's ranking the gold rank was looked for in
+
+    def __post_init__(self) -> None:
+        self.top, self.gold = np.asarray(self.top), np.asarray(self.gold)
+        self.gold_rank = np.asarray(self.gold_rank, dtype=np.int64).ravel()
+        if self.top.ndim != 2 or self.gold.ndim != 2 or not len(self.top) == len(self.gold) == len(self.gold_rank):
+            raise ExampleDataError(
+                f"ranked hits need [n, k] top ids, [n, g] gold ids and [n] gold ranks; got shapes {self.top.shape}, "
+                f"{self.gold.shape}, {self.gold_rank.shape}"
+            )
+        for name, values in (("top", self.top), ("gold", self.gold)):
+            if values.dtype.kind not in "iuU":
+                raise ExampleDataError(f"ranked hits' {name} ids must be integers or strings, got {values.dtype}")
+
+    def __len__(self) -> int:
+        return len(self.gold_rank)
+
+
+def _padded(rows: Sequence[Sequence], width: int) -> np.ndarray:
+    """Rows of ids as one [n, width] array: integers padded with -1, anything else as strings padded with ""."""
+    values = [list(row)[:width] for row in rows]
+    if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for row in values for v in row):
+        array = np.full((len(values), width), -1, dtype=np.int64)
+    else:
+        size = max([len(str(v)) for row in values for v in row] or [1])
+        array = np.full((len(values), width), "", dtype=f"<U{size}")
+    for position, row in enumerate(values):
+        array[position, : len(row)] = [v if array.dtype.kind == "i" else str(v) for v in row]
+    return array
+
+
+def ranked_hits(rankings: Sequence[Sequence], golds: Sequence[Collection], k: int = HITS_K) -> RankedHits:
+    """Each query's first ``k`` documents of its ranking (best first), its gold documents (sorted) and the rank of
+    its best-ranked gold document within the ranking as given (0 when none is in it)."""
+    if len(rankings) != len(golds):
+        raise ExampleDataError(f"{len(rankings)} rankings for {len(golds)} queries' gold documents")
+    gold_lists = [sorted(gold, key=str) for gold in golds]
+    ranks = []
+    for ranking, gold in zip(rankings, golds):
+        wanted = set(gold)
+        ranks.append(next((rank for rank, doc in enumerate(ranking, start=1) if doc in wanted), 0))
+    return RankedHits(
+        _padded(rankings, k),
+        _padded(gold_lists, max([len(g) for g in gold_lists] or [1]) or 1),
+        np.asarray(ranks, dtype=np.int64),
+        max([len(ranking) for ranking in rankings] or [0]),
+    )
 
 
 class ExampleDataError(ValueError):
@@ -52,6 +112,7 @@ class ExampleScores:
     aggregate: str = "pooled"
     scale: float = 100.0
     ids: np.ndarray | None = field(default=None)
+    hits: RankedHits | None = field(default=None)  # ranking tasks: each query's top hits (not resampled)
 
     def __post_init__(self) -> None:
         if self.statistic not in STATISTICS:
@@ -77,6 +138,8 @@ class ExampleScores:
             self.ids = np.asarray(self.ids).ravel()
             if len(self.ids) != len(self):
                 raise ExampleDataError(f"{len(self.ids)} ids for {len(self)} examples")
+        if self.hits is not None and len(self.hits) != len(self):
+            raise ExampleDataError(f"ranked hits of {len(self.hits)} queries for {len(self)} examples")
         for name, values in self.arrays.items():
             if values.dtype.kind == "f" and not np.all(np.isfinite(values)):
                 raise ExampleDataError(f"array {name!r} has NaN or infinite values")
@@ -114,6 +177,15 @@ class ExampleScores:
             payload["groups"] = self.groups
         if self.ids is not None:
             payload["ids"] = self.ids.astype(str) if self.ids.dtype.kind in "OSU" else self.ids
+        if self.hits is not None:
+            payload.update(
+                {
+                    "hits.top": self.hits.top,
+                    "hits.gold": self.hits.gold,
+                    "hits.gold_rank": self.hits.gold_rank,
+                    "hits.depth": np.asarray(self.hits.depth, dtype=np.int64),
+                }
+            )
         buffer = io.BytesIO()
         np.savez_compressed(buffer, **payload)
         return buffer.getvalue()
@@ -125,7 +197,12 @@ class ExampleScores:
             arrays = {key.split(".", 1)[1]: stored[key] for key in stored.files if key.startswith("array.")}
             groups = stored["groups"] if "groups" in stored.files else None
             ids = stored["ids"] if "ids" in stored.files else None
-        data = cls(description["statistic"], arrays, groups, description["aggregate"], description["scale"], ids)
+            hits = None
+            if "hits.top" in stored.files:
+                hits = RankedHits(
+                    stored["hits.top"], stored["hits.gold"], stored["hits.gold_rank"], int(stored["hits.depth"])
+                )
+        data = cls(description["statistic"], arrays, groups, description["aggregate"], description["scale"], ids, hits)
         if len(data) != description.get("count", len(data)):
             raise ExampleDataError(f"the side file holds {len(data)} examples, the record says {description['count']}")
         return data
@@ -243,10 +320,15 @@ def _statistic(name: str, arrays: dict[str, np.ndarray], counts: np.ndarray) -> 
 
 
 def mean_examples(
-    values: Sequence[float], ids: Sequence | None = None, groups: Sequence[int] | None = None, scale: float = 100.0
+    values: Sequence[float],
+    ids: Sequence | None = None,
+    groups: Sequence[int] | None = None,
+    scale: float = 100.0,
+    hits: RankedHits | None = None,
 ) -> ExampleScores:
     """Per-example values whose mean (x ``scale``) is the main score, e.g. per-query AP; with ``groups`` the mean of
-    the group means (e.g. a benchmark's sub-collections averaged with equal weight)."""
+    the group means (e.g. a benchmark's sub-collections averaged with equal weight); ``hits``: a ranking task's top
+    hits per query (:func:`ranked_hits`), kept beside the values for reading, never resampled."""
     return ExampleScores(
         "mean",
         {"values": values},
@@ -254,6 +336,7 @@ def mean_examples(
         scale=scale,
         ids=ids,
         aggregate="group-mean" if groups is not None else "pooled",
+        hits=hits,
     )
 
 

@@ -12,9 +12,9 @@ says they may not be redistributed: then the site shows example positions and sa
 
 Layout of ``DIR``: ``index.html``, ``app.js``, ``site.css``, ``data/index.json`` (families and their tables),
 ``data/tables/<table>.json``, ``data/compare/<table>/<a>-<b>.json`` (row indices, a < b: A is row a),
-``data/cells/<table>/<row>-<column>.json`` (each seed's model scores per example), ``data/examples/<identity>.json``
-(the gold, ids and groups of one set of test examples, shared by the cells over it) and
-``data/texts/<task key>.json``.
+``data/cells/<key>.json`` (each seed's model scores per example, one file per set of records however many tables
+show the cell; a table's ``cell_files`` names its cells'), ``data/examples/<identity>.json`` (the gold, ids and
+groups of one set of test examples, shared by the cells over it) and ``data/texts/<task key>.json``.
 """
 
 from __future__ import annotations
@@ -31,11 +31,13 @@ from typing import Any
 import numpy as np
 
 from ..compare import TaskComparison, mean_eval_seconds
+from ..contamination import seen_shares
 from ..curves import curve_files
 from ..evaluation.bootstrap import (
     DEFAULT_RESAMPLES,
     ExampleDataError,
     ExampleScores,
+    RankedHits,
     check_same_examples,
     pooled_replicates,
 )
@@ -45,7 +47,16 @@ from ..store import Store
 from .cost import COST_HEADER, COST_NOTE, row_cost
 from .stats import BEST_SIGNIFICANT, NO_DATA, attach_statistics, cell_mark, stored_run
 from .stats import notes as statistics_notes
-from .tables import Row, Table, collect_tables, contamination_notes, group_by_family, legend_rows, seen_in_training
+from .tables import (
+    Row,
+    Table,
+    cell_view,
+    collect_tables,
+    contamination_notes,
+    group_by_family,
+    legend_rows,
+    seen_in_training,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +67,8 @@ NOT_REDISTRIBUTABLE = re.compile(
 )
 # Per-example data of one score per scored pair against a gold value: the examples view shows the pairs' texts.
 PAIR_STATISTICS = ("spearman", "pearson", "average_precision")
+# Main scores of ranking tasks (retrieval, reranking): their per-query records may keep each query's top hits.
+RANKING_SCORE = re.compile(r"^(map|mrr|ndcg|recall|precision|[rp]@)", re.I)
 TRAINING_CURVES_HOOK = "training-curves"  # a row's entry: the path of its curves file, or None (untrained or older)
 
 
@@ -109,6 +122,14 @@ class _CellData:
         self.resamples = resamples
         self.runs: dict[str, tuple[ExampleScores | None, str, bool]] = {}
         self.replicates: dict[tuple[str, ...], np.ndarray] = {}
+        self.tasks: dict[str, tuple[str, str]] = {}
+
+    def task_version(self, path: str) -> tuple[str, str]:
+        """The (task key, task version) a record was evaluated with ("?" where it cannot be read)."""
+        if path not in self.tasks:
+            task = (_read_record(path) or {}).get("task") or {}
+            self.tasks[path] = (str(task.get("key", "?")), str(task.get("version", "?")))
+        return self.tasks[path]
 
     def run(self, path: str) -> tuple[ExampleScores | None, str, bool]:
         if path not in self.runs:
@@ -166,6 +187,10 @@ def compare_pair(table: Table, row_a: Row, row_b: Row, cells: _CellData, seeds: 
                 paths.append(path)
                 data.append(examples)
             sides.append((tuple(paths), data, trained))
+        versions = [sorted({cells.task_version(path) for path in paths}) for paths, _, _ in sides]
+        if not reasons and versions[0] != versions[1]:  # other task versions may score other data or another way
+            named = [", ".join(f"{key} version {version}" for key, version in side) for side in versions]
+            reasons.append(f"different task versions: {row_a.label} {named[0]}, {row_b.label} {named[1]}")
         if reasons:
             comparisons.append(TaskComparison(column, None, "; ".join(reasons)))
             continue
@@ -214,6 +239,14 @@ def _spec_head(row: Row) -> str:
     return (row.spec or row.label).split(" [train: ")[0]
 
 
+def _cell_key(cell: Any) -> str:
+    """A name for a cell's per-example file from the records it is made of (the same records, the same file)."""
+    import hashlib
+
+    named = "\n".join(f"{seed}:{cell.records.get(seed)}" for seed in sorted(cell.values))
+    return hashlib.sha256(named.encode()).hexdigest()[:20]
+
+
 def _cell_payload(cell: Any, cells: _CellData) -> tuple[dict, dict] | None:
     """A cell's per-example model arrays per seed (what the examples view reads) and, apart, what names its
     examples (gold, ids, groups: the same for every row over these examples, so written once and shared), or None
@@ -225,6 +258,8 @@ def _cell_payload(cell: Any, cells: _CellData) -> tuple[dict, dict] | None:
         if data is None:
             return None
         seeds[str(seed)] = {name: _rounded(values) for name, values in data.arrays.items() if name != "gold"}
+        if data.hits is not None:
+            seeds[str(seed)]["hits"] = hits_payload(data.hits)
         if not shared:
             shared = {"identity": data.identity()}
             if "gold" in data.arrays:
@@ -234,8 +269,27 @@ def _cell_payload(cell: Any, cells: _CellData) -> tuple[dict, dict] | None:
             if data.groups is not None:
                 shared["groups"] = data.groups.tolist()
     first = cells.run(cell.records[min(cell.values)])[0]
-    payload = {"statistic": first.statistic, "aggregate": first.aggregate, "examples": shared["identity"][:24]}
+    record = _read_record(cell.records[min(cell.values)]) or {}
+    main_score = str((record.get("task") or {}).get("main_score") or "")
+    payload = {
+        "statistic": first.statistic,
+        "aggregate": first.aggregate,
+        "examples": shared["identity"][:24],
+        "ranking": bool(RANKING_SCORE.match(main_score)),  # the view says when such a record keeps no hits
+    }
     return {**payload, "seeds": seeds}, shared
+
+
+def hits_payload(hits: RankedHits) -> dict:
+    """A ranking task's stored top hits as the examples view reads them: per query its top document ids and gold
+    document ids (padding dropped, ids as text), the rank of its best-ranked gold document (0: not within
+    ``depth``)."""
+
+    def rows(array: np.ndarray) -> list[list[str]]:
+        padding = -1 if array.dtype.kind in "iu" else ""
+        return [[str(value) for value in row.tolist() if value != padding] for row in array]
+
+    return {"top": rows(hits.top), "gold": rows(hits.gold), "gold_rank": hits.gold_rank.tolist(), "depth": hits.depth}
 
 
 def _texts_payload(record_path: str, count: int, registry: Any) -> dict:
@@ -411,6 +465,97 @@ def _table_id(family: str, number: int) -> str:
     return f"{slug}-{number}"
 
 
+class _Written:
+    """Writes each table's files (its cells' per-example data, the examples and texts they share, the table, every
+    pair's comparison): one way for family tables and paper tables alike."""
+
+    def __init__(self, writer: _Writer, cells: _CellData, registry: Any, progress: Callable[[str], None] | None):
+        self.writer, self.cells, self.registry, self.progress = writer, cells, registry, progress
+        self.texts: set[str] = set()
+        self.examples: set[str] = set()
+        self.cell_files: dict[str, str | None] = {}  # cell key -> its file, None: no per-example data
+
+    def _write_cell(self, cell: Any, key: str) -> str | None:
+        """Write a cell's per-example data once (a paper table's cell is a family table's too), with the examples
+        and task texts it refers to; its file, or None without per-example data."""
+        read = _cell_payload(cell, self.cells)
+        if read is None:
+            return None
+        payload, shared = read
+        path = f"data/cells/{key}.json"
+        self.writer.json(path, payload)
+        if payload["examples"] not in self.examples:
+            self.examples.add(payload["examples"])
+            self.writer.json(f"data/examples/{payload['examples']}.json", shared)
+        task_key = json.loads(Path(cell.records[min(cell.values)]).read_text())["task"]["key"]
+        if task_key not in self.texts:
+            self.texts.add(task_key)
+            count = len(next(iter(next(iter(payload["seeds"].values())).values())))
+            texts = (
+                _texts_payload(cell.records[min(cell.values)], count, self.registry)
+                if payload["statistic"] in PAIR_STATISTICS
+                else {"withheld": "the store names these examples by id; the task's texts are not read"}
+            )
+            self.writer.json(f"data/texts/{task_key}.json", texts)
+        return path
+
+    def table(
+        self, table_id: str, table: Table, sections: list[Table], created: dict, extra: dict | None = None
+    ) -> dict:
+        """Write ``table`` under ``table_id`` (``extra``: more keys of its table file) and return its index entry."""
+        writer, cells = self.writer, self.cells
+        if self.progress:
+            self.progress(f"table {table_id}: {len(table.rows)} rows, {len(table.columns)} columns")
+        ranked_rows = [row for _, row, _ in table.ranked()]
+        with_examples: dict[str, bool] = {}
+        cell_files: dict[str, str] = {}  # "<row>-<column>" -> its cell file (shared by every table showing the cell)
+        for column_index, column in enumerate(table.columns):
+            with_examples[column] = False
+            for row_index, row in enumerate(ranked_rows):
+                cell = row.cells.get(column)
+                if cell is None or not cell.values:
+                    continue
+                key = _cell_key(cell)
+                if key not in self.cell_files:
+                    self.cell_files[key] = self._write_cell(cell, key)
+                if self.cell_files[key] is not None:
+                    with_examples[column] = True
+                    cell_files[f"{row_index}-{column_index}"] = self.cell_files[key]
+        table_payload = _table_payload(table_id, table, sections, with_examples)
+        for row_index, row in enumerate(ranked_rows):
+            curves = row_curves(row)
+            if curves:
+                path = f"data/curves/{table_id}/{row_index}.json"
+                writer.json(path, curves)
+                table_payload["rows"][row_index][TRAINING_CURVES_HOOK] = path
+        table_payload["task_keys"] = _task_keys(table, ranked_rows)
+        table_payload["cell_files"] = cell_files
+        table_payload.update(extra or {})
+        writer.json(f"data/tables/{table_id}.json", table_payload)
+        for a in range(len(ranked_rows)):
+            for b in range(a + 1, len(ranked_rows)):
+                row_a, row_b = ranked_rows[a], ranked_rows[b]
+                seeds = sorted(_seeds_run(table, row_a) & _seeds_run(table, row_b))
+                pair: dict[str, Any] = {"a": a, "b": b, "seeds": seeds}
+                if not seeds:
+                    pair["reason"] = "the two rows have no seed in common: nothing to pair"
+                else:
+                    comparisons = compare_pair(table, row_a, row_b, cells, seeds)
+                    pair["tasks"] = [c.as_dict() for c in comparisons]
+                    pair["command"] = compare_command(row_a, row_b, table.columns, seeds)
+                writer.json(f"data/compare/{table_id}/{a}-{b}.json", pair)
+        return {
+            "id": table_id,
+            "title": table.title,
+            "rows": len(table.rows),
+            "columns": table.columns,
+            "profiles": sorted({row.profile for row in table.rows}),
+            "backbones": sorted({row.backbone for row in table.rows}),
+            "seeds": sorted({seed for row in table.rows for seed in row.seeds}),
+            "dates": _dates(table, created),
+        }
+
+
 def build_site(
     store: Store,
     folder: Path,
@@ -439,80 +584,17 @@ def build_site(
     created = {path: date for path, date in created.items() if path and date}
     tables = collect_tables(store, family_members, include_samples)
     cells = _CellData(resamples)
-    texts_written: set[str] = set()
-    examples_written: set[str] = set()
     index: list[dict] = []
+    written = _Written(writer, cells, registry, progress)
     for family, sections in group_by_family(tables).items():
-        entries = []
         for table in sections:
             report.problems += attach_statistics(table, resamples).problems
             cells.reuse(table)
-        for number, table in enumerate(sections):
-            table_id = _table_id(family, number)
-            if progress:
-                progress(f"table {table_id}: {len(table.rows)} rows, {len(table.columns)} columns")
-            ranked_rows = [row for _, row, _ in table.ranked()]
-            with_examples: dict[str, bool] = {}
-            for column_index, column in enumerate(table.columns):
-                with_examples[column] = False
-                for row_index, row in enumerate(ranked_rows):
-                    cell = row.cells.get(column)
-                    if cell is None or not cell.values:
-                        continue
-                    read = _cell_payload(cell, cells)
-                    if read is None:
-                        continue
-                    payload, shared = read
-                    with_examples[column] = True
-                    writer.json(f"data/cells/{table_id}/{row_index}-{column_index}.json", payload)
-                    if payload["examples"] not in examples_written:
-                        examples_written.add(payload["examples"])
-                        writer.json(f"data/examples/{payload['examples']}.json", shared)
-                    task_key = json.loads(Path(cell.records[min(cell.values)]).read_text())["task"]["key"]
-                    if task_key not in texts_written:
-                        texts_written.add(task_key)
-                        count = len(next(iter(next(iter(payload["seeds"].values())).values())))
-                        texts = (
-                            _texts_payload(cell.records[min(cell.values)], count, registry)
-                            if payload["statistic"] in PAIR_STATISTICS
-                            else {"withheld": "the store names these examples by id; the task's texts are not read"}
-                        )
-                        writer.json(f"data/texts/{task_key}.json", texts)
-            table_payload = _table_payload(table_id, table, sections, with_examples)
-            for row_index, row in enumerate(ranked_rows):
-                curves = row_curves(row)
-                if curves:
-                    path = f"data/curves/{table_id}/{row_index}.json"
-                    writer.json(path, curves)
-                    table_payload["rows"][row_index][TRAINING_CURVES_HOOK] = path
-            table_payload["task_keys"] = _task_keys(table, ranked_rows)
-            writer.json(f"data/tables/{table_id}.json", table_payload)
-            for a in range(len(ranked_rows)):
-                for b in range(a + 1, len(ranked_rows)):
-                    row_a, row_b = ranked_rows[a], ranked_rows[b]
-                    seeds = sorted(row_a.seeds & row_b.seeds)
-                    pair: dict[str, Any] = {"a": a, "b": b, "seeds": seeds}
-                    if not seeds:
-                        pair["reason"] = "the two rows have no seed in common: nothing to pair"
-                    else:
-                        comparisons = compare_pair(table, row_a, row_b, cells, seeds)
-                        pair["tasks"] = [c.as_dict() for c in comparisons]
-                        pair["command"] = compare_command(row_a, row_b, table.columns, seeds)
-                    writer.json(f"data/compare/{table_id}/{a}-{b}.json", pair)
-            entries.append(
-                {
-                    "id": table_id,
-                    "title": table.title,
-                    "rows": len(table.rows),
-                    "columns": table.columns,
-                    "profiles": sorted({row.profile for row in table.rows}),
-                    "backbones": sorted({row.backbone for row in table.rows}),
-                    "seeds": sorted({seed for row in table.rows for seed in row.seeds}),
-                    "dates": _dates(table, created),
-                }
-            )
+        entries = [
+            written.table(_table_id(family, number), table, sections, created) for number, table in enumerate(sections)
+        ]
         index.append({"family": family, "tables": entries})
-    paper_tables = [_paper_table(Path(path), store, registry, folder, created, report) for path in matrices]
+    paper_tables = [_paper_table(Path(path), store, registry, folder, created, written, resamples) for path in matrices]
     writer.json(
         "data/index.json",
         {
@@ -526,8 +608,139 @@ def build_site(
     return report
 
 
-def _paper_table(path: Path, store: Store, registry: Any, folder: Path, created: dict, report: SiteReport) -> dict:
-    """One matrix file's paper table as ``harness leaderboard --matrix`` renders it in HTML, and its index entry."""
+class MatrixTable(Table):
+    """A matrix's paper table as a site table: its entries in the matrix's order (ranked by the average over its
+    task columns as a family table is, the rank a column of its own), each entry a row with its records' cells."""
+
+    def ranked(self) -> list[tuple[int | None, Row, float | None]]:
+        ranks = {id(row): (rank, average) for rank, row, average in super().ranked()}
+        return [(*ranks[id(row)][:1], row, ranks[id(row)][1]) for row in self.rows]
+
+
+def _seeds_run(table: Table, row: Row) -> set[int]:
+    """The seeds a pair of rows is compared over: a family row's seeds are those it has records of; a paper table's
+    row declares the matrix's seeds, of which those with a record count (a seed not run yet has nothing to pair)."""
+    if isinstance(table, MatrixTable):
+        return {seed for cell in row.cells.values() for seed in cell.records}
+    return set(row.seeds)
+
+
+def _plain_marks(text: str) -> str:
+    """A verdict's or header's text without markdown's ``**`` and backticks (the site shows text, not markdown)."""
+    return text.replace("**", "").replace("`", "")
+
+
+def matrix_table(board: Any, records: dict[str, dict]) -> MatrixTable:
+    """The board's rows over its task columns (a family average is shown beside them, not ranked on), with each
+    cell's cost and contamination read from its records (``records``: record path -> record) as a family table
+    reads them, so that filters, the cost columns and the marks mean the same in both."""
+    columns = [column.label for column in board.columns if not column.is_average]
+    metrics: dict[str, str] = {}
+    for row in board.rows:
+        for column in columns:
+            cell = row.cells.get(column)
+            for seed, path in sorted(cell.records.items()) if cell is not None else []:
+                record = records.get(path)
+                if record is None or record.get("status") != "ok":
+                    continue
+                if record["task"].get("main_score"):
+                    metrics.setdefault(column, record["task"]["main_score"])
+                if isinstance(record.get("cost"), dict):
+                    row.costs[(column, seed)] = record["cost"]
+                shares = seen_shares(record)
+                if shares is not None:
+                    cell.seen[seed] = shares
+    legend = {row.label: row.spec for row in board.rows if row.label != row.spec}
+    return MatrixTable(board.name, columns, board.rows, metrics, firstline(board.description), legend)
+
+
+def firstline(text: str) -> str:
+    """A description's first sentence (the table's subtitle; the index and the page show the whole)."""
+    match = re.search(r"(?<!\bal)(?<!\be\.g)(?<!\bi\.e)[.;] (?=[A-Z(])", text)  # not at "et al. "
+    return text[: match.start() + 1] if match and match.start() < 220 else text[:220]
+
+
+def _matrix_extra(board: Any, table: MatrixTable, outcomes: list | None) -> dict:
+    """What a paper table shows beyond a family table: the family-average columns, the paper's numbers and ours
+    minus the paper's beside each column they cover, the header lines, and the claims (or the paper's ordering)
+    with their verdicts, all as ``harness leaderboard --matrix`` writes them."""
+    from .matrix_board import (
+        AGREEMENT_HEADERS,
+        AGREEMENT_LEGEND,
+        _difference,
+        _interval,
+        _paper_value,
+        header_lines,
+        paper_agreement_rows,
+    )
+    from .verdicts import HEADERS, VERDICT_RULE, claim_row
+
+    rows = [row for _, row, _ in table.ranked()]
+    with_paper = set(board.paper_columns())
+    extra_columns: list[dict] = []
+    for column in board.columns:
+        after = max(table.columns.index(member) for member in column.members) if column.is_average else None
+        if column.is_average:
+            texts = [cell_view(row, column.label).render() + _interval(row, column, board.statistics) for row in rows]
+            values = [
+                round(row.cells[column.label].mean(), 6) if row.cells[column.label].values else None for row in rows
+            ]
+            extra_columns.append({"header": column.label, "after": after, "cells": texts, "sort": values})
+        if column.label in with_paper:
+            place = after if column.is_average else table.columns.index(column.label)
+            papers = [_paper_value(board, row, column.label) for row in rows]
+            differences = [_difference(board, row, column.label) for row in rows]
+            extra_columns.append(
+                {
+                    "header": f"{column.label} (paper)",
+                    "after": place,
+                    "cells": ["" if value is None else f"{value:.2f}" for value in papers],
+                    "sort": papers,
+                    "paper": True,
+                }
+            )
+            extra_columns.append(
+                {
+                    "header": f"{column.label} Δ",
+                    "after": place,
+                    "cells": differences,
+                    "sort": [float(text) if text else None for text in differences],
+                    "paper": True,
+                }
+            )
+    if outcomes:
+        agreement = {
+            "title": "The paper's claims, judged on our records",
+            "legend": VERDICT_RULE,
+            "headers": list(HEADERS),
+            "lines": [list(claim_row(outcome)) for outcome in outcomes],
+        }
+    else:
+        agreement = {
+            "title": "Does our ordering agree with the paper's?",
+            "legend": AGREEMENT_LEGEND + VERDICT_RULE,
+            "headers": list(AGREEMENT_HEADERS),
+            "lines": paper_agreement_rows(board),
+        }
+    agreement["title"], agreement["legend"] = _plain_marks(agreement["title"]), _plain_marks(agreement["legend"])
+    agreement["lines"] = [[_plain_marks(str(value)) for value in line] for line in agreement["lines"]]
+    return {
+        "kind": "matrix",
+        "matrix": board.name,
+        "description": board.description,
+        "header_lines": [_plain_marks(line) for line in header_lines(board)],
+        "extra_columns": extra_columns,
+        "agreement": agreement if agreement["lines"] else None,
+        "page": f"matrices/{board.name}.html",
+    }
+
+
+def _paper_table(
+    path: Path, store: Store, registry: Any, folder: Path, created: dict, written: _Written, resamples: int
+) -> dict:
+    """One matrix file's paper table: a site table like a family's (filters, sorting, compare and examples for any
+    two of its entries, with the paper's numbers and the verdicts), plus the page ``harness leaderboard --matrix``
+    writes in HTML (the same renderer), and its index entry."""
     from ..errors import HarnessError
     from .claims import matrix_outcomes
     from .matrix_board import build_board
@@ -538,23 +751,26 @@ def _paper_table(path: Path, store: Store, registry: Any, folder: Path, created:
             f"the paper table of {path} needs the plugins its entries name; install them or leave it out"
         )
     board = build_board(path, store, registry)
-    page = render_matrix_html(board, matrix_outcomes(path, store, registry, board=board))
+    outcomes = matrix_outcomes(path, store, registry, board=board)
+    page = render_matrix_html(board, outcomes)
     relative = f"matrices/{board.name}.html"
     (folder / "matrices").mkdir(parents=True, exist_ok=True)
     atomic_write_text(folder / relative, page)
-    report.files += 1
-    report.bytes += len(page.encode())
-    paths = [p for row in board.rows for cell in row.cells.values() for p in cell.records.values()]
-    dates = sorted(created[p] for p in paths if p in created)
+    written.writer.report.files += 1
+    written.writer.report.bytes += len(page.encode())
+    records = {record["_path"]: record for record in store.records() if record.get("_path")}
+    table = matrix_table(board, records)
+    written.writer.report.problems += attach_statistics(table, resamples).problems
+    written.cells.reuse(table)
+    table_id = "matrix-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", board.name).strip("-") or "table")
+    entry = written.table(table_id, table, [table], created, _matrix_extra(board, table, outcomes))
     return {
+        **entry,
         "name": board.name,
         "page": relative,
         "description": board.description,
-        "rows": len(board.rows),
         "profiles": [board.profile],
-        "backbones": sorted({row.backbone for row in board.rows}),
         "seeds": list(board.seeds),
-        "dates": [dates[0][:10], dates[-1][:10]] if dates else [],
         "columns": [column.label for column in board.columns],
     }
 

@@ -34,7 +34,14 @@ from harness import (
     hookimpl,
     resolve_dataset_dir,
 )
-from harness.blocks import DEFAULT_KS, mean_examples, retrieval_metrics, unit_retrieval_metrics
+from harness.blocks import (
+    DEFAULT_KS,
+    mean_examples,
+    ranked_hits,
+    ranked_items,
+    retrieval_metrics,
+    unit_retrieval_metrics,
+)
 
 from .collection import (
     AGREEMENT_CHOICES,
@@ -55,6 +62,7 @@ BUNDLED = Path(__file__).resolve().parent.parent / "data" / DATASET
 SPLIT_CHOICES = ("heldout", "all", "official")
 PAIRS_CHOICES = ("judged", "segmentations", "both")
 LEVELS = ("proposition", "sentence", "document")
+RANKED_DEPTH = 100  # items a proposition query's gold rank is looked for in (the site shows it; the metrics need 20)
 
 
 def folder(data_dir: Path | None) -> Path:
@@ -244,8 +252,24 @@ class PropSegmentRetrieval(Task):
             {name: 100.0 * value for name, value in fractions.items()},
             checksum,
             details,
-            examples=mean_examples(per_query[self.metadata.main_score], ids=collection.queries.rows),
+            examples=mean_examples(
+                per_query[self.metadata.main_score],
+                ids=collection.queries.rows,
+                hits=self._ranked_hits(vectors, collection),
+            ),
         )
+
+    def _ranked_hits(self, vectors: np.ndarray, collection: RetrievalCollection) -> Any:
+        """Each query's top hits for reading its result (corpus rows at the proposition level, sentence or document
+        unit ids above it), the gold rank looked for among the first RANKED_DEPTH items or the unit level's
+        candidates; ranked as the metrics rank (ties to the lower row)."""
+        if self.level == "proposition":
+            items = ranked_items(vectors, collection.queries, RANKED_DEPTH)
+            return ranked_hits([row.tolist() for row in items], [gold.tolist() for gold in collection.queries.gold])
+        units = collection.sentence_of_item if self.level == "sentence" else collection.document_of_item
+        items = ranked_items(vectors, collection.queries, self.options["candidates"])
+        rankings = [list(dict.fromkeys(units[row].tolist())) for row in items]  # each unit at its best item's rank
+        return ranked_hits(rankings, [np.unique(units[gold]).tolist() for gold in collection.queries.gold])
 
     # -- training data --------------------------------------------------------------------------------------------
     def training_data(self, kind: str, ctx=None) -> TrainingSplits | None:

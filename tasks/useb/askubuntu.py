@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from harness import EvalResult, Option, data_error, files_checksum
-from harness.blocks import mean_examples, rerank_metrics, sample_items, score_pairs, stable_rank
+from harness.blocks import mean_examples, ranked_hits, rerank_metrics, sample_items, score_pairs, stable_rank
 
 from .base import SPLIT_OPTION, UsebTask, useb_metadata
 from .data import file_lines
@@ -106,12 +106,14 @@ class AskUbuntu(UsebTask):
         pair_scores = score_pairs(model, first, second)
         per_query: dict[str, list[float]] = {}
         start, without_gold = 0, 0
+        rankings = []
         for query in queries:
             scores = pair_scores[start : start + len(query.candidates)]
             start += len(query.candidates)
             gold = set(query.gold)
             without_gold += not (gold & set(query.candidates))
-            for name, value in rerank_metrics(gold, stable_rank(query.candidates, scores)).items():
+            rankings.append(stable_rank(query.candidates, scores))
+            for name, value in rerank_metrics(gold, rankings[-1]).items():
                 per_query.setdefault(name, []).append(value)
         return EvalResult(
             scores={name: 100 * float(np.mean(values)) for name, values in per_query.items()},
@@ -123,5 +125,9 @@ class AskUbuntu(UsebTask):
                 "text": self.options["text"],
                 "queries_without_gold_in_candidates": without_gold,
             },
-            examples=mean_examples(per_query[self.metadata.main_score], ids=[q.query_id for q in queries]),
+            examples=mean_examples(
+                per_query[self.metadata.main_score],
+                ids=[q.query_id for q in queries],
+                hits=ranked_hits(rankings, [q.gold for q in queries]),
+            ),
         )

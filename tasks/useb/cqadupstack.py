@@ -37,6 +37,7 @@ from harness.blocks import (
     full_pool_multi_vector,
     maxsim_top_k,
     mean_examples,
+    ranked_hits,
     score_pairs,
     top_list_metrics,
 )
@@ -149,6 +150,8 @@ class CQADupStack(UsebTask):
         details: dict[str, Any] = {"split": self.options["split"], "forums": {}}
         first_stage = None
         per_query: dict[str, list] = {"ap": [], "forum": [], "id": []}  # resampling map@100 (bootstrap interval)
+        rankings: list[list[str]] = []  # each query's ranked documents, "<forum>/<doc id>" (the site's top hits)
+        golds: list[list[str]] = []
         if embedder is not None:
             details["ranking"] = "embedder: whole pool by cosine (useb)"
         elif multi_vector is not None:
@@ -177,6 +180,8 @@ class CQADupStack(UsebTask):
                 gold = set(forum.gold[query_id])
                 hits = [1 if forum.doc_ids[i] in gold else 0 for i in indices[row]]
                 average_precision, ndcg = top_list_metrics(hits, top_scores[row], len(forum.gold[query_id]))
+                rankings.append([f"{forum.name}/{forum.doc_ids[i]}" for i in indices[row]])
+                golds.append([f"{forum.name}/{doc_id}" for doc_id in gold])
                 average_precisions.append(average_precision)
                 if ndcg is not None:
                     ndcgs.append(ndcg)
@@ -192,5 +197,7 @@ class CQADupStack(UsebTask):
             scores,
             files_checksum(self.data_files()),
             details,
-            examples=mean_examples(per_query["ap"], ids=per_query["id"], groups=per_query["forum"]),
+            examples=mean_examples(
+                per_query["ap"], ids=per_query["id"], groups=per_query["forum"], hits=ranked_hits(rankings, golds)
+            ),
         )

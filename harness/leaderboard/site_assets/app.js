@@ -67,7 +67,7 @@ function failure(error) {
 
 /* ---------------------------------------------------------------- index */
 function firstSentence(text) {  // a matrix's description in the index; the whole of it heads its page
-  var end = text.search(/[.:;] /);
+  var end = text.search(/(?<!\bal|\be\.g|\bi\.e)[.;] (?=[A-Z(])/);  // not at "et al. " nor before a list
   return end < 0 || end > 220 ? (text.length > 220 ? text.slice(0, 220) + "…" : text) : text.slice(0, end + 1);
 }
 
@@ -107,15 +107,17 @@ function viewIndex() {
         el("thead", {}, [el("tr", {}, ["paper table", "what", "rows", "profile", "backbones", "seeds", "dates", "columns"]
           .map(function (name) { return el("th", { class: "text", scope: "col", text: name }); }))]),
         el("tbody", {}, index.matrices.map(function (matrix) {
-          return el("tr", {}, [el("td", { class: "text" }, [el("a", { href: matrix.page, text: matrix.name })]),
+          return el("tr", {}, [el("td", { class: "text" }, [el("a", { href: "#/table/" + matrix.id, text: matrix.name }),
+              " ", el("a", { class: "count", href: matrix.page, text: "(page)", title: "the page harness leaderboard --matrix writes" })]),
             el("td", { class: "text sentence", title: matrix.description, text: firstSentence(matrix.description) }),
             el("td", { class: "num", text: String(matrix.rows) }), el("td", { class: "text", text: matrix.profiles.join(", ") }),
             el("td", { class: "text", text: matrix.backbones.join(", ") }), el("td", { class: "text", text: matrix.seeds.join(", ") }),
             el("td", { class: "text", text: matrix.dates.length ? matrix.dates[0] + " – " + matrix.dates[1] : "" }),
             el("td", { class: "text sentence", text: matrix.columns.join(", ") })]);
         }))])]));
-      nodes.push(el("p", { class: "note", text: "A paper table is the page `harness leaderboard --matrix` writes: " +
-        "our numbers beside the paper's, with the verdicts of the reproduction page." }));
+      nodes.push(el("p", { class: "note", text: "A paper table is a matrix file's entries as rows: filter, sort, compare " +
+        "and examples as in a family table, with our numbers beside the paper's and the verdicts of the reproduction " +
+        "page; (page) is the page `harness leaderboard --matrix` writes." }));
     }
     show(nodes, "index");
   });
@@ -163,12 +165,20 @@ function sortKey(row, column) {
   if (column === "model") { return row.label.toLowerCase(); }
   if (column === "average") { return row.average; }
   if (typeof column === "number") { return row.cells[column].sort; }
+  if (column.slice(0, 6) === "extra:") { return extraSort(column, row); }
   if (column.slice(0, 5) === "cost:") {
     var value = row.cost[Number(column.slice(5))];
     var number = parseFloat(value);
     return value === "" ? null : isNaN(number) ? value.toLowerCase() : number;
   }
   return null;
+}
+
+var extraColumns = [];  // the shown table's extra columns (a paper table's averages and paper numbers)
+
+function extraSort(column, row) {
+  var value = extraColumns[Number(column.slice(6))].sort[row.index];
+  return value === undefined ? null : value;
 }
 
 function sortedRows(rows, state) {
@@ -335,16 +345,30 @@ function viewTable(id) {
       filters.appendChild(el("label", { for: "filter-cost" }, ["cost columns", el("input", { id: "filter-cost",
         type: "checkbox", checked: state.cost, onchange: function (event) { state.cost = event.target.checked; redraw(); } })]));
     }
-    var nodes = [el("h1", { text: "Family " + table.family }),
-      table.title ? el("p", { class: "note", text: table.title }) : null,
+    var matrix = table.kind === "matrix";
+    var nodes = [el("h1", { text: (matrix ? "Paper table " : "Family ") + table.family }),
+      matrix ? el("p", { class: "note sentence", text: "What it reproduces: " + table.description }) :
+        table.title ? el("p", { class: "note", text: table.title }) : null];
+    (table.header_lines || []).forEach(function (line) { nodes.push(el("p", { class: "note", text: line })); });
+    if (matrix) {
+      nodes.push(el("p", { class: "note" }, ["Rows are the matrix's entries in its order (rank: by the average over " +
+        "its task columns); the (paper) and Δ columns are the paper's numbers and ours minus them. ",
+        el("a", { href: table.page, text: "The page harness leaderboard --matrix writes" }), "."]));
+    }
+    if (table.cost_view && table.cost_view.length) {
+      nodes.push(el("p", { class: "note" }, [el("a", { href: "#cost-view", id: "cost-link", onclick: function (event) {
+        event.preventDefault(); var target = document.getElementById("cost-view"); if (target) { target.scrollIntoView(); target.focus(); }
+      }, text: "Quality against cost" }), " (below the table): this table's rows by their measured cost, with the Pareto front."]));
+    }
+    nodes = nodes.concat([
       el("p", { class: "note", text: "Cells: main score x100, mean ± std over seeds, [95% interval]; bold: best " +
         "and significantly better than the runner-up; ≈ tied with the best; * not every seed; - not run. Choose row " +
         "A and row B (radio buttons), then Compare." }),
-      filters, holder];
+      filters, holder]);
     table.notes.forEach(function (line) { nodes.push(el("p", { class: "note", text: line.replace(/\*\*bold\*\*/g, "bold") })); });
     (table.cost_view || []).forEach(function (panel) {  // quality against cost, as `harness plot cost` draws it
       if (!nodes.some(function (node) { return node && node.id === "cost-view"; })) {
-        nodes.push(el("h2", { id: "cost-view", text: "Quality against cost (harness plot cost's panels)" }));
+        nodes.push(el("h2", { id: "cost-view", tabindex: "-1", text: "Quality against cost (harness plot cost's panels)" }));
       }
       nodes.push(el("div", { class: "scroll" }, [el("table", { class: "cost-view" }, [
         el("caption", { class: "note", text: panel.panel + ": " + panel.axis + "; front = no other row is at least as good and at most as costly" }),
@@ -356,6 +380,15 @@ function viewTable(id) {
             el("td", { class: "text" + (point.front ? " best" : ""), text: point.front ? "on the front" : "-" })]);
         }))])]));
     });
+    if (table.agreement) {
+      nodes.push(el("h2", { id: "agreement", text: table.agreement.title }));
+      nodes.push(el("p", { class: "note", text: table.agreement.legend }));
+      nodes.push(el("div", { class: "scroll" }, [el("table", { class: "legend", id: "agreement-table" }, [
+        el("thead", {}, [el("tr", {}, table.agreement.headers.map(function (h) { return el("th", { scope: "col", class: "text", text: h }); }))]),
+        el("tbody", {}, table.agreement.lines.map(function (line) {
+          return el("tr", {}, line.map(function (value) { return el("td", { class: "text sentence", text: value }); }));
+        }))])]));
+    }
     if (table.legend.length) {
       nodes.push(el("h2", { text: "Legend: short labels" }));
       nodes.push(el("div", { class: "scroll" }, [el("table", { class: "legend" }, [
@@ -374,7 +407,16 @@ function tableBody(table, state, redraw) {
   var heads = [el("th", { scope: "col", class: "text", text: "A" }), el("th", { scope: "col", class: "text", text: "B" }),
     sortHeader("rank", "rank", state, redraw, "text"), sortHeader("model", "model", state, redraw, "text"),
     el("th", { scope: "col", class: "text", text: "train on" }), el("th", { scope: "col", class: "text", text: "seeds" })];
-  table.columns.forEach(function (column, index) { heads.push(sortHeader(column, index, state, redraw)); });
+  extraColumns = table.extra_columns || [];
+  function extrasAfter(index) {
+    return extraColumns.map(function (extra, k) { return [extra, k]; }).filter(function (pair) { return pair[0].after === index; });
+  }
+  table.columns.forEach(function (column, index) {
+    heads.push(sortHeader(column, index, state, redraw));
+    extrasAfter(index).forEach(function (pair) {
+      heads.push(sortHeader(pair[0].header, "extra:" + pair[1], state, redraw, pair[0].paper ? "paper" : ""));
+    });
+  });
   heads.push(sortHeader(table.average_header, "average", state, redraw));
   if (state.cost) {
     table.cost_header.forEach(function (name, index) { heads.push(sortHeader(name, "cost:" + index, state, redraw)); });
@@ -392,7 +434,14 @@ function tableBody(table, state, redraw) {
       el("td", { class: "text", text: row.train_on || "untrained" }),
       el("td", { class: "text", text: row.seeds.join(",") })
     ];
-    row.cells.forEach(function (cell) { cells.push(cellNode(cell)); });
+    row.cells.forEach(function (cell, index) {
+      cells.push(cellNode(cell));
+      extrasAfter(index).forEach(function (pair) {
+        var text = pair[0].cells[row.index];
+        cells.push(el("td", { class: "num" + (pair[0].paper ? " paper" : "") }, [text === "-" || text === "" ?
+          el("span", { class: "status", text: text || "" }) : valueNode(text)]));
+      });
+    });
     cells.push(row.average === null ? el("td", { class: "num" }, [el("span", { class: "status", text: "incomplete" })]) :
       el("td", { class: "num" + (row.average_mark === "best-significant" ? " best" : "") }, [valueNode(row.average_text)]));
     if (state.cost) { row.cost.forEach(function (value) { cells.push(el("td", { class: "num", text: value || "-" })); }); }
@@ -516,12 +565,32 @@ function scoredPairDifferences(cellA, cellB, limit) {
   return items.slice(0, limit);
 }
 
+/* Retrieval and reranking with stored top hits: the queries whose gold rank differs most between the two models
+ * (a gold document not within the ranked depth counts as depth + 1). Exported for the tests. */
+function rankDifferences(hitsA, hitsB, limit) {
+  function rankOf(hits, i) { return hits.gold_rank[i] || hits.depth + 1; }
+  var items = hitsA.gold_rank.map(function (_, i) {
+    return { position: i, rankA: hitsA.gold_rank[i], rankB: hitsB.gold_rank[i], gap: rankOf(hitsA, i) - rankOf(hitsB, i) };
+  });
+  items.sort(function (x, y) { return Math.abs(y.gap) - Math.abs(x.gap) || x.position - y.position; });
+  return items.slice(0, limit);
+}
+
+function hitsNode(top, gold) {  // gold documents among the hits say so in text (never colour alone)
+  var golden = {};
+  gold.forEach(function (id) { golden[id] = true; });
+  return el("ol", { class: "hits" }, top.map(function (id) {
+    return el("li", { class: golden[id] ? "best" : null, text: id + (golden[id] ? " (gold)" : "") });
+  }));
+}
+
 function viewExamples(id, a, b, column) {
   return fetchJSON("data/tables/" + id + ".json").then(function (table) {
     var name = table.columns[column];
     var taskKey = table.task_keys[name];
-    return Promise.all([fetchJSON("data/cells/" + id + "/" + a + "-" + column + ".json"),
-      fetchJSON("data/cells/" + id + "/" + b + "-" + column + ".json"), fetchJSON("data/texts/" + taskKey + ".json")])
+    var fileA = table.cell_files[a + "-" + column], fileB = table.cell_files[b + "-" + column];
+    if (!fileA || !fileB) { throw new Error("no per-example data for " + (fileA ? "row B" : "row A") + " on " + name); }
+    return Promise.all([fetchJSON(fileA), fetchJSON(fileB), fetchJSON("data/texts/" + taskKey + ".json")])
       .then(function (got) {
         if (got[0].examples !== got[1].examples) {
           throw new Error("the two rows are not scored on the same test examples on " + name + " (e.g. another sample cut): no example-by-example view");
@@ -547,7 +616,8 @@ function drawExamples(table, a, b, column, cellA, cellB, texts) {
       el("dt", { text: "B" }), el("dd", { text: rowB.label }),
       el("dt", { text: "statistic" }), el("dd", { text: cellA.statistic + " (" + cellA.aggregate + ")" })])];
   if (texts.withheld) {
-    nodes.push(el("p", { class: "reason", id: "texts-withheld", text: "Texts not shown: " + texts.withheld + ". Examples are named by their position in the task's test data." }));
+    nodes.push(el("p", { class: "reason", id: "texts-withheld", text: "Texts not shown: " + texts.withheld + ". Examples are named by " +
+      (cellA.seeds[Object.keys(cellA.seeds)[0]].ids ? "their ids in the task's data." : "their position in the task's test data.") }));
   }
   var heads, rows = [];
   var statistic = cellA.statistic;
@@ -580,12 +650,34 @@ function drawExamples(table, a, b, column, cellA, cellB, texts) {
         el("td", { class: "num", text: String(value) }), el("td", { class: "num", text: String(predA[i]) }),
         el("td", { class: "num", text: String(predB[i]) }), el("td", { class: "text", text: rightA ? "A only" : "B only" })]));
     });
+  } else if (commonSeeds(cellA, cellB).some(function (seed) { return cellA.seeds[seed].hits && cellB.seeds[seed].hits; })) {
+    var hitSeed = commonSeeds(cellA, cellB).filter(function (seed) { return cellA.seeds[seed].hits && cellB.seeds[seed].hits; })[0];
+    var hitsA = cellA.seeds[hitSeed].hits, hitsB = cellB.seeds[hitSeed].hits, queryIds = cellA.seeds[hitSeed].ids;
+    nodes.push(el("p", { class: "note", id: "hits-note", text: "The 25 queries whose gold rank differs most between the " +
+      "models (seed " + hitSeed + "): the rank of each model's best-ranked gold document (\"beyond N\": not among the " +
+      "first N it ranked) and its top " + hitsA.top[0].length + " hits, gold hits marked (gold). Documents and queries " +
+      "are named by their ids in the task's data." }));
+    heads = ["#", "query", "gold", "A gold rank", "B gold rank", "A top hits", "B top hits", "better"];
+    function rankText(hits, rank) { return rank ? String(rank) : "beyond " + hits.depth; }
+    rankDifferences(hitsA, hitsB, 25).forEach(function (item, k) {
+      var i = item.position;
+      rows.push(el("tr", { "data-position": String(i) }, [el("td", { class: "num", text: String(k + 1) }),
+        el("td", { class: "text", text: queryIds ? "id " + queryIds[i] : "query " + i }),
+        el("td", { class: "text sentence", text: hitsA.gold[i].join(", ") }),
+        el("td", { class: "num", text: rankText(hitsA, item.rankA) }), el("td", { class: "num", text: rankText(hitsB, item.rankB) }),
+        el("td", { class: "text" }, [hitsNode(hitsA.top[i], hitsA.gold[i])]),
+        el("td", { class: "text" }, [hitsNode(hitsB.top[i], hitsB.gold[i])]),
+        el("td", { class: "text", text: item.gap < 0 ? "A" : item.gap > 0 ? "B" : "same" })]));
+    });
   } else {
     var valuesA = seedMean(cellA, "values", Object.keys(cellA.seeds));
     var valuesB = seedMean(cellB, "values", Object.keys(cellB.seeds));
     var ids = cellA.seeds[Object.keys(cellA.seeds)[0]].ids;
     nodes.push(el("p", { class: "note", text: "The 25 examples (e.g. queries) whose per-example score differs most " +
-      "between the models (seed means). The store keeps each example's score, not the ranked hits behind it." }));
+      "between the models (seed means)." }));
+    if (cellA.ranking) { nodes.push(el("p", { class: "reason", id: "no-hits", text: "These records store no ranked hits (written before " +
+      "harness kept each query's top hits): re-evaluating the rows adds them (`harness rescore` for a trained row's " +
+      "checkpoints, `harness run --overwrite` for an untrained row)." })); }
     heads = ["#", "example", "", "A", "B", "A - B", "better"];
     var order = valuesA.map(function (_, i) { return i; });
     order.sort(function (x, y) { return Math.abs(valuesB[y] - valuesA[y]) - Math.abs(valuesB[x] - valuesA[x]) || x - y; });
@@ -616,6 +708,6 @@ function route() {
   done.catch(failure).then(function () { document.body.setAttribute("data-view", parts[0] || "index"); });
 }
 
-window.harnessSite = { scoredPairDifferences: scoredPairDifferences, ranks: ranks };
+window.harnessSite = { scoredPairDifferences: scoredPairDifferences, ranks: ranks, rankDifferences: rankDifferences };
 window.addEventListener("hashchange", function () { document.body.removeAttribute("data-view"); route(); });
 route();
