@@ -192,6 +192,17 @@ def served(built_site):
     server.server_close()
 
 
+def _open_index(playwright, served: str):
+    """Chromium at 1366x768 on the site's index, collecting the page's script errors."""
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(served + "#/")
+    page.wait_for_selector("body[data-view='index']")
+    return browser, page, errors
+
+
 def _expected_top_position(site: Path, table: dict, a: int, b: int, column: int) -> int:
     """The examples view's first pair, computed here from the same cell files: the largest gap between the two
     models' rank errors against the gold (ranks 1 = highest, ties in example order)."""
@@ -219,12 +230,7 @@ def test_site_in_a_real_browser(built_site, served, fixture_store, tmp_path):
     sync_playwright = _browser_or_skip()
     table = _table(built_site)
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1366, "height": 768})
-        errors: list[str] = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto(served + "#/")
-        page.wait_for_selector("body[data-view='index']")
+        browser, page, errors = _open_index(playwright, served)
         page.click(f"a[href='#/table/{table['id']}']")
         page.wait_for_selector("#board")
         # sort by stsb, descending, with the keyboard: the header is a button
@@ -398,12 +404,7 @@ def test_site_paper_table_in_a_real_browser(matrix_site, fixture_store):
     served = f"http://127.0.0.1:{server.server_address[1]}/"
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            page = browser.new_page(viewport={"width": 1366, "height": 768})
-            errors: list[str] = []
-            page.on("pageerror", lambda error: errors.append(str(error)))
-            page.goto(served + "#/")
-            page.wait_for_selector("body[data-view='index']")
+            browser, page, errors = _open_index(playwright, served)
             page.click(f"#matrix-table a[href='#/table/{table['id']}']")
             page.wait_for_selector("#board")
             assert "stsb (paper)" in page.inner_text("#board thead")
