@@ -56,6 +56,7 @@ from harness.blocks import (
     model_input_names,
     onnx_function,
     progress_bar,
+    require_unlabeled_source,
     scored_token_loss,
     setup_budget,
     transformer_inputs,
@@ -466,14 +467,7 @@ def validate(spec: Any, registry: Any) -> None:
         )
     if not float(options["lr"]) > 0:
         raise InvalidOptionError(f"{owner}: option lr must be positive, e.g. 5e-5; got {options['lr']!r}.")
-    if spec.train_on is None:
-        sources = sorted(
-            name for name, task in registry.tasks.items() if UNLABELED_SENTENCES in task.metadata.training_kinds
-        )
-        raise IncompatibleError(
-            f"{owner} learns from unlabeled sentences; add --train-on TASK "
-            f"({', '.join(sources)}) or --train-on self (each task's own train sentences)."
-        )
+    require_unlabeled_source(owner, spec, registry)
 
 
 MODEL = ModelPlugin(

@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 import torch
 
-from harness import InvalidOptionError, TrainingSplits, UnlabeledSentences, VectorSets, as_pair_scorer
+from harness import (
+    IncompatibleError,
+    InvalidOptionError,
+    TrainingSplits,
+    UnlabeledSentences,
+    VectorSets,
+    as_pair_scorer,
+)
 from harness.matrix import ModelEntry
 from harness.nn import SentenceEncoder, TransformerDecoder
 from harness.plugin_api import ModelContext
@@ -184,11 +191,11 @@ def test_training_saves_and_reloads_and_scores_by_maxsim(tiny_bert, registry, tm
 
 
 def test_bad_options_fail_at_plan_time_or_build(tiny_bert, registry, tmp_path):
-    def plan(model):
+    def plan(model, train_on="stsb"):
         config = RunConfig(
             models=[ModelEntry(model)],
             tasks=["stsb"],
-            train_on="stsb",
+            train_on=train_on,
             profile="smoke",
             results_dir=tmp_path / "results",
             progress=False,
@@ -202,5 +209,8 @@ def test_bad_options_fail_at_plan_time_or_build(tiny_bert, registry, tmp_path):
         plan("nugget:layer=-1")
     with pytest.raises(InvalidOptionError, match="residual"):
         plan("nugget:residual=soft")
+    # the shared refusal of objective models (harness.blocks.require_unlabeled_source): it names the sources
+    with pytest.raises(IncompatibleError, match=r"learns from unlabeled sentences; add --train-on TASK \(.*stsb"):
+        plan("nugget", train_on=None)
     with pytest.raises(InvalidOptionError, match="layer must be in 0..2"):
         registry.model("nugget").factory(context(tiny_bert, registry, tmp_path, layer=3))

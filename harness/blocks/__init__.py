@@ -111,6 +111,7 @@ _GROUPS: dict[str, tuple[str, ...]] = {
         "share_parameters",
         "transformer_inputs",
         "usable_sentences",
+        "require_unlabeled_source",
         "DecoderOutput",
         "TransformerDecoder",
         "BERT_MASKING",

@@ -43,6 +43,7 @@ from .options import (
     check_selection,
     objective_budget,
     objective_options,
+    require_unlabeled_source,
     resolve_objectives,
     training_setup,
     validate_objective_spec,
@@ -93,6 +94,7 @@ __all__ = [
     "training_setup",
     "transformer_inputs",
     "usable_sentences",
+    "require_unlabeled_source",
     "validate_objective_spec",
 ]
 

@@ -26,6 +26,20 @@ from .setups import CONTRASTIVE_SETUP, TrainingSetup, setup_budget
 AUX_SEPARATOR = "+"
 
 
+def require_unlabeled_source(owner: str, spec: Any, registry: Any) -> None:
+    """Refuse, at plan time, a spec of a model that learns from unlabeled sentences but names no ``--train-on``
+    source: the one-line error lists the installed tasks that offer unlabeled sentences, and ``self``."""
+    if spec.train_on is not None:
+        return
+    sources = sorted(
+        name for name, task in registry.tasks.items() if UNLABELED_SENTENCES in task.metadata.training_kinds
+    )
+    raise IncompatibleError(
+        f"{owner} learns from unlabeled sentences; add --train-on TASK "
+        f"({', '.join(sources)}) or --train-on self (each task's own train sentences)."
+    )
+
+
 def objective_options(lr: float = 3e-5) -> dict[str, Option]:
     """The options every objective model has (one set, so any objective can be an auxiliary of any model)."""
     return {
@@ -165,14 +179,7 @@ def validate_objective_spec(primary: str) -> Callable[[Any, Any], None]:
                 f"{', '.join(o.name for o in objectives)} ({hint}); drop them or add the "
                 "objective with aux=...."
             )
-        if spec.train_on is None:
-            sources = sorted(
-                name for name, task in registry.tasks.items() if UNLABELED_SENTENCES in task.metadata.training_kinds
-            )
-            raise IncompatibleError(
-                f"{owner} learns from unlabeled sentences; add --train-on TASK "
-                f"({', '.join(sources)}) or --train-on self (each task's own train sentences)."
-            )
+        require_unlabeled_source(owner, spec, registry)
         init = str(options.get("init") or "").strip()
         if init:
             from harness.options import parse_spec_text
