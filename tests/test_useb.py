@@ -481,3 +481,24 @@ def test_scidocs_keeps_each_querys_top_hits_in_trec_evals_order():
         assert measured == pytest.approx(1 / rank if rank else 0.0, abs=1e-6)
         assert set(gold.tolist()) - {""} == {doc for doc, level in qrel.items() if level >= 1}
         assert set(top.tolist()) - {""} <= set(candidates)
+
+
+@pytest.mark.parametrize("name", ["askubuntu", "cqadupstack", "scidocs"])
+def test_ranked_texts_give_the_texts_of_the_stored_hits_ids(name):
+    """Every id the stored hits name has the text the model read; exactly the ids asked for; unknown ids: an error."""
+    from harness import DataFileError, RankedTexts
+
+    ranking_task = task(name)
+    result = ranking_task.evaluate(HashEmbedder(), context())
+    ids, hits = result.examples.ids.tolist(), result.examples.hits
+    queries = set(ids)
+    documents = {d for d in hits.top.ravel().tolist() + hits.gold.ravel().tolist() if d}
+    texts = ranking_task.ranked_texts(context(), queries, documents)
+    assert isinstance(texts, RankedTexts) and set(texts.queries) == queries and set(texts.documents) == documents
+    assert all(isinstance(text, str) and text for text in texts.queries.values())
+    assert all(texts.documents[d] for d in hits.top.ravel().tolist() if d)  # what was ranked was read
+    embedder = HashEmbedder()  # what was encoded: every query's text (and, but for pair scoring, the documents)
+    ranking_task.evaluate(embedder, context())
+    assert set(texts.queries.values()) <= set(embedder.encoded_texts)
+    with pytest.raises(DataFileError, match="no query 'nowhere/1'"):
+        ranking_task.ranked_texts(context(), {"nowhere/1"}, ())

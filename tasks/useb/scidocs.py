@@ -19,7 +19,7 @@ import logging
 
 import numpy as np
 
-from harness import EvalResult, data_error, files_checksum
+from harness import EvalResult, RankedTexts, data_error, files_checksum, texts_by_id
 from harness.blocks import mean_examples, ranked_hits, sample_items, score_pairs, trec_map_ndcg, trec_ranking
 
 from .base import SPLIT_OPTION, UsebTask, useb_metadata
@@ -52,6 +52,24 @@ class SciDocs(UsebTask):
             raise data_error(path, None, f"expected the keys 'corpus' and {split_name!r}.")
         titles = {pid: (paper or {}).get("title") for pid, paper in data["corpus"].items()}
         return titles, data[split_name]
+
+    def ranked_texts(self, ctx, queries, documents) -> RankedTexts:
+        """Titles of queries (``<sub-task>/<paper id>``) and documents (paper ids), stripped as the model reads them;
+        a paper the qrels name without a title (never ranked, but gold) has the empty text."""
+        titles, qrels_by_subtask = self.load()
+        named = {pid for qrels in qrels_by_subtask.values() for qrel in qrels.values() for pid in qrel}
+
+        def title(pid: str) -> str | None:
+            return (titles.get(pid) or "").strip() if pid in named or pid in titles else None
+
+        def query_title(query: str) -> str | None:
+            subtask, _, pid = query.partition("/")
+            return title(pid) if pid in qrels_by_subtask.get(subtask, {}) else None
+
+        name = self.metadata.name
+        return RankedTexts(
+            texts_by_id(name, "query", queries, query_title), texts_by_id(name, "document", documents, title)
+        )
 
     def evaluate(self, model, ctx) -> EvalResult:
         titles, qrels_by_subtask = self.load()
