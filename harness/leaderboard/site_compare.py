@@ -1,0 +1,150 @@
+"""A pair of a site table's rows compared per task as ``harness compare`` compares two specs (:func:`compare_pair`),
+with each cell's per-example data read once (:class:`_CellData`) and the ``harness compare`` line that gives the
+same numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..compare import TaskComparison, mean_eval_seconds
+from ..evaluation.bootstrap import ExampleDataError, ExampleScores, check_same_examples, pooled_replicates
+from ..evaluation.significance import holm, units_of_replicates
+from .site_tables import MatrixTable
+from .stats import stored_run
+from .tables import Row, Table
+
+
+class _CellData:
+    """Each cell's per-seed per-example data and trained flag, read once; replicates once per set of seeds."""
+
+    def __init__(self, resamples: int):
+        self.resamples = resamples
+        self.runs: dict[str, tuple[ExampleScores | None, str, bool]] = {}
+        self.replicates: dict[tuple[str, ...], np.ndarray] = {}
+        self.tasks: dict[str, tuple[str, str]] = {}
+
+    def task_version(self, path: str) -> tuple[str, str]:
+        """The (task key, task version) a record was evaluated with ("?" where it cannot be read)."""
+        if path not in self.tasks:
+            task = (_read_record(path) or {}).get("task") or {}
+            self.tasks[path] = (str(task.get("key", "?")), str(task.get("version", "?")))
+        return self.tasks[path]
+
+    def run(self, path: str) -> tuple[ExampleScores | None, str, bool]:
+        if path not in self.runs:
+            self.runs[path] = stored_run(path)
+        return self.runs[path]
+
+    def reuse(self, table: Table) -> None:
+        """Keep the replicates the leaderboard's statistics computed for the table's cells (the same
+        ``pooled_replicates`` of the same seeds' data): a pair over all of a cell's seeds does not resample again."""
+        statistics = getattr(table, "statistics", None)
+        for row in table.rows if statistics is not None else []:
+            for column, cell in row.cells.items():
+                computed = statistics.cells.get((row.model_key, column))
+                if computed is not None and all(seed in cell.records for seed in cell.values):
+                    self.replicates[tuple(cell.records[seed] for seed in sorted(cell.values))] = computed.replicates
+
+    def pooled(self, paths: tuple[str, ...], data: list[ExampleScores]) -> np.ndarray:
+        if paths not in self.replicates:
+            self.replicates[paths] = pooled_replicates(data, self.resamples)
+        return self.replicates[paths]
+
+
+def _read_record(path: str) -> dict[str, Any] | None:
+    """A stored record, or None when it cannot be read (its speed then goes unreported, as in ``harness compare``)."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def compare_pair(table: Table, row_a: Row, row_b: Row, cells: _CellData, seeds: list[int]) -> list[TaskComparison]:
+    """Row a minus row b on each of the table's columns, as ``harness compare A B --seeds SEEDS`` computes it: per
+    task the seeds' per-example data pooled, both units of inference (across runs where a row was trained), the
+    deciding p Holm-adjusted across the tasks. Each row's bootstrap replicates depend only on its own examples (the
+    resamples are drawn from the example count and a fixed seed), so they are computed once per cell and reused for
+    every pair: the numbers are those of ``compare_units`` on the same data."""
+    comparisons = []
+    for column in table.columns:
+        sides: list[tuple[tuple[str, ...], list[ExampleScores], bool]] = []
+        reasons: list[str] = []
+        for row in (row_a, row_b):
+            cell = row.cells.get(column)
+            paths, data, trained = [], [], False
+            for seed in seeds:
+                path = cell.records.get(seed) if cell is not None else None
+                if path is None:
+                    reasons.append(f"{row.label} seed {seed} has no record")
+                    continue
+                examples, reason, was_trained = cells.run(path)
+                trained = trained or was_trained
+                if examples is None:
+                    if reason not in reasons:
+                        reasons.append(f"{row.label} seed {seed}: {reason}")
+                    continue
+                paths.append(path)
+                data.append(examples)
+            sides.append((tuple(paths), data, trained))
+        versions = [sorted({cells.task_version(path) for path in paths}) for paths, _, _ in sides]
+        if not reasons and versions[0] != versions[1]:  # other task versions may score other data or another way
+            named = [", ".join(f"{key} version {version}" for key, version in side) for side in versions]
+            reasons.append(f"different task versions: {row_a.label} {named[0]}, {row_b.label} {named[1]}")
+        if reasons:
+            comparisons.append(TaskComparison(column, None, "; ".join(reasons)))
+            continue
+        (paths_a, a, trained_a), (paths_b, b, trained_b) = sides
+        try:
+            check_same_examples([*a, *b])
+            replicates_a, replicates_b = cells.pooled(paths_a, a), cells.pooled(paths_b, b)
+            result = units_of_replicates(a, b, replicates_a, replicates_b, trained_a, trained_b)
+        except ExampleDataError as exc:
+            comparisons.append(TaskComparison(column, None, str(exc)))
+            continue
+        seconds_a, seconds_b = (
+            mean_eval_seconds([_read_record(path) for path in paths]) for paths in (paths_a, paths_b)
+        )
+        speedup = seconds_a / seconds_b if seconds_a and seconds_b else None
+        comparisons.append(TaskComparison(column, result, speedup=speedup))
+    tested = [c for c in comparisons if c.result is not None and c.result.p_value is not None]
+    for comparison, adjusted in zip(tested, holm([c.result.p_value for c in tested])):
+        comparison.p_holm = adjusted
+    return comparisons
+
+
+def compare_command(row_a: Row, row_b: Row, columns: list[str], seeds: list[int]) -> str:
+    """The ``harness compare`` line that gives the same numbers (when both rows share a training source)."""
+    train = row_a.train_on or row_b.train_on
+    parts = [
+        "harness compare",
+        _spec_head(row_a),
+        _spec_head(row_b),
+        f"--tasks {','.join(c.split(':')[0] for c in columns)}",
+        f"--seeds {','.join(map(str, seeds))}",
+        f"--profile {row_a.profile}",
+        f"--backbone {row_a.backbone}",
+    ]
+    if train and row_a.train_on == row_b.train_on:
+        parts.append(f"--train-on {train}")
+    elif train:  # `harness compare` takes one training source for both specs
+        return (
+            f"The rows have different training sources ({row_a.train_on or 'none'} and {row_b.train_on or 'none'}), "
+            "which one `harness compare` line cannot name; the numbers are computed as it computes them"
+        )
+    return " ".join(parts)
+
+
+def _spec_head(row: Row) -> str:
+    return (row.spec or row.label).split(" [train: ")[0]
+
+
+def _seeds_run(table: Table, row: Row) -> set[int]:
+    """The seeds a pair of rows is compared over: a family row's seeds are those it has records of; a paper table's
+    row declares the matrix's seeds, of which those with a record count (a seed not run yet has nothing to pair)."""
+    if isinstance(table, MatrixTable):
+        return {seed for cell in row.cells.values() for seed in cell.records}
+    return set(row.seeds)
