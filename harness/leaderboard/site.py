@@ -39,10 +39,17 @@ from ..files import atomic_write_text, prepare_output_dir
 from ..store import Store
 from .site_compare import _CellData, _seeds_run, compare_command, compare_pair
 from .site_examples import NOT_REDISTRIBUTABLE as NOT_REDISTRIBUTABLE  # re-exported: tests and callers import it here
-from .site_examples import PAIR_STATISTICS, _cell_key, _cell_payload, _texts_payload
+from .site_examples import (
+    PAIR_STATISTICS,
+    _cell_key,
+    _cell_payload,
+    _texts_payload,
+    ranked_texts_payload,
+    shown_hits,
+)
 from .site_tables import TRAINING_CURVES_HOOK, _matrix_extra, _table_payload, _task_keys, matrix_table, row_curves
 from .stats import NO_DATA, attach_statistics
-from .tables import Table, collect_tables, group_by_family
+from .tables import Row, Table, collect_tables, group_by_family
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +116,9 @@ class _Written:
         self.texts: set[str] = set()
         self.examples: set[str] = set()
         self.cell_files: dict[str, str | None] = {}  # cell key -> its file, None: no per-example data
+        self.hit_cells: dict[str, tuple[dict, list[str] | None]] = {}  # cell file -> its payload and ids (with hits)
+        self.by_id: dict[str, str] = {}  # task key of examples named by id -> one of its records (texts at the end)
+        self.shown: dict[str, tuple[set[str], set[str]]] = {}  # task key -> the query and document ids a view shows
 
     def _write_cell(self, cell: Any, key: str) -> str | None:
         """Write a cell's per-example data once (a paper table's cell is a family table's too), with the examples
@@ -123,16 +133,46 @@ class _Written:
             self.examples.add(payload["examples"])
             self.writer.json(f"data/examples/{payload['examples']}.json", shared)
         task_key = json.loads(Path(cell.records[min(cell.values)]).read_text())["task"]["key"]
-        if task_key not in self.texts:
+        if any("hits" in seed for seed in payload["seeds"].values()):
+            self.hit_cells[path] = (payload, shared.get("ids"))
+        if payload["statistic"] not in PAIR_STATISTICS:  # written by write_texts once the tables say what they show
+            self.by_id.setdefault(task_key, cell.records[min(cell.values)])
+        elif task_key not in self.texts:
             self.texts.add(task_key)
             count = len(next(iter(next(iter(payload["seeds"].values())).values())))
-            texts = (
-                _texts_payload(cell.records[min(cell.values)], count, self.registry)
-                if payload["statistic"] in PAIR_STATISTICS
-                else {"withheld": "the store names these examples by id; the task's texts are not read"}
+            self.writer.json(
+                f"data/texts/{task_key}.json", _texts_payload(cell.records[min(cell.values)], count, self.registry)
             )
-            self.writer.json(f"data/texts/{task_key}.json", texts)
         return path
+
+    def _note_shown_hits(self, table: Table, ranked_rows: list[Row], cell_files: dict[str, str]) -> None:
+        """Add the query and document ids each pair of rows' examples view shows on a ranking column (the view
+        reads the column's task key's texts) to what write_texts asks the task for."""
+        task_keys = _task_keys(table, ranked_rows)
+        for column_index, column in enumerate(table.columns):
+            files = [cell_files.get(f"{row}-{column_index}") for row in range(len(ranked_rows))]
+            with_hits = [(row, file) for row, file in enumerate(files) if file in self.hit_cells]
+            for position, (_, file_a) in enumerate(with_hits):
+                for _, file_b in with_hits[position + 1 :]:
+                    (cell_a, ids), (cell_b, _) = self.hit_cells[file_a], self.hit_cells[file_b]
+                    queries, documents = shown_hits(cell_a, cell_b, ids)
+                    shown = self.shown.setdefault(task_keys[column], (set(), set()))
+                    shown[0].update(queries)
+                    shown[1].update(documents)
+
+    def write_texts(self) -> None:
+        """The texts files of the tasks whose examples are named by id: a ranking task's texts of the ids its views
+        show (``Task.ranked_texts``), else why there are none."""
+        for task_key, record in self.by_id.items():
+            if task_key in self.texts:
+                continue
+            self.texts.add(task_key)
+            queries, documents = self.shown.get(task_key, (set(), set()))
+            if queries or documents:
+                texts = ranked_texts_payload(record, queries, documents, self.registry)
+            else:
+                texts = {"withheld": "the store names these examples by id; the task's texts are not read"}
+            self.writer.json(f"data/texts/{task_key}.json", texts)
 
     def table(
         self, table_id: str, table: Table, sections: list[Table], created: dict, extra: dict | None = None
@@ -156,6 +196,7 @@ class _Written:
                 if self.cell_files[key] is not None:
                     with_examples[column] = True
                     cell_files[f"{row_index}-{column_index}"] = self.cell_files[key]
+        self._note_shown_hits(table, ranked_rows, cell_files)
         table_payload = _table_payload(table_id, table, sections, with_examples)
         for row_index, row in enumerate(ranked_rows):
             curves = row_curves(row)
@@ -230,6 +271,7 @@ def build_site(
         ]
         index.append({"family": family, "tables": entries})
     paper_tables = [_paper_table(Path(path), store, registry, folder, created, written, resamples) for path in matrices]
+    written.write_texts()
     writer.json(
         "data/index.json",
         {

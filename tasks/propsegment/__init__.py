@@ -127,7 +127,7 @@ class PropSegmentRetrieval(Task):
         "(Chen et al. 2023, Findings of ACL)",
         dataset=DATASET,
         dataset_source=OFFICIAL_SOURCE,
-        license="Wikipedia clusters: CC BY-SA 3.0 (NewSHead text not redistributed, left out)",
+        license="Wikipedia clusters: CC BY-SA 3.0 (NewSHead documents left out: upstream publishes only their URLs)",
         version="2",  # 2: rater variants merged by default (variants=merge)
         requires=(SPAN_ENCODER,),
         training_kinds=(PROPOSITION_PAIRS,),
