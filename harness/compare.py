@@ -10,12 +10,14 @@ trained model with one seed gives "too few seeds to tell". The deciding p-values
 (e.g. ``harness compare be be --runtime-b onnx-int8``: the int8 variant's quality drop), and the table then adds
 each task's speed-up of B: A's evaluation time over B's (from the records' ``timings``; cells whose vectors came
 from the embedding cache have no comparable time and show none). A task without per-example data for either model
-(records stored before harness kept it) is listed with the reason and no test; one whose per-example file is missing
+(records stored before harness kept it), or whose records of the two models name other versions of the task
+(:func:`other_task_versions`), is listed with the reason and no test; one whose per-example file is missing
 or damaged too, and the command then exits non-zero (`harness run` recomputes the cell).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,9 +106,23 @@ def mean_eval_seconds(records: list[dict | None]) -> float | None:
     return sum(seconds) / len(seconds) if seconds else None
 
 
-def _eval_seconds(store: Store, spec: ModelSpec, seeds: list[int], task_key: str, runtime: str) -> float | None:
-    """:func:`mean_eval_seconds` of the stored records of one cell's seeds."""
-    return mean_eval_seconds([store.lookup(spec.key, seed, task_key, runtime)[0] for seed in seeds])
+def task_version(record: dict | None) -> tuple[str, str]:
+    """The (task key, task version) a record was evaluated with ("?" where the record cannot be read)."""
+    task = (record or {}).get("task") or {}
+    return str(task.get("key", "?")), str(task.get("version", "?"))
+
+
+def other_task_versions(
+    label_a: str, versions_a: Iterable[tuple[str, str]], label_b: str, versions_b: Iterable[tuple[str, str]]
+) -> str:
+    """Why two models' records of a task are not compared when their (task key, version) pairs differ: another
+    version of a task may score other data or score it another way, so the difference would not be the models'.
+    Empty when both sides name the same versions. ``harness compare`` and the results site both apply this rule."""
+    sides = [sorted(set(versions)) for versions in (versions_a, versions_b)]
+    if sides[0] == sides[1]:
+        return ""
+    named = [", ".join(f"{key} version {version}" for key, version in side) for side in sides]
+    return f"different task versions: {label_a} {named[0]}, {label_b} {named[1]}"
 
 
 def _keeps_examples(registry: Registry, task_name: str) -> bool:
@@ -169,9 +185,20 @@ def compare(
                 )
             )
             continue
-        seconds_a, seconds_b = (
-            _eval_seconds(store, spec, seeds, task.key, runtime) for spec, runtime in zip((spec_a, spec_b), runtimes)
+        records = [
+            [store.lookup(spec.key, seed, task.key, runtime)[0] for seed in seeds]
+            for spec, runtime in zip((spec_a, spec_b), runtimes)
+        ]
+        different = other_task_versions(
+            runtime_label(spec_a, runtime_a),
+            map(task_version, records[0]),
+            runtime_label(spec_b, runtime_b),
+            map(task_version, records[1]),
         )
+        if different:
+            comparisons.append(TaskComparison(task.label, None, different))
+            continue
+        seconds_a, seconds_b = (mean_eval_seconds(side) for side in records)
         speedup = seconds_a / seconds_b if seconds_a and seconds_b else None
         try:
             comparisons.append(

@@ -6,8 +6,10 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import re
 import shutil
 import threading
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -97,7 +99,11 @@ def test_site_writes_the_leaderboard_tables_cells(built_site):
     assert by_label["be"]["complete"] and not by_label["tsdae [train: bws-cross-topic]"]["complete"]
     assert by_label["tsdae [train: bws-cross-topic]"]["cells"][0]["text"].split(" ")[0].endswith("*")  # seed 42 only
     assert nm["cells"][1]["text"].startswith(f"{nm['cells'][1]['sort']:.2f} ± ") and "[" in nm["cells"][1]["text"]
-    assert (built_site / "index.html").exists() and (built_site / "app.js").exists()
+    scripts = re.findall(r'<script src="([^"]+)"></script>', (built_site / "index.html").read_text())
+    shipped = sorted(path.name for path in resources.files("harness.leaderboard").joinpath("site_assets").iterdir())
+    assert scripts[0] == "core.js" and scripts[-1] == "app.js"  # the namespace first, the router last
+    assert sorted([*scripts, "index.html", "site.css"]) == shipped  # every script loaded, none left out
+    assert all((built_site / name).exists() for name in shipped)
     texts = json.loads((built_site / "data" / "texts" / "stsb.json").read_text())
     assert len(texts["pairs"]) == 1379  # the task's own texts, in the order of its per-example data
 
@@ -277,6 +283,12 @@ def test_site_in_a_real_browser(built_site, served, fixture_store, tmp_path):
         page.screenshot(path=str(tmp_path / "table.png"), full_page=True)
         assert page.evaluate("document.documentElement.scrollWidth") <= 1366
         assert (tmp_path / "table.png").stat().st_size > 0
+        # opened as a file: the classic scripts run (ES modules would not) and the router reached its view; the
+        # data files need a server (the page says it could not load them)
+        page.goto((built_site / "index.html").as_uri() + "#/")
+        page.wait_for_selector("body[data-view='index']")
+        views = page.evaluate("Object.keys(window.harnessSite)")
+        assert {"viewIndex", "viewTable", "viewCurves", "viewCompare", "viewExamples", "route"} <= set(views)
         assert not errors, errors
         browser.close()
 

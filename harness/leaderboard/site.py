@@ -1,5 +1,5 @@
-"""One static results site from a store (``harness site --to DIR``): plain HTML, one script, one stylesheet and JSON
-data files, no server and nothing fetched from elsewhere.
+"""One static results site from a store (``harness site --to DIR``): plain HTML, a few classic scripts (one per
+view, loaded in order), one stylesheet and JSON data files, no server and nothing fetched from elsewhere.
 
 Every number comes from the leaderboard's own code: the tables, labels, legend and notes from
 :func:`harness.leaderboard.tables.collect_tables` with the intervals and marks of :mod:`.stats` (the cell texts are
@@ -10,11 +10,12 @@ a reader asks for it. The examples behind a difference come from each cell's per
 cell (one JSON each, fetched on demand), and the task's own texts (``Task.evaluated_texts``) unless its licence
 says they may not be redistributed: then the site shows example positions and says why.
 
-Layout of ``DIR``: ``index.html``, ``app.js``, ``site.css``, ``data/index.json`` (families and their tables),
-``data/tables/<table>.json``, ``data/compare/<table>/<a>-<b>.json`` (row indices, a < b: A is row a),
-``data/cells/<key>.json`` (each seed's model scores per example, one file per set of records however many tables
-show the cell; a table's ``cell_files`` names its cells'), ``data/examples/<identity>.json`` (the gold, ids and
-groups of one set of test examples, shared by the cells over it) and ``data/texts/<task key>.json``.
+Layout of ``DIR``: ``index.html``, its scripts (``core.js`` ... ``app.js``, :data:`ASSETS`), ``site.css``,
+``data/index.json`` (families and their tables), ``data/tables/<table>.json``, ``data/compare/<table>/<a>-<b>.json``
+(row indices, a < b: A is row a), ``data/cells/<key>.json`` (each seed's model scores per example, one file per set
+of records however many tables show the cell; a table's ``cell_files`` names its cells'),
+``data/examples/<identity>.json`` (the gold, ids and groups of one set of test examples, shared by the cells over
+it) and ``data/texts/<task key>.json``.
 
 This module writes the site; what it writes is computed by :mod:`.site_tables` (a table's payload, the paper
 tables' extra columns), :mod:`.site_compare` (a pair of rows) and :mod:`.site_examples` (a cell's per-example data
@@ -53,7 +54,9 @@ from .tables import Row, Table, collect_tables, group_by_family
 
 logger = logging.getLogger(__name__)
 
-ASSETS = ("index.html", "app.js", "site.css")
+# The page, its scripts in the order index.html loads them (classic scripts sharing window.harnessSite: a page
+# opened from file:// runs them, not ES modules) and its stylesheet.
+ASSETS = ("index.html", "core.js", "tables.js", "curves.js", "compare.js", "examples.js", "app.js", "site.css")
 
 
 @dataclass

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..compare import TaskComparison, mean_eval_seconds
+from ..compare import TaskComparison, mean_eval_seconds, other_task_versions, task_version
 from ..evaluation.bootstrap import ExampleDataError, ExampleScores, check_same_examples, pooled_replicates
 from ..evaluation.significance import holm, units_of_replicates
 from .site_tables import MatrixTable
@@ -30,8 +30,7 @@ class _CellData:
     def task_version(self, path: str) -> tuple[str, str]:
         """The (task key, task version) a record was evaluated with ("?" where it cannot be read)."""
         if path not in self.tasks:
-            task = (_read_record(path) or {}).get("task") or {}
-            self.tasks[path] = (str(task.get("key", "?")), str(task.get("version", "?")))
+            self.tasks[path] = task_version(_read_record(path))
         return self.tasks[path]
 
     def run(self, path: str) -> tuple[ExampleScores | None, str, bool]:
@@ -90,10 +89,10 @@ def compare_pair(table: Table, row_a: Row, row_b: Row, cells: _CellData, seeds: 
                 paths.append(path)
                 data.append(examples)
             sides.append((tuple(paths), data, trained))
-        versions = [sorted({cells.task_version(path) for path in paths}) for paths, _, _ in sides]
-        if not reasons and versions[0] != versions[1]:  # other task versions may score other data or another way
-            named = [", ".join(f"{key} version {version}" for key, version in side) for side in versions]
-            reasons.append(f"different task versions: {row_a.label} {named[0]}, {row_b.label} {named[1]}")
+        if not reasons:
+            versions = [[cells.task_version(path) for path in paths] for paths, _, _ in sides]
+            different = other_task_versions(row_a.label, versions[0], row_b.label, versions[1])
+            reasons += [different] if different else []
         if reasons:
             comparisons.append(TaskComparison(column, None, "; ".join(reasons)))
             continue
