@@ -510,9 +510,8 @@ def test_site_retrieval_examples_show_each_models_top_hits(retrieval_site):
                 "#examples-table tbody tr:first-child td:nth-child(6) li > *", "nodes => nodes.map(n => n.title)"
             )
             assert shown == [f"id {document}" for document in hits_a["top"][expected]]
-            texts = json.loads(
-                (site / "data" / "texts" / f"{table['task_keys']['propsegment-facts']}.json").read_text()
-            )
+            written = (site / "data" / "texts" / f"{table['task_keys']['propsegment-facts']}.json").read_text()
+            texts = json.loads(written)["examples"][cells[0]["examples"]]
             ids = json.loads((site / "data" / "examples" / f"{cells[0]['examples']}.json").read_text())["ids"]
             query = page.inner_text("#examples-table tbody tr:first-child td:nth-child(2)")
             assert query == texts["queries"][ids[expected]] and len(query) > 10  # the query's text, not its id
@@ -541,7 +540,9 @@ def test_site_ranking_texts_are_those_of_the_ids_the_examples_view_shows(retriev
         shown = _rank_differences(hits_a, hits_b)[:QUERIES_SHOWN]
         queries = {ids[i] for i in shown}
         documents = {doc for i in shown for doc in (*hits_a["gold"][i], *hits_a["top"][i], *hits_b["top"][i])}
-        texts = json.loads((site / "data" / "texts" / f"{table['task_keys'][name]}.json").read_text())
+        written = json.loads((site / "data" / "texts" / f"{table['task_keys'][name]}.json").read_text())
+        assert list(written["examples"]) == [cells[0]["examples"]]  # texts per set of test examples
+        texts = written["examples"][cells[0]["examples"]]
         assert set(texts["queries"]) == queries and set(texts["documents"]) == documents, name
         assert len(texts["documents"]) < len(ids) * 10  # the shown ids only, not the corpus
         assert texts["license"].startswith("Wikipedia clusters: CC BY-SA 3.0")

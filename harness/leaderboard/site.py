@@ -119,9 +119,12 @@ class _Written:
         self.texts: set[str] = set()
         self.examples: set[str] = set()
         self.cell_files: dict[str, str | None] = {}  # cell key -> its file, None: no per-example data
-        self.hit_cells: dict[str, tuple[dict, list[str] | None]] = {}  # cell file -> its payload and ids (with hits)
-        self.by_id: dict[str, str] = {}  # task key of examples named by id -> one of its records (texts at the end)
-        self.shown: dict[str, tuple[set[str], set[str]]] = {}  # task key -> the query and document ids a view shows
+        # cell file -> its payload, ids and first record (cells keeping hits)
+        self.hit_cells: dict[str, tuple[dict, list[str] | None, str]] = {}
+        self.by_id: set[str] = set()  # task keys of examples named by id (their texts written at the end)
+        # task key -> examples identity -> a record over those examples, the query and document ids a view shows.
+        # Per identity: ids name other texts in another sample cut (PropSegment's corpus rows, for one).
+        self.shown: dict[str, dict[str, tuple[str, set[str], set[str]]]] = {}
 
     def _write_cell(self, cell: Any, key: str) -> str | None:
         """Write a cell's per-example data once (a paper table's cell is a family table's too), with the examples
@@ -137,9 +140,9 @@ class _Written:
             self.writer.json(f"data/examples/{payload['examples']}.json", shared)
         task_key = json.loads(Path(cell.records[min(cell.values)]).read_text())["task"]["key"]
         if any("hits" in seed for seed in payload["seeds"].values()):
-            self.hit_cells[path] = (payload, shared.get("ids"))
+            self.hit_cells[path] = (payload, shared.get("ids"), cell.records[min(cell.values)])
         if payload["statistic"] not in PAIR_STATISTICS:  # written by write_texts once the tables say what they show
-            self.by_id.setdefault(task_key, cell.records[min(cell.values)])
+            self.by_id.add(task_key)
         elif task_key not in self.texts:
             self.texts.add(task_key)
             count = len(next(iter(next(iter(payload["seeds"].values())).values())))
@@ -157,22 +160,29 @@ class _Written:
             with_hits = [(row, file) for row, file in enumerate(files) if file in self.hit_cells]
             for position, (_, file_a) in enumerate(with_hits):
                 for _, file_b in with_hits[position + 1 :]:
-                    (cell_a, ids), (cell_b, _) = self.hit_cells[file_a], self.hit_cells[file_b]
+                    (cell_a, ids, record), (cell_b, _, _) = self.hit_cells[file_a], self.hit_cells[file_b]
                     queries, documents = shown_hits(cell_a, cell_b, ids)
-                    shown = self.shown.setdefault(task_keys[column], (set(), set()))
-                    shown[0].update(queries)
-                    shown[1].update(documents)
+                    if queries or documents:
+                        by_examples = self.shown.setdefault(task_keys[column], {})
+                        shown = by_examples.setdefault(cell_a["examples"], (record, set(), set()))
+                        shown[1].update(queries)
+                        shown[2].update(documents)
 
     def write_texts(self) -> None:
         """The texts files of the tasks whose examples are named by id: a ranking task's texts of the ids its views
         show (``Task.ranked_texts``), else why there are none."""
-        for task_key, record in self.by_id.items():
+        for task_key in sorted(self.by_id):
             if task_key in self.texts:
                 continue
             self.texts.add(task_key)
-            queries, documents = self.shown.get(task_key, (set(), set()))
-            if queries or documents:
-                texts = ranked_texts_payload(record, queries, documents, self.registry)
+            by_examples = self.shown.get(task_key)
+            if by_examples:  # per set of test examples (the examples view picks its cells')
+                texts = {
+                    "examples": {
+                        identity: ranked_texts_payload(path, queries, documents, self.registry)
+                        for identity, (path, queries, documents) in sorted(by_examples.items())
+                    }
+                }
             else:
                 texts = {"withheld": "the store names these examples by id; the task's texts are not read"}
             self.writer.json(f"data/texts/{task_key}.json", texts)

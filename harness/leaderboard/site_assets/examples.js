@@ -98,7 +98,9 @@ function viewExamples(id, a, b, column) {
               ["gold", "ids", "groups"].forEach(function (key) { if (shared[key]) { cell.seeds[seed][key] = shared[key]; } });
             });
           });
-          drawExamples(table, a, b, column, got[0], got[1], got[2]);
+          var texts = got[2];  // a ranking task's texts are per set of test examples (ids differ between sample cuts)
+          if (texts.examples) { texts = texts.examples[got[0].examples] || { withheld: "no texts were written for these examples" }; }
+          drawExamples(table, a, b, column, got[0], got[1], texts);
         });
       });
   });
