@@ -15,7 +15,8 @@ Layout of ``DIR``: ``index.html``, its scripts (``core.js`` ... ``app.js``, :dat
 (row indices, a < b: A is row a), ``data/cells/<key>.json`` (each seed's model scores per example, one file per set
 of records however many tables show the cell; a table's ``cell_files`` names its cells'),
 ``data/examples/<identity>.json`` (the gold, ids and groups of one set of test examples, shared by the cells over
-it) and ``data/texts/<task key>.json``.
+it) and ``data/texts/<task key>.json`` (an STS-style task's scored pairs; a ranking task's texts of the ids its
+examples views show, per set of test examples under ``examples``).
 
 This module writes the site; what it writes is computed by :mod:`.site_tables` (a table's payload, the paper
 tables' extra columns), :mod:`.site_compare` (a pair of rows) and :mod:`.site_examples` (a cell's per-example data
