@@ -517,6 +517,12 @@ def test_site_retrieval_examples_show_each_models_top_hits(retrieval_site):
             assert query == texts["queries"][ids[expected]] and len(query) > 10  # the query's text, not its id
             first_hit = page.inner_text("#examples-table tbody tr:first-child td:nth-child(6) li:first-child")
             assert first_hit.startswith(texts["documents"][hits_a["top"][expected][0]][:40])
+            # every query, gold document and hit of the 25 rows is shown by its text: none falls back to its id
+            texts_shown = page.locator("#examples-table tbody .hit-text").count()
+            assert (
+                texts_shown == page.locator("#examples-table tbody td.query > *, #examples-table tbody li > *").count()
+            )
+            assert texts_shown > 25 * 10 and page.locator("#texts-withheld").count() == 0
             assert page.locator("#hits-note").count() == 1 and page.locator("#no-hits").count() == 0
             browser.close()
     finally:
@@ -529,15 +535,13 @@ def test_site_ranking_texts_are_those_of_the_ids_the_examples_view_shows(retriev
     """Each ranking column's texts file holds the texts of exactly the queries and documents the examples view of
     its one pair of rows shows (the 25 queries whose gold rank differs most, their gold and both top hits), as the
     task gives them, under PropSegment's licence."""
-    from harness.leaderboard.site_examples import QUERIES_SHOWN
-
     _, site = retrieval_site
     table = _table(site)
     for column, name in enumerate(table["columns"]):
         cells = [json.loads((site / table["cell_files"][f"{row}-{column}"]).read_text()) for row in (0, 1)]
         ids = json.loads((site / "data" / "examples" / f"{cells[0]['examples']}.json").read_text())["ids"]
         hits_a, hits_b = (cell["seeds"]["42"]["hits"] for cell in cells)
-        shown = _rank_differences(hits_a, hits_b)[:QUERIES_SHOWN]
+        shown = _rank_differences(hits_a, hits_b)[:25]  # the view lists 25 queries
         queries = {ids[i] for i in shown}
         documents = {doc for i in shown for doc in (*hits_a["gold"][i], *hits_a["top"][i], *hits_b["top"][i])}
         written = json.loads((site / "data" / "texts" / f"{table['task_keys'][name]}.json").read_text())
