@@ -96,6 +96,7 @@ from .plugin_api import (
 )
 from .profiles import Profile, get_profile
 from .propositions import PropositionPair, PropositionPairs
+from .ranked_texts import RankedTexts, texts_by_id
 from .results import LoadProblem, ResultsError, ResultsFrame, load_results
 
 
@@ -188,6 +189,9 @@ __all__ = [
     "EvaluatedTexts",
     "UNSEEN_OPTION",
     "unseen_indices",
+    # the texts behind a ranking task's stored hits (harness.ranked_texts)
+    "RankedTexts",
+    "texts_by_id",
     # utilities
     "seed_everything",
     # files written safely (harness.files) and checkpoints (harness.checkpoints)

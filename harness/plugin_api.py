@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -369,6 +369,14 @@ class Task:
         """The texts ``evaluate(model, ctx)`` scores, as a :class:`harness.EvaluatedTexts` (its pairs and/or
         sentences, after the profile's cut), so the core measures how many the model saw in training; None (the
         default): the overlap is not measured for this task."""
+        return None
+
+    def ranked_texts(self, ctx: EvalContext, queries: Collection[str], documents: Collection[str]) -> Any:
+        """For a ranking task that stores each query's top hits (``ExampleScores.hits``): the texts of the given
+        query and document ids (the stored ids as text) as a :class:`harness.RankedTexts` holding exactly those
+        ids, read as ``evaluate(model, ctx)`` reads its data; an id its data does not have raises
+        :class:`harness.DataFileError` (:func:`harness.texts_by_id` does both). None (the default): the task does
+        not provide texts, and the results site names its queries and documents by id."""
         return None
 
 

@@ -29,6 +29,7 @@ from harness import (
     MultiVectorEmbedder,
     Option,
     PairScorer,
+    RankedTexts,
     Task,
     TaskMetadata,
     as_embedder,
@@ -36,6 +37,7 @@ from harness import (
     default_download_dir,
     files_checksum,
     hookimpl,
+    texts_by_id,
 )
 from harness.blocks import (
     EmbedderFirstStage,
@@ -277,6 +279,18 @@ class BeirTask(Task):
     def check_data(self) -> str:
         folder = self.load()[0]
         return files_checksum(self.data_files(folder))
+
+    def ranked_texts(self, ctx: Any, queries: Any, documents: Any) -> RankedTexts:
+        """Queries and documents by their ids in the dataset, documents as the models read them (title and text)."""
+        _, corpus, all_queries, _ = self.load()
+
+        def document(doc_id: str) -> str | None:
+            return document_text(corpus[doc_id]) if doc_id in corpus else None
+
+        name = self.metadata.name
+        return RankedTexts(
+            texts_by_id(name, "query", queries, all_queries), texts_by_id(name, "document", documents, document)
+        )
 
     def evaluate(self, model: Any, ctx: Any) -> EvalResult:
         from beir.retrieval.evaluation import EvaluateRetrieval

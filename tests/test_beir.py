@@ -168,3 +168,19 @@ def test_per_query_ndcg_keeps_each_querys_top_hits_in_trec_evals_order():
     # ties by document id descending, as trec_eval ranks; d9 is judged but not relevant
     assert examples.hits.top[0].tolist()[:4] == ["d1", "d3", "d2", "d9"] and examples.hits.gold_rank.tolist() == [3, 0]
     assert examples.hits.gold.tolist() == [["d2"], ["d7"]]
+
+
+def test_ranked_texts_are_the_datasets_queries_and_documents_as_read():
+    import harness
+
+    task = beir_tasks.task_class("tiny")({}, FIXTURES)
+    texts = task.ranked_texts(ht.eval_context(), {"q1"}, {"d1", "d3"})
+    assert texts == harness.RankedTexts(
+        {"q1": "who is playing the guitar"},
+        {
+            "d1": "Guitar lessons A man is playing a guitar on the stage.",
+            "d3": "Pets The cat sits on the mat all afternoon.",
+        },
+    )
+    with pytest.raises(DataFileError, match="no query 'q404'"):
+        task.ranked_texts(ht.eval_context(), {"q404"}, ())

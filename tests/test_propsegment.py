@@ -500,3 +500,37 @@ def test_stored_top_hits_agree_with_the_per_query_scores(task_class, metric, k):
         rank = hits.gold_rank[position]
         assert (rank == 0 or hits.top[position, rank - 1] in gold) if rank <= 10 else rank <= hits.depth
     assert result.scores[metric] == pytest.approx(100 * result.examples.arrays["values"].mean())
+
+
+@pytest.mark.parametrize("task_class", [PropSegmentRetrieval, SENTENCES, DOCUMENTS])
+def test_ranked_texts_name_the_stored_hits_queries_and_units(task_class):
+    """The texts the results site shows: a query is its proposition's tokens, a document what the level ranks (a
+    proposition, its sentence, or the document's sentences); exactly the ids asked for; an unknown id is an error."""
+    task = task_class({}, None)
+    ctx = eval_context()
+    result = task.evaluate(HashingSpanEncoder(), ctx)
+    ids, hits = result.examples.ids.tolist(), result.examples.hits
+    queries = {str(i) for i in ids[:3]}
+    documents = {str(d) for d in hits.top[:3].ravel().tolist() + hits.gold[:3].ravel().tolist() if d >= 0}
+    texts = task.ranked_texts(ctx, queries, documents)
+    assert isinstance(texts, harness.RankedTexts)
+    assert set(texts.queries) == queries and set(texts.documents) == documents
+    assert all(texts.queries.values()) and all(texts.documents.values())
+    collection = task._collection(ctx)
+    row = int(ids[0])
+    sentence_text = collection.span_items[row][0]
+    assert texts.queries[str(row)] in sentence_text or set(texts.queries[str(row)].split()) <= set(
+        sentence_text.split()
+    )
+    gold_unit = str(hits.gold[0][0])
+    if task_class is SENTENCES:  # the gold sentence holds a gold proposition's text
+        gold_row = int(collection.queries.gold[0][0])
+        assert (
+            texts.documents.get(gold_unit, task.ranked_texts(ctx, (), {gold_unit}).documents[gold_unit])
+            == (collection.span_items[gold_row][0])
+        )
+    if task_class is DOCUMENTS:  # a document is longer than any one of its sentences
+        document = task.ranked_texts(ctx, (), {gold_unit}).documents[gold_unit]
+        assert collection.span_items[int(collection.queries.gold[0][0])][0] in document
+    with pytest.raises(harness.DataFileError, match="no document '999999'"):
+        task.ranked_texts(ctx, queries, {"999999"})

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import harness
 import harness.testing as ht
 from harness.leaderboard.site import NOT_REDISTRIBUTABLE, _texts_payload, build_site, finite
 from harness.store import Store
@@ -505,13 +506,81 @@ def test_site_retrieval_examples_show_each_models_top_hits(retrieval_site):
             page.goto(f"http://127.0.0.1:{server.server_address[1]}/#/examples/{table['id']}/0/1/{column}")
             page.wait_for_selector("body[data-view='examples']")
             assert page.get_attribute("#examples-table tbody tr:first-child", "data-position") == str(expected)
-            shown = page.inner_text("#examples-table tbody tr:first-child td:nth-child(6)").split("\n")
-            assert [line.split(" ")[0] for line in shown] == hits_a["top"][expected]
+            shown = page.eval_on_selector_all(
+                "#examples-table tbody tr:first-child td:nth-child(6) li > *", "nodes => nodes.map(n => n.title)"
+            )
+            assert shown == [f"id {document}" for document in hits_a["top"][expected]]
+            written = (site / "data" / "texts" / f"{table['task_keys']['propsegment-facts']}.json").read_text()
+            texts = json.loads(written)["examples"][cells[0]["examples"]]
+            ids = json.loads((site / "data" / "examples" / f"{cells[0]['examples']}.json").read_text())["ids"]
+            query = page.inner_text("#examples-table tbody tr:first-child td:nth-child(2)")
+            assert query == texts["queries"][ids[expected]] and len(query) > 10  # the query's text, not its id
+            first_hit = page.inner_text("#examples-table tbody tr:first-child td:nth-child(6) li:first-child")
+            assert first_hit.startswith(texts["documents"][hits_a["top"][expected][0]][:40])
+            # every query, gold document and hit of the 25 rows is shown by its text: none falls back to its id
+            texts_shown = page.locator("#examples-table tbody .hit-text").count()
+            assert (
+                texts_shown == page.locator("#examples-table tbody td.query > *, #examples-table tbody li > *").count()
+            )
+            assert texts_shown > 25 * 10 and page.locator("#texts-withheld").count() == 0
             assert page.locator("#hits-note").count() == 1 and page.locator("#no-hits").count() == 0
             browser.close()
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.slow
+def test_site_ranking_texts_are_those_of_the_ids_the_examples_view_shows(retrieval_site, registry):
+    """Each ranking column's texts file holds the texts of exactly the queries and documents the examples view of
+    its one pair of rows shows (the 25 queries whose gold rank differs most, their gold and both top hits), as the
+    task gives them, under PropSegment's licence."""
+    _, site = retrieval_site
+    table = _table(site)
+    for column, name in enumerate(table["columns"]):
+        cells = [json.loads((site / table["cell_files"][f"{row}-{column}"]).read_text()) for row in (0, 1)]
+        ids = json.loads((site / "data" / "examples" / f"{cells[0]['examples']}.json").read_text())["ids"]
+        hits_a, hits_b = (cell["seeds"]["42"]["hits"] for cell in cells)
+        shown = _rank_differences(hits_a, hits_b)[:25]  # the view lists 25 queries
+        queries = {ids[i] for i in shown}
+        documents = {doc for i in shown for doc in (*hits_a["gold"][i], *hits_a["top"][i], *hits_b["top"][i])}
+        written = json.loads((site / "data" / "texts" / f"{table['task_keys'][name]}.json").read_text())
+        assert list(written["examples"]) == [cells[0]["examples"]]  # texts per set of test examples
+        texts = written["examples"][cells[0]["examples"]]
+        assert set(texts["queries"]) == queries and set(texts["documents"]) == documents, name
+        assert len(texts["documents"]) < len(ids) * 10  # the shown ids only, not the corpus
+        assert texts["license"].startswith("Wikipedia clusters: CC BY-SA 3.0")
+        task = registry.task(name).factory({}, None)
+        context = ht.eval_context("smoke")
+        given = task.ranked_texts(context, sorted(queries), sorted(documents))
+        assert texts["queries"] == dict(given.queries)
+        assert all(
+            texts["documents"][d] == text or text.startswith(texts["documents"][d][:-1])
+            for d, text in given.documents.items()
+        )
+
+
+def test_ranking_texts_of_a_task_without_the_hook_are_ids_with_the_reason(tmp_path):
+    from harness.leaderboard.site_examples import ranked_texts_payload
+
+    class Plugin:
+        class metadata:  # noqa: N801 - a stand-in for a TaskMetadata
+            license = "CC BY 4.0"
+
+        @staticmethod
+        def factory(options, data_dir):
+            return harness.Task(options)
+
+    class Registry:
+        def task(self, name):
+            return Plugin()
+
+    record = tmp_path / "r.json"
+    record.write_text(json.dumps({"task": {"name": "old", "options": {}}, "model": {"profile": "quick"}, "seed": 1}))
+    payload = ranked_texts_payload(str(record), {"q1"}, {"d1"}, Registry())
+    assert payload == {"withheld": "the task does not provide its queries' and documents' texts (Task.ranked_texts)"}
+    Plugin.metadata.license = "research only; may not be redistributed"
+    assert "forbids redistributing" in ranked_texts_payload(str(record), {"q1"}, {"d1"}, Registry())["withheld"]
 
 
 def test_site_compare_says_other_task_versions_are_not_comparable(fixture_store):

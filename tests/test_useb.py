@@ -455,3 +455,50 @@ def test_cqadupstack_keeps_each_querys_top_hits_named_by_forum():
         forum = query.split("/")[0]
         assert all(doc.startswith(f"{forum}/") for doc in top.tolist() if doc)
         assert rank == 0 or rank > 10 or top[rank - 1] in set(hits.gold[ids.index(query)].tolist())
+
+
+def test_scidocs_keeps_each_querys_top_hits_in_trec_evals_order():
+    """SciDocs' stored hits are the rankings its MAP came from: trec_eval's reciprocal rank (pytrec_eval, over the
+    same cosines) is 1 / the stored gold rank; queries are named <sub-task>/<paper id>, documents by paper id."""
+    import pytrec_eval
+
+    embedder = HashEmbedder()
+    result = task("scidocs").evaluate(embedder, context())
+    hits, ids = result.examples.hits, result.examples.ids.tolist()
+    assert len(hits) == len(ids) == len(set(ids)) and hits.top.shape[1] == 10
+    data = json.loads((DATA_EVAL / "scidocs" / "data.json").read_text())
+    titles = {pid: (paper or {}).get("title") for pid, paper in data["corpus"].items()}
+    for query, top, gold, rank in zip(ids, hits.top, hits.gold, hits.gold_rank.tolist()):
+        subtask, paper = query.split("/")
+        qrel = data["test"][subtask][paper]
+        candidates = [doc for doc in qrel if titles.get(doc)]
+        vectors = [embedder.vector(titles[doc].strip()) for doc in candidates]
+        query_vector = embedder.vector(titles[paper].strip())
+        cosines = [float(v @ query_vector / np.linalg.norm(v) / np.linalg.norm(query_vector)) for v in vectors]
+        measured = pytrec_eval.RelevanceEvaluator({query: qrel}, {"recip_rank"}).evaluate(
+            {query: dict(zip(candidates, cosines))}
+        )[query]["recip_rank"]
+        assert measured == pytest.approx(1 / rank if rank else 0.0, abs=1e-6)
+        assert set(gold.tolist()) - {""} == {doc for doc, level in qrel.items() if level >= 1}
+        assert set(top.tolist()) - {""} <= set(candidates)
+
+
+@pytest.mark.parametrize("name", ["askubuntu", "cqadupstack", "scidocs"])
+def test_ranked_texts_give_the_texts_of_the_stored_hits_ids(name):
+    """Every id the stored hits name has the text the model read; exactly the ids asked for; unknown ids: an error."""
+    from harness import DataFileError, RankedTexts
+
+    ranking_task = task(name)
+    result = ranking_task.evaluate(HashEmbedder(), context())
+    ids, hits = result.examples.ids.tolist(), result.examples.hits
+    queries = set(ids)
+    documents = {d for d in hits.top.ravel().tolist() + hits.gold.ravel().tolist() if d}
+    texts = ranking_task.ranked_texts(context(), queries, documents)
+    assert isinstance(texts, RankedTexts) and set(texts.queries) == queries and set(texts.documents) == documents
+    assert all(isinstance(text, str) and text for text in texts.queries.values())
+    assert all(texts.documents[d] for d in hits.top.ravel().tolist() if d)  # what was ranked was read
+    embedder = HashEmbedder()  # what was encoded: every query's text (and, but for pair scoring, the documents)
+    ranking_task.evaluate(embedder, context())
+    assert set(texts.queries.values()) <= set(embedder.encoded_texts)
+    with pytest.raises(DataFileError, match="no query 'nowhere/1'"):
+        ranking_task.ranked_texts(context(), {"nowhere/1"}, ())

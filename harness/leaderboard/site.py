@@ -15,7 +15,8 @@ Layout of ``DIR``: ``index.html``, its scripts (``core.js`` ... ``app.js``, :dat
 (row indices, a < b: A is row a), ``data/cells/<key>.json`` (each seed's model scores per example, one file per set
 of records however many tables show the cell; a table's ``cell_files`` names its cells'),
 ``data/examples/<identity>.json`` (the gold, ids and groups of one set of test examples, shared by the cells over
-it) and ``data/texts/<task key>.json``.
+it) and ``data/texts/<task key>.json`` (an STS-style task's scored pairs; a ranking task's texts of the ids its
+examples views show, per set of test examples under ``examples``).
 
 This module writes the site; what it writes is computed by :mod:`.site_tables` (a table's payload, the paper
 tables' extra columns), :mod:`.site_compare` (a pair of rows) and :mod:`.site_examples` (a cell's per-example data
@@ -40,10 +41,17 @@ from ..files import atomic_write_text, prepare_output_dir
 from ..store import Store
 from .site_compare import _CellData, _seeds_run, compare_command, compare_pair
 from .site_examples import NOT_REDISTRIBUTABLE as NOT_REDISTRIBUTABLE  # re-exported: tests and callers import it here
-from .site_examples import PAIR_STATISTICS, _cell_key, _cell_payload, _texts_payload
+from .site_examples import (
+    PAIR_STATISTICS,
+    _cell_key,
+    _cell_payload,
+    _texts_payload,
+    ranked_texts_payload,
+    shown_hits,
+)
 from .site_tables import TRAINING_CURVES_HOOK, _matrix_extra, _table_payload, _task_keys, matrix_table, row_curves
 from .stats import NO_DATA, attach_statistics
-from .tables import Table, collect_tables, group_by_family
+from .tables import Row, Table, collect_tables, group_by_family
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +120,12 @@ class _Written:
         self.texts: set[str] = set()
         self.examples: set[str] = set()
         self.cell_files: dict[str, str | None] = {}  # cell key -> its file, None: no per-example data
+        # cell file -> its payload, ids and first record (cells keeping hits)
+        self.hit_cells: dict[str, tuple[dict, list[str] | None, str]] = {}
+        self.by_id: set[str] = set()  # task keys of examples named by id (their texts written at the end)
+        # task key -> examples identity -> a record over those examples, the query and document ids a view shows.
+        # Per identity: ids name other texts in another sample cut (PropSegment's corpus rows, for one).
+        self.shown: dict[str, dict[str, tuple[str, set[str], set[str]]]] = {}
 
     def _write_cell(self, cell: Any, key: str) -> str | None:
         """Write a cell's per-example data once (a paper table's cell is a family table's too), with the examples
@@ -126,16 +140,53 @@ class _Written:
             self.examples.add(payload["examples"])
             self.writer.json(f"data/examples/{payload['examples']}.json", shared)
         task_key = json.loads(Path(cell.records[min(cell.values)]).read_text())["task"]["key"]
-        if task_key not in self.texts:
+        if any("hits" in seed for seed in payload["seeds"].values()):
+            self.hit_cells[path] = (payload, shared.get("ids"), cell.records[min(cell.values)])
+        if payload["statistic"] not in PAIR_STATISTICS:  # written by write_texts once the tables say what they show
+            self.by_id.add(task_key)
+        elif task_key not in self.texts:
             self.texts.add(task_key)
             count = len(next(iter(next(iter(payload["seeds"].values())).values())))
-            texts = (
-                _texts_payload(cell.records[min(cell.values)], count, self.registry)
-                if payload["statistic"] in PAIR_STATISTICS
-                else {"withheld": "the store names these examples by id; the task's texts are not read"}
+            self.writer.json(
+                f"data/texts/{task_key}.json", _texts_payload(cell.records[min(cell.values)], count, self.registry)
             )
-            self.writer.json(f"data/texts/{task_key}.json", texts)
         return path
+
+    def _note_shown_hits(self, table: Table, ranked_rows: list[Row], cell_files: dict[str, str]) -> None:
+        """Add the query and document ids each pair of rows' examples view shows on a ranking column (the view
+        reads the column's task key's texts) to what write_texts asks the task for."""
+        task_keys = _task_keys(table, ranked_rows)
+        for column_index, column in enumerate(table.columns):
+            files = [cell_files.get(f"{row}-{column_index}") for row in range(len(ranked_rows))]
+            with_hits = [(row, file) for row, file in enumerate(files) if file in self.hit_cells]
+            for position, (_, file_a) in enumerate(with_hits):
+                for _, file_b in with_hits[position + 1 :]:
+                    (cell_a, ids, record), (cell_b, _, _) = self.hit_cells[file_a], self.hit_cells[file_b]
+                    queries, documents = shown_hits(cell_a, cell_b, ids)
+                    if queries or documents:
+                        by_examples = self.shown.setdefault(task_keys[column], {})
+                        shown = by_examples.setdefault(cell_a["examples"], (record, set(), set()))
+                        shown[1].update(queries)
+                        shown[2].update(documents)
+
+    def write_texts(self) -> None:
+        """The texts files of the tasks whose examples are named by id: a ranking task's texts of the ids its views
+        show (``Task.ranked_texts``), else why there are none."""
+        for task_key in sorted(self.by_id):
+            if task_key in self.texts:
+                continue
+            self.texts.add(task_key)
+            by_examples = self.shown.get(task_key)
+            if by_examples:  # per set of test examples (the examples view picks its cells')
+                texts = {
+                    "examples": {
+                        identity: ranked_texts_payload(path, queries, documents, self.registry)
+                        for identity, (path, queries, documents) in sorted(by_examples.items())
+                    }
+                }
+            else:
+                texts = {"withheld": "the store names these examples by id; the task's texts are not read"}
+            self.writer.json(f"data/texts/{task_key}.json", texts)
 
     def table(
         self, table_id: str, table: Table, sections: list[Table], created: dict, extra: dict | None = None
@@ -159,6 +210,7 @@ class _Written:
                 if self.cell_files[key] is not None:
                     with_examples[column] = True
                     cell_files[f"{row_index}-{column_index}"] = self.cell_files[key]
+        self._note_shown_hits(table, ranked_rows, cell_files)
         table_payload = _table_payload(table_id, table, sections, with_examples)
         for row_index, row in enumerate(ranked_rows):
             curves = row_curves(row)
@@ -233,6 +285,7 @@ def build_site(
         ]
         index.append({"family": family, "tables": entries})
     paper_tables = [_paper_table(Path(path), store, registry, folder, created, written, resamples) for path in matrices]
+    written.write_texts()
     writer.json(
         "data/index.json",
         {

@@ -1,6 +1,8 @@
 """What the site's examples view reads: a cell's per-example model scores per seed (and a ranking task's top
 hits), the gold, ids and groups its examples share, and the task's texts unless its licence forbids passing
-them on."""
+them on: an STS-style task's scored pairs (``Task.evaluated_texts``), a ranking task's texts of just the queries and
+documents the view shows for some pair of rows (``Task.ranked_texts``, :func:`shown_hits`), never its whole
+corpus."""
 
 from __future__ import annotations
 
@@ -24,6 +26,12 @@ PAIR_STATISTICS = ("spearman", "pearson", "average_precision")
 
 # Main scores of ranking tasks (retrieval, reranking): their per-query records may keep each query's top hits.
 RANKING_SCORE = re.compile(r"^(map|mrr|ndcg|recall|precision|[rp]@)", re.I)
+
+# Queries the examples view lists for a pair of ranking cells: app.js's rankDifferences(hitsA, hitsB, 25).
+QUERIES_SHOWN = 25
+# A query's or document's text is kept to this many characters (then "…"): the view shows the start, the kept text
+# in a title; long BEIR documents stay out of the site.
+TEXT_CHARACTERS = 1000
 
 
 def _rounded(values: np.ndarray, digits: int = 4) -> list:
@@ -87,9 +95,9 @@ def hits_payload(hits: RankedHits) -> dict:
     return {"top": rows(hits.top), "gold": rows(hits.gold), "gold_rank": hits.gold_rank.tolist(), "depth": hits.depth}
 
 
-def _texts_payload(record_path: str, count: int, registry: Any) -> dict:
-    """The task's scored pairs in the order of its per-example data, or why they are not shown."""
-    record = json.loads(Path(record_path).read_text())
+def _task_of_record(record: dict, registry: Any) -> tuple[Any, Any, str] | dict:
+    """The task a record was evaluated with (its options), the context it read its data under and its licence; or,
+    as a texts payload, why its texts are not shown (no registry, not installed, a licence that forbids them)."""
     task_record = record["task"]
     if registry is None:
         return {"withheld": "the task's texts need its plugin (build the site where the task is installed)"}
@@ -100,13 +108,25 @@ def _texts_payload(record_path: str, count: int, registry: Any) -> dict:
     licence = getattr(plugin.metadata, "license", "")
     if NOT_REDISTRIBUTABLE.search(licence or ""):
         return {"withheld": f"its licence forbids redistributing the texts: {licence}", "license": licence}
-    try:
-        from ..plugin_api import EvalContext
-        from ..profiles import get_profile
+    from ..plugin_api import EvalContext
+    from ..profiles import get_profile
 
+    try:
         task = plugin.factory(task_record.get("options") or {}, None)
-        profile = get_profile(record["model"]["profile"])
-        evaluated = task.evaluated_texts(EvalContext(profile, "cpu", int(record["seed"]), 32, progress=False))
+        context = EvalContext(get_profile(record["model"]["profile"]), "cpu", int(record["seed"]), 32, progress=False)
+    except Exception as exc:
+        return {"withheld": f"the task's texts could not be read here ({exc})"}
+    return task, context, licence
+
+
+def _texts_payload(record_path: str, count: int, registry: Any) -> dict:
+    """The task's scored pairs in the order of its per-example data, or why they are not shown."""
+    opened = _task_of_record(json.loads(Path(record_path).read_text()), registry)
+    if isinstance(opened, dict):
+        return opened
+    task, context, licence = opened
+    try:
+        evaluated = task.evaluated_texts(context)
     except Exception as exc:  # the data is not here: positions only, and why
         return {"withheld": f"the task's texts could not be read here ({exc})"}
     pairs = list(getattr(evaluated, "pairs", ()) or ())
@@ -115,3 +135,53 @@ def _texts_payload(record_path: str, count: int, registry: Any) -> dict:
     if len(pairs) != count:
         return {"withheld": f"the task names {len(pairs)} scored pairs for {count} examples; positions only"}
     return {"pairs": [[first, second] for first, second in pairs], "license": licence}
+
+
+def shown_hits(cell_a: dict, cell_b: dict, ids: list[str] | None) -> tuple[set[str], set[str]]:
+    """The query ids and document ids the examples view shows for two cells (their payloads, A and B; ``ids`` the
+    examples' shared ids), chosen as app.js chooses them: the first seed both keep hits of (seeds sorted as text),
+    its QUERIES_SHOWN queries whose gold rank differs most (not within the depth: depth + 1; ties by position),
+    each with A's gold documents and both models' top hits. Nothing for cells over other examples or of another
+    statistic (the view shows those otherwise)."""
+    if cell_a["examples"] != cell_b["examples"] or cell_a["statistic"] in (*PAIR_STATISTICS, "f1_macro"):
+        return set(), set()
+    common = sorted(s for s in cell_a["seeds"] if "hits" in cell_a["seeds"][s] and "hits" in cell_b["seeds"].get(s, {}))
+    if not common:
+        return set(), set()
+    hits_a, hits_b = cell_a["seeds"][common[0]]["hits"], cell_b["seeds"][common[0]]["hits"]
+
+    def rank(hits: dict, position: int) -> int:
+        return hits["gold_rank"][position] or hits["depth"] + 1
+
+    order = sorted(range(len(hits_a["gold_rank"])), key=lambda i: (-abs(rank(hits_a, i) - rank(hits_b, i)), i))[
+        :QUERIES_SHOWN
+    ]
+    queries = {ids[i] for i in order} if ids else set()
+    documents = {doc for i in order for doc in (*hits_a["gold"][i], *hits_a["top"][i], *hits_b["top"][i])}
+    return queries, documents
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= TEXT_CHARACTERS else text[: TEXT_CHARACTERS - 1].rstrip() + "…"
+
+
+def ranked_texts_payload(record_path: str, queries: set[str], documents: set[str], registry: Any) -> dict:
+    """The texts of the query and document ids a ranking task's examples view shows (``Task.ranked_texts``, each
+    cut to TEXT_CHARACTERS), or why they are not shown (then the view names them by id)."""
+    opened = _task_of_record(json.loads(Path(record_path).read_text()), registry)
+    if isinstance(opened, dict):
+        return opened
+    task, context, licence = opened
+    hook = getattr(task, "ranked_texts", None)
+    try:
+        texts = hook(context, sorted(queries), sorted(documents)) if callable(hook) else None
+    except Exception as exc:  # the data is not here or names other ids: ids only, and why
+        return {"withheld": f"the task's texts could not be read here ({exc})"}
+    if texts is None:
+        return {"withheld": "the task does not provide its queries' and documents' texts (Task.ranked_texts)"}
+    given_queries, given_documents = dict(texts.queries), dict(texts.documents)
+    return {
+        "queries": {i: _cut(str(given_queries[i])) for i in sorted(queries) if i in given_queries},
+        "documents": {i: _cut(str(given_documents[i])) for i in sorted(documents) if i in given_documents},
+        "license": licence,
+    }

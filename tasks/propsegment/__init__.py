@@ -27,12 +27,14 @@ from harness import (
     IncompatibleError,
     Option,
     PropositionPairs,
+    RankedTexts,
     Task,
     TaskMetadata,
     TrainingSplits,
     files_checksum,
     hookimpl,
     resolve_dataset_dir,
+    texts_by_id,
 )
 from harness.blocks import (
     DEFAULT_KS,
@@ -125,7 +127,7 @@ class PropSegmentRetrieval(Task):
         "(Chen et al. 2023, Findings of ACL)",
         dataset=DATASET,
         dataset_source=OFFICIAL_SOURCE,
-        license="Wikipedia clusters: CC BY-SA 3.0 (NewSHead text not redistributed, left out)",
+        license="Wikipedia clusters: CC BY-SA 3.0 (NewSHead documents left out: upstream publishes only their URLs)",
         version="2",  # 2: rater variants merged by default (variants=merge)
         requires=(SPAN_ENCODER,),
         training_kinds=(PROPOSITION_PAIRS,),
@@ -224,11 +226,10 @@ class PropSegmentRetrieval(Task):
         )
 
     # -- evaluation -----------------------------------------------------------------------------------------------
-    def evaluate(self, model, ctx) -> EvalResult:
-        checksum = self.check_data()
+    def _collection(self, ctx) -> RetrievalCollection:
         evaluated = self._evaluated_split()
         _, clusters = self._clusters(evaluated)
-        collection = build_collection(
+        return build_collection(
             evaluated,
             clusters,
             self.options["agreement"],
@@ -236,6 +237,37 @@ class PropSegmentRetrieval(Task):
             ctx.profile.max_eval_examples,
             self.options["variants"],
         )
+
+    def ranked_texts(self, ctx, queries, documents) -> RankedTexts:
+        """Queries by corpus row (a proposition: its tokens' text), documents by what the level ranks: corpus rows
+        (propositions), sentence units (the sentence) or document units (its sentences in the corpus, in order);
+        the collection is built as ``evaluate`` builds it for ``ctx``'s profile, so the ids name the same units."""
+        collection = self._collection(ctx)
+
+        def proposition(row: int) -> str:
+            text, spans = collection.span_items[row]
+            return " ".join(text[start:end] for start, end in spans)
+
+        propositions = {str(row): proposition(row) for row in range(len(collection.items))}
+        if self.level == "proposition":
+            units = propositions
+        else:
+            of_item = collection.sentence_of_item if self.level == "sentence" else collection.document_of_item
+            sentences: dict[int, dict[tuple, str]] = {}
+            for row, unit in enumerate(of_item.tolist()):
+                document, index = collection.items[row][:2]
+                sentences.setdefault(unit, {})[(document, index)] = collection.span_items[row][0]
+            units = {
+                str(unit): " ".join(text for _, text in sorted(texts.items())) for unit, texts in sentences.items()
+            }
+        name = self.metadata.name
+        return RankedTexts(
+            texts_by_id(name, "query", queries, propositions), texts_by_id(name, "document", documents, units)
+        )
+
+    def evaluate(self, model, ctx) -> EvalResult:
+        checksum = self.check_data()
+        collection = self._collection(ctx)
         vectors = encoded_corpus(model, collection, (checksum, ctx.profile.max_eval_examples))
         if self.level == "proposition":
             per_query = retrieval_metrics(vectors, collection.queries, per_query=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import EvalResult, Option, data_error, files_checksum
+from harness import EvalResult, Option, RankedTexts, data_error, files_checksum, texts_by_id
 from harness.blocks import mean_examples, ranked_hits, rerank_metrics, sample_items, score_pairs, stable_rank
 
 from .base import SPLIT_OPTION, UsebTask, useb_metadata
@@ -96,6 +96,18 @@ class AskUbuntu(UsebTask):
         title, body = pool[question_id]
         mode = self.options["text"]
         return title if mode == "title" else body if mode == "body" else " ".join([title, body]).strip()
+
+    def ranked_texts(self, ctx, queries, documents) -> RankedTexts:
+        """Questions by id (queries and candidates share one pool), in the text the model reads (option ``text``)."""
+        pool, _ = self.load()
+
+        def question(question_id: str) -> str | None:
+            return self.text(pool, question_id) if question_id in pool else None
+
+        name = self.metadata.name
+        return RankedTexts(
+            texts_by_id(name, "query", queries, question), texts_by_id(name, "document", documents, question)
+        )
 
     def evaluate(self, model, ctx) -> EvalResult:
         pool, queries = self.load()

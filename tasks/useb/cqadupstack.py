@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from harness import EvalResult, Option, data_error, files_checksum
+from harness import EvalResult, Option, RankedTexts, data_error, files_checksum, texts_by_id
 from harness.blocks import (
     BM25_FIRST_STAGE,
     cosine_top_k,
@@ -141,6 +141,20 @@ class CQADupStack(UsebTask):
                 )
             )
         return forums
+
+    def ranked_texts(self, ctx, queries, documents) -> RankedTexts:
+        """Queries and documents by ``<forum>/<id>``, as the stored hits name them, from the forums' whole corpus (a
+        gold document may be another query, which the pool leaves out)."""
+        self.load()  # checks the data as evaluate does
+        corpus = read_json(self.eval_dir() / "corpus.json")
+
+        def text(named: str) -> str | None:
+            forum, _, question = named.partition("/")
+            found = corpus.get(forum, {}).get(question)
+            return None if found is None else found.strip()
+
+        name = self.metadata.name
+        return RankedTexts(texts_by_id(name, "query", queries, text), texts_by_id(name, "document", documents, text))
 
     def evaluate(self, model, ctx) -> EvalResult:
         forums = [smoke_cut(forum, ctx.profile.max_eval_examples) for forum in self.load()]

@@ -4,7 +4,10 @@
 Each query title against its (up to 30) candidate titles; candidates without a title are dropped from the ranking
 but stay in the qrels, queries without a title are skipped. ``map`` and ``ndcg`` as trec_eval computes them
 (harness.evaluation.ranking.trec_map_ndcg: pytrec_eval in useb), mean over queries, then over the four (main
-``map``). All pairs of all four sub-tasks are scored with one call.
+``map``). All pairs of all four sub-tasks are scored with one call. Each query keeps its top hits in trec_eval's
+order (the results site's examples): queries are named ``<sub-task>/<paper id>`` (a paper may be a query in several
+sub-tasks, with other candidates), documents by their paper id (one corpus: a paper is the same in every sub-task);
+its gold documents are its candidates of relevance level >= 1, as trec_eval counts them.
 
 Deviation: useb's SciDocs also reports Euclidean-distance scores of embeddings; a pair-scorer interface has no
 distance, so only the cosine scores (useb's main metric) are reported.
@@ -16,8 +19,8 @@ import logging
 
 import numpy as np
 
-from harness import EvalResult, data_error, files_checksum
-from harness.blocks import mean_examples, sample_items, score_pairs, trec_map_ndcg
+from harness import EvalResult, RankedTexts, data_error, files_checksum, texts_by_id
+from harness.blocks import mean_examples, ranked_hits, sample_items, score_pairs, trec_map_ndcg, trec_ranking
 
 from .base import SPLIT_OPTION, UsebTask, useb_metadata
 from .data import read_json
@@ -50,6 +53,24 @@ class SciDocs(UsebTask):
         titles = {pid: (paper or {}).get("title") for pid, paper in data["corpus"].items()}
         return titles, data[split_name]
 
+    def ranked_texts(self, ctx, queries, documents) -> RankedTexts:
+        """Titles of queries (``<sub-task>/<paper id>``) and documents (paper ids), stripped as the model reads them;
+        a paper the qrels name without a title (never ranked, but gold) has the empty text."""
+        titles, qrels_by_subtask = self.load()
+        named = {pid for qrels in qrels_by_subtask.values() for qrel in qrels.values() for pid in qrel}
+
+        def title(pid: str) -> str | None:
+            return (titles.get(pid) or "").strip() if pid in named or pid in titles else None
+
+        def query_title(query: str) -> str | None:
+            subtask, _, pid = query.partition("/")
+            return title(pid) if pid in qrels_by_subtask.get(subtask, {}) else None
+
+        name = self.metadata.name
+        return RankedTexts(
+            texts_by_id(name, "query", queries, query_title), texts_by_id(name, "document", documents, title)
+        )
+
     def evaluate(self, model, ctx) -> EvalResult:
         titles, qrels_by_subtask = self.load()
 
@@ -69,10 +90,15 @@ class SciDocs(UsebTask):
         pair_scores = score_pairs(model, first, second)
         per_subtask: dict[str, dict[str, list[float]]] = {name: {"map": [], "ndcg": []} for name in qrels_by_subtask}
         start = 0
+        ranked: list[list[str]] = []  # each query's candidates in trec_eval's order (the stored top hits)
+        golds: list[list[str]] = []
         for subtask, query_id, candidates in rankings:
             scores = pair_scores[start : start + len(candidates)]
             start += len(candidates)
-            average_precision, ndcg = trec_map_ndcg(qrels_by_subtask[subtask][query_id], candidates, scores)
+            qrel = qrels_by_subtask[subtask][query_id]
+            average_precision, ndcg = trec_map_ndcg(qrel, candidates, scores)
+            ranked.append(trec_ranking(candidates, scores))
+            golds.append([doc for doc, level in qrel.items() if level >= 1])
             per_subtask[subtask]["map"].append(average_precision)
             per_subtask[subtask]["ndcg"].append(ndcg)
         result: dict[str, float] = {}
@@ -95,5 +121,6 @@ class SciDocs(UsebTask):
                 groups=[
                     index for index, values in enumerate(per_subtask.values()) for _ in values[self.metadata.main_score]
                 ],
+                hits=ranked_hits(ranked, golds),
             ),
         )

@@ -60,11 +60,24 @@ function rankDifferences(hitsA, hitsB, limit) {
   return items.slice(0, limit);
 }
 
-function hitsNode(top, gold) {  // gold documents among the hits say so in text (never colour alone)
+/* A ranking task's query or document by its text (texts.queries / texts.documents, written for exactly the ids the
+ * view shows): a text longer than SHORT_TEXT opens to its whole (as kept) from its first words, by mouse or
+ * keyboard; the id in the title. Without the task's texts: the id. */
+var SHORT_TEXT = 140;
+function idNode(texts, kind, id, suffix) {
+  var known = texts[kind] && Object.prototype.hasOwnProperty.call(texts[kind], id) ? texts[kind][id] : null;
+  if (known === null) { return el("span", { text: (kind === "queries" ? "id " : "") + id + suffix }); }
+  if (!known) { return el("span", { class: "no-text", title: "id " + id, text: "(no text in the task's data) id " + id + suffix }); }
+  if (known.length <= SHORT_TEXT) { return el("span", { class: "hit-text", title: "id " + id, text: known + suffix }); }
+  return el("details", { class: "hit-text", title: "id " + id }, [
+    el("summary", { text: known.slice(0, SHORT_TEXT).replace(/\s+\S*$/, "") + " …" + suffix }), el("p", { text: known })]);
+}
+
+function hitsNode(top, gold, texts) {  // gold documents among the hits say so in text (never colour alone)
   var golden = {};
   gold.forEach(function (id) { golden[id] = true; });
-  return el("ol", { class: "hits" }, top.map(function (id) {
-    return el("li", { class: golden[id] ? "best" : null, text: id + (golden[id] ? " (gold)" : "") });
+  return el("ol", { class: texts.documents ? "hits texts" : "hits" }, top.map(function (id) {
+    return el("li", { class: golden[id] ? "best" : null }, [idNode(texts, "documents", id, golden[id] ? " (gold)" : "")]);
   }));
 }
 
@@ -85,7 +98,9 @@ function viewExamples(id, a, b, column) {
               ["gold", "ids", "groups"].forEach(function (key) { if (shared[key]) { cell.seeds[seed][key] = shared[key]; } });
             });
           });
-          drawExamples(table, a, b, column, got[0], got[1], got[2]);
+          var texts = got[2];  // a ranking task's texts are per set of test examples (ids differ between sample cuts)
+          if (texts.examples) { texts = texts.examples[got[0].examples] || { withheld: "no texts were written for these examples" }; }
+          drawExamples(table, a, b, column, got[0], got[1], texts);
         });
       });
   });
@@ -139,18 +154,20 @@ function drawExamples(table, a, b, column, cellA, cellB, texts) {
     var hitsA = cellA.seeds[hitSeed].hits, hitsB = cellB.seeds[hitSeed].hits, queryIds = cellA.seeds[hitSeed].ids;
     nodes.push(el("p", { class: "note", id: "hits-note", text: "The 25 queries whose gold rank differs most between the " +
       "models (seed " + hitSeed + "): the rank of each model's best-ranked gold document (\"beyond N\": not among the " +
-      "first N it ranked) and its top " + hitsA.top[0].length + " hits, gold hits marked (gold). Documents and queries " +
-      "are named by their ids in the task's data." }));
+      "first N it ranked) and its top " + hitsA.top[0].length + " hits, gold hits marked (gold). " + (texts.queries ?
+      "Queries and documents are shown by their texts (a long one opens to its whole; its id in the title)." :
+      "Documents and queries are named by their ids in the task's data.") }));
     heads = ["#", "query", "gold", "A gold rank", "B gold rank", "A top hits", "B top hits", "better"];
     function rankText(hits, rank) { return rank ? String(rank) : "beyond " + hits.depth; }
     rankDifferences(hitsA, hitsB, 25).forEach(function (item, k) {
       var i = item.position;
       rows.push(el("tr", { "data-position": String(i) }, [el("td", { class: "num", text: String(k + 1) }),
-        el("td", { class: "text", text: queryIds ? "id " + queryIds[i] : "query " + i }),
-        el("td", { class: "text sentence", text: hitsA.gold[i].join(", ") }),
+        el("td", { class: "text sentence query" }, [queryIds ? idNode(texts, "queries", queryIds[i], "") : "query " + i]),
+        el("td", { class: "text sentence" }, texts.documents ? [el("ul", { class: "hits texts" }, hitsA.gold[i].map(function (id) {
+          return el("li", {}, [idNode(texts, "documents", id, "")]); }))] : [hitsA.gold[i].join(", ")]),
         el("td", { class: "num", text: rankText(hitsA, item.rankA) }), el("td", { class: "num", text: rankText(hitsB, item.rankB) }),
-        el("td", { class: "text" }, [hitsNode(hitsA.top[i], hitsA.gold[i])]),
-        el("td", { class: "text" }, [hitsNode(hitsB.top[i], hitsB.gold[i])]),
+        el("td", { class: "text" }, [hitsNode(hitsA.top[i], hitsA.gold[i], texts)]),
+        el("td", { class: "text" }, [hitsNode(hitsB.top[i], hitsB.gold[i], texts)]),
         el("td", { class: "text", text: item.gap < 0 ? "A" : item.gap > 0 ? "B" : "same" })]));
     });
   } else {
