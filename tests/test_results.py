@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import logging
+import shutil
 import sys
 from pathlib import Path
 
@@ -153,10 +154,18 @@ def test_results_command_over_the_published_records(run_cli):
     with open(REPO / "leaderboards" / "senteval.csv", newline="") as handle:
         for row in csv.DictReader(handle):
             assert float(wide[row["model_key"]]["sts12"]) == pytest.approx(float(row["sts12_mean"]), abs=5e-5)
-    # the published records predate cost measurement: their cost columns are empty
-    code, out, _ = run_cli("results", "--published", "--format", "csv", "--columns", "evaluation_seconds,eval_seconds")
+    # most published records predate cost measurement: their cost columns are empty; those re-run since carry it
+    code, out, _ = run_cli(
+        "results", "--published", "--format", "csv", "--columns", "model_key,task,seed,evaluation_seconds,eval_seconds"
+    )
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert rows and all(r["evaluation_seconds"] == "" for r in rows) and any(r["eval_seconds"] for r in rows)
+    with_cost = {
+        (path.parents[1].name, path.stem, path.parent.name.removeprefix("seed-"))
+        for path in (REPO / "published").glob("*/seed-*/*.json")
+        if path.name != "training.json" and json.loads(path.read_text()).get("cost")
+    }
+    assert rows and any(r["eval_seconds"] for r in rows)
+    assert {(r["model_key"], r["task"], r["seed"]) for r in rows if r["evaluation_seconds"] != ""} == with_cost
 
 
 def _mteb_folder(root: Path, score: float = 0.75) -> Path:
@@ -240,7 +249,10 @@ def test_plot_cost_draws_a_pareto_view_and_refuses_a_store_without_cost(run_cli,
     assert code == 0, err
     png = tmp_path / "png" / "cost-toy.png"
     assert out.strip() == f"wrote {png}" and png.read_bytes()[:4] == b"\x89PNG"
-    code, _, err = run_cli("plot", "cost", "--results", REPO / "published", "--output", tmp_path / "none")
+    # a store whose records predate cost measurement (a published row that was never re-run)
+    no_cost = tmp_path / "no-cost"
+    shutil.copytree(REPO / "published" / "cbe-dd3354f57000", no_cost / "cbe-dd3354f57000")
+    code, _, err = run_cli("plot", "cost", "--results", no_cost, "--output", tmp_path / "none")
     assert code == 2 and "published/, have none" in err
 
 

@@ -57,7 +57,7 @@ def plot_cost(results_dir: Path, output_dir: Path, family_members: dict[str, lis
     if not written:
         raise HarnessError(
             f"no record in {results_dir} says what its cell cost (records written before harness measured cost, "
-            "e.g. published/, have none); run `harness run` into a store and plot that store with --results."
+            "e.g. most of published/, have none); run `harness run` into a store and plot that store with --results."
         )
     return written
 
