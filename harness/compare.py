@@ -131,6 +131,27 @@ def _keeps_examples(registry: Registry, task_name: str) -> bool:
     return bool(getattr(registry.task(task_name).factory, "keeps_examples", True))
 
 
+UNTRAINED = "none"  # --train-on-a none / --train-on-b none: that side's model is evaluated untrained
+
+
+def side_source(registry: Registry, model: str, common: str | None, own: str | None, flag: str) -> str | None:
+    """One side's training source for :func:`compare`: ``own`` (``--train-on-a`` / ``--train-on-b``) where given,
+    else ``common`` (``--train-on``); :data:`UNTRAINED` is no source, refused in one line for a model that cannot
+    be evaluated untrained."""
+    if own is None:
+        return common
+    if own.strip().lower() != UNTRAINED:
+        return own
+    from .options import parse_spec_text
+
+    plugin = registry.spec_plugin(parse_spec_text(model)[0])
+    if getattr(plugin, "requires_training", False):
+        raise CompareError(
+            f"{flag} {UNTRAINED}: {model!r} cannot be evaluated untrained; name its training source, e.g. {flag} stsb"
+        )
+    return None
+
+
 def compare(
     registry: Registry,
     store: Store,
@@ -144,14 +165,20 @@ def compare(
     resamples: int = DEFAULT_RESAMPLES,
     runtime_a: str = DEFAULT_RUNTIME,
     runtime_b: str = DEFAULT_RUNTIME,
+    train_on_a: str | None = None,
+    train_on_b: str | None = None,
 ) -> tuple[ModelSpec, ModelSpec, list[TaskComparison]]:
     """The paired comparison of ``model_a`` - ``model_b`` on each task (specs as for ``harness run``), each one's
-    cells evaluated under its runtime; with two runtimes, each task's speed-up too."""
+    cells evaluated under its runtime; with two runtimes, each task's speed-up too. ``train_on`` is both specs'
+    training source; ``train_on_a`` / ``train_on_b`` replace it for one side (:data:`UNTRAINED`: that side's model
+    untrained), so a trained row can be compared with an untrained one."""
     if not tasks:
         raise CompareError("name the tasks to compare on: --tasks stsb or --tasks senteval")
     chosen_profile = get_profile(profile)
-    spec_a = resolve_model_spec(registry, model_a, chosen_profile, backbone, train_on)
-    spec_b = resolve_model_spec(registry, model_b, chosen_profile, backbone, train_on)
+    spec_a, spec_b = (
+        resolve_model_spec(registry, model, chosen_profile, backbone, side_source(registry, model, train_on, own, flag))
+        for model, own, flag in ((model_a, train_on_a, "--train-on-a"), (model_b, train_on_b, "--train-on-b"))
+    )
     if spec_a.key == spec_b.key and runtime_a == runtime_b:
         raise CompareError(
             f"{model_a!r} and {model_b!r} are the same model spec ({spec_a.key}); compare two others, or one under "

@@ -1,10 +1,13 @@
 """`harness compare` and the results site apply one task-version rule: records of a task computed by other versions
-of it are not compared (another version may score other data or another way); both say so in the same words."""
+of it are not compared (another version may score other data or another way); both say so in the same words.
+`--train-on-a` / `--train-on-b` give each side its own training source (`none`: untrained)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+import pytest
 
 import harness.testing as ht
 from harness.compare import other_task_versions
@@ -67,3 +70,50 @@ def test_compare_gives_no_difference_across_task_versions(tmp_path):
     flipped = f"different task versions: {MODELS[1]} stsb version 0-older, {MODELS[0]} stsb version 1"
     (task,) = pair["tasks"]
     assert task["result"] is None and task["reason"] in (reason, flipped)
+
+
+def test_each_side_may_have_its_own_training_source(tmp_path):
+    from harness import HarnessError
+    from harness.compare import UNTRAINED, side_source
+    from harness.registry import default_registry
+
+    registry = default_registry()
+    assert side_source(registry, "be", "stsb", None, "--train-on-b") == "stsb"  # --train-on for both sides
+    assert side_source(registry, "be", "stsb", UNTRAINED, "--train-on-b") is None  # this side untrained
+    assert side_source(registry, "be", None, "sickr", "--train-on-a") == "sickr"
+    with pytest.raises(
+        HarnessError, match=r"--train-on-a none: 'ce' cannot be evaluated untrained; .*--train-on-a stsb"
+    ):
+        side_source(registry, "ce", None, "none", "--train-on-a")
+
+    store = tmp_path / "store"
+    for extra in ((), ("--train-on", "stsb")):
+        run = ht.run_harness(
+            *("run", "--models", "testing-trainable", "--tasks", "stsb", "--profile", "smoke", "--results", store),
+            *("--no-progress", *extra),
+            plugins=["harness.testing"],
+        )
+        assert run.exit_code == 0, run.stderr
+    mixed = ht.run_harness(
+        *("compare", "testing-trainable", "testing-trainable", "--tasks", "stsb", "--profile", "smoke"),
+        *("--results", store, "--json", "--train-on-a", "stsb", "--train-on-b", "none"),
+        plugins=["harness.testing"],
+    )
+    assert mixed.exit_code == 0, mixed.stderr
+    answer = json.loads(mixed.stdout)
+    assert answer["a"]["model_key"] != answer["b"]["model_key"]  # the trained and the untrained spec
+    assert answer["tasks"][0]["difference"] is not None
+    as_table = ht.run_harness(
+        *("compare", "testing-trainable", "testing-trainable", "--tasks", "stsb", "--profile", "smoke"),
+        *("--results", store, "--train-on-a", "stsb", "--train-on-b", "none"),
+        plugins=["harness.testing"],
+    )
+    assert as_table.stdout.startswith("A = testing-trainable [train: stsb] (testing-trainable-")
+    assert ", B = testing-trainable [train: none] (testing-trainable-" in as_table.stdout.splitlines()[0]
+    # without a source per side the untrained spec is compared with itself: refused
+    same = ht.run_harness(
+        *("compare", "testing-trainable", "testing-trainable", "--tasks", "stsb", "--profile", "smoke"),
+        *("--results", store),
+        plugins=["harness.testing"],
+    )
+    assert same.exit_code == 2 and "are the same model spec" in same.stderr

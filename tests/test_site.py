@@ -130,15 +130,25 @@ def test_site_compare_equals_harness_compare(built_site, fixture_store):
     assert trained["command"].startswith(f"harness compare {first} {second} ")
 
 
-def test_site_says_what_is_not_comparable(built_site):
+def test_site_says_what_is_not_comparable(built_site, fixture_store):
     table = _table(built_site)
     pair = _pair(built_site, table, "tsdae [train: bws-cross-topic]", "nm [train: bws-cross-topic]")
     sts12 = next(task for task in pair["tasks"] if task["task"] == "sts12")
     assert sts12["result"] is None and "tsdae [train: bws-cross-topic] seed 43 has no record" in sts12["reason"]
     stsb = next(task for task in pair["tasks"] if task["task"] == "stsb")
     assert stsb["p_holm"] == stsb["p_value"]  # Holm over the tested tasks only
-    other = _pair(built_site, table, "be", "nm [train: bws-cross-topic]")
-    assert "cannot name" in other["command"]  # different training sources: no single `harness compare` line
+    # different training sources: one `harness compare` line with a source per side, and the same numbers
+    mixed = _pair(built_site, table, "be", "nm [train: bws-cross-topic]")
+    rows = [table["rows"][mixed[side]] for side in ("a", "b")]
+    sources = [row["train_on"] or "none" for row in rows]
+    assert mixed["command"].endswith(f"--train-on-a {sources[0]} --train-on-b {sources[1]}")
+    seeds = ",".join(map(str, mixed["seeds"]))
+    cli = _cli_compare(
+        fixture_store,
+        *(row["label"].split(" [")[0] for row in rows),
+        *("--seeds", seeds, "--train-on-a", sources[0], "--train-on-b", sources[1]),
+    )
+    _same_numbers(mixed, cli, ["stsb"])
 
 
 def test_texts_of_a_task_whose_licence_forbids_redistribution_are_withheld(tmp_path):

@@ -35,8 +35,14 @@ def cmd_compare(args) -> int:
         resamples,
         runtime_a,
         runtime_b,
+        args.train_on_a,
+        args.train_on_b,
     )
     label_a, label_b = runtime_label(spec_a, runtime_a), runtime_label(spec_b, runtime_b)
+    if spec_a.train_on != spec_b.train_on:  # --train-on-a / --train-on-b: say which side trained on what
+        label_a, label_b = (
+            f"{label} [train: {spec.train_on or 'none'}]" for label, spec in ((label_a, spec_a), (label_b, spec_b))
+        )
     seen = seen_notes(registry, store, {"A": spec_a, "B": spec_b}, split_spec_list(args.tasks), seeds)
     damaged = sum(c.damaged for c in comparisons)
     if args.json:

@@ -135,6 +135,13 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--profile", default="quick", help=f"as given to `harness run`: {', '.join(PROFILES)}")
     compare.add_argument("--backbone", default=None, help="as given to `harness run` (default: the profile's)")
     compare.add_argument("--train-on", default=None, help="as given to `harness run`, e.g. stsb")
+    for side in ("a", "b"):
+        compare.add_argument(
+            f"--train-on-{side}",
+            default=None,
+            help=f"{side.upper()}'s own training source, replacing --train-on for {side.upper()} only; `none`: "
+            f"{side.upper()} untrained (e.g. `harness compare cbe be --train-on-a stsb --train-on-b none`)",
+        )
     compare.add_argument(
         "--results",
         type=Path,

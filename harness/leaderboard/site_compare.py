@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..compare import TaskComparison, mean_eval_seconds, other_task_versions, task_version
+from ..compare import UNTRAINED, TaskComparison, mean_eval_seconds, other_task_versions, task_version
 from ..evaluation.bootstrap import ExampleDataError, ExampleScores, check_same_examples, pooled_replicates
 from ..evaluation.significance import holm, units_of_replicates
 from .site_tables import MatrixTable
@@ -116,7 +116,8 @@ def compare_pair(table: Table, row_a: Row, row_b: Row, cells: _CellData, seeds: 
 
 
 def compare_command(row_a: Row, row_b: Row, columns: list[str], seeds: list[int]) -> str:
-    """The ``harness compare`` line that gives the same numbers (when both rows share a training source)."""
+    """The ``harness compare`` line that gives the same numbers (``--train-on-a`` / ``--train-on-b`` where the rows
+    have different training sources, ``none`` for an untrained one)."""
     train = row_a.train_on or row_b.train_on
     parts = [
         "harness compare",
@@ -129,11 +130,8 @@ def compare_command(row_a: Row, row_b: Row, columns: list[str], seeds: list[int]
     ]
     if train and row_a.train_on == row_b.train_on:
         parts.append(f"--train-on {train}")
-    elif train:  # `harness compare` takes one training source for both specs
-        return (
-            f"The rows have different training sources ({row_a.train_on or 'none'} and {row_b.train_on or 'none'}), "
-            "which one `harness compare` line cannot name; the numbers are computed as it computes them"
-        )
+    elif train:  # one source each
+        parts.append(f"--train-on-a {row_a.train_on or UNTRAINED} --train-on-b {row_b.train_on or UNTRAINED}")
     return " ".join(parts)
 
 
