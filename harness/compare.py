@@ -30,6 +30,7 @@ from .profiles import get_profile
 from .registry import Registry
 from .run.record import DEFAULT_RUNTIME
 from .spec import ModelSpec, resolve_model_spec, resolve_task_specs
+from .spec_grammar import parse_spec_text
 from .store import REPAIR_ADVICE, SIDE_FILE_PROBLEM, Store
 
 
@@ -142,8 +143,6 @@ def side_source(registry: Registry, model: str, common: str | None, own: str | N
         return common
     if own.strip().lower() != UNTRAINED:
         return own
-    from .options import parse_spec_text
-
     plugin = registry.spec_plugin(parse_spec_text(model)[0])
     if getattr(plugin, "requires_training", False):
         raise CompareError(

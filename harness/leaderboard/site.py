@@ -152,10 +152,11 @@ class _Written:
             )
         return path
 
-    def _note_shown_hits(self, table: Table, ranked_rows: list[Row], cell_files: dict[str, str]) -> None:
+    def _note_shown_hits(
+        self, table: Table, ranked_rows: list[Row], cell_files: dict[str, str], task_keys: dict[str, str]
+    ) -> None:
         """Add the query and document ids each pair of rows' examples view shows on a ranking column (the view
-        reads the column's task key's texts) to what write_texts asks the task for."""
-        task_keys = _task_keys(table, ranked_rows)
+        reads the column's task key's texts, ``task_keys``) to what write_texts asks the task for."""
         for column_index, column in enumerate(table.columns):
             files = [cell_files.get(f"{row}-{column_index}") for row in range(len(ranked_rows))]
             with_hits = [(row, file) for row, file in enumerate(files) if file in self.hit_cells]
@@ -210,7 +211,8 @@ class _Written:
                 if self.cell_files[key] is not None:
                     with_examples[column] = True
                     cell_files[f"{row_index}-{column_index}"] = self.cell_files[key]
-        self._note_shown_hits(table, ranked_rows, cell_files)
+        task_keys = _task_keys(table, ranked_rows)
+        self._note_shown_hits(table, ranked_rows, cell_files, task_keys)
         table_payload = _table_payload(table_id, table, sections, with_examples)
         for row_index, row in enumerate(ranked_rows):
             curves = row_curves(row)
@@ -218,7 +220,7 @@ class _Written:
                 path = f"data/curves/{table_id}/{row_index}.json"
                 writer.json(path, curves)
                 table_payload["rows"][row_index][TRAINING_CURVES_HOOK] = path
-        table_payload["task_keys"] = _task_keys(table, ranked_rows)
+        table_payload["task_keys"] = task_keys
         table_payload["cell_files"] = cell_files
         table_payload.update(extra or {})
         writer.json(f"data/tables/{table_id}.json", table_payload)

@@ -38,10 +38,6 @@ def _rounded(values: np.ndarray, digits: int = 4) -> list:
     return [round(float(v), digits) for v in values]
 
 
-def _json_number(value: float | None) -> float | None:
-    return None if value is None or not np.isfinite(value) else float(value)
-
-
 def _cell_key(cell: Any) -> str:
     """A name for a cell's per-example file from the records it is made of (the same records, the same file)."""
     import hashlib
