@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +27,8 @@ from .files import (
     UnsafeFileError,
     as_os_error,
     atomic_write_json,
+    entry_mode,
+    file_kind,
     read_store_text,
     remove_stale_siblings,
     sha256_file,
@@ -187,16 +190,25 @@ def _share_like_records(folder: Path) -> None:
 
 def check_checkpoint_target(directory: Path) -> None:
     """Refuse (StoreError) a checkpoint place that cannot be replaced by a rename: a symbolic link (renaming onto it
-    fails after training; the link's target would keep the old checkpoint) or a file. Called before training."""
+    fails after training; the link's target would keep the old checkpoint) or a file. Called before training.
+
+    Decided from one ``lstat``: another builder replaces a checkpoint by renaming the old folder aside and the new
+    one into place, so two questions (exists? is a folder?) could straddle the rename and take it for a file."""
     directory = Path(directory)
-    if directory.is_symlink():
+    mode = entry_mode(directory)
+    if mode is None or stat.S_ISDIR(mode):
+        return  # absent (built here) or a real folder (replaced by a rename)
+    if stat.S_ISLNK(mode):
+        try:
+            target = f" (to {os.readlink(directory)})"
+        except OSError:
+            target = ""
         raise StoreError(
-            f"the checkpoint folder {directory} is a symbolic link (to {os.readlink(directory)}); the "
+            f"the checkpoint folder {directory} is a symbolic link{target}; the "
             "harness replaces checkpoints by renaming, which a link does not allow: remove the link "
             "(link the whole store elsewhere instead) and run again."
         )
-    if directory.exists() and not directory.is_dir():
-        raise StoreError(f"the checkpoint folder {directory} is a file; remove it and run again.")
+    raise StoreError(f"the checkpoint folder {directory} is {file_kind(mode) or 'a file'}; remove it and run again.")
 
 
 class CheckpointedModule:

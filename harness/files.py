@@ -112,8 +112,9 @@ def _process_alive(pid: int) -> bool:
 
 
 def _newest_mtime(path: Path) -> float:
-    newest = path.lstat().st_mtime
-    if path.is_dir() and not path.is_symlink():
+    status = path.lstat()
+    newest = status.st_mtime
+    if stat.S_ISDIR(status.st_mode):
         for folder, _, files in os.walk(path):
             for name in files:
                 try:
@@ -193,14 +194,15 @@ def check_writable_dir(path: Path, what: str) -> None:
     """Raise StoreError unless ``path`` is (or can be created as) a folder this process can write to. Creates
     nothing: the probe file goes into the folder itself or its nearest existing parent and is removed at once."""
     path = Path(path)
-    if path.exists() and not path.is_dir():
+    mode = _followed_mode(path)
+    if mode is not None and not stat.S_ISDIR(mode):
         raise StoreError(f"{what} {path} is a file, not a folder; give a folder (it is created if missing).")
     probe = path
-    while not probe.exists():
+    while (mode := _followed_mode(probe)) is None:
         if probe.parent == probe:
             break
         probe = probe.parent
-    if probe.exists() and not probe.is_dir():
+    if mode is not None and not stat.S_ISDIR(mode):
         raise StoreError(f"{what} {path} cannot be created: {probe} is a file.")
     try:
         handle, name = tempfile.mkstemp(prefix=temporary_prefix("write-test"), suffix=".tmp", dir=probe)
@@ -208,6 +210,14 @@ def check_writable_dir(path: Path, what: str) -> None:
         os.unlink(name)
     except OSError as exc:
         raise StoreError(f"{what} {path} is not writable ({exc.strerror or exc}); choose a writable folder.") from None
+
+
+def _followed_mode(path: Path) -> int | None:
+    """The mode of what ``path`` names, links followed (an output folder may be a link), from one ``stat``."""
+    try:
+        return os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
 
 
 def prepare_output_dir(path: Path, what: str) -> None:
@@ -263,7 +273,7 @@ def remove_stale_siblings(path: Path) -> None:
     prefix = f".{path.name}.{_TEMP_TAG}."
     for sibling in path.parent.iterdir():
         if sibling.name.startswith(prefix) and stale_temporary(sibling):
-            if sibling.is_dir() and not sibling.is_symlink():
+            if is_real_dir(sibling):
                 shutil.rmtree(sibling, ignore_errors=True)
             else:
                 try:
@@ -291,6 +301,26 @@ def file_kind(mode: int) -> str | None:
     if stat.S_ISLNK(mode):
         return "a symbolic link"
     return "a socket or device"
+
+
+def entry_mode(path: Path | str) -> int | None:
+    """The mode of ``path`` itself (a link is not followed), or None when nothing is there, from one ``lstat``.
+
+    Decide what an entry is from this one answer, never from two calls such as ``exists()`` then ``is_dir()``: a
+    concurrent writer that renames a folder aside between the two makes them disagree, and a healthy folder being
+    replaced would be taken for a file."""
+    try:
+        return os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        return None
+
+
+def is_real_dir(path: Path | str) -> bool:
+    """``path`` is a folder and not a link to one (one ``lstat``; see :func:`entry_mode`)."""
+    mode = entry_mode(path)
+    return mode is not None and stat.S_ISDIR(mode)
 
 
 def is_inside(path: Path | str, root: Path | str) -> bool:

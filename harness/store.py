@@ -33,6 +33,7 @@ from .files import (
     atomic_write_text,
     check_writable_dir,
     is_inside,
+    is_real_dir,
     read_store_bytes,
     remove_stale_temporaries,
 )
@@ -185,7 +186,7 @@ class Store:
                 f"cannot store the record {path}: its folder is a link to {path.parent.resolve()}, "
                 "outside the store; remove the link and run again (finished cells are stored)."
             )
-        if path.is_dir() and not path.is_symlink():
+        if is_real_dir(path):
             raise StoreError(
                 f"cannot store the record {path}: a folder has its name; remove or rename that folder "
                 "and run again (finished cells are stored)."

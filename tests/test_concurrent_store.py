@@ -19,7 +19,7 @@ import pytest
 
 import harness
 from conftest import REPO
-from harness.checkpoints import build_checkpoint, checkpoint_problem
+from harness.checkpoints import build_checkpoint, check_checkpoint_target, checkpoint_problem
 from harness.files import temporary_prefix
 from harness.locks import LockingUnsupportedError, LockTimeoutError, StoreLock, check_locking
 from harness.store import Store, read_record
@@ -169,6 +169,53 @@ def test_concurrent_checkpoint_builders_and_a_reader_never_see_half_a_checkpoint
     assert checkpoint_problem(target) is None
     leftovers = [p.name for p in target.parent.iterdir() if p.name.startswith(".")]
     assert leftovers == []
+
+
+def _replaced_after_query(monkeypatch, watched: Path, query_number: int, replace) -> None:
+    """Call ``replace()`` right after the ``query_number``-th stat/lstat of ``watched`` answered: a concurrent
+    builder's rename landing between two questions about one path, at a chosen place instead of by chance."""
+    queries = 0
+
+    def counting(real):
+        def query(path, *args, **kwargs):
+            nonlocal queries
+            is_watched = os.fspath(path) == os.fspath(watched)
+            queries += is_watched
+            answer = real(path, *args, **kwargs)
+            if is_watched and queries == query_number:
+                replace()
+            return answer
+
+        return query
+
+    monkeypatch.setattr(os, "stat", counting(os.stat))
+    monkeypatch.setattr(os, "lstat", counting(os.lstat))
+
+
+@pytest.mark.parametrize("query_number", [1, 2, 3])
+def test_a_checkpoint_being_replaced_is_never_taken_for_a_file(tmp_path, monkeypatch, query_number):
+    """Another builder renames the old folder aside (then its new one into place) while the check runs: whichever
+    question the rename follows, a folder being replaced is not refused as "a file" (it was, when the check asked
+    exists() and then is_dir(), and the rename fell between them)."""
+    target = tmp_path / "checkpoints" / "m-1" / "seed-42"
+    build_checkpoint(target, lambda directory: (directory / "model.safetensors").write_bytes(b"w"))
+    _replaced_after_query(monkeypatch, target, query_number, lambda: os.replace(target, tmp_path / "aside"))
+    check_checkpoint_target(target)  # refused "is a file" before: the rename fell between exists() and is_dir()
+
+
+def test_the_checkpoint_check_still_refuses_a_file_a_link_and_a_fifo(tmp_path):
+    place = tmp_path / "seed-42"
+    place.write_text("x")
+    with pytest.raises(harness.StoreError, match="is a file"):
+        check_checkpoint_target(place)
+    place.unlink()
+    place.symlink_to(tmp_path)
+    with pytest.raises(harness.StoreError, match="is a symbolic link"):
+        check_checkpoint_target(place)
+    place.unlink()
+    os.mkfifo(place)
+    with pytest.raises(harness.StoreError, match="is a FIFO"):
+        check_checkpoint_target(place)
 
 
 def test_a_builder_removes_what_a_killed_builder_left(tmp_path):
