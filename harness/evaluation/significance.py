@@ -62,6 +62,23 @@ ACROSS_RUNS_QUESTION = "would new training runs, scored on a new test sample, ke
 EXAMPLES_QUESTION = "would these runs keep the order on a new test sample?"
 
 
+# Names of the tasks whose evaluation is seeded (harness.Task.seeded_evaluation: e.g. a trained probe), declared as
+# the registry registers them: the stores' readers (leaderboards, site, compare) see records, not task classes.
+_SEEDED_EVALUATIONS: set[str] = set()
+
+
+def declare_seeded_evaluation(task_name: str) -> None:
+    """Record that ``task_name``'s evaluation depends on the run seed (called when such a task is registered)."""
+    _SEEDED_EVALUATIONS.add(task_name)
+
+
+def seed_dependent(record: dict) -> bool:
+    """Whether a stored record's score depends on its seed: it comes from training (its ``training`` report), or its
+    task's evaluation is seeded (a trained probe scores an untrained model differently per seed). Comparisons with
+    such a row are across runs, and it needs :data:`MIN_TRAINED_SEEDS` seeds."""
+    return bool(record.get("training")) or (record.get("task") or {}).get("name") in _SEEDED_EVALUATIONS
+
+
 @dataclass(frozen=True)
 class PairedResult:
     """``a`` minus ``b`` on the same test examples (scores x100, seed means)."""
@@ -270,6 +287,14 @@ def detectable_difference(scale: float, critical: float, power_critical: float) 
     this large is called significant about ``POWER`` of the time, so a "no significant difference" rules out
     differences of about this size, not smaller ones."""
     return float((critical + power_critical) * scale)
+
+
+def detectable_text() -> str:
+    """What the minimum detectable difference is, in the words every legend uses."""
+    return (
+        f"the smallest difference the deciding test finds {POWER:.0%} of the time (two-sided, p < {ALPHA}), from the "
+        "same variance terms: a 'no significant difference' rules out differences about this large, not smaller ones"
+    )
 
 
 def across_runs_test(

@@ -209,7 +209,14 @@ def judge(board: Any, claim: Claim, statistics: _Statistics | None = None) -> Cl
             if row.label in {name for pair in claim.pairs for name in pair}
         }
     )
-    return ClaimOutcome(claim, pairs, baselines, weakest([pair.verdict for pair in pairs]), ", ".join(map(str, seeds)))
+    return ClaimOutcome(
+        claim,
+        pairs,
+        baselines,
+        weakest([pair.verdict for pair in pairs]),
+        ", ".join(map(str, seeds)),
+        str(getattr(board, "profile", "")),
+    )
 
 
 def matrix_outcomes(

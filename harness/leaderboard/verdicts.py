@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..evaluation.significance import ALPHA, MIN_TRAINED_SEEDS, TOO_FEW_SEEDS, UnitComparison
+from ..evaluation.significance import (
+    ACROSS_RUNS_QUESTION,
+    ALPHA,
+    EXAMPLES_QUESTION,
+    MIN_TRAINED_SEEDS,
+    POWER,
+    TOO_FEW_SEEDS,
+    UnitComparison,
+)
 
 REPRODUCED = "reproduced"
 SAME_DIRECTION = "same direction"
@@ -35,12 +43,14 @@ PRECEDENCE = [
 
 VERDICT_RULE = (
     "Each claim names rows of its matrix and a column; every pair of rows it orders is tested on the stored records "
-    "(`published/`). The test is across runs wherever a row was trained (Welch t over the seeds with the example "
-    "bootstrap's variance added: would new training runs keep the order?) and over test examples for two untrained "
-    'rows (the paired bootstrap); docs/fidelity.md, "Two units of inference". With p < '
+    "(`published/`). The test is across runs wherever a row was trained or its evaluation is seeded (the seeds' "
+    f"variance plus the example bootstrap's, Cochran-Cox critical value: {ACROSS_RUNS_QUESTION}) and over test "
+    f"examples for two rows that do not depend on a seed (the paired bootstrap: {EXAMPLES_QUESTION}); "
+    'docs/core/statistics.md, "Two units of inference". With p < '
     f"{ALPHA} and the paper's sign the pair is **{REPRODUCED}** when the paper's difference lies inside our 95% "
     f"interval (about the claimed size), else **{SAME_DIRECTION}** (the ordering holds, the size differs); "
-    f"significant with the other sign: **{OPPOSITE}**; p >= {ALPHA}: **{NO_DIFFERENCE}**. A claim that two rows "
+    f"significant with the other sign: **{OPPOSITE}**; p >= {ALPHA}: **{NO_DIFFERENCE}**, shown with the "
+    f"difference the test could have detected ({POWER:.0%} power). A claim that two rows "
     f"are on a par is **{TIE_HOLDS}** when p >= {ALPHA} (no equivalence test: a wide interval also passes), else "
     f"**{TIE_BROKEN}**. A trained row with fewer than {MIN_TRAINED_SEEDS} seeds gives **{TOO_FEW_SEEDS}** (its "
     f"training-run variance is unknown); a record without per-example data gives **{NO_DATA}**; a row without "
@@ -89,6 +99,16 @@ class ClaimOutcome:
     baselines: list[PairOutcome]
     verdict: str
     seeds: str = ""
+    profile: str = ""  # the profile the pairs were measured at (a verdict holds at that scale only)
+
+
+FULL_SCALE = "paper"  # the profile of the papers' own scale; a verdict measured at any other says its scale
+
+
+def scale_text(outcome: ClaimOutcome) -> str:
+    """``at the quick profile`` (etc.) for a verdict measured at a scale below the papers'; empty otherwise."""
+    tested = outcome.pairs and not (outcome.claim.not_testable or outcome.claim.not_run or outcome.claim.benchmark)
+    return f"at the {outcome.profile} profile only" if tested and outcome.profile not in ("", FULL_SCALE) else ""
 
 
 def pair_verdict(relation: str, result: UnitComparison | None, paper_difference: float | None) -> str:
@@ -125,7 +145,10 @@ def _difference_text(pair: PairOutcome) -> str:
     if result.p_value is None:
         return text + f" ({TOO_FEW_SEEDS}: one seed of a trained row)"
     low, high = result.interval
-    return text + f" [{low:+.2f}, {high:+.2f}], p={result.p_value:.3f} ({result.unit})"
+    text += f" [{low:+.2f}, {high:+.2f}], p={result.p_value:.3f} ({result.unit})"
+    if result.p_value >= ALPHA:
+        text += f", detectable ±{result.detectable:.2f}"
+    return text
 
 
 def numbers_text(outcome: ClaimOutcome) -> str:
@@ -182,6 +205,8 @@ def paper_text(outcome: ClaimOutcome) -> str:
 def verdict_text(outcome: ClaimOutcome) -> str:
     claim = outcome.claim
     pieces = [f"**{outcome.verdict}**"]
+    if scale_text(outcome):
+        pieces.append(f"({scale_text(outcome)})")
     if claim.not_testable or claim.not_run:
         pieces.append(f"({claim.not_testable or claim.not_run})")
     if len(outcome.pairs) > 1:
