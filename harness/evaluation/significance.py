@@ -230,7 +230,7 @@ def welch_satterthwaite_critical(seed_terms, dofs, example_variance, quantile: f
 
 
 def min_dof_critical(seed_terms, dofs, example_variance, quantile: float):
-    """The critical value of Welch's t with Banerjee's conservative df, the smallest ``seeds - 1`` over the
+    """The critical value of Welch's t with the conservative df, the smallest ``seeds - 1`` over the
     seed-bearing rows. Valid whatever the ratio of the variances, but with the example term present it is far too
     conservative at few seeds (2 seeds: t_{0.975, 1} = 12.7 times an error that never falls below the example
     term's); kept for the calibration tables."""

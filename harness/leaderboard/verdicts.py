@@ -28,6 +28,8 @@ TIE_BROKEN = "not reproduced (significant difference)"
 NOT_RUN = "not run"
 NO_DATA = "untested (records without per-example data)"
 NOT_TESTABLE = "not testable here"
+BENCHMARK_SEEDS = 3  # seeds a side a benchmark claim needs before it is judged
+BENCHMARK_UNDECIDED = f"not decided (fewer than {BENCHMARK_SEEDS} seeds a side)"
 # A claim's verdict is its weakest pair's, in this order (first = weakest).
 PRECEDENCE = [
     OPPOSITE,
@@ -58,7 +60,9 @@ VERDICT_RULE = (
     + ", ".join(PRECEDENCE)
     + f". **{NOT_TESTABLE}**: the data, model or budget the claim needs is not available "
     "offline or on 2 CPU cores (the reason is given). A benchmark claim is reproduced when every measured "
-    "difference is within its stated bar."
+    "difference of the two sides' seed means is within its stated bar and within the larger of the two sides' "
+    f"seed spreads (max - min), with at least {BENCHMARK_SEEDS} seeds a side; with fewer it is "
+    f"**{BENCHMARK_UNDECIDED}**: one seed a side cannot tell a method difference from a seed difference."
 )
 
 
@@ -111,6 +115,12 @@ def scale_text(outcome: ClaimOutcome) -> str:
     return f"at the {outcome.profile} profile only" if tested and outcome.profile not in ("", FULL_SCALE) else ""
 
 
+def benchmark_sides(pair: list) -> tuple[list[float], list[float]]:
+    """A benchmark claim's per-seed numbers of each side (``[ours, reference]``, each a number or a list)."""
+    a, b = ([float(v) for v in side] if isinstance(side, list) else [float(side)] for side in pair)
+    return a, b
+
+
 def pair_verdict(relation: str, result: UnitComparison | None, paper_difference: float | None) -> str:
     """The verdict of one pair from its test (None: no per-example data) by :data:`VERDICT_RULE`."""
     if result is None:
@@ -158,13 +168,15 @@ def numbers_text(outcome: ClaimOutcome) -> str:
         return "-"
     if claim.benchmark:
         labels = claim.benchmark.get("labels", ["ours", "reference"])
-        return (
-            "; ".join(
-                f"{task}: {a:.2f} ({labels[0]}) vs {b:.2f} ({labels[1]}), {a - b:+.2f}"
-                for task, (a, b) in claim.benchmark.get("numbers", {}).items()
+        parts = []
+        for task, pair in claim.benchmark.get("numbers", {}).items():
+            a, b = benchmark_sides(pair)
+            mean_a, mean_b = sum(a) / len(a), sum(b) / len(b)
+            parts.append(
+                f"{task}: {mean_a:.2f} ({labels[0]}, {_seeds_word(a)}) vs {mean_b:.2f} ({labels[1]}, "
+                f"{_seeds_word(b)}), {mean_a - mean_b:+.2f}"
             )
-            + f"; bar {float(claim.benchmark['bar']):.2f}"
-        )
+        return "; ".join(parts) + f"; bar {float(claim.benchmark['bar']):.2f}"
     parts = [
         f"{column}: " + "; ".join(_difference_text(pair) for pair in outcome.pairs if pair.column == column)
         for column in claim.columns
@@ -179,6 +191,12 @@ def numbers_text(outcome: ClaimOutcome) -> str:
             )
         )
     return ". ".join(parts)
+
+
+def _seeds_word(values: list[float]) -> str:
+    if len(values) == 1:
+        return "1 seed"
+    return f"{len(values)} seeds, spread {max(values) - min(values):.2f}"
 
 
 def _baseline_word(pair: PairOutcome) -> str:
