@@ -214,3 +214,22 @@ def test_an_untrained_rows_repeated_seeds_neither_add_variance_nor_cut_the_criti
     # a seeded evaluation of an untrained row (a trained probe) bears seeds: marked trained, its spread counts
     probe = across_runs_test(trained, [69.0, 71.0], differences, True, True)
     assert probe.seed_variance > once.seed_variance and probe.degrees_of_freedom < once.degrees_of_freedom
+
+
+def test_an_untrained_probe_row_is_seed_dependent_and_tested_across_runs(registry):
+    """A task whose evaluation trains a probe per seed declares Task.seeded_evaluation: its records depend on the
+    seed without a training report, so the published untrained `be` rows of 20NG are tested across runs (issue 49),
+    while an untrained STS record is not."""
+    import glob
+
+    from conftest import REPO
+    from harness.evaluation.significance import seed_dependent
+    from harness.leaderboard.stats import stored_run
+
+    assert registry.task("20ng-topic").seeded_evaluation and not registry.task("stsb").seeded_evaluation
+    assert seed_dependent({"task": {"name": "20ng-topic"}}) and not seed_dependent({"task": {"name": "stsb"}})
+    probe_records = sorted(glob.glob(str(REPO / "published" / "be-*" / "seed-4*" / "20ng-topic-*.json")))
+    assert probe_records
+    for path in probe_records[:2]:
+        data, _, seeded = stored_run(path)
+        assert seeded and data is not None
