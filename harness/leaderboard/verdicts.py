@@ -111,7 +111,8 @@ FULL_SCALE = "paper"  # the profile of the papers' own scale; a verdict measured
 
 def scale_text(outcome: ClaimOutcome) -> str:
     """``at the quick profile`` (etc.) for a verdict measured at a scale below the papers'; empty otherwise."""
-    tested = outcome.pairs and not (outcome.claim.not_testable or outcome.claim.not_run or outcome.claim.benchmark)
+    judged = outcome.verdict not in (NOT_RUN, NO_DATA, TOO_FEW_SEEDS, NOT_TESTABLE)
+    tested = judged and outcome.pairs and not (outcome.claim.benchmark or outcome.claim.not_run)
     return f"at the {outcome.profile} profile only" if tested and outcome.profile not in ("", FULL_SCALE) else ""
 
 
