@@ -24,7 +24,17 @@ from pathlib import Path
 from .contamination import seen_text
 from .errors import HarnessError
 from .evaluation.bootstrap import DEFAULT_RESAMPLES, ExampleDataError, ExampleScores
-from .evaluation.significance import ALPHA, MIN_TRAINED_SEEDS, TOO_FEW_SEEDS, UnitComparison, compare_units, holm
+from .evaluation.significance import (
+    ACROSS_RUNS_QUESTION,
+    ALPHA,
+    EXAMPLES_QUESTION,
+    MIN_TRAINED_SEEDS,
+    TOO_FEW_SEEDS,
+    UnitComparison,
+    compare_units,
+    detectable_text,
+    holm,
+)
 from .leaderboard.stats import NO_DATA, stored_run
 from .profiles import get_profile
 from .registry import Registry
@@ -279,6 +289,7 @@ def comparison_rows(comparisons: list[TaskComparison], speed: bool = False) -> t
         "decides",
         "p (Holm)",
         "verdict",
+        "detectable (80% power)",
         "examples",
         "seeds A/B",
     ]
@@ -288,7 +299,9 @@ def comparison_rows(comparisons: list[TaskComparison], speed: bool = False) -> t
     for c in comparisons:
         r = c.result
         if r is None:
-            rows.append([c.task, "", "", "", "", "", "", "", "", "", f"no test: {c.reason}", *([""] if speed else [])])
+            rows.append(
+                [c.task, "", "", "", "", "", "", "", "", "", "", f"no test: {c.reason}", *([""] if speed else [])]
+            )
             continue
         e, across = r.examples, r.across_runs
         mark = " *" if c.verdict == "significant" else ""
@@ -310,6 +323,7 @@ def comparison_rows(comparisons: list[TaskComparison], speed: bool = False) -> t
                 r.unit,
                 "" if c.p_holm is None else f"{c.p_holm:.4f}",
                 c.verdict,
+                "" if r.detectable is None else f"±{r.detectable:.2f}",
                 str(e.examples),
                 f"{e.seeds_a}/{e.seeds_b}",
                 *([f"{c.speedup:.2f}x" if c.speedup is not None else "-"] if speed else []),
@@ -319,10 +333,11 @@ def comparison_rows(comparisons: list[TaskComparison], speed: bool = False) -> t
 
 
 UNITS_NOTE = (
-    "examples: paired bootstrap over the test examples, seeds held fixed (do these runs differ?). across "
-    "runs: Welch t over seeds with the example bootstrap's variance added (would new training runs keep "
-    "the order?); it decides wherever a model was trained, and a trained model needs at least "
-    f'{MIN_TRAINED_SEEDS} seeds, else {TOO_FEW_SEEDS}. docs/fidelity.md, "Two units of inference".'
+    f"examples: paired bootstrap over the test examples, seeds held fixed ({EXAMPLES_QUESTION}). across runs: "
+    "the seeds' variance plus the example bootstrap's, Cochran-Cox critical value "
+    f"({ACROSS_RUNS_QUESTION}); it decides wherever a model was trained or its evaluation is seeded, and such a "
+    f"model needs at least {MIN_TRAINED_SEEDS} seeds, else {TOO_FEW_SEEDS}. detectable: "
+    f'{detectable_text()}. docs/core/statistics.md, "Two units of inference".'
 )
 
 

@@ -331,6 +331,10 @@ class Task:
     # False: ``evaluate`` never returns per-example data (``EvalResult.examples``), e.g. an evaluator that gives only
     # means; `harness compare` then says the task cannot be tested rather than advising `harness rescore`.
     keeps_examples: ClassVar[bool] = True
+    # True: ``evaluate`` trains something seeded by ``ctx.seed`` (e.g. a linear probe on frozen embeddings), so its
+    # score depends on the run seed even for an untrained model; such a row is tested across runs like a trained
+    # one and needs as many seeds (docs/core/statistics.md, "Two units of inference").
+    seeded_evaluation: ClassVar[bool] = False
 
     def __init__(self, options: Mapping[str, Any] | None = None, data_dir: Path | None = None):
         declared = type(self).options
@@ -389,6 +393,7 @@ class TaskPlugin:
     options: Mapping[str, Option] = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
     default_source_for: tuple[str, ...] = ()  # as Task.default_source_for
+    seeded_evaluation: bool = False  # as Task.seeded_evaluation
 
     def __post_init__(self) -> None:
         if not isinstance(self.metadata, TaskMetadata):
@@ -406,6 +411,10 @@ class TaskPlugin:
         for alias in self.aliases:
             _check_name("task alias", alias)
         self.aliases = tuple(self.aliases)
+        if self.seeded_evaluation:
+            from .evaluation.significance import declare_seeded_evaluation
+
+            declare_seeded_evaluation(self.metadata.name)
 
     @property
     def name(self) -> str:
@@ -424,6 +433,7 @@ class TaskPlugin:
             dict(getattr(task_class, "options", {}) or {}),
             tuple(getattr(task_class, "aliases", ()) or aliases),
             tuple(getattr(task_class, "default_source_for", ()) or ()),
+            bool(getattr(task_class, "seeded_evaluation", False)),
         )
 
 

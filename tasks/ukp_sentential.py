@@ -134,6 +134,7 @@ def read_corpus(paths: list[Path], topic_column: str) -> TopicSentences:
 
 
 class UKPSententialTopics(Task):
+    seeded_evaluation = True  # the probe is trained per seed (ctx.seed): the score depends on it
     metadata = TaskMetadata(
         name="ukp-sentential-topic",
         family=FAMILY,

@@ -45,6 +45,22 @@ def test_the_verdict_rule():
     assert pair_verdict("order", _unit(2.0, 1.0, 3.0, 0.001, trained=True), 2.0) == TOO_FEW_SEEDS  # no across runs
 
 
+def test_a_benchmark_claim_needs_three_seeds_a_side_and_is_judged_against_their_spread():
+    """Issue 49: one seed a side cannot tell a method difference from a seed difference (the TSDAE benchmark)."""
+    from harness.leaderboard.verdicts import BENCHMARK_UNDECIDED, Claim, ClaimOutcome, numbers_text
+
+    def claim(numbers):
+        return Claim("m", "s", 0, "ours is theirs", benchmark={"bar": 1.5, "numbers": {"stsb": numbers}})
+
+    assert claims_module._benchmark_verdict(claim([46.81, 47.56])) == BENCHMARK_UNDECIDED
+    within = claim([[46.8, 47.0, 46.2], [47.5, 46.9, 47.1]])  # -0.50, spreads 0.80 and 0.60
+    assert claims_module._benchmark_verdict(within) == REPRODUCED
+    assert "46.67 (ours, 3 seeds, spread 0.80)" in numbers_text(ClaimOutcome(within, [], [], REPRODUCED))
+    # within the bar but beyond both sides' seed spreads: the methods differ more than their seeds do
+    beyond = claim([[46.8, 46.9, 46.85], [47.5, 47.6, 47.55]])
+    assert claims_module._benchmark_verdict(beyond).startswith("not reproduced")
+
+
 def _write(store, key, seed, task, data, trained, backbone="tiny"):
     record = {
         "status": "ok",
@@ -165,7 +181,7 @@ def test_claims_are_judged_on_the_records_and_both_pages_agree(tmp_path, registr
     assert body.index("## Another paper") < body.index("## A paper")  # sections ordered by the claims' order
     rows = {line.split(" | ")[0].lstrip("| "): line for line in body.splitlines() if line.startswith("| ")}
     assert "(across runs)" in rows["training helps (paper: Trained - Base +10.00)"]
-    assert f"**{SAME_DIRECTION}**" in rows["training helps (paper: Trained - Base +10.00)"]
+    assert f"**{SAME_DIRECTION}** (at the smoke profile only)" in rows["training helps (paper: Trained - Base +10.00)"]
     assert f"**{TOO_FEW_SEEDS}**" in rows["one seed cannot tell"]
     assert f"**{NOT_RUN}**" in rows["never run"] and f"**{NOT_TESTABLE}** (no GPU here)" in rows["needs a GPU"]
     # the matrix page shows the very same rows

@@ -252,6 +252,23 @@ def test_plots_draw_the_tables_intervals_and_one_average_panel_per_task_set(tmp_
     assert plot_table(tables, tmp_path / "board.png").stat().st_size > 0
 
 
+def test_plot_values_carry_every_mark_the_tables_carry(tmp_path):
+    """Issue 49: a plot's value label carries the tables' marks, the too-few-seeds `?` included (it was dropped),
+    and a task column's annotators (`*` not every seed, `†`/`‡` seen in training)."""
+    from types import SimpleNamespace
+
+    from harness.leaderboard.plots import value_marks
+    from harness.leaderboard.stats import TIED, TIED_WITH_BEST, TOO_FEW, TOO_FEW_SEEDS_MARK
+
+    table = SimpleNamespace(columns=[])
+    row = SimpleNamespace(cells={})
+    assert value_marks(table, row, "average", TOO_FEW_SEEDS_MARK) == f" {TOO_FEW}"
+    assert value_marks(table, row, "average", TIED_WITH_BEST) == f" {TIED}"
+    cell = SimpleNamespace(values={1: 80.0}, seen={1: (0.32, 0.5)})
+    row = SimpleNamespace(cells={"t1": cell}, complete=lambda column: False)
+    assert value_marks(SimpleNamespace(columns=["t1"]), row, "t1", TOO_FEW_SEEDS_MARK) == " ? * †32%"
+
+
 # -- 6. messages ---------------------------------------------------------------------------------------------------------
 def test_a_misspelt_profile_gets_did_you_mean(tmp_path):
     run = run_harness("run", "--models", "be", "--tasks", "stsb", "--profile", "quik", "--results", tmp_path)

@@ -306,3 +306,21 @@ def test_cost_meter_counts_parameters_once_and_reads_the_gpu_peak_of_its_evaluat
     assert on_cpu["peak_gpu_bytes"] is None and on_cpu["parameters"] is None
     assert on_cpu["training_seconds"] is None  # trained, but its report does not say: unknown, never 0
     assert (on_cpu["items"], on_cpu["item_unit"], on_cpu["runtime"]) == (7, "examples", "onnx")
+
+
+def test_the_results_guides_count_of_published_records_with_side_files_is_the_stores():
+    """docs/guide/results.md counts the records of published/ with and without a per-example side file (issue 49:
+    every count in the docs that describes published/ is checked): the sentence must match the store."""
+    import re
+
+    from harness.store import Store
+
+    records = list(Store(REPO / "published").records())
+    with_side_file = sum(bool(record.get("examples")) for record in records)
+    text = " ".join((REPO / "docs" / "guide" / "results.md").read_text(encoding="utf-8").split())
+    found = re.search(r"in `published/`, (\d+) of the (\d+) records; the other (\d+) have one", text)
+    assert found, "docs/guide/results.md no longer states the published/ side-file count"
+    assert tuple(map(int, found.groups())) == (len(records) - with_side_file, len(records), with_side_file), (
+        f"docs/guide/results.md: write '{len(records) - with_side_file} of the {len(records)} records; the other "
+        f"{with_side_file} have one'"
+    )

@@ -8,12 +8,14 @@ import numpy as np
 import pytest
 
 from harness.evaluation.bootstrap import ExampleScores
+from harness.evaluation.calibration import RULES, issue_cases, rejection_rate
 from harness.evaluation.significance import (
     ACROSS_RUNS,
     EXAMPLES,
     TOO_FEW_SEEDS,
     across_runs_test,
     agrees_with_paper,
+    cochran_cox_critical,
     column_marks,
     compare_units,
 )
@@ -58,11 +60,12 @@ def false_positive_rates(trials: int, seeds: int, run_sd: float, seed: int = 34)
 @pytest.mark.parametrize("seeds", [2, 3])
 def test_across_runs_false_positive_rate_stays_near_five_percent(seeds):
     """Run effects (sd 0.15) larger than the example noise of a 300-example mean: the example-only test calls about
-    half of the null comparisons significant; the across-runs one stays near 5% (binomial sd at 600 trials ~0.009).
-    Measured (seed 34, 600 trials): docs/fidelity.md, "Two units of inference"."""
+    half of the null comparisons significant; the across-runs one stays at or below 6% (binomial sd at 600 trials
+    ~0.009; Cochran-Cox is conservative at 2 seeds, so no lower bound). Measured (seed 34, 600 trials):
+    docs/core/statistics.md, "Two units of inference"."""
     example_rate, across_rate = false_positive_rates(600, seeds, run_sd=0.15)
     assert example_rate > 0.30
-    assert 0.02 <= across_rate <= 0.08
+    assert across_rate <= 0.06
 
 
 def test_across_runs_without_run_variance_is_conservative_not_liberal():
@@ -151,3 +154,82 @@ def test_compare_prints_both_units_and_says_which_decides(tmp_path):
     one = ht.run_harness(*arguments, "--seeds", "42", plugins=["harness.testing"])
     assert one.exit_code == 0, one.stderr
     assert "too few seeds to tell" in one.stdout and "across runs" in one.stdout and "examples: paired" in one.stdout
+
+
+CALIBRATION_TRIALS = 20_000  # binomial sd of a 5% rate: 0.15 points, so the 6% bound is 6 sds above nominal
+
+
+def test_across_runs_false_positive_rate_at_most_six_percent_in_every_case_of_issue_49(capsys):
+    """The test's null (new training runs and a new test sample; harness.evaluation.calibration): trained vs trained
+    with equal and unequal run sds and trained vs untrained, at 2, 3 and 5 seeds, the example term present. The
+    Cochran-Cox critical value keeps every false-positive rate at or below 6%; Welch-Satterthwaite's df, the rule
+    before, did not (it is liberal at 2 seeds vs an untrained row). Power at 1 and 2 points is printed (-s) for
+    docs/core/statistics.md, "Calibration of the across-runs test" (benchmarks/across_runs_calibration.py: the
+    full table)."""
+    chosen = RULES["Cochran-Cox (after)"]
+    before = RULES["Welch-Satterthwaite df (before)"]
+    lines = []
+    for case in issue_cases():
+        rate = rejection_rate(case, chosen, CALIBRATION_TRIALS)
+        power = [rejection_rate(case, chosen, CALIBRATION_TRIALS, shift) for shift in (1.0, 2.0)]
+        lines.append(f"{case.name}: false positives {rate:.3f}, power 1 pt {power[0]:.3f}, 2 pts {power[1]:.3f}")
+        assert rate <= 0.06, lines[-1]
+        assert power[0] <= power[1]  # a larger difference is found at least as often
+    with capsys.disabled():
+        print("\n" + "\n".join(lines))
+    liberal = issue_cases((2,))[2]  # trained, 2 seeds, vs untrained
+    assert rejection_rate(liberal, before, CALIBRATION_TRIALS) > 0.08
+
+
+def test_across_runs_test_decides_as_the_simulated_rule():
+    """The library's p-value and the simulation's critical value are one rule: p < 5% exactly when |d| / se exceeds
+    the Cochran-Cox critical value (random seed scores, example terms, seed counts 2-5, trained and untrained)."""
+    rng = np.random.default_rng(49)
+    for _ in range(200):
+        seeds = int(rng.integers(2, 6))
+        a = rng.normal(scale=rng.uniform(0.1, 2), size=seeds) + rng.normal(scale=1.5)
+        untrained = bool(rng.integers(2))
+        b = np.zeros(1) if untrained else rng.normal(scale=rng.uniform(0.1, 2), size=seeds)
+        differences = rng.normal(scale=rng.uniform(0.05, 1), size=500)
+        result = across_runs_test(a, b, differences, True, not untrained)
+        terms = [np.var(a, ddof=1) / seeds] + ([] if untrained else [np.var(b, ddof=1) / seeds])
+        dofs = [seeds - 1] * len(terms)
+        example_variance = np.var(differences, ddof=1)
+        statistic = abs(a.mean() - b.mean()) / np.sqrt(sum(terms) + example_variance)
+        critical = float(cochran_cox_critical(terms, dofs, example_variance, 0.975))
+        if abs(statistic - critical) > 1e-6:
+            assert (result.p_value < 0.05) == (statistic > critical)
+        assert result.high - result.low == pytest.approx(2 * critical * np.sqrt(sum(terms) + example_variance))
+        assert result.detectable > result.high - result.difference  # 80% power needs more than the half-width
+
+
+def test_an_untrained_rows_repeated_seeds_neither_add_variance_nor_cut_the_critical_value():
+    """An untrained deterministic row run under two seeds (identical scores) is not seed-bearing: against a trained
+    row with 5 seeds the test is the one against its single seed."""
+    differences = np.random.default_rng(3).normal(scale=0.3, size=400)
+    trained = [71.0, 72.5, 70.2, 71.9, 72.8]
+    twice = across_runs_test(trained, [70.0, 70.0], differences, True, False)
+    once = across_runs_test(trained, [70.0], differences, True, False)
+    assert twice.p_value == pytest.approx(once.p_value) and twice.degrees_of_freedom == once.degrees_of_freedom
+    # a seeded evaluation of an untrained row (a trained probe) bears seeds: marked trained, its spread counts
+    probe = across_runs_test(trained, [69.0, 71.0], differences, True, True)
+    assert probe.seed_variance > once.seed_variance and probe.degrees_of_freedom < once.degrees_of_freedom
+
+
+def test_an_untrained_probe_row_is_seed_dependent_and_tested_across_runs(registry):
+    """A task whose evaluation trains a probe per seed declares Task.seeded_evaluation: its records depend on the
+    seed without a training report, so the published untrained `be` rows of 20NG are tested across runs (issue 49),
+    while an untrained STS record is not."""
+    import glob
+
+    from conftest import REPO
+    from harness.evaluation.significance import seed_dependent
+    from harness.leaderboard.stats import stored_run
+
+    assert registry.task("20ng-topic").seeded_evaluation and not registry.task("stsb").seeded_evaluation
+    assert seed_dependent({"task": {"name": "20ng-topic"}}) and not seed_dependent({"task": {"name": "stsb"}})
+    probe_records = sorted(glob.glob(str(REPO / "published" / "be-*" / "seed-4*" / "20ng-topic-*.json")))
+    assert probe_records
+    for path in probe_records[:2]:
+        data, _, seeded = stored_run(path)
+        assert seeded and data is not None

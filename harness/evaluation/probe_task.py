@@ -61,6 +61,7 @@ class ProbeTask(Task):
     :meth:`probe_descriptions`.
     """
 
+    seeded_evaluation = True  # the probe is trained per seed (ctx.seed): the score depends on it
     bundled_data: ClassVar[Path | None] = None
     data_files: ClassVar[tuple[str, ...]] = ()
     label_order: ClassVar[tuple[str, ...]] = ()

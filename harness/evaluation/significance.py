@@ -8,16 +8,19 @@ Two units of inference, named wherever a result is shown:
   of the replicated differences, and the two-sided p-value is that of the bootstrap distribution shifted to the null
   (difference 0): ``p = (1 + #{|d* - d| >= |d|}) / (resamples + 1)``. Each model's score is the mean over its seeds,
   every seed resampled with the same examples: the seeds are held fixed, so the result is conditional on these
-  training runs. It answers "do these runs differ on this population of test examples?", and it is the whole answer
-  for untrained rows (whose score does not depend on a training seed).
-- **across runs** (:func:`across_runs_test`): for a row that was trained, a new seed gives another model. The
-  difference of seed means is tested with a Welch t-test (Welch 1947) whose variance is the sum of each trained
-  row's seed variance over its seed count (the training runs, as in Reimers & Gurevych 2017, 2018) and of the
-  example bootstrap's variance of the difference (the test sample); the degrees of freedom are Welch-Satterthwaite's,
-  the example term counted with infinitely many (it comes from thousands of examples). It answers "would another
-  training run of each method keep the order?". Within-seed example noise enters both terms, so it is conservative
-  where training-run variance is small (measured: tests/test_significance_seeds.py, docs/fidelity.md "Two units of
-  inference").
+  training runs. It answers :data:`EXAMPLES_QUESTION`, and it is the whole answer for two rows whose scores do not
+  depend on a seed.
+- **across runs** (:func:`across_runs_test`): for a row that was trained (or whose evaluation is seeded, such as a
+  trained probe), a new seed gives another model. The difference of seed means is divided by the square root of
+  the sum of each seed-bearing row's seed variance over its seed count (the training runs, as in Reimers & Gurevych
+  2017, 2018) and of the example bootstrap's variance of the difference (the test sample), and judged against
+  Cochran & Cox's critical value: the variance-weighted mean of each term's t quantile (seed terms at n - 1 df, the
+  example term at the normal's). It answers :data:`ACROSS_RUNS_QUESTION`. Calibrated by simulation for that null
+  (:mod:`harness.evaluation.calibration`; docs/core/statistics.md, "Calibration of the across-runs test"):
+  false-positive rate at most 4.2% at 2, 3 and 5 seeds, where Welch-Satterthwaite's df reached 10.4%.
+
+Every result carries its minimum detectable difference (80% power, two-sided 5%, from the same variance terms and
+critical values): what a "no significant difference" rules out.
 
 :func:`compare_units` gives both and says which decides: across runs when either row was trained, else examples.
 A trained row needs at least :data:`MIN_TRAINED_SEEDS` seeds (one seed gives no estimate of its training-run
@@ -47,9 +50,33 @@ from .bootstrap import (
 )
 
 ALPHA = 0.05
+POWER = 0.8  # the power at which a "no significant difference" states the difference it could have detected
 MIN_TRAINED_SEEDS = 2  # a trained row's seeds below this give no estimate of its training-run variance
 TOO_FEW_SEEDS = "too few seeds to tell"
+NORMAL_975, NORMAL_POWER = 1.959963984540054, 0.8416212335729143  # z_{1 - ALPHA/2}, z_{POWER}
 EXAMPLES, ACROSS_RUNS = "examples", "across runs"  # the two units of inference
+# The question each unit answers, in the same words wherever a test is shown (compare, legends, pages, docs): the
+# across-runs test adds the example bootstrap's variance to the seeds', so its null is about new training runs AND
+# a new test sample of the same population, not about the fixed test set.
+ACROSS_RUNS_QUESTION = "would new training runs, scored on a new test sample, keep the order?"
+EXAMPLES_QUESTION = "would these runs keep the order on a new test sample?"
+
+
+# Names of the tasks whose evaluation is seeded (harness.Task.seeded_evaluation: e.g. a trained probe), declared as
+# the registry registers them: the stores' readers (leaderboards, site, compare) see records, not task classes.
+_SEEDED_EVALUATIONS: set[str] = set()
+
+
+def declare_seeded_evaluation(task_name: str) -> None:
+    """Record that ``task_name``'s evaluation depends on the run seed (called when such a task is registered)."""
+    _SEEDED_EVALUATIONS.add(task_name)
+
+
+def seed_dependent(record: dict) -> bool:
+    """Whether a stored record's score depends on its seed: it comes from training (its ``training`` report), or its
+    task's evaluation is seeded (a trained probe scores an untrained model differently per seed). Comparisons with
+    such a row are across runs, and it needs :data:`MIN_TRAINED_SEEDS` seeds."""
+    return bool(record.get("training")) or (record.get("task") or {}).get("name") in _SEEDED_EVALUATIONS
 
 
 @dataclass(frozen=True)
@@ -65,6 +92,7 @@ class PairedResult:
     examples: int
     seeds_a: int
     seeds_b: int
+    detectable: float = 0.0  # minimum detectable difference at 80% power, two-sided 5% (detectable_difference)
 
     def as_dict(self) -> dict:
         return {
@@ -76,6 +104,7 @@ class PairedResult:
             "examples": self.examples,
             "seeds_a": self.seeds_a,
             "seeds_b": self.seeds_b,
+            "detectable_difference": self.detectable,
         }
 
 
@@ -127,8 +156,18 @@ def from_replicates(
     differences = replicates_a - replicates_b
     observed = score_a - score_b
     low, high = percentile_interval(differences, confidence)
+    variance = float(np.var(differences, ddof=1)) if len(differences) > 1 else 0.0
     return PairedResult(
-        score_a, score_b, observed, low, high, p_from_replicates(observed, differences), examples, seeds_a, seeds_b
+        score_a,
+        score_b,
+        observed,
+        low,
+        high,
+        p_from_replicates(observed, differences),
+        examples,
+        seeds_a,
+        seeds_b,
+        detectable_difference(float(np.sqrt(variance)), NORMAL_975, NORMAL_POWER),
     )
 
 
@@ -147,23 +186,115 @@ class AcrossRunsResult:
     example_variance: float
     seeds_a: int
     seeds_b: int
+    detectable: float = 0.0  # minimum detectable difference at 80% power, two-sided 5% (detectable_difference)
 
     def as_dict(self) -> dict:
         return {
             "difference": self.difference,
             "interval": [self.low, self.high],
             "p_value": self.p_value,
-            "degrees_of_freedom": self.degrees_of_freedom,
+            # Cochran-Cox's equivalent df (null where no row bears seeds: the normal quantile)
+            "degrees_of_freedom": None if np.isinf(self.degrees_of_freedom) else self.degrees_of_freedom,
             "seed_variance": self.seed_variance,
             "example_variance": self.example_variance,
             "seeds_a": self.seeds_a,
             "seeds_b": self.seeds_b,
+            "detectable_difference": self.detectable,
         }
 
 
 def too_few_seeds(seeds_a: int, seeds_b: int, trained_a: bool, trained_b: bool) -> bool:
     """Whether a trained row has fewer than :data:`MIN_TRAINED_SEEDS` seeds (its training-run variance unknown)."""
     return (trained_a and seeds_a < MIN_TRAINED_SEEDS) or (trained_b and seeds_b < MIN_TRAINED_SEEDS)
+
+
+def _t_quantile(quantile: float, dof):
+    from scipy import stats
+
+    return stats.t.ppf(quantile, dof)
+
+
+def welch_satterthwaite_critical(seed_terms, dofs, example_variance, quantile: float):
+    """The critical value of Welch's t with Welch-Satterthwaite's degrees of freedom, the example term counted with
+    infinitely many: ``t_{quantile, df}``, ``df = v^2 / sum(term^2 / dof)``. The rule before issue 49, kept for the
+    calibration tables (:mod:`harness.evaluation.calibration`): it estimates its df from the same one-df variances
+    as the standard error, so at 2 seeds a small sampled seed variance both shrinks the error and raises the df, and
+    the test is liberal (docs/core/statistics.md, "Calibration of the across-runs test"). Elementwise on arrays."""
+    variance = sum(seed_terms) + example_variance
+    denominator = sum(np.asarray(term, dtype=float) ** 2 / dof for term, dof in zip(seed_terms, dofs))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dof = np.where(
+            denominator > 0, np.asarray(variance, dtype=float) ** 2 / np.maximum(denominator, 1e-300), np.inf
+        )
+    return _t_quantile(quantile, dof)
+
+
+def min_dof_critical(seed_terms, dofs, example_variance, quantile: float):
+    """The critical value of Welch's t with the conservative df, the smallest ``seeds - 1`` over the
+    seed-bearing rows. Valid whatever the ratio of the variances, but with the example term present it is far too
+    conservative at few seeds (2 seeds: t_{0.975, 1} = 12.7 times an error that never falls below the example
+    term's); kept for the calibration tables."""
+    dof = float(min(dofs)) if len(dofs) else np.inf
+    return _t_quantile(quantile, dof) * np.ones_like(np.asarray(example_variance + sum(seed_terms), dtype=float))
+
+
+def cochran_cox_critical(seed_terms, dofs, example_variance, quantile: float):
+    """The across-runs test's critical value (Cochran & Cox 1950): the variance-weighted mean of each term's own
+    t quantile, ``(sum(term * t_{quantile, n - 1}) + v_ex * z_quantile) / v``, the example term (estimated from
+    thousands of examples) at the normal quantile. No degrees of freedom are estimated from the one-df seed
+    variances, so a small sampled seed variance shrinks the error but not the critical value's tail; where a seed
+    term dominates, the critical value is that row's t_{n - 1}. Simulated false-positive rate 1.1-4.2% over the
+    cases of docs/core/statistics.md, "Calibration of the across-runs test" (Welch-Satterthwaite: up to 10.4%).
+    Elementwise on arrays."""
+    variance = sum(seed_terms) + example_variance
+    weighted = sum(np.asarray(term, dtype=float) * _t_quantile(quantile, dof) for term, dof in zip(seed_terms, dofs))
+    normal = _t_quantile(quantile, np.inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(
+            np.asarray(variance) > 0, (weighted + example_variance * normal) / np.maximum(variance, 1e-300), normal
+        )
+
+
+def _cochran_cox_p(statistic: float, seed_terms: list[float], dofs: list[int], example_variance: float) -> float:
+    """The two-sided p-value of ``statistic`` under :func:`cochran_cox_critical`: the alpha whose critical value
+    equals it (the critical value falls as alpha rises)."""
+    from scipy.optimize import brentq
+
+    def excess(alpha: float) -> float:
+        return float(cochran_cox_critical(seed_terms, dofs, example_variance, 1 - alpha / 2)) - statistic
+
+    if statistic <= 0:
+        return 1.0
+    smallest = 1e-15
+    if excess(smallest) <= 0:
+        return smallest
+    return float(brentq(excess, smallest, 1.0, xtol=1e-12))
+
+
+def equivalent_dof(critical: float, quantile: float = 0.975) -> float:
+    """The degrees of freedom whose t quantile equals ``critical`` (infinite at or below the normal quantile): the
+    Cochran-Cox test's df, reported so a reader can compare it with a plain t-test's."""
+    from scipy.optimize import brentq
+
+    if critical <= float(_t_quantile(quantile, np.inf)) + 1e-12:
+        return float("inf")
+    return float(brentq(lambda dof: float(_t_quantile(quantile, dof)) - critical, 1e-3, 1e9))
+
+
+def detectable_difference(scale: float, critical: float, power_critical: float) -> float:
+    """The minimum detectable difference of a two-sided test: ``(c_{1 - alpha/2} + c_{power}) * se`` (the usual
+    normal-shift approximation, with the test's own critical values: :data:`POWER` at :data:`ALPHA`). A difference
+    this large is called significant about ``POWER`` of the time, so a "no significant difference" rules out
+    differences of about this size, not smaller ones."""
+    return float((critical + power_critical) * scale)
+
+
+def detectable_text() -> str:
+    """What the minimum detectable difference is, in the words every legend uses."""
+    return (
+        f"the smallest difference the deciding test finds {POWER:.0%} of the time (two-sided, p < {ALPHA}), from the "
+        "same variance terms: a 'no significant difference' rules out differences about this large, not smaller ones"
+    )
 
 
 def across_runs_test(
@@ -174,38 +305,45 @@ def across_runs_test(
     trained_b: bool = True,
     confidence: float = CONFIDENCE,
 ) -> AcrossRunsResult | None:
-    """Welch t-test of mean(a) - mean(b) over seeds, its variance the seed term plus the example bootstrap's
-    variance of the difference (``example_differences``: the paired replicates of the seed-mean difference). A row's
-    seed term is its seeds' sample variance over their count; an untrained row with one seed contributes none.
-    None when a trained row has fewer than :data:`MIN_TRAINED_SEEDS` seeds ("too few seeds to tell")."""
-    from scipy import stats
-
+    """Welch's statistic for mean(a) - mean(b) over seeds, its variance the seed term plus the example bootstrap's
+    variance of the difference (``example_differences``: the paired replicates of the seed-mean difference),
+    judged against Cochran & Cox's critical value (:func:`cochran_cox_critical`). It answers
+    :data:`ACROSS_RUNS_QUESTION`. A row's seed term is its seeds' sample variance over their count; a row bears seeds
+    (a term with its n - 1) when it was trained (``trained_*``: training, or a seeded evaluation such as a trained
+    probe) or its seed scores differ, so an untrained deterministic row's repeated seeds add nothing. None when a
+    trained row has fewer than :data:`MIN_TRAINED_SEEDS` seeds ("too few seeds to tell")."""
     a, b = np.asarray(seed_scores_a, dtype=float), np.asarray(seed_scores_b, dtype=float)
     if too_few_seeds(len(a), len(b), trained_a, trained_b) or not len(a) or not len(b):
         return None
-    seed_terms = [(float(np.var(side, ddof=1)) / len(side), len(side) - 1) for side in (a, b) if len(side) > 1]
+    seed_terms, dofs = [], []
+    for side, trained in ((a, trained_a), (b, trained_b)):
+        term = float(np.var(side, ddof=1)) / len(side) if len(side) > 1 else 0.0
+        if len(side) > 1 and (trained or term > 0):
+            seed_terms.append(term)
+            dofs.append(len(side) - 1)
     example_variance = float(np.var(example_differences, ddof=1)) if len(example_differences) > 1 else 0.0
-    seed_variance = sum(term for term, _ in seed_terms)
+    seed_variance = sum(seed_terms)
     variance = seed_variance + example_variance
     observed = float(a.mean() - b.mean())
-    denominator = sum(term**2 / dof for term, dof in seed_terms)
-    dof = variance**2 / denominator if denominator > 0 else float("inf")
+    critical = float(cochran_cox_critical(seed_terms, dofs, example_variance, 0.5 + confidence / 2))
     if variance <= 0:
-        p_value, half = (1.0 if observed == 0 else 0.0), 0.0
+        p_value, scale = (1.0 if observed == 0 else 0.0), 0.0
     else:
         scale = float(np.sqrt(variance))
-        p_value = float(2 * stats.t.sf(abs(observed) / scale, dof))
-        half = float(stats.t.ppf(0.5 + confidence / 2, dof)) * scale
+        p_value = _cochran_cox_p(abs(observed) / scale, seed_terms, dofs, example_variance)
+    alpha_critical = float(cochran_cox_critical(seed_terms, dofs, example_variance, 1 - ALPHA / 2))
+    power_critical = float(cochran_cox_critical(seed_terms, dofs, example_variance, POWER))
     return AcrossRunsResult(
         observed,
-        observed - half,
-        observed + half,
+        observed - critical * scale,
+        observed + critical * scale,
         min(1.0, p_value),
-        dof,
+        equivalent_dof(alpha_critical),
         seed_variance,
         example_variance,
         len(a),
         len(b),
+        detectable_difference(scale, alpha_critical, power_critical),
     )
 
 
@@ -246,13 +384,28 @@ class UnitComparison:
             return self.examples.low, self.examples.high
         return None if self.across_runs is None else (self.across_runs.low, self.across_runs.high)
 
+    @property
+    def detectable(self) -> float | None:
+        """The deciding unit's minimum detectable difference at :data:`POWER` (two-sided, :data:`ALPHA`); None when
+        there are too few seeds to tell."""
+        if not self.trained:
+            return self.examples.detectable
+        return None if self.across_runs is None else self.across_runs.detectable
+
+    @property
+    def question(self) -> str:
+        """The question the deciding unit answers."""
+        return ACROSS_RUNS_QUESTION if self.trained else EXAMPLES_QUESTION
+
     def as_dict(self) -> dict:
         return {
             "unit": self.unit,
+            "question": self.question,
             "trained": self.trained,
             "too_few_seeds": self.too_few_seeds,
             "p_value": self.p_value,
             "interval": None if self.interval is None else list(self.interval),
+            "detectable_difference": self.detectable,
             "over_examples": self.examples.as_dict(),
             "across_runs": None if self.across_runs is None else self.across_runs.as_dict(),
         }

@@ -26,6 +26,8 @@ from ..store import Store
 from .formats import BUILTIN_FORMATS, LeaderboardRenderer, matrix_renderers
 from .matrix_board import build_board
 from .verdicts import (
+    BENCHMARK_SEEDS,
+    BENCHMARK_UNDECIDED,
     NOT_RUN,
     NOT_TESTABLE,
     REPRODUCED,
@@ -34,6 +36,7 @@ from .verdicts import (
     ClaimOutcome,
     PairOutcome,
     _table,
+    benchmark_sides,
     claim_row,
     pair_verdict,
     weakest,
@@ -98,7 +101,12 @@ def load_claims(path: Path, document: dict) -> list[Claim]:
         if benchmark is not None and not (
             isinstance(benchmark, dict) and "bar" in benchmark and isinstance(benchmark.get("numbers"), dict)
         ):
-            raise data_error(path, None, "claims: benchmark needs command, bar and numbers (task: [ours, reference]).")
+            raise data_error(
+                path,
+                None,
+                "claims: benchmark needs command, bar and numbers (task: [ours, reference], each a number or a list "
+                "of per-seed numbers).",
+            )
         claim = Claim(
             path.stem,
             _text(path, item, "section", True),
@@ -177,9 +185,18 @@ def _pair(board: Any, claim: Claim, column_label: str, higher: str, lower: str, 
 
 
 def _benchmark_verdict(claim: Claim) -> str:
-    numbers = claim.benchmark.get("numbers", {})
+    """:data:`REPRODUCED` when, per task, the difference of the two sides' seed means is within the bar and within
+    the larger of the two sides' seed spreads (max - min); :data:`BENCHMARK_UNDECIDED` while a side has fewer than
+    :data:`BENCHMARK_SEEDS` seeds (one seed a side cannot tell a method difference from a seed difference)."""
+    sides = [benchmark_sides(pair) for pair in claim.benchmark.get("numbers", {}).values()]
+    if any(min(len(a), len(b)) < BENCHMARK_SEEDS for a, b in sides):
+        return BENCHMARK_UNDECIDED
     bar = float(claim.benchmark["bar"])
-    return REPRODUCED if all(abs(a - b) <= bar for a, b in numbers.values()) else "not reproduced (beyond the bar)"
+    for a, b in sides:
+        difference = abs(sum(a) / len(a) - sum(b) / len(b))
+        if difference > bar or difference > max(max(a) - min(a), max(b) - min(b)):
+            return "not reproduced (beyond the bar or both sides' seed spread)"
+    return REPRODUCED
 
 
 def judge(board: Any, claim: Claim, statistics: _Statistics | None = None) -> ClaimOutcome:
@@ -209,7 +226,14 @@ def judge(board: Any, claim: Claim, statistics: _Statistics | None = None) -> Cl
             if row.label in {name for pair in claim.pairs for name in pair}
         }
     )
-    return ClaimOutcome(claim, pairs, baselines, weakest([pair.verdict for pair in pairs]), ", ".join(map(str, seeds)))
+    return ClaimOutcome(
+        claim,
+        pairs,
+        baselines,
+        weakest([pair.verdict for pair in pairs]),
+        ", ".join(map(str, seeds)),
+        str(getattr(board, "profile", "")),
+    )
 
 
 def matrix_outcomes(

@@ -17,11 +17,37 @@ from pathlib import Path
 from typing import Any
 
 from ..store import Store
-from .stats import BEST_SIGNIFICANT, BEST_UNTESTED, TIED, TIED_WITH_BEST, UNTESTED, attach_statistics, cell_mark
-from .tables import collect_tables, group_by_family, table_path
+from .stats import (
+    BEST_SIGNIFICANT,
+    BEST_UNTESTED,
+    TIED,
+    TIED_WITH_BEST,
+    TOO_FEW,
+    TOO_FEW_SEEDS_MARK,
+    UNTESTED,
+    attach_statistics,
+    cell_mark,
+)
+from .tables import CELL_ANNOTATORS, collect_tables, group_by_family, table_path
 
 AVERAGE = "average"
-MARK_SUFFIX = {TIED_WITH_BEST: f" {TIED}", BEST_UNTESTED: f" {UNTESTED}"}  # as the tables write them
+# as the tables write them (bold is drawn as a bold value)
+MARK_SUFFIX = {TIED_WITH_BEST: f" {TIED}", BEST_UNTESTED: f" {UNTESTED}", TOO_FEW_SEEDS_MARK: f" {TOO_FEW}"}
+
+
+def value_marks(table: Any, row: Any, column: str, mark: str) -> str:
+    """Every mark a table's cell carries after its number, for a plot's value label: the significance mark
+    (:data:`MARK_SUFFIX`) and, for a task column, the cell annotators' (``*`` not every seed, ``†``/``‡`` seen in
+    training), so a plot never drops a mark the tables show."""
+    suffix = MARK_SUFFIX.get(mark, "")
+    cell = row.cells.get(column) if column in table.columns else None
+    if cell is not None:
+        suffix += "".join(
+            (text if text.startswith(" ") else " " + text)
+            for annotate in CELL_ANNOTATORS
+            if (text := annotate(row, column, cell))
+        )
+    return suffix
 
 
 def plot_table(tables: Any, path: Path) -> Path:
@@ -70,14 +96,16 @@ def plot_table(tables: Any, path: Path) -> Path:
         if left > 0:  # a cut axis is said, never silent: bars do not start at zero
             panel.set_xlabel(f"axis cut: starts at {left:.0f}, not 0", fontsize=6, color="#b3261e")
             panel.spines["left"].set_linestyle((0, (2, 2)))
-        for position, value, (_, above), note, mark in zip(positions, means, errors, notes, marks):
+        for position, value, (_, above), note, mark, (table, _, row, _) in zip(
+            positions, means, errors, notes, marks, ordered
+        ):
             if np.isnan(value) and note:  # say why a bar is absent instead of leaving a silent gap
                 panel.text(left, position, f" {note}", va="center", fontsize=7, color="#59636e")
             elif not np.isnan(value):  # the number itself (with the tables' mark), so nobody reads it off the axis
                 panel.text(
                     value + above,
                     position,
-                    f" {value:.1f}" + MARK_SUFFIX.get(mark, ""),
+                    f" {value:.1f}" + value_marks(table, row, column, mark),
                     va="center",
                     fontsize=6,
                     color="#1f2328",

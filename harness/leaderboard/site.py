@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from ..compare import UNITS_NOTE
 from ..evaluation.bootstrap import DEFAULT_RESAMPLES
 from ..files import atomic_write_text, prepare_output_dir
 from ..store import Store
@@ -235,6 +236,7 @@ class _Written:
                     comparisons = compare_pair(table, row_a, row_b, cells, seeds)
                     pair["tasks"] = [c.as_dict() for c in comparisons]
                     pair["command"] = compare_command(row_a, row_b, table.columns, seeds)
+                    pair["units_note"] = UNITS_NOTE  # the same words as `harness compare`
                 writer.json(f"data/compare/{table_id}/{a}-{b}.json", pair)
         return {
             "id": table_id,

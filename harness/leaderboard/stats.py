@@ -35,13 +35,16 @@ from ..evaluation.bootstrap import (
     pooled_replicates,
 )
 from ..evaluation.significance import (
+    ACROSS_RUNS_QUESTION,
     ALPHA,
+    EXAMPLES_QUESTION,
     MIN_TRAINED_SEEDS,
     ColumnMarks,
     UnitComparison,
     agrees_with_paper,
     column_marks,
     from_replicates,
+    seed_dependent,
     units_from,
 )
 from ..run.record import InvalidRecordError
@@ -92,13 +95,14 @@ def stored_examples(path: str | Path) -> tuple[ExampleScores | None, str]:
 
 
 def stored_run(path: str | Path) -> tuple[ExampleScores | None, str, bool]:
-    """:func:`stored_examples` and whether the record comes from training (its ``training`` report is set: its
-    score depends on the seed, so comparisons with it are across runs)."""
+    """:func:`stored_examples` and whether the record's score depends on its seed (it comes from training, or its
+    task's evaluation is seeded: :func:`harness.evaluation.significance.seed_dependent`), so comparisons with it
+    are across runs."""
     try:
         record = read_record(Path(path))
     except InvalidRecordError as exc:
         return None, exc.reason, False
-    trained = bool(record.get("training"))
+    trained = seed_dependent(record)
     if record["status"] != "ok":
         return None, f"its status is {record['status']}", trained
     record["_path"] = str(path)
@@ -362,11 +366,11 @@ def notes(table: Any) -> list[str]:
         lines.append(
             f"[low, high]: 95% bootstrap interval over test examples ({DEFAULT_RESAMPLES} resamples, seeds "
             f"pooled). Per column, **bold**: best and significantly better than the runner-up; {TIED}: not "
-            f"distinguishable from the best (p >= {ALPHA}). Where either row was trained the test is across "
-            "runs (Welch t over seeds plus the example bootstrap's variance: would another training run "
-            'keep the order?), else the paired bootstrap on the same examples (docs/fidelity.md, "Two '
-            f'units of inference"); {TOO_FEW}: too few seeds to tell (a trained row of the two has fewer '
-            f"than {MIN_TRAINED_SEEDS} seeds)."
+            f"distinguishable from the best (p >= {ALPHA}). Where either row was trained or its evaluation is "
+            "seeded the test is across runs (the seeds' variance plus the example bootstrap's, Cochran-Cox "
+            f"critical value: {ACROSS_RUNS_QUESTION}), else the paired bootstrap on the same examples "
+            f'({EXAMPLES_QUESTION}); docs/core/statistics.md, "Two units of inference". {TOO_FEW}: too few '
+            f"seeds to tell (a trained row of the two has fewer than {MIN_TRAINED_SEEDS} seeds)."
         )
     untested = [
         column

@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..evaluation.significance import ALPHA, MIN_TRAINED_SEEDS, TOO_FEW_SEEDS, UnitComparison
+from ..evaluation.significance import (
+    ACROSS_RUNS_QUESTION,
+    ALPHA,
+    EXAMPLES_QUESTION,
+    MIN_TRAINED_SEEDS,
+    POWER,
+    TOO_FEW_SEEDS,
+    UnitComparison,
+)
 
 REPRODUCED = "reproduced"
 SAME_DIRECTION = "same direction"
@@ -20,6 +28,8 @@ TIE_BROKEN = "not reproduced (significant difference)"
 NOT_RUN = "not run"
 NO_DATA = "untested (records without per-example data)"
 NOT_TESTABLE = "not testable here"
+BENCHMARK_SEEDS = 3  # seeds a side a benchmark claim needs before it is judged
+BENCHMARK_UNDECIDED = f"not decided (fewer than {BENCHMARK_SEEDS} seeds a side)"
 # A claim's verdict is its weakest pair's, in this order (first = weakest).
 PRECEDENCE = [
     OPPOSITE,
@@ -35,12 +45,14 @@ PRECEDENCE = [
 
 VERDICT_RULE = (
     "Each claim names rows of its matrix and a column; every pair of rows it orders is tested on the stored records "
-    "(`published/`). The test is across runs wherever a row was trained (Welch t over the seeds with the example "
-    "bootstrap's variance added: would new training runs keep the order?) and over test examples for two untrained "
-    'rows (the paired bootstrap); docs/fidelity.md, "Two units of inference". With p < '
+    "(`published/`). The test is across runs wherever a row was trained or its evaluation is seeded (the seeds' "
+    f"variance plus the example bootstrap's, Cochran-Cox critical value: {ACROSS_RUNS_QUESTION}) and over test "
+    f"examples for two rows that do not depend on a seed (the paired bootstrap: {EXAMPLES_QUESTION}); "
+    'docs/core/statistics.md, "Two units of inference". With p < '
     f"{ALPHA} and the paper's sign the pair is **{REPRODUCED}** when the paper's difference lies inside our 95% "
     f"interval (about the claimed size), else **{SAME_DIRECTION}** (the ordering holds, the size differs); "
-    f"significant with the other sign: **{OPPOSITE}**; p >= {ALPHA}: **{NO_DIFFERENCE}**. A claim that two rows "
+    f"significant with the other sign: **{OPPOSITE}**; p >= {ALPHA}: **{NO_DIFFERENCE}**, shown with the "
+    f"difference the test could have detected ({POWER:.0%} power). A claim that two rows "
     f"are on a par is **{TIE_HOLDS}** when p >= {ALPHA} (no equivalence test: a wide interval also passes), else "
     f"**{TIE_BROKEN}**. A trained row with fewer than {MIN_TRAINED_SEEDS} seeds gives **{TOO_FEW_SEEDS}** (its "
     f"training-run variance is unknown); a record without per-example data gives **{NO_DATA}**; a row without "
@@ -48,7 +60,9 @@ VERDICT_RULE = (
     + ", ".join(PRECEDENCE)
     + f". **{NOT_TESTABLE}**: the data, model or budget the claim needs is not available "
     "offline or on 2 CPU cores (the reason is given). A benchmark claim is reproduced when every measured "
-    "difference is within its stated bar."
+    "difference of the two sides' seed means is within its stated bar and within the larger of the two sides' "
+    f"seed spreads (max - min), with at least {BENCHMARK_SEEDS} seeds a side; with fewer it is "
+    f"**{BENCHMARK_UNDECIDED}**: one seed a side cannot tell a method difference from a seed difference."
 )
 
 
@@ -89,6 +103,23 @@ class ClaimOutcome:
     baselines: list[PairOutcome]
     verdict: str
     seeds: str = ""
+    profile: str = ""  # the profile the pairs were measured at (a verdict holds at that scale only)
+
+
+FULL_SCALE = "paper"  # the profile of the papers' own scale; a verdict measured at any other says its scale
+
+
+def scale_text(outcome: ClaimOutcome) -> str:
+    """``at the quick profile`` (etc.) for a verdict measured at a scale below the papers'; empty otherwise."""
+    judged = outcome.verdict not in (NOT_RUN, NO_DATA, TOO_FEW_SEEDS, NOT_TESTABLE)
+    tested = judged and outcome.pairs and not (outcome.claim.benchmark or outcome.claim.not_run)
+    return f"at the {outcome.profile} profile only" if tested and outcome.profile not in ("", FULL_SCALE) else ""
+
+
+def benchmark_sides(pair: list) -> tuple[list[float], list[float]]:
+    """A benchmark claim's per-seed numbers of each side (``[ours, reference]``, each a number or a list)."""
+    a, b = ([float(v) for v in side] if isinstance(side, list) else [float(side)] for side in pair)
+    return a, b
 
 
 def pair_verdict(relation: str, result: UnitComparison | None, paper_difference: float | None) -> str:
@@ -125,7 +156,10 @@ def _difference_text(pair: PairOutcome) -> str:
     if result.p_value is None:
         return text + f" ({TOO_FEW_SEEDS}: one seed of a trained row)"
     low, high = result.interval
-    return text + f" [{low:+.2f}, {high:+.2f}], p={result.p_value:.3f} ({result.unit})"
+    text += f" [{low:+.2f}, {high:+.2f}], p={result.p_value:.3f} ({result.unit})"
+    if result.p_value >= ALPHA:
+        text += f", detectable ±{result.detectable:.2f}"
+    return text
 
 
 def numbers_text(outcome: ClaimOutcome) -> str:
@@ -135,13 +169,15 @@ def numbers_text(outcome: ClaimOutcome) -> str:
         return "-"
     if claim.benchmark:
         labels = claim.benchmark.get("labels", ["ours", "reference"])
-        return (
-            "; ".join(
-                f"{task}: {a:.2f} ({labels[0]}) vs {b:.2f} ({labels[1]}), {a - b:+.2f}"
-                for task, (a, b) in claim.benchmark.get("numbers", {}).items()
+        parts = []
+        for task, pair in claim.benchmark.get("numbers", {}).items():
+            a, b = benchmark_sides(pair)
+            mean_a, mean_b = sum(a) / len(a), sum(b) / len(b)
+            parts.append(
+                f"{task}: {mean_a:.2f} ({labels[0]}, {_seeds_word(a)}) vs {mean_b:.2f} ({labels[1]}, "
+                f"{_seeds_word(b)}), {mean_a - mean_b:+.2f}"
             )
-            + f"; bar {float(claim.benchmark['bar']):.2f}"
-        )
+        return "; ".join(parts) + f"; bar {float(claim.benchmark['bar']):.2f}"
     parts = [
         f"{column}: " + "; ".join(_difference_text(pair) for pair in outcome.pairs if pair.column == column)
         for column in claim.columns
@@ -156,6 +192,12 @@ def numbers_text(outcome: ClaimOutcome) -> str:
             )
         )
     return ". ".join(parts)
+
+
+def _seeds_word(values: list[float]) -> str:
+    if len(values) == 1:
+        return "1 seed"
+    return f"{len(values)} seeds, spread {max(values) - min(values):.2f}"
 
 
 def _baseline_word(pair: PairOutcome) -> str:
@@ -182,6 +224,8 @@ def paper_text(outcome: ClaimOutcome) -> str:
 def verdict_text(outcome: ClaimOutcome) -> str:
     claim = outcome.claim
     pieces = [f"**{outcome.verdict}**"]
+    if scale_text(outcome):
+        pieces.append(f"({scale_text(outcome)})")
     if claim.not_testable or claim.not_run:
         pieces.append(f"({claim.not_testable or claim.not_run})")
     if len(outcome.pairs) > 1:

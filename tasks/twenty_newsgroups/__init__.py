@@ -146,6 +146,8 @@ class CorpusSplits:
 class NewsgroupsProbe(Task):
     """A frozen-encoder probe on 20 Newsgroups documents; subclasses name the labels."""
 
+    seeded_evaluation = True  # the probe is trained per seed (ctx.seed): the score depends on it
+
     label_names: ClassVar[tuple[str, ...]] = GROUPS
     options = OPTIONS
 

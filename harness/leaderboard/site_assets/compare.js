@@ -29,7 +29,7 @@ function viewCompare(id, a, b) {
       show(nodes, "compare"); return;
     }
     var heads = ["task", "A", "B", "A - B", "decides", "95% interval (deciding unit)", "p", "p (Holm)", "verdict",
-      "examples: interval, p", "examples", "seeds A/B", ""];
+      "detectable (80% power)", "examples: interval, p", "examples", "seeds A/B", ""];
     var body = pair.tasks.map(function (task, column) {
       if (task.result === null) {
         return el("tr", { "data-task": task.task }, [el("td", { class: "text", text: task.task }),
@@ -49,7 +49,8 @@ function viewCompare(id, a, b) {
         el("td", { class: "num", text: task.interval ? "[" + signed(task.interval[0], 2) + ", " + signed(task.interval[1], 2) + "]" : "too few seeds to tell" }),
         el("td", { class: "num", "data-value": task.p_value === null ? "" : String(task.p_value), text: task.p_value === null ? "" : fixed(task.p_value, 4) }),
         el("td", { class: "num", text: task.p_holm === null ? "" : fixed(task.p_holm, 4) }),
-        el("td", { class: "text verdict-" + task.verdict.replace(/ /g, "-"), text: task.verdict }),
+        el("td", { class: "text verdict-" + task.verdict.replace(/ /g, "-"), text: task.verdict, title: task.question }),
+        el("td", { class: "num", text: task.detectable_difference === null ? "" : "±" + fixed(task.detectable_difference, 2) }),
         el("td", { class: "num", text: "[" + signed(e.interval[0], 2) + ", " + signed(e.interval[1], 2) + "], p=" + fixed(e.p_value, 4) }),
         el("td", { class: "num", text: String(task.examples) }),
         el("td", { class: "num", text: task.seeds_a + "/" + task.seeds_b }),
@@ -60,8 +61,7 @@ function viewCompare(id, a, b) {
       el("thead", {}, [el("tr", {}, heads.map(function (name) { return el("th", { scope: "col", class: "text", text: name }); }))]),
       el("tbody", {}, body)])]));
     nodes.push(el("p", { class: "note", text: "* significant by the deciding unit after Holm's correction across the " +
-      "tasks (p < 0.05). examples: paired bootstrap over the test examples, seeds held fixed; across runs: Welch t " +
-      "over seeds plus the example bootstrap's variance, deciding wherever a row was trained." +
+      "tasks (p < 0.05). " + pair.units_note +
       (pair.command.indexOf("harness ") === 0 ? " The same numbers as:" : " " + pair.command + ".") }));
     if (pair.command.indexOf("harness ") === 0) { nodes.push(el("code", { class: "command", text: pair.command + " --json" })); }
     show(nodes, "compare");
