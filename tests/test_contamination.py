@@ -143,19 +143,10 @@ def test_marks_in_every_leaderboard_format_and_in_compare(trained_run):
 def test_older_records_get_the_overlap_derived_from_their_spec_and_the_data(trained_run, run_cli, tmp_path):
     """`harness contamination --write` measures a record that lacks it from the record's own spec, seed and budget
     and the data now, and says so ('derived from the record'); the counts equal the run's own measurement."""
-    import shutil
-
-    from harness.store import Store, examples_path
-
-    source_dir, runner, outcomes = trained_run
-    root = tmp_path / "old"
-    shutil.copytree(source_dir / "results", root, ignore=shutil.ignore_patterns("checkpoints", "cache", "locks"))
-    store = Store(root)
-    full = next(o for o in outcomes if o.spec.train_on == "stsb" and o.task.label == "sts12")
-    path = store.record_path(full.spec.key, 42, full.task.key)
-    record = json.loads(path.read_text())
-    measured = record.pop("contamination")
-    store.write(full.spec.key, 42, full.task.key, record, examples_path(path).read_bytes())  # as stored before
+    store, full, path, side_file = _old_store(trained_run, tmp_path)
+    root = store.root
+    measured = json.loads(path.read_text())["contamination"]
+    _restore(store, full, path, side_file)  # as stored before
     code, out, _ = run_cli("contamination", "--results", root)
     assert (
         code == 0
@@ -169,7 +160,7 @@ def test_older_records_get_the_overlap_derived_from_their_spec_and_the_data(trai
     for key in ("test_pairs", "test_pairs_seen", "test_sentences", "test_sentences_seen", "training_pairs"):
         assert derived[key] == measured[key], key
     assert store.lookup(full.spec.key, 42, full.task.key)[0] is not None  # sealed again: it verifies
-    assert examples_path(path).is_file()  # its per-example side file kept
+    assert side_file.is_file()  # its per-example side file kept
     assert f"{measured['test_pairs_seen']}/{measured['test_pairs']}" in out
 
 
@@ -191,3 +182,107 @@ def test_a_recipe_records_its_teachers_data_and_the_pairs_it_made(tiny_bert, tmp
     assert made["what"].startswith("augsbert student pairs") and made["pairs"] > 0
     provenance = json.loads((runner.store.checkpoint_dir(outcome.spec.key, 42) / "training.json").read_text())
     assert provenance["training_data"]["made"][0]["pairs"][0]  # texts inline: they exist only in this run
+
+
+def _old_store(trained_run, tmp_path):
+    """A copy of the trained run's store whose STS12 record lacks its measurement (as stored before harness 0.3)."""
+    import shutil
+
+    from harness.store import Store, examples_path
+
+    source_dir, _, outcomes = trained_run
+    root = tmp_path / "old"
+    shutil.copytree(source_dir / "results", root, ignore=shutil.ignore_patterns("checkpoints", "cache", "locks"))
+    store = Store(root)
+    full = next(o for o in outcomes if o.spec.train_on == "stsb" and o.task.label == "sts12")
+    path = store.record_path(full.spec.key, 42, full.task.key)
+    return store, full, path, examples_path(path)
+
+
+def _restore(store, full, path, side_file, **changes):
+    record = json.loads(path.read_text())
+    record.pop("contamination", None)
+    record.update(changes)
+    store.write(full.spec.key, 42, full.task.key, record, side_file.read_bytes())
+    return record
+
+
+def test_rewriting_measures_against_the_data_the_record_names(trained_run, run_cli, tmp_path):
+    """Issue 50: a record computed on `--data-dir D` is measured against D, refused in one line where D is not there
+    or its dataset checksum differs (before: measured against the bundled data and rewritten)."""
+    store, full, path, side_file = _old_store(trained_run, tmp_path)
+    _restore(store, full, path, side_file, data_dir=str(tmp_path / "gone"))
+    code, out, _ = run_cli("contamination", "--results", store.root, "--write")
+    assert code == 0 and "which is not there; pass --data-dir" in out and "not written: 1 record(s)" in out
+    assert "contamination" not in json.loads(path.read_text())
+    # data that is there but is not the data the record was computed on
+    original = _restore(store, full, path, side_file, data_dir=None, dataset_checksum="0" * 64)
+    code, out, _ = run_cli("contamination", "--results", store.root, "--write")
+    assert code == 0 and "dataset checksum (000000000000...) differs from the bundled and downloaded data" in out
+    assert "contamination" not in json.loads(path.read_text()) and original["dataset_checksum"] == "0" * 64
+    # the data the record was computed on: measured and written
+    computed_on = json.loads((trained_run[0] / "results" / path.relative_to(store.root)).read_text())
+    _restore(store, full, path, side_file, dataset_checksum=computed_on["dataset_checksum"])
+    code, out, _ = run_cli("contamination", "--results", store.root, "--write")
+    assert code == 0 and json.loads(path.read_text())["contamination"]["test_pairs_seen"] > 0
+
+
+def test_rewriting_a_signed_record_needs_the_store_key(trained_run, run_cli, tmp_path, monkeypatch):
+    """Issue 50: a signed record is re-sealed with HARNESS_STORE_KEY; without the key it is refused in one line and
+    nothing is written (before: stored unsigned, then refused by every reader with the key)."""
+    store, full, path, side_file = _old_store(trained_run, tmp_path)
+    monkeypatch.setenv("HARNESS_STORE_KEY", "secret")
+    _restore(store, full, path, side_file)
+    assert "signature" in json.loads(path.read_text())
+    monkeypatch.delenv("HARNESS_STORE_KEY")
+    code, _, err = run_cli("contamination", "--results", store.root, "--write")
+    assert code == 2 and "is signed; set HARNESS_STORE_KEY to the store's key to rewrite it" in err
+    assert len(err.strip().splitlines()) == 1 and "contamination" not in json.loads(path.read_text())
+    monkeypatch.setenv("HARNESS_STORE_KEY", "secret")
+    code, _, _ = run_cli("contamination", "--results", store.root, "--write")
+    assert code == 0
+    record, problem = store.lookup(full.spec.key, 42, full.task.key)
+    assert problem is None and record["contamination"]["test_pairs_seen"] > 0  # signed again with the key
+
+
+def test_rewriting_takes_the_cell_lock_and_rereads_the_record(trained_run, registry, tmp_path):
+    """Issue 50: `contamination --write` takes the cell lock a run takes (held elsewhere: it waits; here with no
+    wait, a LockTimeoutError), and a record a run replaced between measuring and writing is measured again (before:
+    'refusing to store ...examples.npz: the record does not name its sha256' and the rest left unwritten)."""
+    import hashlib
+    import threading
+
+    from harness.locks import LockTimeoutError
+    from harness.run.overlap import OverlapDeriver
+
+    store, full, path, side_file = _old_store(trained_run, tmp_path)
+    _restore(store, full, path, side_file)
+    deriver = OverlapDeriver(registry, store, lock_timeout=0)
+    (item,) = [found for found in deriver.records() if found.path == path]
+    held, release = threading.Event(), threading.Event()
+
+    def hold():  # another process's run holding the cells of this model and seed
+        with store.cells_lock(full.spec.key, 42, "a run"):
+            held.set()
+            release.wait()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait()
+    try:
+        with pytest.raises(LockTimeoutError):
+            deriver.write(item)
+    finally:
+        release.set()
+        holder.join()
+    assert "contamination" not in json.loads(path.read_text())
+    # a run --overwrite stores a new record and side file after the measurement
+    new_examples = side_file.read_bytes() + b"\0"
+    record = json.loads(path.read_text())
+    record["examples"] = {**record["examples"], "sha256": hashlib.sha256(new_examples).hexdigest()}
+    record["created_at"] = "2030-01-01T00:00:00+00:00"
+    store.write(full.spec.key, 42, full.task.key, record, new_examples)
+    written = deriver.write(item)
+    stored = json.loads(path.read_text())
+    assert stored["created_at"] == "2030-01-01T00:00:00+00:00" and stored["contamination"] == written.contamination
+    assert side_file.read_bytes() == new_examples and store.lookup(full.spec.key, 42, full.task.key)[1] is None

@@ -32,10 +32,14 @@ def cmd_contamination(args) -> int:
         or args.recompute
         and item.contamination is not None
     ]
+    refused = [item for item in found if item.contamination is None and item.reason]
     if args.write:
+        deriver.check_sealable(derived)  # a signed record without the key: refused before anything is written
         for item in derived:
             deriver.write(item)
         print(f"wrote the measurement into {len(derived)} record(s) of {store.root}")
+        if refused:
+            print(f"not written: {len(refused)} record(s) that cannot be measured here (the last column says why)")
     elif derived:
         print(
             f"{len(derived)} record(s) lack the measurement; --write stores it in them (derived from each record's "
