@@ -145,6 +145,12 @@ def test_results_command_formats_filters_where_and_sort(run_cli, tiny_store, tmp
         assert code == 2 and says in err and err.count("\n") == 1, (expression, err)
     code, out, _ = run_cli("results", "--results", tiny_store, "--where", "not " * 30 + "score > -1e9")
     assert code == 0 and "2 row(s)" in out  # nesting within the bound still works
+    code, _, err = run_cli("results", "--results", tiny_store, "--output", tmp_path)  # issue 50: named its temporary
+    example = tmp_path / "results.md"
+    assert (
+        code == 2
+        and err == f"error: --output {tmp_path} is a folder; name the file to write, e.g. --output {example}\n"
+    )
     code, _, err = run_cli("results", "--results", tiny_store, "--sort", "sed")
     assert code == 2 and "Did you mean: seed" in err
     target = tmp_path / "rows.parquet"

@@ -92,6 +92,8 @@ def cmd_results(args: argparse.Namespace) -> int:
             import pyarrow  # noqa: F401
         except ImportError:
             raise HarnessError("--format parquet needs pyarrow: pip install 'sentence-harness[data]'") from None
+    if args.output is not None:
+        _check_output_file(Path(args.output), args.format)
     stores: list[Path] = list(args.results or [])
     if args.published:
         stores.append(Path(DEFAULT_PUBLISHED))
@@ -308,6 +310,14 @@ def where_mask(frame: pd.DataFrame, expression: str) -> pd.Series:
         )
 
     return mask(tree.body)
+
+
+def _check_output_file(output: Path, fmt: str) -> None:
+    """--output names a file to write: a folder is one line naming the option, before any record is read (the
+    atomic write would otherwise fail on its temporary file and name that)."""
+    example = output / f"results.{'md' if fmt == 'table' else fmt}"
+    if output.is_dir():
+        raise HarnessError(f"--output {output} is a folder; name the file to write, e.g. --output {example}")
 
 
 def write(frame: pd.DataFrame, fmt: str, output: Path | None) -> None:
