@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..contamination import current_rule
 from ..errors import HarnessError, MissingDataError
 from ..files import read_store_bytes
 from ..profiles import get_profile
@@ -147,12 +148,13 @@ class OverlapDeriver:
         }
 
     def records(self, missing_only: bool = True) -> list[Derived]:
-        """Every ok record of a trained spec with its derived measurement (``missing_only``: those without one)."""
+        """Every ok record of a trained spec with its derived measurement (``missing_only``: those without one under
+        the current matching rule, harness.contamination.NORMALISATION_VERSION)."""
         found = []
         for record in self.store.records():
             if record.get("status") != "ok" or not (record.get("model") or {}).get("train_on"):
                 continue
-            if missing_only and isinstance(record.get("contamination"), dict):
+            if missing_only and current_rule(record.get("contamination")):
                 found.append(Derived(Path(record["_path"]), record, record["contamination"]))
                 continue
             try:
