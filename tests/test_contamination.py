@@ -312,3 +312,48 @@ def test_a_measurement_under_the_older_rule_is_measured_again(trained_run, run_c
     measured = json.loads(path.read_text())["contamination"]
     assert code == 0 and measured["normalisation_version"] == 2
     assert measured["test_pairs_seen"] == current["test_pairs_seen"] and measured["how"] == "derived from the record"
+
+
+def test_a_record_computed_on_another_data_dir_is_measured_against_it(tiny_bert, tmp_path, run_cli):
+    """Issue 50's probe: a run with `--data-dir D` recorded its overlap with D's test set; `contamination --write
+    --recompute` measured the bundled set instead (4/200 became 0/200). Now it measures D again (the same counts)."""
+    import shutil
+    from pathlib import Path
+
+    import harness
+    from harness.plugin_api import EvalContext
+    from harness.registry import build_registry
+
+    registry = build_registry()
+    ctx = EvalContext(profile=get_profile("smoke"), device="cpu", seed=42, batch_size=8)
+    train = registry.task("stsb").factory({}, None).training_data("scored_pairs", ctx).train
+    data = tmp_path / "D" / "sts12"
+    shutil.copytree(Path(harness.__file__).parents[1] / "tasks" / "data" / "sts12", data)
+    # in D, every test pair of STS12 (the tokenised copy the task reads) is an STS-B train pair
+    for path in sorted((data / "senteval_tokenized").glob("STS.input.*.txt")):
+        lines = path.read_text().splitlines()
+        path.write_text("".join(f"{train.first[i]}\t{train.second[i]}\n" for i in range(len(lines))))
+    config = RunConfig(
+        models=[ModelEntry("be", train_on="stsb", budget={"max_train_examples": None})],
+        tasks=["sts12"],
+        profile="smoke",
+        backbone=tiny_bert,
+        device="cpu",
+        results_dir=tmp_path / "results",
+        data_dir=tmp_path / "D",
+        progress=False,
+    )
+    runner = Run(registry, config, log=lambda message: None)
+    (outcome,) = runner.run(LocalExecutor(), runner.plan())
+    assert outcome.status == "ok", outcome.message
+    path = runner.store.record_path(outcome.spec.key, 42, outcome.task.key)
+    record = json.loads(path.read_text())
+    recorded = record.pop("contamination")
+    assert record["data_dir"] == str(tmp_path / "D") and recorded["test_pairs_seen"] == recorded["test_pairs"]
+    runner.store.write(
+        outcome.spec.key, 42, outcome.task.key, record, path.with_name("sts12.examples.npz").read_bytes()
+    )
+    code, out, _ = run_cli("contamination", "--results", tmp_path / "results", "--write", "--recompute")
+    derived = json.loads(path.read_text())["contamination"]
+    assert code == 0 and derived["how"] == "derived from the record"
+    assert (derived["test_pairs_seen"], derived["test_pairs"]) == (recorded["test_pairs_seen"], recorded["test_pairs"])
