@@ -39,7 +39,7 @@ from .leaderboard.stats import NO_DATA, stored_run
 from .profiles import get_profile
 from .registry import Registry
 from .run.record import DEFAULT_RUNTIME
-from .spec import ModelSpec, resolve_model_spec, resolve_task_specs
+from .spec import SELF_TRAINING, ModelSpec, resolve_model_spec, resolve_task_specs
 from .spec_grammar import parse_spec_text
 from .store import REPAIR_ADVICE, SIDE_FILE_PROBLEM, Store
 
@@ -150,15 +150,29 @@ def side_source(registry: Registry, model: str, common: str | None, own: str | N
     else ``common`` (``--train-on``); :data:`UNTRAINED` is no source, refused in one line for a model that cannot
     be evaluated untrained."""
     if own is None:
-        return common
+        return _known_source(registry, common, "--train-on")
     if own.strip().lower() != UNTRAINED:
-        return own
+        return _known_source(registry, own, flag)
     plugin = registry.spec_plugin(parse_spec_text(model)[0])
     if getattr(plugin, "requires_training", False):
         raise CompareError(
             f"{flag} {UNTRAINED}: {model!r} cannot be evaluated untrained; name its training source, e.g. {flag} stsb"
         )
     return None
+
+
+def _known_source(registry: Registry, source: str | None, flag: str) -> str | None:
+    """A training source names one task, as `harness run` requires (an unknown one, e.g. a path, is one line with the
+    known tasks); None passes."""
+    if source is None or source == SELF_TRAINING:
+        return source
+    try:
+        found = resolve_task_specs(registry, source)
+    except HarnessError as exc:
+        raise CompareError(f"{flag}: {exc}") from None
+    if len(found) != 1:
+        raise CompareError(f"{flag} {source!r} names {len(found)} tasks; a training source is one task, e.g. stsb")
+    return source
 
 
 def compare(

@@ -7,9 +7,12 @@ pairs a recipe made and reported, e.g. silver pairs): the spec's *training prove
 scores through :meth:`harness.Task.evaluated_texts`; the overlap of the two, after :func:`normalise`, is stored in
 the cell's record (``contamination``), marked in every leaderboard format and printed by ``harness compare``.
 
-Matching (:data:`NORMALISATION`): Unicode NFKC, runs of whitespace collapsed to one space, case folded; a test pair
-is seen when the training data holds the same two sentences in either order; a test sentence is seen when any
-training text (a pair's side or an unlabeled sentence) equals it. The pretraining data of a backbone is not known to
+Matching (:data:`NORMALISATION`, rule :data:`NORMALISATION_VERSION`): Unicode NFKC, case folded, and only letters
+and digits kept, so punctuation, symbols and whitespace are ignored (SICK's "A man is playing a piano" is STS-B's
+"a man is playing a piano .", a tokenised "do n't" is "don't"); a test pair is seen when the training data holds the
+same two sentences in either order; a test sentence is seen when any training text (a pair's side or an unlabeled
+sentence) equals it. Rule 1 (a measurement without ``normalisation_version``) kept punctuation and whitespace
+(collapsed); ``harness contamination`` measures such records again. The pretraining data of a backbone is not known to
 the harness and is not measured.
 """
 
@@ -23,8 +26,12 @@ from typing import Any
 from .options import Option
 
 NORMALISATION = (
-    "NFKC, whitespace runs collapsed, case-folded; a pair matches in either order, a sentence matches any training text"
+    "NFKC, case-folded, letters and digits only (punctuation, symbols and whitespace ignored); a pair matches in "
+    "either order, a sentence matches any training text"
 )
+# The matching rule's version, recorded with every measurement (``normalisation_version``): 1 (absent) kept
+# punctuation and whitespace; 2 ignores them. A measurement under an older rule is measured again.
+NORMALISATION_VERSION = 2
 
 
 # A task that scores pairs may offer this option: ``unseen=true`` scores only the test pairs the cell's model did
@@ -39,7 +46,15 @@ UNSEEN_OPTION = Option(
 
 
 def normalise(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", str(text)).split()).casefold()
+    """``text`` as matched (:data:`NORMALISATION`): NFKC, case-folded, its letters and digits only."""
+    return "".join(
+        character for character in unicodedata.normalize("NFKC", str(text)).casefold() if character.isalnum()
+    )
+
+
+def current_rule(measured: Any) -> bool:
+    """Whether a record's ``contamination`` was measured under the current rule (:data:`NORMALISATION_VERSION`)."""
+    return isinstance(measured, dict) and measured.get("normalisation_version", 1) == NORMALISATION_VERSION
 
 
 def pair_key(first: str, second: str) -> tuple[str, str]:
@@ -131,6 +146,7 @@ def measure(seen: TextSet, evaluated: EvaluatedTexts) -> dict[str, Any]:
         "training_pairs": len(seen.pairs),
         "training_sentences": len(seen.sentences),
         "normalisation": NORMALISATION,
+        "normalisation_version": NORMALISATION_VERSION,
     }
 
 

@@ -228,6 +228,11 @@ def curve_rows(training_record: Mapping[str, Any], model_key: str) -> list[dict[
             steps, points = values.get("step"), values.get("value")
             if not isinstance(steps, list) or not isinstance(points, list) or len(steps) != len(points):
                 raise ValueError(f"fit {fit.get('fit')} {kind} {term!r}: steps and values do not pair up")
+            if not all(_is_number(step) for step in steps) or not all(
+                value is None or _is_number(value) for value in points
+            ):
+                # a plot or table would otherwise fail on a text half-way (issue 50): the file is skipped
+                raise ValueError(f"fit {fit.get('fit')} {kind} {term!r}: a step or value is not a number")
             for step, value in zip(steps, points):
                 rows.append(
                     {
@@ -242,6 +247,10 @@ def curve_rows(training_record: Mapping[str, Any], model_key: str) -> list[dict[
                     }
                 )
     return rows
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _wanted(record: Mapping[str, Any], models: Sequence[str] | None, train_on: Sequence[str] | None) -> bool:

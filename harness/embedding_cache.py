@@ -54,6 +54,7 @@ FOLDER = "embeddings"  # under the store's cache folder
 SHARD_SUFFIX = ".safetensors"
 DEFAULT_LIMIT_MIB = 2048.0
 LIMIT_VARIABLE = "HARNESS_EMBEDDING_CACHE_MIB"  # the size cap in MiB
+MAX_LIMIT_MIB = float(2**30)  # 1 PiB: a larger cap (or inf) would overflow the byte count
 SWITCH_VARIABLE = "HARNESS_EMBEDDING_CACHE"  # "0", "off", "no" or "false" turn the cache off by default
 OFF_VALUES = ("0", "off", "no", "false")
 DIGEST_BYTES = 32
@@ -74,8 +75,11 @@ def limit_mib_from_environment() -> float:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not value >= 0:  # also refuses nan
-        raise InvalidOptionError(f"{LIMIT_VARIABLE} must be a size in MiB (a number >= 0), got {text!r}.")
+    if not 0 <= value <= MAX_LIMIT_MIB:  # also refuses nan and inf
+        raise InvalidOptionError(
+            f"{LIMIT_VARIABLE} must be a size in MiB, a number from 0 to {MAX_LIMIT_MIB:.0f} "
+            f"(default {DEFAULT_LIMIT_MIB:g}), got {text!r}."
+        )
     return value
 
 

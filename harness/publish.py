@@ -201,7 +201,7 @@ def publish(
             "publish." + _other_variants(source, selection)
         )
     prepare_output_dir(target.root, "the published set")
-    plans: list[tuple[Path, dict, bytes | None]] = []
+    plans: list[tuple[Path, dict, bytes | None, str | None]] = []
     conflicts: list[str] = []
     for path, record, unsigned in chosen:
         destination = target.record_path(
@@ -218,18 +218,27 @@ def publish(
         elif existing is not None and not overwrite and not same_store:
             conflicts.append(f"{destination} holds another result for this cell")
             continue
-        plans.append((destination, published, side_files.get(path) if not same_store else None))
+        plans.append((destination, published, side_files.get(path) if not same_store else None, record.get("checksum")))
     if conflicts:
         raise PublishError(
             f"{len(conflicts)} cell(s) are already published with other results, so nothing was "
             "published: " + "; ".join(conflicts[:8]) + ". Pass --overwrite to replace them."
         )
-    for destination, published, side_file in plans:
-        if side_file is not None:
-            atomic_write_bytes(examples_path(destination), side_file)  # before the record that names it
-        elif not same_store and examples_path(destination).exists():
-            examples_path(destination).unlink()  # the replaced record's: no record names it any more
-        atomic_write_text(destination, json.dumps(published, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    for destination, published, side_file, read_checksum in plans:
+        # A record rewriter is a write like any other (issue 50): under the cell lock a run takes; in place, a record
+        # a run replaced since it was read is left as the run wrote it
+        with target.cells_lock(published["model_key"], published["seed"], "harness publish"):
+            if same_store and (_existing(destination) or {}).get("checksum") != read_checksum:
+                result.warnings.append(
+                    f"{destination}: replaced by a run while it was published, so left as that run wrote it; "
+                    "publish again to mark it"
+                )
+                continue
+            if side_file is not None:
+                atomic_write_bytes(examples_path(destination), side_file)  # before the record that names it
+            elif not same_store and examples_path(destination).exists():
+                examples_path(destination).unlink()  # the replaced record's: no record names it any more
+            atomic_write_text(destination, json.dumps(published, indent=2, sort_keys=True, allow_nan=False) + "\n")
         result.written.append(destination)
         if not same_store:
             key = (published["model_key"], published["seed"])

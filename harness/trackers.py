@@ -89,6 +89,15 @@ class Tracker(Protocol):
     def finish(self) -> None: ...
 
 
+MAX_MESSAGE_CHARACTERS = 300  # a backend's error (MLflow's spans lines, with a server's reply) in a warning's line
+
+
+def one_line(exc: BaseException) -> str:
+    """A backend's error message on one line, cut to :data:`MAX_MESSAGE_CHARACTERS`."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= MAX_MESSAGE_CHARACTERS else text[: MAX_MESSAGE_CHARACTERS - 3] + "..."
+
+
 def flat_params(params: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
     """Nested hyperparameters as ``a.b.c`` -> text (what MLflow's params and TensorBoard's text take)."""
     flat: dict[str, str] = {}
@@ -238,13 +247,21 @@ class RunTrackers:
         self._open: tuple[str, int] | None = None
         self._step = 0  # the open run's last step: cell scores are logged there (W&B steps only grow)
         make = factory or make_tracker
+        self._made: dict[str, Any] = {}  # the name each tracker was asked for -> the tracker made for it
         for name in self.names:
             tracker = self._guarded(name, "set up", lambda name=name: make(name, results_dir))
             if tracker is not None:
                 self.trackers.append(tracker)
+                self._made[name] = tracker
 
     def __bool__(self) -> bool:
         return bool(self.trackers)
+
+    def working(self, named: Sequence[str]) -> list[str]:
+        """Those of ``named`` (a record's ``log_to``) whose tracker is still reporting: one that failed to set up or
+        was dropped since is left out, so a record never names a tracker that holds nothing of it."""
+        alive = {id(tracker) for tracker in self.trackers}
+        return [name for name in named if name in self._made and id(self._made[name]) in alive]
 
     def _guarded(self, name: str, what: str, call: Callable[[], Any]) -> Any:
         try:
@@ -255,7 +272,7 @@ class RunTrackers:
                 name,
                 what,
                 type(exc).__name__,
-                exc,
+                one_line(exc),
             )
             self.trackers = [tracker for tracker in self.trackers if getattr(tracker, "name", None) != name]
             return None
@@ -312,13 +329,15 @@ class RunTrackers:
         try:
             interval = record_interval(path)
         except Exception as exc:  # the interval is a courtesy to the tracker; the record is stored already
-            logger.warning("no interval for the trackers from %s (%s: %s)", path, type(exc).__name__, exc)
+            logger.warning("no interval for the trackers from %s (%s: %s)", path, type(exc).__name__, one_line(exc))
             interval = None
         try:
             self.cell(record, interval)
         except Exception as exc:
             logger.warning(
-                "trackers off for the rest of this run: %s: %s (results are unaffected)", type(exc).__name__, exc
+                "trackers off for the rest of this run: %s: %s (results are unaffected)",
+                type(exc).__name__,
+                one_line(exc),
             )
             self.trackers = []
 

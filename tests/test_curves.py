@@ -179,3 +179,22 @@ def test_plot_options_of_training_are_refused_for_another_plot(run_cli, tmp_path
     assert code != 0 and "--models: only `harness plot training` takes them" in err
     code, out, err = run_cli("plot", "training", "--results", tmp_path, "--models", "be")
     assert code != 0 and f"no training curves in {tmp_path} for --models be" in err
+
+
+def test_plot_training_skips_curves_with_text_values_and_refuses_bad_seeds(run_cli, tmp_path):
+    """Issue 50: a training.json whose curve values are texts is skipped with one line (before: a TypeError inside
+    the plot), and `--seeds abc` is refused in one line (before: a ValueError traceback)."""
+    recorder = TrainingCurves()
+    fit = recorder.start_fit(42, "training")
+    fit.step(1, {"loss": 2.0})
+    fit.step(2, {"loss": 1.0})
+    _checkpoint(tmp_path, "be-aaa", 42, "be", "stsb", recorder.as_record())
+    texts = recorder.as_record()
+    texts["fits"][0]["loss"]["loss"]["value"] = ["high", "low"]
+    edited = _checkpoint(tmp_path, "be-bbb", 43, "be", "stsb", texts) / "training.json"
+    code, out, err = run_cli("plot", "training", "--results", tmp_path, "--output", tmp_path / "plots")
+    assert code == 0, err
+    assert f"skipped {edited}: fit 0 loss 'loss': a step or value is not a number" in out
+    assert (tmp_path / "plots" / "training-curves.png").is_file()
+    code, out, err = run_cli("plot", "training", "--results", tmp_path, "--seeds", "abc", "--output", tmp_path)
+    assert code == 2 and "--seeds takes comma-separated integers" in err and len(err.strip().splitlines()) == 1

@@ -105,6 +105,22 @@ def test_cache_is_cut_to_its_cap_least_recently_used_first(tmp_path):
     assert EmbeddingCache(tmp_path, limit_mib=0).evict() == 2 and cache.size_bytes() == 0
 
 
+@pytest.mark.parametrize("text", ["inf", "1e308", "nan", "-1", "big"])
+def test_a_cap_that_is_not_a_size_is_refused_in_one_line_naming_the_allowed_values(text, monkeypatch):
+    """Issue 50: HARNESS_EMBEDDING_CACHE_MIB=inf (or a cap whose byte count overflows) was an OverflowError."""
+    from harness.embedding_cache import MAX_LIMIT_MIB, limit_mib_from_environment
+    from harness.errors import InvalidOptionError
+
+    monkeypatch.setenv("HARNESS_EMBEDDING_CACHE_MIB", text)
+    with pytest.raises(
+        InvalidOptionError, match=f"a number from 0 to {MAX_LIMIT_MIB:.0f} .default 2048., got"
+    ) as error:
+        EmbeddingCache("unused", limit_mib_from_environment())
+    assert "\n" not in str(error.value)
+    monkeypatch.setenv("HARNESS_EMBEDDING_CACHE_MIB", str(MAX_LIMIT_MIB))
+    assert EmbeddingCache("unused", limit_mib_from_environment()).limit_bytes == 2**50
+
+
 def test_nothing_is_cached_outside_an_evaluation_scope(tmp_path):
     calls = []
 

@@ -131,6 +131,26 @@ def test_results_command_formats_filters_where_and_sort(run_cli, tiny_store, tmp
     assert code == 2 and err.count("\n") == 1 and "no column 'scor'. Did you mean: score" in err
     code, _, err = run_cli("results", "--results", tiny_store, "--where", "__import__('os').system('x')")
     assert code == 2 and "is not" in err and err.count("\n") == 1
+    # issue 50: each of these was a traceback (or, for a list, a silent row-by-row comparison); now one line, exit 2
+    for expression, says in (
+        ("score > -'a'", "is not allowed"),
+        ("task == ['stsb']", "a list is compared only with `in`"),
+        ("score > [1,2]", "a list is compared only with `in`"),
+        ("score > 'a'", "compares a number with a text"),
+        ("task == 3", "compares a number with a text"),
+        ("not " * 5000 + "score > 1", "more than the 2000 allowed"),
+        ("not " * 45 + "score > 1", "nested more than 40 levels deep"),
+    ):
+        code, _, err = run_cli("results", "--results", tiny_store, "--where", expression)
+        assert code == 2 and says in err and err.count("\n") == 1, (expression, err)
+    code, out, _ = run_cli("results", "--results", tiny_store, "--where", "not " * 30 + "score > -1e9")
+    assert code == 0 and "2 row(s)" in out  # nesting within the bound still works
+    code, _, err = run_cli("results", "--results", tiny_store, "--output", tmp_path)  # issue 50: named its temporary
+    example = tmp_path / "results.md"
+    assert (
+        code == 2
+        and err == f"error: --output {tmp_path} is a folder; name the file to write, e.g. --output {example}\n"
+    )
     code, _, err = run_cli("results", "--results", tiny_store, "--sort", "sed")
     assert code == 2 and "Did you mean: seed" in err
     target = tmp_path / "rows.parquet"

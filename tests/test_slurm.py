@@ -154,6 +154,33 @@ def fake_slurm(folder: Path, final_state: str, log_line: str = "", probe_line: s
     return {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
 
 
+@pytest.mark.parametrize(
+    "printed, job_id",
+    [
+        ("4242", "4242"),
+        ("4242;cluster-a", "4242"),
+        ("sbatch: warning: partition is draining\n4242", None),
+        ("Submitted batch job 4242", None),
+        ("", None),
+        ("4242;", None),
+    ],
+)
+def test_sbatch_output_that_is_not_a_job_id_is_refused_not_polled(tmp_path, printed, job_id):
+    """Issue 50: whatever sbatch printed was taken as the job id and polled (never found, so the jobs would be
+    submitted again: duplicate jobs on a real cluster); now only `<id>` or `<id>;<cluster>` is a job id."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "sbatch").write_text(f"#!/bin/sh\nprintf '%s\\n' {shlex.quote(printed)}\n")
+    (folder / "sbatch").chmod(0o755)
+    client = SlurmClient({**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"})
+    if job_id is not None:
+        assert client.submit(tmp_path / "array.sbatch", "0-1") == job_id
+        return
+    with pytest.raises(HarnessError, match="not a job id .`sbatch --parsable` prints <id> or <id>;<cluster>.") as error:
+        client.submit(tmp_path / "array.sbatch", "0-1")
+    assert "\n" not in str(error.value)
+
+
 def test_a_task_that_keeps_failing_is_submitted_again_up_to_the_limit_then_one_line(tmp_path, tiny_bert):
     env = fake_slurm(tmp_path / "bin", "FAILED")
     executor = SlurmExecutor(SlurmOptions(retries=2), SlurmClient(env), poll_seconds=0.01)

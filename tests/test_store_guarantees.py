@@ -2157,3 +2157,45 @@ def test_export_results_writes_each_file_atomically(run_cli, tmp_path, monkeypat
 
 
 # == end of: files =========================================================================================
+
+
+def test_publishing_in_place_takes_the_cell_lock_and_keeps_a_record_a_run_replaced(tmp_path, monkeypatch):
+    """Issue 50: a record rewriter is a write like any other. Publishing a store in place holds the cell lock a run
+    takes, and a record a run replaced after publish read it is left as the run wrote it (before: overwritten with
+    the stale content, so the new side file no longer matched its record)."""
+    import harness.publish as publishing
+    from harness.publish import Selection, publish
+    from harness.store import examples_path
+
+    write_toy_data(tmp_path / "data")
+    toy_run(tmp_path, profile="quick")
+    registry = build_registry(extra_plugins=[ToyPlugin()])
+    store = Store(tmp_path / "results")
+    (path,) = store.record_files()
+    record = json.loads(path.read_text())
+    key, seed = record["model_key"], record["seed"]
+    lock_seen = []
+    original = Store.cells_lock
+
+    def watched(self, model_key, seed, purpose=""):
+        lock_seen.append((model_key, seed, purpose))
+        return original(self, model_key, seed, purpose)
+
+    monkeypatch.setattr(Store, "cells_lock", watched)
+    prepare = publishing.prepare_output_dir
+
+    def a_run_rewrites_the_cell(*args, **kwargs):  # between publish reading the record and writing it
+        replaced = {**record, "created_at": "2030-01-01T00:00:00+00:00"}
+        side_file = examples_path(path)
+        store.write(key, seed, record["task"]["key"], replaced, side_file.read_bytes() if side_file.exists() else None)
+        return prepare(*args, **kwargs)
+
+    monkeypatch.setattr(publishing, "prepare_output_dir", a_run_rewrites_the_cell)
+    result = publish(store, store, Selection(), registry=registry, data_dir=tmp_path / "data")
+    stored = json.loads(path.read_text())
+    assert stored["created_at"] == "2030-01-01T00:00:00+00:00" and "published" not in stored
+    assert result.written == [] and "replaced by a run while it was published" in result.warnings[-1]
+    assert (key, seed, "harness publish") in lock_seen
+    monkeypatch.setattr(publishing, "prepare_output_dir", prepare)
+    result = publish(store, store, Selection(), registry=registry, data_dir=tmp_path / "data")
+    assert result.written == [path] and json.loads(path.read_text())["published"]

@@ -226,8 +226,9 @@ def test_a_tracker_that_raises_mid_run_is_logged_once_and_changes_no_result(tmp_
     assert len(failures) == 1 and "tracking server went away" in failures[0].getMessage()
     assert raising.calls == 3  # dropped after its failure: never called again
     assert records["raising"]["scores"] == records["plain"]["scores"]
-    # log_to is recorded, and is no property of the result: the same model key and cell hash
-    assert records["raising"]["log_to"] == ["tensorboard"] and "log_to" not in records["plain"]
+    # log_to names only the trackers that worked (issue 50: it named the one that failed in training), and is no
+    # property of the result: the same model key and cell hash
+    assert "log_to" not in records["raising"] and "log_to" not in records["plain"]
     for field in ("model_key", "config_hash", "main_score"):
         assert records["raising"][field] == records["plain"][field]
     (plain,) = (tmp_path / "plain" / "checkpoints").glob("be-*/seed-42/training.json")
@@ -271,3 +272,31 @@ def test_no_trackers_do_nothing():
     assert not trackers and trackers.training("k", 1, "label", {}) is None
     trackers.cell({"status": "ok"}, None)
     trackers.finish()
+
+
+def test_a_failing_trackers_warning_is_one_line_and_the_record_names_only_working_trackers(tmp_path, caplog):
+    """Issue 50: MLflow's errors span lines (the server's reply); the warning is one line, and a tracker that failed
+    to set up is not named by the records (``working``), while one that works is."""
+
+    class Failing(Raising):
+        name = "mlflow"
+
+        def start(self, run_name, group, params, key) -> None:
+            raise RuntimeError("API request to http://mlflow:5000 failed\n\nResponse body:\n  <html>502</html>")
+
+    def make(name, results_dir):
+        if name == "wandb":
+            raise RuntimeError("wandb: login needed\nrun `wandb login`")
+        if name == "mlflow":
+            return Failing()
+        working = Raising()
+        working.name = name
+        return working
+
+    trackers = RunTrackers(("tensorboard", "mlflow", "wandb"), tmp_path, factory=make)
+    with caplog.at_level(logging.WARNING, logger="harness.trackers"):
+        trackers.open("be-1", 42, "be", {})
+    warnings = [record.getMessage() for record in caplog.records]
+    assert len(warnings) == 2 and all("\n" not in message for message in warnings)
+    assert "failed to start a run (RuntimeError: API request to http://mlflow:5000 failed Response body:" in warnings[1]
+    assert trackers.working(["tensorboard", "mlflow", "wandb"]) == ["tensorboard"]

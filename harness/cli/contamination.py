@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..contamination import NORMALISATION_VERSION, current_rule
 from . import values
 from .common import existing_store, load_registry, results_dir
 
@@ -23,22 +24,25 @@ def cmd_contamination(args) -> int:
             disable_numparse=True,
         )
     )
+    # measured here: every record without a measurement under the current matching rule (--recompute: every one)
     derived = [
         item
         for item in found
-        if item.contamination is not None
-        and item.contamination.get("how") != "recorded"
-        and item.record.get("contamination") is None
-        or args.recompute
-        and item.contamination is not None
+        if item.contamination is not None and (args.recompute or not current_rule(item.record.get("contamination")))
     ]
+    older = sum(isinstance(item.record.get("contamination"), dict) for item in derived)
+    refused = [item for item in found if item.contamination is None and item.reason]
     if args.write:
+        deriver.check_sealable(derived)  # a signed record without the key: refused before anything is written
         for item in derived:
             deriver.write(item)
         print(f"wrote the measurement into {len(derived)} record(s) of {store.root}")
+        if refused:
+            print(f"not written: {len(refused)} record(s) that cannot be measured here (the last column says why)")
     elif derived:
         print(
-            f"{len(derived)} record(s) lack the measurement; --write stores it in them (derived from each record's "
-            "spec and the data, marked 'derived from the record')"
+            f"{len(derived)} record(s) lack the measurement under matching rule {NORMALISATION_VERSION}"
+            f"{f' ({older} measured under an older rule)' if older else ''}; --write stores it in them (derived "
+            "from each record's spec and the data, marked 'derived from the record')"
         )
     return 0

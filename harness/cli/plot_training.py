@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import HarnessError
+from . import values
 from .common import existing_store, read_store_and_output, results_dir
 from .values import split_spec_list
 
@@ -36,7 +37,7 @@ def cmd_plot_training(args) -> int:
 
     root, output = read_store_and_output(args.results if args.results is not None else results_dir(None), args.output)
     existing_store(root)
-    seeds = [int(seed) for seed in args.seeds.split(",")] if args.seeds else None
+    seeds = values.seeds(args.seeds) if args.seeds else None
     frame = load_training_curves(
         root, models=split_spec_list(args.models) or None, train_on=split_spec_list(args.train_on) or None, seeds=seeds
     )

@@ -92,6 +92,8 @@ def cmd_results(args: argparse.Namespace) -> int:
             import pyarrow  # noqa: F401
         except ImportError:
             raise HarnessError("--format parquet needs pyarrow: pip install 'sentence-harness[data]'") from None
+    if args.output is not None:
+        _check_output_file(Path(args.output), args.format)
     stores: list[Path] = list(args.results or [])
     if args.published:
         stores.append(Path(DEFAULT_PUBLISHED))
@@ -164,16 +166,50 @@ _COMPARE = {
 }
 
 
+# The --where grammar is bounded: an expression longer or nested deeper than this is refused in one line (a
+# recursive parser or evaluator would otherwise end in a RecursionError).
+MAX_WHERE_LENGTH = 2000
+MAX_WHERE_DEPTH = 40
+
+
+def _where_depth(tree: ast.AST) -> int:
+    """The nesting depth of a parsed expression, walked without recursion."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def where_mask(frame: pd.DataFrame, expression: str) -> pd.Series:
     """The rows of ``frame`` where ``expression`` holds. A small language, evaluated here (never ``eval``): column
-    names, literals (numbers, strings, True/False/None, lists of them), comparisons, ``in``/``not in`` a list, and
-    ``and``/``or``/``not``. ``column == None`` / ``!= None`` test for empty values."""
+    names, literals (numbers, strings, True/False/None, lists of them after ``in``), comparisons, ``in``/``not in`` a
+    list, and ``and``/``or``/``not``; at most :data:`MAX_WHERE_LENGTH` characters nested :data:`MAX_WHERE_DEPTH`
+    deep. ``column == None`` / ``!= None`` test for empty values; a number column compares with numbers, a text
+    column with texts (docs/guide/results.md)."""
     import pandas as pd
 
+    if len(expression) > MAX_WHERE_LENGTH:
+        raise HarnessError(
+            f"--where: {len(expression)} characters, more than the {MAX_WHERE_LENGTH} allowed; "
+            "write a shorter condition, e.g. \"score > 80 and task in ['sts12', 'sts13']\""
+        )
     try:
         tree = ast.parse(expression.strip(), mode="eval")
     except SyntaxError as exc:
         raise HarnessError(f'--where {expression!r}: not an expression ({exc.msg}); e.g. "score > 80"') from None
+    except (RecursionError, MemoryError):
+        tree = None
+    if tree is None or _where_depth(tree) > MAX_WHERE_DEPTH:
+        raise HarnessError(
+            f"--where: nested more than {MAX_WHERE_DEPTH} levels deep; write a flatter condition "
+            "(and/or of comparisons)"
+        )
     known = [str(column) for column in frame.columns]
 
     def literal(node: ast.AST) -> Any:
@@ -181,7 +217,12 @@ def where_mask(frame: pd.DataFrame, expression: str) -> pd.Series:
             return node.value
         if isinstance(node, (ast.List, ast.Tuple)):
             return [literal(item) for item in node.elts]
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        if (
+            isinstance(node, ast.UnaryOp)
+            and isinstance(node.op, ast.USub)
+            and isinstance(node.operand, ast.Constant)
+            and _is_number(node.operand.value)
+        ):
             return -node.operand.value
         raise HarnessError(
             f"--where {expression!r}: {ast.unparse(node)!r} is not allowed (columns, literals, comparisons, "
@@ -197,6 +238,29 @@ def where_mask(frame: pd.DataFrame, expression: str) -> pd.Series:
             return frame[node.id]
         return literal(node)
 
+    def kind(side: Any) -> str | None:
+        """'number' or 'text' for a literal or a column whose values are all of one kind; None: anything goes."""
+        if isinstance(side, pd.Series):
+            values = side.dropna()
+            if len(values) and pd.api.types.is_bool_dtype(values):
+                return None
+            if len(values) and pd.api.types.is_numeric_dtype(values):
+                return "number"
+            if len(values) and all(isinstance(item, str) for item in values):
+                return "text"
+            return None
+        if _is_number(side):
+            return "number"
+        return "text" if isinstance(side, str) else None
+
+    def check_types(left: Any, right: Any) -> None:
+        kinds = {kind(left), kind(right)}
+        if kinds == {"number", "text"}:
+            raise HarnessError(
+                f"--where {expression!r}: compares a number with a text; compare a number column with a number "
+                "(score > 80) and a text column with a text (task == 'sts12')"
+            )
+
     def compare(left: Any, op: ast.cmpop, right: Any) -> pd.Series:
         if isinstance(op, (ast.In, ast.NotIn)):
             if not isinstance(right, list):
@@ -205,12 +269,17 @@ def where_mask(frame: pd.DataFrame, expression: str) -> pd.Series:
                 )
             inside = pd.Series(left, index=frame.index).isin(right)
             return inside if isinstance(op, ast.In) else ~inside
+        if isinstance(left, list) or isinstance(right, list):
+            raise HarnessError(
+                f"--where {expression!r}: a list is compared only with `in` / `not in`, e.g. task in ['sts12']"
+            )
         if isinstance(op, (ast.Eq, ast.NotEq)) and right is None:
             empty = pd.Series(left, index=frame.index).isna()
             return empty if isinstance(op, ast.Eq) else ~empty
         function = _COMPARE.get(type(op))
         if function is None:
             raise HarnessError(f"--where {expression!r}: operator {type(op).__name__} is not allowed")
+        check_types(left, right)
         try:
             result = function(left, right)
         except TypeError as exc:  # e.g. a number compared with a text column
@@ -241,6 +310,14 @@ def where_mask(frame: pd.DataFrame, expression: str) -> pd.Series:
         )
 
     return mask(tree.body)
+
+
+def _check_output_file(output: Path, fmt: str) -> None:
+    """--output names a file to write: a folder is one line naming the option, before any record is read (the
+    atomic write would otherwise fail on its temporary file and name that)."""
+    example = output / f"results.{'md' if fmt == 'table' else fmt}"
+    if output.is_dir():
+        raise HarnessError(f"--output {output} is a folder; name the file to write, e.g. --output {example}")
 
 
 def write(frame: pd.DataFrame, fmt: str, output: Path | None) -> None:

@@ -10,7 +10,7 @@ import logging
 import statistics
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from .. import distributed
 from ..device import hardware_description, resolve_device
@@ -76,6 +76,18 @@ class Worker:
             log_to=(),  # the driver reports each stored cell; a worker's machine need not have the trackers
         )
 
+    def _with_working_trackers(self, record: Any) -> Any:
+        """The record naming under ``log_to`` only the trackers still reporting when it is stored (harness.trackers:
+        one that failed is dropped; absent when none is left)."""
+        content = record.to_dict() if hasattr(record, "to_dict") else dict(record)
+        if not content.get("log_to"):
+            return record
+        working = self._work.models.trackers.working(content["log_to"])
+        if working == list(content["log_to"]):
+            return record
+        content.pop("log_to")
+        return {**content, **({"log_to": working} if working else {})}
+
     def recheck(self, job: TrainingJob) -> tuple[list[Cell], TrainingJob | None]:
         """After claiming a job (its cells lock): the cells another process stored since this run planned (answered
         from the store, as ``cached``) and the job of the cells still to compute (None if none are left)."""
@@ -118,8 +130,9 @@ class Worker:
                     result.message,
                 )
                 return replace(outcome, status=CellStatus.FAILED)
-        path = store.write(spec.key, seed, task_spec.key, result.record, examples=result.examples)
-        self._work.models.trackers.stored_cell(result.record, path)  # never raises: a failing tracker is dropped
+        record = self._with_working_trackers(result.record)
+        path = store.write(spec.key, seed, task_spec.key, record, examples=result.examples)
+        self._work.models.trackers.stored_cell(record, path)  # never raises: a failing tracker is dropped
         if result.status == CellStatus.FAILED:
             # The reason is in the outcome (the CLI prints each distinct reason once, after the run's table).
             self.log(f"  {spec.label} seed {seed} {task_spec.label}: failed")

@@ -8,6 +8,12 @@ record's applied ``max_train_examples``, the teacher's own budget, the record's 
 its task's evaluated texts; "how": "derived from the record". The checksum of the training source read now is compared
 with the record's ``training_data_checksum`` ("source_checksum_matches"). Data a recipe made during training (silver
 pairs) exists only in that run and cannot be derived; the record says so ("made": "not derivable").
+
+Rewriting a record is a write like any other (issue 50): it is measured against the data the record names (its
+``data_dir``, or ``--data-dir`` where that data now lives) and refused in one line where that data is not there or its
+task's dataset checksum differs from the record's ``dataset_checksum``; it is rewritten under the cell lock a run takes
+(``Store.cells_lock``), read again under that lock (a record a run replaced meanwhile is measured again), and sealed
+with ``HARNESS_STORE_KEY``: a signed record is refused when no key is set, since writing it would strip its signature.
 """
 
 from __future__ import annotations
@@ -17,15 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import HarnessError
+from ..contamination import current_rule
+from ..errors import HarnessError, MissingDataError
 from ..files import read_store_bytes
 from ..profiles import get_profile
 from ..registry import Registry
 from ..spec import ModelSpec
-from ..store import Store, examples_path
+from ..store import Store, examples_path, read_record
 from .config import RunConfig
 from .models import Models
-from .record import split_record_stem
+from .record import SIGNATURE, STORE_KEY_VARIABLE, InvalidRecordError, split_record_stem, store_key
 
 logger = logging.getLogger(__name__)
 DERIVED = "derived from the record"
@@ -68,34 +75,64 @@ def record_limit(record: dict) -> Any:
 class OverlapDeriver:
     """Measures stored records' overlap from their own fields (one task object and one read per source)."""
 
-    def __init__(self, registry: Registry, store: Store, data_dir: Path | None = None):
+    def __init__(
+        self, registry: Registry, store: Store, data_dir: Path | None = None, lock_timeout: float | None = None
+    ):
+        """``data_dir``: where the data the records name lives now (None: where each record says); ``lock_timeout``:
+        how long :meth:`write` waits for a cell lock a run holds (None: as long as the run takes)."""
         self.registry = registry
         self.store = store
-        config = RunConfig(models=[], tasks=[], results_dir=store.root, data_dir=data_dir, progress=False)
-        self.models = Models(registry, config, store)
+        self.data_dir = data_dir
+        self.lock_timeout = lock_timeout
+        self._models: dict[Path | None, Models] = {}
+
+    def models_for(self, data_dir: Path | None) -> Models:
+        """The models (and data readers) of one data dir, made once."""
+        if data_dir not in self._models:
+            config = RunConfig(models=[], tasks=[], results_dir=self.store.root, data_dir=data_dir, progress=False)
+            self._models[data_dir] = Models(self.registry, config, self.store)
+        return self._models[data_dir]
+
+    def record_data_dir(self, record: dict) -> Path | None:
+        """The data the record was computed on: ``--data-dir`` when given, else the record's ``data_dir`` (None: the
+        bundled and downloaded data); a folder that is not there is one HarnessError line."""
+        named = record.get("data_dir")
+        if self.data_dir is not None:
+            return self.data_dir
+        if named is None:
+            return None
+        path = Path(str(named)).expanduser()
+        if not path.is_dir():
+            raise HarnessError(
+                f"computed on the data in {named}, which is not there; pass --data-dir with that data "
+                "(its dataset checksum is checked)"
+            )
+        return path
 
     def derive(self, record: dict) -> dict | None:
-        """The record's ``contamination`` derived from its spec and the data now; None when not measurable."""
+        """The record's ``contamination`` derived from its spec and the data it names; None when not measurable."""
         spec = record_spec(record)
         if spec.train_on is None or record.get("status") != "ok":
             return None
-        provenance = self.models.derived_provenance(
+        data_dir = self.record_data_dir(record)
+        models = self.models_for(data_dir)
+        task = self.registry.task(record["task"]["name"]).factory(record["task"]["options"], data_dir)
+        _check_dataset(task, record, data_dir)
+        provenance = models.derived_provenance(
             spec, get_profile(spec.profile), int(record["seed"]), record_limit(record), DERIVED
         )
-        data_dir = self.models.config.data_dir
-        task = self.registry.task(record["task"]["name"]).factory(record["task"]["options"], data_dir)
         profile = get_profile(spec.profile)
         if (record.get("profile") or {}).get("max_eval_examples") != profile.max_eval_examples:
             raise HarnessError(
                 f"{record.get('_path')}: computed on another evaluation cut than profile "
                 f"{profile.name!r} gives now; its overlap cannot be derived"
             )
-        evaluated = task.evaluated_texts(self.models.builder.eval_context(profile, "cpu", int(record["seed"])))
-        measured = self.models.contamination(spec, int(record["seed"]), evaluated, provenance)
+        evaluated = task.evaluated_texts(models.builder.eval_context(profile, "cpu", int(record["seed"])))
+        measured = models.contamination(spec, int(record["seed"]), evaluated, provenance)
         if measured is None:
             return None
         main = provenance["sources"][0]
-        splits = self.models.builder.source_splits(main["source"], tuple(main["kinds"]), profile, int(record["seed"]))
+        splits = models.builder.source_splits(main["source"], tuple(main["kinds"]), profile, int(record["seed"]))
         recipe = spec.recipe
         return {
             **measured,
@@ -111,12 +148,13 @@ class OverlapDeriver:
         }
 
     def records(self, missing_only: bool = True) -> list[Derived]:
-        """Every ok record of a trained spec with its derived measurement (``missing_only``: those without one)."""
+        """Every ok record of a trained spec with its derived measurement (``missing_only``: those without one under
+        the current matching rule, harness.contamination.NORMALISATION_VERSION)."""
         found = []
         for record in self.store.records():
             if record.get("status") != "ok" or not (record.get("model") or {}).get("train_on"):
                 continue
-            if missing_only and isinstance(record.get("contamination"), dict):
+            if missing_only and current_rule(record.get("contamination")):
                 found.append(Derived(Path(record["_path"]), record, record["contamination"]))
                 continue
             try:
@@ -125,16 +163,68 @@ class OverlapDeriver:
                 found.append(Derived(Path(record["_path"]), record, None, str(exc)))
         return found
 
-    def write(self, item: Derived) -> None:
-        """Store the record again with its derived ``contamination`` (sealed again; its side file kept)."""
-        record = {key: value for key, value in item.record.items() if key != "_path"}
-        record["contamination"] = item.contamination
+    def check_sealable(self, items: list[Derived]) -> None:
+        """Refuse, before anything is written, to rewrite a signed record without the store's key: stored again
+        unsigned, it would be refused by every reader that has the key."""
+        if store_key() is not None:
+            return
+        signed = [item.path for item in items if item.record.get(SIGNATURE)]
+        if signed:
+            raise HarnessError(
+                f"{signed[0]} is signed{f' (and {len(signed) - 1} more)' if len(signed) > 1 else ''}; set "
+                f"{STORE_KEY_VARIABLE} to the store's key to rewrite it (nothing was written)"
+            )
+
+    def write(self, item: Derived) -> Derived:
+        """Store the record again with its derived ``contamination`` (sealed again; its side file kept), under the
+        cell lock a run takes. The record is read again under the lock: one a run replaced since it was measured is
+        measured again (the written item is returned)."""
         # the file name gives the task key and runtime (`<task>@onnx.json`); Store.write names the file again
         task_key, _ = split_record_stem(item.path.stem)
         model_key, seed = item.path.parts[-3], int(item.path.parts[-2].split("-", 1)[1])
-        side_file = examples_path(item.path)
-        examples = read_store_bytes(side_file, self.store.root) if side_file.is_file() else None
-        self.store.write(model_key, seed, task_key, record, examples)
+        lock = self.store.cells_lock(model_key, seed, "harness contamination --write")
+        lock.acquire(timeout=self.lock_timeout, on_wait=logger.warning)
+        try:
+            item = self._current(item)
+            self.check_sealable([item])
+            record = {key: value for key, value in item.record.items() if key != "_path"}
+            record["contamination"] = item.contamination
+            side_file = examples_path(item.path)
+            examples = read_store_bytes(side_file, self.store.root) if side_file.is_file() else None
+            self.store.write(model_key, seed, task_key, record, examples)
+        finally:
+            lock.release()
+        return item
+
+    def _current(self, item: Derived) -> Derived:
+        """The item for the record as stored now (under the cell lock): measured again when it changed."""
+        try:
+            record = read_record(item.path, self.store.root)
+        except InvalidRecordError as exc:
+            raise HarnessError(f"{item.path} changed while it was measured and is now invalid: {exc.reason}") from None
+        if record.get("checksum") == item.record.get("checksum"):
+            return item
+        record["_path"] = str(item.path)
+        measured = self.derive(record)
+        if measured is None:
+            raise HarnessError(f"{item.path} was replaced while it was measured and is no longer measurable")
+        return Derived(item.path, record, measured)
+
+
+def _check_dataset(task: Any, record: dict, data_dir: Path | None) -> None:
+    """The task's data here is the data the record was computed on (its ``dataset_checksum``); one line otherwise."""
+    where = f"the data in {data_dir}" if data_dir is not None else "the bundled and downloaded data"
+    try:
+        checksum = task.check_data()
+    except MissingDataError as exc:
+        raise HarnessError(f"{record['task']['label']} is not in {where} ({exc}); pass --data-dir with it") from None
+    except NotImplementedError:
+        return  # the task can say its checksum only while it evaluates; the evaluated texts are its data's
+    if checksum != record.get("dataset_checksum"):
+        raise HarnessError(
+            f"its dataset checksum ({str(record.get('dataset_checksum'))[:12]}...) differs from {where} "
+            f"({str(checksum)[:12]}...); pass --data-dir with the data it was computed on"
+        )
 
 
 def overlap_row(item: Derived) -> list[Any]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -11,6 +12,8 @@ from pathlib import Path
 
 from ...errors import HarnessError
 
+# What `sbatch --parsable` prints: the job id, then `;<cluster>` on a multi-cluster setup; nothing else is a job id.
+PARSABLE_JOB_ID = re.compile(r"(\d+)(?:;[\w.-]+)?")
 COMMAND_TIMEOUT_SECONDS = 60.0
 PROBE_TIMEOUT_SECONDS = 600.0
 
@@ -65,7 +68,14 @@ class SlurmClient:
         done = self._run(command)
         if done.returncode != 0:
             raise SlurmError(f"sbatch refused the job ({_first_line(done.stderr or done.stdout)}); check --slurm-*.")
-        return done.stdout.strip().split(";")[0]
+        printed = done.stdout.strip()
+        parsed = PARSABLE_JOB_ID.fullmatch(printed)
+        if parsed is None:  # polled as a job id, it would never be found and the jobs would be submitted again
+            raise SlurmError(
+                f"sbatch printed {_first_line(printed)[:80]!r}, not a job id (`sbatch --parsable` prints "
+                "<id> or <id>;<cluster>); check with squeue whether the job was queued before running again."
+            )
+        return parsed.group(1)
 
     def run_waiting(self, script: Path) -> subprocess.CompletedProcess:
         """Submit ``script`` and wait until its job ends (``sbatch --wait``)."""
