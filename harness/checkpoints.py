@@ -46,7 +46,7 @@ def _checkpoint_files(directory: Path) -> dict[str, dict]:
         relative = path.relative_to(directory).as_posix()
         if relative == COMPLETE:
             continue
-        files[relative] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
+        files[relative] = {"sha256": sha256_file(path, directory), "bytes": path.stat().st_size}
     return files
 
 
