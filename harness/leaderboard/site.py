@@ -136,6 +136,7 @@ class _Written:
     ):
         self.writer, self.cells, self.registry, self.progress = writer, cells, registry, progress
         self.data_dir = data_dir  # harness site --data-dir: where the records' texts are read (site_examples)
+        self.checksums: dict = {}  # (task, options, data folder) -> its data checksum, computed once per build
         self.texts: set[str] = set()
         self.examples: set[str] = set()
         self.cell_files: dict[str, str | None] = {}  # cell key -> its file, None: no per-example data
@@ -169,7 +170,7 @@ class _Written:
             count = len(next(iter(next(iter(payload["seeds"].values())).values())))
             self.writer.json(
                 f"data/texts/{task_key}.json",
-                _texts_payload(cell.records[min(cell.values)], count, self.registry, self.data_dir),
+                _texts_payload(cell.records[min(cell.values)], count, self.registry, self.data_dir, self.checksums),
             )
         return path
 
@@ -202,7 +203,9 @@ class _Written:
             if by_examples:  # per set of test examples (the examples view picks its cells')
                 texts = {
                     "examples": {
-                        identity: ranked_texts_payload(path, queries, documents, self.registry, self.data_dir)
+                        identity: ranked_texts_payload(
+                            path, queries, documents, self.registry, self.data_dir, self.checksums
+                        )
                         for identity, (path, queries, documents) in sorted(by_examples.items())
                     }
                 }

@@ -6,6 +6,7 @@ corpus."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -107,11 +108,14 @@ def record_data_dir(record: dict, data_dir: Path | None) -> tuple[Path | None, s
     return Path(named), None
 
 
-def _task_of_record(record: dict, registry: Any, data_dir: Path | None = None) -> tuple[Any, Any, str] | dict:
+def _task_of_record(
+    record: dict, registry: Any, data_dir: Path | None = None, checksums: dict | None = None
+) -> tuple[Any, Any, str] | dict:
     """The task a record was evaluated with (its options) reading the data the record names
     (:func:`record_data_dir`), the context it read its data under and its licence; or, as a texts payload, why its
     texts are not shown (no registry, not installed, a licence that forbids them, other data here than the record's
-    ``dataset_checksum`` names: texts are shown only from the data the scores were computed on)."""
+    ``dataset_checksum`` names: texts are shown only from the data the scores were computed on). ``checksums``
+    keeps each task's data checksum for one site build (a corpus is hashed once, however many views read it)."""
     if not isinstance(record.get("task"), dict):
         return {"withheld": "its record cannot be read"}
     task_record = record["task"]
@@ -137,22 +141,31 @@ def _task_of_record(record: dict, registry: Any, data_dir: Path | None = None) -
         )
     except Exception as exc:
         return {"withheld": f"the task's texts could not be read here ({exc})"}
-    problem = _data_problem(task, record, folder)
+    problem = _data_problem(task, record, folder, {} if checksums is None else checksums)
     if problem is not None:
         return {"withheld": problem}
     return task, context, licence
 
 
-def _data_problem(task: Any, record: dict, folder: Path | None) -> str | None:
+def _data_problem(task: Any, record: dict, folder: Path | None, checksums: dict) -> str | None:
     """Why the data ``task`` reads here is not the data ``record`` was computed on (its ``dataset_checksum``), or
     None when it is."""
     where = f"--data-dir {folder}" if folder is not None else "the task's default data"
-    try:
-        here = task.check_data()
-    except NotImplementedError:
-        return "the task cannot check its data (no check_data), so its texts cannot be matched to the record's"
-    except Exception as exc:  # the data is not here, or damaged: positions only, and why
-        return f"the task's data could not be checked in {where} ({exc})"
+    task_record = record["task"]
+    key = (task_record.get("name"), json.dumps(task_record.get("options") or {}, sort_keys=True, default=str), folder)
+    if key not in checksums:
+        try:
+            checksums[key] = (task.check_data(), None)
+        except NotImplementedError:
+            checksums[key] = (
+                None,
+                "the task cannot check its data (no check_data), so its texts cannot be matched to the record's",
+            )
+        except Exception as exc:  # the data is not here, or damaged: positions only, and why
+            checksums[key] = (None, f"the task's data could not be checked in {where} ({exc})")
+    here, problem = checksums[key]
+    if problem is not None:
+        return problem
     recorded = record.get("dataset_checksum")
     if here != recorded:
         return (
@@ -163,9 +176,11 @@ def _data_problem(task: Any, record: dict, folder: Path | None) -> str | None:
     return None
 
 
-def _texts_payload(record_path: str, count: int, registry: Any, data_dir: Path | None = None) -> dict:
+def _texts_payload(
+    record_path: str, count: int, registry: Any, data_dir: Path | None = None, checksums: dict | None = None
+) -> dict:
     """The task's scored pairs in the order of its per-example data, or why they are not shown."""
-    opened = _task_of_record(_read_record(record_path) or {}, registry, data_dir)
+    opened = _task_of_record(_read_record(record_path) or {}, registry, data_dir, checksums)
     if isinstance(opened, dict):
         return opened
     task, context, licence = opened
@@ -210,11 +225,16 @@ def _cut(text: str) -> str:
 
 
 def ranked_texts_payload(
-    record_path: str, queries: set[str], documents: set[str], registry: Any, data_dir: Path | None = None
+    record_path: str,
+    queries: set[str],
+    documents: set[str],
+    registry: Any,
+    data_dir: Path | None = None,
+    checksums: dict | None = None,
 ) -> dict:
     """The texts of the query and document ids a ranking task's examples view shows (``Task.ranked_texts``, each
     cut to TEXT_CHARACTERS), or why they are not shown (then the view names them by id)."""
-    opened = _task_of_record(_read_record(record_path) or {}, registry, data_dir)
+    opened = _task_of_record(_read_record(record_path) or {}, registry, data_dir, checksums)
     if isinstance(opened, dict):
         return opened
     task, context, licence = opened
