@@ -382,7 +382,9 @@ def check_folder_inside(folder: Path | str, root: Path | str) -> None:
     ``root`` (a link out of the store on the way); a folder not made yet is checked through the part that is."""
     folder = Path(folder)
     existing = folder
-    while not os.path.lexists(existing) and existing.parent != existing:
+    while not os.path.lexists(existing):
+        if existing == Path(root) or existing.parent == existing:
+            return  # not even the store's folder exists yet: everything on the way is made fresh
         existing = existing.parent
     if not is_inside(existing, root):
         raise UnsafeFileError(folder, f"in {os.path.realpath(existing)}, outside {root} (a linked folder)")

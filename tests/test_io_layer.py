@@ -268,3 +268,33 @@ def test_site_refuses_a_folder_holding_other_files(tmp_path):
     result = ht.run_harness("site", "--to", folder, "--results", store)
     assert result.exit_code == 2 and "not a harness site" in result.stderr
     assert (folder / "thesis.tex").read_text() == "keep me"
+
+
+# -- the layer's own calls ------------------------------------------------------------------------------------------------
+def test_the_layer_lists_writes_and_removes_only_inside_the_store(tmp_path):
+    from harness.files import (
+        UnsafeFileError,
+        atomic_write_text,
+        list_store_folder,
+        remove_store_file,
+        remove_store_tree,
+    )
+
+    store = tmp_path / "store"
+    atomic_write_text(store / "cache" / "new" / "entry", "x", store)  # a store not made yet: made fresh
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious").write_text("keep")
+    (store / "linked").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(UnsafeFileError, match="outside"):
+        atomic_write_text(store / "linked" / "sub" / "entry", "x", store)
+    with pytest.raises(UnsafeFileError, match="outside"):
+        list_store_folder(store / "linked", store)
+    with pytest.raises(UnsafeFileError, match="outside"):
+        remove_store_file(store / "linked" / "precious", store)
+    assert remove_store_tree(store / "linked", store)  # the link itself goes, never what it points to
+    assert (outside / "precious").read_text() == "keep" and not (outside / "sub").exists()
+    assert list_store_folder(store / "cache", store) == [store / "cache" / "new"]
+    assert list_store_folder(store / "nowhere", store) == []
+    assert remove_store_file(store / "cache" / "new" / "entry", store)
+    assert not remove_store_file(store / "cache" / "new" / "entry", store)
