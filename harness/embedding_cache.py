@@ -212,7 +212,11 @@ class EmbeddingCache:
         try:
             list_store_folder(folder, self.store)
         except UnsafeFileError as exc:
-            logger.warning("embedding cache folder %s is not used: it is %s; removing the link", folder, exc.reason)
+            logger.warning(
+                "embedding cache folder %s is not used: it is %s (a link is removed, never what it points to)",
+                folder,
+                exc.reason,
+            )
             if folder.is_symlink():
                 with contextlib.suppress(OSError):
                     remove_store_file(folder, self.store)
