@@ -248,10 +248,10 @@ def training_records(store_root: Path) -> list[Path]:
     return found
 
 
-def curve_files(record_paths: Iterable[tuple[int, str | Path]]) -> dict[int, Path]:
-    """Seed -> the training.json, with curves, of the checkpoint beside each ``(seed, record path)`` (a record sits at
-    ``<store>/<model key>/seed-<seed>/<task>.json``, its checkpoint at ``<store>/checkpoints/<model key>/seed-<seed>``);
-    seeds whose checkpoint is absent or keeps no curves are left out."""
+def training_record_paths(record_paths: Iterable[tuple[int, str | Path]]) -> dict[int, Path]:
+    """Seed -> the training.json path of the checkpoint beside each ``(seed, record path)`` (a record sits at
+    ``<store>/<model key>/seed-<seed>/<task>.json``, its checkpoint at ``<store>/checkpoints/<model key>/seed-<seed>``)
+    where something stands at that path; not read or verified (:func:`read_training_record` does that)."""
     from .checkpoints import TRAINING_RECORD
     from .store import CHECKPOINTS
 
@@ -259,9 +259,16 @@ def curve_files(record_paths: Iterable[tuple[int, str | Path]]) -> dict[int, Pat
     for seed, record_path in record_paths:
         record = Path(record_path)
         training = record.parent.parent.parent / CHECKPOINTS / record.parent.parent.name / record.parent.name
-        if seed not in found and has_curves(training / TRAINING_RECORD):  # verified checkpoints only
+        if seed not in found and os.path.lexists(training / TRAINING_RECORD):
             found[seed] = training / TRAINING_RECORD
     return found
+
+
+def curve_files(record_paths: Iterable[tuple[int, str | Path]]) -> dict[int, Path]:
+    """Seed -> the training.json, with curves, of the checkpoint beside each ``(seed, record path)``
+    (:func:`training_record_paths`); seeds whose checkpoint is absent, does not verify or keeps no curves are left
+    out."""
+    return {seed: path for seed, path in training_record_paths(record_paths).items() if has_curves(path)}
 
 
 def curve_rows(training_record: Mapping[str, Any], model_key: str) -> list[dict[str, Any]]:

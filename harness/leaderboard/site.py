@@ -147,6 +147,7 @@ class _Written:
         # Per identity: ids name other texts in another sample cut (PropSegment's corpus rows, for one).
         self.shown: dict[str, dict[str, tuple[str, set[str], set[str]]]] = {}
         self.curves_skipped: dict[str, str] = {}  # training.json left out -> why (each warned of once)
+        self.curves_read: dict[str, dict] = {}  # training.json -> its verified content (each checkpoint hashed once)
 
     def _write_cell(self, cell: Any, key: str) -> str | None:
         """Write a cell's per-example data once (a paper table's cell is a family table's too), with the examples
@@ -239,7 +240,7 @@ class _Written:
         self._note_shown_hits(table, ranked_rows, cell_files, task_keys)
         table_payload = _table_payload(table_id, table, sections, with_examples)
         for row_index, row in enumerate(ranked_rows):
-            curves = row_curves(row, self.curves_skipped)
+            curves = row_curves(row, self.curves_skipped, self.curves_read)
             if curves:
                 path = f"data/curves/{table_id}/{row_index}.json"
                 writer.json(path, curves)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contamination import seen_shares
-from ..curves import curve_files, curve_rows, read_training_record
+from ..curves import curve_rows, read_training_record, training_record_paths
 from ..files import UnsafeFileError, read_store_json
 from ..store import store_root_of
 from .cost import COST_HEADER, COST_NOTE, row_cost
@@ -32,21 +32,29 @@ def _read_record(path: str) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-def row_curves(row: Row, skipped: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def row_curves(row: Row, skipped: dict[str, str] | None = None, read: dict | None = None) -> list[dict[str, Any]]:
     """The training curves of a row's seeds (each checkpoint's training.json, :mod:`harness.curves`): per seed and
     fit, its loss and dev series as step/value lists; empty where no checkpoint beside the records keeps curves
     (untrained rows, checkpoints trained before curves were kept, a published store without checkpoints). Only a
     checkpoint that verifies is read (:func:`harness.curves.read_training_record`); malformed curves are checked as
     :func:`harness.curves.load_training_curves` checks them (:func:`harness.curves.curve_rows`) and left out with
-    one warning per file (``skipped``: path -> why, shared across a site's tables so each file warns once)."""
+    one warning per file (``skipped``: path -> why, shared across a site's tables so each file warns once;
+    ``read``: path -> its verified content, so a checkpoint shown in several tables is hashed once)."""
     skipped = {} if skipped is None else skipped
-    found = curve_files(
+    read = {} if read is None else read
+    found = training_record_paths(
         (seed, path) for cell in row.cells.values() for seed, path in (getattr(cell, "records", {}) or {}).items()
     )
     curves = []
     for seed, path in sorted(found.items()):
+        if str(path) in skipped:
+            continue
         try:
-            record = read_training_record(path)
+            if str(path) not in read:
+                read[str(path)] = read_training_record(path)
+            record = read[str(path)]
+            if record.get("curves") is None:
+                continue  # trained before curves were kept
             curve_rows(record, path.parent.parent.name)  # the same checks as load_training_curves
             fits = record["curves"]["fits"]
         except (ValueError, AttributeError, TypeError, KeyError) as exc:
