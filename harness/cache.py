@@ -17,12 +17,18 @@ import io
 import json
 import logging
 import os
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .files import atomic_write_json, cached_bytes, temporary_prefix
+from .files import (
+    UnsafeFileError,
+    atomic_write_json,
+    cached_bytes,
+    read_store_json,
+    remove_store_tree,
+    temporary_prefix,
+)
 from .fingerprint import stable_hash
 
 logger = logging.getLogger(__name__)
@@ -62,7 +68,7 @@ class ArtifactCache:
         atomically with its sha256 and ``made_from`` (the payload its key was computed from; default: its file
         name); returns ``(content, True if it came from the cache)``. An entry whose checksum does not match, that
         names another payload (copied over this one) or that ``check`` rejects is logged and computed again."""
-        return cached_bytes(path, compute, check, what=what, made_from=made_from)
+        return cached_bytes(path, compute, check, what=what, made_from=made_from, root=self.root)
 
     def array_entry(
         self,
@@ -99,10 +105,10 @@ class ArtifactCache:
         marker = folder / FOLDER_MADE_FROM
         asked = json.loads(json.dumps(payload, sort_keys=True, default=str))
         try:
-            named = json.loads(marker.read_text(encoding="utf-8"))
+            named = read_store_json(marker, self.root)
         except FileNotFoundError:
             named = None
-        except (OSError, UnicodeDecodeError, ValueError):
+        except (OSError, UnicodeDecodeError, ValueError, UnsafeFileError):  # a FIFO or a link out: never read
             named = {"unreadable": True}
         if named is not None and named != asked:
             logger.warning(
@@ -111,9 +117,9 @@ class ArtifactCache:
                 folder,
             )
             aside = folder.with_name(temporary_prefix(folder.name) + "stale")
-            os.replace(folder, aside)
-            shutil.rmtree(aside, ignore_errors=True)
+            os.replace(folder, aside)  # a link in the folder's place is moved as a link: its target stays
+            remove_store_tree(aside, self.root)
             named = None
         if named is None:
-            atomic_write_json(marker, asked)
+            atomic_write_json(marker, asked, self.root)
         return folder

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import stat
 import tempfile
 from collections.abc import Callable
@@ -27,10 +26,12 @@ from .files import (
     UnsafeFileError,
     as_os_error,
     atomic_write_json,
+    atomic_write_text,
     entry_mode,
     file_kind,
     read_store_text,
     remove_stale_siblings,
+    remove_store_tree,
     sha256_file,
     temporary_prefix,
 )
@@ -48,17 +49,21 @@ def _checkpoint_files(directory: Path) -> dict[str, dict]:
         relative = path.relative_to(directory).as_posix()
         if relative == COMPLETE:
             continue
-        files[relative] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
+        files[relative] = {"sha256": sha256_file(path, directory), "bytes": path.stat().st_size}
     return files
 
 
-def checkpoint_problem(directory: Path) -> str | None:
+def checkpoint_problem(directory: Path, *, lock: bool = True) -> str | None:
     """Why the checkpoint in ``directory`` cannot be loaded as it is (not built, or its files do not match the
     checksums recorded when it was built), or None. Checked under the checkpoint's lock, so a checkpoint being
-    replaced by another process is seen before or after, never half-way (in a read-only store: without the lock)."""
+    replaced by another process is seen before or after, never half-way (in a read-only store: without the lock).
+    ``lock=False``: a reader that only shows what the checkpoint holds (the site, ``plot training``) never waits
+    for a training; one caught half-replaced is reported as a problem like any other."""
     directory = Path(directory)
     if not directory.parent.is_dir():
         return "not built yet"
+    if not lock:
+        return _checkpoint_problem(directory)
     lock = checkpoint_lock(directory)
     try:
         lock.acquire()
@@ -115,8 +120,8 @@ def trained_checkpoint_problem(
     if problem is not None:
         return problem
     try:
-        training_record = json.loads((Path(directory) / TRAINING_RECORD).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        training_record = json.loads(read_store_text(Path(directory) / TRAINING_RECORD, directory))
+    except (OSError, ValueError, UnsafeFileError):  # a FIFO or a link out of the checkpoint is never read
         return f"its {TRAINING_RECORD} is unreadable"
     trained_for = training_record.get("spec") if isinstance(training_record, dict) else None
     trained_hash = trained_for.get("hash") if isinstance(trained_for, dict) else None
@@ -165,16 +170,16 @@ def build_checkpoint(directory: Path, save: Callable[[Path], Any]) -> Path:
                 raise os_error from exc
             _share_like_records(temporary)
             manifest = {"format": CHECKPOINT_FORMAT, "files": _checkpoint_files(temporary)}
-            (temporary / COMPLETE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+            atomic_write_text(temporary / COMPLETE, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
             if directory.exists():
                 aside = Path(tempfile.mkdtemp(prefix=temporary_prefix(directory.name), dir=directory.parent))
                 os.replace(directory, aside)  # onto the empty folder just made: atomic, and the name is ours
                 os.replace(temporary, directory)
-                shutil.rmtree(aside, ignore_errors=True)
+                remove_store_tree(aside, directory.parent)
             else:
                 os.replace(temporary, directory)
         except BaseException:
-            shutil.rmtree(temporary, ignore_errors=True)
+            remove_store_tree(temporary, directory.parent)
             raise
     return directory
 
@@ -252,5 +257,5 @@ class CheckpointedModule:
         directory = Path(directory)
         load_model(self.checkpoint_module(), str(directory / self.WEIGHTS_FILE), device=str(self.checkpoint_device()))
         config_path = directory / self.CONFIG_FILE
-        config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
+        config = json.loads(read_store_text(config_path, directory)) if config_path.is_file() else {}
         self.restore_checkpoint_config(config if isinstance(config, dict) else {})

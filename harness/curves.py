@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -178,19 +179,79 @@ def recording(curves: TrainingCurves | None) -> Iterator[TrainingCurves | None]:
 
 
 # -- reading them back ----------------------------------------------------------------------------------------------
-def has_curves(path: Path) -> bool:
-    """Whether the training.json at ``path`` exists and keeps curves (an unreadable one: no)."""
+def read_training_record(path: Path, root: Path | None = None) -> dict:
+    """The content of the training.json at ``path`` (``<store>/checkpoints/<model key>/seed-<n>/training.json``),
+    read only from a checkpoint that verifies: its ``COMPLETE`` manifest names every file's sha256, training.json's
+    included (:func:`harness.checkpoints.checkpoint_problem`), so an edited, half-written or planted file is never
+    shown as a seed's curves. Read through the store's safe open inside ``root`` (the store, by default four levels
+    up): a link out of the store or a FIFO is refused, never opened. ValueError with the reason otherwise."""
+    from .checkpoints import checkpoint_problem
+    from .files import UnsafeFileError, read_store_json
+
+    path = Path(path)
+    root = Path(root) if root is not None else (path.parents[3] if len(path.parents) > 3 else path.parent)
+    problem = checkpoint_problem(path.parent, lock=False)
+    if problem is not None:
+        raise ValueError(f"its checkpoint does not verify: {problem}")
     try:
-        record = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        record = read_store_json(path, root)
+    except UnsafeFileError as exc:
+        raise ValueError(f"it is {exc.reason}") from None
+    except OSError as exc:
+        raise ValueError(f"it cannot be read ({exc.strerror or exc})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"it is not JSON ({exc})") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"a JSON {type(record).__name__}, not an object")
+    return record
+
+
+def has_curves(path: Path) -> bool:
+    """Whether the training.json at ``path`` exists in a checkpoint that verifies and keeps curves
+    (:func:`read_training_record`; an unreadable one: no)."""
+    if not Path(path).parent.is_dir():
         return False
-    return isinstance(record, dict) and isinstance(record.get("curves"), dict)
+    try:
+        record = read_training_record(path)
+    except ValueError:
+        return False
+    return isinstance(record.get("curves"), dict)
 
 
-def curve_files(record_paths: Iterable[tuple[int, str | Path]]) -> dict[int, Path]:
-    """Seed -> the training.json, with curves, of the checkpoint beside each ``(seed, record path)`` (a record sits at
-    ``<store>/<model key>/seed-<seed>/<task>.json``, its checkpoint at ``<store>/checkpoints/<model key>/seed-<seed>``);
-    seeds whose checkpoint is absent or keeps no curves are left out."""
+def training_records(store_root: Path) -> list[Path]:
+    """The training.json path of every checkpoint folder ``<store>/checkpoints/<model key>/seed-<n>``, listed through
+    the store's safe listing (:func:`harness.files.list_store_folder`): a folder linking out of the store is left
+    out with a warning, never read."""
+    from .checkpoints import TRAINING_RECORD
+    from .files import UnsafeFileError, list_store_folder
+    from .store import CHECKPOINTS
+
+    found = []
+    try:
+        models = list_store_folder(Path(store_root) / CHECKPOINTS, store_root)
+    except UnsafeFileError as exc:
+        logger.warning("%s is left out: %s", exc.path, exc.reason)
+        return []
+    for model in models:
+        if not model.is_dir():
+            continue
+        try:
+            seeds = list_store_folder(model, store_root)
+        except UnsafeFileError as exc:
+            logger.warning("%s is left out: %s", exc.path, exc.reason)
+            continue
+        found.extend(
+            seed / TRAINING_RECORD
+            for seed in seeds
+            if seed.name.startswith("seed-") and seed.is_dir() and os.path.lexists(seed / TRAINING_RECORD)
+        )
+    return found
+
+
+def training_record_paths(record_paths: Iterable[tuple[int, str | Path]]) -> dict[int, Path]:
+    """Seed -> the training.json path of the checkpoint beside each ``(seed, record path)`` (a record sits at
+    ``<store>/<model key>/seed-<seed>/<task>.json``, its checkpoint at ``<store>/checkpoints/<model key>/seed-<seed>``)
+    where something stands at that path; not read or verified (:func:`read_training_record` does that)."""
     from .checkpoints import TRAINING_RECORD
     from .store import CHECKPOINTS
 
@@ -198,9 +259,16 @@ def curve_files(record_paths: Iterable[tuple[int, str | Path]]) -> dict[int, Pat
     for seed, record_path in record_paths:
         record = Path(record_path)
         training = record.parent.parent.parent / CHECKPOINTS / record.parent.parent.name / record.parent.name
-        if seed not in found and has_curves(training / TRAINING_RECORD):
+        if seed not in found and os.path.lexists(training / TRAINING_RECORD):
             found[seed] = training / TRAINING_RECORD
     return found
+
+
+def curve_files(record_paths: Iterable[tuple[int, str | Path]]) -> dict[int, Path]:
+    """Seed -> the training.json, with curves, of the checkpoint beside each ``(seed, record path)``
+    (:func:`training_record_paths`); seeds whose checkpoint is absent, does not verify or keeps no curves are left
+    out."""
+    return {seed: path for seed, path in training_record_paths(record_paths).items() if has_curves(path)}
 
 
 def curve_rows(training_record: Mapping[str, Any], model_key: str) -> list[dict[str, Any]]:
@@ -275,14 +343,12 @@ def load_training_curves(
     each term of a combined objective, or ``dev``), ``value`` and ``kind`` (``loss`` or ``dev``).
 
     ``models`` keeps specs whose label or name is listed, ``train_on`` those trained on one of the listed sources,
-    ``seeds`` those seeds. A ``training.json`` that cannot be read is logged as a warning and listed in the frame's
-    ``attrs["skipped"]`` as ``(path, why)``, never dropped silently; checkpoints trained before curves were kept are
-    listed in ``attrs["without_curves"]``.
+    ``seeds`` those seeds. Curves come only from checkpoints that verify (:func:`read_training_record`). A
+    ``training.json`` that cannot be read (or whose checkpoint does not verify) is logged as a warning and listed in
+    the frame's ``attrs["skipped"]`` as ``(path, why)``, never dropped silently; checkpoints trained before curves
+    were kept are listed in ``attrs["without_curves"]``.
     """
     import pandas as pd
-
-    from .checkpoints import TRAINING_RECORD
-    from .store import CHECKPOINTS
 
     stores = [store] if isinstance(store, (str, Path)) else list(store)
     wanted_models = [models] if isinstance(models, str) else list(models or [])
@@ -291,14 +357,11 @@ def load_training_curves(
     skipped: list[tuple[str, str]] = []
     without: list[str] = []
     for root in stores:
-        folder = Path(root) / CHECKPOINTS
         if not Path(root).is_dir():
             raise FileNotFoundError(f"{root}: no such result store; pass the folder `harness run --results` wrote.")
-        for path in sorted(folder.glob(f"*/seed-*/{TRAINING_RECORD}")):
+        for path in training_records(Path(root)):
             try:
-                record = json.loads(path.read_text(encoding="utf-8"))
-                if not isinstance(record, dict):
-                    raise ValueError(f"a JSON {type(record).__name__}, not an object")
+                record = read_training_record(path, Path(root))
                 if not _wanted(record, wanted_models, wanted_sources):
                     continue
                 if seeds is not None and record.get("seed") not in set(seeds):

@@ -45,7 +45,15 @@ from typing import Any
 import numpy as np
 
 from .errors import InvalidOptionError
-from .files import atomic_write_bytes
+from .files import (
+    UnsafeFileError,
+    atomic_write_bytes,
+    list_store_folder,
+    read_store_bytes,
+    regular_store_file,
+    remove_store_file,
+    touch_store_file,
+)
 from .fingerprint import stable_hash
 
 logger = logging.getLogger(__name__)
@@ -131,10 +139,15 @@ def _shard_metadata(content: bytes) -> dict[str, str]:
 
 
 class EmbeddingCache:
-    """The embedding cache under ``root`` (``<store>/cache/embeddings``), cut to ``limit_mib`` after each write."""
+    """The embedding cache under ``root`` (``<store>/cache/embeddings``), cut to ``limit_mib`` after each write.
 
-    def __init__(self, root: Path | str, limit_mib: float = DEFAULT_LIMIT_MIB) -> None:
+    Every shard is read, listed, written and removed through the store's safe calls (:mod:`harness.files`) inside
+    ``store`` (``root`` unless told): a namespace folder or shard that links out of the store is never read, written
+    or removed through (the link itself is removed and the texts computed again), a FIFO is never opened."""
+
+    def __init__(self, root: Path | str, limit_mib: float = DEFAULT_LIMIT_MIB, store: Path | str | None = None) -> None:
         self.root = Path(root)
+        self.store = Path(store) if store is not None else self.root
         self.limit_bytes = int(limit_mib * 1024 * 1024)
         # the verified shards of the namespace used last within one evaluation scope, by file name
         self._namespace: str | None = None
@@ -159,8 +172,16 @@ class EmbeddingCache:
         from safetensors.numpy import load
 
         try:
-            content = path.read_bytes()
+            content = read_store_bytes(path, self.store)
         except FileNotFoundError:
+            return None
+        except (UnsafeFileError, OSError) as exc:
+            logger.warning(
+                "embedding cache shard %s is not used: %s; its texts are computed again",
+                path,
+                exc.reason if isinstance(exc, UnsafeFileError) else exc.strerror or exc,
+            )
+            self._remove(path)
             return None
         try:
             metadata = _shard_metadata(content)
@@ -177,22 +198,46 @@ class EmbeddingCache:
             problem = f"it cannot be read as a shard ({type(exc).__name__})"
         if problem is not None:
             logger.warning("embedding cache shard %s is not used: %s; its texts are computed again", path, problem)
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+            self._remove(path)
             return None
         return _Shard(path, {bytes(row): index for index, row in enumerate(digests)}, vectors)
+
+    def _remove(self, path: Path) -> None:
+        """Remove a shard (or whatever stands in its place: a link or FIFO itself, never what a link names)."""
+        try:
+            remove_store_file(path, self.store)
+        except (UnsafeFileError, OSError) as exc:
+            logger.warning("embedding cache: %s left in place (%s)", path, exc)
+
+    def _namespace_folder(self, namespace: str) -> Path | None:
+        """The namespace's folder, None when it cannot be used: a link out of the store (the link is removed, so
+        the next write makes a real folder; what it points to is never touched) or not a folder."""
+        folder = self.root / namespace
+        try:
+            list_store_folder(folder, self.store)
+        except UnsafeFileError as exc:
+            logger.warning(
+                "embedding cache folder %s is not used: it is %s (a link is removed, never what it points to)",
+                folder,
+                exc.reason,
+            )
+            if folder.is_symlink():
+                with contextlib.suppress(OSError):
+                    remove_store_file(folder, self.store)
+            return None if os.path.lexists(folder) else folder
+        return folder
 
     def _shards_of(self, namespace: str) -> list[_Shard]:
         if namespace != self._namespace:
             self._namespace, self._shards = namespace, {}
-        folder = self.root / namespace
+        folder = self._namespace_folder(namespace)
         try:
-            names = sorted(
-                entry.name
-                for entry in os.scandir(folder)
-                if entry.name.endswith(SHARD_SUFFIX) and not entry.name.startswith(".")
-            )
-        except FileNotFoundError:
+            names = [
+                path.name
+                for path in (list_store_folder(folder, self.store) if folder is not None else [])
+                if path.name.endswith(SHARD_SUFFIX) and not path.name.startswith(".")
+            ]
+        except UnsafeFileError:
             names = []
         for name in names:
             if name not in self._shards:
@@ -213,8 +258,7 @@ class EmbeddingCache:
                     found[digest] = shard.vectors[shard.rows[digest]]
                     served = True
             if served:
-                with contextlib.suppress(FileNotFoundError):
-                    os.utime(shard.path)
+                touch_store_file(shard.path, self.store)
             if len(found) == len(wanted):
                 break
         return found
@@ -231,10 +275,16 @@ class EmbeddingCache:
         vectors = np.ascontiguousarray(vectors)
         metadata = {"namespace": namespace, "sha256": _content_checksum(digest_rows, vectors)}
         content = save({"digests": digest_rows, "vectors": vectors}, metadata=metadata)
-        path = self.root / namespace / f"{hashlib.sha256(content).hexdigest()[:32]}{SHARD_SUFFIX}"
-        if not path.exists():  # write-once: the same content under the same name is already there
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(path, content)
+        folder = self._namespace_folder(namespace)
+        if folder is None:  # not a folder (a file or FIFO stands there): the vectors are used, not kept
+            return None
+        path = folder / f"{hashlib.sha256(content).hexdigest()[:32]}{SHARD_SUFFIX}"
+        if regular_store_file(path, self.store) is None:  # write-once: the same content under the same name is there
+            try:
+                atomic_write_bytes(path, content, self.store)
+            except UnsafeFileError as exc:
+                logger.warning("embedding cache: shard %s not written (%s)", path, exc.reason)
+                return None
         if namespace == self._namespace:
             self._shards[path.name] = _Shard(path, {digest: index for index, digest in enumerate(digests)}, vectors)
         self.evict(keep=path)
@@ -245,24 +295,24 @@ class EmbeddingCache:
         return sum(size for _, size, _ in self._all_shards())
 
     def _all_shards(self) -> Iterator[tuple[Path, int, float]]:
+        """Every shard (a regular file in a namespace folder inside the store): links, FIFOs and linked namespace
+        folders are never listed, so eviction never removes a file elsewhere."""
         try:
-            namespaces = list(os.scandir(self.root))
-        except FileNotFoundError:
+            namespaces = list_store_folder(self.root, self.store)
+        except (UnsafeFileError, OSError):
             return
         for namespace in namespaces:
-            if not namespace.is_dir(follow_symlinks=False):
+            if namespace.is_symlink() or not namespace.is_dir():
                 continue
             try:
-                entries = list(os.scandir(namespace.path))
-            except FileNotFoundError:
+                entries = list_store_folder(namespace, self.store)
+            except (UnsafeFileError, OSError):
                 continue
             for entry in entries:
                 if entry.name.endswith(SHARD_SUFFIX) and not entry.name.startswith("."):
-                    try:
-                        stat = entry.stat(follow_symlinks=False)
-                    except FileNotFoundError:
-                        continue
-                    yield Path(entry.path), stat.st_size, stat.st_mtime
+                    status = regular_store_file(entry, self.store)
+                    if status is not None:
+                        yield entry, status.st_size, status.st_mtime
 
     def evict(self, keep: Path | None = None) -> int:
         """Remove the least recently used shards (oldest modification time first; ``keep`` last of all) until the
@@ -273,9 +323,11 @@ class EmbeddingCache:
         for path, size, _ in shards:
             if total <= self.limit_bytes:
                 break
-            with contextlib.suppress(FileNotFoundError):  # another process evicted it first
-                path.unlink()
-                removed += 1
+            try:
+                if remove_store_file(path, self.store):  # False: another process evicted it first
+                    removed += 1
+            except (UnsafeFileError, OSError) as exc:
+                logger.warning("embedding cache: %s left in place (%s)", path, exc)
             total -= size
             self._shards.pop(path.name, None)
         if removed:

@@ -30,9 +30,11 @@ from .files import (
     path_inside,
     prepare_output_dir,
     read_store_bytes,
+    read_store_text,
+    remove_store_file,
 )
 from .run.record import InvalidRecordError, field_problem, record_problem, seal_record
-from .store import Store, examples_path, read_examples, read_record
+from .store import Store, examples_path, read_examples, read_record, store_root_of
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +108,7 @@ def _load(path: Path, trust_unsigned: bool) -> tuple[dict, bool]:
     except InvalidRecordError as error:
         if not (trust_unsigned and "harness 0.1" in error.reason):
             raise
-    record = json.loads(path.read_text(encoding="utf-8"))
+    record = json.loads(read_store_text(path, store_root_of(path)))  # read_record read it safely just before
     record.pop("checksum", None)
     candidate = seal_record(record)
     problem = field_problem(candidate) or record_problem(candidate, path)
@@ -225,7 +227,7 @@ def publish(
             "published: " + "; ".join(conflicts[:8]) + ". Pass --overwrite to replace them."
         )
     for destination, published, side_file, read_checksum in plans:
-        # A record rewriter is a write like any other (issue 50): under the cell lock a run takes; in place, a record
+        # A record rewriter is a write like any other: under the cell lock a run takes; in place, a record
         # a run replaced since it was read is left as the run wrote it
         with target.cells_lock(published["model_key"], published["seed"], "harness publish"):
             if same_store and (_existing(destination) or {}).get("checksum") != read_checksum:
@@ -236,8 +238,8 @@ def publish(
                 continue
             if side_file is not None:
                 atomic_write_bytes(examples_path(destination), side_file)  # before the record that names it
-            elif not same_store and examples_path(destination).exists():
-                examples_path(destination).unlink()  # the replaced record's: no record names it any more
+            elif not same_store and os.path.lexists(examples_path(destination)):
+                remove_store_file(examples_path(destination), target.root)  # the replaced record's: none names it
             atomic_write_text(destination, json.dumps(published, indent=2, sort_keys=True, allow_nan=False) + "\n")
         result.written.append(destination)
         if not same_store:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,8 +35,10 @@ from .files import (
     check_writable_dir,
     is_inside,
     is_real_dir,
+    list_store_folder,
     read_store_bytes,
     remove_stale_temporaries,
+    remove_store_file,
 )
 from .locks import LOCKS, StoreLock, check_locking, checkpoint_lock
 from .run.record import CellRecord, InvalidRecordError, record_file_name, runtime_of
@@ -131,6 +134,7 @@ class Store:
     def __init__(self, root: Path | str):
         self.root = Path(root)
         self.skipped: list[tuple[Path, str]] = []
+        self.unlisted: list[tuple[Path, str]] = []  # folders the last listing left out (a link out of the store)
 
     def record_path(self, model_key: str, seed: int, task_key: str, runtime: str | None = None) -> Path:
         """Where the record of a cell evaluated under ``runtime`` (None: torch) lives
@@ -197,32 +201,36 @@ class Store:
         if examples is not None:
             if (sealed.get("examples") or {}).get("sha256") != hashlib.sha256(examples).hexdigest():
                 raise ValueError(f"refusing to store {side_file}: the record does not name its sha256")
-            atomic_write_bytes(side_file, examples)
-        elif side_file.exists():
-            side_file.unlink()  # a recomputed record without per-example data: never leave the old one beside it
-        atomic_write_text(path, sealed.to_json())
+            atomic_write_bytes(side_file, examples, self.root)
+        elif os.path.lexists(side_file):
+            remove_store_file(side_file, self.root)  # a recomputed record without per-example data: never the old one
+        atomic_write_text(path, sealed.to_json(), self.root)
         return path
 
     def record_files(self) -> list[Path]:
         """``<model-key>/seed-*/*.json`` under the root. A folder of the store that cannot be read is a StoreError:
         read as empty, it would make a leaderboard or an export leave its records out without a word."""
+        self.unlisted = []
         if not self.root.is_dir():
             return []
         files = []
-        for model in _listed(self.root):
+        for model in _listed(self.root, self.root, self.unlisted):
             if model.name in NON_RECORD_FOLDERS or not model.is_dir():
                 continue
-            for seed in _listed(model):
+            for seed in _listed(model, self.root, self.unlisted):
                 if seed.name.startswith("seed-") and seed.is_dir():
                     files.extend(
-                        path for path in _listed(seed) if path.suffix == ".json" and not path.name.startswith(".")
+                        path
+                        for path in _listed(seed, self.root, self.unlisted)
+                        if path.suffix == ".json" and not path.name.startswith(".")
                     )
         return files
 
     def records(self) -> Iterator[dict]:
         """Every valid record (with its path under ``_path``); invalid ones are listed in ``self.skipped``."""
-        self.skipped = []
-        for path in self.record_files():
+        paths = self.record_files()
+        self.skipped = list(self.unlisted)
+        for path in paths:
             try:
                 record = read_record(path, self.root)
             except InvalidRecordError as exc:
@@ -240,10 +248,14 @@ class Store:
         return remove_stale_temporaries(self.root)
 
 
-def _listed(folder: Path) -> list[Path]:
-    """The entries of a store folder, sorted; one that cannot be read is one StoreError line."""
+def _listed(folder: Path, root: Path, unlisted: list[tuple[Path, str]]) -> list[Path]:
+    """The entries of a store folder, sorted (:func:`harness.files.list_store_folder`); one that links out of the
+    store is left out and noted in ``unlisted``, one that cannot be read is one StoreError line."""
     try:
-        return sorted(folder.iterdir())
+        return list_store_folder(folder, root)
+    except UnsafeFileError as exc:
+        unlisted.append((folder, exc.reason))
+        return []
     except OSError as exc:
         raise StoreError(
             f"cannot read {folder} ({exc.strerror or exc}); make it readable, or pass the store you "

@@ -106,15 +106,18 @@ def test_seed_trials_are_one_fit_each_with_their_seed():
     assert [f["seed"] for f in fits] == [trial["seed"] for trial in report.seed_trials]
 
 
-def _checkpoint(root, key, seed, label, train_on, curves):
+def _checkpoint(root, key, seed, label, train_on, curves, content=None):
+    """A checkpoint built as the runner builds one (COMPLETE names training.json's sha256): curves are read only
+    from a checkpoint that verifies."""
+    from harness.checkpoints import build_checkpoint
+
     folder = root / "checkpoints" / key / f"seed-{seed}"
-    folder.mkdir(parents=True)
     record = {"spec": {"label": label, "name": label.split(":")[0], "hash": "h" * 64, "train_on": train_on}}
     record.update(seed=seed, report={"steps": 2})
     if curves is not None:
         record["curves"] = curves
-    (folder / "training.json").write_text(json.dumps(record))
-    return folder
+    text = json.dumps(record) if content is None else content
+    return build_checkpoint(folder, lambda built: (built / "training.json").write_text(text))
 
 
 def test_load_training_curves_is_a_long_frame_with_filters_and_reports_what_it_could_not_read(tmp_path, caplog):
@@ -127,8 +130,7 @@ def test_load_training_curves_is_a_long_frame_with_filters_and_reports_what_it_c
     _checkpoint(tmp_path, "be-aaa", 43, "be", "stsb", recorder.as_record())
     _checkpoint(tmp_path, "simcse-bbb", 42, "simcse", "sickr", recorder.as_record())
     _checkpoint(tmp_path, "old-ccc", 42, "old", "stsb", None)
-    damaged = _checkpoint(tmp_path, "bad-ddd", 42, "bad", "stsb", None) / "training.json"
-    damaged.write_text("{not json")
+    damaged = _checkpoint(tmp_path, "bad-ddd", 42, "bad", "stsb", None, content="{not json") / "training.json"
     frame = harness.load_training_curves(tmp_path)
     assert list(frame.columns) == list(CURVE_COLUMNS)
     assert len(frame) == 3 * 5 and set(frame["kind"]) == {"loss", "dev"}

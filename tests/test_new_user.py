@@ -45,14 +45,16 @@ def test_a_run_whose_every_cell_misses_its_data_exits_1_with_one_line(tiny_bert,
 def test_an_unreadable_store_folder_is_one_error_line_not_an_empty_store(tiny_bert, tmp_path, monkeypatch):
     assert _smoke_run(tiny_bert, tmp_path / "store").exit_code == 0
     (model_folder,) = [p for p in (tmp_path / "store").iterdir() if p.name.startswith("be-")]
-    listing = Path.iterdir
+    import harness.store
 
-    def iterdir(self):  # the tests run as root, which chmod cannot lock out
-        if self == model_folder:
-            raise PermissionError(errno.EACCES, "Permission denied", str(self))
-        return listing(self)
+    listing = harness.store.list_store_folder  # the store lists its folders through harness.files
 
-    monkeypatch.setattr(Path, "iterdir", iterdir)
+    def list_store_folder(folder, root):  # the tests run as root, which chmod cannot lock out
+        if Path(folder) == model_folder:
+            raise PermissionError(errno.EACCES, "Permission denied", str(folder))
+        return listing(folder, root)
+
+    monkeypatch.setattr(harness.store, "list_store_folder", list_store_folder)
     for argv in (
         ("leaderboard", "--results", tmp_path / "store"),
         ("export-results", "--format", "mteb", "--to", tmp_path / "out", "--results", tmp_path / "store"),

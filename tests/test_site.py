@@ -582,16 +582,27 @@ def test_ranking_texts_of_a_task_without_the_hook_are_ids_with_the_reason(tmp_pa
 
         @staticmethod
         def factory(options, data_dir):
-            return harness.Task(options)
+            return OldTask(options)
+
+    class OldTask(harness.Task):
+        def check_data(self):
+            return "c" * 64  # the data the record was computed on
 
     class Registry:
         def task(self, name):
             return Plugin()
 
     record = tmp_path / "r.json"
-    record.write_text(json.dumps({"task": {"name": "old", "options": {}}, "model": {"profile": "quick"}, "seed": 1}))
+    content = {"task": {"name": "old", "options": {}}, "model": {"profile": "quick"}, "seed": 1}
+    record.write_text(json.dumps({**content, "dataset_checksum": "c" * 64}))
     payload = ranked_texts_payload(str(record), {"q1"}, {"d1"}, Registry())
     assert payload == {"withheld": "the task does not provide its queries' and documents' texts (Task.ranked_texts)"}
+    record.write_text(json.dumps({**content, "dataset_checksum": "d" * 64}))  # computed on other data
+    assert (
+        "not the data the record was computed on"
+        in ranked_texts_payload(str(record), set(), set(), Registry())["withheld"]
+    )
+    record.write_text(json.dumps({**content, "dataset_checksum": "c" * 64}))
     Plugin.metadata.license = "research only; may not be redistributed"
     assert "forbids redistributing" in ranked_texts_payload(str(record), {"q1"}, {"d1"}, Registry())["withheld"]
 

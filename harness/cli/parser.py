@@ -239,6 +239,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     site.add_argument("--port", type=int, default=None, help="port for --serve (default 8000)")
     site.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="folder with datasets the examples view reads texts from (default: the one each record names, else "
+        "HARNESS_DATA_DIR / the bundled data); texts of other data than a record's are withheld",
+    )
+    site.add_argument(
         "--matrix",
         type=Path,
         action="append",

@@ -20,6 +20,9 @@ def cmd_site(args) -> int:
     if args.port is not None and not 0 < args.port < 65536:
         raise HarnessError(f"--port {args.port} is not a port; give one from 1 to 65535")
     store = existing_store(args.results or Path(DEFAULT_PUBLISHED))
+    data_dir = getattr(args, "data_dir", None)
+    if data_dir is not None and not Path(data_dir).is_dir():
+        raise HarnessError(f"--data-dir {data_dir}: no such folder; give the folder with the datasets")
     try:
         registry = load_registry()
         family_members = registry.families()
@@ -31,7 +34,14 @@ def cmd_site(args) -> int:
         if not Path(path).is_file():
             raise HarnessError(f"--matrix {path}: no such matrix file; name one under matrices/")
     report = build_site(
-        store, args.to, registry, family_members, args.include_samples, progress=logger.info, matrices=matrices
+        store,
+        args.to,
+        registry,
+        family_members,
+        args.include_samples,
+        progress=logger.info,
+        matrices=matrices,
+        data_dir=data_dir,
     )
     logger.info(
         "wrote %s: %d files, %.1f MB of data (open %s through a web server: `harness site --to %s --serve`)",

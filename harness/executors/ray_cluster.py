@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..device import check_device_name
 from ..errors import HarnessError, InvalidOptionError
+from ..files import atomic_write_text, remove_store_file
 from ..locks import LOCKS
 from .progress import CellProgress
 from .ray_dispatch import JOBS_PER_SERVER, Dispatch, _Pending, _ServerLost  # noqa: F401 (JOBS_PER_SERVER re-exported)
@@ -292,9 +293,9 @@ class RayExecutor:
         be visible from a task pinned to each node."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        marker = worker.store_root.resolve() / LOCKS / f"reach-{uuid.uuid4().hex}"
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.write_text("written by a harness driver to check that every Ray node sees this store\n")
+        root = worker.store_root.resolve()
+        marker = root / LOCKS / f"reach-{uuid.uuid4().hex}"
+        atomic_write_text(marker, "written by a harness driver to check that every Ray node sees this store\n", root)
         try:
             probe = ray.remote(num_cpus=0, max_retries=0)(probe_node)
             nodes = [node for node in ray.nodes() if node.get("Alive", True)]
@@ -312,7 +313,7 @@ class RayExecutor:
                     f"a Ray node cannot run harness ({first_line}); install the same harness environment on every node."
                 ) from None
         finally:
-            marker.unlink(missing_ok=True)
+            remove_store_file(marker, root)
         import harness
 
         for host, visible, version in answers:

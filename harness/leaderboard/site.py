@@ -27,7 +27,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -38,9 +41,17 @@ import numpy as np
 
 from ..compare import UNITS_NOTE
 from ..evaluation.bootstrap import DEFAULT_RESAMPLES
-from ..files import atomic_write_text, prepare_output_dir
+from ..files import (
+    UMASK,
+    StoreError,
+    atomic_write_text,
+    check_writable_dir,
+    is_inside,
+    remove_stale_siblings,
+    temporary_prefix,
+)
 from ..store import Store
-from .site_compare import _CellData, _seeds_run, compare_command, compare_pair
+from .site_compare import _CellData, _read_record, _seeds_run, compare_command, compare_pair
 from .site_examples import NOT_REDISTRIBUTABLE as NOT_REDISTRIBUTABLE  # re-exported: tests and callers import it here
 from .site_examples import (
     PAIR_STATISTICS,
@@ -116,8 +127,17 @@ class _Written:
     """Writes each table's files (its cells' per-example data, the examples and texts they share, the table, every
     pair's comparison): one way for family tables and paper tables alike."""
 
-    def __init__(self, writer: _Writer, cells: _CellData, registry: Any, progress: Callable[[str], None] | None):
+    def __init__(
+        self,
+        writer: _Writer,
+        cells: _CellData,
+        registry: Any,
+        progress: Callable[[str], None] | None,
+        data_dir: Path | None = None,
+    ):
         self.writer, self.cells, self.registry, self.progress = writer, cells, registry, progress
+        self.data_dir = data_dir  # harness site --data-dir: where the records' texts are read (site_examples)
+        self.checksums: dict = {}  # (task, options, data folder) -> its data checksum, computed once per build
         self.texts: set[str] = set()
         self.examples: set[str] = set()
         self.cell_files: dict[str, str | None] = {}  # cell key -> its file, None: no per-example data
@@ -127,6 +147,8 @@ class _Written:
         # task key -> examples identity -> a record over those examples, the query and document ids a view shows.
         # Per identity: ids name other texts in another sample cut (PropSegment's corpus rows, for one).
         self.shown: dict[str, dict[str, tuple[str, set[str], set[str]]]] = {}
+        self.curves_skipped: dict[str, str] = {}  # training.json left out -> why (each warned of once)
+        self.curves_read: dict[str, dict] = {}  # training.json -> its verified content (each checkpoint hashed once)
 
     def _write_cell(self, cell: Any, key: str) -> str | None:
         """Write a cell's per-example data once (a paper table's cell is a family table's too), with the examples
@@ -140,7 +162,7 @@ class _Written:
         if payload["examples"] not in self.examples:
             self.examples.add(payload["examples"])
             self.writer.json(f"data/examples/{payload['examples']}.json", shared)
-        task_key = json.loads(Path(cell.records[min(cell.values)]).read_text())["task"]["key"]
+        task_key = (_read_record(cell.records[min(cell.values)]) or {"task": {"key": "unknown"}})["task"]["key"]
         if any("hits" in seed for seed in payload["seeds"].values()):
             self.hit_cells[path] = (payload, shared.get("ids"), cell.records[min(cell.values)])
         if payload["statistic"] not in PAIR_STATISTICS:  # written by write_texts once the tables say what they show
@@ -149,7 +171,8 @@ class _Written:
             self.texts.add(task_key)
             count = len(next(iter(next(iter(payload["seeds"].values())).values())))
             self.writer.json(
-                f"data/texts/{task_key}.json", _texts_payload(cell.records[min(cell.values)], count, self.registry)
+                f"data/texts/{task_key}.json",
+                _texts_payload(cell.records[min(cell.values)], count, self.registry, self.data_dir, self.checksums),
             )
         return path
 
@@ -182,7 +205,9 @@ class _Written:
             if by_examples:  # per set of test examples (the examples view picks its cells')
                 texts = {
                     "examples": {
-                        identity: ranked_texts_payload(path, queries, documents, self.registry)
+                        identity: ranked_texts_payload(
+                            path, queries, documents, self.registry, self.data_dir, self.checksums
+                        )
                         for identity, (path, queries, documents) in sorted(by_examples.items())
                     }
                 }
@@ -216,7 +241,7 @@ class _Written:
         self._note_shown_hits(table, ranked_rows, cell_files, task_keys)
         table_payload = _table_payload(table_id, table, sections, with_examples)
         for row_index, row in enumerate(ranked_rows):
-            curves = row_curves(row)
+            curves = row_curves(row, self.curves_skipped, self.curves_read)
             if curves:
                 path = f"data/curves/{table_id}/{row_index}.json"
                 writer.json(path, curves)
@@ -259,48 +284,101 @@ def build_site(
     resamples: int = DEFAULT_RESAMPLES,
     progress: Callable[[str], None] | None = None,
     matrices: tuple[Path, ...] = (),
+    data_dir: Path | None = None,
 ) -> SiteReport:
-    """Write the site for ``store`` into ``folder`` (created; files of an earlier site are replaced). ``registry``
-    (optional) orders the families' columns and reads the tasks' texts for the examples view; ``include_samples``
-    as for ``harness leaderboard`` (records on an evaluation sample in sections of their own). ``matrices``: matrix
-    files whose paper tables join the index, each the page ``harness leaderboard --matrix FILE --formats html``
-    writes (the same renderer), under ``matrices/`` (they need ``registry``)."""
+    """Write the site for ``store`` into ``folder`` (created; an earlier site there is replaced whole: no file of it
+    stays). ``registry`` (optional) orders the families' columns and reads the tasks' texts for the examples view,
+    from the data each record names (``data_dir``: ``harness site --data-dir``; texts of other data than the
+    record's ``dataset_checksum`` are withheld with the reason); ``include_samples`` as for ``harness leaderboard``
+    (records on an evaluation sample in sections of their own). ``matrices``: matrix files whose paper tables join
+    the index, each the page ``harness leaderboard --matrix FILE --formats html`` writes (the same renderer), under
+    ``matrices/`` (they need ``registry``).
+
+    The site is built in a temporary folder beside ``folder`` and renamed into place when whole, so a reader sees
+    the old site or the new one. Refused (StoreError) for a folder in the store (or holding it) and for a folder
+    holding files that are not an earlier site (replacing it would delete them)."""
     folder = Path(folder)
-    prepare_output_dir(folder, "the site folder")
+    check_site_folder(folder, store.root)
+    check_writable_dir(folder.parent, "the site folder's parent")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_siblings(folder)
+    staging = Path(tempfile.mkdtemp(prefix=temporary_prefix(folder.name), dir=folder.parent))
     report = SiteReport(folder)
-    writer = _Writer(folder, report)
-    for name in ASSETS:
-        text = resources.files("harness.leaderboard").joinpath("site_assets", name).read_text(encoding="utf-8")
-        atomic_write_text(folder / name, text)
-        report.files += 1
-        report.bytes += len(text.encode())
-    created = {record.get("_path"): str(record.get("created_at") or "") for record in store.records()}
-    created = {path: date for path, date in created.items() if path and date}
-    tables = collect_tables(store, family_members, include_samples)
-    cells = _CellData(resamples)
-    index: list[dict] = []
-    written = _Written(writer, cells, registry, progress)
-    for family, sections in group_by_family(tables).items():
-        for table in sections:
-            report.problems += attach_statistics(table, resamples).problems
-            cells.reuse(table)
-        entries = [
-            written.table(_table_id(family, number), table, sections, created) for number, table in enumerate(sections)
+    writer = _Writer(staging, report)
+    try:
+        os.chmod(staging, 0o777 & ~UMASK)  # mkdtemp's 0700 would hide the site from a web server's user
+        for name in ASSETS:
+            text = resources.files("harness.leaderboard").joinpath("site_assets", name).read_text(encoding="utf-8")
+            atomic_write_text(staging / name, text)
+            report.files += 1
+            report.bytes += len(text.encode())
+        created = {record.get("_path"): str(record.get("created_at") or "") for record in store.records()}
+        created = {path: date for path, date in created.items() if path and date}
+        tables = collect_tables(store, family_members, include_samples)
+        cells = _CellData(resamples)
+        index: list[dict] = []
+        written = _Written(writer, cells, registry, progress, data_dir)
+        for family, sections in group_by_family(tables).items():
+            for table in sections:
+                report.problems += attach_statistics(table, resamples).problems
+                cells.reuse(table)
+            entries = [
+                written.table(_table_id(family, number), table, sections, created)
+                for number, table in enumerate(sections)
+            ]
+            index.append({"family": family, "tables": entries})
+        paper_tables = [
+            _paper_table(Path(path), store, registry, staging, created, written, resamples) for path in matrices
         ]
-        index.append({"family": family, "tables": entries})
-    paper_tables = [_paper_table(Path(path), store, registry, folder, created, written, resamples) for path in matrices]
-    written.write_texts()
-    writer.json(
-        "data/index.json",
-        {
-            "store": str(store.root),
-            "families": index,
-            "matrices": paper_tables,
-            "invalid_records": len(store.skipped),
-            "unit_note": NO_DATA,
-        },
-    )
+        written.write_texts()
+        writer.json(
+            "data/index.json",
+            {
+                "store": str(store.root),
+                "families": index,
+                "matrices": paper_tables,
+                "invalid_records": len(store.skipped),
+                "unit_note": NO_DATA,
+            },
+        )
+        _replace_folder(staging, folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return report
+
+
+SITE_MARKERS = ("index.html", "data/index.json")  # what an earlier site holds (its folder may be replaced)
+
+
+def check_site_folder(folder: Path, store_root: Path) -> None:
+    """Refuse (StoreError, one line) a site folder that is the store, lies inside it or holds it, and an existing
+    folder with files that is not an earlier site: building replaces the folder's whole content."""
+    folder = Path(folder)
+    if is_inside(folder, store_root) or (folder.exists() and is_inside(store_root, folder)):
+        raise StoreError(
+            f"--to {folder}: the site would be written {'into' if is_inside(folder, store_root) else 'over'} the "
+            f"store {store_root}; give a folder outside it (e.g. --to site)"
+        )
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise StoreError(f"--to {folder} is {'a link' if folder.is_symlink() else 'a file'}; give a folder")
+    if folder.is_dir() and any(folder.iterdir()) and not all((folder / marker).is_file() for marker in SITE_MARKERS):
+        raise StoreError(
+            f"--to {folder} holds files that are not a harness site; a site replaces its folder's whole content, "
+            "so give a new or empty folder (or an earlier site's)"
+        )
+
+
+def _replace_folder(staging: Path, folder: Path) -> None:
+    """Rename the whole new site ``staging`` to ``folder``; an earlier site there is renamed aside first (a folder
+    cannot be renamed over a non-empty one) and removed after, so none of its files stays."""
+    if not folder.exists():
+        os.replace(staging, folder)
+        return
+    aside = Path(tempfile.mkdtemp(prefix=temporary_prefix(folder.name), dir=folder.parent))
+    os.replace(folder, aside)  # onto the empty folder just made: atomic, and the name is ours
+    os.replace(staging, folder)
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _paper_table(

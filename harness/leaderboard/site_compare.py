@@ -4,16 +4,12 @@ same numbers."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
-
 import numpy as np
 
 from ..compare import UNTRAINED, TaskComparison, mean_eval_seconds, other_task_versions, task_version
 from ..evaluation.bootstrap import ExampleDataError, ExampleScores, check_same_examples, pooled_replicates
 from ..evaluation.significance import holm, units_of_replicates
-from .site_tables import MatrixTable
+from .site_tables import MatrixTable, _read_record
 from .stats import stored_run
 from .tables import Row, Table
 
@@ -52,14 +48,6 @@ class _CellData:
         if paths not in self.replicates:
             self.replicates[paths] = pooled_replicates(data, self.resamples)
         return self.replicates[paths]
-
-
-def _read_record(path: str) -> dict[str, Any] | None:
-    """A stored record, or None when it cannot be read (its speed then goes unreported, as in ``harness compare``)."""
-    try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def compare_pair(table: Table, row_a: Row, row_b: Row, cells: _CellData, seeds: list[int]) -> list[TaskComparison]:

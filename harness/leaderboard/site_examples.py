@@ -91,9 +91,33 @@ def hits_payload(hits: RankedHits) -> dict:
     return {"top": rows(hits.top), "gold": rows(hits.gold), "gold_rank": hits.gold_rank.tolist(), "depth": hits.depth}
 
 
-def _task_of_record(record: dict, registry: Any) -> tuple[Any, Any, str] | dict:
-    """The task a record was evaluated with (its options), the context it read its data under and its licence; or,
-    as a texts payload, why its texts are not shown (no registry, not installed, a licence that forbids them)."""
+def record_data_dir(record: dict, data_dir: Path | None) -> tuple[Path | None, str | None]:
+    """The data folder a record's texts are read from: ``data_dir`` (``harness site --data-dir``) when given, else
+    the one the record names (``data_dir``, as its run was given it), else None (the task's own lookup: bundled data,
+    ``HARNESS_DATA_DIR``); with why none can be used (the record names a folder that is not here)."""
+    if data_dir is not None:
+        return Path(data_dir), None
+    named = record.get("data_dir")
+    if not named:
+        return None, None
+    if not Path(named).is_dir():
+        return None, (
+            f"the record was computed with --data-dir {named}, which is not here; pass `harness site --data-dir` "
+            "with that data"
+        )
+    return Path(named), None
+
+
+def _task_of_record(
+    record: dict, registry: Any, data_dir: Path | None = None, checksums: dict | None = None
+) -> tuple[Any, Any, str] | dict:
+    """The task a record was evaluated with (its options) reading the data the record names
+    (:func:`record_data_dir`), the context it read its data under and its licence; or, as a texts payload, why its
+    texts are not shown (no registry, not installed, a licence that forbids them, other data here than the record's
+    ``dataset_checksum`` names: texts are shown only from the data the scores were computed on). ``checksums``
+    keeps each task's data checksum for one site build (a corpus is hashed once, however many views read it)."""
+    if not isinstance(record.get("task"), dict):
+        return {"withheld": "its record cannot be read"}
     task_record = record["task"]
     if registry is None:
         return {"withheld": "the task's texts need its plugin (build the site where the task is installed)"}
@@ -107,17 +131,56 @@ def _task_of_record(record: dict, registry: Any) -> tuple[Any, Any, str] | dict:
     from ..plugin_api import EvalContext
     from ..profiles import get_profile
 
+    folder, problem = record_data_dir(record, data_dir)
+    if problem is not None:
+        return {"withheld": problem}
     try:
-        task = plugin.factory(task_record.get("options") or {}, None)
-        context = EvalContext(get_profile(record["model"]["profile"]), "cpu", int(record["seed"]), 32, progress=False)
+        task = plugin.factory(task_record.get("options") or {}, folder)
+        context = EvalContext(
+            get_profile(record["model"]["profile"]), "cpu", int(record["seed"]), 32, progress=False, data_dir=folder
+        )
     except Exception as exc:
         return {"withheld": f"the task's texts could not be read here ({exc})"}
+    problem = _data_problem(task, record, folder, {} if checksums is None else checksums)
+    if problem is not None:
+        return {"withheld": problem}
     return task, context, licence
 
 
-def _texts_payload(record_path: str, count: int, registry: Any) -> dict:
+def _data_problem(task: Any, record: dict, folder: Path | None, checksums: dict) -> str | None:
+    """Why the data ``task`` reads here is not the data ``record`` was computed on (its ``dataset_checksum``), or
+    None when it is."""
+    where = f"--data-dir {folder}" if folder is not None else "the task's default data"
+    task_record = record["task"]
+    key = (task_record.get("name"), json.dumps(task_record.get("options") or {}, sort_keys=True, default=str), folder)
+    if key not in checksums:
+        try:
+            checksums[key] = (task.check_data(), None)
+        except NotImplementedError:
+            checksums[key] = (
+                None,
+                "the task cannot check its data (no check_data), so its texts cannot be matched to the record's",
+            )
+        except Exception as exc:  # the data is not here, or damaged: positions only, and why
+            checksums[key] = (None, f"the task's data could not be checked in {where} ({exc})")
+    here, problem = checksums[key]
+    if problem is not None:
+        return problem
+    recorded = record.get("dataset_checksum")
+    if here != recorded:
+        return (
+            f"the data in {where} is not the data the record was computed on (dataset checksum "
+            f"{str(recorded)[:12]}... recorded, {str(here)[:12]}... here); pass `harness site --data-dir` with "
+            "that data"
+        )
+    return None
+
+
+def _texts_payload(
+    record_path: str, count: int, registry: Any, data_dir: Path | None = None, checksums: dict | None = None
+) -> dict:
     """The task's scored pairs in the order of its per-example data, or why they are not shown."""
-    opened = _task_of_record(json.loads(Path(record_path).read_text()), registry)
+    opened = _task_of_record(_read_record(record_path) or {}, registry, data_dir, checksums)
     if isinstance(opened, dict):
         return opened
     task, context, licence = opened
@@ -161,10 +224,17 @@ def _cut(text: str) -> str:
     return text if len(text) <= TEXT_CHARACTERS else text[: TEXT_CHARACTERS - 1].rstrip() + "…"
 
 
-def ranked_texts_payload(record_path: str, queries: set[str], documents: set[str], registry: Any) -> dict:
+def ranked_texts_payload(
+    record_path: str,
+    queries: set[str],
+    documents: set[str],
+    registry: Any,
+    data_dir: Path | None = None,
+    checksums: dict | None = None,
+) -> dict:
     """The texts of the query and document ids a ranking task's examples view shows (``Task.ranked_texts``, each
     cut to TEXT_CHARACTERS), or why they are not shown (then the view names them by id)."""
-    opened = _task_of_record(json.loads(Path(record_path).read_text()), registry)
+    opened = _task_of_record(_read_record(record_path) or {}, registry, data_dir, checksums)
     if isinstance(opened, dict):
         return opened
     task, context, licence = opened

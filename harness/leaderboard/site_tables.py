@@ -4,31 +4,64 @@ the paper's numbers and the verdicts)."""
 
 from __future__ import annotations
 
-import json
+import logging
 import re
 from pathlib import Path
 from typing import Any
 
 from ..contamination import seen_shares
-from ..curves import curve_files
+from ..curves import curve_rows, read_training_record, training_record_paths
+from ..files import UnsafeFileError, read_store_json
+from ..store import store_root_of
 from .cost import COST_HEADER, COST_NOTE, row_cost
 from .stats import BEST_SIGNIFICANT, cell_mark
 from .stats import notes as statistics_notes
 from .tables import Row, Table, cell_view, contamination_notes, legend_rows, seen_in_training
 
+logger = logging.getLogger(__name__)
 TRAINING_CURVES_HOOK = "training-curves"  # a row's entry: the path of its curves file, or None (untrained or older)
 
 
-def row_curves(row: Row) -> list[dict[str, Any]]:
+def _read_record(path: str) -> dict[str, Any] | None:
+    """A stored record (validated when the tables were collected), or None when it cannot be read (its speed then
+    goes unreported, as in ``harness compare``)."""
+    try:
+        record = read_store_json(path, store_root_of(Path(path)))  # the store's safe open: no FIFO, no link out
+    except (OSError, ValueError, UnsafeFileError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def row_curves(row: Row, skipped: dict[str, str] | None = None, read: dict | None = None) -> list[dict[str, Any]]:
     """The training curves of a row's seeds (each checkpoint's training.json, :mod:`harness.curves`): per seed and
     fit, its loss and dev series as step/value lists; empty where no checkpoint beside the records keeps curves
-    (untrained rows, checkpoints trained before curves were kept, a published store without checkpoints)."""
-    found = curve_files(
+    (untrained rows, checkpoints trained before curves were kept, a published store without checkpoints). Only a
+    checkpoint that verifies is read (:func:`harness.curves.read_training_record`); malformed curves are checked as
+    :func:`harness.curves.load_training_curves` checks them (:func:`harness.curves.curve_rows`) and left out with
+    one warning per file (``skipped``: path -> why, shared across a site's tables so each file warns once;
+    ``read``: path -> its verified content, so a checkpoint shown in several tables is hashed once)."""
+    skipped = {} if skipped is None else skipped
+    read = {} if read is None else read
+    found = training_record_paths(
         (seed, path) for cell in row.cells.values() for seed, path in (getattr(cell, "records", {}) or {}).items()
     )
     curves = []
     for seed, path in sorted(found.items()):
-        fits = json.loads(path.read_text(encoding="utf-8"))["curves"].get("fits") or []
+        if str(path) in skipped:
+            continue
+        try:
+            if str(path) not in read:
+                read[str(path)] = read_training_record(path)
+            record = read[str(path)]
+            if record.get("curves") is None:
+                continue  # trained before curves were kept
+            curve_rows(record, path.parent.parent.name)  # the same checks as load_training_curves
+            fits = record["curves"]["fits"]
+        except (ValueError, AttributeError, TypeError, KeyError) as exc:
+            if str(path) not in skipped:
+                skipped[str(path)] = str(exc)
+                logger.warning("%s cannot be read (%s); its curves are left out of the site", path, exc)
+            continue
         for fit in fits:
             series = {f"loss: {term}": values for term, values in (fit.get("loss") or {}).items()}
             if fit.get("dev"):
@@ -271,6 +304,8 @@ def _task_keys(table: Table, ranked_rows: list[Row]) -> dict[str, str]:
         for row in ranked_rows:
             cell = row.cells.get(column)
             if cell is not None and cell.records:
-                keys[column] = json.loads(Path(next(iter(cell.records.values()))).read_text())["task"]["key"]
+                keys[column] = ((_read_record(next(iter(cell.records.values()))) or {}).get("task") or {}).get(
+                    "key", column
+                )
                 break
     return keys

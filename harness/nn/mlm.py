@@ -22,7 +22,7 @@ from torch import nn
 
 from harness.checkpoints import build_checkpoint, checkpoint_complete
 from harness.errors import HarnessError
-from harness.files import atomic_write_json
+from harness.files import atomic_write_json, read_store_text
 from harness.training import config_from_profile, fit
 
 from .backbone import load_tokenizer, load_transformer, quiet_transformers, sequence_limits
@@ -300,4 +300,4 @@ def domain_adapted_backbone(
 
 def read_record(directory: Path) -> dict:
     """The :data:`RECORD_FILE` of a domain-adapted backbone folder."""
-    return json.loads((Path(directory) / RECORD_FILE).read_text())
+    return json.loads(read_store_text(Path(directory) / RECORD_FILE, directory))  # in the store's cache: no FIFO

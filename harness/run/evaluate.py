@@ -97,7 +97,11 @@ class CellWork:
         self.registry, self.config, self.plan, self.models, self.hardware = registry, config, plan, models, hardware
         # the store's embedding cache (harness.embedding_cache), consulted by encoders during evaluation only
         self.embedding_cache = (
-            EmbeddingCache(models.store.root / CACHE / EMBEDDINGS_FOLDER, limit_mib_from_environment())
+            EmbeddingCache(
+                models.store.root / CACHE / EMBEDDINGS_FOLDER,
+                limit_mib_from_environment(),
+                store=models.store.root,
+            )
             if config.embedding_cache
             else None
         )

@@ -28,7 +28,7 @@ from ..curves import TrainingCurves, recording
 from ..data import TrainingSplits
 from ..device import seed_everything
 from ..errors import DataFileError, HarnessError
-from ..files import NOT_WRITABLE, StoreError, atomic_write_json, cached_bytes
+from ..files import NOT_WRITABLE, StoreError, atomic_write_json, cached_bytes, read_store_json
 from ..fingerprint import stable_hash
 from ..metrics import ScoreError
 from ..plugin_api import (
@@ -141,7 +141,7 @@ class Models:
             if problem is None:
                 self.log(f"  loading checkpoint {checkpoint}")
                 model.load(checkpoint)
-                training_record = json.loads((checkpoint / "training.json").read_text())
+                training_record = read_store_json(checkpoint / "training.json", self.store.root)
                 report_record = training_record.get("report")
                 self._training_data_checksums[cache_key] = training_record.get("source_checksum")
                 provenance = training_record.get("training_data") or self.derived_provenance(spec, profile, seed)
@@ -252,7 +252,7 @@ class Models:
         )
         if problem is not None or spec.requested_budget.get("precision", "auto") == "auto":
             return problem
-        report = json.loads((checkpoint / "training.json").read_text(encoding="utf-8")).get("report")
+        report = read_store_json(checkpoint / "training.json", self.store.root).get("report")
         return precision_problem(
             spec.requested_budget, report.get("applied_budget") if isinstance(report, dict) else None
         )

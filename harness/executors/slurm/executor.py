@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ...device import check_device_name
 from ...errors import InvalidOptionError
-from ...files import atomic_write_text
+from ...files import atomic_write_text, read_store_text, remove_store_file
 from ...locks import StoreLock
 from .client import SlurmClient, SlurmError, _first_line
 from .follow import _Follow, last_line
@@ -105,11 +105,12 @@ class SlurmExecutor:
         import harness
 
         self.client.check()
-        folder = store_root.resolve() / SLURM / "probes"
+        root = store_root.resolve()
+        folder = root / SLURM / "probes"
         folder.mkdir(parents=True, exist_ok=True)
         name = f"probe-{uuid.uuid4().hex[:12]}"
         marker, answer = folder / f"{name}.marker", folder / f"{name}.answer"
-        atomic_write_text(marker, "written by a harness driver to check that SLURM's nodes see this store\n")
+        atomic_write_text(marker, "written by a harness driver to check that SLURM's nodes see this store\n", root)
         check = (
             "import pathlib, socket, sys\n"
             "marker = pathlib.Path(sys.argv[1])\n"
@@ -123,11 +124,13 @@ class SlurmExecutor:
         directives = [f"--job-name=harness-{name}", f"--output={folder / (name + '.log')}"]
         directives += [line for line in self.options.directives() if not line.startswith("--time")]
         directives.append("--time=5")
-        script.write_text(
+        atomic_write_text(
+            script,
             "#!/bin/bash\n"
             + "".join(f"#SBATCH {line}\n" for line in directives)
             + f"exec {shlex.quote(self.python)} -c {shlex.quote(check)} {shlex.quote(str(marker))} "
-            f"{shlex.quote(str(answer))}\n"
+            f"{shlex.quote(str(answer))}\n",
+            root,
         )
         probe_log = folder / f"{name}.log"
         logger.info("submitted a probe job to check that SLURM's nodes see %s (waiting for it)", store_root.resolve())
@@ -135,17 +138,17 @@ class SlurmExecutor:
             done = self.client.run_waiting(script)
             if not answer.exists():
                 raise SlurmError(self._probe_problem(store_root, probe_log, done))
-            host, _, version = answer.read_text().partition(" ")
+            host, _, version = read_store_text(answer, root).partition(" ")
             if version != harness.__version__:
                 raise SlurmError(
                     f"node {host} runs harness {version}, this driver {harness.__version__}; install the same "
                     "version everywhere."
                 )
-            probe_log.unlink(missing_ok=True)  # kept when the probe failed: the user reads it
+            remove_store_file(probe_log, root)  # kept when the probe failed: the user reads it
             return host
         finally:
             for path in (marker, answer, script):
-                path.unlink(missing_ok=True)
+                remove_store_file(path, root)
 
     def _probe_problem(self, store_root: Path, probe_log: Path, done: subprocess.CompletedProcess) -> str:
         """Why a probe job left no answer, from its log (which a node that does not see the store cannot write)."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ...files import atomic_write_json, atomic_write_text, read_store_text
+from ...files import UnsafeFileError, atomic_write_json, atomic_write_text, open_store_file, read_store_text
 from ..progress import CellProgress
 from .client import SlurmClient, SlurmError, TaskState
 from .job_files import JOB_FILE_FORMAT, done_path, job_key
@@ -368,9 +368,9 @@ def last_line(log: Path | None, tail_bytes: int = 4096) -> str | None:
     if log is None:
         return None
     try:
-        with open(log, "rb") as handle:
+        with os.fdopen(open_store_file(log), "rb") as handle:  # a regular file: a FIFO never hangs the driver
             handle.seek(max(0, handle.seek(0, os.SEEK_END) - tail_bytes))
             lines = [line.strip() for line in handle.read().decode("utf-8", "replace").splitlines() if line.strip()]
-    except OSError:
+    except (OSError, UnsafeFileError):
         return None
     return lines[-1][:300] if lines else ""

@@ -11,6 +11,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...files import UnsafeFileError, read_store_text
 from .client import SlurmError
 
 if TYPE_CHECKING:
@@ -95,13 +96,13 @@ def done_path(job_file: Path | None) -> Path:
 def read_job_file(path: Path) -> dict[str, Any]:
     """A job file's content; one line when it cannot be read here (a node that does not see the store)."""
     try:
-        payload = json.loads(Path(path).read_text())
+        payload = json.loads(read_store_text(path))  # a regular file only: a FIFO never hangs the node
     except FileNotFoundError:
         raise SlurmError(
             f"no job file {path} on node {socket.gethostname()}: the store must be on a filesystem every node "
             "mounts at the same path (harness validate --executor slurm checks)."
         ) from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, UnsafeFileError) as exc:
         raise SlurmError(f"cannot read the job file {path}: {exc}") from None
     if not isinstance(payload, dict) or payload.get("format") != JOB_FILE_FORMAT:
         raise SlurmError(f"{path} is not a harness SLURM job file (format {JOB_FILE_FORMAT}).")

@@ -28,6 +28,7 @@ from harness import (  # the contract's front door: a building block depends on 
 )
 from harness.training import config_from_profile, fit
 
+from ...files import atomic_write_text
 from ..backbone import quiet_transformers
 from ..encoder import SentenceEncoder
 from ..noise import WordDeletion
@@ -225,8 +226,9 @@ class ObjectiveEmbedder:
         with quiet_transformers():  # no "Writing model shards" bar per checkpoint
             self.encoder.transformer.save_pretrained(str(directory), safe_serialization=True)
         self.encoder.tokenizer.save_pretrained(str(directory))
-        (directory / POOLING_FILE).write_text(
-            json.dumps({"pooling": self.encoder.pooling, "max_length": self.encoder.max_length})
+        atomic_write_text(
+            directory / POOLING_FILE,
+            json.dumps({"pooling": self.encoder.pooling, "max_length": self.encoder.max_length}),
         )
         # Keep a sentence-transformers length limit, so the folder read as --backbone gets the same limit.
         st_config = Path(self.backbone) / "sentence_bert_config.json"
