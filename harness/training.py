@@ -160,7 +160,7 @@ def clip_gradients(parameters: Sequence[nn.Parameter], max_norm: float) -> torch
         return torch.nn.utils.clip_grad_norm_(parameters, max_norm)
     total_norm = torch.nn.utils.get_total_norm(grads, 2.0)
     clip_coefficient = max_norm / (total_norm + 1e-6)
-    if bool(clip_coefficient < 1.0):
+    if not bool(clip_coefficient >= 1.0):  # also a NaN norm, which torch's scaling spreads to every gradient
         torch._foreach_mul_(grads, clip_coefficient)
     return total_norm
 

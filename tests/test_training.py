@@ -186,3 +186,8 @@ def test_clip_gradients_equals_torch_clipping_bit_for_bit():
         assert torch.equal(norm, reference_norm)
         assert all(torch.equal(mine.grad, reference.grad) for mine, reference in zip(ours, theirs))
         assert (float(norm) > 1.0) == (scale > 1.0)
+    ours, theirs = torch.nn.Parameter(torch.zeros(3)), torch.nn.Parameter(torch.zeros(3))
+    ours.grad, theirs.grad = torch.tensor([1.0, float("nan"), 0.5]), torch.tensor([1.0, float("nan"), 0.5])
+    clip_gradients([ours], 1.0)  # a NaN norm: every gradient NaN, as torch's scaling leaves it
+    torch.nn.utils.clip_grad_norm_([theirs], 1.0)
+    torch.testing.assert_close(ours.grad, theirs.grad, rtol=0, atol=0, equal_nan=True)
