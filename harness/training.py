@@ -32,7 +32,14 @@ from torch import nn
 
 from . import distributed
 from .curves import current_curves
-from .device import autocast_dtype, gradient_scaler, precision_name, seed_everything, single_gpu_note
+from .device import (
+    autocast_dtype,
+    gradient_scaler,
+    keep_freed_cpu_memory,
+    precision_name,
+    seed_everything,
+    single_gpu_note,
+)
 from .errors import HarnessError
 
 
@@ -143,6 +150,21 @@ def make_adamw(groups: list[dict], learning_rate: float) -> torch.optim.Optimize
         return torch.optim.AdamW(groups, lr=learning_rate)
 
 
+def clip_gradients(parameters: Sequence[nn.Parameter], max_norm: float) -> torch.Tensor:
+    """``torch.nn.utils.clip_grad_norm_``, the same total norm and the same scaled gradients, one pass over the
+    gradients cheaper on the CPU: torch multiplies every gradient by the clip coefficient clamped to 1 even when it
+    is 1 (so that a GPU never waits for the norm); on the CPU reading the norm costs nothing, and a multiplication by
+    1 changes no gradient, so that pass runs only where the norm exceeds ``max_norm`` (docs/core/training.md)."""
+    grads = [parameter.grad for parameter in parameters if parameter.grad is not None]
+    if not grads or any(grad.device.type != "cpu" or grad.is_sparse for grad in grads):
+        return torch.nn.utils.clip_grad_norm_(parameters, max_norm)
+    total_norm = torch.nn.utils.get_total_norm(grads, 2.0)
+    clip_coefficient = max_norm / (total_norm + 1e-6)
+    if not bool(clip_coefficient >= 1.0):  # also a NaN norm, which torch's scaling spreads to every gradient
+        torch._foreach_mul_(grads, clip_coefficient)
+    return total_norm
+
+
 def linear_schedule(optimizer, warmup_steps: int, total_steps: int, schedule: str):
     def factor(step: int) -> float:
         if schedule == "constant":
@@ -179,6 +201,8 @@ def fit(
     seed_everything(config.seed)
     device = torch.device(config.device)
     module.to(device)
+    if device.type == "cpu":
+        keep_freed_cpu_memory()  # each step frees and reallocates the same large gradients (harness.device)
     runner: nn.Module = module
     ranks = distributed.world_size()
     if ranks > 1:  # torchrun: one process per device, gradients averaged across them
@@ -194,6 +218,7 @@ def fit(
     else:
         single_gpu_note(str(config.device))
     optimizer = make_adamw(parameter_groups(module, config.weight_decay), config.learning_rate)
+    trained_parameters = [parameter for parameter in module.parameters() if parameter.requires_grad]
     steps_per_epoch = math.ceil(len(examples) / config.batch_size)
     epochs = config.epochs
     if epochs is None:  # a step budget: enough epochs to reach max_steps
@@ -266,12 +291,12 @@ def fit(
                 if scaler is not None:
                     scaler.scale(loss).backward()
                     scaler.unscale_(optimizer)
-                    torch.nn.utils.clip_grad_norm_(module.parameters(), config.max_grad_norm)
+                    clip_gradients(trained_parameters, config.max_grad_norm)
                     scaler.step(optimizer)
                     scaler.update()
                 else:
                     loss.backward()
-                    torch.nn.utils.clip_grad_norm_(module.parameters(), config.max_grad_norm)
+                    clip_gradients(trained_parameters, config.max_grad_norm)
                     optimizer.step()
                 scheduler.step()
                 report.steps += 1

@@ -166,3 +166,28 @@ def test_bf16_precision_trains_under_cpu_autocast_and_is_reported(registry, tiny
     assert report.applied_budget["precision"] == "bf16" and report.steps > 0
     plain, plain_ctx = _be(registry, tiny_bert)
     assert plain.fit(TrainingSplits("synthetic", _pairs(16), None), plain_ctx).applied_budget["precision"] == "auto"
+
+
+def test_clip_gradients_equals_torch_clipping_bit_for_bit():
+    """The loop's clipping (harness.training.clip_gradients) gives torch's clip_grad_norm_ result exactly: the same
+    total norm, gradients scaled where the norm exceeds the limit and untouched where it does not."""
+    from harness.training import clip_gradients
+
+    generator = torch.Generator().manual_seed(0)
+    for scale in (1e-3, 10.0):  # below the limit (no scaling) and far above it
+        ours = [torch.nn.Parameter(torch.zeros(shape)) for shape in ((7, 5), (5,), (3, 4, 2))]
+        theirs = [torch.nn.Parameter(torch.zeros(shape)) for shape in ((7, 5), (5,), (3, 4, 2))]
+        for mine, reference in zip(ours, theirs):
+            gradient = torch.randn(mine.shape, generator=generator) * scale
+            mine.grad, reference.grad = gradient.clone(), gradient.clone()
+        frozen = torch.nn.Parameter(torch.ones(3), requires_grad=False)  # no gradient: ignored by both
+        norm = clip_gradients([*ours, frozen], 1.0)
+        reference_norm = torch.nn.utils.clip_grad_norm_([*theirs, frozen], 1.0)
+        assert torch.equal(norm, reference_norm)
+        assert all(torch.equal(mine.grad, reference.grad) for mine, reference in zip(ours, theirs))
+        assert (float(norm) > 1.0) == (scale > 1.0)
+    ours, theirs = torch.nn.Parameter(torch.zeros(3)), torch.nn.Parameter(torch.zeros(3))
+    ours.grad, theirs.grad = torch.tensor([1.0, float("nan"), 0.5]), torch.tensor([1.0, float("nan"), 0.5])
+    clip_gradients([ours], 1.0)  # a NaN norm: every gradient NaN, as torch's scaling leaves it
+    torch.nn.utils.clip_grad_norm_([theirs], 1.0)
+    torch.testing.assert_close(ours.grad, theirs.grad, rtol=0, atol=0, equal_nan=True)
