@@ -88,7 +88,10 @@ def _checkpoint_problem(directory: Path) -> str | None:
     for relative, expected in manifest["files"].items():
         path = directory / relative
         if not path.is_file():
-            return f"{relative} is missing"
+            # a FIFO, folder or device in its place is named as such, not as missing (a FIFO is never opened)
+            mode = entry_mode(path)
+            kind = None if mode is None else file_kind(mode)
+            return f"{relative} is {kind}, not a regular file" if kind else f"{relative} is missing"
         size = path.stat().st_size
         if size != expected.get("bytes"):
             return f"{relative} has {size} bytes, {expected.get('bytes')} when it was built (truncated or replaced)"

@@ -1942,7 +1942,10 @@ def test_a_checkpoint_file_that_links_out_of_the_checkpoint_or_is_a_fifo_is_neve
     assert "model.safetensors is a link to" in checkpoint_problem(directory)
     weights.unlink()
     os.mkfifo(weights)
-    assert _finishes(lambda: checkpoint_problem(directory)) == "model.safetensors is missing"
+    # named for what it is (issue 50's probes: a FIFO training.json was reported as "missing")
+    assert _finishes(lambda: checkpoint_problem(directory)) == "model.safetensors is a FIFO, not a regular file"
+    weights.unlink()
+    assert checkpoint_problem(directory) == "model.safetensors is missing"
 
 
 # -- 40.10 FIFOs are never opened for reading: no hang ------------------------------------------------------------------
