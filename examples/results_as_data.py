@@ -42,7 +42,7 @@ print("per-seed averages, then mean and std across seeds (rows with more than on
 spread.index = [label if len(label) <= 60 else label[:57] + "..." for label in spread.index]
 print(spread[spread["seeds"] > 1].sort_values("mean", ascending=False).round(2).head(10).to_string(), end="\n\n")
 
-# 4. Cost columns: filled for records written since harness measured cost (the published ones predate it).
+# 4. Cost columns: filled for records written since harness measured cost (most published ones predate it).
 costed = ok["evaluation_seconds"].notna().sum()
 print(f"records with cost: {costed} of {len(ok)}; evaluation time by hardware (record timings, seconds):")
 print(ok.groupby("hardware")["eval_seconds"].describe()[["count", "mean", "max"]].round(1).to_string())
