@@ -31,6 +31,7 @@ MODELS = (
     "simcse-31026b00ada2",
     "tsdae-9362bfb6465f",
 )
+SEEDS = ("seed-42", "seed-43")  # the two seeds every row here has (some have seed 44 too)
 LEFT_OUT = ("tsdae-9362bfb6465f", "seed-43", "sts12")  # one seed's record missing: a pair that cannot be compared
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -39,7 +40,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 def fixture_store(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("site-store")
     for key in MODELS:
-        for seed_dir in sorted((PUBLISHED / key).glob("seed-*")):
+        for seed_dir in (PUBLISHED / key / seed for seed in SEEDS):
             for task in ("stsb", "sts12"):
                 if (key, seed_dir.name, task) == LEFT_OUT:
                     continue
