@@ -16,10 +16,13 @@ reach at the same path. Several drivers (two terminals, a job array) may share o
 model spec and seed with a lock before computing them (``Store.cells_lock``), so no cell is computed twice at once,
 and a driver that finds a job claimed does the others first and then waits for it.
 
-An executor (the ``Executor`` Protocol of harness.run.driver, re-exported here) owns its options and its device
-choice: ``device(requested)`` (the device the plan is made for: the local executor resolves it here, Ray's workers
-each resolve it on their own machine), ``start(plan, worker)`` (checks that can fail, e.g. Ray missing or the cluster
-unreachable; called before any cell runs) and ``run(plan, worker) -> list[Cell]`` (the cells of ``plan.jobs()``).
+An executor is an ``executor`` component (a harness.ExecutorFactory that declares its command-line options and builds
+the executor from their values; the built-ins are registered by :mod:`harness.executors.builtin` through the
+``harness.executors`` entry-point group, as a third-party executor is). The executor it builds (the ``Executor``
+Protocol of harness.run.driver, re-exported here) owns its device choice: ``device(requested)`` (the device the plan
+is made for: the local executor resolves it here, Ray's workers each resolve it on their own machine),
+``start(plan, worker)`` (checks that can fail, e.g. Ray missing or the cluster unreachable; called before any cell
+runs) and ``run(plan, worker) -> list[Cell]`` (the cells of ``plan.jobs()``).
 ``worker`` (harness.run.driver.Worker) is what the driver lends it: cell locks, ``recheck``, ``run_job`` (this
 process), ``remote_config`` (another process), ``record`` (the driver's writer) and ``log`` (the run's lines). Only
 the CLI chooses an executor (``make_executor``); the run stages never import this package.
