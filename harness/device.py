@@ -25,6 +25,8 @@ from .errors import InvalidOptionError, invalid_choice
 from .profiles import PRECISIONS
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
+# What people call a device otherwise -> its name here (spelling alone would suggest cpu for gpu).
+DEVICE_SYNONYMS = {"gpu": "cuda", "nvidia": "cuda", "metal": "mps", "apple": "mps"}
 
 
 def check_device_name(requested: str) -> str:
@@ -32,7 +34,8 @@ def check_device_name(requested: str) -> str:
     it: a distributed driver checks the name and each worker resolves it on its own hardware."""
     base, colon, index = requested.partition(":")
     if base not in DEVICE_CHOICES or (colon and (base != "cuda" or not index.isdigit())):
-        raise invalid_choice("--device", requested, (*DEVICE_CHOICES, "cuda:N"))
+        synonyms = {**DEVICE_SYNONYMS, f"gpu:{index}": f"cuda:{index}"} if index.isdigit() else DEVICE_SYNONYMS
+        raise invalid_choice("--device", requested, (*DEVICE_CHOICES, "cuda:N"), synonyms)
     return requested
 
 

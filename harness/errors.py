@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 
 class HarnessError(Exception):
@@ -48,10 +48,16 @@ def unknown_name(kind: str, name: str, candidates: Iterable[str]) -> UnknownName
     )
 
 
-def invalid_choice(option: str, value: object, allowed: Iterable[object]) -> InvalidOptionError:
-    """The error for ``value`` of ``option`` not among ``allowed``: it lists them and suggests the closest."""
+def invalid_choice(
+    option: str, value: object, allowed: Iterable[object], synonyms: Mapping[str, str] | None = None
+) -> InvalidOptionError:
+    """The error for ``value`` of ``option`` not among ``allowed``: it lists them and suggests the closest, or the
+    allowed value ``synonyms`` gives for what users call it otherwise (``gpu`` -> ``cuda``), which spelling alone
+    would not find."""
     allowed = [str(a) for a in allowed]
     hint = close_matches_hint(str(value), allowed) if isinstance(value, str) and value not in allowed else ""
+    if isinstance(value, str) and synonyms and value in synonyms:
+        hint = f" Did you mean: {synonyms[value]}?"
     return InvalidOptionError(f"invalid value {value!r} for {option}; allowed values: {', '.join(allowed)}.{hint}")
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 
 from .errors import DataFileError, HarnessError
 
@@ -85,12 +84,16 @@ def _checked(predicted: Sequence[float], gold: Sequence[float], metric: str) -> 
 def spearman(predicted: Sequence[float], gold: Sequence[float]) -> float:
     """Spearman's rho (scipy, ties averaged: SentEval's and mteb's convention); raises ScoreError on input it is
     undefined for (see the module docstring)."""
+    from scipy import stats  # scipy only when scoring: `import harness` (and so `harness --help`) stays light
+
     predicted_array, gold_array = _checked(predicted, gold, "Spearman")
     return _finite(stats.spearmanr(predicted_array, gold_array)[0], "Spearman")
 
 
 def pearson(predicted: Sequence[float], gold: Sequence[float]) -> float:
     """Pearson's r; raises ScoreError on input it is undefined for."""
+    from scipy import stats
+
     predicted_array, gold_array = _checked(predicted, gold, "Pearson")
     return _finite(stats.pearsonr(predicted_array, gold_array)[0], "Pearson")
 

@@ -462,3 +462,62 @@ class ComponentKind:
 
     def __post_init__(self) -> None:
         _check_name("component kind", self.name)
+
+
+@dataclass(frozen=True)
+class ExecutorOption:
+    """One command-line option of an ``executor`` component: ``harness run --executor NAME`` (and ``rescore``,
+    ``validate``) show it in the executor's own group of ``--help``; given with another executor it is refused in one
+    line. ``keyword`` (default: the flag without its dashes, ``-`` read as ``_``) is the argument ``build`` receives
+    it as; ``type`` converts the text (``int``, ``float``); a ``repeatable`` option may be given several times and
+    arrives as a tuple."""
+
+    flag: str  # e.g. "--ray-address": spelled with the executor's name, so two executors never share a flag
+    help: str
+    default: Any = None  # what ``build`` receives when the option is not given
+    type: Callable[[str], Any] = str
+    repeatable: bool = False
+    metavar: str | None = None
+    keyword: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.flag, str) or not re.fullmatch(r"--[a-z0-9][a-z0-9-]*", self.flag):
+            raise PluginContractError(
+                f"executor option {self.flag!r}: a flag is '--' and lower-case letters, digits or '-'."
+            )
+        if not self.keyword:
+            object.__setattr__(self, "keyword", self.flag[2:].replace("-", "_"))
+
+    @property
+    def dest(self) -> str:
+        """The attribute of the parsed command line that holds the option (None when it was not given)."""
+        return self.flag[2:].replace("-", "_")
+
+
+@dataclass(frozen=True)
+class ExecutorFactory:
+    """The object of an ``executor`` component: where a run's cells run (``harness run --executor NAME``).
+    ``build(**values)`` returns the executor (``device(requested)``, ``start(plan, worker)``, ``run(plan, worker)``;
+    docs/architecture.md), ``values`` holding every option's ``keyword``: the value given on the command line, else
+    the option's ``default``. An executor may also offer ``validate(results_dir) -> str``, what ``harness validate
+    --executor NAME`` checks beyond the plan (the line it prints). Import heavy modules inside ``build``: the command
+    line reads the options of every executor to build its ``--help``."""
+
+    build: Callable[..., Any]
+    options: tuple[ExecutorOption, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not callable(self.build):
+            raise PluginContractError(f"ExecutorFactory.build must be callable, got {self.build!r}.")
+        flags = [option.flag for option in self.options]
+        if len(set(flags)) != len(flags) or len({o.keyword for o in self.options}) != len(flags):
+            raise PluginContractError(f"executor options {', '.join(flags)}: each flag and keyword once.")
+
+    def create(self, given: Mapping[str, Any] | None = None) -> Any:
+        """The executor, built from the option values ``given`` (by keyword) over the options' defaults."""
+        values = {option.keyword: option.default for option in self.options}
+        unknown = sorted(set(given or {}) - set(values))
+        if unknown:
+            raise PluginContractError(f"no executor option {', '.join(unknown)}; known: {', '.join(values) or '-'}.")
+        values.update(given or {})
+        return self.build(**values)

@@ -46,6 +46,10 @@ from .spec_grammar import namespaced_name, split_task_text
 logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "harness"
+# Executors' plugins have an entry-point group of their own: the command line loads only these to list every
+# executor's options in `harness run --help`, without importing the model plugins (and torch).
+EXECUTOR_ENTRY_POINT_GROUP = "harness.executors"
+ENTRY_POINT_GROUPS = (ENTRY_POINT_GROUP, EXECUTOR_ENTRY_POINT_GROUP)
 
 
 class _Callable(typing.Protocol):
@@ -58,6 +62,14 @@ class _TaskNamespace(typing.Protocol):
     plain task name such as ``mteb.sts22``) or raises a HarnessError naming close matches."""
 
     def resolve(self, name: str) -> Any: ...
+
+
+class _ExecutorFactory(typing.Protocol):
+    """An ``executor`` component (harness.ExecutorFactory): its command-line options and ``create(values)``."""
+
+    options: tuple
+
+    def create(self, given: Any = None) -> Any: ...
 
 
 # Component kinds the core itself consumes, with what their objects must be.
@@ -76,6 +88,12 @@ CORE_COMPONENT_KINDS = {
         "a callable (sections, output_dir) -> the text of a family's leaderboard file "
         "(harness leaderboard --formats NAME); one with a render_matrix(board, outcomes) attribute also renders "
         "--matrix tables (harness.leaderboard.formats)",
+    ),
+    "executor": ComponentKind(
+        "executor",
+        _ExecutorFactory,
+        "a harness.ExecutorFactory: where a run's cells run (harness run --executor NAME) and the options it takes; "
+        "its plugin's entry point belongs to the 'harness.executors' group",
     ),
     "task-namespace": ComponentKind(
         "task-namespace",
@@ -255,10 +273,10 @@ def _distribution_of(entry_point: importlib_metadata.EntryPoint) -> str:
     return dist.metadata["Name"] if dist is not None else "?"
 
 
-def _entry_points() -> list[importlib_metadata.EntryPoint]:
+def _entry_points(groups: Iterable[str] = ENTRY_POINT_GROUPS) -> list[importlib_metadata.EntryPoint]:
     seen: set[tuple[str, str]] = set()
     found = []
-    for entry_point in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
+    for entry_point in (ep for group in groups for ep in importlib_metadata.entry_points(group=group)):
         key = (entry_point.name, entry_point.value)
         if key not in seen:  # an editable install can expose one distribution twice
             seen.add(key)
@@ -271,7 +289,8 @@ def _allowed(entry_points: list[importlib_metadata.EntryPoint]) -> list[importli
     if not allow:
         return entry_points
     kept = [ep for ep in entry_points if ep.name in allow or _distribution_of(ep) in allow]
-    known = {ep.name for ep in entry_points} | {_distribution_of(ep) for ep in entry_points}
+    every = _entry_points()  # a name of another group than the ones loaded is no mistake
+    known = {ep.name for ep in every} | {_distribution_of(ep) for ep in every}
     for name in allow:
         if name not in known:
             logger.warning(
@@ -282,12 +301,12 @@ def _allowed(entry_points: list[importlib_metadata.EntryPoint]) -> list[importli
     return kept
 
 
-def _load_modules() -> list[tuple[PluginInfo, Any]]:
+def _load_modules(groups: Iterable[str] = ENTRY_POINT_GROUPS) -> list[tuple[PluginInfo, Any]]:
     loaded: list[tuple[PluginInfo, Any]] = []
     if os.environ.get("HARNESS_DISABLE_PLUGIN_AUTOLOAD", "") not in ("", "0"):
         entry_points = []
     else:
-        entry_points = _allowed(_entry_points())
+        entry_points = _allowed(_entry_points(groups))
     for entry_point in entry_points:
         info = PluginInfo(entry_point.name, _distribution_of(entry_point), entry_point.value)
         try:
@@ -433,12 +452,13 @@ def _fail(info: PluginInfo, exc: BaseException) -> None:
 _HOOK_ORDER = {name: index for index, name in enumerate(hookspecs.HOOK_NAMES)}
 
 
-def build_registry(extra_plugins: Iterable[Any] = ()) -> Registry:
-    """Discover plugins and collect what their hooks register. ``extra_plugins`` are objects/modules to add."""
+def build_registry(extra_plugins: Iterable[Any] = (), groups: Iterable[str] = ENTRY_POINT_GROUPS) -> Registry:
+    """Discover plugins and collect what their hooks register. ``extra_plugins`` are objects/modules to add;
+    ``groups``: the entry-point groups to load (:func:`executor_registry` loads the executors' alone)."""
     manager = pluggy.PluginManager(ENTRY_POINT_GROUP)
     manager.add_hookspecs(hookspecs)
     registry = Registry()
-    candidates: list[tuple[PluginInfo, Any]] = list(_load_modules())
+    candidates: list[tuple[PluginInfo, Any]] = list(_load_modules(groups))
     for index, extra in enumerate(extra_plugins):
         candidates.append((PluginInfo(f"(in-process):{index}", "(in-process)", repr(extra)), extra))
 
@@ -543,3 +563,10 @@ def _add(registry: Registry, item: Any, package: str) -> None:
 @lru_cache(maxsize=1)
 def default_registry() -> Registry:
     return build_registry()
+
+
+@lru_cache(maxsize=1)
+def executor_registry() -> Registry:
+    """The plugins of the ``harness.executors`` entry-point group (and ``HARNESS_EXTRA_PLUGINS``) alone: what the
+    command line reads to offer every executor's options, without loading the model and task plugins."""
+    return build_registry(groups=(EXECUTOR_ENTRY_POINT_GROUP,))

@@ -1,5 +1,6 @@
-"""The ``harness`` command line: :func:`main` parses the arguments (parser.py) and calls the command's handler
-through :data:`COMMANDS`, one module per command; values given on the command line are checked in values.py, once.
+"""The ``harness`` command line: :func:`main` parses the arguments (parser.py) and calls the command's handler, one
+module per command, each building its own parser and naming its handler; values given on the command line are
+checked in values.py, once.
 
 Handlers take the parsed arguments and return the exit code; a HarnessError (bad input) or an OSError (the
 environment) becomes one ``error:`` line and exit code 2, an interrupt exit code 130.
@@ -7,55 +8,20 @@ environment) becomes one ``error:`` line and exit code 2, an interrupt exit code
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from ..errors import HarnessError
-from .catalog import cmd_describe, cmd_list
 from .common import DEFAULT_LEADERBOARDS, DEFAULT_PUBLISHED, DEFAULT_RESULTS, configure_logging, os_error_line
-from .compare import cmd_compare
-from .contamination import cmd_contamination
-from .data import cmd_data
-from .export import cmd_export
-from .export_results import cmd_export_results
-from .leaderboard import cmd_leaderboard
-from .parser import build_parser
-from .plot import cmd_plot
-from .publish import cmd_publish
-from .results import cmd_results
-from .run import cmd_rescore, cmd_run
-from .site import cmd_site
-from .slurm_task import cmd_slurm_task
-from .validate import cmd_validate
-
-# Command name -> handler. A new command: its parser in parser.py, a module with its handler, a line here.
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "list": cmd_list,
-    "describe": cmd_describe,
-    "run": cmd_run,
-    "rescore": cmd_rescore,
-    "compare": cmd_compare,
-    "contamination": cmd_contamination,
-    "validate": cmd_validate,
-    "data": cmd_data,
-    "plot": cmd_plot,
-    "leaderboard": cmd_leaderboard,
-    "publish": cmd_publish,
-    "export": cmd_export,
-    "export-results": cmd_export_results,
-    "slurm-task": cmd_slurm_task,
-    "results": cmd_results,
-    "site": cmd_site,
-}
+from .parser import build_parser, commands
 
 __all__ = [
-    "COMMANDS",
     "DEFAULT_LEADERBOARDS",
     "DEFAULT_PUBLISHED",
     "DEFAULT_RESULTS",
     "build_parser",
+    "commands",
     "configure_logging",
     "main",
     "os_error_line",
@@ -74,9 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    handler = COMMANDS.get(args.command)
-    if handler is None:
-        parser.error(f"unknown command {args.command!r}")
+    handler = args.handler  # set by the command's own parser (its module's add_parser)
     try:
         code = handler(args)
         sys.stdout.flush()  # inside the try: a reader that stopped reading is met here, not at interpreter exit

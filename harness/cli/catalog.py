@@ -4,6 +4,24 @@ from __future__ import annotations
 
 from ..errors import UnknownNameError, close_matches_hint
 from .common import load_registry
+from .parsing import add_command
+
+
+def add_parser(commands) -> None:
+    add_command(
+        commands,
+        "list",
+        "list model and task plugins, their packages and plugins that failed to load",
+        ("harness list",),
+    ).set_defaults(handler=cmd_list)
+    describe = add_command(
+        commands,
+        "describe",
+        "show a model's or task's metadata and options",
+        ("harness describe be", "harness describe senteval"),
+    )
+    describe.add_argument("name", help="a model, recipe, task or task family")
+    describe.set_defaults(handler=cmd_describe)
 
 
 def cmd_list(args) -> int:

@@ -4,9 +4,54 @@ from __future__ import annotations
 
 import sys
 
+from ..profiles import PROFILES
 from ..spec_grammar import split_spec_list
 from . import values
 from .common import load_registry, results_dir
+from .parsing import WORKING_STORE, add_command, add_results_option
+
+
+def add_parser(commands) -> None:
+    compare = add_command(
+        commands,
+        "compare",
+        "paired significance test of model A vs model B on the same test examples (bootstrap interval, p-value, "
+        "Holm across tasks)",
+        (
+            "harness compare be be:pooling=cls --tasks senteval --seeds 42,43,44",
+            "harness compare cbe be --tasks sts12 --train-on-a stsb --train-on-b none",
+            "harness compare be be --tasks stsb --runtime-b onnx-int8",
+        ),
+    )
+    compare.add_argument("model_a", metavar="A", help="a model spec as for `harness run`, e.g. be")
+    compare.add_argument("model_b", metavar="B", help="another model spec, e.g. be:pooling=cls")
+    cells = compare.add_argument_group("which cells (as given to `harness run`)")
+    cells.add_argument("--tasks", required=True, help="comma-separated tasks or task families, e.g. stsb,senteval")
+    cells.add_argument("--seeds", default=None, help="comma-separated seeds to pool (default 42)")
+    cells.add_argument("--profile", default="quick", help=f"as given to `harness run`: {', '.join(PROFILES)}")
+    cells.add_argument("--backbone", default=None, help="as given to `harness run` (default: the profile's)")
+    cells.add_argument("--train-on", default=None, help="as given to `harness run`, e.g. stsb")
+    for side in ("a", "b"):
+        cells.add_argument(
+            f"--train-on-{side}",
+            default=None,
+            help=f"{side.upper()}'s own training source, replacing --train-on for {side.upper()} only; `none`: "
+            f"{side.upper()} untrained (e.g. `harness compare cbe be --train-on-a stsb --train-on-b none`)",
+        )
+    cells.add_argument(
+        "--runtime-a",
+        default="torch",
+        help="the runtime A's cells were evaluated under (default torch): compare a spec with itself under two "
+        "runtimes, e.g. `harness compare be be --runtime-b onnx-int8`, to see a variant's quality drop and speed-up",
+    )
+    cells.add_argument(
+        "--runtime-b", default="torch", help="the runtime B's cells were evaluated under (default torch)"
+    )
+    add_results_option(cells, f"store to read ({WORKING_STORE})")
+    test = compare.add_argument_group("the test and its output")
+    test.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    test.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
+    compare.set_defaults(handler=cmd_compare)
 
 
 def cmd_compare(args) -> int:

@@ -4,7 +4,30 @@ from __future__ import annotations
 
 from ..contamination import NORMALISATION_VERSION, current_rule
 from . import values
-from .common import existing_store, load_registry, results_dir
+from .common import DEFAULT_PUBLISHED, DEFAULT_RESULTS, existing_store, load_registry, results_dir
+from .parsing import add_command, add_data_dir_option, add_results_option
+
+
+def add_parser(commands) -> None:
+    overlap = add_command(
+        commands,
+        "contamination",
+        "how many test pairs and sentences each trained record's model saw in training (measured; --write adds it "
+        "to records that lack it)",
+        ("harness contamination --results published", "harness contamination --write"),
+    )
+    add_results_option(
+        overlap,
+        f"the store to read (default ./{DEFAULT_RESULTS}, or HARNESS_RESULTS_DIR; e.g. {DEFAULT_PUBLISHED})",
+    )
+    add_data_dir_option(overlap)
+    overlap.add_argument(
+        "--write", action="store_true", help="store the derived measurement in the records that lack it (sealed again)"
+    )
+    overlap.add_argument(
+        "--recompute", action="store_true", help="derive it again for every record, also those that carry one"
+    )
+    overlap.set_defaults(handler=cmd_contamination)
 
 
 def cmd_contamination(args) -> int:

@@ -7,6 +7,22 @@ import sys
 from pathlib import Path
 
 from .common import load_registry
+from .parsing import add_command, add_data_dir_option
+
+
+def add_parser(commands) -> None:
+    data = add_command(
+        commands,
+        "data",
+        "list or download datasets that plugins offer",
+        ("harness data list", "harness data download NAME --data-dir data"),
+    )
+    data_commands = data.add_subparsers(dest="data_command", metavar="ACTION")
+    data_commands.add_parser("list", help="datasets that can be downloaded, and where they would go")
+    download = data_commands.add_parser("download", help="download, verify and unpack a dataset")
+    download.add_argument("name", help="a dataset of `harness data list`")
+    add_data_dir_option(download, "target folder (default: HARNESS_DATA_DIR, else ~/.cache/harness/data)")
+    data.set_defaults(handler=cmd_data)
 
 
 def cmd_data(args) -> int:

@@ -9,6 +9,33 @@ from pathlib import Path
 from ..errors import HarnessError
 from ..files import prepare_output_dir
 from .common import existing_store, load_registry, results_dir
+from .parsing import WORKING_STORE, add_command, add_results_option
+
+
+def add_parser(commands) -> None:
+    export_results = add_command(
+        commands,
+        "export-results",
+        "write stored results in another benchmark's results layout (e.g. --format mteb)",
+        ("harness export-results --format mteb --to mteb-results",),
+    )
+    export_results.add_argument(
+        "--format",
+        required=True,
+        help="a results format (`harness list`, components of kind 'results-format'), e.g. mteb",
+    )
+    export_results.add_argument("--to", type=Path, required=True, help="the folder to write into")
+    export_results.add_argument(
+        "--include-samples",
+        action="store_true",
+        help="also export records computed on an evaluation sample (max_eval_examples, e.g. "
+        "--profile smoke), marked as samples; left out by default",
+    )
+    add_results_option(export_results, f"store to read ({WORKING_STORE})")
+    export_results.add_argument(
+        "--overwrite", action="store_true", help="write into a folder that already holds files (they may be replaced)"
+    )
+    export_results.set_defaults(handler=cmd_export_results)
 
 
 def cmd_export_results(args) -> int:

@@ -4,10 +4,85 @@ from a store."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from ..errors import HarnessError
+from ..leaderboard.formats import BUILTIN_FORMATS
 from . import values
-from .common import existing_store, load_registry, read_store_and_output
+from .common import (
+    DEFAULT_LEADERBOARDS,
+    DEFAULT_PUBLISHED,
+    DEFAULT_RESULTS,
+    existing_store,
+    load_registry,
+    read_store_and_output,
+)
+from .parsing import add_command, add_results_option
+
+
+def add_parser(commands) -> None:
+    board = add_command(
+        commands,
+        "leaderboard",
+        "rebuild leaderboards/ from the published records",
+        (
+            "harness leaderboard --formats md,csv,html",
+            f"harness leaderboard --results {DEFAULT_RESULTS}",
+            "harness leaderboard --matrix matrices/thesis-tables-6-7-6-8.yaml --formats md,html",
+        ),
+    )
+    source = board.add_argument_group("which records, into which folder")
+    add_results_option(
+        source,
+        f"store to build from (default ./{DEFAULT_PUBLISHED}; e.g. --results {DEFAULT_RESULTS} for your own runs)",
+    )
+    source.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help=f"folder for the tables (default ./{DEFAULT_LEADERBOARDS} for the published records, "
+        "else <results>/leaderboards)",
+    )
+    source.add_argument(
+        "--include-samples",
+        action="store_true",
+        help="also show records computed on an evaluation sample (max_eval_examples, e.g. --profile "
+        "smoke), in sections of their own; left out by default",
+    )
+    tables = board.add_argument_group("what to write")
+    tables.add_argument(
+        "--formats",
+        default="md,csv",
+        help=f"any of {', '.join(BUILTIN_FORMATS)}, or a format a plugin offers (`harness list`, components "
+        "of kind 'leaderboard-format')",
+    )
+    tables.add_argument(
+        "--matrix",
+        type=Path,
+        default=None,
+        help="render one matrix file as its paper table (its entries as rows, its tasks as columns, "
+        "the paper's numbers from its paper: block), into <output>/matrices/<file name>",
+    )
+    tables.add_argument(
+        "--reproduction",
+        type=Path,
+        default=None,
+        help="write the reproduction page (e.g. docs/reproduction.md): every matrix's claims: block "
+        "judged on the records, verdicts computed by the page's rule",
+    )
+    tables.add_argument(
+        "--matrix-dir",
+        type=Path,
+        default=Path("matrices"),
+        help="the matrix files whose claims --reproduction reads (default ./matrices)",
+    )
+    tables.add_argument(
+        "--cost",
+        action="store_true",
+        help="add cost columns (training and evaluation wall time, items/s, peak memory, parameters) and the "
+        "machine that measured them; records written before harness measured cost show -",
+    )
+    board.set_defaults(handler=cmd_leaderboard)
 
 
 def cmd_leaderboard(args) -> int:

@@ -13,9 +13,9 @@ from .values import split_spec_list
 
 def add_arguments(plot) -> None:
     """The options `plot training` takes beside --results and --output."""
-    plot.add_argument("--models", default=None, help="plot training: model labels or names (comma-separated)")
-    plot.add_argument("--train-on", default=None, help="plot training: training sources (comma-separated)")
-    plot.add_argument("--seeds", default=None, help="plot training: seeds (comma-separated; default every seed)")
+    plot.add_argument("--models", default=None, help="model labels or names (comma-separated)")
+    plot.add_argument("--train-on", default=None, help="training sources (comma-separated)")
+    plot.add_argument("--seeds", default=None, help="seeds (comma-separated; default every seed)")
 
 
 def refuse_training_options(args) -> None:

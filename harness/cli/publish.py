@@ -3,11 +3,61 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from ..errors import HarnessError
+from ..profiles import PROFILES
 from ..spec_grammar import split_spec_list
 from . import values
-from .common import existing_store, load_registry, results_dir
+from .common import DEFAULT_PUBLISHED, existing_store, load_registry, results_dir
+from .parsing import WORKING_STORE, add_command, add_data_dir_option, add_results_option
+
+
+def add_parser(commands) -> None:
+    publish = add_command(
+        commands,
+        "publish",
+        "verify chosen records of your store and copy them into the published set",
+        (
+            "harness publish --models be,ce --train-on stsb --tasks senteval --seeds 42,43,44",
+            "harness publish --all --results results",
+        ),
+    )
+    which = publish.add_argument_group("which records")
+    which.add_argument(
+        "--models",
+        help="model specs as given to `harness run` (with --profile, --train-on, "
+        "--backbone), or model keys, to publish (comma-separated)",
+    )
+    which.add_argument(
+        "--profile",
+        default=None,
+        help=f"as given to `harness run`: {', '.join(PROFILES)} (default quick for --models; "
+        "else: records of this profile)",
+    )
+    which.add_argument(
+        "--train-on",
+        default=None,
+        help="as given to `harness run`, e.g. stsb (without --models: records trained on it; `none`: untrained ones)",
+    )
+    which.add_argument("--backbone", default=None, help="as given to `harness run` (default: the profile's)")
+    which.add_argument("--tasks", help="task names or families to publish (comma-separated)")
+    which.add_argument("--seeds", default=None, help="seeds to publish (comma-separated)")
+    which.add_argument("--all", action="store_true", help="publish every valid record of the store")
+    where = publish.add_argument_group("from where to where")
+    add_results_option(where, f"store to publish from ({WORKING_STORE})")
+    where.add_argument(
+        "--to", type=Path, default=Path(DEFAULT_PUBLISHED), help=f"the published set (default ./{DEFAULT_PUBLISHED})"
+    )
+    checks = publish.add_argument_group("checks")
+    checks.add_argument("--overwrite", action="store_true", help="replace published records of the same cells")
+    checks.add_argument(
+        "--trust-unsigned",
+        action="store_true",
+        help="accept records written by harness 0.1 (no content checksum) after the other checks, and sign them",
+    )
+    add_data_dir_option(checks, "datasets to verify the records' dataset checksums against (or HARNESS_DATA_DIR)")
+    publish.set_defaults(handler=cmd_publish)
 
 
 def cmd_publish(args) -> int:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import HarnessError, close_matches_hint
 from .common import DEFAULT_PUBLISHED, DEFAULT_RESULTS, results_dir
+from .parsing import add_command
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -21,13 +22,21 @@ TABLE_COLUMNS = ("spec", "profile", "seed", "task", "metric", "score", "status")
 WIDE_STATS = ("mean", "std", "n")
 
 
-def add_results_parser(commands: Any) -> None:
-    results = commands.add_parser(
+def add_parser(commands: Any) -> None:
+    results = add_command(
+        commands,
         "results",
-        help="stored results as data: one row per cell and seed (or --wide: models x tasks), filtered, sorted, "
+        "stored results as data: one row per cell and seed (or --wide: models x tasks), filtered, sorted, "
         "as a table, csv, json or parquet; recomputes nothing",
+        (
+            "harness results --published --families senteval --sort score:desc",
+            "harness results --where \"score > 80 and train_on == 'stsb'\" --format csv",
+            "harness results --wide --stat std --tasks stsb,sickr",
+        ),
     )
-    results.add_argument(
+    results.set_defaults(handler=cmd_results)
+    source = results.add_argument_group("which records")
+    source.add_argument(
         "--results",
         type=Path,
         action="append",
@@ -35,44 +44,42 @@ def add_results_parser(commands: Any) -> None:
         help=f"a store to read (repeatable; default ./{DEFAULT_RESULTS}, or HARNESS_RESULTS_DIR, unless "
         "--published or --exported is given)",
     )
-    results.add_argument(
+    source.add_argument(
         "--published", action="store_true", help=f"also read the published records (./{DEFAULT_PUBLISHED})"
     )
-    results.add_argument(
+    source.add_argument(
         "--exported",
         action="append",
         default=[],
         metavar="FORMAT=DIR",
         help="also read a folder `harness export-results --format FORMAT --to DIR` wrote, e.g. mteb=out (repeatable)",
     )
-    results.add_argument(
+    rows = results.add_argument_group("which rows, in which order")
+    rows.add_argument(
         "--models", help="model specs as the leaderboards label them, model names or keys (comma-separated)"
     )
-    results.add_argument("--tasks", help="task labels, names or keys (comma-separated)")
-    results.add_argument("--profile", help="only records of this profile")
-    results.add_argument("--families", help="task families (comma-separated), e.g. senteval")
-    results.add_argument(
+    rows.add_argument("--tasks", help="task labels, names or keys (comma-separated)")
+    rows.add_argument("--profile", help="only records of this profile")
+    rows.add_argument("--families", help="task families (comma-separated), e.g. senteval")
+    rows.add_argument(
         "--where",
         help="keep rows where this holds, on any column: comparisons (== != < <= > >=, in [..], not in [..]) "
         "joined by and/or/not, e.g. \"score > 80 and train_on == 'stsb'\"; `column == None` for empty",
     )
-    results.add_argument(
+    rows.add_argument(
         "--sort",
         help="columns to sort by (comma-separated; column:desc or --sort=-column for descending), e.g. score:desc",
     )
-    results.add_argument(
-        "--columns", help=f"columns to show (comma-separated; table default: {','.join(TABLE_COLUMNS)})"
-    )
-    results.add_argument("--wide", action="store_true", help="models x tasks, seeds aggregated as in the leaderboards")
-    results.add_argument(
-        "--stat", default="mean", help=f"with --wide: {', '.join(WIDE_STATS)} over seeds (default mean)"
-    )
-    results.add_argument(
+    shown = results.add_argument_group("what to show, and how")
+    shown.add_argument("--columns", help=f"columns to show (comma-separated; table default: {','.join(TABLE_COLUMNS)})")
+    shown.add_argument("--wide", action="store_true", help="models x tasks, seeds aggregated as in the leaderboards")
+    shown.add_argument("--stat", default="mean", help=f"with --wide: {', '.join(WIDE_STATS)} over seeds (default mean)")
+    shown.add_argument(
         "--intervals", action="store_true", help="add each row's 95%% bootstrap interval from its per-example file"
     )
-    results.add_argument("--format", default="table", help=f"{', '.join(FORMATS)} (default table)")
-    results.add_argument("--output", type=Path, help="write to this file instead of standard output (parquet needs it)")
-    results.add_argument(
+    shown.add_argument("--format", default="table", help=f"{', '.join(FORMATS)} (default table)")
+    shown.add_argument("--output", type=Path, help="write to this file instead of standard output (parquet needs it)")
+    source.add_argument(
         "--strict", action="store_true", help="stop at a record that does not verify (default: skip it, exit 1)"
     )
 

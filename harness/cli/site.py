@@ -6,10 +6,51 @@ import logging
 from pathlib import Path
 
 from ..errors import HarnessError
-from .common import DEFAULT_PUBLISHED, existing_store, load_registry
+from .common import DEFAULT_PUBLISHED, DEFAULT_RESULTS, existing_store, load_registry
+from .parsing import add_command, add_data_dir_option, add_results_option
 
 logger = logging.getLogger(__name__)
 DEFAULT_PORT = 8000
+
+
+def add_parser(commands) -> None:
+    site = add_command(
+        commands,
+        "site",
+        "build one static results site (every table, compare any two rows, the examples behind a difference)",
+        ("harness site --to site --serve", f"harness site --to my-site --results {DEFAULT_RESULTS}"),
+    )
+    site.add_argument("--to", type=Path, required=True, help="folder to write the site into (created)")
+    add_results_option(
+        site,
+        f"store to build from (default ./{DEFAULT_PUBLISHED}; e.g. --results {DEFAULT_RESULTS} for your own runs)",
+    )
+    add_data_dir_option(
+        site,
+        "folder with datasets the examples view reads texts from (default: the one each record names, else "
+        "HARNESS_DATA_DIR / the bundled data); texts of other data than a record's are withheld",
+    )
+    site.add_argument(
+        "--matrix",
+        type=Path,
+        action="append",
+        default=None,
+        help="a matrix file whose paper table joins the index (as `harness leaderboard --matrix FILE --formats html` "
+        "renders it); repeat for several",
+    )
+    site.add_argument(
+        "--include-samples",
+        action="store_true",
+        help="as for `harness leaderboard`: show records computed on an evaluation sample, in sections of their own",
+    )
+    serve = site.add_argument_group("serving")
+    serve.add_argument(
+        "--serve",
+        action="store_true",
+        help="then serve it on http://127.0.0.1:PORT until Ctrl-C (Python's http.server)",
+    )
+    serve.add_argument("--port", type=int, default=None, help="port for --serve (default 8000)")
+    site.set_defaults(handler=cmd_site)
 
 
 def cmd_site(args) -> int:

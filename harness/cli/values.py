@@ -1,6 +1,6 @@
 """The values given on the command line, each read and checked in exactly one function here (the commands call
-these; nothing else in the CLI checks them): seeds, profile, batch size, --set budget, data dir, executor options,
-leaderboard formats, bootstrap resamples, and the run configuration built from them."""
+these; nothing else in the CLI checks them): seeds, profile, batch size, --set budget, data dir, the executor and its
+options, leaderboard formats, bootstrap resamples, and the run configuration built from them."""
 
 from __future__ import annotations
 
@@ -94,55 +94,29 @@ def checked_data_dir(value: Path | None) -> Path | None:
     return check_data_dir(*data_dir(value))
 
 
-def executor_options(args) -> dict:
-    """--executor and its options (harness.executors); Ray's options without --executor ray are a mistake."""
-    from ..executors import EXECUTORS
+def executor(args, registry=None) -> tuple[str, dict]:
+    """--executor and the values of its own options given on the command line, by keyword (harness.make_executor
+    takes both); an option of another executor is a mistake, said in one line. ``registry``: where the executors
+    are registered (default: the executors' plugins, harness.registry.executor_registry)."""
+    from ..executors import executor_names
+    from ..executors.builtin import add_default_executor
+    from ..registry import executor_registry
 
-    executor = getattr(args, "executor", "local")
-    if executor not in EXECUTORS:
-        raise invalid_choice("--executor", executor, EXECUTORS)
-    options = {
-        "ray_address": getattr(args, "ray_address", None),
-        "gpus_per_task": getattr(args, "gpus_per_task", None),
-        "cpus_per_task": getattr(args, "cpus_per_task", 1.0),
-    }
-    slurm = slurm_options(args)
-    if executor != "slurm" and slurm:
-        flags = ", ".join(slurm_flag(name) for name in slurm)
-        raise HarnessError(f"{flags} only applies with --executor slurm.")
-    if executor == "slurm":
-        options["slurm"] = slurm
-    if executor != "ray":
-        given = [
-            name
-            for name, value in (
-                ("--ray-address", options["ray_address"]),
-                ("--gpus-per-task", options["gpus_per_task"]),
-            )
-            if value is not None
-        ]
-        if given or options["cpus_per_task"] != 1.0:
-            raise HarnessError(f"{', '.join(given) or '--cpus-per-task'} only applies with --executor ray.")
-    return {"executor": executor, **options}
-
-
-# --slurm-NAME -> the SlurmOptions field it sets (harness.executors.slurm).
-SLURM_OPTIONS = ("partition", "account", "time", "gpus", "cpus", "mem", "qos", "sbatch_lines", "max_jobs", "retries")
-
-
-def slurm_flag(name: str) -> str:
-    """The command-line flag of a SlurmOptions field."""
-    return "--slurm-sbatch-line" if name == "sbatch_lines" else "--slurm-" + name.replace("_", "-")
-
-
-def slurm_options(args) -> dict:
-    """The ``--slurm-*`` options given (not their defaults): SlurmOptions' fields, checked there."""
-    given = {}
-    for name in SLURM_OPTIONS:
-        value = getattr(args, f"slurm_{name}", None)
-        if value not in (None, []):
-            given[name] = tuple(value) if isinstance(value, list) else value
-    return given
+    registry = add_default_executor(registry if registry is not None else executor_registry())
+    names = executor_names(registry)
+    chosen = getattr(args, "executor", "local")
+    if chosen not in names:
+        raise invalid_choice("--executor", chosen, names)
+    given: dict[str, dict] = {}  # executor -> {option: value} of the options given
+    for name in names:
+        for option in registry.component("executor", name).options:
+            value = getattr(args, option.dest, None)
+            if value is not None:
+                given.setdefault(name, {})[option] = tuple(value) if option.repeatable else value
+    for name, options in given.items():
+        if name != chosen:
+            raise HarnessError(f"{', '.join(option.flag for option in options)} only applies with --executor {name}.")
+    return chosen, {option.keyword: value for option, value in given.get(chosen, {}).items()}
 
 
 def formats(text: str, known: Sequence[str] | None = None) -> tuple[str, ...]:

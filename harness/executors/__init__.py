@@ -16,10 +16,13 @@ reach at the same path. Several drivers (two terminals, a job array) may share o
 model spec and seed with a lock before computing them (``Store.cells_lock``), so no cell is computed twice at once,
 and a driver that finds a job claimed does the others first and then waits for it.
 
-An executor (the ``Executor`` Protocol of harness.run.driver, re-exported here) owns its options and its device
-choice: ``device(requested)`` (the device the plan is made for: the local executor resolves it here, Ray's workers
-each resolve it on their own machine), ``start(plan, worker)`` (checks that can fail, e.g. Ray missing or the cluster
-unreachable; called before any cell runs) and ``run(plan, worker) -> list[Cell]`` (the cells of ``plan.jobs()``).
+An executor is an ``executor`` component (a harness.ExecutorFactory that declares its command-line options and builds
+the executor from their values; the built-ins are registered by :mod:`harness.executors.builtin` through the
+``harness.executors`` entry-point group, as a third-party executor is). The executor it builds (the ``Executor``
+Protocol of harness.run.driver, re-exported here) owns its device choice: ``device(requested)`` (the device the plan
+is made for: the local executor resolves it here, Ray's workers each resolve it on their own machine),
+``start(plan, worker)`` (checks that can fail, e.g. Ray missing or the cluster unreachable; called before any cell
+runs) and ``run(plan, worker) -> list[Cell]`` (the cells of ``plan.jobs()``).
 ``worker`` (harness.run.driver.Worker) is what the driver lends it: cell locks, ``recheck``, ``run_job`` (this
 process), ``remote_config`` (another process), ``record`` (the driver's writer) and ``log`` (the run's lines). Only
 the CLI chooses an executor (``make_executor``); the run stages never import this package.
@@ -27,16 +30,16 @@ the CLI chooses an executor (``make_executor``); the run stages never import thi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..errors import invalid_choice
 
 if TYPE_CHECKING:
+    from ..registry import Registry
     from ..run.driver import Executor
 
-__all__ = ["EXECUTORS", "Executor", "make_executor"]
-
-EXECUTORS = ("local", "ray", "slurm")
+__all__ = ["Executor", "executor_names", "make_executor"]
 
 
 def __getattr__(name: str) -> object:
@@ -48,27 +51,27 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def executor_names(registry: Registry | None = None) -> list[str]:
+    """The registered ``executor`` components (``registry``: default the executors' plugins alone,
+    harness.registry.executor_registry, with the core's ``local``)."""
+    return _with_local(registry).component_names("executor")
+
+
 def make_executor(
-    executor: str = "local",
-    ray_address: str | None = None,
-    gpus_per_task: float | None = None,
-    cpus_per_task: float = 1.0,
-    slurm: dict | None = None,
+    executor: str = "local", options: Mapping[str, Any] | None = None, registry: Registry | None = None
 ) -> Executor:
-    """The executor ``--executor`` names, with its own options (``harness run``'s ``--ray-address``,
-    ``--gpus-per-task`` and ``--cpus-per-task`` size a Ray executor's tasks; ``slurm``: the fields of
-    harness.executors.slurm.SlurmOptions, from the ``--slurm-*`` options; harness.cli.values checks that they come
-    with their executor)."""
-    if executor == "local":
-        from .local import LocalExecutor
+    """The executor ``--executor`` names, built by its component (a harness.ExecutorFactory) from ``options``, the
+    values of its own options by keyword (the ones not given take their defaults; harness.cli.values reads them
+    from the command line and refuses one given without its executor)."""
+    registry = _with_local(registry)
+    names = registry.component_names("executor")
+    if executor not in names:
+        raise invalid_choice("--executor", executor, names)
+    return registry.component("executor", executor).create(dict(options or {}))
 
-        return LocalExecutor()
-    if executor == "ray":
-        from .ray_cluster import RayExecutor
 
-        return RayExecutor(address=ray_address, gpus_per_task=gpus_per_task, cpus_per_task=cpus_per_task)
-    if executor == "slurm":
-        from .slurm import SlurmExecutor, SlurmOptions
+def _with_local(registry: Registry | None) -> Registry:
+    from ..registry import executor_registry
+    from .builtin import add_default_executor
 
-        return SlurmExecutor(SlurmOptions(**(slurm or {})))
-    raise invalid_choice("--executor", executor, EXECUTORS)
+    return add_default_executor(registry if registry is not None else executor_registry())

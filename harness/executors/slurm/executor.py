@@ -98,6 +98,12 @@ class SlurmExecutor:
         finally:
             lock.release()
 
+    def validate(self, results_dir: Path) -> str:
+        """What `harness validate --executor slurm` checks beyond the plan: SLURM answers and a probe job's node sees
+        the store (:meth:`check_store_shared`); the line it prints."""
+        host = self.check_store_shared(results_dir)
+        return f"sbatch answers and node {host} sees the store {results_dir.resolve()}"
+
     def check_store_shared(self, store_root: Path) -> str:
         """Submit a probe job (with this executor's options) that looks for a marker file written into the store
         here: (node, harness version) it ran on; one line when the node does not see the store, runs another
