@@ -168,7 +168,7 @@ def stored_cell(
         _, why = read_examples({**record, "_path": str(store.record_path(spec.key, seed, task_spec.key, plan.runtime))})
     if why is None:
         return replace(cell, status=CellStatus.CACHED, record=record)
-    return replace(cell, why=why, recomputed_ok=record["status"] == "ok")
+    return replace(cell, why=why, recomputed_ok=record["status"] == CellStatus.OK)
 
 
 def raise_all(mistakes: list[HarnessError]) -> None:
