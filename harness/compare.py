@@ -41,6 +41,7 @@ from .registry import Registry
 from .run.record import DEFAULT_RUNTIME
 from .spec import SELF_TRAINING, ModelSpec, resolve_model_spec, resolve_task_specs
 from .spec_grammar import parse_spec_text
+from .status import CellStatus
 from .store import REPAIR_ADVICE, SIDE_FILE_PROBLEM, Store
 
 
@@ -279,7 +280,7 @@ def seen_notes(
             found: dict[str, list[int]] = {}
             for seed in seeds:
                 record, _ = store.lookup(spec.key, seed, task.key)
-                text = seen_text(record) if record is not None and record.get("status") == "ok" else None
+                text = seen_text(record) if record is not None and record.get("status") == CellStatus.OK else None
                 if text:
                     found.setdefault(text, []).append(seed)
             lines += [

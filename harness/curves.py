@@ -1,7 +1,7 @@
 """Training curves: the per-step losses (each term of a combined objective) and dev scores of a training, kept in its
 checkpoint's ``training.json`` under ``curves``, and read back as a pandas long frame (:func:`load_training_curves`).
 
-While a model of a run trains (harness.run.models), a :class:`TrainingCurves` is the *current* recorder of this
+While a model of a run trains (harness.run.trainer), a :class:`TrainingCurves` is the *current* recorder of this
 thread; :func:`harness.training.fit` reports each optimiser step and each dev score to it, so every plugin that
 trains through ``fit`` has its curves without doing anything. One training may call ``fit`` several times (seed
 trials, a domain-MLM stage): each call is one *fit* of the curves, numbered from 0, with its own seed.

@@ -33,6 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .errors import IncompatibleError
 from .nn.st_export import ExportError, write_cross_encoder, write_sentence_transformer  # noqa: F401 (re-exported)
+from .status import CellStatus
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +120,7 @@ def stored_scores(records: list[dict]) -> list[dict]:
 
     rows = []
     for record in records:
-        if record.get("status") != "ok":
+        if record.get("status") != CellStatus.OK:
             continue
         task = record["task"]
         sample = sample_size(record)
@@ -213,7 +214,7 @@ def export_model(registry: Any, request: ExportRequest) -> ExportReport:
     from .matrix import ModelEntry
     from .profiles import get_profile
     from .run.config import RunConfig
-    from .run.models import Models
+    from .run.models import run_models
     from .spec import resolve_model_spec
     from .store import Store
 
@@ -252,8 +253,8 @@ def export_model(registry: Any, request: ExportRequest) -> ExportReport:
         results_dir=store.root,
         progress=False,
     )
-    models = Models(registry, config, store)
-    model = models.trained_model(spec, profile, device, request.seed)
+    checkpoints = run_models(registry, config, store).checkpoints
+    model = checkpoints.trained_model(spec, profile, device, request.seed)
     exported_format, export = exporter_of(model, spec.label)
     records = [r for r in store.records() if r["model_key"] == spec.key and r["seed"] == request.seed]
     scores = stored_scores(records)
@@ -267,7 +268,7 @@ def export_model(registry: Any, request: ExportRequest) -> ExportReport:
             exported_format,
             scores,
             __version__,
-            models.training_report(spec, request.seed),
+            checkpoints.training_report(spec, request.seed),
         )
         (staging / "README.md").write_text(card, encoding="utf-8")
         if target.exists():

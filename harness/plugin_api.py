@@ -78,7 +78,7 @@ def _check_options(owner: str, options: Mapping[str, Any]) -> None:
             raise PluginContractError(f"{owner}: option {key!r} must be a harness.Option, got {type(option).__name__}.")
 
 
-# -- callables the run stages put into contexts (typed, so a plugin author need not read harness/run/models.py) --------
+# -- callables the run stages put into contexts (typed, so a plugin author need not read harness/run/build.py) --------
 class TrainedModelLookup(Protocol):
     def __call__(self, spec: str, train_on: str | None = None, backbone: str | None = None) -> Any:
         """The model of ``spec`` (e.g. ``"ce"`` or ``"cbe:lr=3e-5"``), trained on ``train_on`` (default: the spec's

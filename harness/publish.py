@@ -34,6 +34,7 @@ from .files import (
     remove_store_file,
 )
 from .run.record import InvalidRecordError, field_problem, record_problem, seal_record
+from .status import CellStatus
 from .store import Store, examples_path, read_examples, read_record, store_root_of
 
 logger = logging.getLogger(__name__)
@@ -287,9 +288,9 @@ def _publish_problem(record: dict, checks: _DataChecks, warnings: list[str], pat
             f"computed on a sample of the evaluation data (max_eval_examples={sample}, profile "
             f"{record['model']['profile']}), not comparable to full results; run it with --profile quick or paper"
         )
-    if record["status"] == "failed":
+    if record["status"] == CellStatus.FAILED:
         return f"the cell failed ({record.get('message', '')}); recompute it, a failure is never published"
-    if record["status"] != "ok":
+    if record["status"] != CellStatus.OK:
         return None  # a "missing" record holds no number that a task version or a dataset could make stale
     installed = checks.version(record["task"])
     if installed is None:

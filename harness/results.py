@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import HarnessError, close_matches_hint
 from .run.cost import COST_FIELDS
+from .status import CellStatus
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -177,7 +178,7 @@ def load_results(
     frame = _filtered(frame, models=models, tasks=tasks, profile=profile, families=families).reset_index(drop=True)
     if intervals:  # after the filters: each interval reads a per-example file and resamples it
         for index, row in frame.iterrows():
-            if row["source"] == "harness" and row["status"] == "ok":
+            if row["source"] == "harness" and row["status"] == CellStatus.OK:
                 low, high = _interval(int(row["seed"]), float(row["score"]), str(row["path"]))
                 frame.at[index, "interval_low"], frame.at[index, "interval_high"] = low, high
     return ResultsFrame(frame, problems)
@@ -244,12 +245,12 @@ def _record_row(record: dict, root: Path) -> dict[str, Any]:
     published = record.get("published") if isinstance(record.get("published"), dict) else {}
     profile = record.get("profile") if isinstance(record.get("profile"), dict) else {}
     shares = seen_shares(record)
-    ok = record["status"] == "ok"
+    ok = record["status"] == CellStatus.OK
     row: dict[str, Any] = {
         "source": "harness",
         "store": str(root),
         "path": record.get("_path"),
-        "status": record["status"],
+        "status": str(record["status"]),  # the frame holds the word, as an export reads it
         "message": record.get("message"),
         "family": task["family"],
         "task": task["label"],
@@ -360,11 +361,11 @@ def wide_view(frame: pd.DataFrame, stat: str = "mean", family: str | None = None
         seed = int(item.seed) if item.seed == item.seed and item.seed is not None else -1  # NaN: an export without
         row.seeds.add(seed)
         cell = row.cells[item.task]
-        if item.status == "ok" and item.score == item.score and item.score is not None:
+        if item.status == CellStatus.OK and item.score == item.score and item.score is not None:
             cell.values[seed] = float(item.score)
             if isinstance(item.path, str):
                 cell.records[seed] = item.path
-        elif item.status == "failed":
+        elif item.status == CellStatus.FAILED:
             cell.failed_seeds.add(seed)
         else:
             cell.missing_seeds.add(seed)

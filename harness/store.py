@@ -42,6 +42,7 @@ from .files import (
 )
 from .locks import LOCKS, StoreLock, check_locking, checkpoint_lock
 from .run.record import CellRecord, InvalidRecordError, record_file_name, runtime_of
+from .status import CellStatus
 
 logger = logging.getLogger(__name__)
 
@@ -174,7 +175,7 @@ class Store:
     def has(self, model_key: str, seed: int, task_key: str, runtime: str | None = None) -> bool:
         """A valid record with status ok is stored for this cell (whether it may be reused is ``reuse_problem``)."""
         record, _ = self.lookup(model_key, seed, task_key, runtime)
-        return record is not None and record["status"] == "ok"
+        return record is not None and record["status"] == CellStatus.OK
 
     def write(
         self, model_key: str, seed: int, task_key: str, record: CellRecord | dict, examples: bytes | None = None

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .errors import InvalidOptionError
+from .status import CellStatus
 
 logger = logging.getLogger(__name__)
 
@@ -308,7 +309,7 @@ class RunTrackers:
 
     def cell(self, record: Mapping[str, Any], interval: tuple[float, float] | None) -> None:
         """A stored ok cell's scores (and main score with its interval, when known) in its model's run."""
-        if not self.trackers or record.get("status") != "ok":
+        if not self.trackers or record.get("status") != CellStatus.OK:
             return
         model = record["model"]
         profile = record.get("profile") if isinstance(record.get("profile"), dict) else {}
@@ -324,7 +325,7 @@ class RunTrackers:
     def stored_cell(self, record: Mapping[str, Any], path: Path) -> None:
         """:meth:`cell` for the record just stored at ``path`` (its interval from its per-example data); a
         failure is logged and turns the trackers off, never reaching the stored record."""
-        if not self.trackers or record.get("status") != "ok":
+        if not self.trackers or record.get("status") != CellStatus.OK:
             return
         try:
             interval = record_interval(path)

@@ -10,36 +10,28 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 
-import numpy as np
 import torch
 from torch import nn
 
-from harness import SCORED_PAIRS, CheckpointedModule, ModelPlugin, Option, hookimpl, invalid_choice
+from harness import SCORED_PAIRS, ModelPlugin, Option, hookimpl, invalid_choice
 from harness.blocks import (
     FIRST_SEGMENT,
+    PAIR_ORDERS,
     SCORED_PAIR_BUDGET_KEYS,
     SECOND_SEGMENT,
     PairInputBuilder,
-    RuntimeSwitch,
-    ScoreRegression,
-    TrainReport,
-    distinct_pairs,
-    fit_scored_pairs,
+    TrainablePairScorer,
     freeze_embedding_layer,
     load_tokenizer,
     load_transformer,
     mean_pool,
-    score_in_length_sorted_batches,
     sequence_limits,
-    with_both_orders,
 )
 
 logger = logging.getLogger(__name__)
 
 SEGMENT_POOLING = ("boundaries", "content")
-PAIR_ORDERS = ("both", "given")
 # FIRST and SECOND, the old names of FIRST_SEGMENT and SECOND_SEGMENT, keep working until harness 0.4 (CHANGELOG.md,
 # 0.3.0, "Deprecated").
 FIRST, SECOND = FIRST_SEGMENT, SECOND_SEGMENT
@@ -83,8 +75,11 @@ class CrossBiEncoderNetwork(nn.Module):
         return torch.cosine_similarity(first.float(), second.float(), dim=-1)
 
 
-class CrossBiEncoder(CheckpointedModule):
-    """A PairScorer whose score is a cosine in [-1, 1]."""
+class CrossBiEncoder(TrainablePairScorer):
+    """A PairScorer whose score is a cosine in [-1, 1]; trained with MSE between the pair's cosine and the gold score
+    (the Bi-Encoder's objective)."""
+
+    name = "cbe"
 
     def __init__(
         self,
@@ -96,66 +91,19 @@ class CrossBiEncoder(CheckpointedModule):
         learning_rate: float,
         pair_orders: str = "both",
     ):
-        if pair_orders not in PAIR_ORDERS:
-            raise invalid_choice("option 'pair_orders' of model 'cbe'", pair_orders, PAIR_ORDERS)
-        self.pair_orders = pair_orders
-        self.network = network.to(device)
-        self.network.eval()
+        super().__init__(network, device, batch_size, progress, learning_rate, pair_orders)
         self.inputs = inputs
-        self.device = device
-        self.batch_size = batch_size
-        self.progress = progress
-        self.learning_rate = learning_rate
-        self.runtime = RuntimeSwitch()
 
-    def use_runtime(self, runtime: str, cache_dir: Path | None = None) -> None:
-        """``harness run --runtime``: scoring runs the transformer through ``runtime`` ("torch" or "onnx"; the
-        segment pooling and cosine stays in torch); training stays in torch."""
-        self.runtime.use(runtime, cache_dir)
+    def pair_features(self, first: Sequence[str], second: Sequence[str]) -> list[dict]:
+        return self.inputs.features(first, second)
 
-    def score(self, first: Sequence[str], second: Sequence[str]) -> np.ndarray:
-        pairs, rows = distinct_pairs(first, second)
-        if not pairs:
-            return np.zeros(0, dtype=np.float32)
-        features = self.inputs.features([a for a, _ in pairs], [b for _, b in pairs])
-        was_training = self.network.training
-        self.network.eval()
-        try:
-            with self.runtime.inference(self.network):
-                scores = score_in_length_sorted_batches(
-                    features,
-                    self.inputs.collate,
-                    self.network,
-                    self.device,
-                    self.batch_size,
-                    self.progress,
-                    "scoring pairs (cbe)",
-                )
-        finally:
-            self.network.train(was_training)
-        return scores[rows]
+    def collate_features(self, features: list[dict]) -> dict[str, torch.Tensor]:
+        return self.inputs.collate(features)
 
-    def fit(self, splits, ctx) -> TrainReport:
-        return self.fit_scored_pairs(splits.train, splits.dev, ctx)
-
-    def fit_scored_pairs(self, train, dev, ctx, description: str = "training cbe") -> TrainReport:
-        """MSE between the pair's cosine and the gold score (the Bi-Encoder's objective) on ScoredPairs ``train``;
-        ``dev`` (or None) selects the best epoch."""
-
-        def collate(rows):
-            first, second, scores = zip(*rows)
-            features = self.inputs.collate(self.inputs.features(first, second))
-            return {"features": features, "scores": torch.tensor(scores)}
-
-        objective = ScoreRegression(self.network, "mse")
-        if self.pair_orders == "both":
-            train = with_both_orders(train)
-        return fit_scored_pairs(self, objective, collate, train, dev, ctx, self.learning_rate, description)
+    def training_batch(self, first: Sequence[str], second: Sequence[str]) -> dict[str, torch.Tensor]:
+        return self.inputs.collate(self.inputs.features(first, second))
 
     # -- checkpoint: the network's weights and its settings (harness.CheckpointedModule) -------------------------
-    def checkpoint_module(self):
-        return self.network
-
     def checkpoint_config(self) -> dict:
         return {
             "segment_pooling": self.network.segment_pooling,
@@ -164,9 +112,6 @@ class CrossBiEncoder(CheckpointedModule):
             "token_types": self.inputs.use_token_types,
             "pair_orders": self.pair_orders,
         }
-
-    def restore_checkpoint_config(self, config: dict) -> None:
-        self.network.eval()
 
 
 def build(ctx) -> CrossBiEncoder:

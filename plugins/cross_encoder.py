@@ -13,25 +13,20 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import torch
 from torch import nn
 
-from harness import SCORED_PAIRS, CheckpointedModule, InvalidOptionError, ModelPlugin, Option, hookimpl, invalid_choice
+from harness import SCORED_PAIRS, InvalidOptionError, ModelPlugin, Option, hookimpl, invalid_choice
 from harness.blocks import (
+    PAIR_ORDERS,
     REGRESSION_LOSSES,
     SCORED_PAIR_BUDGET_KEYS,
-    RuntimeSwitch,
     ScoreRegression,
-    TrainReport,
-    distinct_pairs,
-    fit_scored_pairs,
+    TrainablePairScorer,
     freeze_embedding_layer,
     load_tokenizer,
     load_transformer,
-    score_in_length_sorted_batches,
     sequence_limits,
-    with_both_orders,
 )
 
 logger = logging.getLogger(__name__)
@@ -40,7 +35,6 @@ ACTIVATIONS = ("sigmoid", "tanh", "none")
 LOSSES = ("auto", *REGRESSION_LOSSES)  # the head's own; mse on the activated score; bce with logits on the logit
 HEADS = ("linear", "sentence-transformers")
 HEAD_LOSS = {"linear": "mse", "sentence-transformers": "bce"}
-PAIR_ORDERS = ("both", "given")
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
@@ -96,8 +90,11 @@ class CrossEncoderNetwork(nn.Module):
         return self.activate(self.logits(features))
 
 
-class CrossEncoder(CheckpointedModule):
-    """A PairScorer: ``score(first, second)`` gives the activated head output for each pair."""
+class CrossEncoder(TrainablePairScorer):
+    """A PairScorer: ``score(first, second)`` gives the activated head output for each pair; trained by regression
+    on ScoredPairs (MSE on the activated score, or BCE on the logit)."""
+
+    name = "ce"
 
     def __init__(
         self,
@@ -119,24 +116,10 @@ class CrossEncoder(CheckpointedModule):
                 f"model 'ce': loss=bce with head=linear needs activation=sigmoid (got activation="
                 f"{network.activation}); use loss=mse with tanh or none, or head=sentence-transformers."
             )
-        if pair_orders not in PAIR_ORDERS:
-            raise invalid_choice("option 'pair_orders' of model 'ce'", pair_orders, PAIR_ORDERS)
-        self.pair_orders = pair_orders
-        self.network = network.to(device)
-        self.network.eval()
+        super().__init__(network, device, batch_size, progress, learning_rate, pair_orders)
         self.tokenizer = tokenizer
         self.max_length = max_length
-        self.device = device
-        self.batch_size = batch_size
-        self.progress = progress
-        self.learning_rate = learning_rate
         self.loss = loss
-        self.runtime = RuntimeSwitch()
-
-    def use_runtime(self, runtime: str, cache_dir: Path | None = None) -> None:
-        """``harness run --runtime``: scoring runs the transformer through ``runtime`` ("torch" or "onnx"; the
-        head stays in torch); training stays in torch."""
-        self.runtime.use(runtime, cache_dir)
 
     def tokenize_pairs(self, first: Sequence[str], second: Sequence[str], padding: bool) -> dict:
         return self.tokenizer(
@@ -148,51 +131,21 @@ class CrossEncoder(CheckpointedModule):
             return_tensors="pt" if padding else None,
         )
 
-    def score(self, first: Sequence[str], second: Sequence[str]) -> np.ndarray:
-        pairs, rows = distinct_pairs(first, second)
-        if not pairs:
-            return np.zeros(0, dtype=np.float32)
-        encoded = self.tokenize_pairs([a for a, _ in pairs], [b for _, b in pairs], padding=False)
-        features = [{key: encoded[key][i] for key in encoded} for i in range(len(pairs))]
-        was_training = self.network.training
-        self.network.eval()
-        try:
-            with self.runtime.inference(self.network):
-                scores = score_in_length_sorted_batches(
-                    features,
-                    lambda batch: self.tokenizer.pad(batch, return_tensors="pt"),
-                    self.network,
-                    self.device,
-                    self.batch_size,
-                    self.progress,
-                    "scoring pairs (ce)",
-                )
-        finally:
-            self.network.train(was_training)
-        return scores[rows]
+    def pair_features(self, first: Sequence[str], second: Sequence[str]) -> list[dict]:
+        encoded = self.tokenize_pairs(first, second, padding=False)
+        return [{key: encoded[key][i] for key in encoded} for i in range(len(first))]
 
-    def fit(self, splits, ctx) -> TrainReport:
-        return self.fit_scored_pairs(splits.train, splits.dev, ctx)
+    def collate_features(self, features: list[dict]) -> dict[str, torch.Tensor]:
+        return self.tokenizer.pad(features, return_tensors="pt")
 
-    def fit_scored_pairs(self, train, dev, ctx, description: str = "training ce") -> TrainReport:
-        """Regression on ScoredPairs ``train`` (MSE on the activated score, or BCE on the logit); ``dev`` (or None)
-        selects the best epoch."""
+    def training_batch(self, first: Sequence[str], second: Sequence[str]) -> dict[str, torch.Tensor]:
+        # A plain dict, so the training loop's to_device reaches the tensors (BatchEncoding is not a dict).
+        return dict(self.tokenize_pairs(first, second, padding=True))
 
-        def collate(rows):
-            first, second, scores = zip(*rows)
-            # A plain dict, so the training loop's to_device reaches the tensors (BatchEncoding is not a dict).
-            features = dict(self.tokenize_pairs(first, second, padding=True))
-            return {"features": features, "scores": torch.tensor(scores)}
-
-        objective = ScoreRegression(self.network, self.loss)
-        if self.pair_orders == "both":
-            train = with_both_orders(train)
-        return fit_scored_pairs(self, objective, collate, train, dev, ctx, self.learning_rate, description)
+    def score_objective(self) -> ScoreRegression:
+        return ScoreRegression(self.network, self.loss)
 
     # -- checkpoint: the network's weights and its settings (harness.CheckpointedModule) -------------------------
-    def checkpoint_module(self):
-        return self.network
-
     def checkpoint_config(self) -> dict:
         return {
             "activation": self.network.activation,
@@ -201,9 +154,6 @@ class CrossEncoder(CheckpointedModule):
             "head": self.network.head_kind,
             "pair_orders": self.pair_orders,
         }
-
-    def restore_checkpoint_config(self, config: dict) -> None:
-        self.network.eval()
 
     def export_cross_encoder(self, directory: Path) -> None:
         """``harness export``: a sentence-transformers CrossEncoder folder (Transformer -> CLS -> Linear ->

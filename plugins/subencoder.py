@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,7 +22,6 @@ from torch import nn
 
 from harness import (
     PROPOSITION_PAIRS,
-    CheckpointedModule,
     IncompatibleError,
     InvalidOptionError,
     ModelPlugin,
@@ -32,7 +30,7 @@ from harness import (
 )
 from harness.blocks import (
     MODEL_INPUTS,
-    RuntimeSwitch,
+    NetworkModel,
     SpanBatch,
     SupCon,
     TrainReport,
@@ -169,8 +167,9 @@ def learning_rate(option_value: float, backbone: str) -> float:
     return SIMCSE_LR if "simcse" in backbone.lower() else PAPER_LR
 
 
-class SubEncoder(CheckpointedModule):
-    """A span encoder (and, through the core's adapter, a sentence embedder); trainable on proposition pairs."""
+class SubEncoder(NetworkModel):
+    """A span encoder (and, through the core's adapter, a sentence embedder); trainable on proposition pairs. Under
+    ``--runtime onnx`` the transformer runs in ONNX Runtime, the proposition pooling and MLP in torch."""
 
     def __init__(
         self,
@@ -182,37 +181,23 @@ class SubEncoder(CheckpointedModule):
         progress: bool,
         backbone: str,
     ):
-        self.network = network.to(device)
+        super().__init__(network, device, batch_size, progress)
         self.tokenizer = tokenizer
         self.max_length = max_length
-        self.device = device
-        self.batch_size = batch_size
-        self.progress = progress
         self.backbone = backbone
-        self.runtime = RuntimeSwitch()
-
-    def use_runtime(self, runtime: str, cache_dir: Path | None = None) -> None:
-        """``harness run --runtime``: scoring runs the transformer through ``runtime`` ("torch" or "onnx"; the
-        proposition pooling and MLP stays in torch); training stays in torch."""
-        self.runtime.use(runtime, cache_dir)
 
     def encode_spans(self, items: Sequence[tuple[str, Sequence[tuple[int, int]]]]) -> np.ndarray:
-        was_training = self.network.training
-        self.network.eval()
-        try:
-            with self.runtime.inference(self.network):
-                vectors = encode_span_items(
-                    items,
-                    self.tokenizer,
-                    self.network.token_states,
-                    self.device,
-                    self.batch_size,
-                    self.max_length,
-                    head=self.network.mlp,
-                    progress=self.progress,
-                )
-        finally:
-            self.network.train(was_training)
+        with self.inference():
+            vectors = encode_span_items(
+                items,
+                self.tokenizer,
+                self.network.token_states,
+                self.device,
+                self.batch_size,
+                self.max_length,
+                head=self.network.mlp,
+                progress=self.progress,
+            )
         return vectors.reshape(len(items), self.network.output_dim)
 
     def fit(self, splits, ctx) -> TrainReport:
@@ -258,9 +243,6 @@ class SubEncoder(CheckpointedModule):
         )
 
     # -- checkpoint: the network's weights and its output size and token limit (harness.CheckpointedModule) ------
-    def checkpoint_module(self):
-        return self.network
-
     def checkpoint_config(self) -> dict:
         return {"output_dim": self.network.output_dim, "max_length": self.max_length}
 

@@ -10,6 +10,7 @@ aggregations are the core's STS task base (``harness.blocks.STSTask``); this mod
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -171,10 +172,10 @@ class STSBenchmark(SentEvalTask):
     def seven_sts_sentences(self) -> TrainingSplits:
         """ConSERT / PaSeR 4.2: the distinct sentences of STS12-16, STS-B and SICK-R, all splits (transductive)."""
         pair_sets, paths = [], []
-        for dataset, prefix, subsets, _, _ in YEARS.values():
-            folder = resolve_dataset_dir(dataset, DATA_ROOT / dataset, data_dir=self.data_dir)
-            for subset in subsets:
-                pair_set, read = read_sts_year(folder, prefix, subset, self.tokenized())
+        for year in YEARS.values():
+            folder = resolve_dataset_dir(year.dataset, DATA_ROOT / year.dataset, data_dir=self.data_dir)
+            for subset in year.subsets:
+                pair_set, read = read_sts_year(folder, year.file_prefix, subset, self.tokenized())
                 pair_sets.append(pair_set)
                 paths.extend(read)
         for split in ("train", "dev", "test"):
@@ -265,62 +266,73 @@ class SICKRelatedness(SentEvalTask):
         )
 
 
+@dataclass(frozen=True)
+class STSYear:
+    """One SemEval STS year as SentEval ships it: its dataset folder, the prefix of its raw files, its sub-datasets,
+    the reference and the licence terms."""
+
+    dataset: str
+    file_prefix: str
+    subsets: tuple[str, ...]
+    reference: str
+    license: str
+
+
 YEARS = {
-    # name: (dataset folder, raw file prefix, SentEval's sub-dataset list, reference, license)
-    "sts12": (
-        "sts12",
-        "STS",
-        ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"),
-        "Agirre et al. 2012, SemEval-2012 Task 6",
-        "Microsoft Research license terms for MSRpar/MSRvid",
+    "sts12": STSYear(
+        dataset="sts12",
+        file_prefix="STS",
+        subsets=("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"),
+        reference="Agirre et al. 2012, SemEval-2012 Task 6",
+        license="Microsoft Research license terms for MSRpar/MSRvid",
     ),
-    "sts13": (
-        "sts13",
-        "STS",
-        ("FNWN", "headlines", "OnWN"),
-        "Agirre et al. 2013, *SEM 2013 shared task (SMT subset not redistributable)",
-        "not stated",
+    "sts13": STSYear(
+        dataset="sts13",
+        file_prefix="STS",
+        subsets=("FNWN", "headlines", "OnWN"),
+        reference="Agirre et al. 2013, *SEM 2013 shared task (SMT subset not redistributable)",
+        license="not stated",
     ),
-    "sts14": (
-        "sts14",
-        "STS",
-        ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"),
-        "Agirre et al. 2014, SemEval-2014 Task 10",
-        "per source; images CC BY-SA",
+    "sts14": STSYear(
+        dataset="sts14",
+        file_prefix="STS",
+        subsets=("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"),
+        reference="Agirre et al. 2014, SemEval-2014 Task 10",
+        license="per source; images CC BY-SA",
     ),
-    "sts15": (
-        "sts15",
-        "STS",
-        ("answers-forums", "answers-students", "belief", "headlines", "images"),
-        "Agirre et al. 2015, SemEval-2015 Task 2",
-        "answers-forums CC BY-SA 3.0; others not stated",
+    "sts15": STSYear(
+        dataset="sts15",
+        file_prefix="STS",
+        subsets=("answers-forums", "answers-students", "belief", "headlines", "images"),
+        reference="Agirre et al. 2015, SemEval-2015 Task 2",
+        license="answers-forums CC BY-SA 3.0; others not stated",
     ),
-    "sts16": (
-        "sts16",
-        "STS2016",
-        ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"),
-        "Agirre et al. 2016, SemEval-2016 Task 1",
-        "per source (CC BY-SA 3.0, CC BY 4.0, ...)",
+    "sts16": STSYear(
+        dataset="sts16",
+        file_prefix="STS2016",
+        subsets=("answer-answer", "headlines", "plagiarism", "postediting", "question-question"),
+        reference="Agirre et al. 2016, SemEval-2016 Task 1",
+        license="per source (CC BY-SA 3.0, CC BY 4.0, ...)",
     ),
 }
 
 
 def sts_year(name: str) -> type[SemEvalSTS]:
     """The task class of one SemEval STS year (they differ only in metadata, sub-datasets and file prefix)."""
-    dataset, prefix, subsets, reference, license_text = YEARS[name]
+    year = YEARS[name]
     metadata = TaskMetadata(
         name=name,
         family=FAMILY,
-        description=f"SemEval STS {name[-2:]} English test sets ({', '.join(subsets)})",
+        description=f"SemEval STS {name[-2:]} English test sets ({', '.join(year.subsets)})",
         main_score="spearman",
         metric="Spearman x100 of pair scores vs gold; 'all' (pooled) and 'mean' (over sub-datasets) both stored",
-        reference=reference,
-        dataset=dataset,
-        dataset_source=f"SentEval STS data (see tasks/data/{dataset}/SOURCE.md)",
-        license=license_text,
+        reference=year.reference,
+        dataset=year.dataset,
+        dataset_source=f"SentEval STS data (see tasks/data/{year.dataset}/SOURCE.md)",
+        license=year.license,
         version="1",
     )
-    return SemEvalSTS.variant(metadata, subsets=subsets, file_prefix=prefix)
+    return SemEvalSTS.variant(metadata, subsets=year.subsets, file_prefix=year.file_prefix)
 
 
 TASKS: tuple[type[Task], ...] = (*(sts_year(name) for name in YEARS), STSBenchmark, SICKRelatedness)

@@ -320,7 +320,7 @@ def test_third_party_sampler_and_be_as_a_stand_in_teacher(tiny_bert, tmp_path):
     # A Bi-Encoder teacher's scores are its cosines: the artifact holds exactly the stand-in teacher's scores.
     artifact = _artifact(tmp_path / "results", record)
     profile = get_profile("smoke")
-    teacher = runner.models.trained_model(
+    teacher = runner.models.checkpoints.trained_model(
         resolve_model_spec(runner.registry, "be", profile, tiny_bert, "stsb"), profile, "cpu", 42
     )
     sentences = artifact["sentences"]
@@ -339,7 +339,7 @@ def test_the_student_is_any_spec_that_learns_from_scored_pairs(tiny_bert, tmp_pa
     assert outcome.status == "ok"
     record = json.loads(runner.store.record_path(outcome.spec.key, 42, "stsb").read_text())
     assert record["training"]["augmented_sbert"]["student"] == "be:pooling=cls"
-    student = runner.models.trained_model(outcome.spec, get_profile("smoke"), "cpu", 42)
+    student = runner.models.checkpoints.trained_model(outcome.spec, get_profile("smoke"), "cpu", 42)
     assert student.encoder.pooling == "cls"
 
 

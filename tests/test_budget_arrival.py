@@ -92,7 +92,7 @@ def test_every_trainable_model_applies_the_budget_it_requested(registry, tiny_be
     checked = []
     for entry in entries:
         spec = resolve_model_spec(registry, entry.spec, profile, tiny_bert, entry.train_on, entry.budget)
-        runner.models.trained_model(spec, profile, "cpu", 42)
+        runner.models.checkpoints.trained_model(spec, profile, "cpu", 42)
         checked.append(spec.label)
     # Every trained model (the walked ones and a recipe's inner models: its teacher) left a checkpoint whose
     # training applied exactly what it requested.
@@ -175,9 +175,9 @@ def test_a_user_budget_wins_over_the_setup_budget_and_the_record_shows_both(regi
     runner = Run(registry, config, log=lambda message: None)
     plan = runner.plan()
     for planned in plan.models:
-        runner.models.trained_model(planned.spec, plan.profile, "cpu", 42)
-        applied = runner.models.training_report(planned.spec, 42)["applied_budget"]
+        runner.models.checkpoints.trained_model(planned.spec, plan.profile, "cpu", 42)
+        applied = runner.models.checkpoints.training_report(planned.spec, 42)["applied_budget"]
         assert applied["steps"] == 4 and applied["max_steps"] == 100000, applied  # ceil(50 / 16), not 40
-        record = runner.models.budget_record(planned.spec, 42)["budget"]
+        record = runner.models.checkpoints.budget_record(planned.spec, 42)["budget"]
         assert record["requested"]["max_steps"] == 100000 and record["applied"]["steps"] == 4
         assert budget_differences(record["requested"], record["applied"], strict=True) == []

@@ -73,7 +73,7 @@ def harness_model(store, tiny_bert, spec):
     registry = build_registry()
     profile = get_profile("smoke")
     runner = Run(registry, RunConfig([ModelEntry(spec)], [], [42], "smoke", tiny_bert, "stsb", "cpu", store))
-    return runner.models.trained_model(
+    return runner.models.checkpoints.trained_model(
         resolve_model_spec(registry, spec, profile, tiny_bert, "stsb"), profile, "cpu", 42
     )
 

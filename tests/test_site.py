@@ -17,7 +17,7 @@ import pytest
 
 import harness
 import harness.testing as ht
-from harness.leaderboard.site import NOT_REDISTRIBUTABLE, _texts_payload, build_site, finite
+from harness.leaderboard.site import NOT_REDISTRIBUTABLE, build_site, finite, texts_payload
 from harness.store import Store
 
 PUBLISHED = Path(__file__).resolve().parent.parent / "published"
@@ -167,7 +167,7 @@ def test_texts_of_a_task_whose_licence_forbids_redistribution_are_withheld(tmp_p
     record.write_text(
         json.dumps({"task": {"name": "private", "options": {}}, "model": {"profile": "quick"}, "seed": 1})
     )
-    payload = _texts_payload(str(record), 3, Registry())
+    payload = texts_payload(str(record), 3, Registry())
     assert "pairs" not in payload and "forbids redistributing" in payload["withheld"]
     assert NOT_REDISTRIBUTABLE.search("C-STS terms: no public redistribution of the decrypted data")
     assert not NOT_REDISTRIBUTABLE.search("scores CC BY-SA 4.0; sentences under their sources' licenses")
@@ -609,12 +609,12 @@ def test_ranking_texts_of_a_task_without_the_hook_are_ids_with_the_reason(tmp_pa
 
 
 def test_site_compare_says_other_task_versions_are_not_comparable(fixture_store):
-    from harness.leaderboard.site import _CellData, compare_pair
+    from harness.leaderboard.site import CellData, compare_pair
     from harness.leaderboard.tables import collect_tables
 
     (table,) = collect_tables(Store(fixture_store))
     nm, simcse = (next(row for row in table.rows if row.label.startswith(name)) for name in ("nm ", "simcse "))
-    cells = _CellData(resamples=50)
+    cells = CellData(resamples=50)
     for path in nm.cells["stsb"].records.values():
         cells.tasks[path] = ("stsb", "0.1-older")  # as a record of an earlier task version reads
     by_task = {c.task: c for c in compare_pair(table, nm, simcse, cells, [42, 43])}

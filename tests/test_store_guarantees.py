@@ -1498,7 +1498,7 @@ def test_40_3_teacher_scores_of_other_pairs_copied_over_an_entry_are_scored_agai
 
 
 def test_40_12_a_damaged_batch_probe_verdict_is_probed_again_not_a_crash(tmp_path, monkeypatch):
-    import harness.run.models as runner_module
+    import harness.run.jobs as runner_module
 
     monkeypatch.setattr(runner_module.importlib_metadata, "version", lambda package: "1.0")
     write_toy_data(tmp_path / "data")

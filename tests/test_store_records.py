@@ -11,6 +11,7 @@ import pytest
 
 from harness.checkpoints import CheckpointedModule, build_checkpoint, checkpoint_problem
 from harness.run.record import CellRecord, InvalidRecordError
+from harness.status import CellStatus
 from harness.store import NON_RECORD_FOLDERS, Store, read_cell_record
 
 REPO = Path(__file__).resolve().parent.parent
@@ -78,6 +79,21 @@ def test_a_sealed_record_is_frozen_and_round_trips(tmp_path):
     assert read_cell_record(path) == record
     published = record.replace(published={"by": "test"})
     assert published.checksum != record.checksum and published.get("published") == {"by": "test"}
+
+
+def test_a_stored_status_is_read_once_into_a_cell_status_and_written_as_its_word(tmp_path):
+    """The store is where a status word becomes a CellStatus: every reader gets the member (sets of members work
+    without any word in them), and the file keeps the word, byte for byte."""
+    store = Store(tmp_path)
+    path = store.write("m-key", 1, "t", CellRecord.seal(_content(status="missing", message="no data")))
+    assert json.loads(path.read_text(encoding="utf-8"))["status"] == "missing"
+    (listed,) = store.records()
+    looked_up, _ = store.lookup("m-key", 1, "t")
+    for record in (read_cell_record(path).to_dict(), listed, looked_up):
+        assert record["status"] is CellStatus.MISSING
+        assert record["status"] in {CellStatus.MISSING, CellStatus.FAILED}
+    assert read_cell_record(path).status is CellStatus.MISSING
+    assert read_cell_record(path).to_json() == path.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize(

@@ -216,7 +216,7 @@ def test_a_tracker_that_raises_mid_run_is_logged_once_and_changes_no_result(tmp_
         )
         run = Run(registry, config)
         if trackers:
-            run.models.trackers = RunTrackers(trackers, tmp_path, factory=lambda name, results_dir: raising)
+            run.trackers = RunTrackers(trackers, tmp_path, factory=lambda name, results_dir: raising)
         with caplog.at_level(logging.WARNING, logger="harness.trackers"):
             outcomes = run.run(make_executor("local"))
         assert [outcome.status for outcome in outcomes] == ["ok"]

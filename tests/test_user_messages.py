@@ -112,7 +112,7 @@ def _run(tmp_path, models):
 
 
 def test_a_batch_dependent_third_party_embedder_fails_instead_of_storing_scores(tmp_path, monkeypatch):
-    import harness.run.models as runner_module
+    import harness.run.jobs as runner_module
 
     monkeypatch.setattr(runner_module.importlib_metadata, "version", lambda package: "1.0")
     runner, (centred, counts) = _run(tmp_path, ["centred", "counts"])

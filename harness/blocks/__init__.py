@@ -83,8 +83,11 @@ _GROUPS: dict[str, tuple[str, ...]] = {
     "pairs": (
         "FIRST_SEGMENT",
         "PADDING_SEGMENT",
+        "PAIR_ORDERS",
         "SECOND_SEGMENT",
+        "NetworkModel",
         "PairInputBuilder",
+        "TrainablePairScorer",
         "distinct_pairs",
         "score_in_length_sorted_batches",
         "truncate_longest_first",

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from ..errors import HarnessError
 from ..profiles import PROFILES
+from ..status import CellStatus
 from . import values
 from .common import load_registry
 from .parsing import WORKING_STORE, add_command, add_data_dir_option, add_executor_options, add_results_option
@@ -140,7 +142,7 @@ def _run(registry, args, started: float) -> int:
     plan = run.plan(executor)  # for the device the executor computes on
     outcomes = run.run(executor, plan)
     if not distributed.is_main_process():  # rank 0 reports (and wrote every record)
-        return 1 if any(o.status == "failed" for o in outcomes) else 0
+        return 1 if any(o.status == CellStatus.FAILED for o in outcomes) else 0
     counts = _print_summary(outcomes, config.results_dir, time.perf_counter() - started)
     if args.leaderboards is not None:
         from ..leaderboard import write_leaderboards
@@ -157,9 +159,11 @@ def _run(registry, args, started: float) -> int:
             family_baselines=registry.family_baselines(),
         ):
             print(f"wrote {path}")
-    if counts["failed"]:
+    if counts[CellStatus.FAILED]:
         return 1
-    if outcomes and counts["missing"] == len(outcomes):  # nothing evaluated: a script must not read that as success
+    if outcomes and counts[CellStatus.MISSING] == len(
+        outcomes
+    ):  # nothing evaluated: a script must not read that as success
         print(
             "error: no cell has its data (each task's reason is above); get the data (`harness data list`, "
             "--data-dir) or choose other tasks.",
@@ -188,7 +192,7 @@ def _distributed_config(config, executor: str):
     return replace(config, device=device, progress=config.progress and distributed.is_main_process())
 
 
-def _print_summary(outcomes, results_dir, seconds: float) -> dict[str, int]:
+def _print_summary(outcomes, results_dir, seconds: float) -> Counter[CellStatus]:
     """The table of the run's cells, the counts by status with the run's wall time, missing data per task and each
     failure reason once."""
     from tabulate import tabulate
@@ -198,15 +202,16 @@ def _print_summary(outcomes, results_dir, seconds: float) -> dict[str, int]:
     headers, rows = summary_rows(outcomes)
     print()
     print(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
-    counts = {status: sum(o.status == status for o in outcomes) for status in ("ok", "cached", "missing", "failed")}
+    counts = Counter(outcome.status for outcome in outcomes)
     print(
-        f"\n{counts['ok']} cells computed, {counts['cached']} from the store, {counts['missing']} missing data"
-        + (f", {counts['failed']} failed" if counts["failed"] else "")
+        f"\n{counts[CellStatus.OK]} cells computed, {counts[CellStatus.CACHED]} from the store, "
+        f"{counts[CellStatus.MISSING]} missing data"
+        + (f", {counts[CellStatus.FAILED]} failed" if counts[CellStatus.FAILED] else "")
         + f"; records in {results_dir}; {wall_time_text(seconds)} in all"
     )
     missing: dict[str, int] = {}  # the reason was printed once per task during the run
     for outcome in outcomes:
-        if outcome.status == "missing":
+        if outcome.status == CellStatus.MISSING:
             missing[outcome.task.label] = missing.get(outcome.task.label, 0) + 1
     if missing:
         print(
@@ -215,7 +220,7 @@ def _print_summary(outcomes, results_dir, seconds: float) -> dict[str, int]:
         )
     failures: dict[str, list[str]] = {}  # each distinct reason once, with the cells it failed
     for outcome in outcomes:
-        if outcome.status == "failed":
+        if outcome.status == CellStatus.FAILED:
             failures.setdefault(outcome.message or "", []).append(
                 f"{outcome.spec.label} seed {outcome.seed} {outcome.task.label}"
             )

@@ -90,7 +90,7 @@ class CellServer:
         from ..device import hardware_description, resolve_device
         from ..registry import default_registry
         from ..run.evaluate import CellWork
-        from ..run.models import Models
+        from ..run.models import run_models
         from ..store import Store
 
         # Ray sets OMP_NUM_THREADS only when a worker starts; PyTorch threads follow the slot's CPUs.
@@ -100,7 +100,7 @@ class CellServer:
         for task_spec in plan.tasks:  # a task namespace's tasks (mteb.sts22) are known once resolved
             registry.resolve_task(task_spec.name)
         # Checkpoints are checked against the training data the driver planned with (other data: retrained).
-        models = Models(
+        models = run_models(
             registry, config, Store(config.results_dir), log=logger.debug, training_checksums=plan.training_checksums
         )
         self.cell_work = CellWork(registry, config, replace(plan, device=device), models, hardware_description(device))

@@ -25,13 +25,14 @@ from .formats import BUILTIN_FORMATS, LEADERBOARD_FORMAT, LeaderboardFormat, Lea
 from .html import render_html
 from .stats import attach_statistics
 from .tables import (
-    CELL_ANNOTATORS,
+    CELL_MARKS,
     LONG_LABEL,
     SAMPLE_NOTE,
     Baseline,
-    Cell,
+    CellKind,
     CellView,
     Row,
+    ScoreCell,
     Table,
     assign_labels,
     cell_view,
@@ -51,18 +52,19 @@ RENDERERS: dict[str, LeaderboardRenderer] = dict(BUILTIN_FORMATS)
 
 __all__ = [
     "BUILTIN_FORMATS",
-    "CELL_ANNOTATORS",
+    "CELL_MARKS",
     "FORMATS",
     "LEADERBOARD_FORMAT",
     "LONG_LABEL",
     "RENDERERS",
     "SAMPLE_NOTE",
     "Baseline",
-    "Cell",
+    "CellKind",
     "CellView",
     "LeaderboardFormat",
     "LeaderboardRenderer",
     "Row",
+    "ScoreCell",
     "Table",
     "assign_labels",
     "cell_view",

@@ -147,7 +147,7 @@ class _Statistics:
 
 
 def _pair(board: Any, claim: Claim, column_label: str, higher: str, lower: str, statistics: _Statistics) -> PairOutcome:
-    from .matrix_board import _member_cells
+    from .matrix_board import member_cells
 
     rows = {row.label: row for row in board.rows}
     columns = {column.label: column for column in board.columns}
@@ -169,7 +169,7 @@ def _pair(board: Any, claim: Claim, column_label: str, higher: str, lower: str, 
         else {name: values[column_label] for name, values in board.paper.rows.items() if column_label in values}
     )
     paper_difference = paper[higher] - paper[lower] if higher in paper and lower in paper else None
-    cells_h, cells_l = _member_cells(rows[higher], column), _member_cells(rows[lower], column)
+    cells_h, cells_l = member_cells(rows[higher], column), member_cells(rows[lower], column)
     if not all(cell.values for cell in cells_h + cells_l):
         return PairOutcome(column_label, higher, lower, None, None, None, NOT_RUN, paper_difference)
     score_h = rows[higher].cells[column_label].mean()

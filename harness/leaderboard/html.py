@@ -24,7 +24,7 @@ from ..curves import curve_files
 from .cost import COST_HEADER, COST_NOTE, row_cost
 from .stats import BEST_SIGNIFICANT, cell_mark, decorate
 from .stats import notes as statistics_notes
-from .tables import Table, contamination_notes, legend_rows, sections_of
+from .tables import CellKind, Table, contamination_notes, legend_rows, sections_of
 
 logger = logging.getLogger(__name__)
 
@@ -106,8 +106,8 @@ def _score_cell(table: Any, row: Any, column: str, output_dir: Path) -> str:
         for seed in sorted(records)
     )
     seeds = f'<span class="seeds">{links}</span>' if links else ""
-    if view.kind != "value":  # the record of a missing, failed or invalid cell says why
-        css = "failed" if view.kind in ("failed", "invalid") else "status"
+    if view.kind is not CellKind.VALUE:  # the record of a missing, failed or invalid cell says why
+        css = "failed" if view.kind in (CellKind.FAILED, CellKind.INVALID) else "status"
         why = (
             "; ".join(
                 f"seed {seed}: {message}"

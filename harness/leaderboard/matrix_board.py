@@ -18,8 +18,9 @@ from typing import Any
 
 from ..errors import DataFileError, data_error
 from ..run.record import DEFAULT_RUNTIME, runtime_of, split_record_stem
+from ..status import CellStatus
 from ..store import Store
-from .tables import Cell, Row, cell_view, sample_size
+from .tables import Row, ScoreCell, cell_view, sample_size
 
 
 @dataclass
@@ -192,7 +193,7 @@ def build_board(matrix_path: Path, store: Store, registry: Any) -> MatrixBoard:
     )
 
 
-def _fill(cell: Cell, record: dict | None, seed: int, invalid: str | None) -> None:
+def _fill(cell: ScoreCell, record: dict | None, seed: int, invalid: str | None) -> None:
     if invalid is not None:
         cell.invalid_seeds[seed] = invalid
         return
@@ -200,9 +201,9 @@ def _fill(cell: Cell, record: dict | None, seed: int, invalid: str | None) -> No
         return
     if record.get("_path"):
         cell.records[seed] = record["_path"]
-    if record["status"] == "ok":
+    if record["status"] == CellStatus.OK:
         cell.values[seed] = record["main_score"]
-    elif record["status"] == "missing":
+    elif record["status"] == CellStatus.MISSING:
         cell.missing_seeds.add(seed)
         cell.messages[seed] = record.get("message", "")
     else:
@@ -237,7 +238,7 @@ def _difference(board: MatrixBoard, row: Row, column: str) -> str:
     return f"{cell.mean() - paper:+.2f}"
 
 
-def _member_cells(row: Row, column: Column) -> list[Cell]:
+def member_cells(row: Row, column: Column) -> list[ScoreCell]:
     """The cells a column's score is made of: its own, or a family average's members."""
     return [row.cells[m] for m in column.members] if column.is_average else [row.cells[column.label]]
 
@@ -246,7 +247,7 @@ def _interval(row: Row, column: Column, cache: dict | None = None) -> str:
     """`` [low, high]``: the 95% bootstrap interval of a cell whose seeds all have per-example data, else ""."""
     from .stats import cached_statistics, mean_of_cells
 
-    cells = _member_cells(row, column)
+    cells = member_cells(row, column)
     if not all(cell.values for cell in cells) or not row.cells[column.label].values:
         return ""
     parts = [cached_statistics(cell, cache) for cell in cells]
@@ -274,7 +275,7 @@ def paper_agreement_rows(board: MatrixBoard) -> list[list[str]]:
         )
         for (paper_high, high), (paper_low, low) in zip(reported, reported[1:]):
             row_a, row_b = by_label[high], by_label[low]
-            cells_a, cells_b = _member_cells(row_a, column), _member_cells(row_b, column)
+            cells_a, cells_b = member_cells(row_a, column), member_cells(row_b, column)
             relation = "tie" if paper_high == paper_low else "order"
             if not all(c.values for c in cells_a + cells_b):
                 ours, verdict = "", NOT_RUN

@@ -28,7 +28,7 @@ from .stats import (
     attach_statistics,
     cell_mark,
 )
-from .tables import CELL_ANNOTATORS, collect_tables, group_by_family, table_path
+from .tables import CELL_MARKS, collect_tables, group_by_family, table_path
 
 AVERAGE = "average"
 # as the tables write them (bold is drawn as a bold value)
@@ -44,7 +44,7 @@ def value_marks(table: Any, row: Any, column: str, mark: str) -> str:
     if cell is not None:
         suffix += "".join(
             (text if text.startswith(" ") else " " + text)
-            for annotate in CELL_ANNOTATORS
+            for annotate in CELL_MARKS
             if (text := annotate(row, column, cell))
         )
     return suffix
@@ -61,7 +61,7 @@ def plot_table(tables: Any, path: Path) -> Path:
 
     sections = tables if isinstance(tables, list) else [tables]
     for table in sections:
-        if getattr(table, "statistics", None) is None:
+        if table.statistics is None:
             attach_statistics(table)  # the intervals and marks the tables show
     ordered = [(table, rank, row, average) for table in sections for rank, row, average in table.ranked()]
     # An average is only comparable across rows averaged over the same tasks: one panel per task set.
@@ -186,7 +186,7 @@ def panel_bars(
 def _error(table: Any, row: Any, column: str, value: float, cell: Any) -> tuple[float, float]:
     """(below, above) the mean: the cell's 95% bootstrap interval where the tables show one, else the std over
     seeds the tables show as ± (none for one seed or an average without an interval)."""
-    statistics = getattr(table, "statistics", None)
+    statistics = table.statistics
     interval = statistics.cells.get((row.key, column)) if statistics is not None else None
     if interval is not None:
         low, high = interval.interval

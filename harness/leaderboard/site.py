@@ -51,17 +51,24 @@ from ..files import (
     temporary_prefix,
 )
 from ..store import Store
-from .site_compare import _CellData, _read_record, _seeds_run, compare_command, compare_pair
+from .site_compare import CellData, collected_record, compare_command, compare_pair, seeds_run
 from .site_examples import NOT_REDISTRIBUTABLE as NOT_REDISTRIBUTABLE  # re-exported: tests and callers import it here
 from .site_examples import (
     PAIR_STATISTICS,
-    _cell_key,
-    _cell_payload,
-    _texts_payload,
+    cell_key,
+    cell_payload,
     ranked_texts_payload,
     shown_hits,
+    texts_payload,
 )
-from .site_tables import TRAINING_CURVES_HOOK, _matrix_extra, _table_payload, _task_keys, matrix_table, row_curves
+from .site_tables import (
+    TRAINING_CURVES_HOOK,
+    column_task_keys,
+    matrix_extra,
+    matrix_table,
+    row_curves,
+    site_table_payload,
+)
 from .stats import NO_DATA, attach_statistics
 from .tables import Row, Table, collect_tables, group_by_family
 
@@ -130,7 +137,7 @@ class _Written:
     def __init__(
         self,
         writer: _Writer,
-        cells: _CellData,
+        cells: CellData,
         registry: Any,
         progress: Callable[[str], None] | None,
         data_dir: Path | None = None,
@@ -153,7 +160,7 @@ class _Written:
     def _write_cell(self, cell: Any, key: str) -> str | None:
         """Write a cell's per-example data once (a paper table's cell is a family table's too), with the examples
         and task texts it refers to; its file, or None without per-example data."""
-        read = _cell_payload(cell, self.cells)
+        read = cell_payload(cell, self.cells)
         if read is None:
             return None
         payload, shared = read
@@ -162,7 +169,7 @@ class _Written:
         if payload["examples"] not in self.examples:
             self.examples.add(payload["examples"])
             self.writer.json(f"data/examples/{payload['examples']}.json", shared)
-        task_key = (_read_record(cell.records[min(cell.values)]) or {"task": {"key": "unknown"}})["task"]["key"]
+        task_key = (collected_record(cell.records[min(cell.values)]) or {"task": {"key": "unknown"}})["task"]["key"]
         if any("hits" in seed for seed in payload["seeds"].values()):
             self.hit_cells[path] = (payload, shared.get("ids"), cell.records[min(cell.values)])
         if payload["statistic"] not in PAIR_STATISTICS:  # written by write_texts once the tables say what they show
@@ -172,7 +179,7 @@ class _Written:
             count = len(next(iter(next(iter(payload["seeds"].values())).values())))
             self.writer.json(
                 f"data/texts/{task_key}.json",
-                _texts_payload(cell.records[min(cell.values)], count, self.registry, self.data_dir, self.checksums),
+                texts_payload(cell.records[min(cell.values)], count, self.registry, self.data_dir, self.checksums),
             )
         return path
 
@@ -231,15 +238,15 @@ class _Written:
                 cell = row.cells.get(column)
                 if cell is None or not cell.values:
                     continue
-                key = _cell_key(cell)
+                key = cell_key(cell)
                 if key not in self.cell_files:
                     self.cell_files[key] = self._write_cell(cell, key)
                 if self.cell_files[key] is not None:
                     with_examples[column] = True
                     cell_files[f"{row_index}-{column_index}"] = self.cell_files[key]
-        task_keys = _task_keys(table, ranked_rows)
+        task_keys = column_task_keys(table, ranked_rows)
         self._note_shown_hits(table, ranked_rows, cell_files, task_keys)
-        table_payload = _table_payload(table_id, table, sections, with_examples)
+        table_payload = site_table_payload(table_id, table, sections, with_examples)
         for row_index, row in enumerate(ranked_rows):
             curves = row_curves(row, self.curves_skipped, self.curves_read)
             if curves:
@@ -253,7 +260,7 @@ class _Written:
         for a in range(len(ranked_rows)):
             for b in range(a + 1, len(ranked_rows)):
                 row_a, row_b = ranked_rows[a], ranked_rows[b]
-                seeds = sorted(_seeds_run(table, row_a) & _seeds_run(table, row_b))
+                seeds = sorted(seeds_run(table, row_a) & seeds_run(table, row_b))
                 pair: dict[str, Any] = {"a": a, "b": b, "seeds": seeds}
                 if not seeds:
                     pair["reason"] = "the two rows have no seed in common: nothing to pair"
@@ -315,7 +322,7 @@ def build_site(
         created = {record.get("_path"): str(record.get("created_at") or "") for record in store.records()}
         created = {path: date for path, date in created.items() if path and date}
         tables = collect_tables(store, family_members, include_samples)
-        cells = _CellData(resamples)
+        cells = CellData(resamples)
         index: list[dict] = []
         written = _Written(writer, cells, registry, progress, data_dir)
         for family, sections in group_by_family(tables).items():
@@ -409,7 +416,7 @@ def _paper_table(
     written.writer.report.problems += attach_statistics(table, resamples).problems
     written.cells.reuse(table)
     table_id = "matrix-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", board.name).strip("-") or "table")
-    entry = written.table(table_id, table, [table], created, _matrix_extra(board, table, outcomes))
+    entry = written.table(table_id, table, [table], created, matrix_extra(board, table, outcomes))
     return {
         **entry,
         "name": board.name,

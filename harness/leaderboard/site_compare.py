@@ -1,5 +1,5 @@
 """A pair of a site table's rows compared per task as ``harness compare`` compares two specs (:func:`compare_pair`),
-with each cell's per-example data read once (:class:`_CellData`) and the ``harness compare`` line that gives the
+with each cell's per-example data read once (:class:`CellData`) and the ``harness compare`` line that gives the
 same numbers."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import numpy as np
 from ..compare import UNTRAINED, TaskComparison, mean_eval_seconds, other_task_versions, task_version
 from ..evaluation.bootstrap import ExampleDataError, ExampleScores, check_same_examples, pooled_replicates
 from ..evaluation.significance import holm, units_of_replicates
-from .site_tables import MatrixTable, _read_record
+from .site_tables import MatrixTable, collected_record
 from .stats import stored_run
 from .tables import Row, Table
 
 
-class _CellData:
+class CellData:
     """Each cell's per-seed per-example data and trained flag, read once; replicates once per set of seeds."""
 
     def __init__(self, resamples: int):
@@ -26,7 +26,7 @@ class _CellData:
     def task_version(self, path: str) -> tuple[str, str]:
         """The (task key, task version) a record was evaluated with ("?" where it cannot be read)."""
         if path not in self.tasks:
-            self.tasks[path] = task_version(_read_record(path))
+            self.tasks[path] = task_version(collected_record(path))
         return self.tasks[path]
 
     def run(self, path: str) -> tuple[ExampleScores | None, str, bool]:
@@ -37,7 +37,7 @@ class _CellData:
     def reuse(self, table: Table) -> None:
         """Keep the replicates the leaderboard's statistics computed for the table's cells (the same
         ``pooled_replicates`` of the same seeds' data): a pair over all of a cell's seeds does not resample again."""
-        statistics = getattr(table, "statistics", None)
+        statistics = table.statistics
         for row in table.rows if statistics is not None else []:
             for column, cell in row.cells.items():
                 computed = statistics.cells.get((row.model_key, column))
@@ -50,7 +50,7 @@ class _CellData:
         return self.replicates[paths]
 
 
-def compare_pair(table: Table, row_a: Row, row_b: Row, cells: _CellData, seeds: list[int]) -> list[TaskComparison]:
+def compare_pair(table: Table, row_a: Row, row_b: Row, cells: CellData, seeds: list[int]) -> list[TaskComparison]:
     """Row a minus row b on each of the table's columns, as ``harness compare A B --seeds SEEDS`` computes it: per
     task the seeds' per-example data pooled, both units of inference (across runs where a row was trained), the
     deciding p Holm-adjusted across the tasks. Each row's bootstrap replicates depend only on its own examples (the
@@ -93,7 +93,7 @@ def compare_pair(table: Table, row_a: Row, row_b: Row, cells: _CellData, seeds: 
             comparisons.append(TaskComparison(column, None, str(exc)))
             continue
         seconds_a, seconds_b = (
-            mean_eval_seconds([_read_record(path) for path in paths]) for paths in (paths_a, paths_b)
+            mean_eval_seconds([collected_record(path) for path in paths]) for paths in (paths_a, paths_b)
         )
         speedup = seconds_a / seconds_b if seconds_a and seconds_b else None
         comparisons.append(TaskComparison(column, result, speedup=speedup))
@@ -127,7 +127,7 @@ def _spec_head(row: Row) -> str:
     return (row.spec or row.label).split(" [train: ")[0]
 
 
-def _seeds_run(table: Table, row: Row) -> set[int]:
+def seeds_run(table: Table, row: Row) -> set[int]:
     """The seeds a pair of rows is compared over: a family row's seeds are those it has records of; a paper table's
     row declares the matrix's seeds, of which those with a record count (a seed not run yet has nothing to pair)."""
     if isinstance(table, MatrixTable):

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..evaluation.bootstrap import RankedHits
-from .site_compare import _CellData, _read_record
+from .site_compare import CellData, collected_record
 
 # Licence texts that forbid passing a task's sentences on: the site then shows example positions only.
 NOT_REDISTRIBUTABLE = re.compile(
@@ -38,7 +38,7 @@ def _rounded(values: np.ndarray, digits: int = 4) -> list:
     return [round(float(v), digits) for v in values]
 
 
-def _cell_key(cell: Any) -> str:
+def cell_key(cell: Any) -> str:
     """A name for a cell's per-example file from the records it is made of (the same records, the same file)."""
     import hashlib
 
@@ -46,7 +46,7 @@ def _cell_key(cell: Any) -> str:
     return hashlib.sha256(named.encode()).hexdigest()[:20]
 
 
-def _cell_payload(cell: Any, cells: _CellData) -> tuple[dict, dict] | None:
+def cell_payload(cell: Any, cells: CellData) -> tuple[dict, dict] | None:
     """A cell's per-example model arrays per seed (what the examples view reads) and, apart, what names its
     examples (gold, ids, groups: the same for every row over these examples, so written once and shared), or None
     without per-example data."""
@@ -68,7 +68,7 @@ def _cell_payload(cell: Any, cells: _CellData) -> tuple[dict, dict] | None:
             if data.groups is not None:
                 shared["groups"] = data.groups.tolist()
     first = cells.run(cell.records[min(cell.values)])[0]
-    record = _read_record(cell.records[min(cell.values)]) or {}
+    record = collected_record(cell.records[min(cell.values)]) or {}
     main_score = str((record.get("task") or {}).get("main_score") or "")
     payload = {
         "statistic": first.statistic,
@@ -176,11 +176,11 @@ def _data_problem(task: Any, record: dict, folder: Path | None, checksums: dict)
     return None
 
 
-def _texts_payload(
+def texts_payload(
     record_path: str, count: int, registry: Any, data_dir: Path | None = None, checksums: dict | None = None
 ) -> dict:
     """The task's scored pairs in the order of its per-example data, or why they are not shown."""
-    opened = _task_of_record(_read_record(record_path) or {}, registry, data_dir, checksums)
+    opened = _task_of_record(collected_record(record_path) or {}, registry, data_dir, checksums)
     if isinstance(opened, dict):
         return opened
     task, context, licence = opened
@@ -234,7 +234,7 @@ def ranked_texts_payload(
 ) -> dict:
     """The texts of the query and document ids a ranking task's examples view shows (``Task.ranked_texts``, each
     cut to TEXT_CHARACTERS), or why they are not shown (then the view names them by id)."""
-    opened = _task_of_record(_read_record(record_path) or {}, registry, data_dir, checksums)
+    opened = _task_of_record(collected_record(record_path) or {}, registry, data_dir, checksums)
     if isinstance(opened, dict):
         return opened
     task, context, licence = opened

@@ -12,17 +12,18 @@ from typing import Any
 from ..contamination import seen_shares
 from ..curves import curve_rows, read_training_record, training_record_paths
 from ..files import UnsafeFileError, read_store_json
+from ..status import CellStatus
 from ..store import store_root_of
 from .cost import COST_HEADER, COST_NOTE, row_cost
 from .stats import BEST_SIGNIFICANT, cell_mark
 from .stats import notes as statistics_notes
-from .tables import Row, Table, cell_view, contamination_notes, legend_rows, seen_in_training
+from .tables import CellKind, Row, Table, cell_view, contamination_notes, legend_rows, seen_in_training
 
 logger = logging.getLogger(__name__)
 TRAINING_CURVES_HOOK = "training-curves"  # a row's entry: the path of its curves file, or None (untrained or older)
 
 
-def _read_record(path: str) -> dict[str, Any] | None:
+def collected_record(path: str) -> dict[str, Any] | None:
     """A stored record (validated when the tables were collected), or None when it cannot be read (its speed then
     goes unreported, as in ``harness compare``)."""
     try:
@@ -80,7 +81,7 @@ def row_curves(row: Row, skipped: dict[str, str] | None = None, read: dict | Non
     return curves
 
 
-def _table_payload(table_id: str, table: Table, sections: list[Table], with_examples: dict[str, bool]) -> dict:
+def site_table_payload(table_id: str, table: Table, sections: list[Table], with_examples: dict[str, bool]) -> dict:
     rows = []
     ranked = table.ranked()
     for index, (rank, row, average) in enumerate(ranked):
@@ -92,7 +93,7 @@ def _table_payload(table_id: str, table: Table, sections: list[Table], with_exam
                 {
                     "text": _unbold(table.cell_text(row, column), cell_mark(table, row, column)),
                     "kind": view.kind,
-                    "sort": round(cell.mean(), 6) if view.kind == "value" else None,
+                    "sort": round(cell.mean(), 6) if view.kind is CellKind.VALUE else None,
                     "mark": cell_mark(table, row, column),
                     "seeds": sorted(cell.values) if cell is not None else [],
                 }
@@ -204,7 +205,7 @@ def matrix_table(board: Any, records: dict[str, dict]) -> MatrixTable:
             cell = row.cells.get(column)
             for seed, path in sorted(cell.records.items()) if cell is not None else []:
                 record = records.get(path)
-                if record is None or record.get("status") != "ok":
+                if record is None or record.get("status") != CellStatus.OK:
                     continue
                 if record["task"].get("main_score"):
                     metrics.setdefault(column, record["task"]["main_score"])
@@ -223,7 +224,7 @@ def firstline(text: str) -> str:
     return text[: match.start() + 1] if match and match.start() < 220 else text[:220]
 
 
-def _matrix_extra(board: Any, table: MatrixTable, outcomes: list | None) -> dict:
+def matrix_extra(board: Any, table: MatrixTable, outcomes: list | None) -> dict:
     """What a paper table shows beyond a family table: the family-average columns, the paper's numbers and ours
     minus the paper's beside each column they cover, the header lines, and the claims (or the paper's ordering)
     with their verdicts, all as ``harness leaderboard --matrix`` writes them."""
@@ -298,13 +299,13 @@ def _matrix_extra(board: Any, table: MatrixTable, outcomes: list | None) -> dict
     }
 
 
-def _task_keys(table: Table, ranked_rows: list[Row]) -> dict[str, str]:
+def column_task_keys(table: Table, ranked_rows: list[Row]) -> dict[str, str]:
     keys = {}
     for column in table.columns:
         for row in ranked_rows:
             cell = row.cells.get(column)
             if cell is not None and cell.records:
-                keys[column] = ((_read_record(next(iter(cell.records.values()))) or {}).get("task") or {}).get(
+                keys[column] = ((collected_record(next(iter(cell.records.values()))) or {}).get("task") or {}).get(
                     "key", column
                 )
                 break

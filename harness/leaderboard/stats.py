@@ -48,6 +48,7 @@ from ..evaluation.significance import (
     units_from,
 )
 from ..run.record import InvalidRecordError
+from ..status import CellStatus
 from ..store import REPAIR_ADVICE, SIDE_FILE_PROBLEM, examples_path, read_examples, read_record
 
 logger = logging.getLogger(__name__)
@@ -103,7 +104,7 @@ def stored_run(path: str | Path) -> tuple[ExampleScores | None, str, bool]:
     except InvalidRecordError as exc:
         return None, exc.reason, False
     trained = seed_dependent(record)
-    if record["status"] != "ok":
+    if record["status"] != CellStatus.OK:
         return None, f"its status is {record['status']}", trained
     record["_path"] = str(path)
     content, problem = read_examples(record)
@@ -229,7 +230,7 @@ def paper_agreement(cells_a: list[Any], cells_b: list[Any], paper_a: float, pape
 def annotate(row: Any, column: str, cell: Any) -> str | None:
     """A cell annotator (``(row, column, cell) -> text or None``): `` [low, high]`` and `` ≈`` for a row tied with
     the column's best, from what :func:`attach_statistics` left on the cell."""
-    attached: tuple[tuple[float, float], str] | None = getattr(cell, "bootstrap", None)
+    attached: tuple[tuple[float, float], str] | None = cell.bootstrap
     if attached is None:
         return None
     (low, high), mark = attached
@@ -333,7 +334,7 @@ def cell_mark(table: Any, row: Any, column: str) -> str:
     """What the one rule for "best" (:func:`column_decisions`) says of a cell: ``best-significant`` (bold in md, tex
     and html, bold value in plots), ``best``, ``best-untested`` (``¶``), ``tied`` (``≈``) or ``""``. Every format
     asks this function; none keeps a rule of its own."""
-    stats: TableStatistics | None = getattr(table, "statistics", None)
+    stats: TableStatistics | None = table.statistics
     return stats.decisions.get((row.key, column), "") if stats is not None else ""
 
 
@@ -341,7 +342,7 @@ def decorate(table: Any, row: Any, column: str, text: str) -> str:
     """The cell's text with its interval ``[low, high]`` and marks (``**bold**``: best and significantly better than
     the runner-up; ``≈``: not distinguishable from the best). A cell without per-example data is left as it is:
     no interval, which :func:`notes` explains."""
-    stats: TableStatistics | None = getattr(table, "statistics", None)
+    stats: TableStatistics | None = table.statistics
     if stats is None:
         return text
     cell = stats.cells.get((row.key, column))
@@ -358,7 +359,7 @@ def decorate(table: Any, row: Any, column: str, text: str) -> str:
 
 def notes(table: Any) -> list[str]:
     """Legend lines for the table's intervals and marks (none when nothing was computed)."""
-    stats: TableStatistics | None = getattr(table, "statistics", None)
+    stats: TableStatistics | None = table.statistics
     if stats is None:
         return list(getattr(table, "stale_notes", []))
     lines = list(getattr(table, "stale_notes", []))  # rows trained under an older default (mark_stale)
@@ -402,7 +403,7 @@ def notes(table: Any) -> list[str]:
 def csv_fields(table: Any, row: Any, column: str) -> list[str]:
     """``[ci_low, ci_high, mark]`` of a cell for the csv (mark: best-significant, best, tied, too-few-seeds or
     empty)."""
-    stats: TableStatistics | None = getattr(table, "statistics", None)
+    stats: TableStatistics | None = table.statistics
     cell = stats.cells.get((row.key, column)) if stats is not None else None
     mark = cell_mark(table, row, column)
     if cell is None:
@@ -417,7 +418,7 @@ def compare_rows(table: Any, row_a: str, row_b: str, column: str) -> UnitCompari
     ``column`` in both units of inference, or None when either has no per-example data or they are not over the
     same examples. For the paper-table view: pass the result
     and the paper's difference to :func:`harness.evaluation.significance.agrees_with_paper`."""
-    stats: TableStatistics | None = getattr(table, "statistics", None) or attach_statistics(table)
+    stats: TableStatistics | None = table.statistics or attach_statistics(table)
     a, b = stats.cells.get((row_a, column)), stats.cells.get((row_b, column))
     if a is None or b is None or a.identity != b.identity:
         return None

@@ -3,9 +3,10 @@ comparable rows.
 
 Rows are model specs (with their training source, backbone and profile), columns the family's member tasks plus
 the average; a cell is mean ± std of the main score over seeds, or ``*``, ``-``, ``missing``, ``failed``,
-``invalid``. Cell text comes from :func:`cell_view`; a later statistic is one more function in
-:data:`CELL_ANNOTATORS`. Seeds, sections, labels, averages and invalid records: docs/fidelity.md, section
-"Leaderboard tables" and the table rows "leaderboard averages" and "leaderboard sections".
+``invalid``. Cell text comes from :func:`cell_view` (its marks from :data:`CELL_MARKS`; the statistics' interval and
+significance marks are added by :func:`harness.leaderboard.stats.decorate`). Seeds, sections, labels, averages and
+invalid records: docs/fidelity.md, section "Leaderboard tables" and the table rows "leaderboard averages" and
+"leaderboard sections".
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +24,9 @@ from ..baseline import Baseline
 from ..contamination import NORMALISATION, percent, seen_shares
 from ..files import StoreError
 from ..run.record import DEFAULT_RUNTIME, RUNTIME_SEPARATOR, runtime_of, split_record_stem
+from ..status import CellStatus
 from ..store import Store
-from .stats import decorate
+from .stats import TableStatistics, decorate
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +35,10 @@ SAMPLE_NOTE = "computed on a sample of the evaluation data (max_eval_examples={n
 
 
 @dataclass
-class Cell:
+class ScoreCell:
+    """The records of one row and column of a leaderboard, by seed: the main scores of the ok ones and what the
+    others say (missing, failed, invalid), with what the statistics attach to it."""
+
     values: dict[int, float] = field(default_factory=dict)  # seed -> main score
     missing_seeds: set[int] = field(default_factory=set)
     failed_seeds: set[int] = field(default_factory=set)
@@ -41,6 +47,8 @@ class Cell:
     messages: dict[int, str] = field(default_factory=dict)  # seed -> a failed or missing record's message
     # seed -> (share of test pairs, share of test sentences) seen in training, where measured (harness.contamination)
     seen: dict[int, tuple[float, float]] = field(default_factory=dict)
+    # (95% bootstrap interval, significance mark) where the statistics computed one (harness.leaderboard.stats)
+    bootstrap: tuple[tuple[float, float], str] | None = None
 
     def mean(self) -> float:
         return statistics.mean(self.values.values())
@@ -60,7 +68,7 @@ class Row:
     train_on: str | None
     backbone: str
     profile: str
-    cells: dict[str, Cell] = field(default_factory=lambda: defaultdict(Cell))
+    cells: dict[str, ScoreCell] = field(default_factory=lambda: defaultdict(ScoreCell))
     seeds: set[int] = field(default_factory=set)
     hardware: set[str] = field(default_factory=set)
     spec: str = ""  # the full spec label (with its training source): what a short label stands for
@@ -84,12 +92,27 @@ class Row:
         return statistics.mean(self.cells[c].mean() for c in columns)
 
 
+class CellKind(str, Enum):
+    """What a leaderboard cell shows: a score over its seeds, or why it has none. ``failed`` and ``missing`` mean what
+    a record's status means (harness.status); ``invalid`` (a record that does not verify) and ``not-run`` (no record)
+    are the table's own. The values are the words the site's data and the CSV's status column hold."""
+
+    VALUE = "value"
+    FAILED = CellStatus.FAILED.value
+    MISSING = CellStatus.MISSING.value
+    INVALID = "invalid"
+    NOT_RUN = "not-run"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass
 class CellView:
-    """What one cell shows: ``kind`` is value, failed, invalid, missing or not-run; ``annotations`` are appended to
-    the text (``*`` for a cell with fewer seeds than its row; statistics add theirs through CELL_ANNOTATORS)."""
+    """What one cell shows: its ``kind``, its text and the ``annotations`` appended to a value (:data:`CELL_MARKS`:
+    ``*`` for a cell with fewer seeds than its row, the seen-in-training marks)."""
 
-    kind: str
+    kind: CellKind
     text: str
     annotations: list[str] = field(default_factory=list)
 
@@ -97,14 +120,14 @@ class CellView:
         return self.text + "".join(self.annotations)
 
 
-def _incomplete_mark(row: Row, column: str, cell: Cell) -> str | None:
+def _incomplete_mark(row: Row, column: str, cell: ScoreCell) -> str | None:
     return "*" if cell.values and not row.complete(column) else None
 
 
 SEEN_PAIRS, SEEN_SENTENCES = "†", "‡"
 
 
-def seen_in_training(cell: Cell) -> tuple[float, float] | None:
+def seen_in_training(cell: ScoreCell) -> tuple[float, float] | None:
     """(share of test pairs, share of test sentences) seen in training, mean over the cell's measured seeds; None
     when no seed was measured or nothing was seen."""
     measured = [cell.seen[seed] for seed in cell.values if seed in cell.seen]
@@ -114,7 +137,7 @@ def seen_in_training(cell: Cell) -> tuple[float, float] | None:
     return (pairs, sentences) if pairs or sentences else None
 
 
-def _seen_mark(row: Row, column: str, cell: Cell) -> str | None:
+def _seen_mark(row: Row, column: str, cell: ScoreCell) -> str | None:
     """`` †32%``: 32% of the test pairs were in the training data; `` ‡12%``: no pair, 12% of the sentences."""
     seen = seen_in_training(cell)
     if seen is None:
@@ -123,8 +146,8 @@ def _seen_mark(row: Row, column: str, cell: Cell) -> str | None:
     return f" {SEEN_PAIRS}{percent(pairs)}" if pairs else f" {SEEN_SENTENCES}{percent(sentences)}"
 
 
-# Functions (row, column, cell) -> an annotation or None, appended to a cell's text in this order.
-CELL_ANNOTATORS: list[Callable[[Row, str, Cell], str | None]] = [_incomplete_mark, _seen_mark]
+# The marks every format shows after a value, in this order: functions (row, column, cell) -> a mark or None.
+CELL_MARKS: tuple[Callable[[Row, str, ScoreCell], str | None], ...] = (_incomplete_mark, _seen_mark)
 
 
 def contamination_notes(sections: list[Table]) -> list[str]:
@@ -165,15 +188,16 @@ def contamination_notes(sections: list[Table]) -> list[str]:
 def cell_view(row: Row, column: str) -> CellView:
     cell = row.cells.get(column)
     if cell is None or not cell.has_record:
-        return CellView("not-run", "-")
+        return CellView(CellKind.NOT_RUN, "-")
     if cell.invalid_seeds:  # a damaged record is said first: it hides whatever number it held
-        view = CellView("invalid", "invalid")
+        view = CellView(CellKind.INVALID, "invalid")
     elif not cell.values:
-        view = CellView("failed", "failed") if cell.failed_seeds else CellView("missing", "missing")
+        view = CellView(CellKind.FAILED, "failed") if cell.failed_seeds else CellView(CellKind.MISSING, "missing")
     else:
-        view = CellView("value", f"{cell.mean():.2f}" + (f" ± {cell.std():.2f}" if len(cell.values) > 1 else ""))
-    if view.kind == "value":
-        view.annotations = [a for a in (annotate(row, column, cell) for annotate in CELL_ANNOTATORS) if a]
+        text = f"{cell.mean():.2f}" + (f" ± {cell.std():.2f}" if len(cell.values) > 1 else "")
+        view = CellView(CellKind.VALUE, text)
+    if view.kind is CellKind.VALUE:
+        view.annotations = [a for a in (mark(row, column, cell) for mark in CELL_MARKS) if a]
     return view
 
 
@@ -189,6 +213,8 @@ class Table:
     legend: dict[str, str] = field(default_factory=dict)  # short label -> what it stands for (family-wide)
     baseline: Baseline | None = None
     show_cost: bool = False  # `harness leaderboard --cost`: the formats add the cost columns (.cost)
+    # the bootstrap intervals and marks of its cells (harness.leaderboard.stats.attach_statistics); None until computed
+    statistics: TableStatistics | None = None
 
     def baseline_lines(self) -> list[str]:
         """The baseline note: which trained rows beat the baseline row on its column, and which do not."""
@@ -269,7 +295,7 @@ class Table:
     def cell_text(self, row: Row, column: str) -> str:
         view = cell_view(row, column)
         # interval and tie marks (harness.leaderboard.stats) on numbers only
-        return decorate(self, row, column, view.render()) if view.kind == "value" else view.render()
+        return decorate(self, row, column, view.render()) if view.kind is CellKind.VALUE else view.render()
 
 
 def _ordered(columns: list[str], preferred: list[str]) -> list[str]:
@@ -360,17 +386,17 @@ def _add_record(family: _Family, record: dict) -> None:
     cell = row.cells[column]
     if record.get("_path"):
         cell.records[seed] = record["_path"]
-    if record.get("status") == "ok":
+    if record.get("status") == CellStatus.OK:
         cell.values[seed] = record["main_score"]
         if isinstance(record.get("cost"), dict):
             row.costs[(column, seed)] = record["cost"]
         shares = seen_shares(record)
         if shares is not None:
             cell.seen[seed] = shares
-    elif record.get("status") == "missing":
+    elif record.get("status") == CellStatus.MISSING:
         cell.missing_seeds.add(seed)
         cell.messages[seed] = record.get("message", "")
-    elif record.get("status") == "failed":
+    elif record.get("status") == CellStatus.FAILED:
         cell.failed_seeds.add(seed)
         cell.messages[seed] = record.get("message", "")
 

@@ -12,7 +12,7 @@ import re
 from .cost import COST_CSV_HEADER, COST_HEADER, COST_NOTE, row_cost
 from .stats import csv_fields, decorate
 from .stats import notes as statistics_notes
-from .tables import Cell, Row, Table, cell_view, contamination_notes, legend_rows, sections_of, seen_in_training
+from .tables import Row, ScoreCell, Table, cell_view, contamination_notes, legend_rows, sections_of, seen_in_training
 
 
 def _header(table: Table) -> list[str]:
@@ -38,7 +38,7 @@ def _body(table: Table) -> list[list[str]]:
     return body
 
 
-def _cells(sections: list[Table]) -> list[tuple[Row, Cell]]:
+def _cells(sections: list[Table]) -> list[tuple[Row, ScoreCell]]:
     return [(row, cell) for table in sections for row in table.rows for cell in row.cells.values()]
 
 

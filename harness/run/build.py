@@ -1,7 +1,8 @@
 """Building a model and what its plugin's code receives: the task objects of a run, the training data of a source
 (cut to a profile's budget), the contexts of a model's factory and ``fit``, a recipe's ``train`` and a task's
 ``evaluate`` (harness.plugin_api), and the checks the planner asks before anything runs (:class:`ModelBuilder` is the
-plan's ``DataChecker``). Training, checkpoints and what a trained model saw are :mod:`harness.run.models`'s.
+plan's ``DataChecker``). Training is :mod:`harness.run.training`'s, checkpoints :mod:`harness.run.checkpoints`', what a
+trained model saw :mod:`harness.run.provenance`'s.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ..registry import Registry, check_model_object
 from ..spec import ModelSpec, TaskSpec, resolve_model_spec, resolve_task_specs, student_spec
 from ..store import Store
 from .config import CACHE, RunConfig
+from .provenance import ProvenanceLog
 
 logger = logging.getLogger(__name__)
 TrainedModel = Callable[[ModelSpec, Profile, str, int], Any]  # (spec, profile, device, seed) -> the trained model
@@ -86,9 +88,8 @@ def check_finite_labels(splits: TrainingSplits, source: str) -> None:
 
 class ModelBuilder:
     """Builds the models of one run and the contexts their code receives. ``trained_model`` gives the trained
-    models a context hands out (teachers, search encoders): :class:`harness.run.models.Models` passes its own.
-    ``collecting`` holds the provenance (harness.contamination) of every training in progress: the training data
-    read or made while one runs joins each."""
+    models a context hands out (teachers, search encoders): :class:`harness.run.checkpoints.Checkpoints` passes its
+    own. The training data read or made while a training runs is noted in ``provenance`` (harness.contamination)."""
 
     def __init__(
         self,
@@ -97,13 +98,14 @@ class ModelBuilder:
         store: Store,
         trained_model: TrainedModel,
         tasks: TaskSet | None = None,
+        provenance: ProvenanceLog | None = None,
     ):
         self.registry = registry
         self.config = config
         self.store = store
         self.trained_model = trained_model
         self.tasks = tasks or TaskSet(registry, config.data_dir)
-        self.collecting: list[dict] = []
+        self.provenance = provenance if provenance is not None else ProvenanceLog()
 
     # -- what the planner checks (DataChecker) ---------------------------------------------------------------------
     def task_checksum(self, task_spec: TaskSpec) -> str | None:
@@ -146,17 +148,7 @@ class ModelBuilder:
         """The training data of ``source`` (the first of ``kinds`` it offers), cut to the profile's budget; noted in
         the provenance of every training in progress."""
         splits = self.source_splits(source, kinds, profile, seed)
-        for provenance in self.collecting:
-            provenance["sources"].append(
-                {
-                    "source": source,
-                    "kind": splits.kind,
-                    "seed": seed,
-                    "max_train_examples": profile.max_train_examples,
-                    "train_examples": train_examples(splits),
-                    "checksum": splits.checksum,
-                }
-            )
+        self.provenance.source_read(source, splits, profile.max_train_examples, train_examples(splits), seed)
         return splits
 
     def source_splits(self, source: str, kinds: tuple[str, ...], profile: Profile, seed: int) -> TrainingSplits:
@@ -175,8 +167,7 @@ class ModelBuilder:
         if texts is None:
             logger.warning("training data %r has no readable texts; its overlap with test sets is not measured", what)
             return
-        for provenance in self.collecting:
-            provenance["made"].append({"what": what, **texts})
+        self.provenance.data_made(what, texts)
 
     def model_context(
         self, spec: ModelSpec, profile: Profile, device: str, seed: int, prebuilt_student: Any = None

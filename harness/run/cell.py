@@ -1,32 +1,17 @@
-"""A cell of a run (one model spec, seed and task) and its one status vocabulary, shared by every stage: the plan
-fixes each cell's status (``pending``, ``cached``, or ``missing``/``failed`` with the data problem that settles it),
-a worker computes a pending cell into ``ok``, ``missing`` or ``failed`` with its record, and the driver stores it and
-returns the same cell to the caller."""
+"""A cell of a run (one model spec, seed and task) and where it stands (:class:`harness.status.CellStatus`, the one
+status vocabulary, shared by every stage): the plan fixes each cell's status (``pending``, ``cached``, or
+``missing``/``failed`` with the data problem that settles it), a worker computes a pending cell into ``ok``,
+``missing`` or ``failed`` with its record, and the driver stores it and returns the same cell to the caller."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
 from ..spec import ModelSpec, TaskSpec
+from ..status import CellStatus
 
-
-class CellStatus(str, Enum):
-    """Where a cell stands. The values are the words records and the CLI's summary use (``ok``, ``missing`` and
-    ``failed`` are also a record's ``status``); a status compares equal to its word."""
-
-    PENDING = "pending"  # to compute
-    CACHED = "cached"  # answered by a valid stored record of this run
-    OK = "ok"  # computed, with a score
-    MISSING = "missing"  # its data (or training data) is not available
-    FAILED = "failed"  # no score: malformed data, diverged training, an undefined or non-finite score, a plugin bug
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __hash__(self) -> int:  # as its word's, so ``"failed" in {CellStatus.FAILED}`` holds on every Python
-        return str.__hash__(self)
+__all__ = ["Cell", "CellStatus"]
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,13 @@ from ..locks import StoreLock
 from ..registry import Registry
 from ..store import Store
 from ..trackers import RunTrackers
+from .build import TaskSet
 from .cell import Cell, CellStatus
+from .checkpoints import check_rescore
 from .config import RunConfig
 from .evaluate import CellWork
-from .models import Models, RescoreError
-from .plan import Plan, Planner, TrainingJob, stored_cell, trained_spec
+from .models import run_models
+from .plan import Plan, Planner, TrainingJob, stored_cell
 
 logger = logging.getLogger(__name__)
 
@@ -45,12 +47,22 @@ class Worker:
     computation of a job in this process, the config a remote worker rebuilds the computation from, and ``record``,
     the driver's writer of computed cells. ``log`` says a line (a progress bar may divert it while it runs)."""
 
-    def __init__(self, store: Store, registry: Registry, config: RunConfig, plan: Plan, work: CellWork, log: RunLog):
+    def __init__(
+        self,
+        store: Store,
+        registry: Registry,
+        config: RunConfig,
+        plan: Plan,
+        work: CellWork,
+        log: RunLog,
+        trackers: RunTrackers | None = None,
+    ):
         self._store = store
         self._registry = registry
         self._config = config
         self._plan = plan
         self._work = work
+        self._trackers = trackers if trackers is not None else RunTrackers()  # each stored cell is reported to them
         self.log = log
         self.progress = config.progress
         self.store_root = store.root
@@ -82,7 +94,7 @@ class Worker:
         content = record.to_dict() if hasattr(record, "to_dict") else dict(record)
         if not content.get("log_to"):
             return record
-        working = self._work.models.trackers.working(content["log_to"])
+        working = self._trackers.working(content["log_to"])
         if working == list(content["log_to"]):
             return record
         content.pop("log_to")
@@ -120,7 +132,7 @@ class Worker:
         store = self._store
         if result.keeps_ok:
             stored, _ = store.lookup(spec.key, seed, task_spec.key, result.record.get("runtime"))
-            if stored is not None and stored["status"] == "ok":
+            if stored is not None and stored["status"] == CellStatus.OK:
                 logger.error(
                     "%s seed %s %s: %s The stored ok result (computed from the data as it was) is kept; fix "
                     "the data and run again.",
@@ -132,7 +144,7 @@ class Worker:
                 return replace(outcome, status=CellStatus.FAILED)
         record = self._with_working_trackers(result.record)
         path = store.write(spec.key, seed, task_spec.key, record, examples=result.examples)
-        self._work.models.trackers.stored_cell(record, path)  # never raises: a failing tracker is dropped
+        self._trackers.stored_cell(record, path)  # never raises: a failing tracker is dropped
         if result.status == CellStatus.FAILED:
             # The reason is in the outcome (the CLI prints each distinct reason once, after the run's table).
             self.log(f"  {spec.label} seed {seed} {task_spec.label}: failed")
@@ -179,16 +191,18 @@ class Executor(Protocol):
 
 class Run:
     """Plans and runs one config: ``run(executor)`` (or ``plan(executor)`` then ``run(executor, plan)``). ``models``
-    builds, trains and loads this run's models (also for callers that want one trained model, e.g. tests)."""
+    builds, trains and loads the models of the config as it is planned (also for callers that want one trained
+    model, e.g. tests); a run builds its own for its plan, checked against the plan's training data."""
 
     def __init__(self, registry: Registry, config: RunConfig, log: Callable[[str], None] | None = None):
         self.registry = registry
         self.config = config
         self.log = RunLog(log or logger.info)
         self.store = Store(config.results_dir)
+        self.tasks = TaskSet(registry, config.data_dir)  # the task objects the planner and the cells share
         # The run's experiment trackers (rank 0 only under torchrun: it alone reports, as it alone writes records).
-        trackers = RunTrackers(config.log_to if distributed.is_main_process() else (), config.results_dir)
-        self.models = Models(registry, config, self.store, log=self.log, trackers=trackers)
+        self.trackers = RunTrackers(config.log_to if distributed.is_main_process() else (), config.results_dir)
+        self.models = run_models(registry, config, self.store, self.log, tasks=self.tasks, trackers=self.trackers)
 
     def plan(self, executor: Executor | None = None) -> Plan:
         """The plan of the config for cells computed where ``executor`` computes them (None: this process)."""
@@ -198,11 +212,13 @@ class Run:
     def run(self, executor: Executor, plan: Plan | None = None) -> list[Cell]:
         """Compute the plan's pending cells with ``executor`` and return every cell in plan order."""
         plan = plan or self.plan(executor)
-        models = self.models.for_plan(plan.training_checksums)
+        models = run_models(
+            self.registry, self.config, self.store, self.log, plan.training_checksums, self.tasks, self.trackers
+        )
         if self.config.rescore:
-            check_rescore(plan, models)
+            check_rescore(plan, models.checkpoints)
         work = CellWork(self.registry, self.config, plan, models, hardware_description(plan.device))
-        worker = Worker(self.store, self.registry, self.config, plan, work, self.log)
+        worker = Worker(self.store, self.registry, self.config, plan, work, self.log, self.trackers)
         executor.start(plan, worker)  # checks that can fail (Ray missing, cluster unreachable) before any cell runs
         for path, why in self.store.clean_stale_temporaries() if distributed.is_main_process() else ():
             self.log(f"  removed {path} ({why})")
@@ -218,7 +234,7 @@ class Run:
         try:
             outcomes += executor.run(plan, worker)
         finally:
-            models.trackers.finish()
+            self.trackers.finish()
         return in_plan_order(plan, outcomes)
 
     def _say_recomputed(self, plan: Plan) -> None:
@@ -256,25 +272,6 @@ class Run:
                 yield worker.record(work.problem(cell.spec, cell.seed, cell.task, cell.problem))
 
 
-def check_rescore(plan: Plan, models: Models) -> None:
-    """``harness rescore`` needs every trained spec's checkpoint: refuse before any cell runs when one is not usable
-    (rescore never trains)."""
-    problems = {}
-    for planned in plan.models:
-        for task_spec in planned.tasks:
-            trained = trained_spec(planned.spec, task_spec)
-            for seed in plan.seeds if trained.train_on is not None else ():
-                problem = models.checkpoint_problem(trained, seed)
-                if problem is not None:
-                    problems[(trained.label, seed)] = problem
-    if problems:
-        shown = "; ".join(f"{label} seed {seed}: {why}" for (label, seed), why in list(problems.items())[:4])
-        raise RescoreError(
-            f"cannot rescore {len(problems)} trained model(s) without a usable checkpoint "
-            f"({shown}); train them with `harness run`, rescore recomputes evaluations only."
-        )
-
-
 def in_plan_order(plan: Plan, outcomes: list[Cell]) -> list[Cell]:
     """Outcomes in the plan's order (model, seed, task) whatever order an executor finished them in, so the summary
     table and the returned list are the same under every executor."""
@@ -301,7 +298,7 @@ def summary_rows(outcomes: list[Cell]) -> tuple[list[str], list[list[str]]]:
                 if o.spec.key == key and o.task.label == task_label and o.main_score is not None
             ]
             statuses = {o.status for o in outcomes if o.spec.key == key and o.task.label == task_label}
-            empty = "failed" if "failed" in statuses else "missing" if "missing" in statuses else "-"
+            empty = next((str(status) for status in (CellStatus.FAILED, CellStatus.MISSING) if status in statuses), "-")
             row.append(format_mean_std(values) if values else empty)
         rows.append(row)
     return ["model", *task_labels], rows

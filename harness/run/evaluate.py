@@ -27,7 +27,8 @@ from ..spec import ModelSpec, TaskSpec
 from .cell import Cell, CellStatus
 from .config import CACHE, RunConfig
 from .cost import CostMeter
-from .models import Models
+from .jobs import JobModels
+from .models import RunModels
 from .plan import Plan, TrainingJob
 
 logger = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ def build_record(
     seed: int,
     task_spec: TaskSpec,
     hardware: str,
-    status: str,
+    status: CellStatus,
     **fields: Any,
 ) -> dict:
     """A cell's record: what identifies the cell and the run, its status, and ``fields`` (the message of a problem;
@@ -91,16 +92,22 @@ def build_record(
 
 class CellWork:
     """What a worker does for a plan: train (or load) a job's model and evaluate its cells (computed Cells).
-    ``plan.device`` is the device this worker computes on."""
+    ``plan.device`` is the device this worker computes on. Of the run's models it uses each piece by itself: the
+    builder (task objects, evaluation contexts), the job models, the checkpoints (what a training left for the
+    records) and the overlap of test texts with training data."""
 
-    def __init__(self, registry: Registry, config: RunConfig, plan: Plan, models: Models, hardware: str):
-        self.registry, self.config, self.plan, self.models, self.hardware = registry, config, plan, models, hardware
+    def __init__(self, registry: Registry, config: RunConfig, plan: Plan, models: RunModels, hardware: str):
+        self.registry, self.config, self.plan, self.hardware = registry, config, plan, hardware
+        self.builder = models.builder
+        self.checkpoints = models.checkpoints
+        self.jobs = JobModels(registry, config, models.checkpoints)
+        self.overlap = models.overlap
         # the store's embedding cache (harness.embedding_cache), consulted by encoders during evaluation only
         self.embedding_cache = (
             EmbeddingCache(
-                models.store.root / CACHE / EMBEDDINGS_FOLDER,
+                config.results_dir / CACHE / EMBEDDINGS_FOLDER,
                 limit_mib_from_environment(),
-                store=models.store.root,
+                store=config.results_dir,
             )
             if config.embedding_cache
             else None
@@ -109,38 +116,44 @@ class CellWork:
     def model(self, job: TrainingJob) -> tuple[Any, float, Exception | None]:
         """The job's model, the seconds it took, and the problem that stops it (or None)."""
         plan = self.plan
-        return self.models.model_for_job(
+        return self.jobs.model_for_job(
             job.trained, job.seed, plan.profile, plan.device, plan.training_problems.get(job.trained.key)
         )
 
     def release(self) -> None:
-        self.models.release()
+        self.jobs.release()
 
     def problem(self, spec: ModelSpec, seed: int, task_spec: TaskSpec, error: Exception) -> Cell:
         """The cell of a data or training problem: missing (data not available) or failed (anything else). A
         malformed data file does not replace a stored ``ok`` result (``keeps_ok``), as missing data does not."""
         if isinstance(error, MissingDataError):
-            return self._problem(spec, seed, task_spec, "missing", str(error))
+            return self._problem(spec, seed, task_spec, CellStatus.MISSING, str(error))
         keeps_ok = isinstance(error, DataFileError) and not self.config.overwrite
-        return self._problem(spec, seed, task_spec, "failed", str(error), keeps_ok)
+        return self._problem(spec, seed, task_spec, CellStatus.FAILED, str(error), keeps_ok)
 
     def _problem(
-        self, spec: ModelSpec, seed: int, task_spec: TaskSpec, status: str, message: str, keeps_ok: bool = False
+        self,
+        spec: ModelSpec,
+        seed: int,
+        task_spec: TaskSpec,
+        status: CellStatus,
+        message: str,
+        keeps_ok: bool = False,
     ) -> Cell:
         """A cell that could not produce a score (diverged training, non-finite or undefined score, malformed or
         missing data): stored as ``failed`` or ``missing`` with the reason, never as a number; recomputed on the
         next run."""
         record = build_record(self.registry, self.plan, spec, seed, task_spec, self.hardware, status, message=message)
-        return Cell(spec, seed, task_spec, CellStatus(status), record=record, message=message, keeps_ok=keeps_ok)
+        return Cell(spec, seed, task_spec, status, record=record, message=message, keeps_ok=keeps_ok)
 
     def evaluate(self, job: TrainingJob, task_spec: TaskSpec, model: Any, model_seconds: float) -> Cell:
         """Evaluate one cell of ``job`` with its model and build its record without storing it."""
         spec, seed, trained, plan = job.spec, job.seed, job.trained, self.plan
         metadata = self.registry.task(task_spec.name).metadata
-        task = self.models.builder.task(task_spec)
+        task = self.builder.task(task_spec)
         # what the model trained on, read again from its provenance (harness.contamination), before the seeding
-        seen = self.models.seen_texts(trained, seed)
-        context = self.models.builder.eval_context(plan.profile, plan.device, seed, seen)
+        seen = self.overlap.seen_texts(trained, seed)
+        context = self.builder.eval_context(plan.profile, plan.device, seed, seen)
         started = time.perf_counter()
         seed_everything(seed)
         meter = CostMeter(plan.device)  # what the cell cost (its record's ``cost``)
@@ -150,21 +163,21 @@ class CellWork:
             eval_seconds = time.perf_counter() - started
             meter.stop()
             evaluated = task.evaluated_texts(context)
-            contamination = self.models.contamination(trained, seed, evaluated)
+            contamination = self.overlap.contamination(trained, seed, evaluated)
         except MissingDataError as exc:
-            return self._problem(spec, seed, task_spec, "missing", str(exc))
+            return self._problem(spec, seed, task_spec, CellStatus.MISSING, str(exc))
         except DataFileError as exc:  # malformed data found only now: a stored ok result is kept, as at plan time
             return self.problem(spec, seed, task_spec, exc)
         except ScoreError as exc:  # a score undefined for these predictions
-            return self._problem(spec, seed, task_spec, "failed", str(exc))
+            return self._problem(spec, seed, task_spec, CellStatus.FAILED, str(exc))
         except IncompatibleError as exc:  # found only at evaluation (e.g. a reranker's first stage): this cell alone
-            return self._problem(spec, seed, task_spec, "failed", str(exc))
+            return self._problem(spec, seed, task_spec, CellStatus.FAILED, str(exc))
         except (ModelOutputError, PluginContractError) as exc:  # a model's output broke its contract: this cell alone
-            return self._problem(spec, seed, task_spec, "failed", f"{spec.label}: {exc}")
+            return self._problem(spec, seed, task_spec, CellStatus.FAILED, f"{spec.label}: {exc}")
         except (HarnessError, OSError):  # the user's input or the machine (a full disk): one line, the run stops
             raise
         except Exception as exc:  # noqa: BLE001  a plugin's bug fails its own cell, never the rest of the matrix
-            return self._problem(spec, seed, task_spec, "failed", plugin_failure("the evaluation", exc))
+            return self._problem(spec, seed, task_spec, CellStatus.FAILED, plugin_failure("the evaluation", exc))
         if metadata.main_score not in result.scores:
             raise HarnessError(
                 f"task {task_spec.name!r} returned no {metadata.main_score!r} score (it returned "
@@ -177,7 +190,7 @@ class CellWork:
                 spec,
                 seed,
                 task_spec,
-                "failed",
+                CellStatus.FAILED,
                 f"the evaluation produced non-finite scores ({shown}); the model's predictions or the data are "
                 "broken (e.g. diverged training: lower the learning rate).",
             )
@@ -197,14 +210,14 @@ class CellWork:
             seed,
             task_spec,
             self.hardware,
-            "ok",
+            CellStatus.OK,
             scores={k: float(v) for k, v in result.scores.items()},
             main_score=main_score,
             details=result.details,
             dataset_checksum=result.dataset_checksum,
-            training_data_checksum=self.models.training_data_checksum(trained, seed),
-            training=self.models.training_report(trained, seed),
-            **self.models.budget_record(trained, seed),
+            training_data_checksum=self.checkpoints.training_data_checksum(trained, seed),
+            training=self.checkpoints.training_report(trained, seed),
+            **self.checkpoints.budget_record(trained, seed),
             timings={
                 "model_seconds": round(model_seconds, 3),
                 "eval_seconds": round(eval_seconds, 3),
@@ -214,7 +227,7 @@ class CellWork:
             cost=meter.record(
                 model=model,
                 runtime=plan.runtime,
-                training_report=self.models.training_report(trained, seed),
+                training_report=self.checkpoints.training_report(trained, seed),
                 trained=trained.train_on is not None,
                 texts=evaluated,
                 examples=description,

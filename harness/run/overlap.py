@@ -29,9 +29,12 @@ from ..files import read_store_bytes
 from ..profiles import get_profile
 from ..registry import Registry
 from ..spec import ModelSpec
+from ..status import CellStatus
 from ..store import Store, examples_path, read_record
+from .build import ModelBuilder
 from .config import RunConfig
-from .models import Models
+from .models import run_models
+from .provenance import TrainingOverlap, derived_provenance
 from .record import SIGNATURE, STORE_KEY_VARIABLE, InvalidRecordError, split_record_stem, store_key
 
 logger = logging.getLogger(__name__)
@@ -84,14 +87,15 @@ class OverlapDeriver:
         self.store = store
         self.data_dir = data_dir
         self.lock_timeout = lock_timeout
-        self._models: dict[Path | None, Models] = {}
+        self._readers: dict[Path | None, tuple[ModelBuilder, TrainingOverlap]] = {}
 
-    def models_for(self, data_dir: Path | None) -> Models:
-        """The models (and data readers) of one data dir, made once."""
-        if data_dir not in self._models:
+    def readers_for(self, data_dir: Path | None) -> tuple[ModelBuilder, TrainingOverlap]:
+        """The data readers of one data dir (the builder and the overlap measure of a run's models), made once."""
+        if data_dir not in self._readers:
             config = RunConfig(models=[], tasks=[], results_dir=self.store.root, data_dir=data_dir, progress=False)
-            self._models[data_dir] = Models(self.registry, config, self.store)
-        return self._models[data_dir]
+            models = run_models(self.registry, config, self.store)
+            self._readers[data_dir] = (models.builder, models.overlap)
+        return self._readers[data_dir]
 
     def record_data_dir(self, record: dict) -> Path | None:
         """The data the record was computed on: ``--data-dir`` when given, else the record's ``data_dir`` (None: the
@@ -112,14 +116,14 @@ class OverlapDeriver:
     def derive(self, record: dict) -> dict | None:
         """The record's ``contamination`` derived from its spec and the data it names; None when not measurable."""
         spec = record_spec(record)
-        if spec.train_on is None or record.get("status") != "ok":
+        if spec.train_on is None or record.get("status") != CellStatus.OK:
             return None
         data_dir = self.record_data_dir(record)
-        models = self.models_for(data_dir)
+        builder, overlap = self.readers_for(data_dir)
         task = self.registry.task(record["task"]["name"]).factory(record["task"]["options"], data_dir)
         _check_dataset(task, record, data_dir)
-        provenance = models.derived_provenance(
-            spec, get_profile(spec.profile), int(record["seed"]), record_limit(record), DERIVED
+        provenance = derived_provenance(
+            self.registry, spec, get_profile(spec.profile), int(record["seed"]), record_limit(record), DERIVED
         )
         profile = get_profile(spec.profile)
         if (record.get("profile") or {}).get("max_eval_examples") != profile.max_eval_examples:
@@ -127,12 +131,12 @@ class OverlapDeriver:
                 f"{record.get('_path')}: computed on another evaluation cut than profile "
                 f"{profile.name!r} gives now; its overlap cannot be derived"
             )
-        evaluated = task.evaluated_texts(models.builder.eval_context(profile, "cpu", int(record["seed"])))
-        measured = models.contamination(spec, int(record["seed"]), evaluated, provenance)
+        evaluated = task.evaluated_texts(builder.eval_context(profile, "cpu", int(record["seed"])))
+        measured = overlap.contamination(spec, int(record["seed"]), evaluated, provenance)
         if measured is None:
             return None
         main = provenance["sources"][0]
-        splits = models.builder.source_splits(main["source"], tuple(main["kinds"]), profile, int(record["seed"]))
+        splits = builder.source_splits(main["source"], tuple(main["kinds"]), profile, int(record["seed"]))
         recipe = spec.recipe
         return {
             **measured,
@@ -152,7 +156,7 @@ class OverlapDeriver:
         the current matching rule, harness.contamination.NORMALISATION_VERSION)."""
         found = []
         for record in self.store.records():
-            if record.get("status") != "ok" or not (record.get("model") or {}).get("train_on"):
+            if record.get("status") != CellStatus.OK or not (record.get("model") or {}).get("train_on"):
                 continue
             if missing_only and current_rule(record.get("contamination")):
                 found.append(Derived(Path(record["_path"]), record, record["contamination"]))

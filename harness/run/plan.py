@@ -16,17 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from ..capabilities import TRAINABLE, reachable_capabilities
 from ..errors import DataFileError, HarnessError, IncompatibleError, InvalidOptionError, MissingDataError
 from ..matrix import ModelEntry, numbered_mistakes
-from ..plugin_api import ModelPlugin
 from ..profiles import Profile, get_profile
 from ..registry import Registry
-from ..spec import SELF_TRAINING, ModelSpec, TaskSpec, budget_keys, resolve_model_spec, resolve_task_specs, student_spec
+from ..spec import SELF_TRAINING, ModelSpec, TaskSpec, resolve_model_spec, resolve_task_specs
 from ..store import Store, read_examples
 from .cell import Cell, CellStatus
-from .config import CACHE, RunConfig, runtime_refused
+from .config import CACHE, RunConfig
 from .record import reuse_problem
+from .spec_checks import SpecChecks
 
 logger = logging.getLogger(__name__)
 
@@ -168,7 +167,7 @@ def stored_cell(
         _, why = read_examples({**record, "_path": str(store.record_path(spec.key, seed, task_spec.key, plan.runtime))})
     if why is None:
         return replace(cell, status=CellStatus.CACHED, record=record)
-    return replace(cell, why=why, recomputed_ok=record["status"] == "ok")
+    return replace(cell, why=why, recomputed_ok=record["status"] == CellStatus.OK)
 
 
 def raise_all(mistakes: list[HarnessError]) -> None:
@@ -194,6 +193,7 @@ class Planner:
     ):
         self.registry, self.config, self.store, self.data, self.log = registry, config, store, data, log
         self.device = device
+        self.checks = SpecChecks(registry, config.runtime)
 
     def plan(self) -> Plan:
         config = self.config
@@ -219,8 +219,8 @@ class Planner:
         for entry in config.models:
             own = entry.budget if entry.own_budget_keys is None else entry.own_budget_keys
             shared.update({key: value for key, value in entry.budget.items() if key not in own})
-        self._check_run_budget_keys([model.spec for model in planned], shared)
-        self._check_runtime([model.spec for model in planned], device)
+        self.checks.check_run_budget_keys([model.spec for model in planned], shared)
+        self.checks.check_runtime([model.spec for model in planned], device)
         # A backbone the user names (--backbone, a matrix entry's) that is missing or unreachable fails here, in
         # seconds; the profile's default is left to the models that read it (some read none).
         given = [entry.backbone or config.backbone for entry in config.models]
@@ -281,15 +281,15 @@ class Planner:
             content_cache=self.store.root / CACHE,
         )
         _check_finite_options(f"model {spec.label!r}", spec.options)
-        self._check_training(spec)
+        self.checks.check_training(spec)
         own = entry.budget if entry.own_budget_keys is None else entry.own_budget_keys
-        self._check_budget_keys(spec, [key for key in entry.budget if key in own])
+        self.checks.check_budget_keys(spec, [key for key in entry.budget if key in own])
         validate = self.registry.spec_plugin(spec.name).validate
         if validate is not None:
             validate(spec, self.registry)
         tasks, skipped = [], []
         for task_spec, _ in task_specs:
-            problem = self._incompatibility(spec, task_spec)
+            problem = self.checks.incompatibility(spec, task_spec)
             if problem is None:
                 tasks.append(task_spec)
             elif task_spec.key in from_family:
@@ -310,43 +310,6 @@ class Planner:
             return cell
         status = CellStatus.MISSING if isinstance(problem, MissingDataError) else CellStatus.FAILED
         return replace(cell, status=status, problem=problem)
-
-    # -- budgets ---------------------------------------------------------------------------------------------------
-    def _honoured_budget_keys(self, spec: ModelSpec) -> tuple[str, ...]:
-        """The budget keys ``spec``'s training honours; none when it is not trained."""
-        return budget_keys(self.registry.spec_plugin(spec.name)) if spec.train_on is not None else ()
-
-    def _check_budget_keys(self, spec: ModelSpec, entry_keys: list[str]) -> None:
-        """A matrix entry's budget key that the spec's training cannot honour is refused (never silently ignored)."""
-        honoured = self._honoured_budget_keys(spec)
-        refused = [key for key in entry_keys if key not in honoured]
-        if not refused:
-            return
-        if not honoured:
-            raise InvalidOptionError(
-                f"model {spec.label!r} is not trained (no train_on), so its budget "
-                f"{', '.join(refused)} would have no effect; drop it or give train_on."
-            )
-        raise InvalidOptionError(
-            f"model {spec.label!r} cannot honour budget key(s) {', '.join(refused)}; "
-            f"{spec.name} takes {', '.join(honoured)}."
-        )
-
-    def _check_run_budget_keys(self, specs: list[ModelSpec], shared: dict) -> None:
-        """``--set`` (and a matrix-wide ``budget:``) applies to every trained spec: each key must be honoured by at
-        least one of them."""
-        if not shared:
-            return
-        takes = {spec.name: self._honoured_budget_keys(spec) for spec in specs if spec.train_on is not None}
-        if not takes:
-            raise InvalidOptionError(
-                f"--set {', '.join(shared)}: no model of this run is trained, so a training "
-                "budget has no effect; drop it or add --train-on."
-            )
-        for key in shared:
-            if not any(key in keys for keys in takes.values()):
-                shown = "; ".join(f"{name} takes {', '.join(keys)}" for name, keys in takes.items())
-                raise InvalidOptionError(f"--set {key}: no trained model of this run honours it ({shown}).")
 
     # -- data --------------------------------------------------------------------------------------------------------
     def _check_data(self, plan: Plan) -> dict[str, Any]:
@@ -393,83 +356,3 @@ class Planner:
                     f"training data of {spec.train_on}: could not be read ({type(exc).__name__}: {exc})."
                 )
         return found
-
-    def _check_runtime(self, specs: list[ModelSpec], device: str) -> None:
-        """Under ``--runtime`` other than torch every model must offer ``use_runtime`` (a recipe: its student), so
-        no model is silently evaluated in torch; refused before anything runs. (Models.use_runtime checks again
-        for a model whose class the registry does not know.)"""
-        runtime = self.config.runtime
-        if runtime == "torch":
-            return
-        for spec in specs:
-            name = student_spec(self.registry, spec, get_profile(spec.profile)).name if spec.recipe else spec.name
-            model_class = self.registry.model(name).model_class
-            if model_class is not None and not hasattr(model_class, "use_runtime"):
-                raise runtime_refused(spec.label, runtime, model_class)
-        if device not in ("cpu", "auto"):
-            # ONNX Runtime runs here with its CPU provider only: a GPU run is refused rather than moved to the CPU
-            # (a Ray worker that resolves "auto" to a GPU is refused by RuntimeSwitch.stand_in, in one line too)
-            raise IncompatibleError(
-                f"--runtime {runtime} runs on the CPU (ONNX Runtime's CPU provider); use "
-                f"--device cpu with it, or --runtime torch on {device}."
-            )
-
-    # -- training compatibility ----------------------------------------------------------------------------------------
-    def _capabilities(self, spec: ModelSpec) -> tuple[str, ...]:
-        """A model's declared capabilities; a recipe's are its student's."""
-        if spec.recipe:
-            return self.registry.model(student_spec(self.registry, spec, get_profile(spec.profile)).name).capabilities
-        return self.registry.model(spec.name).capabilities
-
-    def _incompatibility(self, spec: ModelSpec, task_spec: TaskSpec) -> str | None:
-        metadata = self.registry.task(task_spec.name).metadata
-        available = reachable_capabilities(self._capabilities(spec))
-        kinds = self.registry.spec_plugin(spec.name).training_kinds
-        if spec.train_on == SELF_TRAINING and not set(metadata.training_kinds) & set(kinds):
-            return (
-                f"model {spec.label!r} is trained on each task's own data (--train-on self), but task "
-                f"{task_spec.name!r} offers no {', '.join(kinds)}; tasks that do: {', '.join(self._sources(kinds))}."
-            )
-        if set(metadata.requires) <= available:
-            return None
-        return (
-            f"model {spec.label!r} cannot run task {task_spec.name!r}: the task needs "
-            f"{', '.join(metadata.requires)}, the model offers {', '.join(sorted(available))}."
-        )
-
-    def _check_training(self, spec: ModelSpec) -> None:
-        plugin = self.registry.spec_plugin(spec.name)
-        if spec.train_on is None:
-            if spec.recipe:
-                sources = self._sources(plugin.training_kinds, None)[:4]
-                raise IncompatibleError(
-                    f"recipe {spec.label!r} trains on a source; add --train-on TASK (or train_on in the matrix), "
-                    f"e.g. {', '.join(sources) or '(no installed task offers its data)'}."
-                )
-            return
-        if isinstance(plugin, ModelPlugin) and (TRAINABLE not in plugin.capabilities or not plugin.training_kinds):
-            raise IncompatibleError(f"model {spec.name!r} cannot be trained; drop --train-on for it.")
-        if spec.train_on == SELF_TRAINING:
-            return  # every task trains on its own data: checked per task by _incompatibility
-        source_specs = resolve_task_specs(self.registry, spec.train_on)
-        if len(source_specs) != 1:
-            raise IncompatibleError(
-                f"--train-on {spec.train_on!r} names a task family; name one task of it: "
-                f"{', '.join(s.name for s in source_specs)}."
-            )
-        offered = self.registry.task(source_specs[0].name).metadata.training_kinds
-        if not set(offered) & set(plugin.training_kinds):
-            raise IncompatibleError(
-                f"model {spec.name!r} learns from {', '.join(plugin.training_kinds)}, but task {spec.train_on!r} "
-                f"offers {', '.join(offered) or 'no training data'}. Training sources that would work: "
-                f"{', '.join(self._sources(plugin.training_kinds))}."
-            )
-
-    def _sources(self, kinds: tuple[str, ...], none: str | None = "(none installed)") -> list[str]:
-        """Tasks that offer training data of one of ``kinds`` (``[none]`` when there are none)."""
-        sources = sorted(
-            name
-            for name, task_plugin in self.registry.tasks.items()
-            if set(task_plugin.metadata.training_kinds) & set(kinds)
-        )
-        return sources or ([none] if none else [])

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..errors import HarnessError
 from ..profiles import precision_problem
+from ..status import RECORD_STATUSES, CellStatus
 
 RECORD_SCHEMA = 2  # 2: records carry ``checksum``; 1 (harness 0.1): no checksum
 # The checksum detects accidents (a damaged file, a hand edit that forgot to re-seal), not tampering: anyone can
@@ -37,7 +38,7 @@ RECORD_SCHEMA = 2  # 2: records carry ``checksum``; 1 (harness 0.1): no checksum
 # signature is missing or wrong.
 STORE_KEY_VARIABLE = "HARNESS_STORE_KEY"
 SIGNATURE = "signature"
-STATUSES = ("ok", "missing", "failed")
+STATUSES = tuple(status.value for status in RECORD_STATUSES)  # the words a stored record's status may be
 MAX_SEED = 2**32 - 1
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 _FAMILY_NAME = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")  # TaskMetadata's rule: no separators, cannot start with '.'
@@ -195,7 +196,7 @@ def field_problem(record: dict) -> str | None:
     cost = record.get("cost")  # what the cell cost (harness.run.cost); records written before it have none
     if cost is not None and not isinstance(cost, dict):
         return "cost is not an object"
-    if status == "ok":
+    if status == CellStatus.OK:
         if not _is_finite_number(record.get("main_score")):
             return f"main_score {record.get('main_score')!r} is not a finite number"
         scores = record.get("scores")
@@ -274,7 +275,7 @@ def reuse_problem(
     """Why a valid stored record cannot answer this cell (of this evaluation ``runtime``), or None when it can be
     reused. ``requested_budget``: the cell's trained spec's (an explicit precision must be the one the record's
     model was trained under)."""
-    if record["status"] != "ok":
+    if record["status"] != CellStatus.OK:
         return f"its status is {record['status']} ({record.get('message', '')})"
     if runtime_of(record) != runtime:
         return (
@@ -326,7 +327,7 @@ class CellRecord:
     writing a record again changes no byte of it.
     """
 
-    status: str
+    status: CellStatus  # read from the record's word here, where the store reads records
     model_key: str
     seed: int
     model: Mapping[str, Any]
@@ -345,6 +346,7 @@ class CellRecord:
         if problem:
             raise InvalidRecordError(path, problem)
         content = {key: value for key, value in payload.items() if key != "_path"}
+        content["status"] = CellStatus(content["status"])
         return cls(
             **{name: _frozen(content[name]) for name in cls._TYPED},
             extra=_frozen({key: value for key, value in content.items() if key not in cls._TYPED}),

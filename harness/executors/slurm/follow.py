@@ -307,7 +307,7 @@ class _Follow:
                 )
                 self.worker.log(f"  {cell.label}: failed")
             else:
-                status = CellStatus(record["status"])
+                status = record["status"]  # a CellStatus: the store read it
                 cell = Cell(job.spec, job.seed, task_spec, status=status, record=record)
                 if status == CellStatus.OK:
                     seconds = record.get("timings", {}).get("eval_seconds", 0.0)
