@@ -38,7 +38,7 @@ from .evaluation.significance import (
 from .leaderboard.stats import NO_DATA, stored_run
 from .profiles import get_profile
 from .registry import Registry
-from .run.record import DEFAULT_RUNTIME
+from .record import DEFAULT_RUNTIME
 from .spec import SELF_TRAINING, ModelSpec, resolve_model_spec, resolve_task_specs
 from .spec_grammar import parse_spec_text
 from .store import REPAIR_ADVICE, SIDE_FILE_PROBLEM, Store

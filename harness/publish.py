@@ -33,7 +33,7 @@ from .files import (
     read_store_text,
     remove_store_file,
 )
-from .run.record import InvalidRecordError, field_problem, record_problem, seal_record
+from .record import InvalidRecordError, field_problem, record_problem, seal_record
 from .store import Store, examples_path, read_examples, read_record, store_root_of
 
 logger = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ What the store guarantees (README "What the store guarantees"); each part is own
 
 - **Atomic writes** (:mod:`harness.files`): a crash leaves the old version of a file or the new one, never half of
   one; the next run removes the temporaries of dead processes (:meth:`Store.clean_stale_temporaries`).
-- **Records are validated** (:class:`harness.run.record.CellRecord`): schema, content checksum, signature with
+- **Records are validated** (:class:`harness.record.CellRecord`): schema, content checksum, signature with
   ``HARNESS_STORE_KEY``, and the path its model key, seed and task key name. A record that fails is reported with
   its path and reason, never used (the runner recomputes the cell; the leaderboard skips it and says so).
 - **Reuse needs a match** (:meth:`CellRecord.reuse_problem`).
@@ -41,12 +41,12 @@ from .files import (
     remove_store_file,
 )
 from .locks import LOCKS, StoreLock, check_locking, checkpoint_lock
-from .run.record import CellRecord, InvalidRecordError, record_file_name, runtime_of
+from .record import CellRecord, InvalidRecordError, record_file_name, runtime_of
 
 logger = logging.getLogger(__name__)
 
 # The store's own names; the record, file and checkpoint functions are imported from their modules
-# (harness.run.record, harness.files, harness.checkpoints).
+# (harness.record, harness.files, harness.checkpoints).
 __all__ = [
     "Store",
     "read_cell_record",
@@ -138,7 +138,7 @@ class Store:
 
     def record_path(self, model_key: str, seed: int, task_key: str, runtime: str | None = None) -> Path:
         """Where the record of a cell evaluated under ``runtime`` (None: torch) lives
-        (:func:`harness.run.record.record_file_name`: each runtime keeps its own cells)."""
+        (:func:`harness.record.record_file_name`: each runtime keeps its own cells)."""
         return self.root / model_key / f"seed-{seed}" / record_file_name(task_key, runtime)
 
     def checkpoint_dir(self, model_key: str, seed: int) -> Path:

@@ -29,7 +29,7 @@ from harness.matrix import ModelEntry
 from harness.registry import build_registry
 from harness.run.config import RunConfig
 from harness.run.driver import Run
-from harness.run.record import seal_record
+from harness.record import seal_record
 from harness.store import Store, read_record
 
 SMOKE = ("--profile", "smoke", "--no-progress")
@@ -1246,7 +1246,7 @@ def test_a_store_key_signs_records_and_a_resealed_edit_is_refused_by_leaderboard
     run_cli, tmp_path, monkeypatch
 ):
     from harness.publish import PublishError, Selection, publish
-    from harness.run.record import InvalidRecordError
+    from harness.record import InvalidRecordError
 
     monkeypatch.setenv("HARNESS_STORE_KEY", "a secret of the lab")
     write_toy_data(tmp_path / "data")

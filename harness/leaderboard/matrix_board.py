@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataFileError, data_error
-from ..run.record import DEFAULT_RUNTIME, runtime_of, split_record_stem
+from ..record import DEFAULT_RUNTIME, runtime_of, split_record_stem
 from ..store import Store
 from .tables import Cell, Row, cell_view, sample_size
 

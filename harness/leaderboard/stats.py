@@ -47,7 +47,7 @@ from ..evaluation.significance import (
     seed_dependent,
     units_from,
 )
-from ..run.record import InvalidRecordError
+from ..record import InvalidRecordError
 from ..store import REPAIR_ADVICE, SIDE_FILE_PROBLEM, examples_path, read_examples, read_record
 
 logger = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from typing import Any
 from ..baseline import Baseline
 from ..contamination import NORMALISATION, percent, seen_shares
 from ..files import StoreError
-from ..run.record import DEFAULT_RUNTIME, RUNTIME_SEPARATOR, runtime_of, split_record_stem
+from ..record import DEFAULT_RUNTIME, RUNTIME_SEPARATOR, runtime_of, split_record_stem
 from ..store import Store
 from .stats import decorate
 

@@ -32,7 +32,7 @@ from ..spec import ModelSpec
 from ..store import Store, examples_path, read_record
 from .config import RunConfig
 from .models import Models
-from .record import SIGNATURE, STORE_KEY_VARIABLE, InvalidRecordError, split_record_stem, store_key
+from ..record import SIGNATURE, STORE_KEY_VARIABLE, InvalidRecordError, split_record_stem, store_key
 
 logger = logging.getLogger(__name__)
 DERIVED = "derived from the record"
