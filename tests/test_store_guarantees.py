@@ -26,10 +26,10 @@ from conftest import REPO
 from harness.checkpoints import build_checkpoint, checkpoint_problem
 from harness.executors.local import LocalExecutor
 from harness.matrix import ModelEntry
+from harness.record import seal_record
 from harness.registry import build_registry
 from harness.run.config import RunConfig
 from harness.run.driver import Run
-from harness.record import seal_record
 from harness.store import Store, read_record
 
 SMOKE = ("--profile", "smoke", "--no-progress")

@@ -26,7 +26,7 @@ from harness.evaluation.adapters import as_embedder
 from harness.evaluation.bootstrap import ExampleScores
 from harness.metrics import check_finite_vectors
 from harness.nn.classification import classification_head
-from harness.training import TrainConfig, fit
+from harness.training_loop import TrainConfig, fit
 
 logger = logging.getLogger(__name__)
 

@@ -51,6 +51,7 @@ from ..files import (
     temporary_prefix,
 )
 from ..store import Store
+from ..stored_scores import NO_DATA
 from .site_compare import _CellData, _read_record, _seeds_run, compare_command, compare_pair
 from .site_examples import NOT_REDISTRIBUTABLE as NOT_REDISTRIBUTABLE  # re-exported: tests and callers import it here
 from .site_examples import (
@@ -62,7 +63,7 @@ from .site_examples import (
     shown_hits,
 )
 from .site_tables import TRAINING_CURVES_HOOK, _matrix_extra, _table_payload, _task_keys, matrix_table, row_curves
-from .stats import NO_DATA, attach_statistics
+from .stats import attach_statistics
 from .tables import Row, Table, collect_tables, group_by_family
 
 logger = logging.getLogger(__name__)

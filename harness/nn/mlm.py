@@ -23,7 +23,7 @@ from torch import nn
 from harness.checkpoints import build_checkpoint, checkpoint_complete
 from harness.errors import HarnessError
 from harness.files import atomic_write_json, read_store_text
-from harness.training import config_from_profile, fit
+from harness.training_loop import config_from_profile, fit
 
 from .backbone import load_tokenizer, load_transformer, quiet_transformers, sequence_limits
 from .objectives import language_model_head, scored_token_loss

@@ -27,12 +27,12 @@ from ..contamination import current_rule
 from ..errors import HarnessError, MissingDataError
 from ..files import read_store_bytes
 from ..profiles import get_profile
+from ..record import SIGNATURE, STORE_KEY_VARIABLE, InvalidRecordError, split_record_stem, store_key
 from ..registry import Registry
 from ..spec import ModelSpec
 from ..store import Store, examples_path, read_record
 from .config import RunConfig
 from .models import Models
-from ..record import SIGNATURE, STORE_KEY_VARIABLE, InvalidRecordError, split_record_stem, store_key
 
 logger = logging.getLogger(__name__)
 DERIVED = "derived from the record"

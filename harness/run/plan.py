@@ -21,12 +21,12 @@ from ..errors import DataFileError, HarnessError, IncompatibleError, InvalidOpti
 from ..matrix import ModelEntry, numbered_mistakes
 from ..plugin_api import ModelPlugin
 from ..profiles import Profile, get_profile
+from ..record import reuse_problem
 from ..registry import Registry
 from ..spec import SELF_TRAINING, ModelSpec, TaskSpec, budget_keys, resolve_model_spec, resolve_task_specs, student_spec
 from ..store import Store, read_examples
 from .cell import Cell, CellStatus
 from .config import CACHE, RunConfig, runtime_refused
-from ..record import reuse_problem
 
 logger = logging.getLogger(__name__)
 
