@@ -27,21 +27,18 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from .files import (
+from .files import atomic_write_bytes, atomic_write_text, check_writable_dir, remove_stale_temporaries
+from .locks import LOCKS, StoreLock, check_locking, checkpoint_lock
+from .record import CellRecord, InvalidRecordError, record_file_name, runtime_of
+from .store_files import (
     StoreError,
     UnsafeFileError,
-    atomic_write_bytes,
-    atomic_write_text,
-    check_writable_dir,
     is_inside,
     is_real_dir,
     list_store_folder,
     read_store_bytes,
-    remove_stale_temporaries,
     remove_store_file,
 )
-from .locks import LOCKS, StoreLock, check_locking, checkpoint_lock
-from .record import CellRecord, InvalidRecordError, record_file_name, runtime_of
 
 logger = logging.getLogger(__name__)
 
@@ -249,7 +246,7 @@ class Store:
 
 
 def _listed(folder: Path, root: Path, unlisted: list[tuple[Path, str]]) -> list[Path]:
-    """The entries of a store folder, sorted (:func:`harness.files.list_store_folder`); one that links out of the
+    """The entries of a store folder, sorted (:func:`harness.store_files.list_store_folder`); one that links out of the
     store is left out and noted in ``unlisted``, one that cannot be read is one StoreError line."""
     try:
         return list_store_folder(folder, root)

@@ -24,33 +24,15 @@ def module_name(path: Path, root: Path = HARNESS) -> str:
 
 
 def import_graph(root: Path = HARNESS) -> dict[str, set[str]]:
-    """Module -> the package modules it imports, from every import statement anywhere in the file: at the top, inside
-    functions (lazy imports still make a loop: whichever runs first needs the other) and under TYPE_CHECKING (a type
-    the lower module needs from the higher one is an arrow upwards all the same).
+    """Module -> the package modules it imports (:func:`imports`: every import statement anywhere in the file: lazy
+    imports still make a loop, since whichever runs first needs the other, and a type the lower module needs from the
+    higher one under TYPE_CHECKING is an arrow upwards all the same).
 
-    ``from package import name`` is an arrow to ``package.name`` when that is a module, else to ``package``. The
-    implicit import of a module's parent packages is not an arrow: a package's ``__init__`` importing its own
+    The implicit import of a module's parent packages is not an arrow: a package's ``__init__`` importing its own
     submodules (its public face) would otherwise make every package a loop with each of its submodules."""
-    files = sorted(root.rglob("*.py"))
-    modules = {module_name(path, root) for path in files}
-    graph: dict[str, set[str]] = {}
-    for path in files:
-        name = module_name(path, root)
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        targets: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                targets.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
-                    source = f"{base}.{node.module}" if node.module else base
-                else:
-                    source = node.module or ""
-                for alias in node.names:
-                    submodule = f"{source}.{alias.name}"
-                    targets.add(submodule if submodule in modules else source)
-        graph[name] = {target for target in targets if target in modules and target != name}
+    graph: dict[str, set[str]] = {module_name(path, root): set() for path in root.rglob("*.py")}
+    for module, target, _ in imports(root):
+        graph[module].add(target)
     return graph
 
 
@@ -134,6 +116,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "foundations",
         (
+            "harness.store_files",
             "harness.files",
             "harness.locks",
             "harness.device",
@@ -239,21 +222,31 @@ def upward_imports(root: Path = HARNESS, layers=LAYERS) -> list[str]:
     return sorted(set(found))
 
 
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    """A synthetic ``harness`` package of ``files`` (relative path -> source) under ``tmp_path``."""
+    package = tmp_path / "harness"
+    for relative, source in files.items():
+        (package / relative).parent.mkdir(parents=True, exist_ok=True)
+        (package / relative).write_text(source)
+    return package
+
+
 def test_the_layer_checker_sees_every_kind_of_upward_import(tmp_path):
     """The layer check can fail: a module-level, a lazy, a TYPE_CHECKING and a front-door import up a synthetic
     tree's layers are each reported; imports down and within a layer are not."""
-    package = tmp_path / "harness"
-    (package / "low").mkdir(parents=True)
-    (package / "__init__.py").write_text("from .api import *\n")
-    (package / "api.py").write_text("from .high import Thing\n")
-    (package / "low" / "__init__.py").write_text("")
-    (package / "low" / "a.py").write_text("from ..high import Thing\nfrom . import b\n")
-    (package / "low" / "b.py").write_text("def f():\n    import harness.high\n")
-    (package / "low" / "c.py").write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from harness.high import Thing\n"
+    package = _tree(
+        tmp_path,
+        {
+            "__init__.py": "from .api import *\n",
+            "api.py": "from .high import Thing\n",
+            "low/__init__.py": "",
+            "low/a.py": "from ..high import Thing\nfrom . import b\n",
+            "low/b.py": "def f():\n    import harness.high\n",
+            "low/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from harness.high import Thing\n",
+            "low/d.py": "from harness import Thing\n",
+            "high.py": "from .low import a\nclass Thing: ...\n",
+        },
     )
-    (package / "low" / "d.py").write_text("from harness import Thing\n")
-    (package / "high.py").write_text("from .low import a\nclass Thing: ...\n")
     layers = (("low", ("harness.low",)), ("high", ("harness.high",)), ("door", ("harness", "harness.api")))
     assert upward_imports(package, layers) == [
         "harness.low.a:1 imports harness.high (low < high)",
@@ -275,8 +268,8 @@ def test_every_core_module_has_a_layer():
 
 def test_no_import_runs_up_the_layers():
     found = upward_imports()
-    assert not found, (
-        "imports that run up the layers (move what both need down, or the importer up):\n" + "\n".join(found)
+    assert not found, "imports that run up the layers (move what both need down, or the importer up):\n" + "\n".join(
+        found
     )
 
 
@@ -300,14 +293,17 @@ def test_the_architecture_page_shows_the_declared_layers():
 
 def test_loop_finder_sees_loops_at_every_depth(tmp_path):
     """The checks below can fail: a lazy import and a TYPE_CHECKING import each close a loop here."""
-    package = tmp_path / "harness"
-    (package / "sub").mkdir(parents=True)
-    (package / "__init__.py").write_text("from .a import x\n")
-    (package / "a.py").write_text("from .sub import b\n")
-    (package / "sub" / "__init__.py").write_text("")
-    (package / "sub" / "b.py").write_text("def f():\n    from ..c import y\n")
-    (package / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from harness import a\n")
-    (package / "d.py").write_text("import harness.c\n")
+    package = _tree(
+        tmp_path,
+        {
+            "__init__.py": "from .a import x\n",
+            "a.py": "from .sub import b\n",
+            "sub/__init__.py": "",
+            "sub/b.py": "def f():\n    from ..c import y\n",
+            "c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from harness import a\n",
+            "d.py": "import harness.c\n",
+        },
+    )
     assert loops(import_graph(package)) == [{"harness.a", "harness.sub.b", "harness.c"}]
 
 

@@ -171,6 +171,7 @@ BLOCK_FOUNDATIONS = (
     "harness.distributed",
     "harness.metrics",
     "harness.hub",
+    "harness.store_files",
     "harness.files",
     "harness.checkpoints",
     "harness.progress",

@@ -41,16 +41,9 @@ import numpy as np
 
 from ..compare import UNITS_NOTE
 from ..evaluation.bootstrap import DEFAULT_RESAMPLES
-from ..files import (
-    UMASK,
-    StoreError,
-    atomic_write_text,
-    check_writable_dir,
-    is_inside,
-    remove_stale_siblings,
-    temporary_prefix,
-)
+from ..files import UMASK, atomic_write_text, check_writable_dir, remove_stale_siblings, temporary_prefix
 from ..store import Store
+from ..store_files import StoreError, is_inside
 from ..stored_scores import NO_DATA
 from .site_compare import _CellData, _read_record, _seeds_run, compare_command, compare_pair
 from .site_examples import NOT_REDISTRIBUTABLE as NOT_REDISTRIBUTABLE  # re-exported: tests and callers import it here

@@ -20,9 +20,9 @@ from typing import Any
 
 from ..baseline import Baseline
 from ..contamination import NORMALISATION, percent, seen_shares
-from ..files import StoreError
 from ..record import DEFAULT_RUNTIME, RUNTIME_SEPARATOR, runtime_of, split_record_stem
 from ..store import Store
+from ..store_files import StoreError
 from .stats import decorate
 
 logger = logging.getLogger(__name__)

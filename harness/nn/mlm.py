@@ -22,7 +22,8 @@ from torch import nn
 
 from harness.checkpoints import build_checkpoint, checkpoint_complete
 from harness.errors import HarnessError
-from harness.files import atomic_write_json, read_store_text
+from harness.files import atomic_write_json
+from harness.store_files import read_store_text
 from harness.training_loop import config_from_profile, fit
 
 from .backbone import load_tokenizer, load_transformer, quiet_transformers, sequence_limits

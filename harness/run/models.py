@@ -28,7 +28,7 @@ from ..curves import TrainingCurves, recording
 from ..data import TrainingSplits
 from ..device import seed_everything
 from ..errors import DataFileError, HarnessError
-from ..files import NOT_WRITABLE, StoreError, atomic_write_json, cached_bytes, read_store_json
+from ..files import atomic_write_json, cached_bytes
 from ..fingerprint import stable_hash
 from ..metrics import ScoreError
 from ..plugin_api import (
@@ -41,6 +41,7 @@ from ..profiles import Profile, budget_differences, format_budget, get_profile, 
 from ..registry import BUILTIN_PACKAGES, Registry
 from ..spec import ModelSpec, resolve_model_spec, student_spec
 from ..store import Store
+from ..store_files import NOT_WRITABLE, StoreError, read_store_json
 from ..trackers import RunTrackers
 from ..training import NonFiniteLossError
 from .build import ModelBuilder, TaskSet, train_examples

@@ -220,7 +220,7 @@ def write_mteb_results(records: list[dict], output_dir: Path) -> list[Path]:
             continue
         sample = (record.get("profile") or {}).get("max_eval_examples")  # the smoke profile's evaluation sample
         meta = _model_meta(record, names[record["model_key"]])
-        try:  # names come from the records: never a path outside output_dir (harness.files.path_inside)
+        try:  # names come from the records: never a path outside output_dir (harness.store_files.path_inside)
             folder = path_inside(output_dir, "results", meta.model_name_as_path(), meta.revision)
             path = path_inside(folder, f"{result.task_name}.json")
         except StoreError as refused:
