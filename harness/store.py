@@ -4,7 +4,7 @@ processes share it.
 Layout: ``<store>/<model-key>/seed-<seed>/<task-key>.json``; trained checkpoints under
 ``<store>/checkpoints/<model-key>/seed-<seed>/`` and a spec's own files under ``<store>/artifacts/...``.
 
-What the store guarantees (README "What the store guarantees"); each part is owned by one module:
+What the store guarantees (docs/guide/store.md); each part is owned by one module:
 
 - **Atomic writes** (:mod:`harness.files`): a crash leaves the old version of a file or the new one, never half of
   one; the next run removes the temporaries of dead processes (:meth:`Store.clean_stale_temporaries`).

@@ -227,9 +227,10 @@ def test_blocks_front_door_resolves_every_name():
 
 
 def test_each_group_of_the_blocks_offers_what_the_front_door_lists():
-    """``harness.blocks`` finds a name's group in its own table (importing a group to look would load torch): each
-    group module's ``__all__`` is that table's row, every name resolves to the same object both ways, and the
-    groups' ``TYPE_CHECKING`` star imports (what IDEs and type checkers read) cover every group."""
+    """``harness.blocks`` finds a name's group from the group module's ``__all__`` read from its source (importing a
+    group to look would load torch): what it read is what the imported module declares, every name resolves to the
+    same object both ways, and the groups' ``TYPE_CHECKING`` star imports (what IDEs and type checkers read) cover
+    every group."""
     import harness.blocks as blocks
 
     source = (REPO / "harness" / "blocks" / "__init__.py").read_text(encoding="utf-8")
@@ -240,7 +241,7 @@ def test_each_group_of_the_blocks_offers_what_the_front_door_lists():
         for name in names:
             assert getattr(module, name) is getattr(blocks, name), name
     files = {path.stem for path in (REPO / "harness" / "blocks").glob("*.py")} - {"__init__"}
-    assert files == set(blocks._GROUPS), "a group module is missing from harness.blocks._GROUPS"
+    assert files == set(blocks._GROUPS), "a group module is missing from harness.blocks._GROUP_MODULES"
     assert (REPO / "harness" / "py.typed").is_file()
 
 

@@ -1,4 +1,4 @@
-"""What the store guarantees (README "What the store guarantees"), one group of tests per guarantee:
+"""What the store guarantees (docs/guide/store.md), one group of tests per guarantee:
 broken results are failures, stale data and damaged files are recomputed, bad input is refused before computing;
 and (the sections at the end) one per later guarantee: backbone contents, checkpoint identity, cache
 entries, numeric ranges, one-line machine errors, smaller ones, and what the record checksum is for.

@@ -3,7 +3,7 @@
 Tasks (``bws-topic``, ``20ng-*``, ``ukp-sentential``) supply the embeddings of their train / dev / test texts and
 integer labels; :func:`train_probe` trains a head on the frozen embeddings (the thesis text's ``Linear`` or the
 thesis code's Linear-SiLU-Linear) and reports macro-F1 on test. The head, training, epoch selection and the
-embedding cache: docs/fidelity.md, section "Frozen-encoder probes".
+embedding cache: docs/core/probes.md, section "Frozen-encoder probes".
 """
 
 from __future__ import annotations

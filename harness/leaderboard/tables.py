@@ -4,7 +4,7 @@ comparable rows.
 Rows are model specs (with their training source, backbone and profile), columns the family's member tasks plus
 the average; a cell is mean ± std of the main score over seeds, or ``*``, ``-``, ``missing``, ``failed``,
 ``invalid``. Cell text comes from :func:`cell_view`; a later statistic is one more function in
-:data:`CELL_ANNOTATORS`. Seeds, sections, labels, averages and invalid records: docs/fidelity.md, section
+:data:`CELL_ANNOTATORS`. Seeds, sections, labels, averages and invalid records: docs/core/leaderboards.md, section
 "Leaderboard tables" and the table rows "leaderboard averages" and "leaderboard sections".
 """
 
@@ -473,9 +473,9 @@ def collect_tables(
     include_samples: bool = False,
     family_baselines: dict[str, Baseline] | None = None,
 ) -> list[Table]:
-    """Sections per family (docs/fidelity.md, "Leaderboard tables"). ``family_members`` (from the registry, when
-    available) only orders the columns. Records on an evaluation sample are left out unless ``include_samples``; their
-    number is in ``store.sample_records``."""
+    """Sections per family (docs/core/leaderboards.md, "Leaderboard tables"). ``family_members`` (from the registry,
+    when available) only orders the columns. Records on an evaluation sample are left out unless ``include_samples``;
+    their number is in ``store.sample_records``."""
     family_members = family_members or {}
     families: dict[str, _Family] = defaultdict(_Family)
     task_places: dict[str, tuple[str, str]] = {}

@@ -3,7 +3,7 @@
 Reference: mteb 2's ``ResultCache`` layout and schema (``mteb.TaskResult``); files are written with mteb's own
 ``TaskResult.from_task_results(...).to_disk`` and ``ModelMeta.to_dict``, so ``mteb.ResultCache(DIR).load_results()``
 reads them (tests/test_mteb.py does). The layout, the mapping of harness tasks to mteb tasks (:data:`COUNTERPARTS`)
-and what each mapping's fidelity note means: docs/fidelity.md, section "MTEB results export".
+and what each mapping's fidelity note means: docs/tasks/mteb.md, section "MTEB results export".
 """
 
 from __future__ import annotations
