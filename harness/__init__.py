@@ -7,15 +7,14 @@ not load torch). docs/writing-plugins.md explains both.
 
 from __future__ import annotations
 
-import sys
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .api import *  # noqa: F401,F403  (the public API)
 from .api import _STORE_INTERNALS
 from .api import __all__ as _api_names
 from .curves import load_training_curves  # results as data (harness.curves); not part of the plugin contract
-from .deprecation import REMOVED_MODULES, RemovedModuleFinder, deprecated_names, removed_module_error
+from .deprecation import deprecated_names, watch_removed_modules
 
 try:
     __version__ = version("sentence-harness")  # the installed distribution's version
@@ -27,14 +26,7 @@ PLUGIN_API_VERSION = 3
 
 __all__ = [*_api_names, "__version__", "PLUGIN_API_VERSION", "load_training_curves"]
 
-# A module a release removed fails to import with its replacement named (harness.deprecation.REMOVED_MODULES).
-if not any(isinstance(finder, RemovedModuleFinder) for finder in sys.meta_path):
-    sys.meta_path.append(RemovedModuleFinder())
+watch_removed_modules()  # a module a release removed fails to import with its replacement named
 
 if not TYPE_CHECKING:  # store internals, deprecated at the top level (harness.api._STORE_INTERNALS)
-    _deprecated = deprecated_names(__name__, {name: (module, name) for name, module in _STORE_INTERNALS.items()})
-
-    def __getattr__(name: str) -> Any:
-        if f"{__name__}.{name}" in REMOVED_MODULES:  # ``from harness import encoding`` asks here, not the finder
-            raise removed_module_error(f"{__name__}.{name}")
-        return _deprecated(name)
+    __getattr__ = deprecated_names(__name__, {name: (module, name) for name, module in _STORE_INTERNALS.items()})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.abc
+import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -50,11 +51,20 @@ class RemovedModuleFinder(importlib.abc.MetaPathFinder):
             raise removed_module_error(fullname)
 
 
+def watch_removed_modules() -> None:
+    """Put :class:`RemovedModuleFinder` last on ``sys.meta_path`` (once; ``import harness`` does it)."""
+    if not any(isinstance(finder, RemovedModuleFinder) for finder in sys.meta_path):
+        sys.meta_path.append(RemovedModuleFinder())
+
+
 def deprecated_names(module: str, replacements: Mapping[str, tuple[str, str]]) -> Callable[[str], Any]:
     """A module ``__getattr__`` for ``module``: ``replacements`` maps an old name to ``(new module, new name)``;
-    reading an old name warns and returns the new one, any other unknown name raises ``AttributeError``."""
+    reading an old name warns and returns the new one, a submodule a release removed raises
+    :func:`removed_module_error`, any other unknown name raises ``AttributeError``."""
 
     def __getattr__(name: str) -> Any:
+        if f"{module}.{name}" in REMOVED_MODULES:  # ``from harness import encoding`` asks here, not the finder
+            raise removed_module_error(f"{module}.{name}")
         if name not in replacements:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         new_module, new_name = replacements[name]
