@@ -34,6 +34,7 @@ MODULE_CALLS = {
 MODULES_WITHOUT_A_STORE = {
     "harness/cli/__init__.py": "redirects stdout to /dev/null for --quiet",
     "harness/cli/export_results.py": "asks whether the export's output folder (not a store) is empty",
+    "harness/blocks/__init__.py": "reads its group modules' own source (their __all__), never a store",
     "harness/data.py": "a task's data files under the data dir (not a store), refused when not regular files",
     "harness/device.py": "reads /proc/cpuinfo",
     "harness/download.py": "downloads datasets into the data dir (not a store), under its own temporary names",
