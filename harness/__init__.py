@@ -14,7 +14,7 @@ from .api import *  # noqa: F401,F403  (the public API)
 from .api import _STORE_INTERNALS
 from .api import __all__ as _api_names
 from .curves import load_training_curves  # results as data (harness.curves); not part of the plugin contract
-from .deprecation import deprecated_names
+from .deprecation import deprecated_names, watch_removed_modules
 
 try:
     __version__ = version("sentence-harness")  # the installed distribution's version
@@ -25,6 +25,8 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 PLUGIN_API_VERSION = 3
 
 __all__ = [*_api_names, "__version__", "PLUGIN_API_VERSION", "load_training_curves"]
+
+watch_removed_modules()  # a module a release removed fails to import with its replacement named
 
 if not TYPE_CHECKING:  # store internals, deprecated at the top level (harness.api._STORE_INTERNALS)
     __getattr__ = deprecated_names(__name__, {name: (module, name) for name, module in _STORE_INTERNALS.items()})

@@ -62,20 +62,7 @@ from .errors import (
     invalid_choice,
 )
 from .evaluation.adapters import as_embedder, as_pair_scorer, cosine_rows, maxsim
-from .files import (
-    StoreError,
-    UnsafeFileError,
-    atomic_write_bytes,
-    atomic_write_file,
-    atomic_write_json,
-    atomic_write_text,
-    cached_bytes,
-    open_store_file,
-    path_inside,
-    read_store_bytes,
-    read_store_text,
-    sha256_file,
-)
+from .files import atomic_write_bytes, atomic_write_file, atomic_write_json, atomic_write_text, cached_bytes
 from .hookspecs import hookimpl
 from .hub import BackboneNotFoundError, check_backbone, hub_reachable, offline_reason
 from .metrics import pearson, spearman
@@ -100,6 +87,15 @@ from .profiles import Profile, get_profile
 from .propositions import PropositionPair, PropositionPairs
 from .ranked_texts import RankedTexts, texts_by_id
 from .results import LoadProblem, ResultsError, ResultsFrame, load_results
+from .store_files import (
+    StoreError,
+    UnsafeFileError,
+    open_store_file,
+    path_inside,
+    read_store_bytes,
+    read_store_text,
+    sha256_file,
+)
 
 
 def resolve_model_spec(registry, text: str, profile, backbone: str | None = None, train_on: str | None = None):

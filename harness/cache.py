@@ -21,15 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .files import (
-    UnsafeFileError,
-    atomic_write_json,
-    cached_bytes,
-    read_store_json,
-    remove_store_tree,
-    temporary_prefix,
-)
+from .files import atomic_write_json, cached_bytes, temporary_prefix
 from .fingerprint import stable_hash
+from .store_files import UnsafeFileError, read_store_json, remove_store_tree
 
 logger = logging.getLogger(__name__)
 FOLDER_MADE_FROM = "MADE_FROM.json"  # in a folder entry: the payload its key was computed from

@@ -20,22 +20,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .files import (
-    UMASK,
+from .files import UMASK, atomic_write_json, atomic_write_text, remove_stale_siblings, temporary_prefix
+from .locks import checkpoint_lock
+from .store_files import (
     StoreError,
     UnsafeFileError,
     as_os_error,
-    atomic_write_json,
-    atomic_write_text,
     entry_mode,
     file_kind,
     read_store_text,
-    remove_stale_siblings,
     remove_store_tree,
     sha256_file,
-    temporary_prefix,
 )
-from .locks import checkpoint_lock
 
 logger = logging.getLogger(__name__)
 

@@ -35,14 +35,14 @@ from .evaluation.significance import (
     detectable_text,
     holm,
 )
-from .leaderboard.stats import NO_DATA, stored_run
 from .profiles import get_profile
+from .record import DEFAULT_RUNTIME
 from .registry import Registry
-from .run.record import DEFAULT_RUNTIME
 from .spec import SELF_TRAINING, ModelSpec, resolve_model_spec, resolve_task_specs
 from .spec_grammar import parse_spec_text
 from .status import CellStatus
 from .store import REPAIR_ADVICE, SIDE_FILE_PROBLEM, Store
+from .stored_scores import NO_DATA, stored_run
 
 
 class CompareError(HarnessError):

@@ -186,7 +186,7 @@ def read_training_record(path: Path, root: Path | None = None) -> dict:
     shown as a seed's curves. Read through the store's safe open inside ``root`` (the store, by default four levels
     up): a link out of the store or a FIFO is refused, never opened. ValueError with the reason otherwise."""
     from .checkpoints import checkpoint_problem
-    from .files import UnsafeFileError, read_store_json
+    from .store_files import UnsafeFileError, read_store_json
 
     path = Path(path)
     root = Path(root) if root is not None else (path.parents[3] if len(path.parents) > 3 else path.parent)
@@ -220,11 +220,11 @@ def has_curves(path: Path) -> bool:
 
 def training_records(store_root: Path) -> list[Path]:
     """The training.json path of every checkpoint folder ``<store>/checkpoints/<model key>/seed-<n>``, listed through
-    the store's safe listing (:func:`harness.files.list_store_folder`): a folder linking out of the store is left
+    the store's safe listing (:func:`harness.store_files.list_store_folder`): a folder linking out of the store is left
     out with a warning, never read."""
     from .checkpoints import TRAINING_RECORD
-    from .files import UnsafeFileError, list_store_folder
     from .store import CHECKPOINTS
+    from .store_files import UnsafeFileError, list_store_folder
 
     found = []
     try:

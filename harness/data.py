@@ -134,7 +134,7 @@ def resolve_dataset_dir(name: str, bundled: Path | None, how_to_get: str = "", d
 
 def files_checksum(paths: Iterable[Path]) -> str:
     """sha256 over the names and bytes of the given files, in sorted order."""
-    from .files import UnsafeFileError, open_store_file
+    from .store_files import UnsafeFileError, open_store_file
 
     digest = hashlib.sha256()
     for path in sorted(Path(p) for p in paths):

@@ -43,7 +43,7 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
 from .errors import HarnessError
-from .files import sha256_file
+from .store_files import sha256_file
 
 MANIFEST_NAME = ".harness-download.json"
 CHUNK_BYTES = 1 << 16

@@ -45,16 +45,16 @@ from typing import Any
 import numpy as np
 
 from .errors import InvalidOptionError
-from .files import (
+from .files import atomic_write_bytes
+from .fingerprint import stable_hash
+from .store_files import (
     UnsafeFileError,
-    atomic_write_bytes,
     list_store_folder,
     read_store_bytes,
     regular_store_file,
     remove_store_file,
     touch_store_file,
 )
-from .fingerprint import stable_hash
 
 logger = logging.getLogger(__name__)
 

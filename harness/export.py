@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import IncompatibleError
-from .nn.st_export import ExportError, write_cross_encoder, write_sentence_transformer  # noqa: F401 (re-exported)
+from .nn.st_export import ExportError
 from .status import CellStatus
 
 logger = logging.getLogger(__name__)

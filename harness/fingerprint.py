@@ -22,7 +22,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .files import read_cache_entry, sha256_file, write_cache_entry
+from .files import read_cache_entry, write_cache_entry
+from .store_files import sha256_file
 
 logger = logging.getLogger(__name__)
 

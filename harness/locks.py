@@ -38,7 +38,7 @@ from pathlib import Path
 from types import TracebackType
 
 from .errors import HarnessError
-from .files import open_store_file, read_store_text
+from .store_files import open_store_file, read_store_text
 
 try:  # not on Windows, where the store is used by one process at a time
     import fcntl
@@ -81,7 +81,7 @@ class StoreLock:
     """An exclusive, re-entrant, inter-process lock on ``path`` (created with its folder if missing).
 
     ``purpose`` says what the holder does (shown to waiting processes); ``root``, the store it belongs to: the lock
-    file is opened by :func:`harness.files.open_store_file`, so a link planted in its place (or a linked folder
+    file is opened by :func:`harness.store_files.open_store_file`, so a link planted in its place (or a linked folder
     leading out of ``root``) is refused, never created or truncated through. Use as a context manager (blocks until
     the lock is free) or call :meth:`acquire` with ``blocking=False`` to try once.
     """

@@ -61,7 +61,7 @@ def check_seeds(seeds: object, where: str = "--seeds") -> list[int]:
     """A non-empty list of integer seeds in 0..2**32-1 (numpy's range); an InvalidOptionError saying what is wrong
     otherwise. Booleans are not seeds."""
     from .errors import InvalidOptionError
-    from .run.record import MAX_SEED
+    from .record import MAX_SEED
 
     example = "e.g. 42 or 42,43,44" if where == "--seeds" else "e.g. [42, 43, 44]"
     if not isinstance(seeds, (list, tuple)):

@@ -384,6 +384,17 @@ class Task:
         return None
 
 
+# Names of the tasks whose evaluation is seeded (Task.seeded_evaluation: e.g. a trained probe), declared as each
+# TaskPlugin is made: the stores' readers (leaderboards, site, compare) see records, not task classes
+# (harness.stored_scores.seed_dependent reads it).
+_SEEDED_EVALUATIONS: set[str] = set()
+
+
+def seeded_evaluation(task_name: str) -> bool:
+    """Whether the registered task ``task_name`` declared a seeded evaluation (its score depends on the run seed)."""
+    return task_name in _SEEDED_EVALUATIONS
+
+
 @dataclass
 class TaskPlugin:
     """A registered task. Prefer ``register(MyTaskClass)``; this form (metadata + factory) remains supported."""
@@ -412,9 +423,7 @@ class TaskPlugin:
             _check_name("task alias", alias)
         self.aliases = tuple(self.aliases)
         if self.seeded_evaluation:
-            from .evaluation.significance import declare_seeded_evaluation
-
-            declare_seeded_evaluation(self.metadata.name)
+            _SEEDED_EVALUATIONS.add(self.metadata.name)
 
     @property
     def name(self) -> str:

@@ -23,19 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from .errors import HarnessError, MissingDataError
-from .files import (
-    UnsafeFileError,
-    atomic_write_bytes,
-    atomic_write_text,
-    path_inside,
-    prepare_output_dir,
-    read_store_bytes,
-    read_store_text,
-    remove_store_file,
-)
-from .run.record import InvalidRecordError, field_problem, record_problem, seal_record
+from .files import atomic_write_bytes, atomic_write_text, prepare_output_dir
+from .record import InvalidRecordError, field_problem, record_problem, seal_record
 from .status import CellStatus
 from .store import Store, examples_path, read_examples, read_record, store_root_of
+from .store_files import UnsafeFileError, path_inside, read_store_bytes, read_store_text, remove_store_file
 
 logger = logging.getLogger(__name__)
 

@@ -232,7 +232,7 @@ def _json_text(value: Any) -> str | None:
 
 def _record_row(record: dict, root: Path) -> dict[str, Any]:
     from .contamination import seen_shares
-    from .run.record import runtime_of
+    from .record import runtime_of
 
     model, task = record["model"], record["task"]
     label = model["label"] + (f" [train: {model['train_on']}]" if model.get("train_on") else "")

@@ -1,7 +1,7 @@
 """Where a cell stands: the one status vocabulary of runs, records, the CLI and the leaderboards.
 
 A record's ``status`` is read into a :class:`CellStatus` where the store reads the record
-(:class:`harness.run.record.CellRecord`); code past that point compares members, never words. A member is a ``str``
+(:class:`harness.record.CellRecord`); code past that point compares members, never words. A member is a ``str``
 whose value is its word, so a record holding one is written as the same JSON it was read from.
 """
 

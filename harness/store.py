@@ -4,11 +4,11 @@ processes share it.
 Layout: ``<store>/<model-key>/seed-<seed>/<task-key>.json``; trained checkpoints under
 ``<store>/checkpoints/<model-key>/seed-<seed>/`` and a spec's own files under ``<store>/artifacts/...``.
 
-What the store guarantees (README "What the store guarantees"); each part is owned by one module:
+What the store guarantees (docs/guide/store.md); each part is owned by one module:
 
 - **Atomic writes** (:mod:`harness.files`): a crash leaves the old version of a file or the new one, never half of
   one; the next run removes the temporaries of dead processes (:meth:`Store.clean_stale_temporaries`).
-- **Records are validated** (:class:`harness.run.record.CellRecord`): schema, content checksum, signature with
+- **Records are validated** (:class:`harness.record.CellRecord`): schema, content checksum, signature with
   ``HARNESS_STORE_KEY``, and the path its model key, seed and task key name. A record that fails is reported with
   its path and reason, never used (the runner recomputes the cell; the leaderboard skips it and says so).
 - **Reuse needs a match** (:meth:`CellRecord.reuse_problem`).
@@ -27,27 +27,24 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from .files import (
+from .files import atomic_write_bytes, atomic_write_text, check_writable_dir, remove_stale_temporaries
+from .locks import LOCKS, StoreLock, check_locking, checkpoint_lock
+from .record import CellRecord, InvalidRecordError, record_file_name, runtime_of
+from .status import CellStatus
+from .store_files import (
     StoreError,
     UnsafeFileError,
-    atomic_write_bytes,
-    atomic_write_text,
-    check_writable_dir,
     is_inside,
     is_real_dir,
     list_store_folder,
     read_store_bytes,
-    remove_stale_temporaries,
     remove_store_file,
 )
-from .locks import LOCKS, StoreLock, check_locking, checkpoint_lock
-from .run.record import CellRecord, InvalidRecordError, record_file_name, runtime_of
-from .status import CellStatus
 
 logger = logging.getLogger(__name__)
 
 # The store's own names; the record, file and checkpoint functions are imported from their modules
-# (harness.run.record, harness.files, harness.checkpoints).
+# (harness.record, harness.files, harness.checkpoints).
 __all__ = [
     "Store",
     "read_cell_record",
@@ -139,7 +136,7 @@ class Store:
 
     def record_path(self, model_key: str, seed: int, task_key: str, runtime: str | None = None) -> Path:
         """Where the record of a cell evaluated under ``runtime`` (None: torch) lives
-        (:func:`harness.run.record.record_file_name`: each runtime keeps its own cells)."""
+        (:func:`harness.record.record_file_name`: each runtime keeps its own cells)."""
         return self.root / model_key / f"seed-{seed}" / record_file_name(task_key, runtime)
 
     def checkpoint_dir(self, model_key: str, seed: int) -> Path:
@@ -250,7 +247,7 @@ class Store:
 
 
 def _listed(folder: Path, root: Path, unlisted: list[tuple[Path, str]]) -> list[Path]:
-    """The entries of a store folder, sorted (:func:`harness.files.list_store_folder`); one that links out of the
+    """The entries of a store folder, sorted (:func:`harness.store_files.list_store_folder`); one that links out of the
     store is left out and noted in ``unlisted``, one that cannot be read is one StoreError line."""
     try:
         return list_store_folder(folder, root)

@@ -373,7 +373,7 @@ class ModelRun:
 def record_interval(path: Path) -> tuple[float, float] | None:
     """The 95% bootstrap interval of the stored record at ``path`` from its per-example data (None without)."""
     from .evaluation.bootstrap import bootstrap_interval
-    from .leaderboard.stats import stored_examples
+    from .stored_scores import stored_examples
 
     data, _ = stored_examples(path)
     return bootstrap_interval(data) if data is not None else None

@@ -2,7 +2,7 @@
 
 Thesis 4.1.2 (SBERT, Reimers & Gurevych 2019): MEAN pooling (CLS as an option), regression on scored pairs with the
 MSE between cos(u, v) and the gold score (``harness.nn.CosineRegression``), the shared training loop of thesis 5.1.
-Its role as a recipe's student, span inputs (``span_input``) and every deviation: docs/fidelity.md, section
+Its role as a recipe's student, span inputs (``span_input``) and every deviation: docs/methods/be.md, section
 "Bi-Encoder" and its ``be`` table rows.
 """
 
@@ -60,7 +60,7 @@ class BiEncoder(CheckpointedModule):
         self.encoder.use_runtime(runtime, cache_dir)
 
     def encode_spans(self, items) -> np.ndarray:
-        """One row per ``(text, spans)`` item, as ``span_input`` says (docs/fidelity.md, "Bi-Encoder")."""
+        """One row per ``(text, spans)`` item, as ``span_input`` says (docs/methods/be.md, "Bi-Encoder")."""
         texts, propositions = group_by_sentence(items)  # checks every item's spans, whatever the strategy
         if self.span_input == "sentence":
             return self.encode([texts[position] for position, _ in propositions])
@@ -146,7 +146,7 @@ def register_models(register):
             training_kinds=(SCORED_PAIRS,),
             reference="Reimers & Gurevych 2019 (SBERT); thesis 4.1.2",
             model_class=BiEncoder,
-            # quick: one epoch over the whole training split (README "Budgets").
+            # quick: one epoch over the whole training split (docs/guide/running.md#budgets).
             budgets={"quick": {"max_train_examples": None, "max_steps": None, "epochs": 1}},
             budget_keys=SCORED_PAIR_BUDGET_KEYS,  # the student / model trains through fit_scored_pairs
         )

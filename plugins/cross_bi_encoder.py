@@ -3,7 +3,7 @@
 Thesis 2.4.2.2, 4.1.2 ("Cross-Bi-Encoder") and 4.1.3: the pair is fed as ``[CLS] s1 [SEP] [CLS] s2 [SEP]``, each
 sentence's segment is MEAN-pooled and the score is cos(u, v) in [-1, 1]; training is the Bi-Encoder's (MSE on the
 cosine, shared loop of thesis 5.1). Segment pooling, pair orders, lengths, RoBERTa's input and every deviation:
-docs/fidelity.md, section "Cross-Bi-Encoder" and its ``cbe`` table rows.
+docs/methods/cbe.md, section "Cross-Bi-Encoder" and its ``cbe`` table rows.
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ def register_models(register):
             model_class=CrossBiEncoder,
             # quick: two epochs over both pair orders of the whole split (STS-B: 1438 steps, dev picks the epoch);
             # its two-segment pooling starts far from the backbone's single-sentence embeddings, and one epoch
-            # (81.79 on STS-B test) stays below the untrained be (82.03) (README "Budgets").
+            # (81.79 on STS-B test) stays below the untrained be (82.03) (docs/guide/running.md#budgets).
             budgets={"quick": {"max_train_examples": None, "max_steps": None, "epochs": 2}},
             budget_keys=SCORED_PAIR_BUDGET_KEYS,  # the student / model trains through fit_scored_pairs
             reference="thesis 2.4.2.2, 4.1.2, 4.1.3, tables 6.3-6.8",

@@ -3,7 +3,7 @@ model ``ce``.
 
 Thesis 4.1.2 ("Cross-Encoder"), 5.2.1 and table 6.2. The input format, the activation (option ``activation``), the
 two heads (option ``head``: the thesis text's ``linear`` by default, the thesis code's ``sentence-transformers``),
-the loss, pair orders, export and every deviation: docs/fidelity.md, section "Cross-Encoder" and its ``ce`` table
+the loss, pair orders, export and every deviation: docs/methods/ce.md, section "Cross-Encoder" and its ``ce`` table
 rows.
 """
 
@@ -232,7 +232,8 @@ def register_models(register):
             requires_training=True,
             model_class=CrossEncoder,
             # quick: 360 steps of batch 16 over the whole split (both orders), as many examples as one epoch of
-            # STS-B, the budget sentence-transformers' CrossEncoder reaches 75.55 with here (README "Budgets").
+            # STS-B, the budget sentence-transformers' CrossEncoder reaches 75.55 with here
+            # (docs/guide/running.md#budgets).
             budgets={"quick": {"max_train_examples": None, "max_steps": 360, "epochs": 1}},
             budget_keys=SCORED_PAIR_BUDGET_KEYS,  # the student / model trains through fit_scored_pairs
             reference="thesis 4.1.2, 5.2.1, table 6.2; Thakur et al. 2021 (AugSBERT)",

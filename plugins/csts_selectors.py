@@ -3,7 +3,7 @@
 Sub-Sentence Encoder (Chen et al. 2023, arXiv 2311.04335), section 4.2.2, asks an LLM for the words that best
 correspond to the condition. This module declares the component kind ``span-selector`` (the hook) and registers
 two selectors usable offline, ``lexical`` (the ``csts`` task's default) and ``embedding``. How each selects and how
-they differ from the paper's LLM: docs/fidelity.md, section "C-STS", subsection "Span selectors".
+they differ from the paper's LLM: docs/tasks/csts.md, section "C-STS", subsection "Span selectors".
 """
 
 from __future__ import annotations

@@ -3,11 +3,11 @@ Text", sections 3-4 and 6.1; table 2). A scorer picks k = ceil(r n) tokens whose
 nuggets; an autoencoding decoder that cross-attends only to them trains the scorer through the score residual (eq.
 5); texts are compared by MaxSim (eq. 10, ``harness.evaluation.maxsim``).
 
-Encoder, training, inference, the training setup, bad input and every deviation: docs/fidelity.md, section
+Encoder, training, inference, the training setup, bad input and every deviation: docs/methods/nugget.md, section
 "Nugget" and its ``nugget`` table rows. Under ``harness run --runtime onnx`` the encoder's inference up to the last
 hidden states, the scores and the selection (the scorer hook and the type embeddings included) is one exported ONNX
 graph (:meth:`NuggetEncoder.token_states`, ``harness.blocks.onnx_function``); gathering the nuggets and W^V stay
-torch. Deviation there: float rounding only (docs/fidelity.md, "ONNX Runtime").
+torch. Deviation there: float rounding only (docs/core/onnx-runtime.md, "ONNX Runtime").
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ the objective ``paser`` and its embedder. A copy of each sentence has its RAKE k
 reading both sentence vectors generates the masked phrases; loss L_MLM + L_gen (eq. 4).
 
 The method step by step (phrases, decoding signal, decoder, EDA synonyms), the training setup, the defined
-behaviour at the edges (tests/test_paser.py) and every deviation: docs/fidelity.md, section "PaSeR" and its
+behaviour at the edges (tests/test_paser.py) and every deviation: docs/methods/paser.md, section "PaSeR" and its
 ``paser`` table rows.
 """
 

@@ -5,7 +5,7 @@
 ``augsbert:teacher=cbe,sampler=NAME``; the two-stage contract (``propose``, then ``select``) is the core's
 (``harness.nn.sampling``).
 
-What each sampler does and every deviation: docs/fidelity.md, section "Augmented SBERT", subsection "Silver-pair
+What each sampler does and every deviation: docs/methods/augsbert.md, section "Augmented SBERT", subsection "Silver-pair
 samplers".
 """
 

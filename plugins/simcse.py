@@ -3,7 +3,7 @@ its embedder. Each sentence goes through the encoder twice in training mode (two
 own second view among the batch's (InfoNCE over cosine / temperature, thesis eq. 2.7).
 
 The method, its use as an auxiliary, the options ``directions``, ``mlp_head`` and ``select_every``, and every
-deviation: docs/fidelity.md, section "SimCSE" and its ``simcse`` table rows.
+deviation: docs/methods/simcse.md, section "SimCSE" and its ``simcse`` table rows.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Chen et al. 2023, "Sub-Sentence Encoder: Contrastive Learning of Propositional S
 is the masked MEAN of its sentence's last hidden states followed by an MLP (3.1, ``harness.nn.spans``); training is
 a supervised contrastive loss over the batch's propositions (3.2, ``harness.nn.SupCon``).
 
-Architecture, objective, training data, schedule and every deviation: docs/fidelity.md, section "Sub-Sentence
+Architecture, objective, training data, schedule and every deviation: docs/methods/subencoder.md, section "Sub-Sentence
 Encoder" and its ``subencoder`` table rows.
 """
 

@@ -3,8 +3,8 @@ used as an embedder; the model ``classifier`` (thesis 5.6.1, the "Classifier" ro
 
 The encoder pools its token states (as the Bi-Encoder ``be``), a head maps the pooled vector to the topic labels,
 encoder and head train together with cross-entropy (``harness.nn.SentenceClassification``), and the head is dropped
-afterwards. Options, heads, budgets and every deviation: docs/fidelity.md, section "Topic distillation", subsection
-"Classifier" and its "Classifier" table row.
+afterwards. Options, heads, budgets and every deviation: docs/methods/topic-distillation.md, section "Topic
+distillation", subsection "Classifier" and its "Classifier" table row.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 tables 6.9 and 6.10): the objective ``tsdae`` and its embedder. Words of a sentence are deleted, the damaged
 sentence is encoded and pooled, and a decoder tied to the encoder reconstructs the original from that one vector.
 
-The method, its training setup (thesis 5.4.1) and every deviation: docs/fidelity.md, section "TSDAE" and its
+The method, its training setup (thesis 5.4.1) and every deviation: docs/methods/tsdae.md, section "TSDAE" and its
 ``tsdae`` table rows.
 """
 

@@ -2,8 +2,8 @@
 
 Each page holds one method's, task family's or shared building block's notes: its sources and code, its deviations
 (one bullet each, ``- **name.** Reference: ... Harness: ... Why: ...``) and the notes with their evidence under the
-section titles that module docstrings cite ("docs/fidelity.md, section X"). The index lists every page with those
-section titles and deviation names, so such a citation still finds its page.
+section titles that module docstrings cite ("docs/methods/<page>.md, section X": the page that holds the text). The
+index lists every page with those section titles and deviation names.
 
     python scripts/fidelity_index.py           # rewrite docs/fidelity.md
     python scripts/fidelity_index.py --check   # exit 1 when docs/fidelity.md is not what the pages give
@@ -30,8 +30,9 @@ python scripts/fidelity_index.py (tests/test_fidelity_index.py fails while this 
 
 One page per method, task family and shared building block: where it comes from and where its code is, every
 deviation from the paper or reference implementation (what the reference does, what harness does, why), and the
-notes with their evidence (measured numbers, reproduction runs). Module docstrings cite a page by its section title
-("docs/fidelity.md, section X") or a deviation by name ("the table row Y"): both are listed below.
+notes with their evidence (measured numbers, reproduction runs). Module docstrings cite the page that holds the text,
+by its section title ("docs/methods/be.md, section X") or a deviation by name ("the table row Y"): both are listed
+below.
 """
 
 

@@ -3,7 +3,7 @@
 Reference: Thakur et al. 2021, "BEIR: A Heterogeneous Benchmark for Zero-shot Evaluation of Information Retrieval
 Models" (NeurIPS Datasets and Benchmarks) and the ``beir`` package (``GenericDataLoader``,
 ``EvaluateRetrieval.evaluate``): the numbers are BEIR's; only the retrieval that produces the ranked lists is the
-harness' own. Retrieval per kind of model, data and the deviations: docs/fidelity.md, section "BEIR".
+harness' own. Retrieval per kind of model, data and the deviations: docs/tasks/beir.md, section "BEIR".
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ and ``bws-topic`` (a frozen-encoder topic probe, macro-F1 x100), each also a sou
 Thesis 3.5, 5.2.2, 5.5 and tables 3.7, 5.1; corpus of Thakur et al. 2021 (AugSBERT): 3400 argument pairs, 8 topics
 of 425 pairs, a Best-Worst-Scaling similarity score in [0, 1]. Topic numbering (``TOPICS``, task version 2), the
 split sizes (``sizes``), the probe protocols (``probe``), topic prompts (``input``) and every deviation:
-docs/fidelity.md, section "BWS Argument Similarity" and its BWS table rows. Data: bundled under ``tasks/data/bws/``
+docs/tasks/bws.md, section "BWS Argument Similarity" and its BWS table rows. Data: bundled under ``tasks/data/bws/``
 with its SOURCE.md; ``--data-dir`` overrides.
 """
 

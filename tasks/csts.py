@@ -4,7 +4,7 @@ Sub-Sentence Encoder paper (Chen et al. 2023, arXiv 2311.04335, section 4.2.2, t
 A row is (sentence1, sentence2, condition) with a 1-5 similarity label under the condition; the model's similarity
 under the condition is compared with the labels by Spearman x100 (validation split: main score ``spearman``; test
 split only where the user's ``csts_test.csv`` carries labels). How the condition reaches each kind of model (option
-``input``), the data and every deviation: docs/fidelity.md, section "C-STS" and its ``csts`` table rows.
+``input``), the data and every deviation: docs/tasks/csts.md, section "C-STS" and its ``csts`` table rows.
 """
 
 from __future__ import annotations

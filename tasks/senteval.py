@@ -2,7 +2,7 @@
 
 Protocol (SentEval's ``STSEval``; SimCSE's evaluation): the model's pair score (cosine of two embeddings, or a
 cross-encoder's score) against the gold score, Spearman x100. Aggregations (``aggregation``), text versions
-(``text``), SICK-R's split, unlabeled training sentences, data and deviations: docs/fidelity.md, section "SentEval
+(``text``), SICK-R's split, unlabeled training sentences, data and deviations: docs/tasks/senteval.md, section "SentEval
 STS" and its ``senteval`` / ``sickr`` table rows. Reading SemEval-layout files, the smoke cut, scoring and the
 aggregations are the core's STS task base (``harness.blocks.STSTask``); this module adds the SentEval data layout.
 """

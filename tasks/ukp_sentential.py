@@ -2,7 +2,7 @@
 family, read from a user's copy of the corpus (Stab et al. 2018, EMNLP; not redistributable, so it comes from
 ``<data-dir>/ukp_sentential_argument_mining/``; without it the task is ``missing`` and the rest of a run goes on).
 
-The corpus, where to get and complete it, the members, splits, probe and every deviation: docs/fidelity.md,
+The corpus, where to get and complete it, the members, splits, probe and every deviation: docs/tasks/ukp-sentential.md,
 section "UKP Sentential Argument Mining".
 """
 
@@ -67,7 +67,7 @@ class TopicSentences:
 
 
 def read_corpus(paths: list[Path], topic_column: str) -> TopicSentences:
-    """Every ``*.tsv`` file of the corpus folder; see docs/fidelity.md, "UKP Sentential Argument Mining",
+    """Every ``*.tsv`` file of the corpus folder; see docs/tasks/ukp-sentential.md, "UKP Sentential Argument Mining",
     for what is refused."""
     rows: dict[str, tuple[list[str], list[str]]] = {name: ([], []) for name in SPLITS}
     empty = 0

@@ -161,7 +161,7 @@ def test_group_by_length_is_a_budget_key_whose_opt_out_is_a_new_spec(registry):
     ],
 )
 def test_a_stored_record_answers_auto_and_its_own_precision_only(requested, applied, reused):
-    from harness.run.record import reuse_problem
+    from harness.record import reuse_problem
 
     record = {
         "status": "ok",

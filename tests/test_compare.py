@@ -11,7 +11,7 @@ import pytest
 
 import harness.testing as ht
 from harness.compare import other_task_versions
-from harness.run.record import seal_record
+from harness.record import seal_record
 
 MODELS = ("testing-embedder", "testing-embedder:dim=8")
 

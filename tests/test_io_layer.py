@@ -272,13 +272,8 @@ def test_site_refuses_a_folder_holding_other_files(tmp_path):
 
 # -- the layer's own calls ------------------------------------------------------------------------------------------------
 def test_the_layer_lists_writes_and_removes_only_inside_the_store(tmp_path):
-    from harness.files import (
-        UnsafeFileError,
-        atomic_write_text,
-        list_store_folder,
-        remove_store_file,
-        remove_store_tree,
-    )
+    from harness.files import atomic_write_text
+    from harness.store_files import UnsafeFileError, list_store_folder, remove_store_file, remove_store_tree
 
     store = tmp_path / "store"
     atomic_write_text(store / "cache" / "new" / "entry", "x", store)  # a store not made yet: made fresh

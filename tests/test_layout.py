@@ -159,7 +159,7 @@ def test_builtins_use_only_the_two_front_doors(folder):
 # What the building blocks may import from the core besides the front door and each other: the layers below the
 # plugin contract (errors, data types, capabilities, options, profiles, devices, metrics, the hub check, atomic files
 # and checkpoints). Never the contract's implementation (plugin_api), the store, the runner, the registry, the CLI.
-BLOCK_PACKAGES = ("harness.nn", "harness.evaluation", "harness.training", "harness.blocks")
+BLOCK_PACKAGES = ("harness.nn", "harness.evaluation", "harness.training", "harness.training_loop", "harness.blocks")
 BLOCK_FOUNDATIONS = (
     "harness",
     "harness.errors",
@@ -171,6 +171,7 @@ BLOCK_FOUNDATIONS = (
     "harness.distributed",
     "harness.metrics",
     "harness.hub",
+    "harness.store_files",
     "harness.files",
     "harness.checkpoints",
     "harness.progress",
@@ -188,6 +189,7 @@ def _block_files() -> list[Path]:
             *(REPO / "harness" / "nn").rglob("*.py"),
             *(REPO / "harness" / "evaluation").rglob("*.py"),
             REPO / "harness" / "training.py",
+            REPO / "harness" / "training_loop.py",
             *(REPO / "harness" / "blocks").glob("*.py"),
         ]
     )
@@ -225,9 +227,10 @@ def test_blocks_front_door_resolves_every_name():
 
 
 def test_each_group_of_the_blocks_offers_what_the_front_door_lists():
-    """``harness.blocks`` finds a name's group in its own table (importing a group to look would load torch): each
-    group module's ``__all__`` is that table's row, every name resolves to the same object both ways, and the
-    groups' ``TYPE_CHECKING`` star imports (what IDEs and type checkers read) cover every group."""
+    """``harness.blocks`` finds a name's group from the group module's ``__all__`` read from its source (importing a
+    group to look would load torch): what it read is what the imported module declares, every name resolves to the
+    same object both ways, and the groups' ``TYPE_CHECKING`` star imports (what IDEs and type checkers read) cover
+    every group."""
     import harness.blocks as blocks
 
     source = (REPO / "harness" / "blocks" / "__init__.py").read_text(encoding="utf-8")
@@ -238,7 +241,7 @@ def test_each_group_of_the_blocks_offers_what_the_front_door_lists():
         for name in names:
             assert getattr(module, name) is getattr(blocks, name), name
     files = {path.stem for path in (REPO / "harness" / "blocks").glob("*.py")} - {"__init__"}
-    assert files == set(blocks._GROUPS), "a group module is missing from harness.blocks._GROUPS"
+    assert files == set(blocks._GROUPS), "a group module is missing from harness.blocks._GROUP_MODULES"
     assert (REPO / "harness" / "py.typed").is_file()
 
 

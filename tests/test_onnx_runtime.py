@@ -488,7 +488,7 @@ def test_real_model_embeddings_equal_torch(minilm_path, tmp_path):
 
 
 def test_each_runtime_keeps_its_own_cells(tiny_bert, tmp_path):
-    """The reuse rule (README --runtime, docs/fidelity.md "ONNX Runtime"): the runtime is part of a
+    """The reuse rule (docs/core/onnx-runtime.md, "ONNX Runtime"): the runtime is part of a
     cell's key. A torch record never answers an onnx run nor the other way round; torch's record keeps its name
     (``stsb.json``: published keys stay), onnx's sits beside it (``stsb@onnx.json``)."""
     results = tmp_path / "store"

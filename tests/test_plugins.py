@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -258,6 +259,23 @@ def test_the_spellings_deprecated_in_0_1_and_0_2_are_gone():
             getattr(module, name)
     with pytest.raises(ModuleNotFoundError, match="harness.encoding"):
         __import__("harness.encoding")
+
+
+@pytest.mark.parametrize("statement", ["import harness.encoding", "from harness import encoding"])
+def test_a_removed_module_names_its_replacement_and_the_changelog(statement):
+    """A plugin written against 0.1 that imports ``harness.encoding`` learns where its names went, in the error its
+    cells show, and the CHANGELOG release the error names does list the module under "Removed"."""
+    from harness.deprecation import REMOVED_MODULES
+
+    with pytest.raises(ModuleNotFoundError) as raised:
+        exec(statement, {})
+    message = str(raised.value)
+    assert raised.value.name == "harness.encoding"
+    assert "harness.blocks" in message and 'CHANGELOG.md, 0.3.0, "Removed"' in message
+    changelog = (Path(__file__).resolve().parent.parent / "CHANGELOG.md").read_text(encoding="utf-8")
+    for module, (release, _) in REMOVED_MODULES.items():
+        section = changelog.split(f"\n## {release} ", 1)[1].split("\n## ", 1)[0]
+        assert f"The module `{module}`" in section.split("### Removed", 1)[1].split("\n### ", 1)[0], module
 
 
 def test_allow_list_accepts_a_distribution_name(monkeypatch):

@@ -223,8 +223,7 @@ def test_an_untrained_probe_row_is_seed_dependent_and_tested_across_runs(registr
     import glob
 
     from conftest import REPO
-    from harness.evaluation.significance import seed_dependent
-    from harness.leaderboard.stats import stored_run
+    from harness.stored_scores import seed_dependent, stored_run
 
     assert registry.task("20ng-topic").seeded_evaluation and not registry.task("stsb").seeded_evaluation
     assert seed_dependent({"task": {"name": "20ng-topic"}}) and not seed_dependent({"task": {"name": "stsb"}})

@@ -1,4 +1,4 @@
-"""What the store guarantees (README "What the store guarantees"), one group of tests per guarantee:
+"""What the store guarantees (docs/guide/store.md), one group of tests per guarantee:
 broken results are failures, stale data and damaged files are recomputed, bad input is refused before computing;
 and (the sections at the end) one per later guarantee: backbone contents, checkpoint identity, cache
 entries, numeric ranges, one-line machine errors, smaller ones, and what the record checksum is for.
@@ -26,10 +26,10 @@ from conftest import REPO
 from harness.checkpoints import build_checkpoint, checkpoint_problem
 from harness.executors.local import LocalExecutor
 from harness.matrix import ModelEntry
+from harness.record import seal_record
 from harness.registry import build_registry
 from harness.run.config import RunConfig
 from harness.run.driver import Run
-from harness.run.record import seal_record
 from harness.store import Store, read_record
 
 SMOKE = ("--profile", "smoke", "--no-progress")
@@ -583,8 +583,8 @@ def test_leaderboard_reports_invalid_records(run_cli, tmp_path):
 
 
 def test_a_crafted_family_cannot_write_outside_the_output_folder(tmp_path):
-    from harness.files import StoreError
     from harness.leaderboard import table_path, write_leaderboards
+    from harness.store_files import StoreError
 
     write_toy_data(tmp_path / "data")
     toy_run(tmp_path)
@@ -1246,7 +1246,7 @@ def test_a_store_key_signs_records_and_a_resealed_edit_is_refused_by_leaderboard
     run_cli, tmp_path, monkeypatch
 ):
     from harness.publish import PublishError, Selection, publish
-    from harness.run.record import InvalidRecordError
+    from harness.record import InvalidRecordError
 
     monkeypatch.setenv("HARNESS_STORE_KEY", "a secret of the lab")
     write_toy_data(tmp_path / "data")
@@ -1687,9 +1687,9 @@ def test_40_3_a_cache_folder_copied_over_another_is_built_again(tmp_path, caplog
 
 
 # == files — one safe open, outputs inside their folder, OS errors in one line ===========
-# Every file the store reads or locks goes through harness.files.open_store_file
+# Every file the store reads or locks goes through harness.store_files.open_store_file
 # (regular files whose real path lies inside the store; a lock never created or truncated through a link); every
-# output name built from data through harness.files.path_inside.
+# output name built from data through harness.store_files.path_inside.
 def _finishes(function, seconds: float = 30.0):
     """``function()``'s result; fails (instead of hanging the suite) when it blocks, as reading a FIFO does."""
     import threading
@@ -1801,8 +1801,8 @@ def test_a_symlinked_cells_lock_is_refused_and_the_file_it_points_to_kept(tmp_pa
 
 
 def test_a_checkpoint_lock_that_is_a_link_or_in_a_linked_folder_is_refused(tmp_path):
-    from harness.files import UnsafeFileError
     from harness.locks import StoreLock
+    from harness.store_files import UnsafeFileError
 
     store = Store(tmp_path / "store")
     outside = tmp_path / "elsewhere"
@@ -1861,7 +1861,7 @@ def test_export_results_never_writes_outside_its_folder_whatever_a_record_names(
     )
     assert list((tmp_path / "escaped").iterdir()) == [] and "Traceback" not in err
     assert "not a plain file name" in err
-    from harness.files import path_inside
+    from harness.store_files import path_inside
 
     with pytest.raises(harness.StoreError, match="not a plain file name"):
         path_inside(tmp_path, "..", "x")
@@ -1950,9 +1950,10 @@ def test_a_checkpoint_file_that_links_out_of_the_checkpoint_or_is_a_fifo_is_neve
 
 # -- 40.10 FIFOs are never opened for reading: no hang ------------------------------------------------------------------
 def test_fifos_in_place_of_store_files_are_refused_without_hanging(tmp_path):
-    from harness.files import UnsafeFileError, cached_bytes, read_store_bytes
+    from harness.files import cached_bytes
     from harness.fingerprint import CACHE_FILE, folder_fingerprint
     from harness.store import read_examples
+    from harness.store_files import UnsafeFileError, read_store_bytes
 
     write_toy_data(tmp_path / "data")
     file_toy_run(tmp_path)
@@ -1984,7 +1985,7 @@ def test_fifos_in_place_of_store_files_are_refused_without_hanging(tmp_path):
 def test_a_full_disk_inside_safetensors_is_one_line(tmp_path):
     from safetensors import SafetensorError
 
-    from harness.files import os_error_line
+    from harness.store_files import os_error_line
 
     def save(folder: Path):
         (folder / "model.safetensors").write_bytes(b"partial")

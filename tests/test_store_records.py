@@ -1,4 +1,4 @@
-"""The typed record (harness.run.record.CellRecord), the checkpoint base (harness.checkpoints.CheckpointedModule) and
+"""The typed record (harness.record.CellRecord), the checkpoint base (harness.checkpoints.CheckpointedModule) and
 the published records read through them."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.checkpoints import CheckpointedModule, build_checkpoint, checkpoint_problem
-from harness.run.record import CellRecord, InvalidRecordError
+from harness.record import CellRecord, InvalidRecordError
 from harness.status import CellStatus
 from harness.store import NON_RECORD_FOLDERS, Store, read_cell_record
 

@@ -110,12 +110,12 @@ def test_length_grouped_batches_cover_every_example_once_and_group_lengths():
 def test_group_by_length_budget_key_reaches_the_loop_and_is_reported(registry, tiny_bert, monkeypatch):
     """``--set group_by_length=false``: scored-pair training draws plain random batches (the loop gets no lengths)
     and its applied budget says so; the default groups them and says that."""
-    import harness.training as training
+    import harness.training_loop as loop
 
     calls = []
-    original = training.epoch_batches
+    original = loop.epoch_batches
     monkeypatch.setattr(
-        training,
+        loop,
         "epoch_batches",
         lambda count, size, generator, lengths=None: (
             calls.append(lengths is not None) or original(count, size, generator, lengths)

@@ -33,8 +33,10 @@ imports it then. Type checkers and IDEs read the groups' real types from the ``T
 
 from __future__ import annotations
 
+import ast
 import importlib
 import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.deprecation import REMOVAL_VERSION
@@ -56,185 +58,37 @@ if TYPE_CHECKING:
     from .text import *  # noqa: F403
     from .training import *  # noqa: F403
 
-# group (a submodule of harness.blocks) -> the names it offers; tests/test_layout.py checks each equals the
-# submodule's own __all__
-_GROUPS: dict[str, tuple[str, ...]] = {
-    "backbone": (
-        "MODEL_INPUTS",
-        "BackboneError",
-        "SequenceLimits",
-        "has_two_token_types",
-        "load_tokenizer",
-        "load_transformer",
-        "position_limit",
-        "quiet_transformers",
-        "sequence_limits",
-    ),
-    "encoder": (
-        "POOLING_CHOICES",
-        "cls_pool",
-        "mean_pool",
-        "pool",
-        "SentenceEncoder",
-        "encode_distinct",
-        "length_sorted_batches",
-        "progress_bar",
-    ),
-    "pairs": (
-        "FIRST_SEGMENT",
-        "PADDING_SEGMENT",
-        "PAIR_ORDERS",
-        "SECOND_SEGMENT",
-        "NetworkModel",
-        "PairInputBuilder",
-        "TrainablePairScorer",
-        "distinct_pairs",
-        "score_in_length_sorted_batches",
-        "truncate_longest_first",
-    ),
-    "losses": ("REGRESSION_LOSSES", "CosineRegression", "InfoNCE", "ScoreRegression", "SupCon", "cosine_matrix"),
-    "objectives": (
-        "CLEAN",
-        "DELETED",
-        "IGNORED_LABEL",
-        "OBJECTIVE_KIND",
-        "CONTRASTIVE_SETUP",
-        "Objective",
-        "ObjectiveSetup",
-        "TrainingSetup",
-        "TrainingStep",
-        "UnlabeledCollator",
-        "curve_summary",
-        "in_batch_contrastive",
-        "language_model_head",
-        "objective_hooks",
-        "objective_model",
-        "scored_token_loss",
-        "setup_budget",
-        "share_parameters",
-        "transformer_inputs",
-        "usable_sentences",
-        "require_unlabeled_source",
-        "DecoderOutput",
-        "TransformerDecoder",
-        "BERT_MASKING",
-        "THESIS_CODE_MASKING",
-        "Masking",
-        "PairTopics",
-        "domain_adapted_backbone",
-        "freeze_embedding_layer",
-        "load_masked_lm",
-        "mask_tokens",
-        "maskable_positions",
-        "DELETION_RATIO",
-        "WordDeletion",
-        "check_deletion_ratio",
-        "delete_words",
-        "split_words",
-        "SentenceClassification",
-        "classification_head",
-    ),
-    "spans": (
-        "SpanBatch",
-        "SpanError",
-        "encode_span_items",
-        "group_by_sentence",
-        "normalise_spans",
-        "pool_spans",
-        "span_batch",
-        "subset_text",
-        "tokenise_sentences",
-        "whole_sentence_items",
-    ),
-    "text": (
-        "DEFAULT_DELIMITER",
-        "TopicPromptBuilder",
-        "TopicPromptError",
-        "check_delimiter",
-        "check_topic",
-        "prompt_text",
-        "prompted_texts",
-        "strip_prompt",
-    ),
-    "silver_pairs": (
-        "IndexPair",
-        "PairSampler",
-        "PairSamplerProtocol",
-        "SamplingInput",
-        "distinct_new_pairs",
-        "read_silver_pairs",
-        "write_silver_pairs",
-    ),
-    "runtime": (
-        "RUNTIMES",
-        "OnnxRuntimeUnavailable",
-        "OnnxTransformer",
-        "OnnxTransformerModule",
-        "RuntimeSwitch",
-        "export_key",
-        "onnx_transformer",
-        "require_onnx_runtime",
-        "OnnxFunction",
-        "model_input_names",
-        "onnx_function",
-        "quiet_torch",
-    ),
-    "export": ("ExportError", "write_cross_encoder", "write_sentence_transformer"),
-    "training": (
-        "SCORED_PAIR_BUDGET_KEYS",
-        "NonFiniteLossError",
-        "TrainConfig",
-        "TrainReport",
-        "config_from_profile",
-        "fit",
-        "fit_scored_pairs",
-        "make_adamw",
-        "with_both_orders",
-    ),
-    "evaluation": (
-        "evaluation_sample",
-        "sample_items",
-        "ExampleScores",
-        "mean_examples",
-        "HITS_K",
-        "RankedHits",
-        "ranked_hits",
-        "PairSet",
-        "correlation_scores",
-        "pair_examples",
-        "score_pair_sets",
-        "score_pairs",
-        "STSTask",
-        "read_sts_pairs",
-    ),
-    "retrieval": (
-        "BM25Index",
-        "bm25_tokens",
-        "chunked_top_k",
-        "cosine_top_k",
-        "top_k",
-        "rerank_metrics",
-        "trec_ranking",
-        "stable_rank",
-        "top_list_metrics",
-        "trec_map_ndcg",
-        "DEFAULT_KS",
-        "RetrievalQueries",
-        "retrieval_metrics",
-        "ranked_items",
-        "unit_retrieval_metrics",
-        "BM25_FIRST_STAGE",
-        "EmbedderFirstStage",
-        "FirstStage",
-        "encode_multi_once",
-        "encode_once",
-        "first_stage_from_context",
-        "full_pool_embedder",
-        "full_pool_multi_vector",
-    ),
-    "maxsim": ("MaxSimIndex", "maxsim_pairs", "maxsim_top_k"),
-    "probe": ("PROBE_VARIANTS", "ProbeTask", "cached_embeddings", "macro_f1", "probe_on_texts", "train_probe"),
-}
+# The groups (submodules of harness.blocks), in the order the reference page shows them. What each offers is its
+# module's own ``__all__``, read from its source: importing a group to look would load torch.
+_GROUP_MODULES = (
+    "backbone",
+    "encoder",
+    "pairs",
+    "losses",
+    "objectives",
+    "spans",
+    "text",
+    "silver_pairs",
+    "runtime",
+    "export",
+    "training",
+    "evaluation",
+    "retrieval",
+    "maxsim",
+    "probe",
+)
+
+
+def _names_offered(group: str) -> tuple[str, ...]:
+    """The ``__all__`` of the group module ``group``, read without importing it."""
+    tree = ast.parse(Path(__file__).with_name(f"{group}.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+            return tuple(ast.literal_eval(node.value))
+    raise ImportError(f"harness.blocks.{group} declares no __all__")
+
+
+_GROUPS: dict[str, tuple[str, ...]] = {group: _names_offered(group) for group in _GROUP_MODULES}
 # whole modules offered as one name (a namespace of related helpers)
 _MODULES: dict[str, str] = {"wordnet": "harness.nn.wordnet", "distributed": "harness.distributed"}
 # old name -> (module, name) it now is; each warns until harness REMOVAL_VERSION (CHANGELOG.md, 0.3.0 "Deprecated")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from ..errors import HarnessError
-from ..files import os_error_line  # noqa: F401  (the CLI's one line for an OSError)
+from ..store_files import os_error_line  # noqa: F401  (the CLI's one line for an OSError)
 
 DEFAULT_RESULTS = "results"  # the working store `harness run` writes to (git-ignored)
 DEFAULT_PUBLISHED = "published"  # the published records `leaderboards/` is built from (committed)

@@ -5,7 +5,7 @@ statistic (``spearman``, ``pearson``, ``mean``, ``f1_macro``, ``average_precisio
 The interval is the 95% percentile interval of ``resamples`` (default 1000) bootstrap replicates (Efron &
 Tibshirani 1993, ch. 13); resamples are shared by every model over the same examples (:func:`bootstrap_indices`),
 so :mod:`harness.evaluation.significance` can pair them. The statistics, resampling, seed pooling, how it is
-computed and the deviation from lm-evaluation-harness: docs/fidelity.md, section "Bootstrap intervals".
+computed and the deviation from lm-evaluation-harness: docs/core/statistics.md, section "Bootstrap intervals".
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ memory.
 Definition (Khattab & Zaharia 2020, ColBERT section 3.3, with the sum replaced by a mean as Nugget does: Qin & Van
 Durme 2023, eq. 10): m(q, d) = (1/I) sum_i max_j cos(q_i, d_j), one-sided. :func:`harness.maxsim` is the per-pair
 reference; this module computes the same numbers for many pairs at once. The engines, memory bounds and measured
-speed-ups: docs/fidelity.md, section "MaxSim" and the table row "MaxSim (multi-vector models)".
+speed-ups: docs/core/maxsim.md, section "MaxSim" and the table row "MaxSim (multi-vector models)".
 """
 
 from __future__ import annotations
@@ -253,7 +253,7 @@ def maxsim_pairs(
     """MaxSim of pairs ``(query_sets[query_rows[p]], document_sets[document_rows[p]])`` as float64 ``[n_pairs]``.
 
     Without rows, pair ``p`` is ``(query_sets[p], document_sets[p])``. Passing the same list as both sets with row
-    indices lets each distinct text's vectors be stacked once. ``engine``: ``fused`` or ``sparse`` (docs/fidelity.md,
+    indices lets each distinct text's vectors be stacked once. ``engine``: ``fused`` or ``sparse`` (docs/core/maxsim.md,
     "MaxSim"); None picks :func:`default_engine`. ``max_elements`` bounds the similarities the ``sparse`` engine
     holds at once (the fused one holds none). With ``sparse`` a pair that occurs several times is scored once.
     """

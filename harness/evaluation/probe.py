@@ -3,7 +3,7 @@
 Tasks (``bws-topic``, ``20ng-*``, ``ukp-sentential``) supply the embeddings of their train / dev / test texts and
 integer labels; :func:`train_probe` trains a head on the frozen embeddings (the thesis text's ``Linear`` or the
 thesis code's Linear-SiLU-Linear) and reports macro-F1 on test. The head, training, epoch selection and the
-embedding cache: docs/fidelity.md, section "Frozen-encoder probes".
+embedding cache: docs/core/probes.md, section "Frozen-encoder probes".
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from harness.evaluation.adapters import as_embedder
 from harness.evaluation.bootstrap import ExampleScores
 from harness.metrics import check_finite_vectors
 from harness.nn.classification import classification_head
-from harness.training import TrainConfig, fit
+from harness.training_loop import TrainConfig, fit
 
 logger = logging.getLogger(__name__)
 

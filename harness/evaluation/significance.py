@@ -62,23 +62,6 @@ ACROSS_RUNS_QUESTION = "would new training runs, scored on a new test sample, ke
 EXAMPLES_QUESTION = "would these runs keep the order on a new test sample?"
 
 
-# Names of the tasks whose evaluation is seeded (harness.Task.seeded_evaluation: e.g. a trained probe), declared as
-# the registry registers them: the stores' readers (leaderboards, site, compare) see records, not task classes.
-_SEEDED_EVALUATIONS: set[str] = set()
-
-
-def declare_seeded_evaluation(task_name: str) -> None:
-    """Record that ``task_name``'s evaluation depends on the run seed (called when such a task is registered)."""
-    _SEEDED_EVALUATIONS.add(task_name)
-
-
-def seed_dependent(record: dict) -> bool:
-    """Whether a stored record's score depends on its seed: it comes from training (its ``training`` report), or its
-    task's evaluation is seeded (a trained probe scores an untrained model differently per seed). Comparisons with
-    such a row are across runs, and it needs :data:`MIN_TRAINED_SEEDS` seeds."""
-    return bool(record.get("training")) or (record.get("task") or {}).get("name") in _SEEDED_EVALUATIONS
-
-
 @dataclass(frozen=True)
 class PairedResult:
     """``a`` minus ``b`` on the same test examples (scores x100, seed means)."""

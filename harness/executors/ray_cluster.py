@@ -50,8 +50,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..device import check_device_name
 from ..errors import HarnessError, InvalidOptionError
-from ..files import atomic_write_text, remove_store_file
+from ..files import atomic_write_text
 from ..locks import LOCKS
+from ..store_files import remove_store_file
 from .progress import CellProgress
 from .ray_dispatch import JOBS_PER_SERVER, Dispatch, _Pending, _ServerLost  # noqa: F401 (JOBS_PER_SERVER re-exported)
 from .ray_worker import CellServer, Served, TaskResources, probe_node

@@ -4,7 +4,7 @@ The package is handed its tables; it never looks anything up in the plugin regis
 task order and baselines in).
 
 - :mod:`.tables`: the data model (:class:`~.tables.Table`, rows, cells, labels) and :func:`~.tables.collect_tables`
-  (sections, labels and legend rules: docs/fidelity.md, "Leaderboard tables").
+  (sections, labels and legend rules: docs/core/leaderboards.md, "Leaderboard tables").
 - :mod:`.stats`: bootstrap intervals, tie marks and significance over per-example data.
 - :mod:`.text` (markdown, CSV, LaTeX), :mod:`.html` (a static sortable page), :mod:`.plots` (bar charts).
 - :mod:`.formats`: the file formats as ``leaderboard-format`` components, one renderer signature; a plugin adds one.

@@ -9,7 +9,7 @@ by a benchmark script carries the script's measured numbers and the bar they mus
 
 :func:`render_reproduction` writes the whole reproduction page (docs/reproduction.md) from every matrix's claims;
 the matrix pages (``harness leaderboard --matrix``) render the same outcomes through :func:`claims_markdown`, so the
-two cannot disagree. Format of the block: docs/fidelity.md, "Paper tables".
+two cannot disagree. Format of the block: docs/core/leaderboards.md, "Paper tables".
 """
 
 from __future__ import annotations
@@ -267,9 +267,9 @@ the matrix pages (`leaderboards/matrices/`) show the same claims with the same v
 How a verdict is computed: {rule}
 
 Quick scale, everywhere below: the quick profile (an already trained sentence encoder, not the papers' BERT/RoBERTa
-/mBART base models; per-method step budgets of tens to hundreds of steps: README "Budgets"), usually 2 seeds. Quick
-rows rank methods after a short adaptation of a strong encoder; they test directions, rarely sizes. The `paper`
-matrices are the full-scale counterparts and need a GPU. Scores are x100.
+/mBART base models; per-method step budgets of tens to hundreds of steps: docs/guide/running.md#budgets), usually 2
+seeds. Quick rows rank methods after a short adaptation of a strong encoder; they test directions, rarely sizes. The
+`paper` matrices are the full-scale counterparts and need a GPU. Scores are x100.
 """
 
 

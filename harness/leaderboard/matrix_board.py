@@ -4,7 +4,7 @@ ordering agrees with the paper's (paired bootstrap).
 
 Built from the registry the caller hands it (it resolves the matrix's specs; it never builds one). Reference: none
 (presentation); deviations: none in the numbers. Rows, columns, cells, the ``paper:`` block's format and the
-ordering test: docs/fidelity.md, section "Paper tables" and the table row "paper tables".
+ordering test: docs/core/leaderboards.md, section "Paper tables" and the table row "paper tables".
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataFileError, data_error
-from ..run.record import DEFAULT_RUNTIME, runtime_of, split_record_stem
+from ..record import DEFAULT_RUNTIME, runtime_of, split_record_stem
 from ..status import CellStatus
 from ..store import Store
 from .tables import Row, ScoreCell, cell_view, sample_size
@@ -110,7 +110,7 @@ def entry_specs(matrix: dict, registry: Any) -> list[tuple[Any, Any]]:
 
 
 def build_board(matrix_path: Path, store: Store, registry: Any) -> MatrixBoard:
-    """The matrix's table from the records in ``store`` (docs/fidelity.md, "Paper tables")."""
+    """The matrix's table from the records in ``store`` (docs/core/leaderboards.md, "Paper tables")."""
     import yaml
 
     from ..matrix import load_matrix
@@ -261,7 +261,7 @@ def paper_agreement_rows(board: MatrixBoard) -> list[list[str]]:
     """Per paper column, each neighbouring pair of the paper's rows in the paper's order (higher first): the paper's
     difference, ours with its 95% interval, p-value and unit, and the verdict by the reproduction rule
     (:data:`harness.leaderboard.verdicts.VERDICT_RULE`; equal paper numbers are a claimed tie). For a matrix without
-    ``claims:``; one with claims shows those instead (docs/fidelity.md, "Paper tables")."""
+    ``claims:``; one with claims shows those instead (docs/core/leaderboards.md, "Paper tables")."""
     from .stats import compare_cells
     from .verdicts import NO_DATA, NOT_RUN, pair_verdict
 

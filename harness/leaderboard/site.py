@@ -41,16 +41,10 @@ import numpy as np
 
 from ..compare import UNITS_NOTE
 from ..evaluation.bootstrap import DEFAULT_RESAMPLES
-from ..files import (
-    UMASK,
-    StoreError,
-    atomic_write_text,
-    check_writable_dir,
-    is_inside,
-    remove_stale_siblings,
-    temporary_prefix,
-)
+from ..files import UMASK, atomic_write_text, check_writable_dir, remove_stale_siblings, temporary_prefix
 from ..store import Store
+from ..store_files import StoreError, is_inside
+from ..stored_scores import NO_DATA
 from .site_compare import CellData, collected_record, compare_command, compare_pair, seeds_run
 from .site_examples import NOT_REDISTRIBUTABLE as NOT_REDISTRIBUTABLE  # re-exported: tests and callers import it here
 from .site_examples import (
@@ -69,7 +63,7 @@ from .site_tables import (
     row_curves,
     site_table_payload,
 )
-from .stats import NO_DATA, attach_statistics
+from .stats import attach_statistics
 from .tables import Row, Table, collect_tables, group_by_family
 
 logger = logging.getLogger(__name__)

@@ -9,8 +9,8 @@ import numpy as np
 from ..compare import UNTRAINED, TaskComparison, mean_eval_seconds, other_task_versions, task_version
 from ..evaluation.bootstrap import ExampleDataError, ExampleScores, check_same_examples, pooled_replicates
 from ..evaluation.significance import holm, units_of_replicates
+from ..stored_scores import stored_run
 from .site_tables import MatrixTable, collected_record
-from .stats import stored_run
 from .tables import Row, Table
 
 

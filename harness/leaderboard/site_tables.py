@@ -11,9 +11,9 @@ from typing import Any
 
 from ..contamination import seen_shares
 from ..curves import curve_rows, read_training_record, training_record_paths
-from ..files import UnsafeFileError, read_store_json
 from ..status import CellStatus
 from ..store import store_root_of
+from ..store_files import UnsafeFileError, read_store_json
 from .cost import COST_HEADER, COST_NOTE, row_cost
 from .stats import BEST_SIGNIFICANT, cell_mark
 from .stats import notes as statistics_notes

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,12 +43,10 @@ from ..evaluation.significance import (
     agrees_with_paper,
     column_marks,
     from_replicates,
-    seed_dependent,
     units_from,
 )
-from ..run.record import InvalidRecordError
-from ..status import CellStatus
-from ..store import REPAIR_ADVICE, SIDE_FILE_PROBLEM, examples_path, read_examples, read_record
+from ..store import REPAIR_ADVICE
+from ..stored_scores import NO_DATA, stored_run
 
 logger = logging.getLogger(__name__)
 
@@ -83,37 +80,6 @@ class TableStatistics:
     decisions: dict[tuple[str, str], str] = field(default_factory=dict)  # (model key, column) -> cell_mark's answer
     problems: list[str] = field(default_factory=list)  # side files that were absent or damaged
     damaged: set[tuple[str, str]] = field(default_factory=set)  # cells of without_data that have such a side file
-
-
-NO_DATA = "no per-example data (stored before harness kept it, or the task keeps none: `harness rescore` recomputes it)"
-
-
-def stored_examples(path: str | Path) -> tuple[ExampleScores | None, str]:
-    """The per-example data of the ok record at ``path``, or ``(None, why not)`` (:data:`NO_DATA` for a record
-    that has none)."""
-    data, reason, _ = stored_run(path)
-    return data, reason
-
-
-def stored_run(path: str | Path) -> tuple[ExampleScores | None, str, bool]:
-    """:func:`stored_examples` and whether the record's score depends on its seed (it comes from training, or its
-    task's evaluation is seeded: :func:`harness.evaluation.significance.seed_dependent`), so comparisons with it
-    are across runs."""
-    try:
-        record = read_record(Path(path))
-    except InvalidRecordError as exc:
-        return None, exc.reason, False
-    trained = seed_dependent(record)
-    if record["status"] != CellStatus.OK:
-        return None, f"its status is {record['status']}", trained
-    record["_path"] = str(path)
-    content, problem = read_examples(record)
-    if content is None:
-        return None, problem or NO_DATA, trained
-    try:
-        return ExampleScores.from_npz(content, record["examples"]), "", trained
-    except (ExampleDataError, ValueError, KeyError) as exc:
-        return None, f"{SIDE_FILE_PROBLEM} {examples_path(Path(path))} cannot be read ({exc})", trained
 
 
 def cell_examples(

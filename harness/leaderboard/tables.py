@@ -5,8 +5,8 @@ Rows are model specs (with their training source, backbone and profile), columns
 the average; a cell is mean ± std of the main score over seeds, or ``*``, ``-``, ``missing``, ``failed``,
 ``invalid``. Cell text comes from :func:`cell_view` (its marks from :data:`CELL_MARKS`; the statistics' interval and
 significance marks are added by :func:`harness.leaderboard.stats.decorate`). Seeds, sections, labels, averages and
-invalid records: docs/fidelity.md, section "Leaderboard tables" and the table rows "leaderboard averages" and
-"leaderboard sections".
+invalid records: docs/core/leaderboards.md, section "Leaderboard tables" and the table rows "leaderboard averages"
+and "leaderboard sections".
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from typing import Any
 
 from ..baseline import Baseline
 from ..contamination import NORMALISATION, percent, seen_shares
-from ..files import StoreError
-from ..run.record import DEFAULT_RUNTIME, RUNTIME_SEPARATOR, runtime_of, split_record_stem
+from ..record import DEFAULT_RUNTIME, RUNTIME_SEPARATOR, runtime_of, split_record_stem
 from ..status import CellStatus
 from ..store import Store
+from ..store_files import StoreError
 from .stats import TableStatistics, decorate
 
 logger = logging.getLogger(__name__)
@@ -499,9 +499,9 @@ def collect_tables(
     include_samples: bool = False,
     family_baselines: dict[str, Baseline] | None = None,
 ) -> list[Table]:
-    """Sections per family (docs/fidelity.md, "Leaderboard tables"). ``family_members`` (from the registry, when
-    available) only orders the columns. Records on an evaluation sample are left out unless ``include_samples``; their
-    number is in ``store.sample_records``."""
+    """Sections per family (docs/core/leaderboards.md, "Leaderboard tables"). ``family_members`` (from the registry,
+    when available) only orders the columns. Records on an evaluation sample are left out unless ``include_samples``;
+    their number is in ``store.sample_records``."""
     family_members = family_members or {}
     families: dict[str, _Family] = defaultdict(_Family)
     task_places: dict[str, tuple[str, str]] = {}

@@ -4,7 +4,7 @@
 TSDAE (Wang et al. 2021, section 3; thesis 2.4.6, 5.4.1) decodes from the pooled sentence vector with every weight
 tied to the encoder, as sentence-transformers' ``DenoisingAutoEncoderLoss``; Nugget (Qin & Van Durme 2023, section
 3) and PaSeR (Wu et al. 2023, section 3) decode from other memories with a decoder that shares less. The sharing
-modes, the memory bias (Nugget eq. 5) and the deviations from sentence-transformers: docs/fidelity.md, section
+modes, the memory bias (Nugget eq. 5) and the deviations from sentence-transformers: docs/methods/tsdae.md, section
 "TSDAE", subsection "Transformer decoder".
 """
 

@@ -3,9 +3,9 @@ domain-adaptive MLM of thesis 4.3.1.
 
 Masking follows BERT (Devlin et al. 2019, section 3.1 / appendix A.1: 15%, 80/10/10, :data:`BERT_MASKING`) or the
 thesis code's topic MLM (20%, mask token only, :data:`THESIS_CODE_MASKING`); topic prompts are protected (thesis
-4.4.3). The masking rules, the head, the frozen embeddings and the domain-adaptive MLM: docs/fidelity.md, section
-"Augmented SBERT", subsection "Masked language modelling" and the table rows "domain-adaptive MLM" and "`mlm`
-objective".
+4.4.3). The masking rules, the head, the frozen embeddings and the domain-adaptive MLM: docs/methods/augsbert.md,
+section "Augmented SBERT", subsection "Masked language modelling" and the table row "domain-adaptive MLM"; the
+objective: docs/methods/unsupervised.md, the table row "`mlm` objective".
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from torch import nn
 
 from harness.checkpoints import build_checkpoint, checkpoint_complete
 from harness.errors import HarnessError
-from harness.files import atomic_write_json, read_store_text
-from harness.training import config_from_profile, fit
+from harness.files import atomic_write_json
+from harness.store_files import read_store_text
+from harness.training_loop import config_from_profile, fit
 
 from .backbone import load_tokenizer, load_transformer, quiet_transformers, sequence_limits
 from .objectives import language_model_head, scored_token_loss

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.files import atomic_write_text, read_store_text
+from harness.files import atomic_write_text
+from harness.store_files import read_store_text
 
 logger = logging.getLogger(__name__)
 

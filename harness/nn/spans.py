@@ -4,8 +4,8 @@ one forward pass per distinct sentence however many propositions that sentence c
 Sub-Sentence Encoder (Chen et al. 2023, arXiv 2311.04335), section 3.1 (a proposition is the masked MEAN of its
 sentence's last hidden states) and appendix C.1 (mask pooling, full mask, token subset: :func:`encode_span_items`
 with ``attention="sentence"`` or ``"proposition"``, and :func:`subset_text`). How spans become masks and every
-deviation from the official code: docs/fidelity.md, section "Sub-Sentence Encoder", subsection "Span masks" and the
-table row "span masks".
+deviation from the official code: docs/methods/subencoder.md, section "Sub-Sentence Encoder", subsection "Span masks"
+and the table row "span masks".
 """
 
 from __future__ import annotations

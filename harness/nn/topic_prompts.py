@@ -2,8 +2,8 @@
 
 Single texts (4.4.2) become ``"{topic} {delimiter} {sentence}"`` (:func:`prompt_text`); pairs (4.4.3, the teacher's
 and the MLM pre-training's input) become ``[CLS] t1 [T] s1 [SEP] [CLS] t2 [T] s2 [SEP]`` (:class:`TopicPromptBuilder`).
-The formats, the delimiter rules and the deviation from the thesis code's prompt: docs/fidelity.md, section "Topic
-distillation", subsection "Topic prompts".
+The formats, the delimiter rules and the deviation from the thesis code's prompt: docs/methods/topic-distillation.md,
+section "Topic distillation", subsection "Topic prompts".
 """
 
 from __future__ import annotations

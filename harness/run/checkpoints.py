@@ -17,11 +17,11 @@ from typing import Any
 from .. import distributed
 from ..checkpoints import trained_checkpoint_problem
 from ..errors import HarnessError
-from ..files import NOT_WRITABLE, StoreError, read_store_json
 from ..profiles import Profile, precision_problem
 from ..registry import Registry
 from ..spec import ModelSpec, student_spec
 from ..store import Store
+from ..store_files import NOT_WRITABLE, StoreError, read_store_json
 from .build import ModelBuilder
 from .config import RunConfig
 from .plan import Plan, trained_spec

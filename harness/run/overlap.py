@@ -25,17 +25,17 @@ from typing import Any
 
 from ..contamination import current_rule
 from ..errors import HarnessError, MissingDataError
-from ..files import read_store_bytes
 from ..profiles import get_profile
+from ..record import SIGNATURE, STORE_KEY_VARIABLE, InvalidRecordError, split_record_stem, store_key
 from ..registry import Registry
 from ..spec import ModelSpec
 from ..status import CellStatus
 from ..store import Store, examples_path, read_record
+from ..store_files import read_store_bytes
 from .build import ModelBuilder
 from .config import RunConfig
 from .models import run_models
 from .provenance import TrainingOverlap, derived_provenance
-from .record import SIGNATURE, STORE_KEY_VARIABLE, InvalidRecordError, split_record_stem, store_key
 
 logger = logging.getLogger(__name__)
 DERIVED = "derived from the record"

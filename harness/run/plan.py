@@ -1,7 +1,7 @@
 """A run's plan: its config resolved into model specs x seeds x tasks, every check that needs no computing done
 (names, options, seeds, capabilities, training sources and budgets, that the store is writable, every task's data
 and every training source), and each cell's status fixed (harness.run.cell): ``cached`` (a valid record of this run
-answers it, see ``harness.run.record.reuse_problem``), ``missing`` or ``failed`` (its data or training data is missing
+answers it, see ``harness.record.reuse_problem``), ``missing`` or ``failed`` (its data or training data is missing
 or malformed: it is stored so, the rest of the matrix still runs) or ``pending`` (to compute). The planner reads data
 only through a :class:`DataChecker` and takes the device its caller chose (the executor's, harness.executors). The
 plan is frozen: what runs it (harness.run.driver, an executor) reads it and never changes it.
@@ -19,12 +19,12 @@ from typing import Any, Protocol
 from ..errors import DataFileError, HarnessError, IncompatibleError, InvalidOptionError, MissingDataError
 from ..matrix import ModelEntry, numbered_mistakes
 from ..profiles import Profile, get_profile
+from ..record import reuse_problem
 from ..registry import Registry
 from ..spec import SELF_TRAINING, ModelSpec, TaskSpec, resolve_model_spec, resolve_task_specs
 from ..store import Store, read_examples
 from .cell import Cell, CellStatus
 from .config import CACHE, RunConfig
-from .record import reuse_problem
 from .spec_checks import SpecChecks
 
 logger = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ thesis 2.4.7, 4.3 (domain-adaptive MLM, iterative KDE), 4.4 (topic distillation)
 
 Modules: :mod:`.options` (options and their constants), :mod:`.validation` (plan-time checks), :mod:`.pipeline`
 (the seven steps), :mod:`.artifacts` (cache entries and the silver-pair file). The pipeline, its thesis-code
-defaults and every deviation from the papers are described in docs/fidelity.md, section "Augmented SBERT".
+defaults and every deviation from the papers are described in docs/methods/augsbert.md, section "Augmented SBERT".
 """
 
 from __future__ import annotations

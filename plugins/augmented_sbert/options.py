@@ -1,6 +1,6 @@
 """The ``augsbert`` recipe's options and their meaning (Thakur et al. 2021, sections 3-5; thesis 4.3, 4.4, 5.3-5.6).
 
-docs/fidelity.md (section "Augmented SBERT") explains every option's thesis source and the deviations.
+docs/methods/augsbert.md (section "Augmented SBERT") explains every option's thesis source and the deviations.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The ``augsbert`` pipeline (Thakur et al. 2021, sections 3-4; thesis 4.3, 4.4, 5.5, 5.6): target sentences,
 candidate pairs from a sampler, optional domain-adaptive MLM, teacher scores, the kept silver pairs, and the student
-trained on them. The steps and every deviation from the thesis are in docs/fidelity.md ("Augmented SBERT").
+trained on them. The steps and every deviation from the thesis are in docs/methods/augsbert.md ("Augmented SBERT").
 """
 
 from __future__ import annotations

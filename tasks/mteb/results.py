@@ -3,7 +3,7 @@
 Reference: mteb 2's ``ResultCache`` layout and schema (``mteb.TaskResult``); files are written with mteb's own
 ``TaskResult.from_task_results(...).to_disk`` and ``ModelMeta.to_dict``, so ``mteb.ResultCache(DIR).load_results()``
 reads them (tests/test_mteb.py does). The layout, the mapping of harness tasks to mteb tasks (:data:`COUNTERPARTS`)
-and what each mapping's fidelity note means: docs/fidelity.md, section "MTEB results export".
+and what each mapping's fidelity note means: docs/tasks/mteb.md, section "MTEB results export".
 """
 
 from __future__ import annotations
@@ -220,7 +220,7 @@ def write_mteb_results(records: list[dict], output_dir: Path) -> list[Path]:
             continue
         sample = (record.get("profile") or {}).get("max_eval_examples")  # the smoke profile's evaluation sample
         meta = _model_meta(record, names[record["model_key"]])
-        try:  # names come from the records: never a path outside output_dir (harness.files.path_inside)
+        try:  # names come from the records: never a path outside output_dir (harness.store_files.path_inside)
             folder = path_inside(output_dir, "results", meta.model_name_as_path(), meta.revision)
             path = path_inside(folder, f"{result.task_name}.json")
         except StoreError as refused:

@@ -2,7 +2,7 @@
 
 Reference: mteb 2 (``mteb.get_task``, ``mteb.evaluate``, the task's own ``load_data`` and evaluator); the numbers
 are mteb's own, only scaled x100 as every harness score. How task names are resolved, how models are wrapped and
-what is recorded: docs/fidelity.md, section "MTEB tasks".
+what is recorded: docs/tasks/mteb.md, section "MTEB tasks".
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ variants ``propsegment-sentences`` / ``propsegment-documents`` (section 5.2, tab
 
 How judgements become queries, corpus and gold: ``collection.py``; reading the files: ``files.py``; metrics:
 ``harness.evaluation.retrieval``. Splits (``split``), training pairs (``pairs``), rater variants (``variants``),
-distractors, NewSHead and every deviation: docs/fidelity.md, section "PropSegmEnt tasks" and its ``propsegment``
-table rows. Data: the Wikipedia-cluster files needed by default are bundled under ``tasks/data/propsegment/v1/``
-(SOURCE.md: origin, license CC BY-SA 3.0); ``--data-dir`` overrides.
+distractors, NewSHead and every deviation: docs/tasks/propsegment.md, section "PropSegmEnt tasks" and its
+``propsegment`` table rows. Data: the Wikipedia-cluster files needed by default are bundled under
+``tasks/data/propsegment/v1/`` (SOURCE.md: origin, license CC BY-SA 3.0); ``--data-dir`` overrides.
 """
 
 from __future__ import annotations

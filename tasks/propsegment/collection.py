@@ -5,7 +5,7 @@ Sub-Sentence Encoder (Chen et al. 2023, arXiv 2311.04335), section 4.2.1: a quer
 sentence, the corpus is every proposition, the gold of a query are the propositions annotated as entailing it. The
 paper's retrieval data is not public; this is a reconstruction from the v1 judgements. How rater disagreement
 (``agreement``), the reference segmentation, rater variants (``variants``), distractors, judged and segmentation
-training pairs (``positives``, ``pairs``) and the smoke cut are handled, and the deviations: docs/fidelity.md,
+training pairs (``positives``, ``pairs``) and the smoke cut are handled, and the deviations: docs/tasks/propsegment.md,
 section "PropSegmEnt tasks", subsection "From judgements to the collection".
 """
 
@@ -220,8 +220,8 @@ def judged_gold(
 def training_pairs(
     split: PropSegmentSplit, clusters: set[str], agreement: str, positives: str, variants: str = "merge"
 ) -> tuple[PropositionPairs, dict]:
-    """Proposition-pair training data from the judged ``clusters`` (see docs/fidelity.md, "From judgements to the
-    collection")."""
+    """Proposition-pair training data from the judged ``clusters`` (see docs/tasks/propsegment.md, "From judgements to
+    the collection")."""
     if positives not in POSITIVES_CHOICES:
         raise ValueError(f"positives must be one of {POSITIVES_CHOICES}, got {positives!r}")
     gold, _ = judged_gold(split, clusters, agreement, variants)

@@ -4,7 +4,7 @@ parent groups of table 3.9), frozen-encoder probes (``harness.evaluation.probe``
 sentences.
 
 Thesis 3.6, 4.4.2, 5.6.2, tables 3.8, 3.9, 6.14. Corpus, splits (the thesis code's dev split by default), empty
-documents, truncation, encoding, probe options and every deviation: docs/fidelity.md, section "20 Newsgroups topic
+documents, truncation, encoding, probe options and every deviation: docs/tasks/20ng.md, section "20 Newsgroups topic
 probes" and its ``20ng`` table rows. Data: bundled under ``tasks/data/20newsgroups/`` with its SOURCE.md;
 ``--data-dir`` overrides (same file format).
 """

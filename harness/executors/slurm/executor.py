@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 
 from ...device import check_device_name
 from ...errors import InvalidOptionError
-from ...files import atomic_write_text, read_store_text, remove_store_file
+from ...files import atomic_write_text
 from ...locks import StoreLock
+from ...store_files import read_store_text, remove_store_file
 from .client import SlurmClient, SlurmError, _first_line
 from .follow import _Follow, last_line
 from .job_files import SLURM, config_payload, run_id

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ...files import UnsafeFileError, atomic_write_json, atomic_write_text, open_store_file, read_store_text
+from ...files import atomic_write_json, atomic_write_text
+from ...store_files import UnsafeFileError, open_store_file, read_store_text
 from ..progress import CellProgress
 from .client import SlurmClient, SlurmError, TaskState
 from .job_files import JOB_FILE_FORMAT, done_path, job_key

@@ -11,7 +11,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...files import UnsafeFileError, read_store_text
+from ...store_files import UnsafeFileError, read_store_text
 from .client import SlurmError
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ and a model built by :func:`objective_model`; the option ``aux`` adds weighted a
 combination is a spec (``mlm:aux=simcse``), not a module. The loss is ``primary + aux_weight * sum(auxiliaries)``.
 
 How a step runs, the training setups and budgets, training data, ``init``, the report and the deviations:
-docs/fidelity.md, section "Unsupervised objectives".
+docs/methods/unsupervised.md, section "Unsupervised objectives".
 
 One job per module (every name is importable from this package as well):
 

@@ -26,7 +26,7 @@ from harness import (  # the contract's front door: a building block depends on 
     ModelPlugin,
     hookimpl,
 )
-from harness.training import config_from_profile, fit
+from harness.training_loop import config_from_profile, fit
 
 from ...files import atomic_write_text
 from ..backbone import quiet_transformers

@@ -27,9 +27,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import HarnessError
-from ..profiles import precision_problem
-from ..status import RECORD_STATUSES, CellStatus
+from .errors import HarnessError
+from .profiles import precision_problem
+from .status import RECORD_STATUSES, CellStatus
 
 RECORD_SCHEMA = 2  # 2: records carry ``checksum``; 1 (harness 0.1): no checksum
 # The checksum detects accidents (a damaged file, a hand edit that forgot to re-seal), not tampering: anyone can
