@@ -12,7 +12,7 @@ half of one.
   every file the store reads or locks must be a regular file whose real path lies inside the store. A symbolic link
   out of the store is never followed, a FIFO, socket or device is never read (it would hang the run or serve data
   from elsewhere), and a lock file is never created or truncated through a link (``O_NOFOLLOW``).
-- **Every store file goes through this module** (issue 50; docs/guide/store.md): besides the safe open, a store
+- **Every store file goes through this module** (docs/guide/store.md): besides the safe open, a store
   folder is listed only when its real path lies inside the store (:func:`list_store_folder`), a file is removed
   without following a link and never in a folder that links out (:func:`remove_store_file`,
   :func:`remove_store_tree`), an atomic write given the store's ``root`` refuses a linked folder on the way out of

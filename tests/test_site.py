@@ -278,7 +278,7 @@ def test_site_in_a_real_browser(built_site, served, fixture_store, tmp_path):
             assert float(shown) == task["difference"]
             assert page.inner_text(f"{row} td:nth-child(7)") == f"{task['p_value']:.4f}"
             assert page.inner_text(f"{row} td:nth-child(9)") == task["verdict"]
-            # the difference the test could have detected, next to its verdict (issue 49)
+            # the difference the test could have detected, next to its verdict
             detectable = task["detectable_difference"]
             assert page.inner_text(f"{row} td:nth-child(10)") == ("" if detectable is None else f"±{detectable:.2f}")
             low, high = task["over_examples"]["interval"]
