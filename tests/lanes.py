@@ -151,7 +151,7 @@ def mark_slow_tests(config, items) -> None:
         files = " ".join(sorted({f"tests/{key.partition('::')[0]}" for key in names}))
         warnings.warn(
             UnmeasuredTestsWarning(
-                f"{len(names)} tests are not in tests/durations.json and count as slow until measured: "
+                f"{len(names)} test(s) not in tests/durations.json, counted as slow until measured: "
                 f"{', '.join(names[:10])}{' ...' if len(names) > 10 else ''}; "
                 f'measure them with `make durations DURATIONS_TESTS="{files}"`'
             ),
