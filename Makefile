@@ -1,10 +1,11 @@
 # Two commands for a fresh machine:  `make run` (install + main job)  and  `make test` (install + tests).
-# While editing: `make test-fast` (the tests not marked slow, in parallel; under 2 minutes on 2 cores).
+# While editing: `make test-fast` (the tests not marked slow, in parallel; under 2 minutes on 2 cores), and after
+# adding or changing tests `make durations DURATIONS_TESTS=tests/test_x.py` so the lanes know what they cost.
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: install run test test-fast leaderboard bench bench-executors clean
+.PHONY: install run test test-fast durations leaderboard bench bench-executors clean
 
 install: $(VENV)/.installed
 
@@ -38,6 +39,15 @@ test: install
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not slow" -n $(FAST_WORKERS) --dist loadfile
+
+# The lanes come from measured durations (tests/lanes.py): a test is slow when tests/durations.json says it took
+# over lanes.SLOW_SECONDS, when it is missing from the file (new, not measured yet) or when it is marked integration.
+# This target measures the tests in one process and merges their seconds into the file (whole or not at all):
+# DURATIONS_TESTS=tests/test_x.py measures one file (seconds), the default the whole suite (tens of minutes).
+# Measure on a quiet machine or say in the commit what ran beside it; times under load are inflated.
+DURATIONS_TESTS ?= tests
+durations: install
+	$(BIN)/python -m pytest -q -n 0 --record-durations tests/durations.json $(DURATIONS_TESTS)
 
 # The committed tables in leaderboards/ from the committed records in published/ (`harness publish` adds records;
 # your own tables: harness leaderboard --results results, written to results/leaderboards/).

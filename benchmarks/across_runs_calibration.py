@@ -2,9 +2,9 @@
 
 Prints, as a markdown table, the simulated share of comparisons called significant at 5% under the test's null
 (new training runs and a new test sample; the two rows equal in expectation) and with the first row 1 and 2 points
-better, for the cases of issue 49 (trained vs trained with equal and unequal run sds, trained vs untrained; 2, 3
+better, for the cases the test must hold (trained vs trained with equal and unequal run sds, trained vs untrained; 2, 3
 and 5 seeds; run sds 1.0 and 0.3, the example term's sd 0.4) under three rules: Welch-Satterthwaite's df (the rule
-before issue 49), Banerjee's min(n - 1) df, and Cochran-Cox (the test's rule since). The model and the rules:
+before), Banerjee's min(n - 1) df, and Cochran-Cox (the test's rule since). The model and the rules:
 :mod:`harness.evaluation.calibration`; the table is docs/core/statistics.md's, "Calibration of the across-runs test".
 tests/test_significance_seeds.py runs the same simulation with fewer trials and asserts the 6% bound.
 

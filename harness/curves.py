@@ -299,7 +299,7 @@ def curve_rows(training_record: Mapping[str, Any], model_key: str) -> list[dict[
             if not all(_is_number(step) for step in steps) or not all(
                 value is None or _is_number(value) for value in points
             ):
-                # a plot or table would otherwise fail on a text half-way (issue 50): the file is skipped
+                # a plot or table would otherwise fail on a text half-way: the file is skipped
                 raise ValueError(f"fit {fit.get('fit')} {kind} {term!r}: a step or value is not a number")
             for step, value in zip(steps, points):
                 rows.append(

@@ -20,8 +20,7 @@ class ScoreError(HarnessError):
 
 class GoldDataError(ScoreError, DataFileError):
     """The gold scores of the data are unusable (NaN, infinite or all equal): a problem of the data file, so like any
-    malformed data it fails the cell without replacing a good stored result computed from the data as it was (issue
-    40.9)."""
+    malformed data it fails the cell without replacing a good stored result computed from the data as it was."""
 
 
 class ConstantPredictionError(ScoreError):

@@ -217,7 +217,7 @@ class TaskSpec:
     def key(self) -> str:
         if not self.changed:
             return self.name
-        if self.option_contents:  # what a data path names, not its string, tells two such cells apart (40.2)
+        if self.option_contents:  # what a data path names, not its string, tells two such cells apart
             return f"{self.name}-{stable_hash({'options': self.options, 'contents': self.option_contents}, 8)}"
         return f"{self.name}-{stable_hash(self.options, 8)}"
 

@@ -46,7 +46,7 @@ def test_the_verdict_rule():
 
 
 def test_a_benchmark_claim_needs_three_seeds_a_side_and_is_judged_against_their_spread():
-    """Issue 49: one seed a side cannot tell a method difference from a seed difference (the TSDAE benchmark)."""
+    """One seed a side cannot tell a method difference from a seed difference (the TSDAE benchmark)."""
     from harness.leaderboard.verdicts import BENCHMARK_UNDECIDED, Claim, ClaimOutcome, numbers_text
 
     def claim(numbers):

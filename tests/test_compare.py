@@ -85,7 +85,7 @@ def test_each_side_may_have_its_own_training_source(tmp_path):
         HarnessError, match=r"--train-on-a none: 'ce' cannot be evaluated untrained; .*--train-on-a stsb"
     ):
         side_source(registry, "ce", None, "none", "--train-on-a")
-    # issue 50: a source that is no task (a path) or names several was taken as a source and exited 0
+    # a source that is no task (a path) or names several was taken as a source and exited 0
     with pytest.raises(HarnessError, match=r"^--train-on-a: unknown task '../../etc'. Known tasks: "):
         side_source(registry, "be", None, "../../etc", "--train-on-a")
     with pytest.raises(HarnessError, match=r"^--train-on 'senteval' names 7 tasks; a training source is one task"):

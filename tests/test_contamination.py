@@ -17,7 +17,7 @@ from harness.run.config import RunConfig
 from harness.run.driver import Run
 
 # Pairs of the bundled STS12-16 and SICK-R test sets also in STS-B train, either order, punctuation, case and
-# whitespace ignored (rule 2; rule 1 found 1002 for STS12 and 0 for SICK-R, issue 49).
+# whitespace ignored (rule 2; rule 1 found 1002 for STS12 and 0 for SICK-R).
 ISSUE_FIGURES = {
     "sickr": (55, 4927),
     "sts12": (1003, 3108),
@@ -30,7 +30,7 @@ ISSUE_FIGURES = {
 
 def test_normalisation_and_either_order():
     assert normalise("  A\u00a0man\tis  PLAYING ") == "amanisplaying"
-    # issue 49: SICK's raw sentence is STS-B's tokenised one; rule 1 kept the space and the full stop apart
+    # SICK's raw sentence is STS-B's tokenised one; rule 1 kept the space and the full stop apart
     assert normalise("A man is playing a piano") == normalise("a man is playing a piano .")
     assert normalise("He doesn't") == normalise("he does n't") != normalise("he does")
     assert pair_key("B b", "a") == pair_key("a ", "b  B")
@@ -51,7 +51,7 @@ def test_bundled_sts_overlap_with_stsb_train_reproduces_the_issue(registry):
     for name, (pairs_seen, pairs) in ISSUE_FIGURES.items():
         counts = measure(seen, registry.task(name).factory({}, None).evaluated_texts(ctx))
         assert (counts["test_pairs_seen"], counts["test_pairs"]) == (pairs_seen, pairs), name
-        if name == "sickr":  # issue 49: 363 of SICK-R's 5,006 distinct test sentences (7.3%)
+        if name == "sickr":  # 363 of SICK-R's 5,006 distinct test sentences (7.3%)
             assert (counts["test_sentences_seen"], counts["test_sentences"]) == (363, 5006)
 
 
@@ -215,7 +215,7 @@ def _restore(store, full, path, side_file, **changes):
 
 
 def test_rewriting_measures_against_the_data_the_record_names(trained_run, run_cli, tmp_path):
-    """Issue 50: a record computed on `--data-dir D` is measured against D, refused in one line where D is not there
+    """A record computed on `--data-dir D` is measured against D, refused in one line where D is not there
     or its dataset checksum differs (before: measured against the bundled data and rewritten)."""
     store, full, path, side_file = _old_store(trained_run, tmp_path)
     _restore(store, full, path, side_file, data_dir=str(tmp_path / "gone"))
@@ -235,7 +235,7 @@ def test_rewriting_measures_against_the_data_the_record_names(trained_run, run_c
 
 
 def test_rewriting_a_signed_record_needs_the_store_key(trained_run, run_cli, tmp_path, monkeypatch):
-    """Issue 50: a signed record is re-sealed with HARNESS_STORE_KEY; without the key it is refused in one line and
+    """A signed record is re-sealed with HARNESS_STORE_KEY; without the key it is refused in one line and
     nothing is written (before: stored unsigned, then refused by every reader with the key)."""
     store, full, path, side_file = _old_store(trained_run, tmp_path)
     monkeypatch.setenv("HARNESS_STORE_KEY", "secret")
@@ -253,7 +253,7 @@ def test_rewriting_a_signed_record_needs_the_store_key(trained_run, run_cli, tmp
 
 
 def test_rewriting_takes_the_cell_lock_and_rereads_the_record(trained_run, registry, tmp_path):
-    """Issue 50: `contamination --write` takes the cell lock a run takes (held elsewhere: it waits; here with no
+    """`contamination --write` takes the cell lock a run takes (held elsewhere: it waits; here with no
     wait, a LockTimeoutError), and a record a run replaced between measuring and writing is measured again (before:
     'refusing to store ...examples.npz: the record does not name its sha256' and the rest left unwritten)."""
     import hashlib
@@ -296,7 +296,7 @@ def test_rewriting_takes_the_cell_lock_and_rereads_the_record(trained_run, regis
 
 
 def test_a_measurement_under_the_older_rule_is_measured_again(trained_run, run_cli, tmp_path):
-    """Issue 49: measurements record their matching rule (normalisation_version); one made under rule 1 (punctuation
+    """Measurements record their matching rule (normalisation_version); one made under rule 1 (punctuation
     and whitespace kept) counts as lacking, and `contamination --write` measures it again under rule 2."""
     store, full, path, side_file = _old_store(trained_run, tmp_path)
     current = json.loads(path.read_text())["contamination"]
@@ -315,7 +315,7 @@ def test_a_measurement_under_the_older_rule_is_measured_again(trained_run, run_c
 
 
 def test_a_record_computed_on_another_data_dir_is_measured_against_it(tiny_bert, tmp_path, run_cli):
-    """Issue 50's probe: a run with `--data-dir D` recorded its overlap with D's test set; `contamination --write
+    """A run with `--data-dir D` recorded its overlap with D's test set; `contamination --write
     --recompute` measured the bundled set instead (4/200 became 0/200). Now it measures D again (the same counts)."""
     import shutil
     from pathlib import Path

@@ -184,7 +184,7 @@ def test_plot_options_of_training_are_refused_for_another_plot(run_cli, tmp_path
 
 
 def test_plot_training_skips_curves_with_text_values_and_refuses_bad_seeds(run_cli, tmp_path):
-    """Issue 50: a training.json whose curve values are texts is skipped with one line (before: a TypeError inside
+    """A training.json whose curve values are texts is skipped with one line (before: a TypeError inside
     the plot), and `--seeds abc` is refused in one line (before: a ValueError traceback)."""
     recorder = TrainingCurves()
     fit = recorder.start_fit(42, "training")

@@ -107,7 +107,7 @@ def test_cache_is_cut_to_its_cap_least_recently_used_first(tmp_path):
 
 @pytest.mark.parametrize("text", ["inf", "1e308", "nan", "-1", "big"])
 def test_a_cap_that_is_not_a_size_is_refused_in_one_line_naming_the_allowed_values(text, monkeypatch):
-    """Issue 50: HARNESS_EMBEDDING_CACHE_MIB=inf (or a cap whose byte count overflows) was an OverflowError."""
+    """HARNESS_EMBEDDING_CACHE_MIB=inf (or a cap whose byte count overflows) was an OverflowError."""
     from harness.embedding_cache import MAX_LIMIT_MIB, limit_mib_from_environment
     from harness.errors import InvalidOptionError
 

@@ -1,4 +1,4 @@
-"""Issue 50, the store's one I/O layer (harness.files): the embedding cache never reads, writes or removes through a
+"""The store's one I/O layer (harness.files): the embedding cache never reads, writes or removes through a
 link out of the store nor opens a FIFO; the site and plots show curves only from a checkpoint that verifies and
 skip malformed ones with one warning; the site's texts come from the data each record names; the site's folder is
 replaced whole and never the store."""
@@ -13,7 +13,6 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from test_store_guarantees import _finishes
 
 import harness
 from harness import testing as ht
@@ -21,6 +20,7 @@ from harness.checkpoints import build_checkpoint
 from harness.curves import load_training_curves
 from harness.embedding_cache import EmbeddingCache, text_digest
 from harness.leaderboard.site_tables import row_curves
+from store_toys import finishes
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -35,7 +35,7 @@ def _cache(tmp_path: Path, limit_mib: float = 2048.0) -> tuple[Path, EmbeddingCa
     return store, EmbeddingCache(store / "cache" / "embeddings", limit_mib)
 
 
-# -- 1. the embedding cache through the safe layer -----------------------------------------------------------------------
+# -- the embedding cache through the safe layer -----------------------------------------------------------------------
 def test_a_namespace_linked_out_of_the_store_is_never_read_emptied_or_written(tmp_path, caplog):
     store, cache = _cache(tmp_path)
     outside = tmp_path / "someone-elses-model"
@@ -66,9 +66,9 @@ def test_a_shard_linking_out_is_not_read_and_a_fifo_shard_does_not_hang(tmp_path
         shard.unlink()
     os.mkfifo(shard)
     cache.forget()
-    assert _finishes(lambda: cache.lookup(cache.namespace(determinants), [text_digest("a")])) == {}
+    assert finishes(lambda: cache.lookup(cache.namespace(determinants), [text_digest("a")])) == {}
     counts = harness.embedding_cache.CacheCounts()
-    encoded = _finishes(lambda: cache.encode(determinants, ["a"], _vectors, counts))
+    encoded = finishes(lambda: cache.encode(determinants, ["a"], _vectors, counts))
     assert encoded.tolist() == _vectors(["a"]).tolist() and counts.misses == 1
 
 
@@ -104,7 +104,7 @@ def test_a_run_never_deletes_or_writes_through_a_linked_cache_folder(tmp_path, t
     assert (outside / "model.safetensors").read_bytes() == b"someone's weights"
 
 
-# -- 3. curves only from a verified checkpoint; malformed ones skipped with one warning ------------------------------------
+# -- curves only from a verified checkpoint; malformed ones skipped with one warning ------------------------------------
 def _trained_store(tmp_path: Path, training: dict | str) -> tuple[Path, Path, SimpleNamespace]:
     """A store with one checkpoint (built as the runner builds one: COMPLETE names training.json's sha256) and a row
     whose seed-42 record sits beside it."""
@@ -139,8 +139,8 @@ def test_a_fifo_training_record_hangs_neither_site_curves_nor_plots(tmp_path):
     store, checkpoint, row = _trained_store(tmp_path, _training(_curves(2.0)))
     (checkpoint / "training.json").unlink()
     os.mkfifo(checkpoint / "training.json")
-    assert _finishes(lambda: row_curves(row)) == []
-    assert _finishes(lambda: load_training_curves(store)).empty
+    assert finishes(lambda: row_curves(row)) == []
+    assert finishes(lambda: load_training_curves(store)).empty
 
 
 @pytest.mark.parametrize("fits", [[1], "abc", [{"fit": 0, "loss": {"loss": "not a series"}}]])
@@ -166,20 +166,20 @@ def test_site_plot_and_leaderboard_do_not_hang_on_a_fifo_training_record(tmp_pat
     (training,) = (store / "checkpoints").glob("*/seed-42/training.json")
     training.unlink()
     os.mkfifo(training)
-    site = _finishes(lambda: ht.run_harness("site", "--to", tmp_path / "site", "--results", store, "--include-samples"))
+    site = finishes(lambda: ht.run_harness("site", "--to", tmp_path / "site", "--results", store, "--include-samples"))
     assert site.exit_code == 0, site.stderr
-    board = _finishes(
+    board = finishes(
         lambda: ht.run_harness(
             *("leaderboard", "--results", store, "--formats", "html", "--include-samples"),
             *("--output", tmp_path / "board"),
         )
     )
     assert board.exit_code == 0, board.stderr
-    plot = _finishes(lambda: ht.run_harness("plot", "training", "--results", store, "--output", tmp_path / "plots"))
+    plot = finishes(lambda: ht.run_harness("plot", "training", "--results", store, "--output", tmp_path / "plots"))
     assert plot.exit_code != 0 and "no training curves" in plot.stderr and "Traceback" not in plot.stderr
 
 
-# -- 3. the site's texts come from the data the record names -----------------------------------------------------------
+# -- the site's texts come from the data the record names -----------------------------------------------------------
 def _texts(site: Path) -> dict:
     (path,) = (site / "data" / "texts").glob("*.json")
     return json.loads(path.read_text())
@@ -219,7 +219,7 @@ def test_site_texts_come_from_the_records_data_or_are_withheld_with_the_reason(t
     assert missing.exit_code == 2 and "--data-dir" in missing.stderr and "no such folder" in missing.stderr
 
 
-# -- 4. the site's folder: replaced whole, never the store ---------------------------------------------------------------
+# -- the site's folder: replaced whole, never the store ---------------------------------------------------------------
 def _small_store(tmp_path: Path) -> Path:
     store = tmp_path / "store"
     for key in ("be-1bb093b549d5", "be-3be749136ee2"):

@@ -31,7 +31,7 @@ def _smoke_run(backbone, results, *extra, models="be", tasks="stsb", env=None):
     )
 
 
-# -- 4. exit codes -----------------------------------------------------------------------------------------------------
+# -- exit codes -----------------------------------------------------------------------------------------------------
 def test_a_run_whose_every_cell_misses_its_data_exits_1_with_one_line(tiny_bert, tmp_path):
     # HOME moved: no downloaded USEB copy under ~/.cache/harness/data can answer
     run = _smoke_run(tiny_bert, tmp_path / "store", tasks="askubuntu", env={"HOME": str(tmp_path)})
@@ -67,7 +67,7 @@ def test_an_unreadable_store_folder_is_one_error_line_not_an_empty_store(tiny_be
         ]
 
 
-# -- 3. publish picks the spec `harness run` wrote, not every variant of a name ------------------------------------------
+# -- publish picks the spec `harness run` wrote, not every variant of a name ------------------------------------------
 def test_publish_models_be_takes_the_quick_record_not_its_smoke_variants(tiny_bert, tmp_path):
     store, published = tmp_path / "store", tmp_path / "published"
     quick = run_harness(
@@ -90,7 +90,7 @@ def test_publish_models_be_takes_the_quick_record_not_its_smoke_variants(tiny_be
     )
 
 
-# -- 5. progress in a log ------------------------------------------------------------------------------------------------
+# -- progress in a log ------------------------------------------------------------------------------------------------
 def test_a_run_off_a_terminal_logs_steps_and_cells_at_an_interval(tiny_bert, tmp_path):
     run = run_harness(
         "run",
@@ -156,7 +156,7 @@ def test_log_progress_waits_one_interval_before_its_first_line(caplog):
     assert caplog.records[-1].getMessage().endswith("left, loss=0.5")
 
 
-# -- 2. one rule for "best" in every format ------------------------------------------------------------------------------
+# -- one rule for "best" in every format ------------------------------------------------------------------------------
 def _store_of(tmp_path, scores: dict[str, object], tasks=("t1",)):
     from test_bootstrap import _record
 
@@ -255,7 +255,7 @@ def test_plots_draw_the_tables_intervals_and_one_average_panel_per_task_set(tmp_
 
 
 def test_plot_values_carry_every_mark_the_tables_carry(tmp_path):
-    """Issue 49: a plot's value label carries the tables' marks, the too-few-seeds `?` included (it was dropped),
+    """A plot's value label carries the tables' marks, the too-few-seeds `?` included (it was dropped),
     and a task column's annotators (`*` not every seed, `†`/`‡` seen in training)."""
     from types import SimpleNamespace
 
@@ -271,7 +271,7 @@ def test_plot_values_carry_every_mark_the_tables_carry(tmp_path):
     assert value_marks(SimpleNamespace(columns=["t1"]), row, "t1", TOO_FEW_SEEDS_MARK) == " ? * †32%"
 
 
-# -- 6. messages ---------------------------------------------------------------------------------------------------------
+# -- messages ---------------------------------------------------------------------------------------------------------
 def test_a_misspelt_profile_gets_did_you_mean(tmp_path):
     run = run_harness("run", "--models", "be", "--tasks", "stsb", "--profile", "quik", "--results", tmp_path)
     assert run.exit_code == 2 and run.stderr.strip().splitlines() == [

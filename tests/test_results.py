@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_store_guarantees import toy_run, write_toy_data
 
 import harness
 from conftest import REPO
 from harness.results import COLUMNS, COST_COLUMNS
+from store_toys import toy_run, write_toy_data
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +131,7 @@ def test_results_command_formats_filters_where_and_sort(run_cli, tiny_store, tmp
     assert code == 2 and err.count("\n") == 1 and "no column 'scor'. Did you mean: score" in err
     code, _, err = run_cli("results", "--results", tiny_store, "--where", "__import__('os').system('x')")
     assert code == 2 and "is not" in err and err.count("\n") == 1
-    # issue 50: each of these was a traceback (or, for a list, a silent row-by-row comparison); now one line, exit 2
+    # each of these was once a traceback (or, for a list, a silent row-by-row comparison); now one line, exit 2
     for expression, says in (
         ("score > -'a'", "is not allowed"),
         ("task == ['stsb']", "a list is compared only with `in`"),
@@ -145,7 +145,7 @@ def test_results_command_formats_filters_where_and_sort(run_cli, tiny_store, tmp
         assert code == 2 and says in err and err.count("\n") == 1, (expression, err)
     code, out, _ = run_cli("results", "--results", tiny_store, "--where", "not " * 30 + "score > -1e9")
     assert code == 0 and "2 row(s)" in out  # nesting within the bound still works
-    code, _, err = run_cli("results", "--results", tiny_store, "--output", tmp_path)  # issue 50: named its temporary
+    code, _, err = run_cli("results", "--results", tiny_store, "--output", tmp_path)  # once named its temporary
     example = tmp_path / "results.md"
     assert (
         code == 2
@@ -339,8 +339,8 @@ def test_cost_meter_counts_parameters_once_and_reads_the_gpu_peak_of_its_evaluat
 
 
 def test_the_results_guides_count_of_published_records_with_side_files_is_the_stores():
-    """docs/guide/results.md counts the records of published/ with and without a per-example side file (issue 49:
-    every count in the docs that describes published/ is checked): the sentence must match the store."""
+    """docs/guide/results.md counts the records of published/ with and without a per-example side file (every
+    count in the docs that describes published/ is checked): the sentence must match the store."""
     import re
 
     from harness.store import Store

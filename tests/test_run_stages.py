@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 
 import pytest
-from test_store_guarantees import ToyPlugin, write_toy_data
 
 from harness.errors import DataFileError, InvalidOptionError
 from harness.executors.local import LocalExecutor
@@ -18,6 +17,7 @@ from harness.registry import build_registry
 from harness.run.cell import CellStatus
 from harness.run.config import RunConfig
 from harness.run.driver import Run
+from store_toys import ToyPlugin, write_toy_data
 
 HARNESS = Path(__file__).resolve().parent.parent / "harness"
 

@@ -218,7 +218,7 @@ def test_an_untrained_rows_repeated_seeds_neither_add_variance_nor_cut_the_criti
 
 def test_an_untrained_probe_row_is_seed_dependent_and_tested_across_runs(registry):
     """A task whose evaluation trains a probe per seed declares Task.seeded_evaluation: its records depend on the
-    seed without a training report, so the published untrained `be` rows of 20NG are tested across runs (issue 49),
+    seed without a training report, so the published untrained `be` rows of 20NG are tested across runs,
     while an untrained STS record is not."""
     import glob
 

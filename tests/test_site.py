@@ -278,7 +278,7 @@ def test_site_in_a_real_browser(built_site, served, fixture_store, tmp_path):
             assert float(shown) == task["difference"]
             assert page.inner_text(f"{row} td:nth-child(7)") == f"{task['p_value']:.4f}"
             assert page.inner_text(f"{row} td:nth-child(9)") == task["verdict"]
-            # the difference the test could have detected, next to its verdict (issue 49)
+            # the difference the test could have detected, next to its verdict
             detectable = task["detectable_difference"]
             assert page.inner_text(f"{row} td:nth-child(10)") == ("" if detectable is None else f"±{detectable:.2f}")
             low, high = task["over_examples"]["interval"]
@@ -307,7 +307,6 @@ def test_site_in_a_real_browser(built_site, served, fixture_store, tmp_path):
         browser.close()
 
 
-@pytest.mark.slow
 def test_site_cost_columns_and_quality_against_cost(tmp_path):
     """Records that measured their cost (a tiny run): the cost columns and `harness plot cost`'s Pareto front."""
     from harness.leaderboard.cost_plot import pareto_front
@@ -332,7 +331,6 @@ def test_site_cost_columns_and_quality_against_cost(tmp_path):
     assert all(row["training-curves"] is None for row in table["rows"])  # its trainer records no steps
 
 
-@pytest.mark.slow
 def test_site_links_a_trained_row_to_its_training_curves(tiny_bert, tmp_path):
     """A row trained through the harness' training loop: its curves file holds each seed's per-step loss, the same
     steps and values as its checkpoint's training.json."""
@@ -355,7 +353,6 @@ def test_site_links_a_trained_row_to_its_training_curves(tiny_bert, tmp_path):
         assert fit["series"]["loss: loss"] == {"step": kept["step"], "value": kept["value"]} and kept["step"]
 
 
-@pytest.mark.slow
 def test_site_paper_table_is_the_leaderboard_matrix_page(fixture_store, tmp_path):
     matrix = Path(__file__).resolve().parent.parent / "matrices" / "nugget-paser-quick.yaml"
     site = tmp_path / "site"
@@ -405,7 +402,6 @@ def matrix_site(fixture_store, tmp_path_factory) -> tuple[Path, dict]:
     return site, json.loads((site / "data" / "tables" / f"{entry['id']}.json").read_text())
 
 
-@pytest.mark.slow
 def test_site_paper_table_is_a_table_with_compare(matrix_site, fixture_store):
     site, table = matrix_site
     assert table["kind"] == "matrix" and table["columns"] == ["sts12", "stsb"]
@@ -544,7 +540,6 @@ def test_site_retrieval_examples_show_each_models_top_hits(retrieval_site):
         server.server_close()
 
 
-@pytest.mark.slow
 def test_site_ranking_texts_are_those_of_the_ids_the_examples_view_shows(retrieval_site, registry):
     """Each ranking column's texts file holds the texts of exactly the queries and documents the examples view of
     its one pair of rows shows (the 25 queries whose gold rank differs most, their gold and both top hits), as the

@@ -166,7 +166,7 @@ def fake_slurm(folder: Path, final_state: str, log_line: str = "", probe_line: s
     ],
 )
 def test_sbatch_output_that_is_not_a_job_id_is_refused_not_polled(tmp_path, printed, job_id):
-    """Issue 50: whatever sbatch printed was taken as the job id and polled (never found, so the jobs would be
+    """Whatever sbatch printed was taken as the job id and polled (never found, so the jobs would be
     submitted again: duplicate jobs on a real cluster); now only `<id>` or `<id>;<cluster>` is a job id."""
     folder = tmp_path / "bin"
     folder.mkdir()

@@ -1,4 +1,4 @@
-"""Every read, write, listing and deletion under a store goes through harness.store_files and harness.files (issue 50): this test reads the
+"""Every read, write, listing and deletion under a store goes through harness.store_files and harness.files: this test reads the
 package's source (harness/, plugins/, tasks/) and fails on a direct file call outside that layer that the
 allow-list below does not name with its reason, so a new feature cannot bypass the layer (a FIFO that hangs a
 command, a link that makes the store read, write or delete elsewhere). Use the layer instead: ``read_store_bytes``

@@ -226,7 +226,7 @@ def test_a_tracker_that_raises_mid_run_is_logged_once_and_changes_no_result(tmp_
     assert len(failures) == 1 and "tracking server went away" in failures[0].getMessage()
     assert raising.calls == 3  # dropped after its failure: never called again
     assert records["raising"]["scores"] == records["plain"]["scores"]
-    # log_to names only the trackers that worked (issue 50: it named the one that failed in training), and is no
+    # log_to names only the trackers that worked (it once named the one that failed in training), and is no
     # property of the result: the same model key and cell hash
     assert "log_to" not in records["raising"] and "log_to" not in records["plain"]
     for field in ("model_key", "config_hash", "main_score"):
@@ -275,7 +275,7 @@ def test_no_trackers_do_nothing():
 
 
 def test_a_failing_trackers_warning_is_one_line_and_the_record_names_only_working_trackers(tmp_path, caplog):
-    """Issue 50: MLflow's errors span lines (the server's reply); the warning is one line, and a tracker that failed
+    """MLflow's errors span lines (the server's reply); the warning is one line, and a tracker that failed
     to set up is not named by the records (``working``), while one that works is."""
 
     class Failing(Raising):

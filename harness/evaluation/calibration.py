@@ -1,6 +1,6 @@
 """Null and power simulations of the across-runs test (:func:`harness.evaluation.significance.across_runs_test`),
 vectorised over trials: the evidence behind its degrees-of-freedom rule (docs/core/statistics.md, "Calibration of
-the across-runs test"; issue 49).
+the across-runs test").
 
 The simulated question is the test's own (:data:`harness.evaluation.significance.ACROSS_RUNS_QUESTION`): new
 training runs and a new test sample. Per trial, the test sample shifts the difference of the two rows by a draw of
@@ -45,8 +45,8 @@ class Case:
 
 
 def issue_cases(seed_counts: tuple[int, ...] = (2, 3, 5)) -> list[Case]:
-    """The cases issue 49 asks to hold at or below 6%: trained vs trained with equal and unequal run sds, trained
-    vs untrained, at each seed count (run sd 1.0 and 0.3, test-sample sd 0.4 on the difference)."""
+    """The cases whose false positives must stay at or below 6%: trained vs trained with equal and unequal run sds,
+    trained vs untrained, at each seed count (run sd 1.0 and 0.3, test-sample sd 0.4 on the difference)."""
     cases = []
     for seeds in seed_counts:
         cases += [

@@ -199,7 +199,7 @@ def _t_quantile(quantile: float, dof):
 
 def welch_satterthwaite_critical(seed_terms, dofs, example_variance, quantile: float):
     """The critical value of Welch's t with Welch-Satterthwaite's degrees of freedom, the example term counted with
-    infinitely many: ``t_{quantile, df}``, ``df = v^2 / sum(term^2 / dof)``. The rule before issue 49, kept for the
+    infinitely many: ``t_{quantile, df}``, ``df = v^2 / sum(term^2 / dof)``. The rule before Cochran-Cox's, kept for the
     calibration tables (:mod:`harness.evaluation.calibration`): it estimates its df from the same one-df variances
     as the standard error, so at 2 seeds a small sampled seed variance both shrinks the error and raises the df, and
     the test is liberal (docs/core/statistics.md, "Calibration of the across-runs test"). Elementwise on arrays."""

@@ -329,7 +329,7 @@ def onnx_export(
         return content if quantisation is None else quantised_bytes(content)
     path = Path(cache_dir) / "onnx" / f"{key}{EXPORT_SUFFIX}"
     path.parent.mkdir(parents=True, exist_ok=True)
-    # made_from: an export copied over another's name (with its side file) is exported again, never run (40.3)
+    # made_from: an export copied over another's name (with its side file) is exported again, never run
     made_from = {"export_key": key, "output_names": list(output_names)}
     content, cached = cached_bytes(
         path,

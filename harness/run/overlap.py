@@ -9,7 +9,7 @@ its task's evaluated texts; "how": "derived from the record". The checksum of th
 with the record's ``training_data_checksum`` ("source_checksum_matches"). Data a recipe made during training (silver
 pairs) exists only in that run and cannot be derived; the record says so ("made": "not derivable").
 
-Rewriting a record is a write like any other (issue 50): it is measured against the data the record names (its
+Rewriting a record is a write like any other: it is measured against the data the record names (its
 ``data_dir``, or ``--data-dir`` where that data now lives) and refused in one line where that data is not there or its
 task's dataset checksum differs from the record's ``dataset_checksum``; it is rewritten under the cell lock a run takes
 (``Store.cells_lock``), read again under that lock (a record a run replaced meanwhile is measured again), and sealed
