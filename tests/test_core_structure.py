@@ -136,7 +136,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("training loop", ("harness.training_loop",)),
     ("networks", ("harness.nn",)),
     ("evaluation", ("harness.evaluation",)),
-    ("scored-pair training", ("harness.training",)),
+    ("scored-pair training", ("harness.training", "harness.pair_scorer")),
     ("blocks front door", ("harness.blocks",)),
     ("registry and specs", ("harness.registry", "harness.spec", "harness.matrix")),
     ("stored scores", ("harness.stored_scores", "harness.trackers")),

@@ -159,7 +159,14 @@ def test_builtins_use_only_the_two_front_doors(folder):
 # What the building blocks may import from the core besides the front door and each other: the layers below the
 # plugin contract (errors, data types, capabilities, options, profiles, devices, metrics, the hub check, atomic files
 # and checkpoints). Never the contract's implementation (plugin_api), the store, the runner, the registry, the CLI.
-BLOCK_PACKAGES = ("harness.nn", "harness.evaluation", "harness.training", "harness.training_loop", "harness.blocks")
+BLOCK_PACKAGES = (
+    "harness.nn",
+    "harness.evaluation",
+    "harness.training",
+    "harness.training_loop",
+    "harness.pair_scorer",
+    "harness.blocks",
+)
 BLOCK_FOUNDATIONS = (
     "harness",
     "harness.errors",

@@ -5,7 +5,6 @@ scorer (:class:`TrainablePairScorer`) and of any model around one torch network 
 
 from __future__ import annotations
 
-from harness.nn.pair_scorer import PAIR_ORDERS, NetworkModel, TrainablePairScorer
 from harness.nn.pairs import (
     FIRST_SEGMENT,
     PADDING_SEGMENT,
@@ -15,6 +14,7 @@ from harness.nn.pairs import (
     score_in_length_sorted_batches,
     truncate_longest_first,
 )
+from harness.pair_scorer import PAIR_ORDERS, NetworkModel, TrainablePairScorer
 
 __all__ = [
     "FIRST_SEGMENT",

@@ -24,13 +24,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from harness.checkpoints import CheckpointedModule
-from harness.errors import invalid_choice
-from harness.training import TrainReport, fit_scored_pairs, with_both_orders
-
-from .losses import ScoreRegression
-from .onnx_runtime import RuntimeSwitch
-from .pairs import distinct_pairs, score_in_length_sorted_batches
+from .checkpoints import CheckpointedModule
+from .errors import invalid_choice
+from .nn.losses import ScoreRegression
+from .nn.onnx_runtime import RuntimeSwitch
+from .nn.pairs import distinct_pairs, score_in_length_sorted_batches
+from .training import TrainReport, fit_scored_pairs, with_both_orders
 
 PAIR_ORDERS = ("both", "given")  # train on (a, b) and (b, a), or on the given order only
 
