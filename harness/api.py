@@ -87,6 +87,7 @@ from .profiles import Profile, get_profile
 from .propositions import PropositionPair, PropositionPairs
 from .ranked_texts import RankedTexts, texts_by_id
 from .results import LoadProblem, ResultsError, ResultsFrame, load_results
+from .status import CellStatus
 from .store_files import (
     StoreError,
     UnsafeFileError,
@@ -201,6 +202,7 @@ __all__ = [
     "cached_bytes",
     "sha256_file",
     "StoreError",
+    "CellStatus",
     "atomic_write_file",
     "path_inside",
     "open_store_file",

@@ -344,7 +344,7 @@ class RayExecutor:
         worker.log(
             f"  Ray: {total} cells of {len(jobs)} jobs on {count} long-lived worker(s) of "
             f"{self.resources.num_cpus:g} CPU and {self.resources.num_gpus:g} GPU each "
-            f"({self._cluster_text(ray)})"
+            f"({cluster_text(ray)})"
         )
         try:
             with CellProgress(worker.log, total, worker.progress) as progress:
@@ -374,7 +374,7 @@ class RayExecutor:
         jobs. Each holds its slot's CPUs and GPUs until the run ends."""
         assert self.resources is not None
         jobs = len(plan.jobs())
-        count = min(self.workers or jobs, self._slots(ray), jobs)  # more would wait for free resources
+        count = min(self.workers or jobs, task_slots(ray, self.resources), jobs)  # more would wait for free resources
         # Workers reach the store and data by absolute paths; records keep the data dir as the user gave it.
         shared = (ray.put(worker.remote_config()), ray.put(plan)) if count else ()
         server_class = ray.remote(CellServer).options(**self.resources.as_options(), max_restarts=0)
@@ -440,20 +440,21 @@ class RayExecutor:
             logger.error(line)
         self._alive_nodes = alive
 
-    def _slots(self, ray: Any) -> int:
-        """How many tasks of this executor's size the cluster runs at once."""
-        resources = ray.cluster_resources()
-        assert self.resources is not None
-        slots = resources.get("CPU", 0) / self.resources.num_cpus
-        if self.resources.num_gpus:
-            slots = min(slots, resources.get("GPU", 0) / self.resources.num_gpus)
-        return max(1, int(slots))
 
-    @staticmethod
-    def _cluster_text(ray: Any) -> str:
-        resources = ray.cluster_resources()
-        nodes = sum(1 for node in ray.nodes() if node.get("Alive", True))
-        return f"{nodes} node(s), {resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} GPUs"
+def task_slots(ray: Any, resources: Any) -> int:
+    """How many tasks of one executor task's size (``resources``: its CPUs and GPUs) the cluster runs at once."""
+    available = ray.cluster_resources()
+    slots = available.get("CPU", 0) / resources.num_cpus
+    if resources.num_gpus:
+        slots = min(slots, available.get("GPU", 0) / resources.num_gpus)
+    return max(1, int(slots))
+
+
+def cluster_text(ray: Any) -> str:
+    """The cluster in a few words: alive nodes, CPUs and GPUs."""
+    resources = ray.cluster_resources()
+    nodes = sum(1 for node in ray.nodes() if node.get("Alive", True))
+    return f"{nodes} node(s), {resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} GPUs"
 
 
 def lost_node_lines(before: dict[str, dict], alive: dict[str, dict], max_retries: int) -> list[str]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import StoreError, atomic_write_file, atomic_write_text, path_inside
+from harness import CellStatus, StoreError, atomic_write_file, atomic_write_text, path_inside
 
 logger = logging.getLogger(__name__)
 
@@ -187,7 +187,7 @@ def write_mteb_results(records: list[dict], output_dir: Path) -> list[Path]:
     chosen: dict[tuple[str, int, str], tuple[dict, Counterpart | None, bool]] = {}
     for record in records:
         path = record.get("_path", record["model_key"])
-        if record.get("status") != "ok":
+        if record.get("status") != CellStatus.OK:
             logger.warning("skipped %s: status %s, no scores to export", path, record.get("status"))
             continue
         mteb_result = (record.get("details") or {}).get("mteb_task_result")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shlex
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -18,7 +17,7 @@ from ...files import atomic_write_json, atomic_write_text
 from ...store_files import UnsafeFileError, open_store_file, read_store_text
 from ..progress import CellProgress
 from .client import SlurmClient, SlurmError, TaskState
-from .job_files import JOB_FILE_FORMAT, done_path, job_key
+from .job_files import array_script, done_path, job_key, job_payload
 from .options import SlurmOptions
 
 if TYPE_CHECKING:
@@ -170,9 +169,11 @@ class _Follow:
         (folder / "logs").mkdir(parents=True, exist_ok=True)
         for index, tracked in enumerate(batch):
             tracked.job_file = folder / f"job-{index}.json"
-            atomic_write_json(tracked.job_file, self._job_payload(tracked.job))
+            atomic_write_json(tracked.job_file, job_payload(tracked.job, self.plan.data_dir_text, self.config_data))
         script = folder / "array.sbatch"
-        atomic_write_text(script, self._script(folder))
+        atomic_write_text(
+            script, array_script(folder, self.folder.name, self.options.directives(), self.executor.python)
+        )
         array = f"0-{len(batch) - 1}" + (f"%{self.options.max_jobs}" if self.options.max_jobs else "")
         array_id = self.client.submit(script, array)
         self.executor.submitted.append(array_id)
@@ -191,38 +192,6 @@ class _Follow:
         self.worker.log(
             f"  submitted SLURM array {array_id}: {len(batch)} job(s) ({', '.join(t.job.label for t in batch)})"
             f"{limit}; logs in {folder / 'logs'}"
-        )
-
-    def _job_payload(self, job: TrainingJob) -> dict[str, Any]:
-        import harness
-
-        return {
-            "format": JOB_FILE_FORMAT,
-            "harness_version": harness.__version__,
-            "label": job.label,
-            "model_key": job.spec.key,
-            "seed": job.seed,
-            "trained_key": job.trained.key,
-            "task_keys": [task.key for task in job.tasks],
-            "data_dir_text": self.plan.data_dir_text,
-            "config": self.config_data,
-        }
-
-    def _script(self, folder: Path) -> str:
-        directives = [
-            f"--job-name=harness-{self.folder.name[:8]}",
-            f"--output={folder / 'logs' / '%A_%a.log'}",
-            f"--chdir={Path.cwd()}",
-            "--ntasks=1",
-            "--requeue",  # a preempted task is queued again by SLURM and resumes from the store
-            *self.options.directives(),
-        ]
-        job_file = shlex.quote(str(folder)) + '/job-"${SLURM_ARRAY_TASK_ID}".json'
-        return (
-            "#!/bin/bash\n"
-            + "".join(f"#SBATCH {line}\n" for line in directives)
-            + "# Written by harness run --executor slurm: each array task runs the job of its job file.\n"
-            + f"exec {shlex.quote(self.executor.python)} -m harness slurm-task {job_file}\n"
         )
 
     # -- following -----------------------------------------------------------------------------------------------------

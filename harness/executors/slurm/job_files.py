@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 import socket
 from dataclasses import fields
 from pathlib import Path
@@ -107,3 +108,40 @@ def read_job_file(path: Path) -> dict[str, Any]:
     if not isinstance(payload, dict) or payload.get("format") != JOB_FILE_FORMAT:
         raise SlurmError(f"{path} is not a harness SLURM job file (format {JOB_FILE_FORMAT}).")
     return payload
+
+
+def job_payload(job: TrainingJob, data_dir_text: str, config_data: dict[str, Any]) -> dict[str, Any]:
+    """The job file of one training job: what an array task needs to run it (:func:`config_from_payload` reads the
+    config back) and the identity the driver matches its done file against."""
+    import harness
+
+    return {
+        "format": JOB_FILE_FORMAT,
+        "harness_version": harness.__version__,
+        "label": job.label,
+        "model_key": job.spec.key,
+        "seed": job.seed,
+        "trained_key": job.trained.key,
+        "task_keys": [task.key for task in job.tasks],
+        "data_dir_text": data_dir_text,
+        "config": config_data,
+    }
+
+
+def array_script(folder: Path, run_name: str, directives: list[str], python: str) -> str:
+    """The sbatch script of one array of a run: each array task runs the job of its job file in ``folder``."""
+    lines = [
+        f"--job-name=harness-{run_name[:8]}",
+        f"--output={folder / 'logs' / '%A_%a.log'}",
+        f"--chdir={Path.cwd()}",
+        "--ntasks=1",
+        "--requeue",  # a preempted task is queued again by SLURM and resumes from the store
+        *directives,
+    ]
+    job_file = shlex.quote(str(folder)) + '/job-"${SLURM_ARRAY_TASK_ID}".json'
+    return (
+        "#!/bin/bash\n"
+        + "".join(f"#SBATCH {line}\n" for line in lines)
+        + "# Written by harness run --executor slurm: each array task runs the job of its job file.\n"
+        + f"exec {shlex.quote(python)} -m harness slurm-task {job_file}\n"
+    )
