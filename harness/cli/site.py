@@ -66,6 +66,7 @@ def add_parser(commands) -> None:
 
 def cmd_site(args) -> int:
     from ..leaderboard.site import build_site
+    from ..run.overlap import OverlapDeriver
 
     if args.port is not None and not args.serve:
         raise HarnessError("--port is the port of --serve; add --serve or leave --port out")
@@ -94,6 +95,8 @@ def cmd_site(args) -> int:
     for path in matrices:
         if not Path(path).is_file():
             raise HarnessError(f"--matrix {path}: no such matrix file; name one under matrices/")
+    # which test pairs a trained row saw, found as `harness contamination` measures (the examples view marks them)
+    seen_positions = OverlapDeriver(registry, store, data_dir).seen_positions if registry is not None else None
     report = build_site(
         store,
         args.to,
@@ -103,6 +106,7 @@ def cmd_site(args) -> int:
         progress=logger.info,
         matrices=matrices,
         data_dir=data_dir,
+        seen_positions=seen_positions,
     )
     logger.info(
         "wrote %s: %d files, %.1f MB of data (its pages read their data through a web server: `harness site "

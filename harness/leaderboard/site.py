@@ -139,11 +139,10 @@ class _Written:
         registry: Any,
         progress: Callable[[str], None] | None,
         data_dir: Path | None = None,
-        store: Store | None = None,
+        seen_positions: Callable[[dict], list[int] | None] | None = None,
     ):
         self.writer, self.cells, self.registry, self.progress = writer, cells, registry, progress
-        self.store = store
-        self.overlap: Any = None  # harness.run.overlap.OverlapDeriver, made when a record saw test pairs
+        self.seen_positions = seen_positions  # a record -> the positions of its test pairs seen in training
         self.data_dir = data_dir  # harness site --data-dir: where the records' texts are read (site_examples)
         self.tables_total, self.tables_done = 0, 0  # for the progress lines: "table 3/17"
         self.checksums: dict = {}  # (task, options, data folder) -> its data checksum, computed once per build
@@ -201,14 +200,10 @@ class _Written:
         if shares is None or not shares[0]:
             return None
         recorded = int(record["contamination"].get("test_pairs_seen") or 0)
-        if self.registry is None:
+        if self.seen_positions is None:
             return {"recorded": recorded, "reason": "the site was built without the plugins that read training data"}
-        if self.overlap is None:  # the data readers of a run, made only for a site with such a record
-            from ..run.overlap import OverlapDeriver
-
-            self.overlap = OverlapDeriver(self.registry, self.store, self.data_dir)
         try:
-            positions = self.overlap.seen_positions(record)
+            positions = self.seen_positions(record)
         except (HarnessError, OSError, ValueError, KeyError) as exc:
             logger.warning("%s: its test pairs seen in training cannot be marked (%s)", path, exc)
             return {"recorded": recorded, "reason": f"its training data could not be read again here ({exc})"}
@@ -339,6 +334,7 @@ def build_site(
     progress: Callable[[str], None] | None = None,
     matrices: tuple[Path, ...] = (),
     data_dir: Path | None = None,
+    seen_positions: Callable[[dict], list[int] | None] | None = None,
 ) -> SiteReport:
     """Write the site for ``store`` into ``folder`` (created; an earlier site there is replaced whole: no file of it
     stays). ``registry`` (optional) orders the families' columns and reads the tasks' texts for the examples view,
@@ -346,7 +342,9 @@ def build_site(
     record's ``dataset_checksum`` are withheld with the reason); ``include_samples`` as for ``harness leaderboard``
     (records on an evaluation sample in sections of their own). ``matrices``: matrix files whose paper tables join
     the index, each the page ``harness leaderboard --matrix FILE --formats html`` writes (the same renderer), under
-    ``matrices/`` (they need ``registry``).
+    ``matrices/`` (they need ``registry``). ``seen_positions``: a record -> the positions of its test pairs that
+    its model trained on (``harness site`` gives ``harness.run.overlap.OverlapDeriver.seen_positions``), or None
+    when they cannot be found; the examples view marks them (without it, it says how many and why not marked).
 
     The site is built in a temporary folder beside ``folder`` and renamed into place when whole, so a reader sees
     the old site or the new one. Refused (StoreError) for a folder in the store (or holding it) and for a folder
@@ -371,7 +369,7 @@ def build_site(
         tables = collect_tables(store, family_members, include_samples)
         cells = CellData(resamples)
         index: list[dict] = []
-        written = _Written(writer, cells, registry, progress, data_dir, store)
+        written = _Written(writer, cells, registry, progress, data_dir, seen_positions)
         written.tables_total = len(tables) + len(matrices)
         for family, sections in group_by_family(tables).items():
             if progress:
