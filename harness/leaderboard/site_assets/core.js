@@ -71,7 +71,8 @@ function show(nodes, title) {
   main.textContent = "";
   nodes.forEach(function (node) { if (node) { main.appendChild(node); } });
   document.title = title + " · harness results";
-  main.focus();
+  window.scrollTo(0, 0);  // a new view starts at its top, not where the last one was scrolled to
+  main.focus({ preventScroll: true });
 }
 
 function failure(error) {
