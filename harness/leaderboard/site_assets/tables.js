@@ -14,7 +14,7 @@ function viewIndex() {
   setCrumbs([{ text: "index" }]);
   return fetchJSON("data/index.json").then(function (index) {
     var nodes = [el("h1", { text: "Results: every family table" }),
-      el("p", { class: "note", text: "From the store " + index.store + ". Open a table to filter and sort it, " +
+      el("p", { class: "note", text: "From the store folder \u201c" + index.store + "\u201d. Open a table to filter and sort it, " +
         "choose two rows to compare them task by task, and look at the examples behind a difference." })];
     if (index.invalid_records) {
       nodes.push(el("p", { class: "failed", text: index.invalid_records + " invalid record(s): shown as `invalid`, " +
