@@ -277,18 +277,23 @@ def seen_notes(
     task_specs = [task for text in tasks for task in resolve_task_specs(registry, text)]
     for side, spec in specs.items():
         for task in task_specs:
-            found: dict[str, list[int]] = {}
-            for seed in seeds:
-                record, _ = store.lookup(spec.key, seed, task.key)
-                text = seen_text(record) if record is not None and record.get("status") == CellStatus.OK else None
-                if text:
-                    found.setdefault(text, []).append(seed)
-            lines += [
-                f"{side} on {task.label}: {text} (seed{'s' if len(found[text]) > 1 else ''} "
-                f"{', '.join(map(str, found[text]))})"
-                for text in found
-            ]
+            records = [(seed, store.lookup(spec.key, seed, task.key)[0]) for seed in seeds]
+            lines += seen_lines(side, task.label, records)
     return lines
+
+
+def seen_lines(side: str, task: str, records: Iterable[tuple[int, dict | None]]) -> list[str]:
+    """The :func:`seen_notes` lines of one side on one task from its records by seed (None: no record): one line
+    per distinct share seen, naming its seeds."""
+    found: dict[str, list[int]] = {}
+    for seed, record in records:
+        text = seen_text(record) if record is not None and record.get("status") == CellStatus.OK else None
+        if text:
+            found.setdefault(text, []).append(seed)
+    return [
+        f"{side} on {task}: {text} (seed{'s' if len(found[text]) > 1 else ''} {', '.join(map(str, found[text]))})"
+        for text in found
+    ]
 
 
 def comparison_rows(comparisons: list[TaskComparison], speed: bool = False) -> tuple[list[str], list[list[str]]]:

@@ -615,3 +615,164 @@ def test_site_compare_says_other_task_versions_are_not_comparable(fixture_store)
     by_task = {c.task: c for c in compare_pair(table, nm, simcse, cells, [42, 43])}
     assert by_task["stsb"].result is None and "different task versions" in by_task["stsb"].reason
     assert "stsb version 0.1-older" in by_task["stsb"].reason and by_task["sts12"].result is not None
+
+
+# ------------------------------------------------------------------ seeds, contamination, serving (no browser)
+THESIS_MATRIX = Path(__file__).resolve().parent.parent / "matrices" / "thesis-tables-6-7-6-8.yaml"
+THESIS_ENTRIES = ("be-517412c46488", "augsbert-17737d92e02d", "augsbert-6ce3e6a14045")  # its three rows' records
+
+
+@pytest.fixture(scope="module")
+def thesis_site(tmp_path_factory) -> tuple[Path, Path]:
+    """The thesis tables' paper table from its rows' published records: the matrix declares seeds 42-44, only seed 42
+    has run."""
+    folder = tmp_path_factory.mktemp("thesis-site")
+    store = folder / "store"
+    for key in THESIS_ENTRIES:
+        shutil.copytree(PUBLISHED / key, store / key)
+    site = folder / "site"
+    built = ht.run_harness("site", "--to", site, "--results", store, "--matrix", THESIS_MATRIX)
+    assert built.exit_code == 0, built.stderr
+    return store, site
+
+
+def test_site_paper_table_seeds_are_the_records_seeds(thesis_site):
+    """Each row's seeds are those its records have (not the matrix's declared 42-44), every row is ranked on them,
+    and the legend lists each entry once."""
+    store, site = thesis_site
+    (entry,) = json.loads((site / "data" / "index.json").read_text())["matrices"]
+    table = json.loads((site / "data" / "tables" / f"{entry['id']}.json").read_text())
+    assert entry["declared_seeds"] == [42, 43, 44]
+    for row in table["rows"]:
+        recorded = sorted(
+            {json.loads(path.read_text())["seed"] for path in (store / row["model_key"]).glob("*/*.json")}
+        )
+        assert row["seeds"] == recorded == [42], row["label"]
+        assert all(cell["seeds"] == recorded for cell in row["cells"] if cell["kind"] == "value")
+    assert entry["seeds"] == [42]
+    assert sorted(row["rank"] for row in table["rows"]) == [1, 2, 3]
+    ranked = sorted(table["rows"], key=lambda row: -row["average"])
+    assert [row["rank"] for row in ranked] == [1, 2, 3] and all(row["average_text"] for row in ranked)
+    assert all(row["average_text"].split(" ")[0].endswith("*") for row in ranked)  # fewer seeds than declared
+    labels = [label for label, _ in table["legend"]]
+    assert len(labels) == len(set(labels)) == 3
+
+
+def test_site_data_names_no_absolute_path(built_site, fixture_store):
+    index = json.loads((built_site / "data" / "index.json").read_text())
+    assert index["store"] == fixture_store.name
+    for path in built_site.rglob("*.json"):
+        assert str(fixture_store) not in path.read_text(), path  # nothing of the machine it was built on
+
+
+def test_site_build_logs_its_progress(fixture_store, tmp_path):
+    built = ht.run_harness("site", "--to", tmp_path / "site", "--results", fixture_store)
+    assert built.exit_code == 0, built.stderr
+    # the CLI's info lines (stdout; a progress bar over a table's pairs of rows on a terminal's stderr)
+    assert "family senteval: intervals and marks of 6 rows" in built.stdout
+    assert "table 1/1 senteval-0: 6 rows, 2 columns" in built.stdout
+    assert f"harness site --serve {tmp_path / 'site'}" in built.stdout  # serving it builds nothing again
+
+
+def test_site_serve_serves_a_built_site_without_building(built_site, tmp_path, monkeypatch):
+    import harness.leaderboard.site as site_module
+
+    served: list[tuple[Path, int]] = []
+    monkeypatch.setattr(site_module, "serve", lambda folder, port: served.append((folder, port)))
+    result = ht.run_harness("site", "--serve", built_site, "--port", "8123")
+    assert result.exit_code == 0, result.stderr
+    assert served == [(built_site, 8123)]
+    (tmp_path / "other").mkdir()
+    refused = ht.run_harness("site", "--serve", tmp_path / "other")
+    assert refused.exit_code != 0 and "is not a harness site" in refused.stderr and not served[1:]
+    both = ht.run_harness("site", "--serve", built_site, "--to", tmp_path / "new")
+    assert both.exit_code != 0 and "--serve DIR alone" in both.stderr
+    neither = ht.run_harness("site")
+    assert neither.exit_code != 0 and "give --to DIR" in neither.stderr
+
+
+def test_site_compare_states_what_each_row_saw_in_training(built_site, fixture_store):
+    """The pair file says what `harness compare --json` says under seen_in_training (the same lines), and the cell
+    of a row that trained on test pairs marks which, as many as its record counts; an untrained row's marks none."""
+    table = _table(built_site)
+    pair = _pair(built_site, table, "cbe [train: stsb]", "be")
+    rows = [table["rows"][pair[side]] for side in ("a", "b")]
+    sources = [row["train_on"] or "none" for row in rows]
+    cli = _cli_compare(
+        fixture_store,
+        *(row["label"].split(" [")[0] for row in rows),
+        *("--seeds", ",".join(map(str, pair["seeds"])), "--train-on-a", sources[0], "--train-on-b", sources[1]),
+    )
+    assert sorted(pair["seen_in_training"]) == sorted(cli["seen_in_training"]) and pair["seen_in_training"]
+    cbe = _row(table, "cbe [train: stsb]")
+    side = "A" if pair["a"] == cbe["index"] else "B"
+    assert f"{side} on sts12: 32% of test pairs seen in training (seed 42)" in pair["seen_in_training"]
+    column = table["columns"].index("sts12")
+    cell = json.loads((built_site / table["cell_files"][f"{cbe['index']}-{column}"]).read_text())
+    for seed, arrays in cell["seeds"].items():
+        seen = arrays["seen_in_training"]
+        record = json.loads((fixture_store / cbe["model_key"] / f"seed-{seed}" / "sts12.json").read_text())
+        assert len(seen["positions"]) == seen["recorded"] == record["contamination"]["test_pairs_seen"] > 0
+        assert len(set(seen["positions"])) == len(seen["positions"]) and max(seen["positions"]) < 3108
+    clean = _row(table, "be")
+    untrained = json.loads((built_site / table["cell_files"][f"{clean['index']}-{column}"]).read_text())
+    assert all("seen_in_training" not in arrays for arrays in untrained["seeds"].values())
+
+
+@pytest.mark.slow
+def test_site_table_header_and_model_column_stay_while_scrolling(built_site, served):
+    """At a phone's width the board scrolls in its box under a sticky header and sticky rank and model columns;
+    sorting keeps the scroll position; compare and examples views say what the rows saw in training and mark the
+    pairs; opened as a file, the page keeps its hint on serving it."""
+    sync_playwright = _browser_or_skip()
+    table = _table(built_site)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(served + f"#/table/{table['id']}")
+        page.wait_for_selector("body[data-view='table']")
+        page.set_viewport_size({"width": 390, "height": 360})  # a box lower than its six rows: it scrolls down too
+        box = page.locator(".board-scroll")
+        box.evaluate("node => { node.scrollLeft = 250; node.scrollTop = 50; }")
+        page.wait_for_timeout(100)
+        assert box.evaluate("node => [node.scrollLeft, node.scrollTop]") == [250, 50]
+        frame = box.bounding_box()
+        header = page.locator("#board thead th.sticky-model").bounding_box()
+        rank = page.locator("#board thead th.sticky-rank").bounding_box()
+        first = page.locator("#board tbody td.sticky-model").first.bounding_box()
+        assert abs(header["y"] - frame["y"]) < 2 and abs(rank["x"] - frame["x"]) < 2  # stuck to the box
+        assert abs(first["x"] - (rank["x"] + rank["width"])) < 2  # the model column right of the rank
+        assert box.evaluate("node => node.scrollLeft") == 250
+        # sort by stsb (clicked as a script clicks: playwright's own click would first scroll the button into view)
+        page.eval_on_selector("button.sort[data-column='1']", "button => button.click()")
+        assert page.get_attribute("#board th[aria-sort]", "aria-sort") == "descending"  # the table stays where it was
+        assert page.locator(".board-scroll").evaluate("node => [node.scrollLeft, node.scrollTop]") == [250, 50]
+        # compare a row trained on STS-B (it saw test pairs of sts12) with an untrained one
+        pair = _pair(built_site, table, "cbe [train: stsb]", "be")
+        page.goto(served + f"#/compare/{table['id']}/{pair['a']}/{pair['b']}")
+        page.wait_for_selector("body[data-view='compare']")
+        lines = page.eval_on_selector_all("#seen-in-training li", "items => items.map(i => i.textContent)")
+        assert lines == pair["seen_in_training"] and lines
+        cbe_side = "A" if table["rows"][pair["a"]]["label"].startswith("cbe") else "B"
+        score = page.inner_text(f"#compare-table tr[data-task='sts12'] td:nth-child({2 if cbe_side == 'A' else 3})")
+        assert score.endswith(" †")
+        column = table["columns"].index("sts12")
+        page.goto(served + f"#/examples/{table['id']}/{pair['a']}/{pair['b']}/{column}")
+        page.wait_for_selector("body[data-view='examples']")
+        assert page.locator("#seen-in-training li").count() >= 1
+        cbe = _row(table, "cbe [train: stsb]")
+        cell = json.loads((built_site / table["cell_files"][f"{cbe['index']}-{column}"]).read_text())
+        seen = {p for arrays in cell["seeds"].values() for p in arrays["seen_in_training"]["positions"]}
+        shown = page.eval_on_selector_all(
+            "#examples-table tbody tr", "rows => rows.map(r => [Number(r.dataset.position), r.dataset.seen || ''])"
+        )
+        assert len(shown) == 25 and any(mark for _, mark in shown)
+        assert all((mark == cbe_side) == (position in seen) for position, mark in shown)
+        page.goto((built_site / "index.html").as_uri() + "#/")  # as a file: the hint stays, no "Failed to fetch"
+        page.wait_for_selector("#server-hint")
+        assert "harness site --serve" in page.inner_text("#server-hint")
+        assert "Failed to fetch" not in page.inner_text("main")
+        assert not errors, errors
+        browser.close()

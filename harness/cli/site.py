@@ -18,9 +18,15 @@ def add_parser(commands) -> None:
         commands,
         "site",
         "build one static results site (every table, compare any two rows, the examples behind a difference)",
-        ("harness site --to site --serve", f"harness site --to my-site --results {DEFAULT_RESULTS}"),
+        (
+            "harness site --to site --serve",
+            f"harness site --to my-site --results {DEFAULT_RESULTS}",
+            "harness site --serve my-site",
+        ),
     )
-    site.add_argument("--to", type=Path, required=True, help="folder to write the site into (created)")
+    site.add_argument(
+        "--to", type=Path, default=None, help="folder to write the site into (created); without it --serve DIR serves"
+    )
     add_results_option(
         site,
         f"store to build from (default ./{DEFAULT_PUBLISHED}; e.g. --results {DEFAULT_RESULTS} for your own runs)",
@@ -46,20 +52,35 @@ def add_parser(commands) -> None:
     serve = site.add_argument_group("serving")
     serve.add_argument(
         "--serve",
-        action="store_true",
-        help="then serve it on http://127.0.0.1:PORT until Ctrl-C (Python's http.server)",
+        nargs="?",
+        const=True,
+        default=None,
+        type=Path,
+        metavar="DIR",
+        help="serve the site on http://127.0.0.1:PORT until Ctrl-C (Python's http.server): with --to, the site just "
+        "built; --serve DIR alone serves a site built before, without building",
     )
     serve.add_argument("--port", type=int, default=None, help="port for --serve (default 8000)")
     site.set_defaults(handler=cmd_site)
 
 
 def cmd_site(args) -> int:
-    from ..leaderboard.site import build_site, serve
+    from ..leaderboard.site import build_site
+    from ..run.overlap import OverlapDeriver
 
     if args.port is not None and not args.serve:
         raise HarnessError("--port is the port of --serve; add --serve or leave --port out")
     if args.port is not None and not 0 < args.port < 65536:
         raise HarnessError(f"--port {args.port} is not a port; give one from 1 to 65535")
+    if isinstance(args.serve, Path):
+        if args.to is not None:
+            raise HarnessError(
+                f"--serve {args.serve} serves a built site and --to builds one; give --to DIR --serve to build "
+                "and serve, or --serve DIR alone"
+            )
+        return _serve(args.serve, args.port)
+    if args.to is None:
+        raise HarnessError("give --to DIR to build a site there, or --serve DIR to serve one built before")
     store = existing_store(args.results or Path(DEFAULT_PUBLISHED))
     data_dir = getattr(args, "data_dir", None)
     if data_dir is not None and not Path(data_dir).is_dir():
@@ -74,6 +95,8 @@ def cmd_site(args) -> int:
     for path in matrices:
         if not Path(path).is_file():
             raise HarnessError(f"--matrix {path}: no such matrix file; name one under matrices/")
+    # which test pairs a trained row saw, found as `harness contamination` measures (the examples view marks them)
+    seen_positions = OverlapDeriver(registry, store, data_dir).seen_positions if registry is not None else None
     report = build_site(
         store,
         args.to,
@@ -83,13 +106,15 @@ def cmd_site(args) -> int:
         progress=logger.info,
         matrices=matrices,
         data_dir=data_dir,
+        seen_positions=seen_positions,
     )
     logger.info(
-        "wrote %s: %d files, %.1f MB of data (open %s through a web server: `harness site --to %s --serve`)",
+        "wrote %s: %d files, %.1f MB of data (its pages read their data through a web server: `harness site "
+        "--serve %s`, or `python -m http.server -d %s`)",
         report.folder,
         report.files,
         report.bytes / 1e6,
-        report.folder / "index.html",
+        report.folder,
         report.folder,
     )
     left_out = getattr(store, "sample_records", [])
@@ -104,10 +129,20 @@ def cmd_site(args) -> int:
     for problem in report.problems:
         logger.error("no interval: %s", problem)
     if args.serve:
-        try:
-            serve(Path(args.to), args.port or DEFAULT_PORT)
-        except KeyboardInterrupt:
-            logger.info("stopped serving %s", args.to)
-        except OSError as exc:
-            raise HarnessError(f"cannot serve on port {args.port or DEFAULT_PORT} ({exc}); pass --port N") from exc
+        _serve(args.to, args.port)
     return 1 if store.skipped or report.problems else 0
+
+
+def _serve(folder: Path, port: int | None) -> int:
+    """Serve a built site (refused, one line, for a folder that is not one) until Ctrl-C."""
+    from ..leaderboard.site import SITE_MARKERS, serve
+
+    if not all((Path(folder) / marker).is_file() for marker in SITE_MARKERS):
+        raise HarnessError(f"--serve {folder} is not a harness site; build one with `harness site --to {folder}`")
+    try:
+        serve(Path(folder), port or DEFAULT_PORT)
+    except KeyboardInterrupt:
+        logger.info("stopped serving %s", folder)
+    except OSError as exc:
+        raise HarnessError(f"cannot serve on port {port or DEFAULT_PORT} ({exc}); pass --port N") from exc
+    return 0

@@ -40,12 +40,14 @@ from typing import Any
 import numpy as np
 
 from ..compare import UNITS_NOTE
+from ..errors import HarnessError
 from ..evaluation.bootstrap import DEFAULT_RESAMPLES
 from ..files import UMASK, atomic_write_text, check_writable_dir, remove_stale_siblings, temporary_prefix
+from ..progress import progress_bar
 from ..store import Store
 from ..store_files import StoreError, is_inside
 from ..stored_scores import NO_DATA
-from .site_compare import CellData, collected_record, compare_command, compare_pair, seeds_run
+from .site_compare import CellData, collected_record, compare_command, compare_pair, pair_seen_in_training
 from .site_examples import NOT_REDISTRIBUTABLE as NOT_REDISTRIBUTABLE  # re-exported: tests and callers import it here
 from .site_examples import (
     PAIR_STATISTICS,
@@ -61,6 +63,8 @@ from .site_tables import (
     matrix_extra,
     matrix_table,
     row_curves,
+    seeds_run,
+    seeds_shown,
     site_table_payload,
 )
 from .stats import attach_statistics
@@ -135,9 +139,12 @@ class _Written:
         registry: Any,
         progress: Callable[[str], None] | None,
         data_dir: Path | None = None,
+        seen_positions: Callable[[dict], list[int] | None] | None = None,
     ):
         self.writer, self.cells, self.registry, self.progress = writer, cells, registry, progress
+        self.seen_positions = seen_positions  # a record -> the positions of its test pairs seen in training
         self.data_dir = data_dir  # harness site --data-dir: where the records' texts are read (site_examples)
+        self.tables_total, self.tables_done = 0, 0  # for the progress lines: "table 3/17"
         self.checksums: dict = {}  # (task, options, data folder) -> its data checksum, computed once per build
         self.texts: set[str] = set()
         self.examples: set[str] = set()
@@ -158,6 +165,11 @@ class _Written:
         if read is None:
             return None
         payload, shared = read
+        if payload["statistic"] in PAIR_STATISTICS:
+            for seed, arrays in payload["seeds"].items():
+                seen = self._seen_pairs(cell.records[int(seed)])
+                if seen is not None:
+                    arrays["seen_in_training"] = seen
         path = f"data/cells/{key}.json"
         self.writer.json(path, payload)
         if payload["examples"] not in self.examples:
@@ -176,6 +188,28 @@ class _Written:
                 texts_payload(cell.records[min(cell.values)], count, self.registry, self.data_dir, self.checksums),
             )
         return path
+
+    def _seen_pairs(self, path: str) -> dict | None:
+        """Which of a record's test pairs its model trained on (the examples view marks them), for a record whose
+        measured overlap says some were: ``positions`` (of its per-example data) and the ``recorded`` count, or
+        the ``reason`` none can be marked; None for a record that saw no test pair."""
+        from ..contamination import seen_shares
+
+        record = collected_record(path)
+        shares = seen_shares(record) if record is not None else None
+        if shares is None or not shares[0]:
+            return None
+        recorded = int(record["contamination"].get("test_pairs_seen") or 0)
+        if self.seen_positions is None:
+            return {"recorded": recorded, "reason": "the site was built without the plugins that read training data"}
+        try:
+            positions = self.seen_positions(record)
+        except (HarnessError, OSError, ValueError, KeyError) as exc:
+            logger.warning("%s: its test pairs seen in training cannot be marked (%s)", path, exc)
+            return {"recorded": recorded, "reason": f"its training data could not be read again here ({exc})"}
+        if positions is None:
+            return {"recorded": recorded, "reason": "its training data could not be read again here"}
+        return {"recorded": recorded, "positions": positions}
 
     def _note_shown_hits(
         self, table: Table, ranked_rows: list[Row], cell_files: dict[str, str], task_keys: dict[str, str]
@@ -216,13 +250,33 @@ class _Written:
                 texts = {"withheld": "the store names these examples by id; the task's texts are not read"}
             self.writer.json(f"data/texts/{task_key}.json", texts)
 
+    def _pair(self, table: Table, ranked_rows: list[Row], a: int, b: int) -> dict[str, Any]:
+        """Rows a and b (their indices in ``ranked_rows``, a < b) compared per task as ``harness compare`` compares
+        them, with the lines it prints on what each row saw of the test data in training."""
+        row_a, row_b = ranked_rows[a], ranked_rows[b]
+        seeds = sorted(seeds_run(table, row_a) & seeds_run(table, row_b))
+        pair: dict[str, Any] = {"a": a, "b": b, "seeds": seeds}
+        pair["seen_in_training"] = pair_seen_in_training(row_a, row_b, table.columns, self.cells, seeds)
+        if not seeds:
+            pair["reason"] = "the two rows have no seed in common: nothing to pair"
+            return pair
+        comparisons = compare_pair(table, row_a, row_b, self.cells, seeds)
+        pair["tasks"] = [c.as_dict() for c in comparisons]
+        pair["command"] = compare_command(row_a, row_b, table.columns, seeds)
+        pair["units_note"] = UNITS_NOTE  # the same words as `harness compare`
+        return pair
+
     def table(
         self, table_id: str, table: Table, sections: list[Table], created: dict, extra: dict | None = None
     ) -> dict:
         """Write ``table`` under ``table_id`` (``extra``: more keys of its table file) and return its index entry."""
-        writer, cells = self.writer, self.cells
+        writer = self.writer
+        self.tables_done += 1
         if self.progress:
-            self.progress(f"table {table_id}: {len(table.rows)} rows, {len(table.columns)} columns")
+            self.progress(
+                f"table {self.tables_done}/{self.tables_total} {table_id}: {len(table.rows)} rows, "
+                f"{len(table.columns)} columns"
+            )
         ranked_rows = [row for _, row, _ in table.ranked()]
         with_examples: dict[str, bool] = {}
         cell_files: dict[str, str] = {}  # "<row>-<column>" -> its cell file (shared by every table showing the cell)
@@ -251,19 +305,13 @@ class _Written:
         table_payload["cell_files"] = cell_files
         table_payload.update(extra or {})
         writer.json(f"data/tables/{table_id}.json", table_payload)
-        for a in range(len(ranked_rows)):
-            for b in range(a + 1, len(ranked_rows)):
-                row_a, row_b = ranked_rows[a], ranked_rows[b]
-                seeds = sorted(seeds_run(table, row_a) & seeds_run(table, row_b))
-                pair: dict[str, Any] = {"a": a, "b": b, "seeds": seeds}
-                if not seeds:
-                    pair["reason"] = "the two rows have no seed in common: nothing to pair"
-                else:
-                    comparisons = compare_pair(table, row_a, row_b, cells, seeds)
-                    pair["tasks"] = [c.as_dict() for c in comparisons]
-                    pair["command"] = compare_command(row_a, row_b, table.columns, seeds)
-                    pair["units_note"] = UNITS_NOTE  # the same words as `harness compare`
-                writer.json(f"data/compare/{table_id}/{a}-{b}.json", pair)
+        pairs = len(ranked_rows) * (len(ranked_rows) - 1) // 2
+        # comparing every pair of rows is most of a build's time: a bar on a terminal, a log line a while elsewhere
+        with progress_bar(pairs, f"{table_id}: pairs of rows compared", self.progress is not None, "pair") as bar:
+            for a in range(len(ranked_rows)):
+                for b in range(a + 1, len(ranked_rows)):
+                    writer.json(f"data/compare/{table_id}/{a}-{b}.json", self._pair(table, ranked_rows, a, b))
+                    bar.update(1)
         return {
             "id": table_id,
             "title": table.title,
@@ -271,7 +319,7 @@ class _Written:
             "columns": table.columns,
             "profiles": sorted({row.profile for row in table.rows}),
             "backbones": sorted({row.backbone for row in table.rows}),
-            "seeds": sorted({seed for row in table.rows for seed in row.seeds}),
+            "seeds": sorted({seed for row in table.rows for seed in seeds_shown(table, row)}),
             "dates": _dates(table, created),
         }
 
@@ -286,6 +334,7 @@ def build_site(
     progress: Callable[[str], None] | None = None,
     matrices: tuple[Path, ...] = (),
     data_dir: Path | None = None,
+    seen_positions: Callable[[dict], list[int] | None] | None = None,
 ) -> SiteReport:
     """Write the site for ``store`` into ``folder`` (created; an earlier site there is replaced whole: no file of it
     stays). ``registry`` (optional) orders the families' columns and reads the tasks' texts for the examples view,
@@ -293,7 +342,9 @@ def build_site(
     record's ``dataset_checksum`` are withheld with the reason); ``include_samples`` as for ``harness leaderboard``
     (records on an evaluation sample in sections of their own). ``matrices``: matrix files whose paper tables join
     the index, each the page ``harness leaderboard --matrix FILE --formats html`` writes (the same renderer), under
-    ``matrices/`` (they need ``registry``).
+    ``matrices/`` (they need ``registry``). ``seen_positions``: a record -> the positions of its test pairs that
+    its model trained on (``harness site`` gives ``harness.run.overlap.OverlapDeriver.seen_positions``), or None
+    when they cannot be found; the examples view marks them (without it, it says how many and why not marked).
 
     The site is built in a temporary folder beside ``folder`` and renamed into place when whole, so a reader sees
     the old site or the new one. Refused (StoreError) for a folder in the store (or holding it) and for a folder
@@ -318,8 +369,11 @@ def build_site(
         tables = collect_tables(store, family_members, include_samples)
         cells = CellData(resamples)
         index: list[dict] = []
-        written = _Written(writer, cells, registry, progress, data_dir)
+        written = _Written(writer, cells, registry, progress, data_dir, seen_positions)
+        written.tables_total = len(tables) + len(matrices)
         for family, sections in group_by_family(tables).items():
+            if progress:
+                progress(f"family {family}: intervals and marks of {sum(len(t.rows) for t in sections)} rows")
             for table in sections:
                 report.problems += attach_statistics(table, resamples).problems
                 cells.reuse(table)
@@ -335,7 +389,7 @@ def build_site(
         writer.json(
             "data/index.json",
             {
-                "store": str(store.root),
+                "store": store.root.name,  # a display name: the site says nothing of the machine it was built on
                 "families": index,
                 "matrices": paper_tables,
                 "invalid_records": len(store.skipped),
@@ -388,7 +442,6 @@ def _paper_table(
     """One matrix file's paper table: a site table like a family's (filters, sorting, compare and examples for any
     two of its entries, with the paper's numbers and the verdicts), plus the page ``harness leaderboard --matrix``
     writes in HTML (the same renderer), and its index entry."""
-    from ..errors import HarnessError
     from .claims import matrix_outcomes
     from .matrix_board import build_board
     from .matrix_board import render_html as render_matrix_html
@@ -417,7 +470,7 @@ def _paper_table(
         "page": relative,
         "description": board.description,
         "profiles": [board.profile],
-        "seeds": list(board.seeds),
+        "declared_seeds": list(board.seeds),
         "columns": [column.label for column in board.columns],
     }
 

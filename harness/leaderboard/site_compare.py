@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compare import UNTRAINED, TaskComparison, mean_eval_seconds, other_task_versions, task_version
+from ..compare import UNTRAINED, TaskComparison, mean_eval_seconds, other_task_versions, seen_lines, task_version
 from ..evaluation.bootstrap import ExampleDataError, ExampleScores, check_same_examples, pooled_replicates
 from ..evaluation.significance import holm, units_of_replicates
 from ..stored_scores import stored_run
-from .site_tables import MatrixTable, collected_record
+from .site_tables import collected_record
 from .tables import Row, Table
 
 
@@ -22,12 +22,20 @@ class CellData:
         self.runs: dict[str, tuple[ExampleScores | None, str, bool]] = {}
         self.replicates: dict[tuple[str, ...], np.ndarray] = {}
         self.tasks: dict[str, tuple[str, str]] = {}
+        self.overlaps: dict[str, dict | None] = {}
 
     def task_version(self, path: str) -> tuple[str, str]:
         """The (task key, task version) a record was evaluated with ("?" where it cannot be read)."""
         if path not in self.tasks:
             self.tasks[path] = task_version(collected_record(path))
         return self.tasks[path]
+
+    def seen(self, path: str) -> dict | None:
+        """A record's status and measured overlap (all :func:`harness.compare.seen_lines` reads), read once."""
+        if path not in self.overlaps:
+            record = collected_record(path) or {}
+            self.overlaps[path] = {key: record[key] for key in ("status", "contamination") if key in record} or None
+        return self.overlaps[path]
 
     def run(self, path: str) -> tuple[ExampleScores | None, str, bool]:
         if path not in self.runs:
@@ -127,9 +135,14 @@ def _spec_head(row: Row) -> str:
     return (row.spec or row.label).split(" [train: ")[0]
 
 
-def seeds_run(table: Table, row: Row) -> set[int]:
-    """The seeds a pair of rows is compared over: a family row's seeds are those it has records of; a paper table's
-    row declares the matrix's seeds, of which those with a record count (a seed not run yet has nothing to pair)."""
-    if isinstance(table, MatrixTable):
-        return {seed for cell in row.cells.values() for seed in cell.records}
-    return set(row.seeds)
+def pair_seen_in_training(row_a: Row, row_b: Row, columns: list[str], cells: CellData, seeds: list[int]) -> list[str]:
+    """The ``seen in training`` lines ``harness compare`` prints for the two rows over ``seeds`` (each row's own
+    seeds where they have none in common), e.g. "A on sts12: 32% of test pairs seen in training (seeds 42, 43)"."""
+    lines = []
+    for side, row in (("A", row_a), ("B", row_b)):
+        for column in columns:
+            cell = row.cells.get(column)
+            records = (cell.records if cell is not None else {}) or {}
+            chosen = seeds or sorted(records)
+            lines += seen_lines(side, column, [(seed, cells.seen(records[seed])) for seed in chosen if seed in records])
+    return lines

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import re
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +108,7 @@ def site_table_payload(table_id: str, table: Table, sections: list[Table], with_
                 "train_on": row.train_on or "",
                 "backbone": row.backbone,
                 "profile": row.profile,
-                "seeds": sorted(row.seeds),
+                "seeds": seeds_shown(table, row),
                 "complete": all(row.complete(column) for column in table.columns),
                 "contaminated": any(seen_in_training(cell) for cell in row.cells.values()),
                 "rank": rank,
@@ -171,13 +172,30 @@ def cost_view(table: Table) -> list[dict]:
 def _average_text(table: Table, row: Row, average: float) -> str:
     from .stats import decorate
 
-    text = decorate(table, row, table.average_header, f"{average:.2f}")
+    # a paper table's entry averaged over fewer seeds than its matrix declares is marked as its cells are
+    fewer = "" if all(row.complete(column) for column in table.averaged_columns) else "*"
+    text = decorate(table, row, table.average_header, f"{average:.2f}{fewer}")
     return _unbold(text, cell_mark(table, row, table.average_header))
 
 
 def _unbold(text: str, mark: str) -> str:
     """The cell's text without markdown's bold stars (the page shows ``best-significant`` in bold by its mark)."""
     return text[2:-2] if mark == BEST_SIGNIFICANT and text.startswith("**") else text
+
+
+class MatrixRow(Row):
+    """A matrix entry as a site row: its ``seeds`` are those the matrix declares (a cell with fewer carries ``*``,
+    as on the page ``harness leaderboard --matrix`` writes), but it is averaged, and so ranked, over the seeds that
+    ran wherever every task column ran the same ones: a matrix whose seeds 43 and 44 have not run yet still ranks
+    its entries on seed 42."""
+
+    def average(self, columns: list[str]) -> float | None:
+        cells = [self.cells.get(column) for column in columns]
+        if not columns or any(cell is None or not cell.values for cell in cells):
+            return None
+        if len({frozenset(cell.values) for cell in cells if cell is not None}) != 1:
+            return None  # columns over different seeds: their means are not comparable
+        return statistics.mean(cell.mean() for cell in cells if cell is not None)
 
 
 class MatrixTable(Table):
@@ -187,6 +205,22 @@ class MatrixTable(Table):
     def ranked(self) -> list[tuple[int | None, Row, float | None]]:
         ranks = {id(row): (rank, average) for rank, row, average in super().ranked()}
         return [(*ranks[id(row)][:1], row, ranks[id(row)][1]) for row in self.rows]
+
+
+def seeds_run(table: Table, row: Row) -> set[int]:
+    """The seeds a row has run: a family row's seeds are those it has records of; a paper table's row declares the
+    matrix's seeds, of which those with a record count (a seed not run yet has nothing to show or pair)."""
+    if isinstance(table, MatrixTable):
+        return {seed for cell in row.cells.values() for seed in cell.records}
+    return set(row.seeds)
+
+
+def seeds_shown(table: Table, row: Row) -> list[int]:
+    """The seeds column of a row: the seeds with a score in some cell for a paper table (what its markdown page
+    shows), a family row's seeds otherwise."""
+    if isinstance(table, MatrixTable):
+        return sorted({seed for cell in row.cells.values() for seed in cell.values})
+    return sorted(row.seeds)
 
 
 def _plain_marks(text: str) -> str:
@@ -214,8 +248,9 @@ def matrix_table(board: Any, records: dict[str, dict]) -> MatrixTable:
                 shares = seen_shares(record)
                 if shares is not None:
                     cell.seen[seed] = shares
-    legend = {row.label: row.spec for row in board.rows if row.label != row.spec}
-    return MatrixTable(board.name, columns, board.rows, metrics, firstline(board.description), legend)
+    rows = [MatrixRow(**{name: getattr(row, name) for name in Row.__dataclass_fields__}) for row in board.rows]
+    # no legend of option sets: legend_rows lists each entry whose label is not its spec already
+    return MatrixTable(board.name, columns, rows, metrics, firstline(board.description), {})
 
 
 def firstline(text: str) -> str:

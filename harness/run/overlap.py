@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..contamination import current_rule
+from ..contamination import current_rule, unseen_indices
 from ..errors import HarnessError, MissingDataError
 from ..profiles import get_profile
 from ..record import SIGNATURE, STORE_KEY_VARIABLE, InvalidRecordError, split_record_stem, store_key
@@ -113,8 +113,9 @@ class OverlapDeriver:
             )
         return path
 
-    def derive(self, record: dict) -> dict | None:
-        """The record's ``contamination`` derived from its spec and the data it names; None when not measurable."""
+    def _measured(self, record: dict) -> tuple[ModelSpec, ModelBuilder, TrainingOverlap, dict, Any] | None:
+        """What the record's overlap is measured from: its spec, the data readers, its derived provenance and its
+        task's evaluated texts (None for an untrained or not-ok record)."""
         spec = record_spec(record)
         if spec.train_on is None or record.get("status") != CellStatus.OK:
             return None
@@ -132,6 +133,31 @@ class OverlapDeriver:
                 f"{profile.name!r} gives now; its overlap cannot be derived"
             )
         evaluated = task.evaluated_texts(builder.eval_context(profile, "cpu", int(record["seed"])))
+        return spec, builder, overlap, provenance, evaluated
+
+    def seen_positions(self, record: dict) -> list[int] | None:
+        """The positions of the record's scored pairs (its task's evaluated pairs: the order of its per-example
+        data) that are in its model's training data, read again as :meth:`derive` reads it; None when not
+        measurable (untrained, a task without pairs, sources that cannot be read again). Pairs in data a recipe made
+        during training (silver pairs) are not among them: that data exists only in its run."""
+        measured = self._measured(record)
+        if measured is None:
+            return None
+        spec, _, overlap, provenance, evaluated = measured
+        seen = overlap.seen_texts(spec, int(record["seed"]), provenance)
+        pairs = list(getattr(evaluated, "pairs", ()) or ())
+        if seen is None or not pairs:
+            return None
+        unseen = set(unseen_indices(pairs, seen))
+        return [position for position in range(len(pairs)) if position not in unseen]
+
+    def derive(self, record: dict) -> dict | None:
+        """The record's ``contamination`` derived from its spec and the data it names; None when not measurable."""
+        measured_from = self._measured(record)
+        if measured_from is None:
+            return None
+        spec, builder, overlap, provenance, evaluated = measured_from
+        profile = get_profile(spec.profile)
         measured = overlap.contamination(spec, int(record["seed"]), evaluated, provenance)
         if measured is None:
             return None

@@ -6,6 +6,31 @@ var fetchJSON = site.fetchJSON, el = site.el, fixed = site.fixed, signed = site.
   show = site.show;
 
 /* ---------------------------------------------------------------- compare */
+/* The "seen in training" lines of `harness compare` (the data's seen_in_training, e.g. "A on sts12: 32% of test
+   pairs seen in training (seeds 42, 43)"): a row that trained on a task's test texts is partly compared on memory.
+   ``task``: the one task the lines are of (the examples view), else null. Shown above the numbers. */
+function seenOn(pair, side, task) {
+  return (pair.seen_in_training || []).filter(function (line) { return line.indexOf(side + " on " + task + ": ") === 0; });
+}
+
+function seenNode(shown, task) {
+  if (!shown.length) {
+    return el("p", { class: "note", id: "seen-in-training", text: "Seen in training: no record of either row says " +
+      "it saw " + (task === null ? "these tasks'" : task + "'s") + " test texts in training (measured from each trained " +
+      "row's training data; untrained rows and the backbones' pretraining data are not measured)." });
+  }
+  return el("div", { class: "seen", id: "seen-in-training", role: "note" }, [
+    el("strong", { text: "† Seen in training" }),
+    el("span", { text: " (measured train/test overlap, as `harness compare` prints it; a difference on such a task is " +
+      "partly one of memory):" }),
+    el("ul", {}, shown.map(function (line) { return el("li", { text: line }); }))]);
+}
+
+function scoreNode(score, seen) {
+  return el("td", { class: "num", title: seen.length ? seen.join("; ") : null },
+    [fixed(score, 2) + (seen.length ? " †" : "")]);
+}
+
 function pairFile(id, a, b) {
   var low = Math.min(a, b), high = Math.max(a, b);
   return "data/compare/" + id + "/" + low + "-" + high + ".json";
@@ -21,6 +46,7 @@ function viewCompare(id, a, b) {
         el("dt", { text: "A" }), el("dd", { id: "row-a-label", text: rowA.label + " (" + rowA.model_key + ")" }),
         el("dt", { text: "B" }), el("dd", { id: "row-b-label", text: rowB.label + " (" + rowB.model_key + ")" }),
         el("dt", { text: "seeds pooled" }), el("dd", { text: pair.seeds.join(", ") || "none in common" })])];
+    nodes.push(seenNode(pair.seen_in_training || [], null));
     if (pair.a !== a) {
       nodes.push(el("p", { class: "note", text: "A is the row listed first in the table's ranking; the difference is A - B." }));
     }
@@ -41,8 +67,8 @@ function viewCompare(id, a, b) {
           text: "examples" }) : el("span", { class: "count", text: "no per-example data" });
       return el("tr", { "data-task": task.task }, [
         el("td", { class: "text", text: task.task }),
-        el("td", { class: "num", text: fixed(task.score_a, 2) }),
-        el("td", { class: "num", text: fixed(task.score_b, 2) }),
+        scoreNode(task.score_a, seenOn(pair, "A", task.task)),
+        scoreNode(task.score_b, seenOn(pair, "B", task.task)),
         el("td", { class: "num" + (task.verdict === "significant" ? " best" : ""), "data-value": String(task.difference),
           text: signed(task.difference, 2) + (task.verdict === "significant" ? " *" : "") }),
         el("td", { class: "text", text: task.unit }),
@@ -69,4 +95,6 @@ function viewCompare(id, a, b) {
 }
 
 site.viewCompare = viewCompare;
+site.pairFile = pairFile;
+site.seenNode = seenNode;
 }(window.harnessSite));

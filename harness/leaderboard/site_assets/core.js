@@ -19,8 +19,12 @@ window.harnessSite = {};
 var main = document.getElementById("main");
 var crumbs = document.getElementById("crumbs");
 var cache = {};
+var serverHint = main.innerHTML;  // index.html's own words on opening the site through a web server
 
 function fetchJSON(path) {
+  if (location.protocol === "file:") {  // browsers refuse a local page's fetch: fail() shows how to serve the site
+    return Promise.reject(new Error("a page opened as a local file cannot read " + path));
+  }
   if (!cache[path]) {
     cache[path] = fetch(path).then(function (response) {
       if (!response.ok) { throw new Error(path + ": " + response.status + " " + response.statusText); }
@@ -67,10 +71,17 @@ function show(nodes, title) {
   main.textContent = "";
   nodes.forEach(function (node) { if (node) { main.appendChild(node); } });
   document.title = title + " · harness results";
-  main.focus();
+  window.scrollTo(0, 0);  // a new view starts at its top, not where the last one was scrolled to
+  main.focus({ preventScroll: true });
 }
 
 function failure(error) {
+  if (location.protocol === "file:") {  // a page opened as a local file may not fetch its data: say how to serve it
+    main.innerHTML = serverHint;
+    main.firstElementChild.id = "server-hint";
+    document.title = "open through a web server · harness results";
+    return;
+  }
   show([el("h1", { text: "Could not load this view" }), el("p", { class: "reason", text: String(error) })], "error");
 }
 

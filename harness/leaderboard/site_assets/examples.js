@@ -87,7 +87,8 @@ function viewExamples(id, a, b, column) {
     var taskKey = table.task_keys[name];
     var fileA = table.cell_files[a + "-" + column], fileB = table.cell_files[b + "-" + column];
     if (!fileA || !fileB) { throw new Error("no per-example data for " + (fileA ? "row B" : "row A") + " on " + name); }
-    return Promise.all([fetchJSON(fileA), fetchJSON(fileB), fetchJSON("data/texts/" + taskKey + ".json")])
+    return Promise.all([fetchJSON(fileA), fetchJSON(fileB), fetchJSON("data/texts/" + taskKey + ".json"),
+      fetchJSON(site.pairFile(id, a, b))])
       .then(function (got) {
         if (got[0].examples !== got[1].examples) {
           throw new Error("the two rows are not scored on the same test examples on " + name + " (e.g. another sample cut): no example-by-example view");
@@ -100,13 +101,40 @@ function viewExamples(id, a, b, column) {
           });
           var texts = got[2];  // a ranking task's texts are per set of test examples (ids differ between sample cuts)
           if (texts.examples) { texts = texts.examples[got[0].examples] || { withheld: "no texts were written for these examples" }; }
-          drawExamples(table, a, b, column, got[0], got[1], texts);
+          drawExamples(table, a, b, column, got[0], got[1], texts, seenLines(got[3], a, name));
         });
       });
   });
 }
 
-function drawExamples(table, a, b, column, cellA, cellB, texts) {
+/* The pair's "seen in training" lines on this task, with A and B as this view names them (the pair file's A is
+   the row ranked first). */
+function seenLines(pair, a, task) {
+  var swap = pair.a !== a;
+  return (pair.seen_in_training || []).map(function (line) {
+    return swap ? line.replace(/^(A|B) on /, function (_, side) { return (side === "A" ? "B" : "A") + " on "; }) : line;
+  }).filter(function (line) { return line.indexOf(" on " + task + ": ") === 1; });
+}
+
+/* Which test pairs a cell's model trained on (any of its seeds), from the cell's seen_in_training per seed, and
+   what could not be marked. Exported for the tests. */
+function seenPairs(cell, side) {
+  var seen = {}, notes = [];
+  Object.keys(cell.seeds).sort().forEach(function (seed) {
+    var info = cell.seeds[seed].seen_in_training;
+    if (!info) { return; }
+    (info.positions || []).forEach(function (position) { seen[position] = true; });
+    if (!info.positions) {
+      notes.push(side + " seed " + seed + ": " + info.recorded + " test pairs seen in training, not marked: " + info.reason);
+    } else if (info.positions.length !== info.recorded) {
+      notes.push(side + " seed " + seed + ": " + info.positions.length + " of the " + info.recorded + " test pairs its " +
+        "record counts as seen are marked (the others are in data a recipe made during training)");
+    }
+  });
+  return { seen: seen, notes: notes };
+}
+
+function drawExamples(table, a, b, column, cellA, cellB, texts, seenInTraining) {
   var name = table.columns[column], rowA = table.rows[a], rowB = table.rows[b];
   setCrumbs([{ text: "index", href: "#/" }, { text: table.family, href: "#/table/" + table.id },
     { text: "compare", href: "#/compare/" + table.id + "/" + a + "/" + b }, { text: "examples on " + name }]);
@@ -118,19 +146,29 @@ function drawExamples(table, a, b, column, cellA, cellB, texts) {
     nodes.push(el("p", { class: "reason", id: "texts-withheld", text: "Texts not shown: " + texts.withheld + ". Examples are named by " +
       (cellA.seeds[Object.keys(cellA.seeds)[0]].ids ? "their ids in the task's data." : "their position in the task's test data.") }));
   }
+  nodes.push(site.seenNode(seenInTraining, name));
   var heads, rows = [];
   var statistic = cellA.statistic;
   if (statistic === "spearman" || statistic === "pearson" || statistic === "average_precision") {
+    var seenA = seenPairs(cellA, "A"), seenB = seenPairs(cellB, "B");
+    seenA.notes.concat(seenB.notes).forEach(function (line) { nodes.push(el("p", { class: "reason", text: line })); });
+    var seenWord = function (position) {
+      return [seenA.seen[position] ? "A" : "", seenB.seen[position] ? "B" : ""].filter(Boolean).join(" and ");
+    };
     nodes.push(el("p", { class: "note", text: "The 25 test pairs where the two models' errors against the gold " +
       "differ most: error = |model's rank of the pair - gold rank| among all " + cellA.seeds[Object.keys(cellA.seeds)[0]].gold.length +
       " pairs (rank 1 = most similar; scores are seed means). \"closer\" says which model ranks the pair nearer the gold." }));
-    heads = ["#", "sentence 1", "sentence 2", "gold (rank)", "A score (rank)", "B score (rank)", "closer"];
+    heads = ["#", "sentence 1", "sentence 2", "gold (rank)", "A score (rank)", "B score (rank)", "closer",
+      "seen in training"];
     scoredPairDifferences(cellA, cellB, 25).forEach(function (item, i) {
-      rows.push(el("tr", { "data-position": String(item.position) }, [el("td", { class: "num", text: String(i + 1) })].concat(textCells(texts, item.position), [
+      var trainedOn = seenWord(item.position);
+      rows.push(el("tr", { "data-position": String(item.position), class: trainedOn ? "seen-pair" : null,
+        "data-seen": trainedOn || null }, [el("td", { class: "num", text: String(i + 1) + (trainedOn ? " †" : "") })].concat(textCells(texts, item.position), [
         el("td", { class: "num", text: fixed(item.gold, 2) + " (" + item.goldRank + ")" }),
         el("td", { class: "num", text: fixed(item.scoreA, 3) + " (" + item.rankA + ")" }),
         el("td", { class: "num", text: fixed(item.scoreB, 3) + " (" + item.rankB + ")" }),
-        el("td", { class: "text", text: item.gap < 0 ? "A" : item.gap > 0 ? "B" : "same" })])));
+        el("td", { class: "text", text: item.gap < 0 ? "A" : item.gap > 0 ? "B" : "same" }),
+        el("td", { class: "text seen-cell", text: trainedOn ? "† " + trainedOn + " trained on it" : "" })])));
     });
   } else if (statistic === "f1_macro") {
     var seeds = commonSeeds(cellA, cellB);
@@ -200,4 +238,5 @@ site.viewExamples = viewExamples;
 site.scoredPairDifferences = scoredPairDifferences;
 site.ranks = ranks;
 site.rankDifferences = rankDifferences;
+site.seenPairs = seenPairs;
 }(window.harnessSite));

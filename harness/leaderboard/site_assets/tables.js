@@ -14,7 +14,7 @@ function viewIndex() {
   setCrumbs([{ text: "index" }]);
   return fetchJSON("data/index.json").then(function (index) {
     var nodes = [el("h1", { text: "Results: every family table" }),
-      el("p", { class: "note", text: "From the store " + index.store + ". Open a table to filter and sort it, " +
+      el("p", { class: "note", text: "From the store folder \u201c" + index.store + "\u201d. Open a table to filter and sort it, " +
         "choose two rows to compare them task by task, and look at the examples behind a difference." })];
     if (index.invalid_records) {
       nodes.push(el("p", { class: "failed", text: index.invalid_records + " invalid record(s): shown as `invalid`, " +
@@ -174,14 +174,19 @@ function viewTable(id) {
     function redraw() {
       var focused = document.activeElement && document.activeElement.getAttribute("data-column");
       var focusedId = document.activeElement && document.activeElement.id;
+      var scrolled = holder.querySelector(".board-scroll");  // sorting or filtering keeps where the reader was
+      var left = scrolled ? scrolled.scrollLeft : 0, top = scrolled ? scrolled.scrollTop : 0;
       holder.textContent = "";
       holder.appendChild(tableBody(table, state, redraw));
+      var again = holder.querySelector(".board-scroll");
+      again.scrollLeft = left;
+      again.scrollTop = top;
       if (focused !== null && focused !== undefined) {
         var button = holder.querySelector('button.sort[data-column="' + focused + '"]');
-        if (button) { button.focus(); }
+        if (button) { button.focus({ preventScroll: true }); }
       } else if (focusedId) {
-        var again = document.getElementById(focusedId);
-        if (again) { again.focus(); }
+        var before = document.getElementById(focusedId);
+        if (before) { before.focus({ preventScroll: true }); }
       }
     }
     var rows = table.rows;
@@ -263,8 +268,10 @@ function viewTable(id) {
 
 function tableBody(table, state, redraw) {
   var visible = sortedRows(table.rows.filter(function (row) { return rowPasses(row, state); }), state);
-  var heads = [el("th", { scope: "col", class: "text", text: "A" }), el("th", { scope: "col", class: "text", text: "B" }),
-    sortHeader("rank", "rank", state, redraw, "text"), sortHeader("model", "model", state, redraw, "text"),
+  // rank and model first, both sticky (site.css): a wide table scrolls under them, its header stays on top
+  var heads = [sortHeader("rank", "rank", state, redraw, "text sticky-rank"),
+    sortHeader("model", "model", state, redraw, "text sticky-model"),
+    el("th", { scope: "col", class: "text", text: "A" }), el("th", { scope: "col", class: "text", text: "B" }),
     el("th", { scope: "col", class: "text", text: "train on" }), el("th", { scope: "col", class: "text", text: "seeds" })];
   extraColumns = table.extra_columns || [];
   function extrasAfter(index) {
@@ -283,13 +290,13 @@ function tableBody(table, state, redraw) {
   var body = visible.map(function (row) {
     var chosen = state.a === row.index || state.b === row.index;
     var cells = [
+      el("td", { class: "text num sticky-rank", text: row.rank === null ? "" : String(row.rank) }),
+      el("td", { class: "text model sticky-model", title: row.spec }, [row.label, chosen ? el("span", { class: "count",
+        text: state.a === row.index ? " (A)" : " (B)" }) : null, trainingCurvesNode(row, table.id)]),
       el("td", {}, [el("input", { type: "radio", name: "row-a", id: "a-" + row.index, "aria-label": "row A: " + row.label,
         checked: state.a === row.index, onchange: function () { state.a = row.index; redraw(); } })]),
       el("td", {}, [el("input", { type: "radio", name: "row-b", id: "b-" + row.index, "aria-label": "row B: " + row.label,
         checked: state.b === row.index, onchange: function () { state.b = row.index; redraw(); } })]),
-      el("td", { class: "text num", text: row.rank === null ? "" : String(row.rank) }),
-      el("td", { class: "text model", title: row.spec }, [row.label, chosen ? el("span", { class: "count",
-        text: state.a === row.index ? " (A)" : " (B)" }) : null, trainingCurvesNode(row, table.id)]),
       el("td", { class: "text", text: row.train_on || "untrained" }),
       el("td", { class: "text", text: row.seeds.join(",") })
     ];
@@ -313,7 +320,7 @@ function tableBody(table, state, redraw) {
   return el("div", {}, [
     el("div", { class: "actions" }, [compare, el("span", { class: "count", id: "row-count",
       text: visible.length + " of " + table.rows.length + " rows shown" + (ready ? "" : "; choose two different rows") })]),
-    el("div", { class: "scroll" }, [el("table", { class: "board", id: "board" }, [
+    el("div", { class: "scroll board-scroll" }, [el("table", { class: "board", id: "board" }, [
       el("thead", {}, [el("tr", {}, heads)]), el("tbody", {}, body)])])
   ]);
 }
