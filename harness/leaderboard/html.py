@@ -2,12 +2,13 @@
 
 Drawn from the same :class:`harness.leaderboard.tables.Table` the markdown and CSV tables come from, so every number
 agrees with them. :func:`render_html_page` writes a single self-contained page (inline CSS and a few lines of
-JavaScript, nothing fetched): a header with the family's profile, backbone and hardware and how to read the cells;
-one sortable table per section (rows of one profile evaluated on the same tasks; click a header; numbers sort as
-numbers, empty cells last); each cell mean ± std over seeds with a link to every seed's record (relative to the page,
-so the links work in a checkout and on a static host); bold where the one rule for "best" (.stats.cell_mark) says
-so, as in every format; a model's
-full spec as its tooltip, a failed or invalid cell's reason as its tooltip; a legend table of the short labels.
+JavaScript, nothing fetched), table first: the title, the caption line the markdown has (.text.caption: what a cell
+holds, the backbone and profile every row shares, the marks that occur), one sortable table per section (rows of
+one profile evaluated on the same tasks; click a header; numbers sort as numbers, empty cells last); each cell
+mean ± std over seeds with a link to every seed's record (relative to the page, so the links work in a checkout and
+on a static host); bold where the one rule for "best" (.stats.cell_mark) says so, as in every format; a model's full
+spec as its tooltip, a marked cell's marks (.marks) and a failed or invalid cell's reason as its tooltip; then the
+notes as a list, the hardware, and a legend table of the short labels.
 
 Reference: none (presentation only). Deviations: none in the numbers (same Table as the markdown).
 """
