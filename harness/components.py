@@ -18,10 +18,14 @@ def core_components(registry: Registry) -> list[Component]:
     """What the core offers as components (plugins cannot draw it: it reads the leaderboard tables)."""
 
     def plot_leaderboard(results_dir: Path, output_dir: Path) -> list[Path]:
+        from .leaderboard import stale_models
         from .leaderboard.plots import plot_leaderboards  # matplotlib and the statistics only when drawn
+        from .store import Store
 
-        # The registry only orders the columns as the families register their tasks.
-        return plot_leaderboards(results_dir, output_dir, registry.families())
+        # The registry orders the columns as the families register their tasks, and names the superseded models
+        # (left out, as in the tables).
+        superseded = stale_models(Store(results_dir), registry)
+        return plot_leaderboards(results_dir, output_dir, registry.families(), tuple(superseded))
 
     def plot_cost(results_dir: Path, output_dir: Path) -> list[Path]:
         from .leaderboard.cost_plot import plot_cost as draw  # matplotlib only when drawn

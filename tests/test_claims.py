@@ -218,7 +218,7 @@ def test_the_committed_reproduction_page_is_the_generated_one(registry):
 
 def test_rows_trained_under_an_older_default_are_marked(tmp_path, registry):
     """A record whose spec now resolves to another model key (a default changed since it was
-    trained) keeps its row, marked, with a note naming the current model."""
+    trained) is left out and counted, and when asked keeps its row, marked, with a note naming the current model."""
     from harness.leaderboard import STALE, stale_models, write_leaderboards
     from harness.profiles import get_profile
     from harness.spec import resolve_model_spec
@@ -241,6 +241,9 @@ def test_rows_trained_under_an_older_default_are_marked(tmp_path, registry):
     stale = stale_models(store, registry)
     assert stale == {"be-0123456789ab": current}
     (path,) = write_leaderboards(store, tmp_path / "boards", ("md",), stale=stale)
+    hidden = path.read_text()  # by default left out, counted
+    assert "be-0123456789ab" not in hidden and "1 superseded model(s) left out" in hidden
+    (path,) = write_leaderboards(store, tmp_path / "boards", ("md",), stale=stale, show_superseded=True)
     text = path.read_text()
     assert (
         "be {key=be-0123456789ab} " + STALE in text

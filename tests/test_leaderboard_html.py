@@ -84,7 +84,11 @@ def test_page_has_the_markdown_numbers_sorting_and_record_links(tmp_path):
     parser.feed(page)
     headers = [text for text, _, _ in parser.headers]
     assert headers == ["rank", "model", "seeds", "t1", "t2", "average"]  # one backbone and profile: in the header
-    assert re.search(r"<dt>backbone</dt><dd>tiny</dd>", page) and "cpu (2 cores)" in page
+    # title, one caption line (the shared backbone and profile), the table, then the notes; no literal backticks
+    caption = re.search(r'<h1>[^<]*</h1>\n<p class="caption">([^\n]*)</p>\n<div class="scroll">', page)
+    assert caption and "backbone tiny, profile smoke" in caption.group(1)
+    assert page.index('<table class="sortable">') < page.index('<ul class="notes">') and "cpu (2 cores)" in page
+    assert "`" not in page.split("<script>")[0]
     rows = {cells[1][0]: cells for cells in parser.rows if cells}
     good = rows["good"]
     assert good[3][0].startswith("81.00 ± 1.41") and good[3][1] == "81.000000"

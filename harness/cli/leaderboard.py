@@ -77,6 +77,12 @@ def add_parser(commands) -> None:
         help="the matrix files whose claims --reproduction reads (default ./matrices)",
     )
     tables.add_argument(
+        "--show-superseded",
+        action="store_true",
+        help="also show the rows trained before a default of their spec changed (marked §, not ranked); "
+        "left out by default, a note under the table counts them",
+    )
+    tables.add_argument(
         "--cost",
         action="store_true",
         help="add cost columns (training and evaluation wall time, items/s, peak memory, parameters) and the "
@@ -121,7 +127,16 @@ def cmd_leaderboard(args) -> int:
         except HarnessError:
             stale = {}  # without plugins no spec can be re-resolved: nothing is marked
         written = write_leaderboards(
-            store, output, formats, family_members, args.include_samples, family_baselines, stale, renderers, args.cost
+            store,
+            output,
+            formats,
+            family_members,
+            args.include_samples,
+            family_baselines,
+            stale,
+            renderers,
+            args.cost,
+            show_superseded=args.show_superseded,
         )
     for path in written:
         print(f"wrote {path}")

@@ -7,6 +7,7 @@ task order and baselines in).
   (sections, labels and legend rules: docs/core/leaderboards.md, "Leaderboard tables").
 - :mod:`.stats`: bootstrap intervals, tie marks and significance over per-example data.
 - :mod:`.text` (markdown, CSV, LaTeX), :mod:`.html` (a static sortable page), :mod:`.plots` (bar charts).
+- :mod:`.marks`: what each mark of a table means, for its caption line and the HTML tooltips.
 - :mod:`.formats`: the file formats as ``leaderboard-format`` components, one renderer signature; a plugin adds one.
 - :mod:`.matrix_board`: one matrix file as the paper table it reproduces (``harness leaderboard --matrix``).
 
@@ -23,6 +24,7 @@ from ..files import atomic_write_text, prepare_output_dir
 from ..store import Store
 from .formats import BUILTIN_FORMATS, LEADERBOARD_FORMAT, LeaderboardFormat, LeaderboardRenderer
 from .html import render_html
+from .marks import STALE
 from .stats import attach_statistics
 from .tables import (
     CELL_MARKS,
@@ -81,16 +83,15 @@ __all__ = [
 ]
 
 
-STALE = "§"
-
-
 def mark_stale(table: Table, stale: dict[str, str]) -> None:
     """Mark the rows whose spec now resolves to another model (a default of the spec changed since they were
-    trained, e.g. a new option whose default is a different setting): the row keeps its records and scores, its label
-    gets :data:`STALE`, and the table's notes say which current model to run."""
+    trained, e.g. a new option whose default is a different setting): the row keeps its records and scores but no
+    rank (:meth:`Table.ranked`), its label gets :data:`STALE`, and the table's notes say which current model to run.
+    By default :func:`write_leaderboards` leaves such rows out; this marks the ones it was asked to show."""
     marked = [row for row in table.rows if row.model_key in stale]
     for row in marked:
         row.label = f"{row.label} {STALE}"
+        row.superseded_by = stale[row.model_key]
     table.stale_notes = [
         f"{STALE} `{row.spec or row.label}` ({row.model_key}): trained before a default of its spec "
         f"changed; the spec now resolves to another model, {stale[row.model_key]}. Its numbers are "
@@ -138,13 +139,15 @@ def write_leaderboards(
     stale: dict[str, str] | None = None,
     renderers: Mapping[str, LeaderboardRenderer] | None = None,
     cost: bool = False,
+    show_superseded: bool = False,
 ) -> list[Path]:
     """Write every family's file; invalid records are in ``store.skipped`` (also logged, and shown as ``invalid``),
     records on an evaluation sample that were left out in ``store.sample_records``, missing or damaged per-example
     files in ``store.side_file_problems``. ``stale`` (model key -> the key its spec resolves to now; the CLI computes
     it with the registry) marks rows trained under an older default (:func:`mark_stale`). ``renderers`` (format
     name -> renderer; default the built-in ones) holds every name of ``formats``: the CLI passes the registered
-    ones (.formats.available_formats). ``cost``: add the cost columns (harness.leaderboard.cost)."""
+    ones (.formats.available_formats). ``cost``: add the cost columns (harness.leaderboard.cost). The rows of
+    ``stale`` are left out of every format (a note counts them) unless ``show_superseded``."""
     renderers = BUILTIN_FORMATS if renderers is None else renderers
     unknown = [fmt for fmt in formats if fmt not in renderers]
     if unknown:
@@ -152,7 +155,8 @@ def write_leaderboards(
 
         raise invalid_choice("--formats", unknown[0], tuple(renderers))
     prepare_output_dir(Path(output_dir), "the leaderboard folder")
-    tables = collect_tables(store, family_members, include_samples, family_baselines)
+    hidden = () if show_superseded else tuple(stale or {})
+    tables = collect_tables(store, family_members, include_samples, family_baselines, hidden)
     store.side_file_problems = []  # missing or damaged per-example files (the CLI reports them, exits non-zero)
     for table in tables:
         store.side_file_problems += attach_statistics(table).problems  # bootstrap intervals and tie marks (.stats)

@@ -2,12 +2,13 @@
 
 Drawn from the same :class:`harness.leaderboard.tables.Table` the markdown and CSV tables come from, so every number
 agrees with them. :func:`render_html_page` writes a single self-contained page (inline CSS and a few lines of
-JavaScript, nothing fetched): a header with the family's profile, backbone and hardware and how to read the cells;
-one sortable table per section (rows of one profile evaluated on the same tasks; click a header; numbers sort as
-numbers, empty cells last); each cell mean ± std over seeds with a link to every seed's record (relative to the page,
-so the links work in a checkout and on a static host); bold where the one rule for "best" (.stats.cell_mark) says
-so, as in every format; a model's
-full spec as its tooltip, a failed or invalid cell's reason as its tooltip; a legend table of the short labels.
+JavaScript, nothing fetched), table first: the title, the caption line the markdown has (.text.caption: what a cell
+holds, the backbone and profile every row shares, the marks that occur), one sortable table per section (rows of
+one profile evaluated on the same tasks; click a header; numbers sort as numbers, empty cells last); each cell
+mean ± std over seeds with a link to every seed's record (relative to the page, so the links work in a checkout and
+on a static host); bold where the one rule for "best" (.stats.cell_mark) says so, as in every format; a model's full
+spec as its tooltip, a marked cell's marks (.marks) and a failed or invalid cell's reason as its tooltip; then the
+notes as a list, the hardware, and a legend table of the short labels.
 
 Reference: none (presentation only). Deviations: none in the numbers (same Table as the markdown).
 """
@@ -22,9 +23,11 @@ from typing import Any
 
 from ..curves import curve_files
 from .cost import COST_HEADER, COST_NOTE, row_cost
+from .marks import STALE_MEANING, marks_in
 from .stats import BEST_SIGNIFICANT, cell_mark, decorate
 from .stats import notes as statistics_notes
 from .tables import CellKind, Table, contamination_notes, legend_rows, sections_of
+from .text import PER_ROW, caption, missing_line, shared_values, superseded_note
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +38,9 @@ h1 { font-size: 1.5rem; margin-bottom: .25rem; }
          font-size: .9rem; }
 .facts dt { color: #59636e; } .facts dd { margin: 0; }
 .legend { font-size: .85rem; color: #59636e; max-width: 70rem; }
+.caption { font-size: .9rem; max-width: 70rem; margin: .25rem 0 .5rem; }
+ul.notes { font-size: .85rem; color: #59636e; max-width: 70rem; padding-left: 1.2rem; }
+ul.notes li { margin-bottom: .4rem; }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; font-size: .88rem; margin-top: .5rem; }
 th, td { padding: .35rem .6rem; border-bottom: 1px solid #d1d9e0; text-align: right; white-space: nowrap; }
@@ -123,9 +129,17 @@ def _score_cell(table: Any, row: Any, column: str, output_dir: Path) -> str:
         return f'<td data-sort=""><span class="{css}"{title}>{_escape(view.render())}</span>{seeds}</td>'
     text = table.cell_text(row, column)  # with its interval and marks (the one rule for "best": .stats.cell_mark)
     is_best = cell_mark(table, row, column) == BEST_SIGNIFICANT
-    text = text[2:-2] if is_best else text  # bold by the class, not by markdown's stars
     classes = ' class="best"' if is_best else ""
-    return f'<td{classes} data-sort="{cell.mean():.6f}"><span class="value">{_escape(text)}</span>{seeds}</td>'
+    return (
+        f'<td{classes}{_marks_title(text)} data-sort="{cell.mean():.6f}"><span class="value">'
+        f"{_escape(text[2:-2] if is_best else text)}</span>{seeds}</td>"  # bold by the class, not markdown's stars
+    )
+
+
+def _marks_title(text: str) -> str:
+    """A marked cell's tooltip: what each of its marks means (.marks), next to where the mark appears."""
+    meanings = marks_in(text)
+    return f' title="{_escape("; ".join(meanings))}"' if meanings else ""
 
 
 def _curves_links(row: Any, output_dir: Path) -> str:
@@ -148,8 +162,8 @@ def _average_cell(table: Any, row: Any, average: float) -> str:
     text = decorate(table, row, table.average_header, f"{average:.2f}")
     classes = ' class="best"' if is_best else ""
     return (
-        f'<td{classes} data-sort="{average:.6f}"><span class="value">{_escape(text[2:-2] if is_best else text)}'
-        "</span></td>"
+        f'<td{classes}{_marks_title(text)} data-sort="{average:.6f}"><span class="value">'
+        f"{_escape(text[2:-2] if is_best else text)}</span></td>"
     )
 
 
@@ -169,7 +183,9 @@ def _section_html(table: Any, output_dir: Path, per_row: list[str]) -> list[str]
         curves = _curves_links(row, output_dir)
         if curves:
             model += f'<span class="seeds">{curves}</span>'
-        spec = getattr(row, "spec", "") or row.label
+        spec = (getattr(row, "spec", "") or row.label) + (
+            f" ({STALE_MEANING})" if getattr(row, "superseded_by", "") else ""
+        )
         cells = [
             f'<td class="text" data-sort="{rank if rank is not None else ""}">{rank or ""}</td>',
             f'<td class="text model" data-sort="{_escape(row.label)}" title="{_escape(spec)}">{model}</td>',
@@ -187,6 +203,7 @@ def _section_html(table: Any, output_dir: Path, per_row: list[str]) -> list[str]
             *(_cost_cells(row) if getattr(table, "show_cost", False) else []),
         ]
         body.append("<tr>" + "".join(cells) + "</tr>")
+    missing = missing_line(table)
     metrics = ""
     if table.mixed_metrics:
         metrics = (
@@ -202,6 +219,7 @@ def _section_html(table: Any, output_dir: Path, per_row: list[str]) -> list[str]
         "<tbody>",
         *body,
         "</tbody></table></div>",
+        *([f'<p class="legend">{inline_markup(missing)}</p>'] if missing else []),
     ]
 
 
@@ -218,33 +236,62 @@ def _legend_html(entries: list[tuple[str, str]]) -> list[str]:
         for label, spec in entries
     )
     return [
-        "<h2>Legend: short labels</h2>",
+        "<h2>Short labels</h2>",
         '<table class="legend-table"><thead><tr><th class="text">label</th><th class="text">full spec</th></tr>'
         f"</thead><tbody>{rows}</tbody></table>",
     ]
 
 
+def inline_markup(text: str) -> str:
+    """A note's text as HTML: escaped, its markdown ``code`` and **strong** as tags (no literal backticks)."""
+    import re
+
+    text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", _escape(text))
+    return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
+
+
+def notes_html(notes: list[str]) -> str:
+    """The notes under a table, as a list."""
+    return '<ul class="notes">' + "".join(f"<li>{inline_markup(note)}</li>" for note in notes) + "</ul>"
+
+
 def render_html_page(tables: Any, output_dir: Path | None = None) -> str:
-    """A family's leaderboard (its sections) as one static, sortable HTML page (links relative to ``output_dir``)."""
+    """A family's leaderboard (its sections) as one static, sortable HTML page (links relative to ``output_dir``):
+    title, one caption line, the tables, then the notes."""
     sections = tables if isinstance(tables, list) else [tables]
     output_dir = Path(output_dir or ".")
     rows = [row for table in sections for row in table.rows]
-    profiles = sorted({row.profile for row in rows})
-    backbones = sorted({row.backbone for row in rows})
     hardware = sorted({h for row in rows for h in row.hardware})
     columns = list(dict.fromkeys(c for table in sections for c in table.columns))
-    # A backbone or profile shared by every row is said once in the header instead of in every row.
-    per_row = [name for name, values in (("backbone", backbones), ("profile", profiles)) if len(values) > 1]
+    # A backbone or profile shared by every row is said once in the caption instead of in every row.
+    per_row = [name for name in PER_ROW if name not in shared_values(sections)]
     family = sections[0].family
-    facts = [
-        ("profile", ", ".join(profiles)),
-        ("backbone", ", ".join(backbones)),
-        ("hardware", "; ".join(hardware) or "?"),
-        ("models", str(len(rows))),
-        ("tasks", ", ".join(columns)),
+    cell_texts = [
+        text
+        for table in sections
+        for rank, row, average in table.ranked()
+        for text in (
+            *(table.cell_text(row, column) for column in table.columns),
+            decorate(table, row, table.average_header, f"{average:.2f}") if average is not None else "",
+        )
     ]
+    facts = [("hardware", "; ".join(hardware) or "?"), ("models", str(len(rows))), ("tasks", ", ".join(columns))]
     body = [line for table in sections for line in _section_html(table, output_dir, per_row)]
     facts_html = "".join(f"<dt>{_escape(k)}</dt><dd>{_escape(v)}</dd>" for k, v in facts)
+    notes = [
+        "`-` = not run; `missing` = data not available when it ran; `failed` = the computation failed; `invalid` = "
+        "the record does not verify (damaged or edited). The links under a value open each seed's record. Hover a "
+        "model for its full spec, a marked cell for its marks, a failed cell for the reason. Average and rank only "
+        "for complete rows, and only against rows of the same profile evaluated on the same tasks (one section "
+        "each). Click a column header to sort.",
+        *superseded_note(sections),
+        *(
+            line.replace("**bold**", "bold")
+            for line in dict.fromkeys(line for table in sections for line in statistics_notes(table))
+        ),
+        *contamination_notes(sections),
+        *([COST_NOTE] if any(t.show_cost for t in sections) else []),
+    ]
     return "\n".join(
         [
             "<!DOCTYPE html>",
@@ -257,21 +304,11 @@ def render_html_page(tables: Any, output_dir: Path | None = None) -> str:
             "</head>",
             "<body>",
             f"<h1>Leaderboard: {_escape(family)}</h1>",
-            f'<dl class="facts">{facts_html}</dl>',
-            '<p class="legend">Cells: main score x100, mean ± std over seeds; the links under a value open each '
-            "seed's record. <code>*</code> = not every seed of the row has this cell; <code>-</code> = not run; "
-            "<code>missing</code> = data not available when it ran; <code>failed</code> = the computation failed; "
-            "<code>invalid</code> = the record does not verify (damaged or edited). Hover a model for its full spec, "
-            "a failed cell for the reason. Average and rank only for complete rows, and only against rows of the same "
-            "profile evaluated on the same tasks (one section each). "
-            "Click a column header to sort.</p>",
-            *(
-                f'<p class="legend">{_escape(line.replace("**bold**", "bold"))}</p>'
-                for line in dict.fromkeys(line for table in sections for line in statistics_notes(table))
-            ),
-            *(f'<p class="legend">{_escape(line)}</p>' for line in contamination_notes(sections)),
-            *([f'<p class="legend">{_escape(COST_NOTE)}</p>'] if any(t.show_cost for t in sections) else []),
+            f'<p class="caption">{inline_markup(caption(sections, cell_texts))}</p>',
             *body,
+            "<h2>Notes</h2>",
+            notes_html(notes),
+            f'<dl class="facts">{facts_html}</dl>',
             *_legend_html(legend_rows(sections)),
             "<footer>Generated by <code>harness leaderboard --formats html</code> from the result store; do not edit "
             "by hand.</footer>",

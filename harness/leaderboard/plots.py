@@ -196,11 +196,15 @@ def _error(table: Any, row: Any, column: str, value: float, cell: Any) -> tuple[
 
 
 def plot_leaderboards(
-    results_dir: Path, output_dir: Path, family_members: dict[str, list[str]] | None = None
+    results_dir: Path,
+    output_dir: Path,
+    family_members: dict[str, list[str]] | None = None,
+    hidden: tuple[str, ...] = (),
 ) -> list[Path]:
     """``leaderboard-<family>.png`` per family of the store at ``results_dir``; ``family_members`` (the registry's
-    families, handed in by whoever registers this plot) only orders the columns."""
-    tables = collect_tables(Store(results_dir), family_members or {})
+    families, handed in by whoever registers this plot) only orders the columns; the models of ``hidden`` (the
+    superseded ones) are left out, as the tables leave them out by default."""
+    tables = collect_tables(Store(results_dir), family_members or {}, hidden=hidden)
     written = []
     for family, sections in group_by_family(tables).items():
         target = table_path(Path(output_dir), family, "png")

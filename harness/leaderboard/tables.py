@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import statistics
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -76,6 +76,9 @@ class Row:
     sample: int | None = None  # the profile's max_eval_examples when the records were computed on a sample
     costs: dict[tuple[str, int], dict] = field(default_factory=dict)  # (column, seed) -> its record's cost object
     runtime: str = DEFAULT_RUNTIME  # the evaluation runtime of its cells (each runtime is a row of its own)
+    # the model key its spec resolves to now, when a default changed since it was trained (a superseded row: shown
+    # only when asked, never ranked beside the current model)
+    superseded_by: str = ""
 
     @property
     def key(self) -> str:
@@ -215,6 +218,7 @@ class Table:
     show_cost: bool = False  # `harness leaderboard --cost`: the formats add the cost columns (.cost)
     # the bootstrap intervals and marks of its cells (harness.leaderboard.stats.attach_statistics); None until computed
     statistics: TableStatistics | None = None
+    hidden_superseded: int = 0  # superseded models of the family left out (shown with --show-superseded)
 
     def baseline_lines(self) -> list[str]:
         """The baseline note: which trained rows beat the baseline row on its column, and which do not."""
@@ -280,13 +284,16 @@ class Table:
         return f"average ({self.averaged_metric})" if self.mixed_metrics else "average"
 
     def ranked(self) -> list[tuple[int | None, Row, float | None]]:
+        """(rank, row, average), best first; rows without an average and superseded rows last, without a rank (a
+        superseded row's numbers are those of an older setting: it never takes a rank from the current ones)."""
         scored = [(row, row.average(self.averaged_columns)) for row in self.rows]
-        scored.sort(key=lambda item: (item[1] is None, -(item[1] or 0.0), item[0].label))
+        scored.sort(key=lambda item: (item[1] is None or bool(item[0].superseded_by), -(item[1] or 0.0), item[0].label))
         ranked, rank = [], 0
         for row, average in scored:
-            if average is not None:
+            ranks = average is not None and not row.superseded_by
+            if ranks:
                 rank += 1
-            ranked.append((rank if average is not None else None, row, average))
+            ranked.append((rank if ranks else None, row, average))
         return ranked
 
     def cell_view(self, row: Row, column: str) -> CellView:
@@ -498,25 +505,34 @@ def collect_tables(
     family_members: dict[str, list[str]] | None = None,
     include_samples: bool = False,
     family_baselines: dict[str, Baseline] | None = None,
+    hidden: Collection[str] = (),
 ) -> list[Table]:
     """Sections per family (docs/core/leaderboards.md, "Leaderboard tables"). ``family_members`` (from the registry,
     when available) only orders the columns. Records on an evaluation sample are left out unless ``include_samples``;
-    their number is in ``store.sample_records``."""
+    their number is in ``store.sample_records``. The models of ``hidden`` (model keys: the superseded ones) are left
+    out before the rows get their labels, so a label never carries what only told it from a hidden row; each
+    section's ``hidden_superseded`` counts those of its family."""
     family_members = family_members or {}
     families: dict[str, _Family] = defaultdict(_Family)
     task_places: dict[str, tuple[str, str]] = {}
     models: dict[str, dict] = {}
+    hidden_models: dict[str, set[str]] = defaultdict(set)  # family -> the hidden model keys it had
     store.sample_records = []
     for record in store.records():
         task = record["task"]
         family_name = task.get("family") or task["name"]
         task_places.setdefault(task["key"], (family_name, task["label"]))
         models.setdefault(row_id(record["model_key"], runtime_of(record)), record)
+        if record["model_key"] in hidden:
+            hidden_models[family_name].add(record["model_key"])
+            continue
         if sample_size(record) is not None and not include_samples:
             store.sample_records.append(record.get("_path"))
             continue
         _add_record(families[family_name], record)
     for path, reason in store.skipped:
+        if Path(path).parent.parent.name in hidden:
+            continue
         _add_invalid(families, Path(path), reason, task_places, models, family_members)
     tables: list[Table] = []
     for family_name in sorted(families):
@@ -545,6 +561,7 @@ def collect_tables(
                     title if len(order) > 1 or sample else "",
                     legend,
                     (family_baselines or {}).get(family_name),
+                    hidden_superseded=len(hidden_models[family_name]),
                 )
             )
     return tables

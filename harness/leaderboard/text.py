@@ -10,25 +10,44 @@ import io
 import re
 
 from .cost import COST_CSV_HEADER, COST_HEADER, COST_NOTE, row_cost
+from .marks import marks_caption
 from .stats import csv_fields, decorate
 from .stats import notes as statistics_notes
-from .tables import Row, ScoreCell, Table, cell_view, contamination_notes, legend_rows, sections_of, seen_in_training
+from .tables import (
+    CellKind,
+    Row,
+    ScoreCell,
+    Table,
+    cell_view,
+    contamination_notes,
+    legend_rows,
+    sections_of,
+    seen_in_training,
+)
+
+PER_ROW = ("backbone", "profile")  # columns that say something of a row; one shared by every row goes to the caption
 
 
-def _header(table: Table) -> list[str]:
+def shared_values(sections: list[Table]) -> dict[str, str]:
+    """``{"backbone": ..., "profile": ...}`` for each of :data:`PER_ROW` that every row of ``sections`` shares."""
+    rows = [row for table in sections for row in table.rows]
+    values = {name: {getattr(row, name) for row in rows} for name in PER_ROW}
+    return {name: next(iter(found)) for name, found in values.items() if len(found) == 1}
+
+
+def _header(table: Table, per_row: tuple[str, ...] = PER_ROW) -> list[str]:
     cost = list(COST_HEADER) if table.show_cost else []
-    return ["rank", "model", "backbone", "profile", "seeds", *table.columns, table.average_header, *cost]
+    return ["rank", "model", *per_row, "seeds", *table.columns, table.average_header, *cost]
 
 
-def _body(table: Table) -> list[list[str]]:
+def _body(table: Table, per_row: tuple[str, ...] = PER_ROW) -> list[list[str]]:
     body = []
     for rank, row, average in table.ranked():
         body.append(
             [
                 str(rank) if rank is not None else "",
                 row.label,
-                row.backbone,
-                row.profile,
+                *(getattr(row, name) for name in per_row),
                 ",".join(str(s) for s in sorted(row.seeds)),
                 *(table.cell_text(row, column) for column in table.columns),
                 decorate(table, row, table.average_header, f"{average:.2f}") if average is not None else "incomplete",
@@ -42,6 +61,70 @@ def _cells(sections: list[Table]) -> list[tuple[Row, ScoreCell]]:
     return [(row, cell) for table in sections for row in table.rows for cell in row.cells.values()]
 
 
+def caption(sections: list[Table], cell_texts: list[str]) -> str:
+    """The one line above the table: what a cell holds, what every row shares, and the marks that occur in it."""
+    shared = shared_values(sections)
+    rows = sum(len(table.rows) for table in sections)
+    every_row = ", ".join(f"{name} {value}" for name, value in shared.items())
+    marks = marks_caption(cell_texts, [row.label for table in sections for row in table.rows])
+    return " ".join(
+        part
+        for part in (
+            "Cells: main score x100, mean ± std over seeds"
+            + (f"; all {rows} rows: {every_row}." if every_row else "."),
+            marks,
+            "Notes below the table.",
+        )
+        if part
+    )
+
+
+def missing_line(table: Table) -> str:
+    """Under a table with ``missing`` cells: which columns, the reason their records give (the first sentence of the
+    first one, paths left out) and the commands those records name to get the data; "" when none is missing."""
+    missing = [
+        (column, row.cells[column])
+        for column in table.columns
+        for row in table.rows
+        if cell_view(row, column).kind is CellKind.MISSING
+    ]
+    if not missing:
+        return ""
+    columns = list(dict.fromkeys(column for column, _ in missing))
+    messages = [message for _, cell in missing for message in cell.messages.values() if message]
+    reasons = list(dict.fromkeys(_first_sentence(message) for message in messages))
+    commands = list(dict.fromkeys(command for message in messages for command in re.findall(r"`([^`]+)`", message)))
+    because = f" ({reasons[0]}" + (f"; {len(reasons) - 1} more like it" if len(reasons) > 1 else "") + ")"
+    get = f"; get it with {' or '.join(f'`{command}`' for command in commands)}" if commands else ""
+    return (
+        f"`missing` in {', '.join(columns)} ({len(missing)} cells): the data was not on the machine that ran them"
+        f"{because if reasons else ''}{get}, then run the same command again: it computes only these cells."
+    )
+
+
+def _first_sentence(message: str) -> str:
+    """A record's message up to its first full stop, without the parentheses that list folders (paths differ by
+    machine and say nothing of the reason)."""
+    sentence = re.split(r"\.(?:\s|$)", message.strip(), maxsplit=1)[0]
+    return re.sub(r" \([^()]*/[^()]*\)", "", sentence)
+
+
+def notes_list(lines: list[str]) -> list[str]:
+    """Notes as a markdown list, a blank line between items so no renderer joins them into one paragraph."""
+    return [line for note in lines for line in (f"- {note}", "")]
+
+
+def superseded_note(sections: list[Table]) -> list[str]:
+    """How many superseded rows are left out and how to show them (none when nothing is left out)."""
+    count = max((table.hidden_superseded for table in sections), default=0)
+    if not count:
+        return []
+    return [
+        f"{count} superseded model(s) left out: trained before a default of their spec changed, so their numbers are "
+        "those of an older setting. `harness leaderboard --show-superseded` shows them (marked §, not ranked)."
+    ]
+
+
 def render_markdown(tables: Table | list[Table]) -> str:
     from tabulate import tabulate
 
@@ -49,36 +132,11 @@ def render_markdown(tables: Table | list[Table]) -> str:
     first = sections[0]
     hardware = sorted({h for table in sections for row in table.rows for h in row.hardware})
     cells = _cells(sections)
-    lines = [
-        f"# Leaderboard: {first.family}",
-        "",
-        "Generated by `harness leaderboard` from the result store; do not edit by hand.",
-        "Cells: main score x100, mean ± std over seeds. `*` = not every seed of the row has this cell; "
-        "`-` = not run; `missing` = data not available when it ran. Average and rank only for complete rows.",
-        *(
-            ["Rows are ranked only against rows of the same profile evaluated on the same tasks: one section each."]
-            if len(sections) > 1
-            else []
-        ),
-        *(
-            ["`failed` = the computation failed (e.g. training diverged); the record says why."]
-            if any(cell.failed_seeds and not cell.values for _, cell in cells)
-            else []
-        ),
-        *(
-            ["`invalid` = the record does not verify (damaged or edited); `harness leaderboard` names the file."]
-            if any(cell.invalid_seeds for _, cell in cells)
-            else []
-        ),
-        *dict.fromkeys(line for table in sections for line in statistics_notes(table)),
-        *contamination_notes(sections),
-        *(line for table in sections for line in (["", *table.baseline_lines()] if table.baseline_lines() else [])),
-        *([COST_NOTE] if any(table.show_cost for table in sections) else []),
-        "",
-        f"Hardware: {'; '.join(hardware)}",
-        "",
-    ]
-    for table in sections:
+    per_row = tuple(name for name in PER_ROW if name not in shared_values(sections))
+    bodies = [_body(table, per_row) for table in sections]
+    cell_texts = [text for body in bodies for line in body for text in line[2 + len(per_row) :]]
+    lines = [f"# Leaderboard: {first.family}", "", caption(sections, cell_texts), ""]
+    for table, body in zip(sections, bodies):
         if table.title:
             lines += [f"## {table.title}", ""]
         if table.mixed_metrics:
@@ -88,15 +146,39 @@ def render_markdown(tables: Table | list[Table]) -> str:
                 f"{table.averaged_metric} columns.",
                 "",
             ]
-        lines += [tabulate(_body(table), headers=_header(table), tablefmt="github", disable_numparse=True), ""]
+        lines += [tabulate(body, headers=_header(table, per_row), tablefmt="github", disable_numparse=True), ""]
+        if missing_line(table):
+            lines += [missing_line(table), ""]
+    notes = [
+        "Generated by `harness leaderboard` from the result store; do not edit by hand.",
+        "`-` = not run; `missing` = data not available when it ran"
+        + (
+            "; `failed` = the computation failed (e.g. training diverged), the record says why"
+            if any(cell.failed_seeds and not cell.values for _, cell in cells)
+            else ""
+        )
+        + (
+            "; `invalid` = the record does not verify (damaged or edited), `harness leaderboard` names the file"
+            if any(cell.invalid_seeds for _, cell in cells)
+            else ""
+        )
+        + ". Average and rank only for complete rows"
+        + (
+            ", ranked only against rows of the same profile evaluated on the same tasks (one section each)."
+            if len(sections) > 1
+            else "."
+        ),
+        *superseded_note(sections),
+        *dict.fromkeys(line for table in sections for line in statistics_notes(table)),
+        *contamination_notes(sections),
+        *(line for table in sections for line in table.baseline_lines()),
+        *([COST_NOTE] if any(table.show_cost for table in sections) else []),
+        f"Hardware: {'; '.join(hardware)}.",
+    ]
+    lines += ["## Notes", "", *notes_list(notes)]
     legend = legend_rows(sections)
     if legend:
-        lines += [
-            "## Legend: short labels",
-            "",
-            tabulate(legend, headers=["label", "full spec"], tablefmt="github", disable_numparse=True),
-            "",
-        ]
+        lines += ["## Short labels", "", *notes_list([f"`{label}`: `{spec}`" for label, spec in legend])]
     return "\n".join(lines)
 
 

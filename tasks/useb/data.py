@@ -55,11 +55,13 @@ def find_eval_dir(member: str, data_dir: Path | None, bundled: Path | None = Non
     for folder in folders:
         if all((folder / name).is_file() for name in needed):
             return folder
+    # The first sentence says why and what to do: a leaderboard prints it under its table (paths left out).
     raise MissingDataError(
-        f"USEB {member}: the evaluation files {', '.join(needed)} were not found (looked in: "
-        f"{', '.join(str(f) for f in folders)}). Download the official USEB data with `{DOWNLOAD_HINT}` (it goes to "
-        f"{default_download_dir() / DATASET_NAME}; add --data-dir DIR to put it elsewhere), or pass --data-dir DIR "
-        f"(or set HARNESS_DATA_DIR) where DIR/useb/data-eval/{member}/ holds these files."
+        f"USEB {member}: not bundled with harness (only TwitterPara is; the other members come from UKP's official "
+        f"USEB archive); download it with `{DOWNLOAD_HINT}` (it goes to {default_download_dir() / DATASET_NAME}; add "
+        f"--data-dir DIR to put it elsewhere). The evaluation files {', '.join(needed)} were not found (looked in: "
+        f"{', '.join(str(f) for f in folders)}); or pass --data-dir DIR (or set HARNESS_DATA_DIR) where "
+        f"DIR/useb/data-eval/{member}/ holds these files."
     )
 
 
