@@ -42,7 +42,8 @@ def main() -> None:
     from sentence_transformers import SentenceTransformer
 
     import harness.testing as ht
-    from harness.evaluation.probe import clear_encoding_cache, encode_once
+    from harness.evaluation.first_stage import encode_once
+    from harness.evaluation.probe import clear_encoding_cache
     from harness.plugins import bi_encoder
     from harness.tasks.twenty_newsgroups import TopicProbe
 

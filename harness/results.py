@@ -293,9 +293,9 @@ def _record_row(record: dict, root: Path) -> dict[str, Any]:
 def _interval(seed: int, score: float, path: str) -> tuple[float | None, float | None]:
     """A record's 95% bootstrap interval over its test examples (the leaderboard's, for one seed), or Nones."""
     from .leaderboard.stats import cell_statistics
-    from .leaderboard.tables import Cell
+    from .leaderboard.tables import ScoreCell
 
-    cell = Cell(values={seed: score}, records={seed: path})
+    cell = ScoreCell(values={seed: score}, records={seed: path})
     statistics = cell_statistics(cell)
     if statistics is None:
         return None, None
