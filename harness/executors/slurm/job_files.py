@@ -110,7 +110,7 @@ def read_job_file(path: Path) -> dict[str, Any]:
     return payload
 
 
-def job_payload(job: TrainingJob, data_dir_text: str, config_data: dict[str, Any]) -> dict[str, Any]:
+def job_payload(job: TrainingJob, data_dir_text: str | None, config_data: dict[str, Any]) -> dict[str, Any]:
     """The job file of one training job: what an array task needs to run it (:func:`config_from_payload` reads the
     config back) and the identity the driver matches its done file against."""
     import harness
